@@ -1,0 +1,74 @@
+/* enable/disable and the name tables: the small public surface. */
+#include "shim.h"
+
+#include <string.h>
+
+_Atomic int tbio_g_enabled;
+static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_atfork_done;
+
+static void atfork_prepare(void) {
+    tbio_session_atfork_prepare();
+    tbio_registry_atfork_prepare();
+}
+static void atfork_parent(void) {
+    tbio_registry_atfork_parent();
+    tbio_session_atfork_parent();
+}
+static void atfork_child(void) {
+    tbio_registry_atfork_child();
+    tbio_session_atfork_child();
+}
+
+int tbio_enable(void) {
+    pthread_mutex_lock(&g_api_mu);
+    if (atomic_load(&tbio_g_enabled)) {
+        pthread_mutex_unlock(&g_api_mu);
+        return 0;
+    }
+    tbio_clock_init();
+    if (!g_atfork_done) {
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        g_atfork_done = 1;
+    }
+    tbio_resolve_reals();
+    tbio_fd_scan_existing();
+    atomic_store(&tbio_g_enabled, 1);
+    int r = tbio_patch_all();
+    if (r != 0) {
+        tbio_unpatch_all();
+        atomic_store(&tbio_g_enabled, 0);
+    }
+    pthread_mutex_unlock(&g_api_mu);
+    return r;
+}
+
+int tbio_disable(void) {
+    pthread_mutex_lock(&g_api_mu);
+    if (!atomic_load(&tbio_g_enabled)) {
+        pthread_mutex_unlock(&g_api_mu);
+        return 0;
+    }
+    atomic_store(&tbio_g_enabled, 0);
+    int r = tbio_unpatch_all();
+    pthread_mutex_unlock(&g_api_mu);
+    return r;
+}
+
+int tbio_is_enabled(void) { return atomic_load(&tbio_g_enabled); }
+
+int tbio_op_count(void) { return TBIO_OP_COUNT; }
+
+const char *tbio_op_name(int op) { return op >= 0 && op < TBIO_OP_COUNT ? tbio_hooks[op].name : NULL; }
+
+int tbio_counter_count(int module, int is_float) {
+    if (module == TBIO_POSIX) return is_float ? POSIX_F_NUM_INDICES : POSIX_NUM_INDICES;
+    if (module == TBIO_STDIO) return is_float ? STDIO_F_NUM_INDICES : STDIO_NUM_INDICES;
+    return 0;
+}
+
+const char *tbio_counter_name(int module, int is_float, int i) {
+    if (i < 0 || i >= tbio_counter_count(module, is_float)) return NULL;
+    if (module == TBIO_POSIX) return is_float ? tbio_posix_fcounter_names[i] : tbio_posix_counter_names[i];
+    return is_float ? tbio_stdio_fcounter_names[i] : tbio_stdio_counter_names[i];
+}

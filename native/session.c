@@ -1,0 +1,418 @@
+/* Capture sessions: per-thread trace buffers, per-file records, and the
+ * in-flight protocol that lets tbio_end() free nothing a wrapper still uses.
+ *
+ * Hot path protocol: a wrapper marks its thread `in` (relaxed store), then
+ * loads the session pointer.  tbio_end() clears the pointer, issues a
+ * process-wide memory barrier (membarrier(2), so the hot path needs no fence
+ * of its own), then waits until no thread is `in`.  A thread is `in` only
+ * around the shim's own work, never across the real call, so a read blocked
+ * on a pipe never stalls tbio_end(). */
+#include "shim.h"
+
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+_Atomic(tbio_session *) tbio_g_session;
+static _Atomic uint64_t g_gen;
+static _Atomic uint64_t g_trace_cap = 1000000;   /* events per session, default */
+static pthread_mutex_t g_sess_mu = PTHREAD_MUTEX_INITIALIZER;  /* begin/end */
+static pthread_mutex_t g_threads_mu = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(tbio_thread *) g_threads;
+static pthread_key_t g_thread_key;
+static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static __thread tbio_thread *tl_thread __attribute__((tls_model("initial-exec")));
+
+/* ---- barrier: membarrier when the kernel has it, else a fence on the hot path ---- */
+#if defined(__SANITIZE_THREAD__)
+#define TBIO_TSAN 1
+#endif
+static int g_membarrier = -1;  /* 1 private expedited, 0 none (use fences) */
+
+static void barrier_init(void) {
+    if (g_membarrier != -1) return;
+#ifdef TBIO_TSAN
+    g_membarrier = 0;   /* TSan cannot see membarrier: use plain seq_cst fences */
+#else
+    long r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
+    g_membarrier = r == 0 ? 1 : 0;
+#endif
+}
+
+/* Mark this thread inside the shim, then load the session pointer.  With
+ * membarrier the store needs no hardware fence (tbio_end issues one on every
+ * thread); without it the store and load are sequentially consistent. */
+static inline tbio_session *enter_and_load(tbio_thread *t) {
+    if (LIKELY(g_membarrier == 1)) {
+        atomic_store_explicit(&t->in, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        return atomic_load_explicit(&tbio_g_session, memory_order_acquire);
+    }
+    atomic_store_explicit(&t->in, 1, memory_order_seq_cst);
+    return atomic_load_explicit(&tbio_g_session, memory_order_seq_cst);
+}
+
+static void slow_fence(void) {
+    if (g_membarrier == 1) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+}
+
+/* ---- threads ---- */
+static void thread_exit(void *p) {
+    tbio_thread *t = p;
+    if (t) atomic_store_explicit(&t->alive, 0, memory_order_release);
+}
+
+static void make_key(void) { pthread_key_create(&g_thread_key, thread_exit); }
+
+tbio_thread *tbio_thread_self(void) {
+    tbio_thread *t = tl_thread;
+    if (LIKELY(t)) return t;
+    pthread_once(&g_key_once, make_key);
+    t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->tid = tbio_gettid();
+    t->pself = (uint64_t)pthread_self();
+    prctl(PR_GET_NAME, t->comm, 0, 0, 0);
+    atomic_store(&t->alive, 1);
+    pthread_mutex_lock(&g_threads_mu);
+    t->next = atomic_load_explicit(&g_threads, memory_order_relaxed);
+    atomic_store_explicit(&g_threads, t, memory_order_release);
+    pthread_mutex_unlock(&g_threads_mu);
+    pthread_setspecific(g_thread_key, t);
+    tl_thread = t;
+    return t;
+}
+
+/* ---- the call protocol ---- */
+int tbio_call_pre(tbio_call *c) {
+    tbio_thread *t = tbio_thread_self();
+    if (UNLIKELY(!t)) return 0;
+    if (atomic_load_explicit(&t->in, memory_order_relaxed)) return 0;  /* recursion guard */
+    tbio_session *s = enter_and_load(t);
+    if (!s) {
+        atomic_store_explicit(&t->in, 0, memory_order_release);
+        return 0;
+    }
+    c->s = s;
+    c->gen = s->gen;
+    c->th = t;
+    c->t0 = tbio_ticks();
+    atomic_store_explicit(&t->in, 0, memory_order_release);
+    return 1;
+}
+
+int tbio_call_post(tbio_call *c, uint64_t *t1) {
+    *t1 = tbio_ticks();
+    tbio_thread *t = c->th;
+    tbio_session *s = enter_and_load(t);
+    if (s != c->s || s->gen != c->gen) {
+        atomic_store_explicit(&t->in, 0, memory_order_release);
+        return 0;
+    }
+    return 1;
+}
+
+void tbio_call_leave(tbio_call *c) {
+    atomic_store_explicit(&c->th->in, 0, memory_order_release);
+}
+
+/* ---- records ---- */
+tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
+    if (file == TBIO_NO_FILE || file >= 1024u * 1024u) return NULL;
+    tbio_rec **blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_acquire);
+    tbio_rec *r = blk ? __atomic_load_n(&blk[file & 1023], __ATOMIC_ACQUIRE) : NULL;
+    if (LIKELY(r)) return r;
+    pthread_mutex_lock(&s->mu);
+    blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_relaxed);
+    if (!blk) {
+        blk = calloc(1024, sizeof *blk);
+        if (!blk) { pthread_mutex_unlock(&s->mu); return NULL; }
+        atomic_store_explicit(&s->dir[file >> 10], blk, memory_order_release);
+    }
+    r = blk[file & 1023];
+    if (!r) {
+        const tbio_file *f = tbio_file_get(file);
+        r = calloc(1, sizeof *r);
+        if (r && f) {
+            atomic_flag_clear(&r->lock);
+            r->file = file;
+            if (f->module == TBIO_POSIX) tbio_posix_rec_init(&r->u.p, f->blksize);
+            else tbio_stdio_rec_init(&r->u.s);
+            __atomic_store_n(&blk[file & 1023], r, __ATOMIC_RELEASE);
+        } else {
+            free(r);
+            r = NULL;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return r;
+}
+
+/* ---- trace ---- */
+static int64_t reserve(tbio_session *s, int64_t want) {
+    int64_t have = atomic_load_explicit(&s->budget, memory_order_relaxed);
+    while (have > 0) {
+        int64_t take = have < want ? have : want;
+        if (atomic_compare_exchange_weak(&s->budget, &have, have - take)) return take;
+    }
+    return 0;
+}
+
+void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
+                    int64_t requested, int64_t returned, int err) {
+    tbio_thread *t = c->th;
+    if (UNLIKELY(t->gen != c->gen)) {
+        /* first event of this thread in this session (chunks of an older
+         * session were taken by its tbio_end) */
+        t->gen = c->gen;
+        t->head = t->tail = NULL;
+        t->nevents = t->dropped = 0;
+    }
+    tbio_chunk *k = t->tail;
+    if (UNLIKELY(!k || k->n == k->cap)) {
+        int64_t want = k ? (int64_t)k->cap * 2 : 256;
+        if (want > 65536) want = 65536;
+        int64_t got = reserve(c->s, want);
+        tbio_chunk *nk = got > 0 ? malloc(sizeof *nk + (size_t)got * sizeof(tbio_event)) : NULL;
+        if (!nk) {
+            if (got > 0) atomic_fetch_add(&c->s->budget, got);
+            t->dropped++;
+            return;
+        }
+        nk->next = NULL;
+        nk->n = 0;
+        nk->cap = (uint32_t)got;
+        if (k) k->next = nk;
+        else t->head = nk;
+        t->tail = k = nk;
+    }
+    tbio_event *e = &k->ev[k->n++];
+    e->start_ns = c->t0;
+    e->end_ns = t1;
+    e->offset = offset;
+    e->requested = requested;
+    e->returned = returned;
+    e->file = file;
+    e->fd = fd;
+    e->err = err;
+    e->op = (uint16_t)op;
+    e->thread = 0;
+    t->nevents++;
+}
+
+/* ---- sessions ---- */
+void tbio_set_trace_cap(uint64_t max_events) { atomic_store(&g_trace_cap, max_events); }
+uint64_t tbio_get_trace_cap(void) { return atomic_load(&g_trace_cap); }
+
+int tbio_active(void) { return atomic_load(&tbio_g_session) != NULL; }
+
+tbio_session *tbio_begin(void) {
+    tbio_clock_init();
+    barrier_init();
+    pthread_mutex_lock(&g_sess_mu);
+    if (atomic_load(&tbio_g_session)) {
+        pthread_mutex_unlock(&g_sess_mu);
+        tbio_set_error("a capture is already active in this process");
+        return NULL;
+    }
+    tbio_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        pthread_mutex_unlock(&g_sess_mu);
+        tbio_set_error("out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&s->mu, NULL);
+    s->gen = atomic_fetch_add(&g_gen, 1) + 1;
+    uint64_t cap = atomic_load(&g_trace_cap);
+    atomic_store(&s->budget, cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cap);
+    s->t0_ticks = tbio_ticks();
+    s->t0_ns = tbio_realtime_ns();
+    s->sec_per_tick = tbio_ns_per_tick() * 1e-9;
+    atomic_store_explicit(&tbio_g_session, s, memory_order_release);
+    pthread_mutex_unlock(&g_sess_mu);
+    return s;
+}
+
+tbio_session *tbio_end(void) {
+    pthread_mutex_lock(&g_sess_mu);
+    tbio_session *s = atomic_exchange(&tbio_g_session, NULL);
+    if (!s) {
+        pthread_mutex_unlock(&g_sess_mu);
+        tbio_set_error("no capture is active");
+        return NULL;
+    }
+    s->t1_ticks = tbio_ticks();
+    s->t1_ns = tbio_realtime_ns();
+    slow_fence();
+    /* wait for wrappers still inside their accounting for this session */
+    pthread_mutex_lock(&g_threads_mu);
+    uint32_t n = 0;
+    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next) {
+        while (atomic_load_explicit(&t->in, memory_order_seq_cst)) sched_yield();
+        if (t->gen == s->gen) n++;
+    }
+    /* take every thread's chunks for this session */
+    s->threads = calloc(n ? n : 1, sizeof *s->threads);
+    s->thread_chunks = calloc(n ? n : 1, sizeof *s->thread_chunks);
+    uint32_t i = 0;
+    for (tbio_thread *t = atomic_load(&g_threads); t && s->threads && s->thread_chunks; t = t->next) {
+        if (t->gen != s->gen) continue;
+        tbio_thread_info *ti = &s->threads[i];
+        ti->tid = t->tid;
+        ti->pthread_self = t->pself;
+        if (atomic_load(&t->alive)) {
+            char p[64];
+            snprintf(p, sizeof p, "/proc/self/task/%d/comm", (int)t->tid);
+            size_t len = 0;
+            char *name = tbio_read_file(p, &len);
+            if (name && len > 0) {
+                while (len > 0 && name[len - 1] == '\n') len--;
+                if (len > 15) len = 15;
+                memcpy(t->comm, name, len);
+                t->comm[len] = 0;
+            }
+            free(name);
+        }
+        memcpy(ti->comm, t->comm, sizeof ti->comm);
+        ti->nevents = t->nevents;
+        ti->dropped = t->dropped;
+        s->thread_chunks[i] = t->head;
+        for (tbio_chunk *k = t->head; k; k = k->next) {
+            for (uint32_t j = 0; j < k->n; j++) k->ev[j].thread = (uint16_t)(i < 65535 ? i : 65535);
+            s->trace_bytes += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
+        }
+        s->nevents += t->nevents;
+        s->dropped += t->dropped;
+        t->head = t->tail = NULL;
+        t->gen = 0;
+        i++;
+    }
+    s->nthreads = i;
+    pthread_mutex_unlock(&g_threads_mu);
+    s->nfiles = tbio_file_count();
+    pthread_mutex_unlock(&g_sess_mu);
+    return s;
+}
+
+void tbio_session_free(tbio_session *s) {
+    if (!s) return;
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        tbio_chunk *k = s->thread_chunks[i];
+        while (k) {
+            tbio_chunk *nx = k->next;
+            free(k);
+            k = nx;
+        }
+    }
+    free(s->thread_chunks);
+    free(s->threads);
+    for (int d = 0; d < 1024; d++) {
+        tbio_rec **blk = atomic_load(&s->dir[d]);
+        if (!blk) continue;
+        for (int j = 0; j < 1024; j++) free(blk[j]);
+        free(blk);
+    }
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+}
+
+uint64_t tbio_trace_bytes(void) {
+    /* approximate live figure for the active session: sum over threads */
+    uint64_t b = 0;
+    pthread_mutex_lock(&g_threads_mu);
+    tbio_session *s = atomic_load(&tbio_g_session);
+    for (tbio_thread *t = atomic_load(&g_threads); s && t; t = t->next) {
+        if (t->gen != s->gen) continue;
+        for (tbio_chunk *k = t->head; k; k = k->next)
+            b += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
+    }
+    pthread_mutex_unlock(&g_threads_mu);
+    return b;
+}
+
+/* ---- inspection ---- */
+uint64_t tbio_session_start_ns(const tbio_session *s) { return s->t0_ns; }
+uint64_t tbio_session_end_ns(const tbio_session *s) { return s->t1_ns; }
+uint32_t tbio_session_nfiles(const tbio_session *s) { return s->nfiles; }
+uint32_t tbio_session_nthreads(const tbio_session *s) { return s->nthreads; }
+uint64_t tbio_session_nevents(const tbio_session *s) { return s->nevents; }
+uint64_t tbio_session_dropped(const tbio_session *s) { return s->dropped; }
+
+int tbio_session_file(const tbio_session *s, uint32_t id, tbio_file_info *out) {
+    const tbio_file *f = id < s->nfiles ? tbio_file_get(id) : NULL;
+    if (!f) return -1;
+    memset(out, 0, sizeof *out);
+    out->id = id;
+    out->module = f->module;
+    out->path = f->path;
+    out->path_len = f->len;
+    out->record_id = f->hash;
+    tbio_rec **blk = atomic_load(&((tbio_session *)s)->dir[id >> 10]);
+    tbio_rec *r = blk ? blk[id & 1023] : NULL;
+    if (r) {
+        out->has_record = 1;
+        out->counters = f->module == TBIO_POSIX ? r->u.p.counters : r->u.s.counters;
+        out->fcounters = f->module == TBIO_POSIX ? r->u.p.fcounters : r->u.s.fcounters;
+    }
+    return 0;
+}
+
+int tbio_session_thread(const tbio_session *s, uint32_t i, tbio_thread_info *out) {
+    if (i >= s->nthreads) return -1;
+    *out = s->threads[i];
+    return 0;
+}
+
+static uint64_t to_ns(const tbio_session *s, uint64_t ticks, double npt) {
+    double d = (double)(int64_t)(ticks - s->t0_ticks) * npt;
+    int64_t off = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
+    return (uint64_t)((int64_t)s->t0_ns + off);
+}
+
+uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64_t max) {
+    /* ticks -> CLOCK_REALTIME ns, interpolated between the session's own
+     * (ticks, ns) pairs when it lasted long enough to calibrate on them */
+    double npt = tbio_ns_per_tick();
+    if (s->t1_ticks > s->t0_ticks && s->t1_ns > s->t0_ns + 20000000u)
+        npt = (double)(s->t1_ns - s->t0_ns) / (double)(s->t1_ticks - s->t0_ticks);
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++) {
+        for (tbio_chunk *k = s->thread_chunks[i]; k; k = k->next) {
+            for (uint32_t j = 0; j < k->n && n < max; j++, n++) {
+                out[n] = k->ev[j];
+                out[n].start_ns = to_ns(s, k->ev[j].start_ns, npt);
+                out[n].end_ns = to_ns(s, k->ev[j].end_ns, npt);
+            }
+        }
+    }
+    return n;
+}
+
+/* ---- fork ---- */
+void tbio_session_atfork_prepare(void) {
+    pthread_mutex_lock(&g_sess_mu);
+    pthread_mutex_lock(&g_threads_mu);
+}
+
+void tbio_session_atfork_parent(void) {
+    pthread_mutex_unlock(&g_threads_mu);
+    pthread_mutex_unlock(&g_sess_mu);
+}
+
+void tbio_session_atfork_child(void) {
+    /* The child records nothing until it starts its own capture: the parent's
+     * session (and its counts) stay with the parent.  Other threads do not
+     * exist in the child; forget them, and this thread's buffers. */
+    pthread_mutex_init(&g_sess_mu, NULL);
+    pthread_mutex_init(&g_threads_mu, NULL);
+    atomic_store(&tbio_g_session, NULL);
+    atomic_store(&g_threads, NULL);
+    tl_thread = NULL;
+    g_membarrier = -1;
+    barrier_init();
+}

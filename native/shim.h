@@ -1,0 +1,180 @@
+/* Internal declarations shared by the shim's C files. */
+#ifndef TBIO_SHIM_H
+#define TBIO_SHIM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <pthread.h>
+#include <sys/types.h>
+#include "tbio.h"
+#include "counters.h"
+
+#define TBIO_HIDDEN __attribute__((visibility("hidden")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- op ids, generated from hooks.def ---- */
+enum tbio_op {
+#define H(ret, name, params, check) TBIO_OP_##name,
+#include "hooks.def"
+#undef H
+    TBIO_OP_COUNT
+};
+
+/* ---- raw syscalls (the shim never calls a function it wraps) ---- */
+TBIO_HIDDEN long tbio_sys(long n, long a, long b, long c, long d, long e, long f);
+TBIO_HIDDEN int tbio_raw_open(const char *path, int flags);
+TBIO_HIDDEN int tbio_raw_close(int fd);
+TBIO_HIDDEN ssize_t tbio_raw_read(int fd, void *buf, size_t n);
+TBIO_HIDDEN ssize_t tbio_raw_readlink(const char *path, char *buf, size_t n);
+TBIO_HIDDEN int64_t tbio_raw_lseek(int fd, int64_t off, int whence);
+TBIO_HIDDEN int64_t tbio_raw_blksize_fd(int fd);
+TBIO_HIDDEN pid_t tbio_gettid(void);
+/* Whole small file (e.g. /proc/self/maps) into a malloc'ed NUL-terminated buffer. */
+TBIO_HIDDEN char *tbio_read_file(const char *path, size_t *len);
+
+/* ---- clock ---- */
+TBIO_HIDDEN uint64_t tbio_ticks(void);
+TBIO_HIDDEN uint64_t tbio_realtime_ns(void);
+TBIO_HIDDEN void tbio_clock_init(void);
+TBIO_HIDDEN double tbio_ns_per_tick(void);
+
+/* ---- file registry: (path, module) -> id, never freed ---- */
+enum { TBIO_POSIX = 0, TBIO_STDIO = 1 };
+#define TBIO_NO_FILE 0xffffffffu
+typedef struct tbio_file {
+    struct tbio_file *next;     /* hash chain */
+    uint32_t id;
+    int module;
+    uint64_t hash;
+    int64_t blksize;            /* file system block size, 0 unknown */
+    size_t len;
+    char path[];
+} tbio_file;
+TBIO_HIDDEN uint32_t tbio_file_intern(const char *path, size_t len, int module);
+TBIO_HIDDEN const tbio_file *tbio_file_get(uint32_t id);
+TBIO_HIDDEN uint32_t tbio_file_count(void);
+TBIO_HIDDEN void tbio_file_set_blksize(uint32_t id, int64_t blksize);
+TBIO_HIDDEN int tbio_path_traced(const char *abs, size_t len);
+/* Absolute, cleaned path of `path` relative to dirfd (AT_FDCWD or a directory fd). */
+TBIO_HIDDEN size_t tbio_abspath(int dirfd, const char *path, char *out, size_t cap);
+TBIO_HIDDEN void tbio_registry_atfork_prepare(void);
+TBIO_HIDDEN void tbio_registry_atfork_parent(void);
+TBIO_HIDDEN void tbio_registry_atfork_child(void);
+
+/* ---- fd table: fd -> file ids ---- */
+/* state: 0 unknown, 1 untracked, id + 2 tracked */
+#define TBIO_FD_UNKNOWN 0u
+#define TBIO_FD_UNTRACKED 1u
+TBIO_HIDDEN uint32_t tbio_fd_posix(int fd);        /* file id or TBIO_NO_FILE (resolves unknown lazily) */
+TBIO_HIDDEN void tbio_fd_set_posix(int fd, uint32_t id);  /* id or TBIO_NO_FILE (untracked) */
+TBIO_HIDDEN void tbio_fd_forget(int fd);
+TBIO_HIDDEN void tbio_fd_forget_range(unsigned first, unsigned last);
+TBIO_HIDDEN uint32_t tbio_fp_stdio(FILE *fp);      /* resolves unknown streams lazily */
+TBIO_HIDDEN void tbio_fp_set(FILE *fp, uint32_t id);
+TBIO_HIDDEN void tbio_fp_forget(FILE *fp);
+TBIO_HIDDEN void tbio_fd_scan_existing(void);
+
+/* ---- sessions, threads, trace ---- */
+typedef struct tbio_rec {
+    atomic_flag lock;
+    uint32_t file;
+    int offset_known;           /* tracked offset valid (opened, sought or read from /proc) */
+    union {
+        tbio_posix_rec p;
+        tbio_stdio_rec s;
+    } u;
+} tbio_rec;
+
+typedef struct tbio_chunk {
+    struct tbio_chunk *next;
+    uint32_t n, cap;
+    tbio_event ev[];
+} tbio_chunk;
+
+typedef struct tbio_thread {
+    struct tbio_thread *next;
+    _Atomic int in;             /* inside the shim's own code (guard + in-flight marker) */
+    _Atomic int alive;
+    pid_t tid;
+    uint64_t pself;
+    char comm[16];
+    uint64_t gen;               /* session generation the chunks below belong to */
+    tbio_chunk *head, *tail;
+    uint64_t nevents, dropped;
+} tbio_thread;
+
+struct tbio_session {
+    uint64_t gen;
+    uint64_t t0_ticks, t1_ticks;
+    uint64_t t0_ns, t1_ns;
+    double sec_per_tick;
+    _Atomic int64_t budget;     /* trace events that may still be reserved */
+    pthread_mutex_t mu;         /* record allocation */
+    _Atomic(tbio_rec **) dir[1024];   /* file id -> record, 1024 x 1024 */
+    /* filled by tbio_end */
+    uint32_t nfiles;
+    uint32_t nthreads;
+    tbio_thread_info *threads;
+    tbio_chunk **thread_chunks;
+    uint64_t nevents, dropped, trace_bytes;
+};
+
+TBIO_HIDDEN extern _Atomic(tbio_session *) tbio_g_session;
+
+/* The per-call context a wrapper carries across the real call. */
+typedef struct tbio_call {
+    tbio_session *s;
+    uint64_t gen;
+    tbio_thread *th;
+    uint64_t t0;
+} tbio_call;
+
+TBIO_HIDDEN tbio_thread *tbio_thread_self(void);
+/* Enter the shim: 1 with c->s set when a session is recording, else 0 (guard released). */
+TBIO_HIDDEN int tbio_call_pre(tbio_call *c);
+/* Re-enter after the real call: 1 when the same session still records (guard held). */
+TBIO_HIDDEN int tbio_call_post(tbio_call *c, uint64_t *t1);
+TBIO_HIDDEN void tbio_call_leave(tbio_call *c);
+TBIO_HIDDEN tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file);
+TBIO_HIDDEN void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
+                                int64_t offset, int64_t requested, int64_t returned, int err);
+static inline double tbio_sec(const tbio_session *s, uint64_t t) {
+    return (double)(int64_t)(t - s->t0_ticks) * s->sec_per_tick;
+}
+static inline void tbio_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+static inline void tbio_rec_lock(tbio_rec *r) {
+    while (atomic_flag_test_and_set_explicit(&r->lock, memory_order_acquire)) {
+        tbio_cpu_relax();
+    }
+}
+static inline void tbio_rec_unlock(tbio_rec *r) {
+    atomic_flag_clear_explicit(&r->lock, memory_order_release);
+}
+TBIO_HIDDEN void tbio_session_atfork_prepare(void);
+TBIO_HIDDEN void tbio_session_atfork_parent(void);
+TBIO_HIDDEN void tbio_session_atfork_child(void);
+
+/* ---- patching ---- */
+typedef struct tbio_hook {
+    const char *name;
+    void *wrapper;
+    void **real;
+} tbio_hook;
+TBIO_HIDDEN extern const tbio_hook tbio_hooks[TBIO_OP_COUNT];
+TBIO_HIDDEN int tbio_resolve_reals(void);
+TBIO_HIDDEN int tbio_patch_all(void);       /* patch objects not yet patched */
+TBIO_HIDDEN int tbio_unpatch_all(void);
+TBIO_HIDDEN void *tbio_dlopen_like_caller(const char *file, int mode, const void *caller,
+                                          void *(*real)(const char *, int));
+TBIO_HIDDEN void tbio_set_error(const char *fmt, ...);
+TBIO_HIDDEN extern _Atomic int tbio_g_enabled;
+
+#endif

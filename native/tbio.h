@@ -1,0 +1,96 @@
+/* Public API of the native shim: what tb_iotrace._native (cffi) and the C
+ * tests call.  This file is also the cffi cdef: build_ffi.py strips the
+ * preprocessor lines and the TBIO_API markers, so keep declarations plain.
+ */
+#ifndef TBIO_H
+#define TBIO_H
+#include <stdint.h>
+#include <stddef.h>
+#define TBIO_API __attribute__((visibility("default")))
+
+/* One traced call.  Times are CLOCK_REALTIME nanoseconds once copied out by
+ * tbio_session_copy_events (in the live buffers they are clock ticks). */
+typedef struct tbio_event {
+    uint64_t start_ns;
+    uint64_t end_ns;
+    int64_t offset;      /* explicit or tracked file offset, -1 when none */
+    int64_t requested;   /* bytes asked for, -1 when not a data call */
+    int64_t returned;    /* bytes (or the call's result); -1 on failure */
+    uint32_t file;       /* file id (tbio_session_file), 0xffffffff = none */
+    int32_t fd;
+    int32_t err;         /* errno of a failed call, else 0 */
+    uint16_t op;         /* index into tbio_op_name() */
+    uint16_t thread;     /* index into tbio_session_thread() */
+} tbio_event;
+
+typedef struct tbio_file_info {
+    uint32_t id;
+    int module;                 /* 0 = POSIX, 1 = STDIO */
+    const char *path;           /* bytes, not NUL-terminated necessarily UTF-8 */
+    size_t path_len;
+    uint64_t record_id;         /* 64-bit hash of the path (FNV-1a) */
+    int has_record;             /* counters below valid (file touched in the session) */
+    const int64_t *counters;
+    const double *fcounters;
+} tbio_file_info;
+
+typedef struct tbio_thread_info {
+    int64_t tid;                /* OS thread id */
+    uint64_t pthread_self;      /* pthread_t value (TF hashes it for line ids) */
+    char comm[16];              /* thread name, NUL-terminated */
+    uint64_t nevents;
+    uint64_t dropped;
+} tbio_thread_info;
+
+typedef struct tbio_session tbio_session;
+
+/* Patch every loaded object (and later dlopen'ed ones); idempotent. 0 or -1. */
+TBIO_API int tbio_enable(void);
+/* Restore every patched slot; idempotent; stops an active session first. */
+TBIO_API int tbio_disable(void);
+TBIO_API int tbio_is_enabled(void);
+TBIO_API const char *tbio_last_error(void);
+
+/* Newline-separated path prefixes.  NULL keeps the current list.  A path is
+ * traced unless it matches an exclude prefix and no longer include prefix. */
+TBIO_API int tbio_set_filters(const char *include_prefixes, const char *exclude_prefixes);
+TBIO_API const char *tbio_get_excludes(void);
+/* Maximum trace events kept per session (counters stay exact beyond it). */
+TBIO_API void tbio_set_trace_cap(uint64_t max_events);
+TBIO_API uint64_t tbio_get_trace_cap(void);
+
+/* Start recording.  NULL (and tbio_last_error) if one is already active. */
+TBIO_API tbio_session *tbio_begin(void);
+/* Stop recording; returns the stopped session, owned by the caller. */
+TBIO_API tbio_session *tbio_end(void);
+TBIO_API int tbio_active(void);
+TBIO_API void tbio_session_free(tbio_session *s);
+
+TBIO_API uint64_t tbio_session_start_ns(const tbio_session *s);
+TBIO_API uint64_t tbio_session_end_ns(const tbio_session *s);
+TBIO_API uint32_t tbio_session_nfiles(const tbio_session *s);
+TBIO_API int tbio_session_file(const tbio_session *s, uint32_t id, tbio_file_info *out);
+TBIO_API uint32_t tbio_session_nthreads(const tbio_session *s);
+TBIO_API int tbio_session_thread(const tbio_session *s, uint32_t i, tbio_thread_info *out);
+TBIO_API uint64_t tbio_session_nevents(const tbio_session *s);
+TBIO_API uint64_t tbio_session_dropped(const tbio_session *s);
+/* Copy up to max events (thread by thread, each in call order); returns the number copied. */
+TBIO_API uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64_t max);
+
+/* The op names (hooks.def order) and counter names (counters.def order). */
+TBIO_API int tbio_op_count(void);
+TBIO_API const char *tbio_op_name(int op);
+TBIO_API int tbio_counter_count(int module, int is_float);
+TBIO_API const char *tbio_counter_name(int module, int is_float, int i);
+
+/* Patched relocation slots, for tests and diagnostics. */
+TBIO_API uint64_t tbio_patch_count(void);
+TBIO_API int tbio_patch_get(uint64_t i, uintptr_t *slot, uintptr_t *original, uintptr_t *wrapper);
+TBIO_API uint64_t tbio_patched_objects(void);
+/* Address of the wrapper installed for a hooked symbol name, 0 if none. */
+TBIO_API uintptr_t tbio_wrapper_address(const char *name);
+TBIO_API uintptr_t tbio_real_address(const char *name);
+/* Bytes held by the trace buffers of the active session (0 if none). */
+TBIO_API uint64_t tbio_trace_bytes(void);
+
+#endif

@@ -1,0 +1,885 @@
+/* The wrappers.  Every hooked symbol from hooks.def gets a pointer to the
+ * real function, a wrapper with the same signature (checked against libc's
+ * prototype where glibc declares one) and an entry in the patch table.
+ *
+ * Idle cost: a data call checks one global and tail-calls the real function.
+ * Recording: take a tick count, call, take another, then (under the file's
+ * record lock) update the Darshan counters and append one trace row. */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* glibc 2.36 headers no longer declare these; they are still exported. */
+struct stat;
+struct stat64;
+
+/* ---- generated: real pointers, wrapper prototypes, signature checks ---- */
+#define H(ret, name, params, check) static ret(*real_##name) params;
+#include "hooks.def"
+#undef H
+#define H(ret, name, params, check) static ret tbio_w_##name params;
+#include "hooks.def"
+#undef H
+#define SIGCHECK_S(ret, name, params) \
+    _Static_assert(__builtin_types_compatible_p(__typeof__(&name), ret(*) params), \
+                   "wrapper signature of " #name " differs from libc's");
+#define SIGCHECK_N(ret, name, params)
+#define H(ret, name, params, check) SIGCHECK_##check(ret, name, params)
+#include "hooks.def"
+#undef H
+
+const tbio_hook tbio_hooks[TBIO_OP_COUNT] = {
+#define H(ret, name, params, check) {#name, (void *)&tbio_w_##name, (void **)&real_##name},
+#include "hooks.def"
+#undef H
+};
+
+#define IDLE() LIKELY(atomic_load_explicit(&tbio_g_session, memory_order_relaxed) == NULL)
+
+static inline int mem_aligned(const void *p) {
+    return ((uintptr_t)p & (TBIO_MEM_ALIGNMENT - 1)) == 0;
+}
+
+/* ---------------- POSIX data calls ---------------- */
+enum { K_READ, K_WRITE };
+
+/* After a read/write-like call on fd.  off < 0: the call used the file offset. */
+static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t req, int aligned,
+                    int64_t ret, int err) {
+    uint64_t t1;
+    if (!tbio_call_post(c, &t1)) return;
+    uint32_t id = tbio_fd_posix(fd);
+    if (id != TBIO_NO_FILE) {
+        int64_t used = off;
+        tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
+        if (r) {
+            tbio_rec_lock(r);
+            if (off < 0) {
+                if (!r->offset_known) {
+                    /* first sight of this file in the session: ask the kernel */
+                    int64_t cur = tbio_raw_lseek(fd, 0, SEEK_CUR);
+                    r->u.p.offset = cur >= ret ? cur - ret : 0;
+                }
+                used = r->u.p.offset;
+            }
+            r->offset_known = 1;
+            double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
+            if (kind == K_READ) tbio_posix_on_read(&r->u.p, used, ret, aligned, a, b);
+            else tbio_posix_on_write(&r->u.p, used, ret, aligned, a, b);
+            tbio_rec_unlock(r);
+        }
+        tbio_trace_add(c, t1, op, id, fd, used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+    }
+    tbio_call_leave(c);
+}
+
+#define IO_CALL(OP, KIND, FD, OFF, REQ, ALIGNED, RTYPE, CALL)                 \
+    do {                                                                       \
+        if (IDLE()) return CALL;                                               \
+        tbio_call c;                                                           \
+        if (!tbio_call_pre(&c)) return CALL;                                   \
+        RTYPE ret_ = CALL;                                                     \
+        int err_ = errno;                                                      \
+        io_done(&c, OP, KIND, FD, OFF, REQ, ALIGNED, (int64_t)ret_, err_);     \
+        errno = err_;                                                          \
+        return ret_;                                                           \
+    } while (0)
+
+static int64_t iov_len(const struct iovec *iov, int cnt) {
+    int64_t n = 0;
+    for (int i = 0; iov && i < cnt; i++) n += (int64_t)iov[i].iov_len;
+    return n;
+}
+
+static int iov_aligned(const struct iovec *iov, int cnt) {
+    for (int i = 0; iov && i < cnt; i++)
+        if (!mem_aligned(iov[i].iov_base)) return 0;
+    return 1;
+}
+
+static ssize_t tbio_w_read(int fd, void *buf, size_t n) {
+    IO_CALL(TBIO_OP_read, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_read(fd, buf, n));
+}
+static ssize_t tbio_w___read_chk(int fd, void *buf, size_t n, size_t buflen) {
+    IO_CALL(TBIO_OP___read_chk, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t,
+            real___read_chk(fd, buf, n, buflen));
+}
+static ssize_t tbio_w_pread(int fd, void *buf, size_t n, off_t off) {
+    IO_CALL(TBIO_OP_pread, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t, real_pread(fd, buf, n, off));
+}
+static ssize_t tbio_w_pread64(int fd, void *buf, size_t n, off64_t off) {
+    IO_CALL(TBIO_OP_pread64, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+            real_pread64(fd, buf, n, off));
+}
+static ssize_t tbio_w___pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
+    IO_CALL(TBIO_OP___pread_chk, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+            real___pread_chk(fd, buf, n, off, buflen));
+}
+static ssize_t tbio_w___pread64_chk(int fd, void *buf, size_t n, off64_t off, size_t buflen) {
+    IO_CALL(TBIO_OP___pread64_chk, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+            real___pread64_chk(fd, buf, n, off, buflen));
+}
+static ssize_t tbio_w_readv(int fd, const struct iovec *iov, int cnt) {
+    IO_CALL(TBIO_OP_readv, K_READ, fd, -1, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_readv(fd, iov, cnt));
+}
+static ssize_t tbio_w_preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
+    IO_CALL(TBIO_OP_preadv, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_preadv(fd, iov, cnt, off));
+}
+static ssize_t tbio_w_preadv64(int fd, const struct iovec *iov, int cnt, off64_t off) {
+    IO_CALL(TBIO_OP_preadv64, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_preadv64(fd, iov, cnt, off));
+}
+static ssize_t tbio_w_preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
+    IO_CALL(TBIO_OP_preadv2, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_preadv2(fd, iov, cnt, off, flags));
+}
+static ssize_t tbio_w_preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags) {
+    IO_CALL(TBIO_OP_preadv64v2, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_preadv64v2(fd, iov, cnt, off, flags));
+}
+static ssize_t tbio_w_write(int fd, const void *buf, size_t n) {
+    IO_CALL(TBIO_OP_write, K_WRITE, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_write(fd, buf, n));
+}
+static ssize_t tbio_w_pwrite(int fd, const void *buf, size_t n, off_t off) {
+    IO_CALL(TBIO_OP_pwrite, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+            real_pwrite(fd, buf, n, off));
+}
+static ssize_t tbio_w_pwrite64(int fd, const void *buf, size_t n, off64_t off) {
+    IO_CALL(TBIO_OP_pwrite64, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+            real_pwrite64(fd, buf, n, off));
+}
+static ssize_t tbio_w_writev(int fd, const struct iovec *iov, int cnt) {
+    IO_CALL(TBIO_OP_writev, K_WRITE, fd, -1, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_writev(fd, iov, cnt));
+}
+static ssize_t tbio_w_pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
+    IO_CALL(TBIO_OP_pwritev, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_pwritev(fd, iov, cnt, off));
+}
+static ssize_t tbio_w_pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off) {
+    IO_CALL(TBIO_OP_pwritev64, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_pwritev64(fd, iov, cnt, off));
+}
+static ssize_t tbio_w_pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
+    IO_CALL(TBIO_OP_pwritev2, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_pwritev2(fd, iov, cnt, off, flags));
+}
+static ssize_t tbio_w_pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags) {
+    IO_CALL(TBIO_OP_pwritev64v2, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+            real_pwritev64v2(fd, iov, cnt, off, flags));
+}
+
+/* ---------------- fd metadata calls ---------------- */
+enum { M_SEEK, M_CLOSE, M_FSYNC, M_FDSYNC, M_STAT, M_MMAP, M_DUP, M_NONE };
+
+/* After a metadata call on a known file id (already looked up). */
+static void meta_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64_t off, int64_t req,
+                      int64_t ret, int ok, int err) {
+    uint64_t t1;
+    if (!tbio_call_post(c, &t1)) return;
+    if (id != TBIO_NO_FILE) {
+        tbio_rec *r = ok ? tbio_rec_get(c->s, id) : NULL;
+        if (r) {
+            double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
+            tbio_rec_lock(r);
+            switch (kind) {
+            case M_SEEK: tbio_posix_on_seek(&r->u.p, ret, a, b); r->offset_known = 1; break;
+            case M_CLOSE: tbio_posix_on_close(&r->u.p, a, b); break;
+            case M_FSYNC: tbio_posix_on_sync(&r->u.p, 0, a, b); break;
+            case M_FDSYNC: tbio_posix_on_sync(&r->u.p, 1, a, b); break;
+            case M_STAT: tbio_posix_on_stat(&r->u.p, a, b); break;
+            case M_MMAP: tbio_posix_on_mmap(&r->u.p, a, b); break;
+            case M_DUP: tbio_posix_on_dup(&r->u.p, a, b); break;
+            default: break;
+            }
+            tbio_rec_unlock(r);
+        }
+        tbio_trace_add(c, t1, op, id, fd, off, req, ok ? ret : -1, ok ? 0 : err);
+    }
+    tbio_call_leave(c);
+}
+
+#define FD_META(OP, KIND, FD, OFF, REQ, RTYPE, CALL, OKEXPR)                    \
+    do {                                                                        \
+        if (IDLE()) return CALL;                                                \
+        tbio_call c;                                                            \
+        if (!tbio_call_pre(&c)) return CALL;                                    \
+        RTYPE ret = CALL;                                                       \
+        int err_ = errno;                                                       \
+        uint32_t id_ = tbio_fd_posix(FD);                                       \
+        meta_done(&c, OP, KIND, id_, FD, OFF, REQ, (int64_t)ret, (OKEXPR), err_); \
+        errno = err_;                                                           \
+        return ret;                                                             \
+    } while (0)
+
+static off_t tbio_w_lseek(int fd, off_t off, int whence) {
+    FD_META(TBIO_OP_lseek, M_SEEK, fd, off, -1, off_t, real_lseek(fd, off, whence), ret >= 0);
+}
+static off64_t tbio_w_lseek64(int fd, off64_t off, int whence) {
+    FD_META(TBIO_OP_lseek64, M_SEEK, fd, off, -1, off64_t, real_lseek64(fd, off, whence), ret >= 0);
+}
+static int tbio_w_fsync(int fd) { FD_META(TBIO_OP_fsync, M_FSYNC, fd, -1, -1, int, real_fsync(fd), ret == 0); }
+static int tbio_w_fdatasync(int fd) {
+    FD_META(TBIO_OP_fdatasync, M_FDSYNC, fd, -1, -1, int, real_fdatasync(fd), ret == 0);
+}
+static int tbio_w_fstat(int fd, struct stat *st) {
+    FD_META(TBIO_OP_fstat, M_STAT, fd, -1, -1, int, real_fstat(fd, st), ret == 0);
+}
+static int tbio_w_fstat64(int fd, struct stat64 *st) {
+    FD_META(TBIO_OP_fstat64, M_STAT, fd, -1, -1, int, real_fstat64(fd, st), ret == 0);
+}
+static int tbio_w___fxstat(int ver, int fd, struct stat *st) {
+    FD_META(TBIO_OP___fxstat, M_STAT, fd, -1, -1, int, real___fxstat(ver, fd, st), ret == 0);
+}
+static int tbio_w___fxstat64(int ver, int fd, struct stat64 *st) {
+    FD_META(TBIO_OP___fxstat64, M_STAT, fd, -1, -1, int, real___fxstat64(ver, fd, st), ret == 0);
+}
+
+static void *mmap_common(int op, void *addr, size_t len, int prot, int flags, int fd, int64_t off,
+                         void *(*call)(void *, size_t, int, int, int, off64_t)) {
+    if (IDLE() || fd < 0 || (flags & MAP_ANONYMOUS)) return call(addr, len, prot, flags, fd, off);
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return call(addr, len, prot, flags, fd, off);
+    void *ret = call(addr, len, prot, flags, fd, off);
+    int err = errno;
+    uint32_t id = tbio_fd_posix(fd);
+    meta_done(&c, op, M_MMAP, id, fd, off, (int64_t)len, ret == MAP_FAILED ? -1 : (int64_t)len,
+              ret != MAP_FAILED, err);
+    errno = err;
+    return ret;
+}
+static void *call_mmap(void *a, size_t l, int p, int f, int fd, off64_t o) { return real_mmap(a, l, p, f, fd, o); }
+static void *call_mmap64(void *a, size_t l, int p, int f, int fd, off64_t o) { return real_mmap64(a, l, p, f, fd, o); }
+static void *tbio_w_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+    return mmap_common(TBIO_OP_mmap, addr, len, prot, flags, fd, off, call_mmap);
+}
+static void *tbio_w_mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+    return mmap_common(TBIO_OP_mmap64, addr, len, prot, flags, fd, off, call_mmap64);
+}
+
+static int tbio_w_close(int fd) {
+    /* forget the mapping before the descriptor number can be reused */
+    if (IDLE()) {
+        tbio_fd_forget(fd);
+        return real_close(fd);
+    }
+    uint32_t id = tbio_fd_posix(fd);
+    tbio_fd_forget(fd);
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return real_close(fd);
+    int ret = real_close(fd);
+    int err = errno;
+    meta_done(&c, TBIO_OP_close, M_CLOSE, id, fd, -1, -1, ret, ret == 0, err);
+    errno = err;
+    return ret;
+}
+
+static int tbio_w_close_range(unsigned int first, unsigned int last, int flags) {
+    int ret = real_close_range(first, last, flags);
+    int err = errno;
+    if (ret == 0 && !(flags & 4 /* CLOSE_RANGE_CLOEXEC */)) tbio_fd_forget_range(first, last);
+    errno = err;
+    return ret;
+}
+
+/* dup family: the new descriptor names the same file; counted as open + dup. */
+static int dup_common(int op, int oldfd, int newfd_wanted, int ret, int err, tbio_call *c, int rec) {
+    (void)newfd_wanted;
+    uint32_t id = tbio_fd_posix(oldfd);
+    if (ret >= 0) tbio_fd_set_posix(ret, id);
+    if (rec) meta_done(c, op, M_DUP, id, ret >= 0 ? ret : oldfd, -1, -1, ret, ret >= 0, err);
+    errno = err;
+    return ret;
+}
+#define DUP_CALL(OP, OLD, NEW, CALL)                  \
+    do {                                              \
+        tbio_call c;                                  \
+        int rec = !IDLE() && tbio_call_pre(&c);       \
+        int ret = CALL;                               \
+        return dup_common(OP, OLD, NEW, ret, errno, &c, rec); \
+    } while (0)
+static int tbio_w_dup(int fd) { DUP_CALL(TBIO_OP_dup, fd, -1, real_dup(fd)); }
+static int tbio_w_dup2(int fd, int fd2) { DUP_CALL(TBIO_OP_dup2, fd, fd2, real_dup2(fd, fd2)); }
+static int tbio_w_dup3(int fd, int fd2, int flags) { DUP_CALL(TBIO_OP_dup3, fd, fd2, real_dup3(fd, fd2, flags)); }
+
+static int fcntl_common(int op, int (*call)(int, int, ...), int fd, int cmd, void *arg) {
+    if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC) return call(fd, cmd, arg);
+    DUP_CALL(op, fd, -1, call(fd, cmd, arg));
+}
+static int tbio_w_fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_common(TBIO_OP_fcntl, real_fcntl, fd, cmd, arg);
+}
+static int tbio_w_fcntl64(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return fcntl_common(TBIO_OP_fcntl64, real_fcntl64, fd, cmd, arg);
+}
+
+/* ---------------- path calls: open family, stat family, rename ---------------- */
+/* Intern path (relative to dirfd) if traced; TBIO_NO_FILE otherwise. */
+static uint32_t path_id(int dirfd, const char *path, int module) {
+    if (!path) return TBIO_NO_FILE;
+    char abs[4096];
+    size_t n = tbio_abspath(dirfd, path, abs, sizeof abs);
+    if (n == 0 || !tbio_path_traced(abs, n)) return TBIO_NO_FILE;
+    return tbio_file_intern(abs, n, module);
+}
+
+static int open_done(int op, int dirfd, const char *path, int mode, int ret, int err, tbio_call *c,
+                     int rec) {
+    uint32_t id = TBIO_NO_FILE;
+    if (ret >= 0 || rec) id = path_id(dirfd, path, TBIO_POSIX);
+    if (ret >= 0) {
+        tbio_fd_set_posix(ret, id);
+        if (id != TBIO_NO_FILE) tbio_file_set_blksize(id, tbio_raw_blksize_fd(ret));
+    }
+    uint64_t t1;
+    if (rec && tbio_call_post(c, &t1)) {
+        if (id != TBIO_NO_FILE) {
+            tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
+            if (r) {
+                tbio_rec_lock(r);
+                tbio_posix_on_open(&r->u.p, mode, tbio_sec(c->s, c->t0), tbio_sec(c->s, t1));
+                r->offset_known = 1;
+                tbio_rec_unlock(r);
+            }
+            tbio_trace_add(c, t1, op, id, ret >= 0 ? ret : -1, -1, -1, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+        }
+        tbio_call_leave(c);
+    }
+    errno = err;
+    return ret;
+}
+
+#define OPEN_CALL(OP, DIRFD, PATH, MODE, CALL)             \
+    do {                                                   \
+        tbio_call c;                                       \
+        int rec = !IDLE() && tbio_call_pre(&c);            \
+        int ret = CALL;                                    \
+        return open_done(OP, DIRFD, PATH, MODE, ret, errno, &c, rec); \
+    } while (0)
+
+static int open_mode(int flags, va_list ap) {
+    if ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) return va_arg(ap, int);
+    return 0;
+}
+static int tbio_w_open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int mode = open_mode(flags, ap);
+    va_end(ap);
+    OPEN_CALL(TBIO_OP_open, AT_FDCWD, path, mode, real_open(path, flags, mode));
+}
+static int tbio_w_open64(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int mode = open_mode(flags, ap);
+    va_end(ap);
+    OPEN_CALL(TBIO_OP_open64, AT_FDCWD, path, mode, real_open64(path, flags, mode));
+}
+static int tbio_w_openat(int dirfd, const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int mode = open_mode(flags, ap);
+    va_end(ap);
+    OPEN_CALL(TBIO_OP_openat, dirfd, path, mode, real_openat(dirfd, path, flags, mode));
+}
+static int tbio_w_openat64(int dirfd, const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int mode = open_mode(flags, ap);
+    va_end(ap);
+    OPEN_CALL(TBIO_OP_openat64, dirfd, path, mode, real_openat64(dirfd, path, flags, mode));
+}
+static int tbio_w_creat(const char *path, mode_t mode) {
+    OPEN_CALL(TBIO_OP_creat, AT_FDCWD, path, (int)mode, real_creat(path, mode));
+}
+static int tbio_w_creat64(const char *path, mode_t mode) {
+    OPEN_CALL(TBIO_OP_creat64, AT_FDCWD, path, (int)mode, real_creat64(path, mode));
+}
+static int tbio_w___open_2(const char *path, int flags) {
+    OPEN_CALL(TBIO_OP___open_2, AT_FDCWD, path, 0, real___open_2(path, flags));
+}
+static int tbio_w___open64_2(const char *path, int flags) {
+    OPEN_CALL(TBIO_OP___open64_2, AT_FDCWD, path, 0, real___open64_2(path, flags));
+}
+static int tbio_w___openat_2(int dirfd, const char *path, int flags) {
+    OPEN_CALL(TBIO_OP___openat_2, dirfd, path, 0, real___openat_2(dirfd, path, flags));
+}
+static int tbio_w___openat64_2(int dirfd, const char *path, int flags) {
+    OPEN_CALL(TBIO_OP___openat64_2, dirfd, path, 0, real___openat64_2(dirfd, path, flags));
+}
+
+/* stat by path (dirfd AT_FDCWD unless *at). */
+#define PATH_STAT(OP, DIRFD, PATH, CALL)                                         \
+    do {                                                                         \
+        if (IDLE()) return CALL;                                                 \
+        tbio_call c;                                                             \
+        if (!tbio_call_pre(&c)) return CALL;                                     \
+        int ret = CALL;                                                          \
+        int err_ = errno;                                                        \
+        uint32_t id_ = path_id(DIRFD, PATH, TBIO_POSIX);                         \
+        meta_done(&c, OP, M_STAT, id_, -1, -1, -1, ret, ret == 0, err_);         \
+        errno = err_;                                                            \
+        return ret;                                                              \
+    } while (0)
+
+static int tbio_w_stat(const char *p, struct stat *st) { PATH_STAT(TBIO_OP_stat, AT_FDCWD, p, real_stat(p, st)); }
+static int tbio_w_stat64(const char *p, struct stat64 *st) {
+    PATH_STAT(TBIO_OP_stat64, AT_FDCWD, p, real_stat64(p, st));
+}
+static int tbio_w_lstat(const char *p, struct stat *st) { PATH_STAT(TBIO_OP_lstat, AT_FDCWD, p, real_lstat(p, st)); }
+static int tbio_w_lstat64(const char *p, struct stat64 *st) {
+    PATH_STAT(TBIO_OP_lstat64, AT_FDCWD, p, real_lstat64(p, st));
+}
+static int tbio_w___xstat(int v, const char *p, struct stat *st) {
+    PATH_STAT(TBIO_OP___xstat, AT_FDCWD, p, real___xstat(v, p, st));
+}
+static int tbio_w___xstat64(int v, const char *p, struct stat64 *st) {
+    PATH_STAT(TBIO_OP___xstat64, AT_FDCWD, p, real___xstat64(v, p, st));
+}
+static int tbio_w___lxstat(int v, const char *p, struct stat *st) {
+    PATH_STAT(TBIO_OP___lxstat, AT_FDCWD, p, real___lxstat(v, p, st));
+}
+static int tbio_w___lxstat64(int v, const char *p, struct stat64 *st) {
+    PATH_STAT(TBIO_OP___lxstat64, AT_FDCWD, p, real___lxstat64(v, p, st));
+}
+
+/* *at variants: an empty path with AT_EMPTY_PATH means the descriptor itself. */
+#define AT_STAT(OP, DIRFD, PATH, FLAGS, CALL)                                    \
+    do {                                                                         \
+        if ((PATH) && (PATH)[0] == 0 && ((FLAGS) & AT_EMPTY_PATH))               \
+            FD_META(OP, M_STAT, DIRFD, -1, -1, int, CALL, ret == 0);             \
+        PATH_STAT(OP, DIRFD, PATH, CALL);                                        \
+    } while (0)
+static int tbio_w_fstatat(int d, const char *p, struct stat *st, int fl) {
+    AT_STAT(TBIO_OP_fstatat, d, p, fl, real_fstatat(d, p, st, fl));
+}
+static int tbio_w_fstatat64(int d, const char *p, struct stat64 *st, int fl) {
+    AT_STAT(TBIO_OP_fstatat64, d, p, fl, real_fstatat64(d, p, st, fl));
+}
+static int tbio_w___fxstatat(int v, int d, const char *p, struct stat *st, int fl) {
+    AT_STAT(TBIO_OP___fxstatat, d, p, fl, real___fxstatat(v, d, p, st, fl));
+}
+static int tbio_w___fxstatat64(int v, int d, const char *p, struct stat64 *st, int fl) {
+    AT_STAT(TBIO_OP___fxstatat64, d, p, fl, real___fxstatat64(v, d, p, st, fl));
+}
+static int tbio_w_statx(int d, const char *p, int fl, unsigned int mask, struct statx *st) {
+    AT_STAT(TBIO_OP_statx, d, p, fl, real_statx(d, p, fl, mask, st));
+}
+
+static int tbio_w_rename(const char *from, const char *to) {
+    if (IDLE()) return real_rename(from, to);
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return real_rename(from, to);
+    int ret = real_rename(from, to);
+    int err = errno;
+    uint32_t src = path_id(AT_FDCWD, from, TBIO_POSIX);
+    uint32_t dst = path_id(AT_FDCWD, to, TBIO_POSIX);
+    uint64_t t1;
+    if (tbio_call_post(&c, &t1)) {
+        if (ret == 0 && src != TBIO_NO_FILE && dst != TBIO_NO_FILE) {
+            tbio_rec *rs = tbio_rec_get(c.s, src), *rd = tbio_rec_get(c.s, dst);
+            const tbio_file *fs = tbio_file_get(src);
+            if (rs && rd && fs) {
+                /* lock in id order so two renames never deadlock */
+                tbio_rec *a = src < dst ? rs : rd, *b = src < dst ? rd : rs;
+                tbio_rec_lock(a);
+                if (b != a) tbio_rec_lock(b);
+                tbio_posix_on_rename(&rs->u.p, &rd->u.p, (int64_t)fs->hash, tbio_sec(c.s, c.t0),
+                                     tbio_sec(c.s, t1));
+                if (b != a) tbio_rec_unlock(b);
+                tbio_rec_unlock(a);
+            }
+        }
+        if (src != TBIO_NO_FILE || dst != TBIO_NO_FILE)
+            tbio_trace_add(&c, t1, TBIO_OP_rename, src != TBIO_NO_FILE ? src : dst, -1, -1, -1, ret,
+                           ret == 0 ? 0 : err);
+        tbio_call_leave(&c);
+    }
+    errno = err;
+    return ret;
+}
+
+/* copy_file_range / sendfile: a read of `in` and a write of `out` in one call */
+static void copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int64_t outoff,
+                      int64_t req, int64_t ret, int err) {
+    uint64_t t1;
+    if (!tbio_call_post(c, &t1)) return;
+    uint32_t ids[2] = {tbio_fd_posix(in), tbio_fd_posix(out)};
+    int fds[2] = {in, out};
+    int64_t offs[2] = {inoff, outoff};
+    for (int k = 0; k < 2; k++) {
+        if (ids[k] == TBIO_NO_FILE) continue;
+        tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, ids[k]) : NULL;
+        int64_t used = offs[k];
+        if (r) {
+            tbio_rec_lock(r);
+            if (used < 0) {
+                if (!r->offset_known) {
+                    int64_t cur = tbio_raw_lseek(fds[k], 0, SEEK_CUR);
+                    r->u.p.offset = cur >= ret ? cur - ret : 0;
+                }
+                used = r->u.p.offset;
+            }
+            r->offset_known = 1;
+            double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
+            if (k == 0) tbio_posix_on_read(&r->u.p, used, ret, 1, a, b);
+            else tbio_posix_on_write(&r->u.p, used, ret, 1, a, b);
+            tbio_rec_unlock(r);
+        }
+        tbio_trace_add(c, t1, op, ids[k], fds[k], used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+    }
+    tbio_call_leave(c);
+}
+static ssize_t tbio_w_copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n,
+                                      unsigned int flags) {
+    if (IDLE()) return real_copy_file_range(in, inoff, out, outoff, n, flags);
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return real_copy_file_range(in, inoff, out, outoff, n, flags);
+    int64_t io = inoff ? *inoff : -1, oo = outoff ? *outoff : -1;
+    ssize_t ret = real_copy_file_range(in, inoff, out, outoff, n, flags);
+    int err = errno;
+    copy_done(&c, TBIO_OP_copy_file_range, in, io, out, oo, (int64_t)n, ret, err);
+    errno = err;
+    return ret;
+}
+static ssize_t tbio_w_sendfile(int out, int in, off_t *off, size_t n) {
+    if (IDLE()) return real_sendfile(out, in, off, n);
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return real_sendfile(out, in, off, n);
+    int64_t io = off ? *off : -1;
+    ssize_t ret = real_sendfile(out, in, off, n);
+    int err = errno;
+    copy_done(&c, TBIO_OP_sendfile, in, io, out, -1, (int64_t)n, ret, err);
+    errno = err;
+    return ret;
+}
+static ssize_t tbio_w_sendfile64(int out, int in, off64_t *off, size_t n) {
+    if (IDLE()) return real_sendfile64(out, in, off, n);
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return real_sendfile64(out, in, off, n);
+    int64_t io = off ? *off : -1;
+    ssize_t ret = real_sendfile64(out, in, off, n);
+    int err = errno;
+    copy_done(&c, TBIO_OP_sendfile64, in, io, out, -1, (int64_t)n, ret, err);
+    errno = err;
+    return ret;
+}
+
+/* ---------------- STDIO ---------------- */
+enum { S_READ, S_WRITE, S_SEEK, S_FLUSH, S_CLOSE, S_TELL };
+
+/* After a STDIO call: bytes >= 0 counted (when ok), offset = stream position for seeks. */
+static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64_t req, int64_t bytes,
+                       int ok, int err, FILE *fp) {
+    uint64_t t1;
+    if (!tbio_call_post(c, &t1)) return;
+    if (id != TBIO_NO_FILE) {
+        tbio_rec *r = ok ? tbio_rec_get(c->s, id) : NULL;
+        int64_t off = -1;
+        if (r) {
+            double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
+            tbio_rec_lock(r);
+            if (kind == S_READ || kind == S_WRITE) {
+                if (!r->offset_known) {
+                    /* stream opened before this capture: start from its position */
+                    long pos = fp ? real_ftell(fp) : -1;
+                    r->u.s.offset = pos >= bytes ? pos - bytes : 0;
+                    r->offset_known = 1;
+                }
+                off = r->u.s.offset;
+            }
+            switch (kind) {
+            case S_READ: tbio_stdio_on_read(&r->u.s, bytes, a, b); break;
+            case S_WRITE: tbio_stdio_on_write(&r->u.s, bytes, a, b); break;
+            case S_SEEK: off = bytes; tbio_stdio_on_seek(&r->u.s, bytes, a, b); r->offset_known = 1; break;
+            case S_FLUSH: tbio_stdio_on_flush(&r->u.s, a, b); break;
+            case S_CLOSE: tbio_stdio_on_close(&r->u.s, a, b); break;
+            default: break;
+            }
+            tbio_rec_unlock(r);
+        }
+        tbio_trace_add(c, t1, op, id, fd, off, req, ok ? bytes : -1, ok ? 0 : err);
+    }
+    tbio_call_leave(c);
+}
+
+/* run CALL; BYTES and OK are expressions over `ret` */
+#define STDIO_CALL(OP, KIND, FP, REQ, RTYPE, CALL, BYTES, OK)                          \
+    do {                                                                               \
+        if (IDLE()) return CALL;                                                       \
+        tbio_call c;                                                                   \
+        if (!tbio_call_pre(&c)) return CALL;                                           \
+        RTYPE ret = CALL;                                                              \
+        int err_ = errno;                                                              \
+        uint32_t id_ = tbio_fp_stdio(FP);                                              \
+        if (id_ != TBIO_NO_FILE)                                                       \
+            stdio_done(&c, OP, KIND, id_, fileno(FP), REQ, (int64_t)(BYTES), (OK), err_, FP); \
+        else                                                                           \
+            stdio_done(&c, OP, KIND, id_, -1, 0, 0, 0, 0, NULL);                       \
+        errno = err_;                                                                  \
+        return ret;                                                                    \
+    } while (0)
+
+static size_t tbio_w_fread(void *buf, size_t size, size_t n, FILE *fp) {
+    STDIO_CALL(TBIO_OP_fread, S_READ, fp, (int64_t)(size * n), size_t, real_fread(buf, size, n, fp),
+               size * ret, ret > 0);
+}
+static size_t tbio_w___fread_chk(void *buf, size_t buflen, size_t size, size_t n, FILE *fp) {
+    STDIO_CALL(TBIO_OP___fread_chk, S_READ, fp, (int64_t)(size * n), size_t,
+               real___fread_chk(buf, buflen, size, n, fp), size * ret, ret > 0);
+}
+static size_t tbio_w_fread_unlocked(void *buf, size_t size, size_t n, FILE *fp) {
+    STDIO_CALL(TBIO_OP_fread_unlocked, S_READ, fp, (int64_t)(size * n), size_t,
+               real_fread_unlocked(buf, size, n, fp), size * ret, ret > 0);
+}
+static size_t tbio_w_fwrite(const void *buf, size_t size, size_t n, FILE *fp) {
+    STDIO_CALL(TBIO_OP_fwrite, S_WRITE, fp, (int64_t)(size * n), size_t, real_fwrite(buf, size, n, fp),
+               size * ret, ret > 0);
+}
+static size_t tbio_w_fwrite_unlocked(const void *buf, size_t size, size_t n, FILE *fp) {
+    STDIO_CALL(TBIO_OP_fwrite_unlocked, S_WRITE, fp, (int64_t)(size * n), size_t,
+               real_fwrite_unlocked(buf, size, n, fp), size * ret, ret > 0);
+}
+static char *tbio_w_fgets(char *s, int n, FILE *fp) {
+    STDIO_CALL(TBIO_OP_fgets, S_READ, fp, n, char *, real_fgets(s, n, fp), ret ? strlen(ret) : 0, ret != NULL);
+}
+static char *tbio_w___fgets_chk(char *s, size_t size, int n, FILE *fp) {
+    STDIO_CALL(TBIO_OP___fgets_chk, S_READ, fp, n, char *, real___fgets_chk(s, size, n, fp),
+               ret ? strlen(ret) : 0, ret != NULL);
+}
+static int tbio_w_fputs(const char *s, FILE *fp) {
+    STDIO_CALL(TBIO_OP_fputs, S_WRITE, fp, (int64_t)strlen(s), int, real_fputs(s, fp), strlen(s),
+               ret != EOF && ret > 0);
+}
+static int tbio_w_fputc(int ch, FILE *fp) {
+    STDIO_CALL(TBIO_OP_fputc, S_WRITE, fp, 1, int, real_fputc(ch, fp), 1, ret != EOF);
+}
+static int tbio_w_putc(int ch, FILE *fp) {
+    STDIO_CALL(TBIO_OP_putc, S_WRITE, fp, 1, int, real_putc(ch, fp), 1, ret != EOF);
+}
+static int tbio_w__IO_putc(int ch, FILE *fp) {
+    STDIO_CALL(TBIO_OP__IO_putc, S_WRITE, fp, 1, int, real__IO_putc(ch, fp), 1, ret != EOF);
+}
+static int tbio_w_fgetc(FILE *fp) { STDIO_CALL(TBIO_OP_fgetc, S_READ, fp, 1, int, real_fgetc(fp), 1, ret != EOF); }
+static int tbio_w_getc(FILE *fp) { STDIO_CALL(TBIO_OP_getc, S_READ, fp, 1, int, real_getc(fp), 1, ret != EOF); }
+static int tbio_w__IO_getc(FILE *fp) {
+    STDIO_CALL(TBIO_OP__IO_getc, S_READ, fp, 1, int, real__IO_getc(fp), 1, ret != EOF);
+}
+
+/* formatted I/O: bytes = the stream position moved (as Darshan measures it) */
+static int fmt_io(int op, int kind, FILE *fp, int (*call)(FILE *, const char *, va_list), int flag,
+                  int (*call_chk)(FILE *, int, const char *, va_list), const char *fmt, va_list ap) {
+#define FMT_REAL() (call_chk ? call_chk(fp, flag, fmt, ap) : call(fp, fmt, ap))
+    if (IDLE()) return FMT_REAL();
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return FMT_REAL();
+    long before = real_ftell(fp);
+    int ret = FMT_REAL();
+    int err = errno;
+    long after = real_ftell(fp);
+    uint32_t id = tbio_fp_stdio(fp);
+    int ok = kind == S_READ ? ret != 0 : ret > 0;
+    int64_t bytes = (before >= 0 && after >= before) ? after - before : (ret > 0 ? ret : 0);
+    if (id != TBIO_NO_FILE) stdio_done(&c, op, kind, id, fileno(fp), -1, bytes, ok, err, fp);
+    else stdio_done(&c, op, kind, id, -1, 0, 0, 0, 0, NULL);
+    errno = err;
+    return ret;
+#undef FMT_REAL
+}
+static int tbio_w_vfprintf(FILE *fp, const char *fmt, va_list ap) {
+    return fmt_io(TBIO_OP_vfprintf, S_WRITE, fp, real_vfprintf, 0, NULL, fmt, ap);
+}
+static int tbio_w_fprintf(FILE *fp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = fmt_io(TBIO_OP_fprintf, S_WRITE, fp, real_vfprintf, 0, NULL, fmt, ap);
+    va_end(ap);
+    return r;
+}
+static int tbio_w___vfprintf_chk(FILE *fp, int flag, const char *fmt, va_list ap) {
+    return fmt_io(TBIO_OP___vfprintf_chk, S_WRITE, fp, NULL, flag, real___vfprintf_chk, fmt, ap);
+}
+static int tbio_w___fprintf_chk(FILE *fp, int flag, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = fmt_io(TBIO_OP___fprintf_chk, S_WRITE, fp, NULL, flag, real___vfprintf_chk, fmt, ap);
+    va_end(ap);
+    return r;
+}
+static int tbio_w_vfscanf(FILE *fp, const char *fmt, va_list ap) {
+    return fmt_io(TBIO_OP_vfscanf, S_READ, fp, real_vfscanf, 0, NULL, fmt, ap);
+}
+static int tbio_w___isoc99_vfscanf(FILE *fp, const char *fmt, va_list ap) {
+    return fmt_io(TBIO_OP___isoc99_vfscanf, S_READ, fp, real___isoc99_vfscanf, 0, NULL, fmt, ap);
+}
+static int tbio_w_fscanf(FILE *fp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = fmt_io(TBIO_OP_fscanf, S_READ, fp, real_vfscanf, 0, NULL, fmt, ap);
+    va_end(ap);
+    return r;
+}
+static int tbio_w___isoc99_fscanf(FILE *fp, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = fmt_io(TBIO_OP___isoc99_fscanf, S_READ, fp, real___isoc99_vfscanf, 0, NULL, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+/* seeks: the new position comes from ftell after the call */
+#define STDIO_SEEK(OP, FP, RTYPE, CALL, OK)                                          \
+    STDIO_CALL(OP, S_SEEK, FP, -1, RTYPE, CALL, (OK) ? real_ftell(FP) : 0, (OK))
+static int tbio_w_fseek(FILE *fp, long off, int whence) {
+    STDIO_SEEK(TBIO_OP_fseek, fp, int, real_fseek(fp, off, whence), ret >= 0);
+}
+static int tbio_w_fseeko(FILE *fp, off_t off, int whence) {
+    STDIO_SEEK(TBIO_OP_fseeko, fp, int, real_fseeko(fp, off, whence), ret >= 0);
+}
+static int tbio_w_fseeko64(FILE *fp, off64_t off, int whence) {
+    STDIO_SEEK(TBIO_OP_fseeko64, fp, int, real_fseeko64(fp, off, whence), ret >= 0);
+}
+static int tbio_w_fsetpos(FILE *fp, const fpos_t *pos) {
+    STDIO_SEEK(TBIO_OP_fsetpos, fp, int, real_fsetpos(fp, pos), ret >= 0);
+}
+static int tbio_w_fsetpos64(FILE *fp, const fpos64_t *pos) {
+    STDIO_SEEK(TBIO_OP_fsetpos64, fp, int, real_fsetpos64(fp, pos), ret >= 0);
+}
+static int rewind_call(FILE *fp) {
+    real_rewind(fp);
+    return 0;
+}
+static void tbio_w_rewind(FILE *fp) {
+    if (IDLE()) {
+        real_rewind(fp);
+        return;
+    }
+    tbio_call c;
+    if (!tbio_call_pre(&c)) {
+        real_rewind(fp);
+        return;
+    }
+    int ret = rewind_call(fp);
+    int err = errno;
+    uint32_t id = tbio_fp_stdio(fp);
+    stdio_done(&c, TBIO_OP_rewind, S_SEEK, id, id != TBIO_NO_FILE ? fileno(fp) : -1, -1, 0, ret == 0, err, fp);
+    errno = err;
+}
+static long tbio_w_ftell(FILE *fp) {
+    /* traced, not counted: Darshan counts no seek for ftell */
+    STDIO_CALL(TBIO_OP_ftell, S_TELL, fp, -1, long, real_ftell(fp), ret, ret >= 0);
+}
+static int tbio_w_fflush(FILE *fp) {
+    if (!fp) return real_fflush(fp);
+    STDIO_CALL(TBIO_OP_fflush, S_FLUSH, fp, -1, int, real_fflush(fp), 0, ret == 0);
+}
+
+/* opens: fopen / fopen64 / freopen / fdopen */
+static FILE *stdio_open_done(int op, const char *path, int fd_for_fdopen, FILE *ret, int err, tbio_call *c,
+                             int rec) {
+    uint32_t id = TBIO_NO_FILE;
+    if (ret || rec) {
+        if (path) id = path_id(AT_FDCWD, path, TBIO_STDIO);
+        else {
+            uint32_t pid = tbio_fd_posix(fd_for_fdopen);
+            const tbio_file *pf = pid != TBIO_NO_FILE ? tbio_file_get(pid) : NULL;
+            if (pf) id = tbio_file_intern(pf->path, pf->len, TBIO_STDIO);
+        }
+    }
+    if (ret) {
+        if (path) tbio_fd_forget(fileno(ret));   /* libc opened the fd where we cannot see it */
+        tbio_fp_set(ret, id);
+    }
+    uint64_t t1;
+    if (rec && tbio_call_post(c, &t1)) {
+        if (id != TBIO_NO_FILE) {
+            tbio_rec *r = ret ? tbio_rec_get(c->s, id) : NULL;
+            if (r) {
+                tbio_rec_lock(r);
+                tbio_stdio_on_open(&r->u.s, path == NULL, tbio_sec(c->s, c->t0), tbio_sec(c->s, t1));
+                r->offset_known = 1;
+                tbio_rec_unlock(r);
+            }
+            tbio_trace_add(c, t1, op, id, ret ? fileno(ret) : -1, -1, -1, ret ? 0 : -1, ret ? 0 : err);
+        }
+        tbio_call_leave(c);
+    }
+    errno = err;
+    return ret;
+}
+#define FOPEN_CALL(OP, PATH, FD, CALL)                         \
+    do {                                                       \
+        tbio_call c;                                           \
+        int rec = !IDLE() && tbio_call_pre(&c);                \
+        FILE *ret = CALL;                                      \
+        return stdio_open_done(OP, PATH, FD, ret, errno, &c, rec); \
+    } while (0)
+static FILE *tbio_w_fopen(const char *path, const char *mode) {
+    FOPEN_CALL(TBIO_OP_fopen, path, -1, real_fopen(path, mode));
+}
+static FILE *tbio_w_fopen64(const char *path, const char *mode) {
+    FOPEN_CALL(TBIO_OP_fopen64, path, -1, real_fopen64(path, mode));
+}
+static FILE *tbio_w_fdopen(int fd, const char *mode) { FOPEN_CALL(TBIO_OP_fdopen, NULL, fd, real_fdopen(fd, mode)); }
+static FILE *tbio_w_freopen(const char *path, const char *mode, FILE *fp) {
+    tbio_fp_forget(fp);
+    FOPEN_CALL(TBIO_OP_freopen, path, -1, real_freopen(path, mode, fp));
+}
+static FILE *tbio_w_freopen64(const char *path, const char *mode, FILE *fp) {
+    tbio_fp_forget(fp);
+    FOPEN_CALL(TBIO_OP_freopen64, path, -1, real_freopen64(path, mode, fp));
+}
+
+static int tbio_w_fclose(FILE *fp) {
+    if (IDLE()) {
+        tbio_fp_forget(fp);
+        return real_fclose(fp);
+    }
+    uint32_t id = fp ? tbio_fp_stdio(fp) : TBIO_NO_FILE;
+    int fd = fp ? fileno(fp) : -1;
+    tbio_fp_forget(fp);
+    tbio_call c;
+    if (!tbio_call_pre(&c)) return real_fclose(fp);
+    int ret = real_fclose(fp);
+    int err = errno;
+    stdio_done(&c, TBIO_OP_fclose, S_CLOSE, id, fd, -1, 0, ret == 0, err, NULL);
+    errno = err;
+    return ret;
+}
+
+/* ---------------- loading ---------------- */
+static void *tbio_w_dlopen(const char *file, int mode) {
+    const void *caller = __builtin_return_address(0);
+    void *h = tbio_dlopen_like_caller(file, mode, caller, real_dlopen);
+    if (h && atomic_load(&tbio_g_enabled)) {
+        int err = errno;
+        tbio_patch_all();
+        errno = err;
+    }
+    return h;
+}
+
+static int tbio_w_dlclose(void *handle) {
+    int ret = real_dlclose(handle);
+    if (atomic_load(&tbio_g_enabled)) tbio_patch_all();   /* forget objects that went away */
+    return ret;
+}
