@@ -1,0 +1,47 @@
+"""cffi (API mode) build of the native shim into ``tb_iotrace._native``.
+
+The C sources come from native/sources.cmake and the declarations from
+native/tbio.h, so neither list is typed twice.  Importing the built module is
+the dlopen that attaches the shim; nothing is preloaded.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from cffi import FFI
+
+NATIVE = Path(__file__).resolve().parent
+ROOT = NATIVE.parent
+
+
+def sources() -> list[str]:
+    text = (NATIVE / "sources.cmake").read_text()
+    body = re.search(r"set\(TBIO_SOURCES(.*?)\)", text, re.S)
+    assert body, "native/sources.cmake has no TBIO_SOURCES list"
+    return [s for s in body.group(1).split() if s.endswith(".c")]
+
+
+def cdef() -> str:
+    lines = []
+    for line in (NATIVE / "tbio.h").read_text().splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        lines.append(line.replace("TBIO_API ", ""))
+    return "\n".join(lines)
+
+
+ffibuilder = FFI()
+ffibuilder.cdef(cdef())
+ffibuilder.set_source(
+    "tb_iotrace._native",
+    '#include "tbio.h"',
+    sources=sources(),  # relative to the project root, where setup.py runs
+    include_dirs=["native"],
+    extra_compile_args=["-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror",
+                        "-Wno-unused-parameter", "-fvisibility=hidden", "-O2"],
+    libraries=["dl", "pthread"],
+)
+
+if __name__ == "__main__":
+    ffibuilder.compile(tmpdir=str(ROOT), verbose=True)

@@ -1,0 +1,267 @@
+"""enable()/disable()/capture(): the Python face of the native shim."""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ._ffi import NativeError, last_error, native
+from .names import MODULES, counter_names, op_names
+
+__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "FileRecord", "ThreadInfo", "EventTable",
+           "set_filters", "set_trace_cap", "NativeError"]
+
+# The layout of struct tbio_event (native/tbio.h); checked against cffi's
+# offsets at first use.
+EVENT_DTYPE = np.dtype([
+    ("start_ns", "<u8"), ("end_ns", "<u8"), ("offset", "<i8"), ("requested", "<i8"),
+    ("returned", "<i8"), ("file", "<u4"), ("fd", "<i4"), ("err", "<i4"), ("op", "<u2"),
+    ("thread", "<u2"),
+])
+NO_FILE = 0xFFFFFFFF
+_lock = threading.Lock()
+
+
+def _check_layout() -> None:
+    ffi, _ = native()
+    if ffi.sizeof("tbio_event") != EVENT_DTYPE.itemsize:
+        raise NativeError("tbio_event layout differs from EVENT_DTYPE")
+    for name in EVENT_DTYPE.names or ():
+        if ffi.offsetof("tbio_event", name) != EVENT_DTYPE.fields[name][1]:
+            raise NativeError(f"tbio_event.{name} offset differs from EVENT_DTYPE")
+
+
+def _env_prefixes(name: str) -> list[str] | None:
+    v = os.environ.get(name)
+    return [p for p in v.split(os.pathsep) if p] if v else None
+
+
+def set_filters(include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> None:
+    """Set traced path prefixes.  A path is traced unless it starts with an
+    exclude prefix and no longer include prefix.  Defaults follow Darshan
+    (/etc/ /dev/ /usr/ /bin/ /boot/ /lib/ /lib64/ /opt/ /sbin/ /sys/ /proc/ /var/);
+    ``include=["/dev/shm/"]`` traces tmpfs benchmarks."""
+    ffi, lib = native()
+    inc = "\n".join(include).encode() if include is not None else ffi.NULL
+    exc = "\n".join(exclude).encode() if exclude is not None else ffi.NULL
+    if lib.tbio_set_filters(inc, exc) != 0:
+        raise NativeError("could not set filters: out of memory")
+
+
+def set_trace_cap(max_events: int) -> None:
+    """Trace rows kept per capture (default 1,000,000, about 56 MB); counters stay exact past it."""
+    if max_events < 0:
+        raise ValueError("max_events must be >= 0")
+    native()[1].tbio_set_trace_cap(int(max_events))
+
+
+def enable() -> None:
+    """Patch every loaded library (and those loaded later); idempotent.
+
+    Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes)
+    and TBIO_TRACE_CAP are applied on the first call."""
+    with _lock:
+        ffi, lib = native()
+        _check_layout()
+        if lib.tbio_is_enabled():
+            return
+        inc, exc = _env_prefixes("TBIO_INCLUDE"), _env_prefixes("TBIO_EXCLUDE")
+        if inc is not None or exc is not None:
+            set_filters(inc, exc)
+        cap = os.environ.get("TBIO_TRACE_CAP")
+        if cap:
+            set_trace_cap(int(cap))
+        if lib.tbio_enable() != 0:
+            raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
+
+
+def disable() -> None:
+    """Restore every patched slot; safe to call when not enabled."""
+    with _lock:
+        _, lib = native()
+        if lib.tbio_active():
+            lib.tbio_session_free(lib.tbio_end())
+        lib.tbio_disable()
+
+
+def is_enabled() -> bool:
+    return bool(native()[1].tbio_is_enabled())
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """Darshan counters of one file in one module."""
+
+    path: str                   # os.fsdecode'd (non-UTF-8 bytes kept as surrogates)
+    path_bytes: bytes
+    module: str                 # "POSIX" or "STDIO"
+    record_id: int
+    counters: dict[str, int]
+    fcounters: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "module": self.module, "record_id": self.record_id,
+                "counters": dict(self.counters), "fcounters": dict(self.fcounters)}
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    index: int
+    tid: int                    # OS thread id
+    pthread_self: int           # pthread_t value
+    name: str                   # comm name
+    nevents: int
+    dropped: int
+
+
+@dataclass
+class EventTable:
+    """The per-operation trace, columnar: one row per call, all arrays of equal length."""
+
+    start_ns: np.ndarray        # CLOCK_REALTIME epoch ns
+    end_ns: np.ndarray
+    op_id: np.ndarray
+    file_id: np.ndarray         # index into paths/modules, NO_FILE (0xffffffff) when none
+    fd: np.ndarray
+    offset: np.ndarray          # -1 when none
+    requested: np.ndarray       # -1 when not a data call
+    returned: np.ndarray        # -1 on failure
+    errno: np.ndarray           # 0 when the call succeeded
+    thread: np.ndarray          # index into Capture.threads
+    tid: np.ndarray             # OS thread id per row
+    op_names: tuple[str, ...] = ()
+    paths: dict[int, str] = field(default_factory=dict)
+    modules: dict[int, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.start_ns.shape[0])
+
+    @property
+    def op(self) -> np.ndarray:
+        """Op names per row (e.g. "pread64", "open", "fwrite")."""
+        names = np.array(self.op_names, dtype=object)
+        return names[self.op_id] if len(self) else np.array([], dtype=object)
+
+    @property
+    def path(self) -> np.ndarray:
+        """File path per row ("" when the call named no traced file)."""
+        return np.array([self.paths.get(int(f), "") for f in self.file_id], dtype=object)
+
+    @property
+    def module(self) -> np.ndarray:
+        return np.array([self.modules.get(int(f), "") for f in self.file_id], dtype=object)
+
+
+def _empty_events() -> EventTable:
+    z = np.zeros(0, EVENT_DTYPE)
+    return _events_from(z, [], {}, {})
+
+
+def _events_from(raw: np.ndarray, threads: list[ThreadInfo], paths: dict[int, str],
+                 modules: dict[int, str]) -> EventTable:
+    tids = np.array([t.tid for t in threads], dtype=np.int64)
+    return EventTable(
+        start_ns=raw["start_ns"].astype(np.int64), end_ns=raw["end_ns"].astype(np.int64),
+        op_id=raw["op"].astype(np.int32), file_id=raw["file"].copy(), fd=raw["fd"].copy(),
+        offset=raw["offset"].copy(), requested=raw["requested"].copy(), returned=raw["returned"].copy(),
+        errno=raw["err"].copy(), thread=raw["thread"].astype(np.int32),
+        tid=tids[raw["thread"]] if len(tids) else np.zeros(len(raw), np.int64),
+        op_names=op_names() if len(raw) or threads else (), paths=paths, modules=modules)
+
+
+class Capture:
+    """The result of one capture window; filled when the window closes."""
+
+    def __init__(self) -> None:
+        self.files: list[FileRecord] = []
+        self.events: EventTable = _empty_events()
+        self.threads: list[ThreadInfo] = []
+        self.dropped: int = 0
+        self.start_ns: int = 0
+        self.end_ns: int = 0
+        self.closed = False
+
+    def _fill(self, sess: Any) -> None:
+        ffi, lib = native()
+        self.start_ns = int(lib.tbio_session_start_ns(sess))
+        self.end_ns = int(lib.tbio_session_end_ns(sess))
+        self.dropped = int(lib.tbio_session_dropped(sess))
+        info = ffi.new("tbio_thread_info *")
+        for i in range(lib.tbio_session_nthreads(sess)):
+            lib.tbio_session_thread(sess, i, info)
+            self.threads.append(ThreadInfo(i, int(info.tid), int(info.pthread_self),
+                                           ffi.string(info.comm).decode("utf-8", "replace"),
+                                           int(info.nevents), int(info.dropped)))
+        n = int(lib.tbio_session_nevents(sess))
+        raw = np.zeros(n, EVENT_DTYPE)
+        if n:
+            got = lib.tbio_session_copy_events(sess, ffi.cast("tbio_event *", raw.ctypes.data), n)
+            raw = raw[:got]
+        wanted = set(np.unique(raw["file"]).tolist()) - {NO_FILE}
+        fi = ffi.new("tbio_file_info *")
+        paths: dict[int, str] = {}
+        modules: dict[int, str] = {}
+        for fid in range(lib.tbio_session_nfiles(sess)):
+            if lib.tbio_session_file(sess, fid, fi) != 0:
+                continue
+            if not fi.has_record and fid not in wanted:
+                continue
+            pb = bytes(ffi.buffer(fi.path, fi.path_len))
+            module = MODULES[fi.module]
+            path = os.fsdecode(pb)
+            paths[fid], modules[fid] = path, module
+            if fi.has_record:
+                ci, cf = counter_names(module, False), counter_names(module, True)
+                cvals = ffi.unpack(fi.counters, len(ci))
+                fvals = ffi.unpack(fi.fcounters, len(cf))
+                self.files.append(FileRecord(path, pb, module, int(fi.record_id),
+                                             dict(zip(ci, map(int, cvals))), dict(zip(cf, map(float, fvals)))))
+        self.events = _events_from(raw, self.threads, paths, modules)
+        self.closed = True
+
+    def file(self, path: str | os.PathLike[str], module: str = "POSIX") -> FileRecord | None:
+        """The record of one file (absolute, cleaned path) in one module, or None."""
+        want = os.path.abspath(os.fspath(path))
+        for f in self.files:
+            if f.path == want and f.module == module:
+                return f
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary: files with counters, the trace size and drops."""
+        return {
+            "start_ns": self.start_ns, "end_ns": self.end_ns,
+            "files": [f.to_dict() for f in self.files],
+            "threads": [t.__dict__ for t in self.threads],
+            "nevents": len(self.events), "dropped": self.dropped,
+        }
+
+
+@contextmanager
+def capture() -> Iterator[Capture]:
+    """Record every file access of this process inside the ``with`` block.
+
+    Enables the shim if needed.  Only one capture runs at a time; a nested
+    capture raises NativeError."""
+    enable()
+    ffi, lib = native()
+    with _lock:
+        sess = lib.tbio_begin()
+        if sess == ffi.NULL:
+            raise NativeError(f"cannot start a capture: {last_error()}")
+    cap = Capture()
+    try:
+        yield cap
+    finally:
+        with _lock:
+            ended = lib.tbio_end()
+        if ended != ffi.NULL:
+            try:
+                cap._fill(ended)
+            finally:
+                lib.tbio_session_free(ended)
