@@ -31,8 +31,16 @@ def cdef() -> str:
     return "\n".join(lines)
 
 
+# Called by native/tfprof.c when TensorFlow starts, stops and collects a
+# profile (implemented in tb_iotrace/tfhook.py).
+PYTHON_CALLBACKS = """
+extern "Python+C" int tbio_py_prof_start(void);
+extern "Python+C" int tbio_py_prof_stop(void);
+extern "Python+C" int64_t tbio_py_prof_collect(uint8_t *buffer, size_t size);
+"""
+
 ffibuilder = FFI()
-ffibuilder.cdef(cdef())
+ffibuilder.cdef(cdef() + PYTHON_CALLBACKS)
 ffibuilder.set_source(
     "tb_iotrace._native",
     '#include "tbio.h"',

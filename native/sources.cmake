@@ -7,4 +7,5 @@ set(TBIO_SOURCES
   native/patch.c
   native/wrappers.c
   native/api.c
+  native/tfprof.c
 )

@@ -93,4 +93,8 @@ TBIO_API uintptr_t tbio_real_address(const char *name);
 /* Bytes held by the trace buffers of the active session (0 if none). */
 TBIO_API uint64_t tbio_trace_bytes(void);
 
+/* TensorFlow pluggable profiler glue (tfprof.c). */
+TBIO_API int tbio_tf_registered(void);
+TBIO_API void tbio_tf_set_python_ready(int ready);
+
 #endif

@@ -63,8 +63,12 @@ def set_trace_cap(max_events: int) -> None:
 def enable() -> None:
     """Patch every loaded library (and those loaded later); idempotent.
 
+    Also registers the shim with TensorFlow as a pluggable profiler (now, or
+    when TensorFlow is imported), so every TensorFlow profile carries I/O.
+
     Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes)
-    and TBIO_TRACE_CAP are applied on the first call."""
+    and TBIO_TRACE_CAP are applied on the first call; TBIO_TENSORFLOW=0 skips
+    the TensorFlow registration."""
     with _lock:
         ffi, lib = native()
         _check_layout()
@@ -78,6 +82,10 @@ def enable() -> None:
             set_trace_cap(int(cap))
         if lib.tbio_enable() != 0:
             raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
+        if os.environ.get("TBIO_TENSORFLOW", "1") != "0":
+            from . import tfhook
+
+            tfhook.attach()
 
 
 def disable() -> None:
@@ -231,6 +239,17 @@ class Capture:
             if f.path == want and f.module == module:
                 return f
         return None
+
+    def to_iotrace(self) -> Any:
+        """The trace and counters as the xplane writer's IoTrace (tb_iotrace.xplane)."""
+        from .xplane.iotrace import IoTrace, ThreadInfo as XThread
+
+        ev = self.events
+        return IoTrace(op=ev.op, path=ev.path, offset=ev.offset, requested=ev.requested,
+                       returned=ev.returned, fd=ev.fd, errno=ev.errno, start_ns=ev.start_ns,
+                       end_ns=ev.end_ns, tid=ev.tid,
+                       threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
+                       dropped=self.dropped, counters=[f.to_dict() for f in self.files])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""

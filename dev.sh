@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# One entry point for a fresh machine: sets everything up, then runs a job.
+#   ./dev.sh demo    set up, run the demo training with tb_iotrace, print the report, start TensorBoard
+#   ./dev.sh test    set up, run the whole test suite (C + sanitizers, Python, TensorFlow, browser)
+#   ./dev.sh setup   set up only
+# Set-up is idempotent: apt packages only when missing, the venv is cached under
+# ~/.cache/tb_iotrace keyed by the hash of requirements-dev.txt and pyproject.toml.
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$(pwd)
+job=${1:-help}
+
+log() { printf '[dev.sh] %s\n' "$*" >&2; }
+
+apt_install() {
+    local missing=()
+    for pair in "$@"; do
+        local cmd=${pair%%:*} pkg=${pair#*:}
+        command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+setup() {
+    apt_install gcc:gcc cmake:cmake strace:strace chromium:chromium
+    local py=${PYTHON:-python3}
+    "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { log "Python 3.11+ required"; exit 1; }
+    local key
+    key=$(cat requirements-dev.txt pyproject.toml | sha256sum | cut -c1-16)
+    VENV=${TBIO_VENV:-$HOME/.cache/tb_iotrace/venv-$key}
+    if [ ! -f "$VENV/.ready" ]; then
+        log "creating venv $VENV"
+        rm -rf "$VENV"
+        "$py" -m venv "$VENV"
+        "$VENV/bin/pip" install -q --upgrade pip
+        "$VENV/bin/pip" install -q -r requirements-dev.txt
+        touch "$VENV/.ready"
+    fi
+    log "building the native shim"
+    "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e . 2>&1 | grep -v -e "^WARNING: Location" -e "BuildBackendWarning" -e "warnings.warn" || true
+    "$VENV/bin/python" -c 'import tb_iotrace._native' || { log "native build failed"; exit 1; }
+    export PATH="$VENV/bin:$PATH"
+}
+
+c_tests() {
+    local rc=0
+    for san in none address thread; do
+        local dir="$ROOT/build/c-$san"
+        cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTBIO_SANITIZE="${san/none/}" >/dev/null
+        cmake --build "$dir" -j2 >/dev/null
+        log "C tests ($san)"
+        ctest --test-dir "$dir" --output-on-failure || rc=1
+    done
+    return $rc
+}
+
+case "$job" in
+    setup) setup ;;
+    test)
+        setup
+        rc=0
+        c_tests || rc=1
+        log "Python tests"
+        "$VENV/bin/python" -m pytest -q -n 2 -p no:cacheprovider tests "${@:2}" || rc=1
+        exit $rc
+        ;;
+    demo)
+        setup
+        exec "$VENV/bin/python" examples/demo.py "${@:2}"
+        ;;
+    *)
+        sed -n '2,7p' "$0"
+        exit 2
+        ;;
+esac
