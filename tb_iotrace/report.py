@@ -1,0 +1,124 @@
+"""Plain-text I/O report from Darshan-style per-file records.
+
+Input is the JSON form every part of tb_iotrace shares:
+``[{"path", "module", "counters": {...}, "fcounters": {...}}]``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
+             "100M_1G", "1G_PLUS")
+
+
+@dataclass
+class ModuleTotals:
+    module: str
+    files: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    reads: int = 0
+    writes: int = 0
+    opens: int = 0
+    read_time: float = 0.0
+    write_time: float = 0.0
+    meta_time: float = 0.0
+
+    @property
+    def read_bw(self) -> float:
+        """MiB/s over the time spent in reads (Darshan's per-file I/O time, summed)."""
+        return self.bytes_read / 2**20 / self.read_time if self.read_time > 0 else 0.0
+
+    @property
+    def write_bw(self) -> float:
+        return self.bytes_written / 2**20 / self.write_time if self.write_time > 0 else 0.0
+
+
+def totals(files: Iterable[Mapping[str, Any]]) -> dict[str, ModuleTotals]:
+    out: dict[str, ModuleTotals] = {}
+    for f in files:
+        m, c, fc = f["module"], f["counters"], f["fcounters"]
+        t = out.setdefault(m, ModuleTotals(m))
+        t.files += 1
+        t.bytes_read += int(c.get(f"{m}_BYTES_READ", 0))
+        t.bytes_written += int(c.get(f"{m}_BYTES_WRITTEN", 0))
+        t.reads += int(c.get(f"{m}_READS", 0))
+        t.writes += int(c.get(f"{m}_WRITES", 0))
+        t.opens += int(c.get(f"{m}_OPENS", 0)) + int(c.get(f"{m}_FDOPENS", 0))
+        t.read_time += float(fc.get(f"{m}_F_READ_TIME", 0.0))
+        t.write_time += float(fc.get(f"{m}_F_WRITE_TIME", 0.0))
+        t.meta_time += float(fc.get(f"{m}_F_META_TIME", 0.0))
+    return out
+
+
+def size_histogram(files: Iterable[Mapping[str, Any]], kind: str = "READ") -> dict[str, int]:
+    """POSIX access-size histogram summed over files (Darshan's ten bins)."""
+    hist = dict.fromkeys(SIZE_BINS, 0)
+    for f in files:
+        if f["module"] != "POSIX":
+            continue
+        for b in SIZE_BINS:
+            hist[b] += int(f["counters"].get(f"POSIX_SIZE_{kind}_{b}", 0))
+    return hist
+
+
+def access_pattern(files: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    keys = ("READS", "SEQ_READS", "CONSEC_READS", "WRITES", "SEQ_WRITES", "CONSEC_WRITES")
+    out = dict.fromkeys(keys, 0)
+    for f in files:
+        if f["module"] == "POSIX":
+            for k in keys:
+                out[k] += int(f["counters"].get(f"POSIX_{k}", 0))
+    return out
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10) -> str:
+    """The report a user reads first, as text."""
+    lines: list[str] = []
+    if title:
+        lines += [title, "=" * len(title)]
+    if not files:
+        lines.append("No file I/O was recorded (nothing traced, or every path was excluded).")
+        return "\n".join(lines) + "\n"
+    lines.append(f"{'module':<7} {'files':>6} {'read':>11} {'written':>11} {'reads':>9} {'writes':>9} "
+                 f"{'opens':>7} {'read s':>9} {'write s':>9} {'meta s':>9} {'read MiB/s':>11}")
+    for t in totals(files).values():
+        lines.append(f"{t.module:<7} {t.files:>6} {human_bytes(t.bytes_read):>11} "
+                     f"{human_bytes(t.bytes_written):>11} {t.reads:>9} {t.writes:>9} {t.opens:>7} "
+                     f"{t.read_time:>9.4f} {t.write_time:>9.4f} {t.meta_time:>9.4f} {t.read_bw:>11.1f}")
+    if dropped:
+        lines.append(f"(trace cap reached: {dropped} calls not in the trace; counters are exact)")
+
+    def moved(f: Mapping[str, Any]) -> int:
+        m = f["module"]
+        return int(f["counters"].get(f"{m}_BYTES_READ", 0)) + int(f["counters"].get(f"{m}_BYTES_WRITTEN", 0))
+
+    lines += ["", f"Busiest files (top {top} by bytes moved)"]
+    for f in sorted(files, key=moved, reverse=True)[:top]:
+        m = f["module"]
+        c = f["counters"]
+        lines.append(f"  {human_bytes(moved(f)):>11}  {m:<5} reads={c.get(f'{m}_READS', 0):<7} "
+                     f"writes={c.get(f'{m}_WRITES', 0):<7} {f['path']!r}")
+    hist = size_histogram(files)
+    if any(hist.values()):
+        lines += ["", "POSIX read sizes"]
+        peak = max(hist.values())
+        for b, n in hist.items():
+            if n:
+                lines.append(f"  {b:>9}  {n:>9}  {'#' * max(1, round(40 * n / peak))}")
+    pat = access_pattern(files)
+    if pat["READS"]:
+        lines += ["", f"POSIX read pattern: {pat['READS']} reads, "
+                      f"{100 * pat['SEQ_READS'] / pat['READS']:.0f}% sequential, "
+                      f"{100 * pat['CONSEC_READS'] / pat['READS']:.0f}% consecutive"]
+    return "\n".join(lines) + "\n"
