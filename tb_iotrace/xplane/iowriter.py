@@ -1,0 +1,649 @@
+"""Write a per-operation I/O trace into an XSpace so xprof's trace viewers draw it.
+
+Where the I/O goes, and why
+===========================
+The I/O lines are added to the **``/host:CPU`` plane itself**, one XLine per OS thread that
+did I/O. Measured with xprof 2.24 (``xprof.convert.raw_to_tool_data.xspace_to_tool_data``)
+on a CPU-only TF 2.21 capture and on ``shared/data/gpu_multi_worker.xplane.pb`` (8 GPU
+planes), with a 3-event line put in each candidate place:
+
+==============================  ==========================  ==========================
+where the I/O line lives        ``trace_viewer@`` (default)  ``trace_viewer`` (older)
+                                CPU capture / GPU capture    CPU capture / GPU capture
+==============================  ==========================  ==========================
+extra line in ``/host:CPU``     drawn / drawn                drawn / drawn
+second plane named ``/host:CPU``  drawn / drawn              not drawn / not drawn
+``/host:CPU IO``, ``/host:CPU:IO``  drawn / drawn            not drawn / not drawn
+``/device:CUSTOM:0`` or ``:IO``  drawn / drawn               drawn / **not drawn**
+``/host:POSIX-IO``              not drawn / not drawn        not drawn / not drawn
+==============================  ==========================  ==========================
+
+(``trace_viewer@`` draws every plane whose name starts with ``/host:CPU``, the GPU planes and
+every ``/device:CUSTOM:`` plane; the older ``trace_viewer`` takes the first plane named
+exactly ``/host:CPU`` plus GPU, else TPU, else CUSTOM planes.) Only lines inside the
+``/host:CPU`` plane are drawn by both viewers for both kinds of capture, and there they sit
+in the same process as the host threads, which is what we want to show anyway. In both
+viewers the line's ``display_id`` is the tid and its ``display_name`` the thread name; the
+I/O events come out with ``pid`` = the host process (1701 in ``trace_viewer@``, 701 in
+``trace_viewer``), like the host threads, and ``ts``/``dur`` on the same clock.
+
+Naming: each line is ``"I/O <host thread> (tid N)"``, where ``<host thread>`` is the name of
+the host line of the same thread when it can be found (TF 2.21's host line id is
+``std::hash<std::thread::id>``, i.e. libstdc++'s ``_Hash_bytes(&pthread_self, 8,
+0xc70f6907)``; see :func:`thread_line_id`), else the thread's comm name. ``display_id`` is
+a small integer (1, 2, ...; skipping any value a host line already shows as its tid), so
+the I/O lines sort at the top of the host process, ordered by OS tid; the line ``id`` is the
+same number. Events are named by call (``pread64``, ``open``...), one XEventMetadata per
+call name. Event stats: ``path`` (``ref_value`` -> interned string), ``offset`` (absent when
+-1), ``bytes_requested``, ``bytes_returned``, ``fd`` (absent when -1), ``errno`` (only when
+non-zero). All metadata ids we add are above the plane's existing ones; stat names already
+present in the plane (e.g. ``offset``) are reused.
+
+Clock: saved captures are normalized to the profile start. Event times are written as
+``absolute_ns - start``, with ``start`` from the ``Task Environment`` plane, or the explicit
+``start_ns`` argument (required when that plane is missing, and it wins when given;
+``start_ns=0`` writes absolute epoch times, which is what TensorFlow's pluggable profiler
+``collect`` wants before TF normalizes). Each line's ``timestamp_ns`` is its first event's
+start, so all offsets are non-negative, and the record below keeps that first start in
+absolute ns per line (``t0_ns``), so :func:`read_io_data` gets absolute times back
+whatever constant shift the file went through.
+
+TensorFlow's pluggable-profiler path (``tb_iotrace.tfhook``) serializes a space built by
+:func:`add_io_to_space` under another ``/host:`` plane name, and TF merges it into
+``/host:CPU``: that renumbers event/stat metadata ids, drops the lines' ``display_id``
+(the viewer then uses the small line ``id`` as tid) and normalizes timestamps. The plane
+stat survives, and :func:`read_io_data` / :func:`read_io_info` go by stat and line names,
+so they read such files too (checked against a real TF 2.21 capture with the shim loaded).
+
+Everything else (the thread table, ``dropped``, the Darshan per-file counters, the ids of
+what we added, the start clock used) is stored as one plane stat on the same plane, named
+``tb_iotrace.io``, whose ``bytes_value`` is UTF-8 JSON (format ``tb_iotrace.io/1``, keys
+documented in :func:`_info_json`). :func:`read_io_data` turns a space back into an
+:class:`IoTrace`; :func:`remove_io_data` takes it out again, so merging twice replaces.
+
+Events are encoded column-wise with numpy (:mod:`._wire`) and spliced into the serialized
+plane; no Python object is created per event.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _wire
+from ._proto import XLine, XPlane, XSpace
+from .iotrace import IoTrace, ThreadInfo
+from .reader import HOST_PLANE, find_plane, load_xspace, profile_start_ns
+
+FORMAT = "tb_iotrace.io/1"
+IO_STAT = "tb_iotrace.io"
+LINE_PREFIX = "I/O "
+DEFAULT_MAX_EVENTS = 1_000_000
+
+STAT_PATH = "path"
+STAT_OFFSET = "offset"
+STAT_REQUESTED = "bytes_requested"
+STAT_RETURNED = "bytes_returned"
+STAT_FD = "fd"
+STAT_ERRNO = "errno"
+EVENT_STATS = (STAT_PATH, STAT_OFFSET, STAT_REQUESTED, STAT_RETURNED, STAT_FD, STAT_ERRNO)
+
+# xprof's streaming trace viewer caches, next to <host>.xplane.pb (names from
+# xprof/convert/profiler_plugin_c_api.so: ".SSTABLE", ".metadata.SSTABLE", ".trie.SSTABLE").
+CACHE_SUFFIXES = (".SSTABLE", ".metadata.SSTABLE", ".trie.SSTABLE")
+XPLANE_SUFFIX = ".xplane.pb"
+
+_M64 = (1 << 64) - 1
+_MUL = (0xC6A4A793 << 32) + 0x5BD1E995
+
+
+def thread_line_id(pthread_id: int) -> int:
+    """The host-plane line id TF (2.21, libstdc++) gives a thread: ``std::hash<std::thread::id>``
+    = ``_Hash_bytes(&pthread_self(), 8, 0xc70f6907)``, as a signed int64."""
+
+    def shift_mix(v: int) -> int:
+        return v ^ (v >> 47)
+
+    h = (0xC70F6907 ^ (8 * _MUL)) & _M64
+    h ^= (shift_mix((int(pthread_id) & _M64) * _MUL & _M64) * _MUL) & _M64
+    h = (h * _MUL) & _M64
+    h = shift_mix((shift_mix(h) * _MUL) & _M64)
+    return h - (1 << 64) if h >> 63 else h
+
+
+def _safe_text(s: str) -> tuple[str, bool]:
+    """(text protobuf can store as a string field, whether it is exactly ``s``)."""
+    try:
+        s.encode("utf-8")
+        return s, True
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "backslashreplace").decode("utf-8"), False
+
+
+def _factorize(values: np.ndarray) -> tuple[list, np.ndarray]:
+    """(distinct values in first-seen order, code per row)."""
+    table: dict = {}
+    setdefault = table.setdefault
+    codes = np.fromiter((setdefault(v, len(table)) for v in values.tolist()), dtype=np.int64,
+                        count=len(values))
+    return list(table), codes
+
+
+@dataclass
+class _Encoded:
+    """An I/O trace turned into host-plane additions (nothing applied yet)."""
+
+    lines_blob: bytes  # serialized XPlane.lines entries (field 3), ready to append
+    event_metadata: dict[int, str]  # new XEventMetadata id -> name
+    stat_metadata: dict[int, str]  # new XStatMetadata id -> name
+    info: dict[str, Any]  # the JSON record (see _info_json)
+    num_events: int
+
+
+def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
+    """Append an XEvent.stats entry (field 4) ``XStat{metadata_id: sid, <value_field>: value}``
+    to each row (where ``present``)."""
+    head = _wire.tag(1, _wire.WT_VARINT) + _wire.varint_bytes(sid) + _wire.tag(value_field, _wire.WT_VARINT)
+    mat, lengths = _wire.varint_matrix(values)
+    size = (lengths + len(head)).astype(np.uint8)  # < 128: a one-byte varint
+    rows.const(_wire.tag(4, _wire.WT_LEN), present)
+    rows.parts.append((size[:, None], rows._present(np.ones(len(size), dtype=np.int64), present)))
+    rows.const(head, present)
+    rows.parts.append((mat, rows._present(lengths, present)))
+
+
+def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int) -> _Encoded:
+    n_all = len(trace)
+    if max_events < 0:
+        raise ValueError("max_events must be >= 0")
+    # Bounded size: keep the first max_events operations by start time.
+    if n_all > max_events:
+        keep = np.sort(np.argsort(trace.start_ns, kind="stable")[:max_events])
+        trace_kept = trace.take(keep)
+        capped = n_all - max_events
+    else:
+        trace_kept, capped = trace, 0
+    n = len(trace_kept)
+
+    existing_lines = list(host.lines) if host is not None else []
+    md_base = max(list(host.event_metadata.keys()) + [0]) + 1 if host is not None else 1
+    sd_next = max(list(host.stat_metadata.keys()) + [0]) + 1 if host is not None else 1
+    stat_by_name: dict[str, int] = {}
+    if host is not None:
+        for k, md in host.stat_metadata.items():
+            stat_by_name.setdefault(md.name, k)
+    new_stats: dict[int, str] = {}
+
+    def stat_id(name: str) -> int:
+        nonlocal sd_next
+        if name not in stat_by_name:
+            stat_by_name[name] = sd_next
+            new_stats[sd_next] = name
+            sd_next += 1
+        return stat_by_name[name]
+
+    sids = {name: stat_id(name) for name in EVENT_STATS + (IO_STAT,)}
+
+    # Lines: one per tid, ordered by tid, with small display ids no host line shows.
+    taken: set[int] = set()
+    for ln in existing_lines:
+        for v in (ln.id, ln.display_id):
+            taken.update((v, v & 0xFFFFFFFF, ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000))
+    host_by_id = {ln.id: ln for ln in existing_lines}
+    tids, line_of = np.unique(trace_kept.tid, return_inverse=True)
+    line_of = line_of.reshape(-1)
+    lines_info = []
+    next_id = 1
+    for tid in tids.tolist():
+        while next_id in taken:
+            next_id += 1
+        info = trace.threads.get(tid)
+        host_line = None
+        if info is not None and info.pthread_id:
+            host_line = host_by_id.get(thread_line_id(info.pthread_id))
+        if host_line is not None:
+            label = host_line.display_name or host_line.name
+        else:
+            label = (info.comm if info is not None and info.comm else "thread")
+        lines_info.append({
+            "line_id": next_id, "display_id": next_id, "tid": tid,
+            "pthread_id": info.pthread_id if info is not None else None,
+            "comm": info.comm if info is not None else None,
+            "name": _safe_text(f"{LINE_PREFIX}{label} (tid {tid})")[0],
+            "host_line_id": host_line.id if host_line is not None else None,
+            "host_line_name": (host_line.name if host_line is not None else None),
+        })
+        next_id += 1
+
+    # Event metadata: one per call name.
+    ops, op_code = _factorize(trace_kept.op)
+    event_md: dict[int, str] = {}
+    exact_ops: dict[str, str] = {}
+    for k, op in enumerate(ops):
+        text, exact = _safe_text(op)
+        event_md[md_base + k] = text
+        if not exact:
+            exact_ops[text] = op
+    md_id = op_code + md_base
+
+    # Interned paths: a new XStatMetadata per distinct non-empty path.
+    paths, path_code = _factorize(trace_kept.path)
+    path_sid = np.zeros(len(paths), dtype=np.int64)
+    exact_paths: dict[str, str] = {}
+    for k, p in enumerate(paths):
+        if p == "":
+            continue
+        text, exact = _safe_text(p)
+        sid = sd_next
+        sd_next += 1
+        new_stats[sid] = text
+        path_sid[k] = sid
+        if not exact:
+            exact_paths[text] = p
+    ref = path_sid[path_code] if n else np.zeros(0, dtype=np.int64)
+
+    # Order: by line, then start time.
+    order = np.lexsort((trace_kept.start_ns, line_of))
+    line_sorted = line_of[order]
+    rel_ns = trace_kept.start_ns[order] - np.int64(start_ns)
+    counts = np.bincount(line_sorted, minlength=len(tids))
+    first = np.cumsum(counts) - counts
+    line_ts = rel_ns[first] if n else np.zeros(0, dtype=np.int64)
+    offset_ps = (rel_ns - line_ts[line_sorted]) * np.int64(1000)
+    dur_ps = np.maximum(trace_kept.end_ns[order] - trace_kept.start_ns[order], 0) * np.int64(1000)
+
+    off = trace_kept.offset[order]
+    fd = trace_kept.fd[order].astype(np.int64)
+    err = trace_kept.errno[order].astype(np.int64)
+    ref = ref[order]
+    rows = _wire.Rows(n)
+    rows.varint_field(1, md_id[order])
+    rows.varint_field(2, offset_ps)
+    rows.varint_field(3, dur_ps)
+    _int_stat(rows, sids[STAT_PATH], 7, ref, ref != 0)
+    _int_stat(rows, sids[STAT_OFFSET], 4, off, off != -1)
+    _int_stat(rows, sids[STAT_REQUESTED], 4, trace_kept.requested[order])
+    _int_stat(rows, sids[STAT_RETURNED], 4, trace_kept.returned[order])
+    _int_stat(rows, sids[STAT_FD], 4, fd, fd != -1)
+    _int_stat(rows, sids[STAT_ERRNO], 4, err, err != 0)
+    entries = rows.wrap(4).finish()  # XLine.events entries
+    ends = entries.ends()
+    data = entries.data
+    blob = bytearray()
+    for i, li in enumerate(lines_info):
+        a = int(first[i])
+        b = a + int(counts[i])
+        lo = int(ends[a - 1]) if a else 0
+        hi = int(ends[b - 1]) if b else lo
+        header = XLine(id=li["line_id"], display_id=li["display_id"], name=li["name"],
+                       display_name=li["name"], timestamp_ns=int(line_ts[i])).SerializeToString()
+        body = data[lo:hi].tobytes()
+        li["num_events"] = int(counts[i])
+        li["t0_ns"] = int(line_ts[i]) + int(start_ns)
+        blob += _wire.len_field_bytes(3, header + body)  # XPlane.lines
+
+    info = _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats,
+                      sids, exact_ops, exact_paths)
+    return _Encoded(bytes(blob), event_md, new_stats, info, n)
+
+
+def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats, sids,
+               exact_ops, exact_paths) -> dict[str, Any]:
+    """The ``tb_iotrace.io`` plane stat (JSON). Keys:
+
+    format            "tb_iotrace.io/1"
+    profile_start_ns  epoch ns that event times are relative to
+    num_events        events written
+    dropped           operations not in the file: trace.dropped + capped
+    capped            of which dropped by the max_events cap
+    max_events        the cap used
+    lines             [{line_id, display_id, tid, pthread_id, comm, name, host_line_id,
+                        host_line_name, num_events, t0_ns}] for the I/O lines added; t0_ns is
+                      the absolute start of the line's first event, which keeps the times
+                      right whatever clock the file is later shifted to
+                      (TensorFlow normalizes to the profile start)
+    threads           [[tid, pthread_id, comm], ...]: the trace's whole thread table
+    stat_ids          {stat name: XStatMetadata id} used by the events when written
+    added_event_metadata, added_stat_metadata   {id: name} this merge created (removed on
+                      re-merge while the ids still hold those names)
+    exact_ops, exact_paths   {stored text: original str} for names that are not valid UTF-8
+                      (stored with backslash escapes), so read_io_data returns them exactly
+
+    Readers go by names (stat names, line names), not by the ids above: TensorFlow's
+    pluggable-profiler path merges our plane into /host:CPU and renumbers metadata.
+    counters          the trace's Darshan per-file records, as given
+    """
+    return {
+        "format": FORMAT,
+        "profile_start_ns": int(start_ns),
+        "num_events": int(n),
+        "dropped": int(trace.dropped) + int(capped),
+        "capped": int(capped),
+        "max_events": int(max_events),
+        "lines": lines_info,
+        "threads": [[int(t), int(i.pthread_id), i.comm] for t, i in sorted(trace.threads.items())],
+        "stat_ids": {k: int(v) for k, v in sids.items()},
+        "added_event_metadata": {str(k): v for k, v in sorted(event_md.items())},
+        "added_stat_metadata": {str(k): v for k, v in sorted(new_stats.items())},
+        "exact_ops": exact_ops,
+        "exact_paths": exact_paths,
+        "counters": trace.counters,
+    }
+
+
+def _apply_metadata(plane: XPlane, enc: _Encoded) -> None:
+    for k, name in enc.event_metadata.items():
+        md = plane.event_metadata[k]
+        md.id = k
+        md.name = name
+    for k, name in enc.stat_metadata.items():
+        md = plane.stat_metadata[k]
+        md.id = k
+        md.name = name
+    stat = plane.stats.add()
+    stat.metadata_id = enc.info["stat_ids"][IO_STAT]
+    stat.bytes_value = json.dumps(enc.info, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+# --------------------------------------------------------------------------- locating our data
+
+
+def _find_io_record(space) -> tuple[Any, int, dict[str, Any]] | None:
+    """(plane, index of the plane stat, parsed JSON) of the I/O data, or None."""
+    for plane in space.planes:
+        for i, stat in enumerate(plane.stats):
+            md = plane.stat_metadata.get(stat.metadata_id)
+            if md is not None and md.name == IO_STAT and stat.WhichOneof("value") == "bytes_value":
+                try:
+                    info = json.loads(stat.bytes_value.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError):
+                    continue
+                if isinstance(info, dict) and info.get("format") == FORMAT:
+                    return plane, i, info
+    return None
+
+
+def _io_line_names(info: dict[str, Any]) -> set[str]:
+    return {li["name"] for li in info.get("lines", [])}
+
+
+def remove_io_data(space) -> bool:
+    """Take out what :func:`add_io_to_space` / :func:`merge_into_capture` added (I/O lines,
+    the plane stat, and the metadata created for them while their ids still hold the names
+    recorded: a TensorFlow merge renumbers them, and then orphans are left, which is
+    harmless). Returns whether there was any."""
+    found = _find_io_record(space)
+    if found is None:
+        return False
+    plane, stat_index, info = found
+    names = _io_line_names(info)
+    keep = [ln for ln in plane.lines if not (ln.name in names and ln.name.startswith(LINE_PREFIX))]
+    if len(keep) != len(plane.lines):
+        kept = [ln.SerializeToString() for ln in keep]
+        del plane.lines[:]
+        for raw in kept:
+            plane.lines.add().ParseFromString(raw)
+    del plane.stats[stat_index]
+    for table, key in ((plane.event_metadata, "added_event_metadata"),
+                       (plane.stat_metadata, "added_stat_metadata")):
+        added = info.get(key, {})
+        if not isinstance(added, dict):
+            continue
+        ids = {int(k): v for k, v in added.items()}
+        if all(k in table and table[k].name == v for k, v in ids.items()):
+            for k in ids:
+                del table[k]
+    return True
+
+
+def _host_plane(space) -> tuple[Any, bool]:
+    """The ``/host:CPU`` plane (created, appended, when missing) and whether it was created."""
+    plane = find_plane(space, HOST_PLANE)
+    if plane is not None:
+        return plane, False
+    used = {p.id for p in space.planes}
+    plane = space.planes.add()
+    plane.id = next(i for i in range(len(used) + 1) if i not in used)
+    plane.name = HOST_PLANE
+    return plane, True
+
+
+def _start_clock(space, start_ns: int | None, where: str) -> int:
+    if start_ns is not None:
+        return int(start_ns)
+    value = profile_start_ns(space)
+    if value is None:
+        raise ValueError(
+            f"{where}: no 'Task Environment' plane with profile_start_time; pass start_ns= "
+            "(the epoch ns the capture's timestamps are relative to)")
+    return value
+
+
+def add_io_to_space(space, trace: IoTrace, *, start_ns: int | None = None,
+                    max_events: int = DEFAULT_MAX_EVENTS) -> dict[str, Any]:
+    """Add ``trace`` to ``space`` (in memory) as I/O lines of its ``/host:CPU`` plane,
+    replacing I/O data added before. Returns the JSON record written (see :func:`_info_json`).
+
+    ``space`` may be our XSpace or TensorFlow's (only the protobuf API is used)."""
+    start = _start_clock(space, start_ns, "XSpace")
+    remove_io_data(space)
+    host, _ = _host_plane(space)
+    enc = _encode(trace, host, start, max_events)
+    _apply_metadata(host, enc)
+    host.MergeFromString(enc.lines_blob)
+    return enc.info
+
+
+@dataclass
+class MergeResult:
+    path: str
+    num_events: int  # events written
+    dropped: int  # trace.dropped + capped
+    capped: int  # dropped by the max_events cap
+    profile_start_ns: int
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    caches_removed: list[str] = field(default_factory=list)
+    replaced_previous: bool = False
+    seconds: float = 0.0
+
+
+def cache_paths(xplane_path: str | os.PathLike) -> list[Path]:
+    """xprof's cache files for ``<host>.xplane.pb`` (they may not exist)."""
+    p = Path(xplane_path)
+    name = p.name
+    host = name[: -len(XPLANE_SUFFIX)] if name.endswith(XPLANE_SUFFIX) else p.stem
+    return [p.with_name(host + suffix) for suffix in CACHE_SUFFIXES]
+
+
+def merge_into_capture(xplane_path: str | os.PathLike, trace: IoTrace, *,
+                       start_ns: int | None = None,
+                       max_events: int = DEFAULT_MAX_EVENTS) -> MergeResult:
+    """Add ``trace`` to a saved capture ``<host>.xplane.pb`` (see the module docstring),
+    replacing I/O data merged before; rewrite the file atomically (temp file + rename,
+    same permissions) and delete xprof's ``<host>*.SSTABLE`` caches beside it so the trace
+    viewer rebuilds them. Raises :class:`XPlaneError` if the file cannot be read and
+    ValueError if the capture has no profile start and ``start_ns`` is not given."""
+    t0 = time.perf_counter()
+    path = Path(xplane_path)
+    space = load_xspace(path)
+    start = _start_clock(space, start_ns, str(path))
+    replaced = remove_io_data(space)
+    host, _ = _host_plane(space)
+    enc = _encode(trace, host, start, max_events)
+    _apply_metadata(host, enc)
+
+    # Serialize: the space without planes, then each plane as an XSpace.planes entry, with
+    # the encoded I/O lines appended to the host plane's bytes (concatenation == merge).
+    rest = XSpace()
+    rest.errors.extend(space.errors)
+    rest.warnings.extend(space.warnings)
+    rest.hostnames.extend(space.hostnames)
+    chunks = [rest.SerializeToString()]
+    host_index = next(i for i, p in enumerate(space.planes) if p.name == HOST_PLANE)
+    for i, plane in enumerate(space.planes):
+        raw = plane.SerializeToString()
+        if i == host_index:
+            raw += enc.lines_blob
+        chunks.append(_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(len(raw)))
+        chunks.append(raw)
+    _atomic_write(path, chunks)
+
+    removed = []
+    for cache in cache_paths(path):
+        try:
+            cache.unlink()
+            removed.append(str(cache))
+        except FileNotFoundError:
+            pass
+    info = enc.info
+    return MergeResult(path=str(path), num_events=enc.num_events, dropped=info["dropped"],
+                       capped=info["capped"], profile_start_ns=start, lines=info["lines"],
+                       caches_removed=removed, replaced_previous=replaced,
+                       seconds=time.perf_counter() - t0)
+
+
+def _atomic_write(path: Path, chunks: list[bytes]) -> None:
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# --------------------------------------------------------------------------- reading back
+
+
+def read_io_data(space) -> IoTrace | None:
+    """The I/O trace stored by :func:`merge_into_capture` / :func:`add_io_to_space`, with
+    ``threads``, ``dropped`` and ``counters``; None if the space has none.
+
+    Rows come back ordered by line (tid) then start time; times are absolute epoch ns.
+    Events past the ``max_events`` cap are gone (``dropped`` counts them). Lines and stats
+    are found by name, so this also reads files where TensorFlow merged our plane into its
+    host plane (renumbered metadata, timestamps normalized to the profile start)."""
+    found = _find_io_record(space)
+    if found is None:
+        return None
+    plane, _, info = found
+    exact_ops = dict(info.get("exact_ops", {}))
+    exact_paths = dict(info.get("exact_paths", {}))
+    kind_of = {}  # stat metadata id -> column index in EVENT_STATS
+    for k, md in plane.stat_metadata.items():
+        if md.name in EVENT_STATS:
+            kind_of[k] = EVENT_STATS.index(md.name)
+    by_name = {}
+    for ln in plane.lines:
+        if ln.name.startswith(LINE_PREFIX):
+            by_name.setdefault(ln.name, ln)
+
+    parts = []
+    for li in info["lines"]:
+        ln = by_name.get(li["name"])
+        if ln is None:
+            continue
+        m = len(ln.events)
+        mid = np.empty(m, dtype=np.int64)
+        off_ps = np.empty(m, dtype=np.int64)
+        dur_ps = np.empty(m, dtype=np.int64)
+        # columns in EVENT_STATS order: path ref, offset, requested, returned, fd, errno
+        vals = np.zeros((6, m), dtype=np.int64)
+        vals[1] = -1
+        vals[4] = -1
+        for i, ev in enumerate(ln.events):
+            mid[i] = ev.metadata_id
+            off_ps[i] = ev.offset_ps
+            dur_ps[i] = ev.duration_ps
+            for st in ev.stats:
+                kind = kind_of.get(st.metadata_id)
+                if kind is not None:
+                    vals[kind, i] = st.ref_value if kind == 0 else st.int64_value
+        rel = off_ps // 1000
+        start = rel - (rel.min() if m else 0) + int(li["t0_ns"])
+        parts.append((li["tid"], mid, start, start + dur_ps // 1000, vals))
+
+    def names(ids: np.ndarray, table, exact) -> np.ndarray:
+        uniq, inv = np.unique(ids, return_inverse=True)
+        lookup = np.empty(len(uniq), dtype=object)
+        for j, k in enumerate(uniq.tolist()):
+            md = table.get(k) if k else None
+            text = md.name if md is not None else ""
+            lookup[j] = exact.get(text, text)
+        return lookup[inv.reshape(-1)] if len(ids) else np.empty(0, dtype=object)
+
+    if parts:
+        vals = np.concatenate([p[4] for p in parts], axis=1)
+        trace = IoTrace(
+            op=names(np.concatenate([p[1] for p in parts]), plane.event_metadata, exact_ops),
+            path=names(vals[0], plane.stat_metadata, exact_paths),
+            offset=vals[1], requested=vals[2], returned=vals[3], fd=vals[4], errno=vals[5],
+            start_ns=np.concatenate([p[2] for p in parts]),
+            end_ns=np.concatenate([p[3] for p in parts]),
+            tid=np.concatenate([np.full(len(p[1]), p[0], dtype=np.int64) for p in parts]))
+    else:
+        trace = IoTrace.empty()
+    trace.threads = {int(t): ThreadInfo(int(p), str(c)) for t, p, c in info.get("threads", [])}
+    trace.dropped = int(info.get("dropped", 0))
+    trace.counters = list(info.get("counters", []))
+    return trace
+
+
+def read_io_info(space) -> dict[str, Any] | None:
+    """The ``tb_iotrace.io`` JSON record (lines, threads, counters, dropped...) without the
+    events, or None. Lines written without a host plane at hand (TensorFlow's pluggable
+    profiler path) get ``host_line_id``/``host_line_name`` filled in here when the host
+    plane has a line for their thread (see :func:`thread_line_id`)."""
+    found = _find_io_record(space)
+    if found is None:
+        return None
+    plane, _, info = found
+    host = find_plane(space, HOST_PLANE)
+    if host is not None:
+        ids = None
+        for li in info.get("lines", []):
+            if li.get("host_line_id") is None and li.get("pthread_id"):
+                if ids is None:
+                    ids = {ln.id: ln for ln in host.lines if not ln.name.startswith(LINE_PREFIX)}
+                match = ids.get(thread_line_id(li["pthread_id"]))
+                if match is not None:
+                    li["host_line_id"] = match.id
+                    li["host_line_name"] = match.display_name or match.name
+    return info
+
+
+__all__ = [
+    "CACHE_SUFFIXES",
+    "DEFAULT_MAX_EVENTS",
+    "EVENT_STATS",
+    "FORMAT",
+    "IO_STAT",
+    "LINE_PREFIX",
+    "MergeResult",
+    "add_io_to_space",
+    "cache_paths",
+    "merge_into_capture",
+    "read_io_data",
+    "read_io_info",
+    "remove_io_data",
+    "thread_line_id",
+]

@@ -1,0 +1,652 @@
+"""tb_iotrace.xplane: schema, reader, I/O writer, and what xprof's trace viewers draw.
+
+TensorFlow and xprof are installed wherever these tests run (dev venv and CI); they are used
+as the reference implementations, never by tb_iotrace.xplane itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tb_iotrace import xplane as X
+from tb_iotrace.xplane import _proto, _wire, iowriter
+
+REPO = Path(__file__).resolve().parents[2]
+GPU_CAPTURE = REPO.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
+GPU_HOST = "34.83.195.179_6003"
+PROTO_FILE = REPO / "tb_iotrace" / "xplane" / "xplane.proto"
+T0 = 1_700_000_000_000_000_000  # an arbitrary profile start for the GPU capture (it has none)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def make_trace(n: int, start: int, *, nthreads: int = 3, seed: int = 0, dropped: int = 0) -> X.IoTrace:
+    rng = np.random.default_rng(seed)
+    ops = np.array(["pread64", "read", "open", "close", "fwrite", "write"], dtype=object)
+    paths = np.array([f"/data/shard-{i:03d}.tfrecord" for i in range(20)]
+                     + ["", "/tmp/odd \udcff\n\tname", "/tmp/ünï😀", "/tmp/lone \ud800 surrogate"],
+                     dtype=object)
+    tids = np.arange(4000, 4000 + nthreads, dtype=np.int64)
+    st = start + np.sort(rng.integers(0, 50_000_000, n))
+    return X.IoTrace(
+        op=ops[rng.integers(0, len(ops), n)],
+        path=paths[rng.integers(0, len(paths), n)],
+        offset=np.where(rng.random(n) < 0.2, -1, rng.integers(0, 1 << 40, n)),
+        requested=rng.integers(0, 1 << 20, n),
+        returned=rng.integers(-1, 1 << 20, n),
+        fd=rng.integers(-1, 100, n),
+        errno=np.where(rng.random(n) < 0.1, 5, 0),
+        start_ns=st,
+        end_ns=st + rng.integers(0, 200_000, n),
+        tid=tids[rng.integers(0, nthreads, n)],
+        threads={int(t): (0x7F0000000000 + int(t), f"worker-{t}") for t in tids},
+        dropped=dropped,
+        counters=[{"path": "/data/shard-001.tfrecord", "module": "POSIX",
+                   "counters": {"POSIX_READS": 3, "POSIX_BYTES_READ": 12288},
+                   "fcounters": {"POSIX_F_READ_TIME": 0.25}},
+                  {"path": "/tmp/odd \udcff\n\tname", "module": "STDIO",
+                   "counters": {"STDIO_WRITES": 1}, "fcounters": {}}],
+    )
+
+
+def assert_same_rows(expected: X.IoTrace, got: X.IoTrace) -> None:
+    """read_io_data returns rows by tid then start time."""
+    order = np.lexsort((expected.start_ns, expected.tid))
+    assert len(got) == len(expected)
+    for name in X.iotrace.COLUMNS:
+        a, b = getattr(expected, name)[order], getattr(got, name)
+        if a.dtype == object:
+            assert a.tolist() == b.tolist(), name
+        else:
+            np.testing.assert_array_equal(a, b, err_msg=name)
+
+
+def capture_copy(tmp_path: Path, src: Path = GPU_CAPTURE, host: str = GPU_HOST) -> Path:
+    run = tmp_path / "logdir" / "plugins" / "profile" / "2020_01_01_00_00_00"
+    run.mkdir(parents=True)
+    dst = run / f"{host}.xplane.pb"
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o644)
+    return dst
+
+
+def viewer(path: Path, tool: str):
+    """(process names by pid, thread names by (pid, tid), complete events) from xprof."""
+    from xprof.convert import raw_to_tool_data
+
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], tool, {})
+    assert data, f"xprof {tool} returned nothing for {path}"
+    events = json.loads(data)["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+               if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    spans = [e for e in events if e.get("ph") == "X"]
+    return procs, threads, spans
+
+
+def host_pid(procs: dict) -> int:
+    pids = [pid for pid, name in procs.items() if name.split(" ")[-1] == "/host:CPU"]
+    assert len(pids) == 1, procs
+    return pids[0]
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def tf_xplane():
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    return xplane_pb2
+
+
+@pytest.fixture(scope="module")
+def cpu_capture(tmp_path_factory):
+    """A real TF CPU capture around a tiny tf.function, with real file I/O on the main thread
+    between two calls; returns (xplane path, IoTrace of that I/O, its start/end markers)."""
+    import tensorflow as tf
+
+    @tf.function
+    def f(x):
+        return tf.reduce_sum(tf.matmul(x, x))
+
+    x = tf.ones((32, 32))
+    f(x)
+    logdir = tmp_path_factory.mktemp("cpu_logdir")
+    data_file = logdir / "data.bin"
+    tid = threading.get_native_id()
+    comm = Path(f"/proc/self/task/{tid}/comm").read_text().strip()
+    tf.profiler.experimental.start(str(logdir))
+    f(x)
+    ops = []
+    t = time.time_ns()
+    fd = os.open(data_file, os.O_CREAT | os.O_WRONLY, 0o644)
+    ops.append(("open", -1, 0, fd, t, time.time_ns()))
+    t = time.time_ns()
+    n = os.pwrite(fd, b"x" * 4096, 0)
+    ops.append(("pwrite64", 0, 4096, n, t, time.time_ns()))
+    os.close(fd)
+    fd = os.open(data_file, os.O_RDONLY)
+    t = time.time_ns()
+    data = os.pread(fd, 8192, 0)
+    ops.append(("pread64", 0, 8192, len(data), t, time.time_ns()))
+    t = time.time_ns()
+    data = os.pread(fd, 8192, 4096)  # the zero-length EOF read
+    ops.append(("pread64", 4096, 8192, len(data), t, time.time_ns()))
+    os.close(fd)
+    f(x)
+    tf.profiler.experimental.stop()
+    path = next(logdir.glob("plugins/profile/*/*.xplane.pb"))
+    trace = X.IoTrace(
+        op=[o[0] for o in ops], path=[str(data_file)] * len(ops), offset=[o[1] for o in ops],
+        requested=[o[2] for o in ops], returned=[o[3] if o[0] != "open" else 0 for o in ops],
+        fd=[o[3] if o[0] == "open" else -1 for o in ops], errno=[0] * len(ops),
+        start_ns=[o[4] for o in ops], end_ns=[o[5] for o in ops], tid=[tid] * len(ops),
+        # a comm that differs from the host line's name, to prove the line was found by id
+        threads={tid: (threading.get_ident(), comm + "-io")}, dropped=0,
+    )
+    return path, trace
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def parse_proto_file(text: str) -> dict[str, dict[str, tuple]]:
+    """A small parser for xplane.proto: message -> field -> (number, type, label, oneof)."""
+    text = re.sub(r"//[^\n]*", "", text)
+    messages: dict[str, dict[str, tuple]] = {}
+    stack: list[tuple[str, str]] = []  # (kind, name)
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if not line:
+            continue
+        m = re.match(r"(message|oneof)\s+(\w+)\s*\{$", line)
+        if m:
+            stack.append((m.group(1), m.group(2)))
+            if m.group(1) == "message":
+                messages[m.group(2)] = {}
+            continue
+        if line == "}":
+            stack.pop()
+            continue
+        m = re.match(r"(repeated\s+)?(map<\s*\w+\s*,\s*\w+\s*>|\w+)\s+(\w+)\s*=\s*(\d+)\s*;$", line)
+        if m and stack:
+            msg = next(name for kind, name in reversed(stack) if kind == "message")
+            oneof = stack[-1][1] if stack[-1][0] == "oneof" else ""
+            ftype = re.sub(r"\s+", "", m.group(2))
+            label = "repeated" if (m.group(1) or ftype.startswith("map<")) else ""
+            messages[msg][m.group(3)] = (int(m.group(4)), ftype, label, oneof)
+    return messages
+
+
+_TYPE_NAMES = {3: "int64", 4: "uint64", 1: "double", 9: "string", 12: "bytes"}
+
+
+def describe(file_descriptor) -> dict[str, dict[str, tuple]]:
+    """Same shape as parse_proto_file, from a runtime FileDescriptor."""
+    out: dict[str, dict[str, tuple]] = {}
+    for name, msg in file_descriptor.message_types_by_name.items():
+        fields = {}
+        for f in msg.fields:
+            if f.message_type is not None and f.message_type.GetOptions().map_entry:
+                k, v = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
+                ftype = f"map<{_TYPE_NAMES[k.type]},{v.message_type.name}>"
+                label = "repeated"
+            else:
+                ftype = f.message_type.name if f.message_type is not None else _TYPE_NAMES[f.type]
+                repeated = f.is_repeated if hasattr(f, "is_repeated") else f.label == f.LABEL_REPEATED
+                label = "repeated" if repeated else ""
+            oneof = f.containing_oneof.name if f.containing_oneof is not None else ""
+            fields[f.name] = (f.number, ftype, label, oneof)
+        out[name] = fields
+    return out
+
+
+def test_python_descriptor_matches_proto_file():
+    from_file = parse_proto_file(PROTO_FILE.read_text())
+    assert set(from_file) == {"XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata"}
+    assert from_file["XLine"]["display_id"] == (10, "int64", "", "")
+    assert from_file["XStat"]["ref_value"] == (7, "uint64", "", "value")
+    assert describe(_proto.FILE_DESCRIPTOR) == from_file
+    assert _proto.FILE_DESCRIPTOR.package == "tensorflow.profiler"
+    assert re.search(r"^package tensorflow\.profiler;$", PROTO_FILE.read_text(), re.M)
+
+
+def test_python_descriptor_matches_tensorflow(tf_xplane):
+    from google.protobuf import descriptor_pb2
+
+    assert describe(_proto.FILE_DESCRIPTOR) == describe(tf_xplane.DESCRIPTOR)
+    # Whole descriptors too (messages, nested map entries, oneofs, reserved ranges).
+    ours, theirs = descriptor_pb2.FileDescriptorProto(), descriptor_pb2.FileDescriptorProto()
+    _proto.FILE_DESCRIPTOR.CopyToProto(ours)
+    tf_xplane.DESCRIPTOR.CopyToProto(theirs)
+    for fdp in (ours, theirs):
+        fdp.ClearField("name")
+        for msg in fdp.message_type:
+            for f in list(msg.field) + [f for nt in msg.nested_type for f in nt.field]:
+                f.ClearField("json_name")
+    assert list(ours.message_type) == list(theirs.message_type)
+
+
+def test_private_pool_coexists_with_tensorflow(tf_xplane):
+    from google.protobuf import descriptor_pool
+
+    # TF's registration in the default pool is intact, and ours is elsewhere.
+    default = descriptor_pool.Default()
+    assert default.FindMessageTypeByName("tensorflow.profiler.XSpace") is tf_xplane.XSpace.DESCRIPTOR
+    assert X.XSpace.DESCRIPTOR is not tf_xplane.XSpace.DESCRIPTOR
+    assert X.XSpace.DESCRIPTOR.full_name == tf_xplane.XSpace.DESCRIPTOR.full_name
+    raw = GPU_CAPTURE.read_bytes()
+    ours = X.XSpace.FromString(raw)
+    theirs = tf_xplane.XSpace.FromString(raw)
+    assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(deterministic=True)
+    assert tf_xplane.XSpace.FromString(ours.SerializeToString()) == theirs
+
+
+def test_import_needs_no_tensorflow():
+    code = ("import sys, tb_iotrace.xplane as x; "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; "
+            "assert x.XSpace.DESCRIPTOR.file.pool is not __import__('google.protobuf.descriptor_pool', "
+            "fromlist=['x']).Default()")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
+
+
+# --------------------------------------------------------------------------- reader
+
+
+def test_gpu_capture_facts(tf_xplane):
+    t = time.perf_counter()
+    space = X.load_xspace(GPU_CAPTURE)
+    load_s = time.perf_counter() - t
+    assert list(space.hostnames) == ["34.83.195.179:6003"]
+    assert X.profile_start_ns(space) is None  # no Task Environment plane
+    host = X.find_planes(space, "/host:CPU")
+    gpus = X.find_planes(space, "/device:GPU:")
+    assert len(host) == 1 and len(gpus) == 8
+    assert [p.name for p in gpus] == [f"/device:GPU:{i}" for i in range(8)]
+
+    t = time.perf_counter()
+    views = [X.columns(p) for p in space.planes]
+    counts = {v.name: sum(len(ln) for ln in v.lines) for v in views}
+    columns_s = time.perf_counter() - t
+    assert load_s + columns_s < 2.0
+
+    hv = views[0]
+    assert hv.num_lines == 22
+    assert counts["/host:CPU"] == 15354
+    assert {k: v for k, v in counts.items() if k.startswith("/device:GPU:") and v} == {
+        "/device:GPU:1": 19, "/device:GPU:4": 3875, "/device:GPU:6": 3880}
+    assert sum(counts.values()) == 23128
+    names = [ln.name for ln in hv.lines]
+    assert "python3" in names and sum(n.startswith("tf_Compute/") for n in names) == 4
+    gpu4 = views[5]
+    assert [ln.name for ln in gpu4.lines] == [
+        "Stream #63(MemcpyH2D)", "Stream #135(MemcpyH2D)", "Stream #134(Compute)",
+        "Stream #136(MemcpyD2H)", "TensorFlow Ops", "TensorFlow Name Scope", "Steps"]
+
+    # Second opinion: TensorFlow's generated module, event by event.
+    ref = tf_xplane.XSpace.FromString(GPU_CAPTURE.read_bytes())
+    for view, plane in zip(views, ref.planes):
+        assert view.name == plane.name
+        for lc, line in zip(view.lines, plane.lines):
+            assert (lc.id, lc.name, lc.timestamp_ns) == (line.id, line.name, line.timestamp_ns)
+            np.testing.assert_array_equal(lc.metadata_id, [e.metadata_id for e in line.events])
+            np.testing.assert_array_equal(lc.start_ps, [line.timestamp_ns * 1000 + e.offset_ps for e in line.events])
+            np.testing.assert_array_equal(lc.duration_ps, [e.duration_ps for e in line.events])
+            np.testing.assert_array_equal(view.event_names(lc),
+                                          [plane.event_metadata[e.metadata_id].name for e in line.events])
+
+
+def test_stats_decoding():
+    space = X.load_xspace(GPU_CAPTURE)
+    hv = X.columns(space.planes[0])
+    line = hv.line_by_name("python3")
+    assert hv.event_names(line)[0] == "MemoryAllocation"
+    stats = hv.event_stats(line, 0)
+    assert stats["allocator_name"] == "gpu_host_bfc"  # a ref_value (interned string)
+    assert stats["bytes_allocated"] == 579328
+    assert isinstance(stats["tf_op"], str)
+    g4 = X.columns(space.planes[5])
+    ev_stats = g4.event_stats(g4.line(0), 0)
+    assert ev_stats["memcpy_details"] == "size:112 dest:4 async:0"  # a str_value
+    assert g4.plane_stats()  # device capabilities
+    # ref/str/int/uint/double/bytes, on a hand-made plane
+    plane = X.XPlane(name="p")
+    for k, name in enumerate(["s", "i", "u", "d", "b", "r", "interned"], start=1):
+        plane.stat_metadata[k].id = k
+        plane.stat_metadata[k].name = name
+    ev = X.XEvent(metadata_id=1)
+    ev.stats.add(metadata_id=1, str_value="x")
+    ev.stats.add(metadata_id=2, int64_value=-3)
+    ev.stats.add(metadata_id=3, uint64_value=(1 << 64) - 1)
+    ev.stats.add(metadata_id=4, double_value=0.5)
+    ev.stats.add(metadata_id=5, bytes_value=b"\x00\xff")
+    ev.stats.add(metadata_id=6, ref_value=7)
+    assert X.stats_dict(ev.stats, plane) == {"s": "x", "i": -3, "u": (1 << 64) - 1, "d": 0.5,
+                                             "b": b"\x00\xff", "r": "interned"}
+
+
+def test_clock_helpers(cpu_capture):
+    path, trace = cpu_capture
+    space = X.load_xspace(path)
+    start, stop = X.profile_start_ns(space), X.profile_stop_ns(space)
+    assert start is not None and stop is not None and start <= stop
+    assert start <= int(trace.start_ns[0]) <= int(trace.end_ns[-1]) <= stop
+    assert X.absolute_ns(1_500, start) == start + 1
+    np.testing.assert_array_equal(X.absolute_ns(np.array([0, 2_000]), start), [start, start + 2])
+    assert X.relative_ps(start + 5, start) == 5_000
+    # Host events lie inside [start, stop] once made absolute.
+    hv = X.columns(X.find_plane(space, X.HOST_PLANE))
+    starts = np.concatenate([ln.start_ps for ln in hv.lines])
+    assert start <= X.absolute_ns(starts, start).min() and X.absolute_ns(starts, start).max() <= stop
+
+
+@pytest.mark.parametrize("case", ["missing", "empty", "truncated", "corrupt", "directory", "not_xspace"])
+def test_bad_files_raise_xplane_error(tmp_path, case):
+    raw = GPU_CAPTURE.read_bytes()
+    path = tmp_path / "h.xplane.pb"
+    if case == "empty":
+        path.write_bytes(b"")
+    elif case == "truncated":
+        path.write_bytes(raw[: len(raw) // 2])
+    elif case == "corrupt":
+        path.write_bytes(b"this is not a protobuf " * 10)
+    elif case == "directory":
+        path.mkdir()
+    elif case == "not_xspace":
+        path.write_bytes(b"\x28\x01")  # a valid message with only an unknown field
+    with pytest.raises(X.XPlaneError) as info:
+        X.load_xspace(path)
+    err = info.value
+    assert err.path == str(path) and str(path) in str(err)
+    expected = {"missing": "no such file", "empty": "empty", "truncated": "truncated or corrupt",
+                "corrupt": "truncated or corrupt", "directory": "directory",
+                "not_xspace": "not an XSpace"}[case]
+    assert expected in err.reason
+
+
+def test_truncation_anywhere_is_reported():
+    raw = GPU_CAPTURE.read_bytes()
+    rng = np.random.default_rng(7)
+    for cut in [1, 2, 3, 100, len(raw) - 1] + rng.integers(1, len(raw) - 1, 60).tolist():
+        with pytest.raises(X.XPlaneError):
+            X.parse_xspace(raw[:cut], "cut")
+
+
+# --------------------------------------------------------------------------- wire encoding
+
+
+def test_wire_varints_match_protobuf():
+    values = np.array([0, 1, 127, 128, 300, 2**32, 2**63 - 1, -1, -300], dtype=np.int64)
+    rows = _wire.Rows(len(values)).varint_field(4, values).wrap(4).finish()
+    data = rows.data.tobytes()
+    ends = rows.ends()
+    for i, v in enumerate(values.tolist()):
+        ev = X.XEvent()
+        ev.stats.add(int64_value=v)
+        a = int(ends[i - 1]) if i else 0
+        assert data[a:int(ends[i])] == ev.SerializeToString()
+
+
+# --------------------------------------------------------------------------- I/O writer
+
+
+def test_round_trip_in_memory():
+    trace = make_trace(3000, T0 + 10_000, dropped=5)
+    space = X.XSpace.FromString(GPU_CAPTURE.read_bytes())
+    info = X.add_io_to_space(space, trace, start_ns=T0)
+    assert info["num_events"] == 3000 and info["dropped"] == 5
+    back = X.read_io_data(space)
+    assert_same_rows(trace, back)
+    assert back.threads == trace.threads
+    assert back.dropped == 5 and back.counters == trace.counters
+    # the space still serializes and TF-compatible bytes parse again
+    again = X.parse_xspace(space.SerializeToString())
+    assert_same_rows(trace, X.read_io_data(again))
+
+
+def test_io_lines_layout():
+    trace = make_trace(500, T0 + 1_000, nthreads=3)
+    space = X.XSpace.FromString(GPU_CAPTURE.read_bytes())
+    host_before = X.find_plane(space, X.HOST_PLANE)
+    old_ids = {ln.id for ln in host_before.lines}
+    old_max_md = max(host_before.event_metadata)
+    X.add_io_to_space(space, trace, start_ns=T0)
+    host = X.columns(X.find_plane(space, X.HOST_PLANE))
+    io_lines = [ln for ln in host.lines if ln.name.startswith("I/O ")]
+    assert [ln.name for ln in io_lines] == [f"I/O worker-{t} (tid {t})" for t in (4000, 4001, 4002)]
+    assert [ln.display_id for ln in io_lines] == [1, 2, 3]
+    assert all(ln.id not in old_ids for ln in io_lines)
+    assert sum(len(ln) for ln in io_lines) == 500
+    ln = io_lines[0]
+    rows = trace.take(trace.tid == 4000)
+    order = np.argsort(rows.start_ns, kind="stable")
+    assert host.event_names(ln).tolist() == rows.op[order].tolist()
+    np.testing.assert_array_equal(ln.start_ps, (rows.start_ns[order] - T0) * 1000)
+    np.testing.assert_array_equal(ln.duration_ps, (rows.end_ns - rows.start_ns)[order] * 1000)
+    # stats of the first event: only what applies
+    i = int(order[0])
+    stats = host.event_stats(ln, 0)
+    expected = {"bytes_requested": int(rows.requested[i]), "bytes_returned": int(rows.returned[i])}
+    if rows.path[i]:
+        expected["path"] = rows.path[i].encode("utf-8", "backslashreplace").decode()
+    if rows.offset[i] != -1:
+        expected["offset"] = int(rows.offset[i])
+    if rows.fd[i] != -1:
+        expected["fd"] = int(rows.fd[i])
+    if rows.errno[i]:
+        expected["errno"] = int(rows.errno[i])
+    assert stats == expected
+    # metadata ids we added are above the existing ones
+    assert min(map(int, X.read_io_info(space)["added_event_metadata"])) > old_max_md
+
+
+def test_cap_keeps_first_events():
+    trace = make_trace(1000, T0, dropped=3)
+    space = X.XSpace()
+    space.hostnames.append("h")
+    info = X.add_io_to_space(space, trace, start_ns=T0, max_events=100)
+    assert info["num_events"] == 100 and info["capped"] == 900 and info["dropped"] == 903
+    back = X.read_io_data(space)
+    first = np.sort(np.argsort(trace.start_ns, kind="stable")[:100])
+    assert_same_rows(trace.take(first), back)
+    assert back.dropped == 903
+    # a space without a host plane got one
+    assert [p.name for p in space.planes] == [X.HOST_PLANE]
+
+
+def test_empty_trace_and_bytes_paths():
+    space = X.XSpace()
+    space.hostnames.append("h")
+    X.add_io_to_space(space, X.IoTrace.empty(dropped=2, counters=[{"path": "/a", "module": "POSIX",
+                                                                    "counters": {}, "fcounters": {}}]),
+                      start_ns=T0)
+    back = X.read_io_data(space)
+    assert len(back) == 0 and back.dropped == 2 and back.counters[0]["path"] == "/a"
+    raw_paths = [b"/data/\xff\xfe.bin", b"/ok"]
+    trace = X.IoTrace(op=["read", "read"], path=np.array(raw_paths, dtype=object), offset=[0, 0],
+                      requested=[1, 1], returned=[1, 1], fd=[3, 3], errno=[0, 0],
+                      start_ns=[T0 + 1, T0 + 2], end_ns=[T0 + 3, T0 + 4], tid=[1, 1])
+    X.add_io_to_space(space, trace, start_ns=T0)
+    back = X.read_io_data(space)
+    assert [p.encode("utf-8", "surrogateescape") for p in back.path] == raw_paths
+
+
+def test_merge_into_gpu_capture_and_viewers(tmp_path):
+    path = capture_copy(tmp_path)
+    procs, threads, spans = viewer(path, "trace_viewer@")  # builds xprof's caches
+    caches = X.cache_paths(path)
+    assert [c.name for c in caches] == [f"{GPU_HOST}.SSTABLE", f"{GPU_HOST}.metadata.SSTABLE",
+                                        f"{GPU_HOST}.trie.SSTABLE"]
+    assert all(c.exists() for c in caches)
+    n_before = len(spans)
+
+    trace = make_trace(400, T0 + 130_000_000, nthreads=2)  # inside the capture's span
+    with pytest.raises(ValueError, match="start_ns"):
+        X.merge_into_capture(path, trace)  # no Task Environment plane
+    result = X.merge_into_capture(path, trace, start_ns=T0)
+    assert result.num_events == 400 and not result.replaced_previous
+    assert sorted(result.caches_removed) == sorted(str(c) for c in caches)
+    assert not any(c.exists() for c in caches)
+    assert not list(path.parent.glob(".*.tmp"))
+    assert oct(path.stat().st_mode & 0o777) == oct(0o644)
+    assert_same_rows(trace, X.read_io_data(X.load_xspace(path)))
+
+    ref = make_trace(400, T0 + 130_000_000, nthreads=2)
+    for tool in ("trace_viewer@", "trace_viewer"):
+        procs, threads, spans = viewer(path, tool)
+        hpid = host_pid(procs)
+        io = [e for e in spans if threads.get((e["pid"], e["tid"]), "").startswith("I/O ")]
+        assert len(io) == 400, tool
+        assert {e["pid"] for e in io} == {hpid}
+        assert {threads[(hpid, e["tid"])] for e in io} == {"I/O worker-4000 (tid 4000)",
+                                                          "I/O worker-4001 (tid 4001)"}
+        assert {e["name"] for e in io} == set(ref.op.tolist())
+        # beside the host threads and the GPU streams of the same capture
+        assert any(threads.get((hpid, e["tid"])) == "python3" for e in spans)
+        gpu_streams = {threads[(e["pid"], e["tid"])] for e in spans
+                       if procs[e["pid"]].split(" ")[-1].startswith("/device:GPU:")}
+        assert "Stream #134(Compute)" in gpu_streams
+        if tool == "trace_viewer@":
+            assert len(spans) == n_before + 400
+        # on the same clock: ts in us since the profile start
+        first = min(io, key=lambda e: e["ts"])
+        assert first["ts"] == pytest.approx((ref.start_ns.min() - T0) / 1000, abs=1e-3)
+        if tool == "trace_viewer":  # the older viewer returns the event stats as args
+            assert set(first["args"]) <= {"path", "offset", "bytes_requested", "bytes_returned", "fd", "errno"}
+
+    # merging again replaces, it does not add
+    trace2 = make_trace(50, T0 + 140_000_000, nthreads=1, seed=3)
+    result = X.merge_into_capture(path, trace2, start_ns=T0)
+    assert result.replaced_previous
+    space = X.load_xspace(path)
+    assert_same_rows(trace2, X.read_io_data(space))
+    host = X.find_plane(space, X.HOST_PLANE)
+    assert sum(ln.name.startswith("I/O ") for ln in host.lines) == 1
+    assert len(host.lines) == 23
+
+
+def test_merge_into_cpu_capture_and_viewers(tmp_path, cpu_capture):
+    src, trace = cpu_capture
+    path = capture_copy(tmp_path, src, "vm")
+    space = X.load_xspace(path)
+    tid = int(trace.tid[0])
+    pthread_id = trace.threads[tid].pthread_id
+    host = X.find_plane(space, X.HOST_PLANE)
+    # TF 2.21 names the host line of a thread by std::hash<std::thread::id>(pthread_self()).
+    match = [ln for ln in host.lines if ln.id == X.thread_line_id(pthread_id)]
+    assert len(match) == 1, [(ln.id, ln.name) for ln in host.lines]
+    host_name = match[0].display_name or match[0].name
+
+    result = X.merge_into_capture(path, trace)  # clock from the Task Environment plane
+    assert result.profile_start_ns == X.profile_start_ns(space)
+    assert result.lines[0]["host_line_id"] == match[0].id
+    io_name = f"I/O {host_name} (tid {tid})"
+    assert result.lines[0]["name"] == io_name
+    assert_same_rows(trace, X.read_io_data(X.load_xspace(path)))
+
+    for tool in ("trace_viewer@", "trace_viewer"):
+        procs, threads, spans = viewer(path, tool)
+        hpid = host_pid(procs)
+        io = sorted((e for e in spans if threads.get((e["pid"], e["tid"])) == io_name), key=lambda e: e["ts"])
+        assert [e["name"] for e in io] == ["open", "pwrite64", "pread64", "pread64"], tool
+        assert {e["pid"] for e in io} == {hpid}
+        # the I/O happened between the two profiled calls of f on the same thread
+        f_calls = sorted((e for e in spans if e["pid"] == hpid and e["name"] == "f"
+                          and threads[(hpid, e["tid"])] == host_name), key=lambda e: e["ts"])
+        assert len(f_calls) == 2, tool
+        assert f_calls[0]["ts"] + f_calls[0]["dur"] <= io[0]["ts"] + 1
+        assert io[-1]["ts"] + io[-1]["dur"] <= f_calls[1]["ts"] + 1
+
+
+def test_build_one_million_events_is_fast():
+    """The writer's hot path (numpy, no per-event protobuf objects): 200k events here to keep
+    the suite quick; about 1.5-3 s for 1M on the dev machine."""
+    trace = make_trace(200_000, T0, nthreads=4)
+    t = time.perf_counter()
+    enc = iowriter._encode(trace, None, T0, iowriter.DEFAULT_MAX_EVENTS)
+    elapsed = time.perf_counter() - t
+    assert enc.num_events == 200_000
+    assert elapsed < 3.0, f"encoding 200k events took {elapsed:.2f}s"
+    line = X.XPlane.FromString(enc.lines_blob)  # protobuf parses what numpy wrote
+    assert sum(len(ln.events) for ln in line.lines) == 200_000
+
+
+def test_thread_line_id_matches_libstdcxx_hash():
+    # std::hash<std::thread::id> for a main thread seen in a TF 2.21 capture on this machine
+    assert X.thread_line_id(140279877782400) == 6145426817083010591
+
+
+def renumber_like_tensorflow_merge(space, shift: int, profile_start: int) -> None:
+    """What TF does to our plane when it merges it into /host:CPU: new metadata ids,
+    display_id dropped, timestamps normalized to the profile start."""
+    plane = space.planes[0]
+    ev_md = {k: (md.name, md.display_name) for k, md in plane.event_metadata.items()}
+    st_md = {k: md.name for k, md in plane.stat_metadata.items()}
+    plane.ClearField("event_metadata")
+    plane.ClearField("stat_metadata")
+    for k, (name, display) in ev_md.items():
+        plane.event_metadata[k + shift].id = k + shift
+        plane.event_metadata[k + shift].name = name
+    for k, name in st_md.items():
+        plane.stat_metadata[k + shift].id = k + shift
+        plane.stat_metadata[k + shift].name = name
+    for k in range(1, shift):  # TF's own stats now sit at our old ids
+        plane.stat_metadata[k].id = k
+        plane.stat_metadata[k].name = f"tf_stat_{k}"
+    for stat in plane.stats:
+        stat.metadata_id += shift
+    for line in plane.lines:
+        line.display_id = 0
+        line.timestamp_ns -= profile_start
+        for ev in line.events:
+            ev.metadata_id += shift
+            for st in ev.stats:
+                st.metadata_id += shift
+                if st.WhichOneof("value") == "ref_value":
+                    st.ref_value += shift
+
+
+def test_read_after_tensorflow_style_merge():
+    trace = make_trace(600, T0 + 5_000_000, nthreads=2, dropped=1)
+    space = X.XSpace()
+    X.add_io_to_space(space, trace, start_ns=0)  # absolute times, as tfhook writes them
+    assert space.planes[0].lines[0].timestamp_ns > T0
+    renumber_like_tensorflow_merge(space, 100, T0)
+    back = X.read_io_data(space)
+    assert_same_rows(trace, back)
+    assert back.dropped == 1 and back.counters == trace.counters
+    # replacing it must not delete what now belongs to TensorFlow
+    trace2 = make_trace(10, T0 + 6_000_000, nthreads=1, seed=4)
+    X.add_io_to_space(space, trace2, start_ns=T0)
+    plane = space.planes[0]
+    assert all(plane.stat_metadata[k].name == f"tf_stat_{k}" for k in range(1, 100))
+    assert sum(ln.name.startswith("I/O ") for ln in plane.lines) == 1
+    assert_same_rows(trace2, X.read_io_data(space))
+
+
+def test_read_io_info_matches_host_lines_later():
+    pthread_id = 140279877782400
+    trace = make_trace(20, T0 + 1_000, nthreads=1)
+    tid = int(trace.tid[0])
+    trace.threads = {tid: X.ThreadInfo(pthread_id, "python")}
+    space = X.XSpace()
+    X.add_io_to_space(space, trace, start_ns=T0)  # no host lines to match yet
+    assert X.read_io_info(space)["lines"][0]["host_line_id"] is None
+    host = space.planes[0]
+    line = host.lines.add(id=X.thread_line_id(pthread_id), name="python")
+    info = X.read_io_info(space)["lines"][0]
+    assert (info["host_line_id"], info["host_line_name"]) == (line.id, "python")
