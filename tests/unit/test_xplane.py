@@ -572,7 +572,7 @@ def test_merge_into_cpu_capture_and_viewers(tmp_path, cpu_capture):
         assert io[-1]["ts"] + io[-1]["dur"] <= f_calls[1]["ts"] + 1
 
 
-def test_build_one_million_events_is_fast():
+def test_encoding_200k_events_is_fast():
     """The writer's hot path (numpy, no per-event protobuf objects): 200k events here to keep
     the suite quick; about 1.5-3 s for 1M on the dev machine."""
     trace = make_trace(200_000, T0, nthreads=4)
