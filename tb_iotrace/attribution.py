@@ -1,0 +1,234 @@
+"""Join the I/O trace with TensorFlow's host timeline: which op each file
+access ran under, which step it belongs to, and per-step I/O.
+
+All times here are picoseconds on the capture's own clock (since the profile
+start, as xprof stores them): I/O rows are converted from absolute ns with the
+``Task Environment`` profile start.
+
+Thread matching: TensorFlow 2.21 names host lines by ``std::hash`` of the
+thread's ``pthread_self()`` (line id), which the capture records per thread;
+lines that do not match that way are matched by the thread's comm name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .xplane import (HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, profile_start_ns,
+                     read_io_data, thread_line_id)
+
+# Events that mark a training step on the host plane (Keras 3, tf.profiler Trace with step_num).
+STEP_EVENT_NAMES = ("Profiled batch", "train", "TraceContext", "train_step")
+STEP_STATS = ("step_num", "iter_num")
+# Host events that mean "the step is waiting for its input".
+INPUT_WAIT_PREFIXES = ("IteratorGetNext", "IteratorGetNextOp", "IteratorGetNextAsOptional",
+                       "MultiDeviceIteratorGetNextFromShard")
+DATA_OPS_READ = ("read", "pread", "readv", "preadv", "fread", "fgets", "fgetc", "getc", "fscanf",
+                 "__read", "__pread", "__fread", "__fgets", "_IO_getc", "vfscanf", "__isoc99")
+DATA_OPS_WRITE = ("write", "pwrite", "writev", "pwritev", "fwrite", "fputs", "fputc", "putc",
+                  "fprintf", "vfprintf", "__fprintf", "__vfprintf", "_IO_putc")
+
+
+def op_kind(op: str) -> str:
+    """'read', 'write' or 'meta' for a call name."""
+    if op.startswith(("sendfile", "copy_file_range")):
+        return "read"
+    if any(op == p or op.startswith(p) for p in DATA_OPS_WRITE):
+        return "write"
+    if any(op == p or op.startswith(p) for p in DATA_OPS_READ):
+        return "read"
+    return "meta"
+
+
+@dataclass
+class Step:
+    index: int
+    name: str
+    step_num: int | None
+    start_ps: int
+    end_ps: int
+    wait_ps: int = 0             # time inside input-wait events (union)
+    io_bytes: int = 0
+    io_calls: int = 0
+    io_time_ps: int = 0          # sum of I/O call durations attributed to the step
+
+    @property
+    def duration_ps(self) -> int:
+        return self.end_ps - self.start_ps
+
+    @property
+    def input_wait_share(self) -> float:
+        return self.wait_ps / self.duration_ps if self.duration_ps > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "step_num": self.step_num,
+                "start_ps": self.start_ps, "end_ps": self.end_ps, "duration_ps": self.duration_ps,
+                "input_wait_ps": self.wait_ps, "input_wait_share": self.input_wait_share,
+                "io_bytes": self.io_bytes, "io_calls": self.io_calls, "io_time_ps": self.io_time_ps}
+
+
+@dataclass
+class Attribution:
+    """Per I/O row: the host line it ran on, its innermost enclosing host event and its step."""
+
+    trace: IoTrace
+    start_ps: np.ndarray               # I/O rows on the capture clock
+    end_ps: np.ndarray
+    host_line: np.ndarray              # index into host plane lines, -1 when unmatched
+    enclosing: np.ndarray              # enclosing event name ("" when none), object array
+    enclosing_display: np.ndarray
+    step: np.ndarray                   # index into steps, -1 when outside every step
+    steps: list[Step] = field(default_factory=list)
+    has_step_markers: bool = False
+    notes: list[str] = field(default_factory=list)
+    line_names: dict[int, str] = field(default_factory=dict)   # tid -> host line name
+
+
+def _line_for_thread(lines: list[Any], pthread_id: int, comm: str) -> int:
+    want = thread_line_id(pthread_id)
+    for i, ln in enumerate(lines):
+        if ln.id == want or ln.name.endswith(f"/{want}"):
+            return i
+    for i, ln in enumerate(lines):
+        if not ln.name.startswith(LINE_PREFIX) and ln.name.split("/")[0] == comm:
+            return i
+    return -1
+
+
+def _innermost(start: np.ndarray, end: np.ndarray, names: np.ndarray, disp: np.ndarray,
+               query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each query time, the innermost [start, end) interval containing it (properly nested
+    intervals, as on one thread's line)."""
+    order = np.lexsort((-end, start))
+    bounds: list[int] = []
+    owner: list[int] = []
+    stack: list[int] = []
+    for k in order.tolist():
+        s = int(start[k])
+        while stack and int(end[stack[-1]]) <= s:
+            top = stack.pop()
+            bounds.append(int(end[top]))
+            owner.append(stack[-1] if stack else -1)
+        stack.append(k)
+        bounds.append(s)
+        owner.append(k)
+    while stack:
+        top = stack.pop()
+        bounds.append(int(end[top]))
+        owner.append(stack[-1] if stack else -1)
+    if not bounds:
+        empty = np.full(len(query), "", dtype=object)
+        return empty, empty.copy()
+    b = np.asarray(bounds, dtype=np.int64)
+    o = np.asarray(owner, dtype=np.int64)
+    pos = np.searchsorted(b, query, side="right") - 1
+    who = np.where(pos >= 0, o[np.clip(pos, 0, None)], -1)
+    nm = np.where(who >= 0, names[np.clip(who, 0, None)], "")
+    dn = np.where(who >= 0, disp[np.clip(who, 0, None)], "")
+    return nm.astype(object), dn.astype(object)
+
+
+def _union_length(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:
+    s = np.clip(starts, lo, hi)
+    e = np.clip(ends, lo, hi)
+    keep = e > s
+    s, e = s[keep], e[keep]
+    if not len(s):
+        return 0
+    order = np.argsort(s)
+    total, cur_s, cur_e = 0, int(s[order[0]]), int(e[order[0]])
+    for k in order[1:].tolist():
+        if s[k] > cur_e:
+            total += cur_e - cur_s
+            cur_s, cur_e = int(s[k]), int(e[k])
+        else:
+            cur_e = max(cur_e, int(e[k]))
+    return total + cur_e - cur_s
+
+
+def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
+    """Attribute the I/O stored in ``space`` (None if it holds none)."""
+    trace = trace if trace is not None else read_io_data(space)
+    if trace is None:
+        return None
+    host = find_plane(space, HOST_PLANE)
+    start0 = profile_start_ns(space)
+    notes: list[str] = []
+    if start0 is None:
+        start0 = int(trace.start_ns.min()) if len(trace) else 0
+        notes.append("capture has no profile start time; I/O aligned to its first event")
+    s_ps = (trace.start_ns - start0) * 1000
+    e_ps = (trace.end_ns - start0) * 1000
+    n = len(trace)
+    host_line = np.full(n, -1, dtype=np.int64)
+    enclosing = np.full(n, "", dtype=object)
+    enclosing_d = np.full(n, "", dtype=object)
+    steps: list[Step] = []
+    line_names: dict[int, str] = {}
+    if host is None:
+        notes.append("capture has no /host:CPU plane")
+        return Attribution(trace, s_ps, e_ps, host_line, enclosing, enclosing_d, np.full(n, -1),
+                           steps, False, notes, line_names)
+    pc = columns(host)
+    lines = pc.lines
+    # --- steps and input waits, from every host line
+    wait_s: list[np.ndarray] = []
+    wait_e: list[np.ndarray] = []
+    step_rows: list[tuple[int, int, str, int | None]] = []
+    for ln in lines:
+        if ln.name.startswith(LINE_PREFIX) or not len(ln):
+            continue
+        names = pc.event_names(ln)
+        is_wait = np.fromiter((str(x).startswith(INPUT_WAIT_PREFIXES) for x in names), bool, len(names))
+        if is_wait.any():
+            wait_s.append(ln.start_ps[is_wait])
+            wait_e.append(ln.end_ps[is_wait])
+        for i in np.flatnonzero(np.isin(names, STEP_EVENT_NAMES)).tolist():
+            st = pc.event_stats(ln, i)
+            num = next((st[k] for k in STEP_STATS if k in st), None)
+            if names[i] != "Profiled batch" and num is None:
+                continue
+            step_rows.append((int(ln.start_ps[i]), int(ln.end_ps[i]), str(names[i]),
+                              int(num) if num is not None else None))
+    step_rows.sort()
+    ws = np.concatenate(wait_s) if wait_s else np.zeros(0, np.int64)
+    we = np.concatenate(wait_e) if wait_e else np.zeros(0, np.int64)
+    for k, (a, b, nm, num) in enumerate(step_rows):
+        steps.append(Step(k, nm, num, a, b, wait_ps=_union_length(ws, we, a, b)))
+    has_steps = bool(steps)
+    if not has_steps:
+        notes.append("no step markers in this capture: per-step views use the whole window")
+    # --- per-thread innermost enclosing host event
+    for tid in np.unique(trace.tid).tolist():
+        info = trace.threads.get(int(tid))
+        rows = np.flatnonzero(trace.tid == tid)
+        li = _line_for_thread(lines, info.pthread_id, info.comm) if info else -1
+        if li < 0:
+            continue
+        ln = lines[li]
+        line_names[int(tid)] = ln.name
+        host_line[rows] = li
+        nm, dn = _innermost(ln.start_ps, ln.end_ps, pc.event_names(ln), pc.event_display_names(ln),
+                            s_ps[rows])
+        enclosing[rows] = nm
+        enclosing_d[rows] = dn
+    # --- steps of each row, per-step totals
+    step_idx = np.full(n, -1, dtype=np.int64)
+    if has_steps:
+        st_start = np.array([s.start_ps for s in steps], dtype=np.int64)
+        st_end = np.array([s.end_ps for s in steps], dtype=np.int64)
+        pos = np.searchsorted(st_start, s_ps, side="right") - 1
+        ok = (pos >= 0) & (s_ps < st_end[np.clip(pos, 0, None)])
+        step_idx[ok] = pos[ok]
+    kinds = np.array([op_kind(str(o)) for o in trace.op], dtype=object) if n else np.zeros(0, object)
+    moved = np.where((kinds != "meta") & (trace.returned > 0), trace.returned, 0)
+    dur = e_ps - s_ps
+    for s in steps:
+        sel = step_idx == s.index
+        s.io_calls = int(sel.sum())
+        s.io_bytes = int(moved[sel].sum())
+        s.io_time_ps = int(dur[sel].sum())
+    return Attribution(trace, s_ps, e_ps, host_line, enclosing, enclosing_d, step_idx, steps,
+                       has_steps, notes, line_names)
