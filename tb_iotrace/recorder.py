@@ -155,14 +155,26 @@ class EventTable:
         names = np.array(self.op_names, dtype=object)
         return names[self.op_id] if len(self) else np.array([], dtype=object)
 
+    def _by_file(self, table: dict[int, str]) -> np.ndarray:
+        """Per-row lookup of a file-id keyed table, vectorized ("" for NO_FILE/unknown)."""
+        if not len(self):
+            return np.array([], dtype=object)
+        ids = self.file_id.astype(np.int64)
+        top = int(ids[ids != NO_FILE].max(initial=-1)) + 1
+        lut = np.full(top + 1, "", dtype=object)
+        for k, v in table.items():
+            if k < top:
+                lut[k] = v
+        return lut[np.where(ids == NO_FILE, top, ids)]
+
     @property
     def path(self) -> np.ndarray:
         """File path per row ("" when the call named no traced file)."""
-        return np.array([self.paths.get(int(f), "") for f in self.file_id], dtype=object)
+        return self._by_file(self.paths)
 
     @property
     def module(self) -> np.ndarray:
-        return np.array([self.modules.get(int(f), "") for f in self.file_id], dtype=object)
+        return self._by_file(self.modules)
 
 
 def _empty_events() -> EventTable:

@@ -60,13 +60,10 @@ def library_path() -> str:
 
 
 def _serialize(cap: Any) -> bytes:
-    from .xplane import XSpace, add_io_to_space
+    from .xplane import io_space_bytes
 
-    space = XSpace()
-    add_io_to_space(space, cap.to_iotrace(), start_ns=0)
-    for plane in space.planes:
-        plane.name = PLANE_NAME
-    return space.SerializeToString()
+    # absolute CLOCK_REALTIME ns: TF normalizes every plane to the profile start after merging
+    return io_space_bytes(cap.to_iotrace(), PLANE_NAME, start_ns=0)
 
 
 def _install_callbacks() -> None:

@@ -10,7 +10,7 @@
 from ._proto import XEvent, XEventMetadata, XLine, XPlane, XSpace, XStat, XStatMetadata
 from .iotrace import IoTrace, ThreadInfo
 from .iowriter import (DEFAULT_MAX_EVENTS, IO_STAT, LINE_PREFIX, MergeResult, add_io_to_space,
-                       cache_paths, merge_into_capture, read_io_data, read_io_info, remove_io_data,
+                       cache_paths, io_space_bytes, merge_into_capture, read_io_data, read_io_info, remove_io_data,
                        thread_line_id)
 from .reader import (HOST_PLANE, TASK_ENV_PLANE, LineColumns, PlaneColumns, XPlaneError,
                      absolute_ns, columns, find_plane, find_planes, line_columns, load_xspace,
@@ -22,7 +22,7 @@ __all__ = [
     "IoTrace", "LineColumns", "MergeResult", "PlaneColumns", "ThreadInfo",
     "XEvent", "XEventMetadata", "XLine", "XPlane", "XPlaneError", "XSpace", "XStat",
     "XStatMetadata",
-    "absolute_ns", "add_io_to_space", "cache_paths", "columns", "find_plane", "find_planes",
+    "absolute_ns", "add_io_to_space", "cache_paths", "columns", "io_space_bytes", "find_plane", "find_planes",
     "line_columns", "load_xspace", "merge_into_capture", "parse_xspace", "profile_start_ns",
     "profile_stop_ns", "read_io_data", "read_io_info", "relative_ps", "remove_io_data",
     "stat_value", "stats_dict", "thread_line_id",

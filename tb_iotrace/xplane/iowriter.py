@@ -128,12 +128,21 @@ def _safe_text(s: str) -> tuple[str, bool]:
 
 
 def _factorize(values: np.ndarray) -> tuple[list, np.ndarray]:
-    """(distinct values in first-seen order, code per row)."""
+    """(distinct values in first-seen order, code per row).
+
+    Rows are grouped by object identity first (a numpy sort of ints: traces
+    built from a lookup table share one str object per distinct value), then
+    the few distinct objects are merged by value."""
+    objs = values.tolist()
+    if not objs:
+        return [], np.zeros(0, dtype=np.int64)
+    ids = np.fromiter(map(id, objs), dtype=np.int64, count=len(objs))
+    _, first, inv = np.unique(ids, return_index=True, return_inverse=True)
     table: dict = {}
-    setdefault = table.setdefault
-    codes = np.fromiter((setdefault(v, len(table)) for v in values.tolist()), dtype=np.int64,
-                        count=len(values))
-    return list(table), codes
+    remap = np.empty(len(first), dtype=np.int64)
+    for j in np.argsort(first, kind="stable").tolist():
+        remap[j] = table.setdefault(objs[int(first[j])], len(table))
+    return list(table), remap[inv.reshape(-1)]
 
 
 @dataclass
@@ -439,6 +448,20 @@ def add_io_to_space(space, trace: IoTrace, *, start_ns: int | None = None,
     _apply_metadata(host, enc)
     host.MergeFromString(enc.lines_blob)
     return enc.info
+
+
+def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
+                   max_events: int = DEFAULT_MAX_EVENTS) -> bytes:
+    """A serialized XSpace holding one plane ``plane_name`` with the I/O lines and the
+    ``tb_iotrace.io`` record, built without parsing the encoded lines back (what the
+    TensorFlow pluggable profiler hands over; TF merges the plane into its host plane)."""
+    enc = _encode(trace, None, int(start_ns), max_events)
+    plane = XPlane()
+    plane.id = 0
+    plane.name = plane_name
+    _apply_metadata(plane, enc)
+    body = plane.SerializeToString() + enc.lines_blob   # repeated field 3 may come last
+    return _wire.len_field_bytes(1, body)               # XSpace.planes
 
 
 @dataclass
