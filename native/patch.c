@@ -390,19 +390,65 @@ int tbio_patch_get(uint64_t i, uintptr_t *slot_addr, uintptr_t *original, uintpt
 /* ---- dlopen with the caller's search path ----
  * glibc resolves a bare library name through the RPATH/RUNPATH of the object
  * that called dlopen.  Once our wrapper is the caller that would change, so
- * we look the name up the way glibc would for the real caller: first an
- * already-loaded object with that SONAME, then the caller's own search list
- * (dlinfo RTLD_DI_SERINFO, which glibc builds with its own rules), and only
- * then the cache and default directories through a plain dlopen. */
+ * we look the name up the way glibc would for the real caller:
+ *   1. an object already loaded under that name: glibc matches the SONAME and
+ *      the names an object was loaded under (never the file's basename: a
+ *      library loaded by full path does not answer to its bare name).  The
+ *      SONAME we read; names the wrapper resolved itself it remembers (it
+ *      loads them by full path, step 3); other names glibc knows are found by
+ *      an RTLD_NOLOAD probe;
+ *   2. the caller's own search list (dlinfo RTLD_DI_SERINFO, which glibc
+ *      builds with its own rules), up to the default directories;
+ *   3. the cache and default directories through a plain dlopen. */
 typedef struct soname_find {
     const char *want;
     char found[4096];
 } soname_find;
 
+/* bare names the wrapper resolved through a caller's search list -> the path it loaded */
+typedef struct dl_alias {
+    struct dl_alias *next;
+    char *name, *path;
+} dl_alias;
+static pthread_mutex_t g_alias_mu = PTHREAD_MUTEX_INITIALIZER;
+static dl_alias *g_aliases;
+
+static const char *alias_path(const char *name) {
+    const char *p = NULL;
+    pthread_mutex_lock(&g_alias_mu);
+    for (dl_alias *a = g_aliases; a && !p; a = a->next)
+        if (strcmp(a->name, name) == 0) p = a->path;
+    pthread_mutex_unlock(&g_alias_mu);
+    return p;   /* entries are never freed */
+}
+
+static void alias_add(const char *name, const char *path) {
+    if (alias_path(name)) return;
+    dl_alias *a = malloc(sizeof *a);
+    char *n = strdup(name), *q = strdup(path);
+    if (!a || !n || !q) {
+        free(a);
+        free(n);
+        free(q);
+        return;
+    }
+    a->name = n;
+    a->path = q;
+    pthread_mutex_lock(&g_alias_mu);
+    a->next = g_aliases;
+    g_aliases = a;
+    pthread_mutex_unlock(&g_alias_mu);
+}
+
 static int soname_cb(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     soname_find *f = data;
     if (f->found[0] || !info->dlpi_name || !info->dlpi_name[0]) return 0;
+    const char *alias = alias_path(f->want);
+    if (alias && strcmp(alias, info->dlpi_name) == 0) {
+        if (strlen(info->dlpi_name) < sizeof f->found) strcpy(f->found, info->dlpi_name);
+        return 0;
+    }
     const ElfW(Dyn) *dyn = NULL;
     for (int i = 0; i < info->dlpi_phnum; i++)
         if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -414,12 +460,22 @@ static int soname_cb(struct dl_phdr_info *info, size_t size, void *data) {
         if (d->d_tag == DT_STRTAB) strtab = (const char *)dyn_ptr(info->dlpi_addr, d->d_un.d_ptr);
         if (d->d_tag == DT_SONAME) soname = d->d_un.d_val;
     }
-    const char *base = strrchr(info->dlpi_name, '/');
-    base = base ? base + 1 : info->dlpi_name;
-    int match = strcmp(base, f->want) == 0 ||
-                (strtab && soname != (size_t)-1 && strcmp(strtab + soname, f->want) == 0);
+    int match = strtab && soname != (size_t)-1 && strcmp(strtab + soname, f->want) == 0;
     if (match && strlen(info->dlpi_name) < sizeof f->found) strcpy(f->found, info->dlpi_name);
     return 0;
+}
+
+/* An object glibc already knows under `file` (a name it was loaded under):
+ * RTLD_NOLOAD never loads anything.  Its path goes to out. */
+static int loaded_under_name(const char *file, void *(*real)(const char *, int), char *out, size_t cap) {
+    void *h = real(file, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h) return 0;
+    struct link_map *lm = NULL;
+    int ok = dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name && lm->l_name[0] &&
+             strlen(lm->l_name) < cap;
+    if (ok) strcpy(out, lm->l_name);
+    dlclose(h);   /* drop the reference the probe took (the shim is never patched: the real dlclose) */
+    return ok;
 }
 
 void *tbio_dlopen_like_caller(const char *file, int mode, const void *caller,
@@ -429,7 +485,7 @@ void *tbio_dlopen_like_caller(const char *file, int mode, const void *caller,
     f.want = file;
     f.found[0] = 0;
     dl_iterate_phdr(soname_cb, &f);
-    if (f.found[0]) {
+    if (f.found[0] || loaded_under_name(file, real, f.found, sizeof f.found)) {
         void *h = real(f.found, mode);
         if (h) return h;
     }
@@ -452,6 +508,8 @@ void *tbio_dlopen_like_caller(const char *file, int mode, const void *caller,
                         if (syscall(SYS_faccessat, AT_FDCWD, path, F_OK, 0) != 0) continue;
                         void *h = real(path, mode);
                         if (h) {
+                            /* glibc would know it under the bare name from now on */
+                            alias_add(file, path);
                             free(si);
                             return h;
                         }
