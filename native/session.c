@@ -371,7 +371,15 @@ int tbio_session_thread(const tbio_session *s, uint32_t i, tbio_thread_info *out
 static uint64_t to_ns(const tbio_session *s, uint64_t ticks, double npt) {
     double d = (double)(int64_t)(ticks - s->t0_ticks) * npt;
     int64_t off = (int64_t)(d < 0 ? d - 0.5 : d + 0.5);
-    return (uint64_t)((int64_t)s->t0_ns + off);
+    uint64_t ns = (uint64_t)((int64_t)s->t0_ns + off);
+    /* Every event lies between the session's t0 and t1 tick reads, but each
+     * (ticks, ns) pair is read a few ns apart and, in a short session, the
+     * calibrated rate is used rather than the pair's: a row ending just
+     * before tbio_end() could land ~100 ns past end_ns.  Keep rows inside
+     * the window they belong to. */
+    if (ns < s->t0_ns) ns = s->t0_ns;
+    if (s->t1_ns >= s->t0_ns && ns > s->t1_ns) ns = s->t1_ns;
+    return ns;
 }
 
 uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64_t max) {

@@ -587,27 +587,34 @@ static ssize_t tbio_w_sendfile64(int out, int in, off64_t *off, size_t n) {
 /* ---------------- STDIO ---------------- */
 enum { S_READ, S_WRITE, S_SEEK, S_FLUSH, S_CLOSE, S_TELL };
 
-/* After a STDIO call: bytes >= 0 counted (when ok), offset = stream position for seeks. */
+/* After a STDIO call: bytes >= 0 counted (when ok), offset = stream position for seeks.
+ * A read or write that moved nothing without an error (fread/fgets/fgetc at
+ * end of file, fwrite of 0 items) did not fail: Darshan does not count it,
+ * but its trace row says 0 bytes and no errno.  It failed only when the
+ * stream's error flag is set and the call set errno (the caller zeroes it). */
 static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64_t req, int64_t bytes,
                        int ok, int err, FILE *fp) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
     if (id != TBIO_NO_FILE) {
-        tbio_rec *r = ok ? tbio_rec_get(c->s, id) : NULL;
+        int data = kind == S_READ || kind == S_WRITE;
+        int failed = !ok && (!data || (err != 0 && fp && ferror(fp)));
+        tbio_rec *r = !failed ? tbio_rec_get(c->s, id) : NULL;
         int64_t off = -1;
         if (r) {
             double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
             tbio_rec_lock(r);
-            if (kind == S_READ || kind == S_WRITE) {
+            if (data) {
                 if (!r->offset_known) {
                     /* stream opened before this capture: start from its position */
                     long pos = fp ? real_ftell(fp) : -1;
-                    r->u.s.offset = pos >= bytes ? pos - bytes : 0;
+                    int64_t moved = ok ? bytes : 0;
+                    r->u.s.offset = pos >= moved ? pos - moved : 0;
                     r->offset_known = 1;
                 }
                 off = r->u.s.offset;
             }
-            switch (kind) {
+            switch (ok ? kind : -1) {
             case S_READ: tbio_stdio_on_read(&r->u.s, bytes, a, b); break;
             case S_WRITE: tbio_stdio_on_write(&r->u.s, bytes, a, b); break;
             case S_SEEK: off = bytes; tbio_stdio_on_seek(&r->u.s, bytes, a, b); r->offset_known = 1; break;
@@ -617,7 +624,7 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
             }
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, fd, off, req, ok ? bytes : -1, ok ? 0 : err);
+        tbio_trace_add(c, t1, op, id, fd, off, req, failed ? -1 : ok ? bytes : 0, failed ? err : 0);
     }
     tbio_call_leave(c);
 }
@@ -628,6 +635,8 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
         if (IDLE()) return CALL;                                                       \
         tbio_call c;                                                                   \
         if (!tbio_call_pre(&c)) return CALL;                                           \
+        int saved_ = errno;                                                            \
+        errno = 0; /* so that err_ is this call's errno, not a stale one */            \
         RTYPE ret = CALL;                                                              \
         int err_ = errno;                                                              \
         uint32_t id_ = tbio_fp_stdio(FP);                                              \
@@ -635,7 +644,7 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
             stdio_done(&c, OP, KIND, id_, fileno(FP), REQ, (int64_t)(BYTES), (OK), err_, FP); \
         else                                                                           \
             stdio_done(&c, OP, KIND, id_, -1, 0, 0, 0, 0, NULL);                       \
-        errno = err_;                                                                  \
+        errno = err_ ? err_ : saved_;                                                  \
         return ret;                                                                    \
     } while (0)
 
