@@ -1,0 +1,18 @@
+// Entry point loaded by TensorBoard's plugin iframe (<base href="plugin/iotrace/">):
+// `import("./index.js").then((m) => m.render())`. Everything else is served by the
+// plugin itself under ./static/ (plain ES modules, no build step, no CDN).
+
+export async function render() {
+  const css = document.createElement("link");
+  css.rel = "stylesheet";
+  css.href = "./static/style.css";
+  document.head.appendChild(css);
+  const { App } = await import("./static/app.js");
+  const root = document.createElement("div");
+  root.id = "iotrace-root";
+  document.body.appendChild(root);
+  const app = new App(root);
+  window.__iotrace = app; // for tests and benchmarks
+  await app.start();
+  return app;
+}

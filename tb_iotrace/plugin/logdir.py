@@ -1,0 +1,247 @@
+"""Finding profile runs in a logdir, validating names from requests, caching loaded captures.
+
+Layout (as xprof reads it): ``<logdir>/[<tb run>/]plugins/profile/<session>/<host>.xplane.pb``.
+A *run* here is ``<tb run>/<session>`` (just ``<session>`` at the top level), a *host* the
+file name without ``.xplane.pb``.
+
+Security: a run or host given by a request is only ever used after it matched, as a
+string, one found by the scan; the scan never follows a directory symlink and drops any
+file whose real path is outside the logdir's real path. Names with ``..`` segments, a
+leading ``/``, backslashes or NUL are refused before any lookup (400).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..xplane import XPlaneError
+from .model import Capture, load_capture
+
+XPLANE_SUFFIX = ".xplane.pb"
+PROFILE_DIR = os.path.join("plugins", "profile")
+MAX_DEPTH = 8  # directory levels below the logdir searched for plugins/profile
+MAX_DIRS = 20000  # directories visited by one scan
+ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
+ACTIVE_TTL_S = 30.0
+RUNS_TTL_S = 5.0
+
+
+class BadName(ValueError):
+    """A run or host name that could escape the logdir (HTTP 400)."""
+
+
+def check_name(value: str, what: str, allow_slash: bool) -> str:
+    if not isinstance(value, str) or value == "":
+        raise BadName(f"missing {what}")
+    if len(value) > 1024 or "\x00" in value or "\\" in value:
+        raise BadName(f"invalid {what}")
+    if value.startswith("/") or os.path.isabs(value):
+        raise BadName(f"invalid {what}: absolute paths are not allowed")
+    parts = value.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        raise BadName(f"invalid {what}: '.', '..' and empty segments are not allowed")
+    if not allow_slash and len(parts) > 1:
+        raise BadName(f"invalid {what}")
+    return value
+
+
+@dataclass
+class RunInfo:
+    run: str
+    directory: str
+    hosts: dict[str, str] = field(default_factory=dict)  # host -> file path
+    mtime: float = 0.0
+
+
+def _inside(root_real: str, path: str) -> bool:
+    real = os.path.realpath(path)
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False) -> tuple[list[RunInfo], bool]:
+    """Profile runs under ``logdir`` (sorted by name) and whether the scan was cut short."""
+    runs: list[RunInfo] = []
+    if not logdir or not os.path.isdir(logdir):
+        return runs, False
+    root_real = os.path.realpath(logdir)
+    visited = 0
+    truncated = False
+    stack = [(logdir, 0)]
+    while stack:
+        d, depth = stack.pop()
+        visited += 1
+        if visited > max_dirs:
+            truncated = True
+            break
+        try:
+            with os.scandir(d) as it:
+                entries = sorted((e for e in it), key=lambda e: e.name)
+        except OSError:
+            continue
+        sub = []
+        for e in entries:
+            try:
+                if not e.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            if e.name == "plugins":
+                prof = os.path.join(e.path, "profile")
+                if os.path.isdir(prof) and not os.path.islink(prof):
+                    runs.extend(_sessions(logdir, root_real, prof))
+                    if stop_at_first and runs:
+                        return runs, False
+                continue
+            if depth + 1 <= MAX_DEPTH:
+                sub.append((e.path, depth + 1))
+        stack.extend(reversed(sub))
+    runs.sort(key=lambda r: r.run)
+    return runs, truncated
+
+
+def _sessions(logdir: str, root_real: str, prof: str) -> list[RunInfo]:
+    out = []
+    rel_parent = os.path.relpath(os.path.dirname(os.path.dirname(prof)), logdir)
+    try:
+        entries = sorted(os.scandir(prof), key=lambda e: e.name)
+    except OSError:
+        return out
+    for e in entries:
+        try:
+            if e.is_symlink() or not e.is_dir(follow_symlinks=False):
+                continue
+        except OSError:
+            continue
+        run = e.name if rel_parent in (".", "") else f"{rel_parent.replace(os.sep, '/')}/{e.name}"
+        info = RunInfo(run=run, directory=e.path)
+        try:
+            files = sorted(os.scandir(e.path), key=lambda f: f.name)
+        except OSError:
+            continue
+        for f in files:
+            if not f.name.endswith(XPLANE_SUFFIX) or f.name.startswith("."):
+                continue
+            host = f.name[: -len(XPLANE_SUFFIX)]
+            if not host or "/" in host:
+                continue
+            try:
+                if not f.is_file() or not _inside(root_real, f.path):
+                    continue
+                info.mtime = max(info.mtime, f.stat().st_mtime)
+            except OSError:
+                continue
+            info.hosts[host] = f.path
+        if info.hosts:
+            out.append(info)
+    return out
+
+
+class LogdirIndex:
+    """Cached view of a logdir's runs and a cache of loaded captures."""
+
+    def __init__(self, logdir: str, max_captures: int = 4,
+                 loader: Callable[[str, str], Capture] = load_capture):
+        self.logdir = logdir or ""
+        self._lock = threading.Lock()
+        self._runs: list[RunInfo] = []
+        self._runs_at = -1e9
+        self._truncated = False
+        self._active: bool | None = None
+        self._active_at = -1e9
+        self._captures: OrderedDict[str, tuple[int, int, Capture | XPlaneError]] = OrderedDict()
+        self._loading: dict[str, threading.Lock] = {}
+        self.max_captures = max_captures
+        self.loader = loader
+
+    # -- runs
+    def is_active(self) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
+                return self._active
+        found, _ = scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True)
+        with self._lock:
+            self._active = bool(found)
+            self._active_at = now
+        return bool(found)
+
+    def runs(self, refresh: bool = False) -> list[RunInfo]:
+        now = time.monotonic()
+        with self._lock:
+            if not refresh and now - self._runs_at < RUNS_TTL_S:
+                return self._runs
+        runs, truncated = scan(self.logdir)
+        with self._lock:
+            self._runs, self._runs_at, self._truncated = runs, now, truncated
+            if runs:
+                self._active, self._active_at = True, now
+        return runs
+
+    @property
+    def truncated(self) -> bool:
+        return self._truncated
+
+    def find(self, run: str, host: str | None = None) -> tuple[RunInfo, str | None]:
+        """The run (and host file) named by a request; KeyError when unknown."""
+        check_name(run, "run", allow_slash=True)
+        if host is not None:
+            check_name(host, "host", allow_slash=False)
+        for refresh in (False, True):
+            for r in self.runs(refresh=refresh):
+                if r.run == run:
+                    if host is None:
+                        return r, None
+                    if host in r.hosts:
+                        return r, r.hosts[host]
+                    break
+        raise KeyError(f"no {'host ' + repr(host) + ' in ' if host is not None else ''}run {run!r}")
+
+    # -- captures
+    def capture(self, path: str, host: str) -> Capture:
+        """The loaded capture for a file found by the scan (cached by size and mtime);
+        raises XPlaneError for unreadable or corrupt files."""
+        root_real = os.path.realpath(self.logdir)
+        if not _inside(root_real, path):
+            raise KeyError("capture is outside the logdir")
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise XPlaneError(path, f"cannot read: {exc.strerror or exc}") from None
+        key = (st.st_size, st.st_mtime_ns)
+        with self._lock:
+            hit = self._captures.get(path)
+            if hit is not None and hit[:2] == key:
+                self._captures.move_to_end(path)
+                if isinstance(hit[2], Exception):
+                    raise hit[2]
+                return hit[2]
+            lock = self._loading.setdefault(path, threading.Lock())
+        with lock:
+            with self._lock:
+                hit = self._captures.get(path)
+                if hit is not None and hit[:2] == key:
+                    if isinstance(hit[2], Exception):
+                        raise hit[2]
+                    return hit[2]
+                self._captures.pop(path, None)
+            try:
+                value: Capture | XPlaneError = self.loader(path, host)
+            except XPlaneError as exc:
+                value = exc
+            except (ValueError, IndexError, KeyError, OverflowError) as exc:
+                value = XPlaneError(path, f"cannot decode: {exc}")
+            with self._lock:
+                self._captures[path] = (key[0], key[1], value)
+                while len(self._captures) > self.max_captures:
+                    self._captures.popitem(last=False)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+__all__ = ["BadName", "LogdirIndex", "RunInfo", "check_name", "scan"]

@@ -1,0 +1,548 @@
+"""The plugin's in-memory model of one capture file (one host of one run), columnar.
+
+Time: every time here is **ns since the capture's profile start** (the file's own clock,
+``start_ps // 1000``), as int64. Host, device and I/O events share that clock in a saved
+capture (the I/O lines live in ``/host:CPU``), so they line up without any conversion.
+
+Lanes: one per XLine with events. Groups:
+
+- ``host``: lines of ``/host:*`` planes (threads), except our I/O lines; ``tf_data`` is set
+  for tf.data threads (name starts with ``tf_data`` or the line runs ``Iterator::`` ops).
+- ``device``: lines of every ``/device:*`` plane (GPU streams, ``TensorFlow Ops``, ``XLA
+  Ops``, ``Steps``, TPU, CUSTOM...).
+- ``io``: file accesses, one lane per thread (``io_by="thread"``) or per file
+  (``io_by="file"``, the busiest :data:`MAX_FILE_LANES` files, then one lane for the rest).
+
+Each lane keeps its events sorted by (row, start), where ``row`` is the nesting depth
+(computed from containment; host TraceMe events nest), plus per-row running maxima of the
+ends so a time window is found with two binary searches (see :mod:`.lod`).
+
+Memory: the I/O table is ~60 bytes per event; host/device lanes ~40 bytes per event plus
+the event names; nothing else per event is kept (an event's own stats are read back from
+the file on demand, by byte range).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..xplane import XSpace, XPlaneError, read_io_info
+from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
+                               STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
+from .decode import PlaneData, SpaceData, decode_xspace, event_stats
+
+STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: 0, STAT_RETURNED: 0,
+                       STAT_FD: -1, STAT_ERRNO: 0}[name] for name in EVENT_STATS)
+MAX_FILE_LANES = 48
+MAX_ROWS = 24
+TF_DATA_RE = re.compile(r"^tf_data|Iterator::")
+STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|Profiled batch)(\b|$)")
+INPUT_WAIT_RE = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
+READ_OPS_RE = re.compile(r"read|recv", re.I)
+WRITE_OPS_RE = re.compile(r"write|send|sync", re.I)
+
+
+def _rows(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Nesting depth of each event (events sorted by start asc, end desc): the number of
+    earlier events still open when it starts. Exact for properly nested events."""
+    n = len(start)
+    if n == 0:
+        return np.zeros(0, dtype=np.int16)
+    e = np.maximum(end, start + 1)  # zero-length events must not close themselves
+    closed = np.searchsorted(np.sort(e), start, side="right")
+    depth = np.arange(n, dtype=np.int64) - closed
+    return np.clip(depth, 0, MAX_ROWS - 1).astype(np.int16)
+
+
+@dataclass
+class Lane:
+    key: str
+    group: str  # "host" | "device" | "io"
+    name: str
+    plane: str
+    start: np.ndarray  # int64 ns, sorted by (row, start)
+    end: np.ndarray
+    name_id: np.ndarray  # int32 into Capture.names (io lanes: op code into Capture.io.ops)
+    row_bounds: np.ndarray  # row r is [row_bounds[r], row_bounds[r+1])
+    maxend: np.ndarray  # running max of end within each row
+    src: np.ndarray | None = None  # host/device: plane event index; io: io table index
+    fpos: np.ndarray | None = None  # host/device: the event's byte range in the file
+    flen: np.ndarray | None = None
+    plane_index: int = -1
+    line_id: int | None = None
+    tf_data: bool = False
+    tid: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # sent to the client
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)  # derived arrays
+
+    @property
+    def rows(self) -> int:
+        return len(self.row_bounds) - 1
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def describe(self) -> dict[str, Any]:
+        out = {"key": self.key, "group": self.group, "name": self.name, "plane": self.plane,
+               "rows": max(self.rows, 1), "events": len(self), "tf_data": self.tf_data}
+        if self.tid is not None:
+            out["tid"] = self.tid
+        out.update(self.extra)
+        return out
+
+
+def _make_lane(key, group, name, plane, start, end, name_id, src=None, rows=None, **kw) -> Lane:
+    n = len(start)
+    if rows is None:
+        order = np.lexsort((-end, start))
+        start, end, name_id = start[order], end[order], name_id[order]
+        src = src[order] if src is not None else order
+        row = _rows(start, end)
+        order2 = np.argsort(row, kind="stable")
+        if n and row.max() > 0:
+            start, end, name_id, src, row = (start[order2], end[order2], name_id[order2],
+                                             src[order2], row[order2])
+        nrows = int(row.max()) + 1 if n else 1
+        bounds = np.searchsorted(row, np.arange(nrows + 1), side="left").astype(np.int64)
+    else:  # already sorted by start, one row
+        bounds = np.array([0, n], dtype=np.int64)
+    maxend = np.empty(n, dtype=np.int64)
+    for r in range(len(bounds) - 1):
+        a, b = bounds[r], bounds[r + 1]
+        if b > a:
+            np.maximum.accumulate(end[a:b], out=maxend[a:b])
+    return Lane(key=key, group=group, name=name, plane=plane, start=start, end=end,
+                name_id=name_id.astype(np.int32, copy=False), row_bounds=bounds, maxend=maxend,
+                src=src, **kw)
+
+
+@dataclass
+class IoTable:
+    """The I/O events, sorted by (thread, start). ``op`` and ``path`` are codes into ``ops``
+    and ``paths``."""
+
+    start: np.ndarray
+    end: np.ndarray
+    op: np.ndarray  # int16
+    path: np.ndarray  # int32, -1 = no file
+    offset: np.ndarray
+    requested: np.ndarray
+    returned: np.ndarray
+    fd: np.ndarray  # int32
+    errno: np.ndarray  # int32
+    tid: np.ndarray  # int64
+    ops: list[str]
+    paths: list[str]
+    is_read: np.ndarray  # per op code: bool
+    is_write: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def moved(self) -> tuple[np.ndarray, np.ndarray]:
+        """(bytes read, bytes written) per event: the call's return value when positive."""
+        ret = np.maximum(self.returned, 0)
+        return (np.where(self.is_read[self.op], ret, 0), np.where(self.is_write[self.op], ret, 0))
+
+
+@dataclass
+class Counters:
+    """Darshan per-file records, columnar: one row per (module, path)."""
+
+    paths: list[str]
+    modules: list[str]
+    names: list[str]  # counter names (integer and float counters together)
+    values: np.ndarray  # float64 (rows, names); NaN where a module lacks the counter
+
+    def col(self, name: str) -> np.ndarray:
+        try:
+            return self.values[:, self.names.index(name)]
+        except ValueError:
+            return np.full(len(self.paths), np.nan)
+
+
+def _counters_from(records: list[dict]) -> Counters:
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for rec in records:
+        for part in ("counters", "fcounters"):
+            for k in (rec.get(part) or {}):
+                if k not in seen:
+                    seen[k] = len(names)
+                    names.append(k)
+    values = np.full((len(records), len(names)), np.nan)
+    for i, rec in enumerate(records):
+        for part in ("counters", "fcounters"):
+            for k, v in (rec.get(part) or {}).items():
+                try:
+                    values[i, seen[k]] = float(v)
+                except (TypeError, ValueError):
+                    pass
+    return Counters(paths=[str(r.get("path", "")) for r in records],
+                    modules=[str(r.get("module", "")) for r in records], names=names, values=values)
+
+
+@dataclass
+class Capture:
+    """One ``<host>.xplane.pb``, loaded."""
+
+    path: str
+    host: str
+    size: int
+    mtime_ns: int
+    names: list[str]
+    lanes: list[Lane]
+    planes: dict[int, Any]  # index -> XPlane metadata (names, stats; no lines)
+    io: IoTable | None
+    io_info: dict[str, Any] | None
+    counters: Counters
+    steps: list[dict[str, Any]]
+    steps_source: str
+    extent: tuple[int, int]
+    profile_start_ns: int | None
+    hostnames: list[str]
+    warnings: list[str] = field(default_factory=list)
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
+    _file_lanes: list[Lane] | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    # -- lanes
+    def io_lanes(self, io_by: str) -> list[Lane]:
+        if io_by == "file":
+            with self._lock:
+                if self._file_lanes is None:
+                    self._file_lanes = _file_lanes(self.io) if self.io is not None else []
+                return self._file_lanes
+        return [ln for ln in self.lanes if ln.group == "io"]
+
+    def timeline_lanes(self, io_by: str = "thread") -> list[Lane]:
+        base = [ln for ln in self.lanes if ln.group != "io"]
+        return base + self.io_lanes(io_by)
+
+    def lane(self, key: str) -> Lane | None:
+        for ln in self.lanes:
+            if ln.key == key:
+                return ln
+        if key.startswith("io.f"):
+            for ln in self.io_lanes("file"):
+                if ln.key == key:
+                    return ln
+        return None
+
+    def host_lane_for_tid(self, tid: int) -> Lane | None:
+        for ln in self.lanes:
+            if ln.group == "io" and ln.tid == tid:
+                hk = ln.extra.get("host_lane")
+                return self.lane(hk) if hk else None
+        return None
+
+    def event_stats(self, lane: Lane, index: int) -> dict[str, Any]:
+        meta = self.planes.get(lane.plane_index)
+        if meta is None or lane.fpos is None:
+            return {}
+        try:
+            st = os.stat(self.path)
+            if st.st_size != self.size or st.st_mtime_ns != self.mtime_ns:
+                return {}
+            return event_stats(self.path, meta, int(lane.fpos[index]), int(lane.flen[index]))
+        except Exception:  # the file changed under us; details are best effort
+            return {}
+
+
+def _file_lanes(io: IoTable) -> list[Lane]:
+    if len(io) == 0:
+        return []
+    counts = np.bincount(io.path + 1, minlength=len(io.paths) + 1)[1:]
+    top = np.argsort(-counts, kind="stable")[:MAX_FILE_LANES]
+    top = top[counts[top] > 0]
+    lanes = []
+    chosen = np.zeros(len(io.paths) + 1, dtype=bool)
+    for k in top.tolist():
+        chosen[k + 1] = True
+        idx = np.flatnonzero(io.path == k)
+        idx = idx[np.argsort(io.start[idx], kind="stable")]
+        lanes.append(_make_lane(f"io.f{k}", "io", io.paths[k], "files", io.start[idx], io.end[idx],
+                                io.op[idx].astype(np.int32), src=idx, rows=1,
+                                extra={"file": io.paths[k]}))
+    rest = np.flatnonzero(~chosen[io.path + 1])
+    if len(rest):
+        rest = rest[np.argsort(io.start[rest], kind="stable")]
+        nfiles = int(np.count_nonzero(counts)) - len(top)
+        label = f"other files ({nfiles})" if nfiles > 0 else "no file"
+        lanes.append(_make_lane("io.fother", "io", label, "files", io.start[rest], io.end[rest],
+                                io.op[rest].astype(np.int32), src=rest, rows=1))
+    return lanes
+
+
+def _plane_names(plane: PlaneData) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(sorted metadata ids, their index into the returned names)."""
+    items = sorted(plane.meta.event_metadata.items())
+    ids = np.array([k for k, _ in items], dtype=np.int64)
+    names = [(md.display_name or md.name) for _, md in items]
+    return ids, np.arange(len(items), dtype=np.int32), names
+
+
+def _lookup(ids: np.ndarray, keys: np.ndarray, unknown: int) -> np.ndarray:
+    if len(keys) == 0:
+        return np.full(len(ids), unknown, dtype=np.int32)
+    at = np.minimum(np.searchsorted(keys, ids), len(keys) - 1)
+    return np.where(keys[at] == ids, at, unknown).astype(np.int32)
+
+
+def _short_plane(name: str) -> str:
+    return name[len("/device:"):] if name.startswith("/device:") else name
+
+
+def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
+    for p in space.planes:
+        if p.name == "Task Environment":
+            vals = {}
+            for st in p.meta.stats:
+                md = p.meta.stat_metadata.get(st.metadata_id)
+                kind = st.WhichOneof("value")
+                if md is not None and kind in ("int64_value", "uint64_value"):
+                    vals[md.name] = int(getattr(st, kind))
+            return vals.get("profile_start_time"), vals.get("profile_stop_time")
+    return None, None
+
+
+def load_capture(path: str, host: str) -> Capture:
+    """Decode one capture file into a :class:`Capture` (raises XPlaneError)."""
+    st = os.stat(path)
+    space = decode_xspace(
+        path,
+        stats_for=lambda pname, meta, ln: pname.startswith("/host:") and ln.name.startswith(LINE_PREFIX),
+        stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS)
+    names: list[str] = []
+    lanes: list[Lane] = []
+    io_parts = []
+    io_info = None
+    io_plane = None
+    steps: list[dict[str, Any]] = []
+    steps_source = ""
+    host_line_key: dict[int, str] = {}
+    for plane in space.planes:
+        is_host = plane.name.startswith("/host:")
+        is_dev = plane.name.startswith("/device:")
+        if is_host and io_info is None:
+            info = _io_info(plane)
+            if info is not None:
+                io_info, io_plane = info, plane
+        if not (is_host or is_dev):
+            continue
+        keys, codes, pnames = _plane_names(plane)
+        base = len(names)
+        names.extend(pnames)
+        names_here = None
+        for ln in plane.lines:
+            if ln.count == 0:
+                continue
+            sl = slice(ln.first, ln.first + ln.count)
+            if is_host and ln.name.startswith(LINE_PREFIX):
+                io_parts.append((plane, ln))
+                continue
+            start = plane.start_ps[sl] // 1000
+            end = (plane.start_ps[sl] + plane.duration_ps[sl]) // 1000
+            nid = _lookup(plane.metadata_id[sl], keys, -1)
+            nid = np.where(nid >= 0, nid + base, -1).astype(np.int32)
+            src = np.arange(ln.first, ln.first + ln.count, dtype=np.int64)
+            key = f"p{plane.index}.{ln.index}"
+            label = ln.label or f"line {ln.id}"
+            tf_data = False
+            if is_host:
+                if TF_DATA_RE.search(label):
+                    tf_data = True
+                else:
+                    if names_here is None:
+                        names_here = np.array([bool(TF_DATA_RE.search(n)) for n in pnames] + [False])
+                    tf_data = bool(names_here[np.where(nid >= 0, nid - base, -1)].any())
+                host_line_key[ln.id] = key
+            lane = _make_lane(key, "host" if is_host else "device", label if is_host else
+                              f"{_short_plane(plane.name)} {label}", plane.name, start, end, nid,
+                              src=src, plane_index=plane.index, line_id=ln.id, tf_data=tf_data)
+            lanes.append(lane)
+            if is_dev and label == "Steps" and not steps:
+                steps = [{"start": int(s), "end": int(e), "name": names[i] if i >= 0 else ""}
+                         for s, e, i in zip(lane.start.tolist(), lane.end.tolist(), lane.name_id.tolist())]
+                steps.sort(key=lambda s: s["start"])
+                steps_source = f"{plane.name} Steps"
+
+    io = _io_table(io_parts, io_info) if io_parts else None
+    del io_parts
+    # Keep, per host/device event, only its byte range in the file (for details); drop the
+    # plane arrays.
+    for lane in lanes:
+        plane = space.planes[lane.plane_index]
+        lane.fpos = plane.file_pos[lane.src]
+        lane.flen = plane.file_len[lane.src]
+        lane.src = None
+    used = {lane.plane_index for lane in lanes}
+    planes = {p.index: p.meta for p in space.planes if p.index in used}
+    for plane in space.planes:
+        plane.metadata_id = plane.start_ps = plane.duration_ps = None  # type: ignore[assignment]
+        plane.file_pos = plane.file_len = None  # type: ignore[assignment]
+        plane.stats = {}
+    # I/O lanes, one per thread.
+    if io is not None:
+        threads = {int(t): (int(p), str(c)) for t, p, c in (io_info or {}).get("threads", [])}
+        tids, first = np.unique(io.tid, return_index=True)
+        bounds = list(first) + [len(io)]
+        for i, tid in enumerate(tids.tolist()):
+            a, b = int(bounds[i]), int(bounds[i + 1])
+            pthread, comm = threads.get(tid, (0, ""))
+            host_key = host_line_key.get(thread_line_id(pthread)) if pthread else None
+            host_name = next((ln.name for ln in lanes if ln.key == host_key), None) if host_key else None
+            label = f"{host_name or comm or 'thread'} (tid {tid})"
+            lanes.append(_make_lane(f"io.t{tid}", "io", label, "I/O", io.start[a:b], io.end[a:b],
+                                    io.op[a:b].astype(np.int32), src=np.arange(a, b), rows=1,
+                                    tid=tid, extra={"host_lane": host_key, "comm": comm}))
+    _order_lanes(lanes)
+
+    # Steps from host markers when no device plane has a Steps line.
+    if not steps:
+        marker = [i for i, n in enumerate(names) if STEP_NAME_RE.search(n)]
+        if marker:
+            mset = np.array(marker, dtype=np.int32)
+            for ln in lanes:
+                if ln.group != "host":
+                    continue
+                m = np.isin(ln.name_id, mset)
+                if m.any():
+                    for s, e, i in zip(ln.start[m].tolist(), ln.end[m].tolist(), ln.name_id[m].tolist()):
+                        steps.append({"start": int(s), "end": int(e), "name": names[i]})
+            steps.sort(key=lambda s: s["start"])
+            if steps:
+                steps_source = "host step markers (" + ", ".join(sorted({s["name"] for s in steps})[:3]) + ")"
+        for k, s in enumerate(steps):
+            s.setdefault("index", k)
+    for k, s in enumerate(steps):
+        s["index"] = k
+
+    if lanes:
+        lo = min(int(ln.start.min()) for ln in lanes if len(ln)) if any(len(ln) for ln in lanes) else 0
+        hi = max(int(ln.maxend.max()) for ln in lanes if len(ln)) if any(len(ln) for ln in lanes) else 1
+    else:
+        lo, hi = 0, 1
+    start_ns, _ = _task_env(space)
+    counters = _counters_from((io_info or {}).get("counters", []) or [])
+    if io_info is not None:
+        io_info = {k: v for k, v in io_info.items() if k != "counters"}
+    return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
+                   lanes=lanes, planes=planes, io=io, io_info=io_info, counters=counters,
+                   steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
+                   profile_start_ns=start_ns, hostnames=space.hostnames,
+                   warnings=list(space.warnings) + list(space.errors))
+
+
+def _order_lanes(lanes: list[Lane]) -> None:
+    group_rank = {"host": 0, "device": 1, "io": 2}
+
+    def key(ln: Lane):
+        if ln.group == "host":
+            return (0, ln.plane != "/host:CPU", ln.plane, not ln.tf_data, ln.name.lower())
+        if ln.group == "device":
+            return (1, _device_sort(ln.plane), ln.name)
+        return (2, ln.tid or 0, ln.name)
+
+    lanes.sort(key=key)
+    del group_rank
+
+
+def _device_sort(plane: str):
+    m = re.match(r"/device:([A-Z_]+):(\d+)", plane)
+    return (m.group(1), int(m.group(2))) if m else (plane, 0)
+
+
+def _io_info(plane: PlaneData) -> dict[str, Any] | None:
+    """The tb_iotrace.io JSON of a plane, read through the xplane reader API."""
+    for st in plane.meta.stats:
+        md = plane.meta.stat_metadata.get(st.metadata_id)
+        if md is not None and md.name == IO_STAT:
+            space = XSpace()
+            space.planes.add().CopyFrom(plane.meta)
+            return read_io_info(space)
+    return None
+
+
+_TID_RE = re.compile(r"\(tid (-?\d+)\)\s*$")
+
+
+def _io_table(parts, info) -> IoTable:
+    by_name = {li.get("name"): li for li in (info or {}).get("lines", [])}
+    exact_ops = (info or {}).get("exact_ops", {}) or {}
+    exact_paths = (info or {}).get("exact_paths", {}) or {}
+    plane = parts[0][0]
+    cols = {name: [] for name in EVENT_STATS}
+    starts, ends, mids, tids = [], [], [], []
+    for pl, ln in parts:
+        sl = slice(ln.first, ln.first + ln.count)
+        li = by_name.get(ln.name)
+        if li is not None and "tid" in li:
+            tid = int(li["tid"])
+        else:
+            m = _TID_RE.search(ln.name)
+            tid = int(m.group(1)) if m else -ln.id
+        s = pl.start_ps[sl] // 1000
+        order = np.argsort(s, kind="stable") if len(s) > 1 and np.any(np.diff(s) < 0) else None
+        d = pl.duration_ps[sl] // 1000
+
+        def pick(a):
+            return a if order is None else a[order]
+
+        starts.append(pick(s))
+        ends.append(pick(s + d))
+        mids.append(pick(pl.metadata_id[sl]))
+        tids.append(np.full(ln.count, tid, dtype=np.int64))
+        for name in EVENT_STATS:
+            cols[name].append(pick(pl.stats[name][sl]))
+    start = np.concatenate(starts)
+    end = np.concatenate(ends)
+    tid = np.concatenate(tids)
+    mid = np.concatenate(mids)
+    del starts, ends, tids, mids
+    # ops
+    op_ids, op_code = np.unique(mid, return_inverse=True)
+    ops = []
+    for k in op_ids.tolist():
+        md = plane.meta.event_metadata.get(k)
+        text = md.name if md is not None else "?"
+        ops.append(exact_ops.get(text, text))
+    # paths (interned stat metadata names)
+    ref = np.concatenate(cols.pop(STAT_PATH))
+    ref_ids, path_code = np.unique(ref, return_inverse=True)
+    paths = []
+    for k in ref_ids.tolist():
+        md = plane.meta.stat_metadata.get(k) if k else None
+        text = md.name if md is not None else ""
+        paths.append(exact_paths.get(text, text))
+    path_code = path_code.astype(np.int32)
+    # "" (no file) becomes -1
+    if "" in paths:
+        empty = paths.index("")
+        path_code = np.where(path_code == empty, -1, path_code - (path_code > empty)).astype(np.int32)
+        paths.pop(empty)
+    # stable order by (tid, start)
+    order = np.lexsort((start, tid))
+    if np.any(order != np.arange(len(order))):
+        start, end, tid = start[order], end[order], tid[order]
+        op_code, path_code = op_code[order], path_code[order]
+        cat = {name: np.concatenate(v)[order] for name, v in cols.items()}
+    else:
+        cat = {name: np.concatenate(v) for name, v in cols.items()}
+    del cols
+    is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
+    is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
+    return IoTable(start=start, end=end, op=op_code.astype(np.int16), path=path_code,
+                   offset=cat[STAT_OFFSET], requested=cat[STAT_REQUESTED], returned=cat[STAT_RETURNED],
+                   fd=cat[STAT_FD].astype(np.int32), errno=cat[STAT_ERRNO].astype(np.int32), tid=tid,
+                   ops=ops, paths=paths, is_read=is_read, is_write=is_write)
+
+
+__all__ = ["Capture", "Counters", "IoTable", "Lane", "load_capture", "MAX_FILE_LANES"]

@@ -1,0 +1,237 @@
+"""The TensorBoard plugin: thin HTTP handlers over :mod:`.queries`.
+
+Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``host``, where
+``host`` may be ``__all__`` for every host of the run on one clock):
+
+==================  ========================================================================
+``/index.js``       the frontend entry module; ``/static/*`` the rest of ``plugin_frontend/``
+``/runs``           ``{runs: [{run, hosts}], message}``
+``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``)
+``/timeline``       level-of-detail items for ``start``, ``end`` (ns), ``width`` (px),
+                    ``io_by`` (thread|file), optional ``lanes`` (comma-separated keys)
+``/files``          per-file Darshan counters (POSIX and STDIO rows)
+``/histograms``     access sizes read/write, access pattern, calls per op (``path`` optional)
+``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
+``/steps``          per-step I/O (or equal time windows when there are no step markers)
+``/findings``       findings with evidence (empty for now)
+``/event``          one event's details: ``lane``, ``index``
+==================  ========================================================================
+
+Status codes: 400 for malformed parameters (including names that try to leave the
+logdir), 404 for unknown runs/hosts/lanes/events, 422 with ``{"error"}`` for a capture that
+cannot be read (corrupt, truncated): the other runs keep working.
+
+Nothing slow or fallible is imported at module level: no TensorFlow, no native module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import mimetypes
+import os
+from typing import Any, Callable
+
+from tensorboard.backend import http_util
+from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
+
+from ..xplane import XPlaneError
+from . import queries
+from .logdir import BadName, LogdirIndex
+
+log = logging.getLogger("tb_iotrace.plugin")
+
+PLUGIN_NAME = "iotrace"
+ALL_HOSTS = "__all__"
+STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+_STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html",
+                 ".svg": "image/svg+xml", ".png": "image/png", ".json": "application/json",
+                 ".woff2": "font/woff2"}
+
+
+class HttpError(Exception):
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _json(request, payload: Any, code: int = 200):
+    body = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+    return http_util.Respond(request, body, "application/json", code=code)
+
+
+def _num(args, name: str, default=None, kind=float):
+    raw = args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except (TypeError, ValueError):
+        raise HttpError(400, f"parameter {name!r} must be a number") from None
+    if kind is float and value != value:  # NaN
+        raise HttpError(400, f"parameter {name!r} must be a number")
+    return value
+
+
+def static_file(name: str) -> tuple[bytes, str] | None:
+    """Bytes and content type of a frontend file, or None. Only plain names made of
+    ``[A-Za-z0-9_.-]`` segments below the static directory are served."""
+    parts = name.split("/")
+    for p in parts:
+        if not p or p.startswith(".") or not all(c.isalnum() or c in "_.-" for c in p):
+            return None
+    root = os.path.realpath(STATIC_DIR)
+    path = os.path.realpath(os.path.join(root, *parts))
+    if not path.startswith(root + os.sep) or not os.path.isfile(path):
+        return None
+    ext = os.path.splitext(path)[1]
+    ctype = _STATIC_TYPES.get(ext) or mimetypes.guess_type(path)[0] or "application/octet-stream"
+    with open(path, "rb") as fh:
+        return fh.read(), ctype
+
+
+class IoTracePlugin(base_plugin.TBPlugin):
+    """The "I/O" tab."""
+
+    plugin_name = PLUGIN_NAME
+
+    def __init__(self, context):
+        logdir = getattr(context, "logdir", None) or ""
+        if "://" in logdir or "," in logdir and not os.path.isdir(logdir):
+            logdir = ""  # remote or multi-logdir specs: not supported
+        self.index = LogdirIndex(logdir)
+
+    # -- TBPlugin
+    def is_active(self) -> bool:
+        try:
+            return self.index.is_active()
+        except Exception:  # never break TensorBoard's plugin listing
+            log.exception("is_active failed")
+            return False
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="I/O")
+
+    def get_plugin_apps(self) -> dict[str, Callable]:
+        return {
+            "/index.js": self._serve_index,
+            "/static/*": self._serve_static,
+            "/runs": self._route(self._runs),
+            "/capture": self._route(self._capture),
+            "/timeline": self._route(self._timeline),
+            "/files": self._route(self._files),
+            "/histograms": self._route(self._histograms),
+            "/bandwidth": self._route(self._bandwidth),
+            "/steps": self._route(self._steps),
+            "/findings": self._route(self._findings),
+            "/event": self._route(self._event),
+        }
+
+    # -- static
+    @wrappers.Request.application
+    def _serve_index(self, request):
+        got = static_file("index.js")
+        if got is None:
+            return http_util.Respond(request, "frontend missing", "text/plain", code=404)
+        return http_util.Respond(request, got[0], got[1])
+
+    @wrappers.Request.application
+    def _serve_static(self, request):
+        prefix = f"/data/plugin/{PLUGIN_NAME}/static/"
+        path = request.path
+        at = path.find(prefix)
+        got = static_file(path[at + len(prefix):]) if at >= 0 else None
+        if got is None:
+            return http_util.Respond(request, "not found", "text/plain", code=404)
+        return http_util.Respond(request, got[0], got[1])
+
+    # -- data routes
+    def _route(self, handler):
+        @wrappers.Request.application
+        def app(request):
+            try:
+                return _json(request, handler(request.args))
+            except HttpError as exc:
+                return _json(request, {"error": exc.message}, code=exc.code)
+            except BadName as exc:
+                return _json(request, {"error": str(exc)}, code=400)
+            except (KeyError, queries.NotFound) as exc:
+                msg = exc.args[0] if exc.args else "not found"
+                return _json(request, {"error": str(msg)}, code=404)
+            except XPlaneError as exc:
+                return _json(request, {"error": f"cannot read this capture: {exc.reason}",
+                                       "file": os.path.basename(exc.path)}, code=422)
+            except ValueError as exc:
+                return _json(request, {"error": str(exc)}, code=400)
+        return app
+
+    def _view(self, args) -> queries.View:
+        run = args.get("run", "")
+        host = args.get("host", "")
+        if not run:
+            raise HttpError(400, "missing run")
+        if not host:
+            raise HttpError(400, "missing host")
+        if host == ALL_HOSTS:
+            info, _ = self.index.find(run)
+            caps = [(h, self.index.capture(p, h)) for h, p in sorted(info.hosts.items())]
+        else:
+            _, path = self.index.find(run, host)
+            caps = [(host, self.index.capture(path, host))]
+        return queries.make_view(run, caps)
+
+    def _runs(self, args) -> dict[str, Any]:
+        runs = self.index.runs(refresh=args.get("refresh") == "1")
+        out = [{"run": r.run, "hosts": sorted(r.hosts)} for r in runs]
+        if not self.index.logdir:
+            msg = "TensorBoard was started without a local --logdir: the I/O tab reads local captures only."
+        elif not out:
+            msg = ("No profile found in the logdir. Capture one with tb_iotrace enabled: "
+                   "`import tb_iotrace; tb_iotrace.enable()` then tf.profiler.experimental.start(logdir) "
+                   "... stop(), or Keras TensorBoard(profile_batch=...). Captures are read from "
+                   "<logdir>/[<run>/]plugins/profile/<session>/<host>.xplane.pb.")
+        else:
+            msg = ""
+        return {"runs": out, "message": msg, "truncated": self.index.truncated}
+
+    def _capture(self, args):
+        return queries.capture_impl(self._view(args), args.get("io_by", "thread"))
+
+    def _timeline(self, args):
+        view = self._view(args)
+        lanes = args.get("lanes")
+        return queries.timeline_impl(view, _num(args, "start"), _num(args, "end"),
+                                     _num(args, "width", 1000, int), args.get("io_by", "thread"),
+                                     lanes.split(",") if lanes else None)
+
+    def _files(self, args):
+        return queries.files_impl(self._view(args))
+
+    def _histograms(self, args):
+        return queries.histograms_impl(self._view(args), args.get("path") or None)
+
+    def _bandwidth(self, args):
+        return queries.bandwidth_impl(self._view(args), _num(args, "start"), _num(args, "end"),
+                                      _num(args, "bins", 200, int))
+
+    def _steps(self, args):
+        return queries.steps_impl(self._view(args))
+
+    def _findings(self, args):
+        return queries.findings_impl(self._view(args))
+
+    def _event(self, args):
+        lane = args.get("lane")
+        if not lane:
+            raise HttpError(400, "missing lane")
+        return queries.event_impl(self._view(args), lane, _num(args, "index", None, int) if
+                                  args.get("index") is not None else _missing("index"))
+
+
+def _missing(name: str):
+    raise HttpError(400, f"missing {name}")
+
+
+__all__ = ["ALL_HOSTS", "IoTracePlugin", "PLUGIN_NAME", "static_file"]
