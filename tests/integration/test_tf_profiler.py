@@ -109,3 +109,23 @@ def test_xprof_trace_viewers_draw_io_of_a_real_capture(tmp_path: Path, tool: str
     (region,) = [e for e in host_ops if e["name"] == "plain_region"]
     inside = [e for e in reads if region["ts"] <= e["ts"] and e["ts"] + e["dur"] <= region["ts"] + region["dur"]]
     assert len(inside) >= 7   # 50,000 bytes in 8 KiB reads, plus the EOF read
+
+
+def test_trace_cap_keeps_counters_exact_and_says_what_was_dropped(tmp_path: Path) -> None:
+    res = run_window("cap", tmp_path)
+    trace = read_io_data(load_xspace(res["xplanes"][0]))
+    assert trace is not None
+    c = counters_of(trace, res["plain"])
+    assert c["POSIX_READS"] == 5000
+    assert c["POSIX_BYTES_READ"] == 5000 * 10
+    assert len(trace) == 1000                       # the cap
+    assert (trace.path == res["plain"]).all()       # the window's only traced file
+    assert trace.dropped == 5000 + 2 - len(trace)   # 5000 preads + open + close, exactly
+
+
+def test_a_failing_io_plane_never_fails_the_capture(tmp_path: Path) -> None:
+    res = run_window("failing", tmp_path)       # exits 0, the profile is saved
+    space = load_xspace(res["xplanes"][0])
+    assert read_io_data(space) is None          # no I/O data, but a valid capture
+    assert attribute(space) is None
+    assert res["records"] == 300

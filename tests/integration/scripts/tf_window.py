@@ -37,7 +37,25 @@ def read_all():
     return n
 
 
-if mode in ("startstop", "profile"):
+if mode == "failing":
+    # the I/O plane cannot be built: the capture and the job must go on
+    from tb_iotrace import tfhook
+
+    def broken(cap):
+        raise RuntimeError("simulated serialization failure")
+
+    tfhook._serialize = broken
+
+if mode == "cap":
+    # more calls than the trace keeps: counters stay exact, the file says how many were dropped
+    tb_iotrace.set_trace_cap(1000)
+    tf.profiler.experimental.start(logdir)
+    fd = os.open(plain, os.O_RDONLY)
+    for i in range(5000):
+        os.pread(fd, 10, i)
+    os.close(fd)
+    tf.profiler.experimental.stop()
+elif mode in ("startstop", "profile", "failing"):
     ctx = tf.profiler.experimental.Profile(logdir) if mode == "profile" else None
     if ctx:
         ctx.__enter__()
