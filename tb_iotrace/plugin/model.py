@@ -72,7 +72,8 @@ class Lane:
     name_id: np.ndarray  # int32 into Capture.names (io lanes: op code into Capture.io.ops)
     row_bounds: np.ndarray  # row r is [row_bounds[r], row_bounds[r+1])
     maxend: np.ndarray  # running max of end within each row
-    src: np.ndarray | None = None  # host/device: plane event index; io: io table index
+    src: np.ndarray | None = None  # io lanes: io table row per event (None: src_base + i)
+    src_base: int = 0
     fpos: np.ndarray | None = None  # host/device: the event's byte range in the file
     flen: np.ndarray | None = None
     plane_index: int = -1
@@ -85,6 +86,17 @@ class Lane:
     @property
     def rows(self) -> int:
         return len(self.row_bounds) - 1
+
+    def io_rows(self, i0: int = 0, i1: int | None = None):
+        """I/O table rows of this lane's events [i0, i1): a slice when the lane is a
+        contiguous run of the table, else an index array."""
+        i1 = len(self.start) if i1 is None else i1
+        if self.src is None:
+            return slice(self.src_base + i0, self.src_base + i1)
+        return self.src[i0:i1]
+
+    def io_row(self, i: int) -> int:
+        return self.src_base + i if self.src is None else int(self.src[i])
 
     def __len__(self) -> int:
         return len(self.start)
@@ -113,14 +125,18 @@ def _make_lane(key, group, name, plane, start, end, name_id, src=None, rows=None
         bounds = np.searchsorted(row, np.arange(nrows + 1), side="left").astype(np.int64)
     else:  # already sorted by start, one row
         bounds = np.array([0, n], dtype=np.int64)
-    maxend = np.empty(n, dtype=np.int64)
-    for r in range(len(bounds) - 1):
-        a, b = bounds[r], bounds[r + 1]
-        if b > a:
-            np.maximum.accumulate(end[a:b], out=maxend[a:b])
+    if len(bounds) == 2 and (n < 2 or bool(np.all(end[1:] >= end[:-1]))):
+        maxend = end  # ends already sorted (calls of one thread do not overlap): no copy
+    else:
+        maxend = np.empty(n, dtype=np.int64)
+        for r in range(len(bounds) - 1):
+            a, b = bounds[r], bounds[r + 1]
+            if b > a:
+                np.maximum.accumulate(end[a:b], out=maxend[a:b])
+    if name_id.dtype not in (np.int16, np.int32):
+        name_id = name_id.astype(np.int32)
     return Lane(key=key, group=group, name=name, plane=plane, start=start, end=end,
-                name_id=name_id.astype(np.int32, copy=False), row_bounds=bounds, maxend=maxend,
-                src=src, **kw)
+                name_id=name_id, row_bounds=bounds, maxend=maxend, src=src, **kw)
 
 
 @dataclass
@@ -269,7 +285,7 @@ def _file_lanes(io: IoTable) -> list[Lane]:
         idx = np.flatnonzero(io.path == k)
         idx = idx[np.argsort(io.start[idx], kind="stable")]
         lanes.append(_make_lane(f"io.f{k}", "io", io.paths[k], "files", io.start[idx], io.end[idx],
-                                io.op[idx].astype(np.int32), src=idx, rows=1,
+                                io.op[idx], src=idx.astype(np.int32), rows=1,
                                 extra={"file": io.paths[k]}))
     rest = np.flatnonzero(~chosen[io.path + 1])
     if len(rest):
@@ -277,7 +293,7 @@ def _file_lanes(io: IoTable) -> list[Lane]:
         nfiles = int(np.count_nonzero(counts)) - len(top)
         label = f"other files ({nfiles})" if nfiles > 0 else "no file"
         lanes.append(_make_lane("io.fother", "io", label, "files", io.start[rest], io.end[rest],
-                                io.op[rest].astype(np.int32), src=rest, rows=1))
+                                io.op[rest], src=rest.astype(np.int32), rows=1))
     return lanes
 
 
@@ -313,8 +329,25 @@ def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
     return None, None
 
 
+def _trim() -> None:
+    """Give the decoder's freed temporaries back to the OS (glibc keeps them otherwise)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except Exception:  # not glibc: nothing to do
+        pass
+
+
 def load_capture(path: str, host: str) -> Capture:
     """Decode one capture file into a :class:`Capture` (raises XPlaneError)."""
+    try:
+        return _load_capture(path, host)
+    finally:
+        _trim()
+
+
+def _load_capture(path: str, host: str) -> Capture:
     st = os.stat(path)
     space = decode_xspace(
         path,
@@ -401,7 +434,7 @@ def load_capture(path: str, host: str) -> Capture:
             host_name = next((ln.name for ln in lanes if ln.key == host_key), None) if host_key else None
             label = f"{host_name or comm or 'thread'} (tid {tid})"
             lanes.append(_make_lane(f"io.t{tid}", "io", label, "I/O", io.start[a:b], io.end[a:b],
-                                    io.op[a:b].astype(np.int32), src=np.arange(a, b), rows=1,
+                                    io.op[a:b], src=None, src_base=a, rows=1,
                                     tid=tid, extra={"host_lane": host_key, "comm": comm}))
     _order_lanes(lanes)
 
@@ -475,12 +508,13 @@ _TID_RE = re.compile(r"\(tid (-?\d+)\)\s*$")
 
 
 def _io_table(parts, info) -> IoTable:
+    """Build the I/O table from the decoded I/O lines, one column at a time, dropping each
+    decoded plane column once copied (keeps the peak near one copy of the events)."""
     by_name = {li.get("name"): li for li in (info or {}).get("lines", [])}
     exact_ops = (info or {}).get("exact_ops", {}) or {}
     exact_paths = (info or {}).get("exact_paths", {}) or {}
     plane = parts[0][0]
-    cols = {name: [] for name in EVENT_STATS}
-    starts, ends, mids, tids = [], [], [], []
+    slices, tids, orders = [], [], []
     for pl, ln in parts:
         sl = slice(ln.first, ln.first + ln.count)
         li = by_name.get(ln.name)
@@ -489,59 +523,57 @@ def _io_table(parts, info) -> IoTable:
         else:
             m = _TID_RE.search(ln.name)
             tid = int(m.group(1)) if m else -ln.id
-        s = pl.start_ps[sl] // 1000
-        order = np.argsort(s, kind="stable") if len(s) > 1 and np.any(np.diff(s) < 0) else None
-        d = pl.duration_ps[sl] // 1000
+        s = pl.start_ps[sl]
+        order = np.argsort(s, kind="stable") if len(s) > 1 and bool(np.any(s[1:] < s[:-1])) else None
+        slices.append((pl, sl))
+        tids.append(tid)
+        orders.append(order)
+    # rows ordered by (tid, start)
+    line_order = sorted(range(len(slices)), key=lambda k: tids[k])
+    slices = [slices[k] for k in line_order]
+    orders = [orders[k] for k in line_order]
+    tids = [tids[k] for k in line_order]
 
-        def pick(a):
-            return a if order is None else a[order]
+    def column(get) -> np.ndarray:
+        parts_ = []
+        for (pl, sl), order in zip(slices, orders):
+            a = get(pl)[sl]
+            parts_.append(a if order is None else a[order])
+        return np.concatenate(parts_) if parts_ else np.zeros(0, np.int64)
 
-        starts.append(pick(s))
-        ends.append(pick(s + d))
-        mids.append(pick(pl.metadata_id[sl]))
-        tids.append(np.full(ln.count, tid, dtype=np.int64))
-        for name in EVENT_STATS:
-            cols[name].append(pick(pl.stats[name][sl]))
-    start = np.concatenate(starts)
-    end = np.concatenate(ends)
-    tid = np.concatenate(tids)
-    mid = np.concatenate(mids)
-    del starts, ends, tids, mids
-    # ops
-    op_ids, op_code = np.unique(mid, return_inverse=True)
+    def stat(name) -> np.ndarray:
+        col = column(lambda pl: pl.stats[name])
+        for pl, _ in slices:
+            pl.stats.pop(name, None)
+        return col
+
+    start_ps = column(lambda pl: pl.start_ps)
+    start = start_ps // 1000
+    end = (start_ps + column(lambda pl: pl.duration_ps)) // 1000
+    del start_ps
+    tid = np.concatenate([np.full(sl.stop - sl.start, t, dtype=np.int64) for (pl, sl), t in zip(slices, tids)])
+    op_ids, op_code = np.unique(column(lambda pl: pl.metadata_id), return_inverse=True)
     ops = []
     for k in op_ids.tolist():
         md = plane.meta.event_metadata.get(k)
         text = md.name if md is not None else "?"
         ops.append(exact_ops.get(text, text))
-    # paths (interned stat metadata names)
-    ref = np.concatenate(cols.pop(STAT_PATH))
-    ref_ids, path_code = np.unique(ref, return_inverse=True)
+    ref_ids, path_code = np.unique(stat(STAT_PATH), return_inverse=True)
     paths = []
     for k in ref_ids.tolist():
         md = plane.meta.stat_metadata.get(k) if k else None
         text = md.name if md is not None else ""
         paths.append(exact_paths.get(text, text))
-    path_code = path_code.astype(np.int32)
-    # "" (no file) becomes -1
-    if "" in paths:
+    path_code = path_code.reshape(-1).astype(np.int32)
+    if "" in paths:  # no file -> -1
         empty = paths.index("")
         path_code = np.where(path_code == empty, -1, path_code - (path_code > empty)).astype(np.int32)
         paths.pop(empty)
-    # stable order by (tid, start)
-    order = np.lexsort((start, tid))
-    if np.any(order != np.arange(len(order))):
-        start, end, tid = start[order], end[order], tid[order]
-        op_code, path_code = op_code[order], path_code[order]
-        cat = {name: np.concatenate(v)[order] for name, v in cols.items()}
-    else:
-        cat = {name: np.concatenate(v) for name, v in cols.items()}
-    del cols
     is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
     is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
-    return IoTable(start=start, end=end, op=op_code.astype(np.int16), path=path_code,
-                   offset=cat[STAT_OFFSET], requested=cat[STAT_REQUESTED], returned=cat[STAT_RETURNED],
-                   fd=cat[STAT_FD].astype(np.int32), errno=cat[STAT_ERRNO].astype(np.int32), tid=tid,
+    return IoTable(start=start, end=end, op=op_code.reshape(-1).astype(np.int16), path=path_code,
+                   offset=stat(STAT_OFFSET), requested=stat(STAT_REQUESTED), returned=stat(STAT_RETURNED),
+                   fd=stat(STAT_FD).astype(np.int32), errno=stat(STAT_ERRNO).astype(np.int32), tid=tid,
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)
 
 

@@ -217,15 +217,19 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
             nid = lane.name_id[items.first]
             if lane.group == "io":
                 io = cap.io
-                src = lane.src[items.first]
-                moved = _io_moved(cap, lane)
-                cols["bytes"].append(lod.group_sum(moved, items))
-                fcodes = io.path[src]
+                w0, w1 = int(items.first[0]), int(items.first[-1] + items.count[-1])
+                rows_ = lane.io_rows(w0, w1)
+                rel = _Rel(items, w0)
+                src = io.path[rows_][rel.first]
+                ret = np.maximum(io.returned[rows_], 0)
+                op_ = io.op[rows_]
+                moved = np.where(io.is_read[op_] | io.is_write[op_], ret, 0)
+                cols["bytes"].append(lod.group_sum(moved, rel))
                 # merged items: the file only when all events of the item share it
-                same = _same_file(io.path[lane.src], items)
-                fcodes = np.where(same, fcodes, -1)
+                same = _same_file(io.path[rows_], rel)
+                fcodes = np.where(same, src, -1)
                 cols["file"].append(_intern(files, io.paths, fcodes))
-                cols["err"].append(io.errno[src].astype(np.int64))
+                cols["err"].append(io.errno[rows_][rel.first].astype(np.int64))
                 cols["name"].append(_intern(names, io.ops, nid))
             else:
                 cols["bytes"].append(np.zeros(k, dtype=np.int64))
@@ -239,23 +243,19 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
             "steps": [s for s in steps if s["end"] >= t0 and s["start"] <= t1]}
 
 
-def _io_moved(cap: Capture, lane: Lane) -> np.ndarray:
-    """Bytes moved per event of an I/O lane (cached on the lane)."""
-    got = lane.cache.get("_moved")
-    if got is None:
-        io = cap.io
-        ret = np.maximum(io.returned[lane.src], 0)
-        got = np.where(io.is_read[io.op[lane.src]] | io.is_write[io.op[lane.src]], ret, 0)
-        lane.cache["_moved"] = got
-    return got
+class _Rel(lod.Items):
+    """Items re-based to a window starting at lane index ``w0`` (for arrays cut to it)."""
+
+    def __init__(self, items: lod.Items, w0: int):
+        super().__init__(items.start, items.end, items.first - w0, items.count)
 
 
 def _same_file(codes: np.ndarray, items: lod.Items) -> np.ndarray:
+    """Per item: do all its events name the same file? (``codes`` cut to the items.)"""
     if len(items) == 0:
         return np.zeros(0, dtype=bool)
-    lo_ = np.minimum.reduceat(codes[items.first[0]:items.first[-1] + items.count[-1]], items.first - items.first[0])
-    hi_ = np.maximum.reduceat(codes[items.first[0]:items.first[-1] + items.count[-1]], items.first - items.first[0])
-    return lo_ == hi_
+    a = int(items.first[0])
+    return np.minimum.reduceat(codes[a:], items.first - a) == np.maximum.reduceat(codes[a:], items.first - a)
 
 
 def _intern(table: dict[str, int], strings: list[str], codes: np.ndarray) -> np.ndarray:
@@ -467,20 +467,6 @@ def _integral(starts: np.ndarray, ends: np.ndarray, rates: np.ndarray, edges: np
     return (edges * c_r[k1] - c_rs[k1]) - (edges * c_re[k2] - c_ree[k2])
 
 
-def _io_by_start(cap: Capture) -> dict[str, np.ndarray]:
-    """The I/O events in start order with the running max of their ends and the bytes
-    read/written per event (cached on the capture)."""
-    got = cap.cache.get("io_by_start")
-    if got is None:
-        io = cap.io
-        order = np.argsort(io.start, kind="stable")
-        rd, wr = io.moved()
-        got = {"start": io.start[order], "end": io.end[order], "read": rd[order], "write": wr[order]}
-        got["maxend"] = np.maximum.accumulate(got["end"]) if len(order) else got["end"]
-        cap.cache["io_by_start"] = got
-    return got
-
-
 def bandwidth_impl(view: View, start: float | None, end: float | None, bins: int) -> dict[str, Any]:
     """Read and write bandwidth (bytes/s) in ``bins`` equal bins over [start, end]: each
     call's bytes are spread evenly over its duration, so the bins add up to the bytes moved
@@ -504,38 +490,40 @@ def bandwidth_impl(view: View, start: float | None, end: float | None, bins: int
         io = p.capture.io
         if io is None or len(io) == 0:
             continue
-        c = _io_by_start(p.capture)
-        i0 = int(np.searchsorted(c["maxend"], t0 - p.offset, side="left"))
-        i1 = int(np.searchsorted(c["start"], t1 - p.offset, side="right"))
-        if i1 <= i0:
-            continue
-        s = (c["start"][i0:i1] + p.offset).astype(np.float64) - t0
-        e = (c["end"][i0:i1] + p.offset).astype(np.float64) - t0
-        keep = e >= 0
-        s, e = s[keep], np.maximum(e[keep], s[keep] + 1.0)
-        rd = c["read"][i0:i1][keep].astype(np.float64)
-        wr = c["write"][i0:i1][keep].astype(np.float64)
-        # bytes inside the window only
-        frac = (np.minimum(e, t1 - t0) - np.maximum(s, 0.0)) / (e - s)
-        total_read += int((rd * frac).sum())
-        total_write += int((wr * frac).sum())
-        kb = np.floor(s / bw).astype(np.int64)
-        ke = np.floor(e / bw).astype(np.int64)
-        one = (kb == ke) & (kb >= 0) & (kb < bins)
-        ones = np.ones(len(s))
-        for arr, out in ((rd, read), (wr, write), (e - s, busy)):
-            if one.any():
-                out += np.bincount(kb[one], weights=arr[one], minlength=bins)[:bins]
-        many = ~one
-        if many.any():
-            sm, em = s[many], e[many]
-            dur = em - sm
-            for arr, out in ((rd[many], read), (wr[many], write), (dur, busy)):
-                m = arr > 0
-                if m.any():
-                    F = _integral(sm[m], em[m], arr[m] / dur[m], edges)
-                    out += np.diff(F)
-        del ones
+        for lane in p.capture.io_lanes("thread"):
+            i0, i1 = lod.window(lane.start, lane.maxend, 0, len(lane), t0 - p.offset, t1 - p.offset)
+            if i1 <= i0:
+                continue
+            rows_ = lane.io_rows(i0, i1)
+            s = (io.start[rows_] + p.offset).astype(np.float64) - t0
+            e = (io.end[rows_] + p.offset).astype(np.float64) - t0
+            op_ = io.op[rows_]
+            ret = np.maximum(io.returned[rows_], 0).astype(np.float64)
+            keep = e >= 0
+            s, e = s[keep], np.maximum(e[keep], s[keep] + 1.0)
+            rd = np.where(io.is_read[op_], ret, 0.0)[keep]
+            wr = np.where(io.is_write[op_], ret, 0.0)[keep]
+            # bytes inside the window only
+            frac = (np.minimum(e, t1 - t0) - np.maximum(s, 0.0)) / (e - s)
+            total_read += float((rd * frac).sum())
+            total_write += float((wr * frac).sum())
+            kb = np.floor(s / bw).astype(np.int64)
+            ke = np.floor(e / bw).astype(np.int64)
+            one = (kb == ke) & (kb >= 0) & (kb < bins)
+            for arr, out in ((rd, read), (wr, write), (e - s, busy)):
+                if one.any():
+                    out += np.bincount(kb[one], weights=arr[one], minlength=bins)[:bins]
+            many = ~one
+            if many.any():
+                sm, em = s[many], e[many]
+                dur = em - sm
+                for arr, out in ((rd[many], read), (wr[many], write), (dur, busy)):
+                    m = arr > 0
+                    if m.any():
+                        F = _integral(sm[m], em[m], arr[m] / dur[m], edges)
+                        out += np.diff(F)
+    total_read = int(round(total_read))
+    total_write = int(round(total_write))
     return {"start": t0, "end": t1, "bins": bins, "bin_ns": bw,
             "read_bps": [_fmt_float(x) for x in (read / width_s).tolist()],
             "write_bps": [_fmt_float(x) for x in (write / width_s).tolist()],
@@ -662,7 +650,7 @@ def event_impl(view: View, lane_key: str, index: int) -> dict[str, Any]:
                            "index": index, "start": s + part.offset, "dur": e - s, "host": part.host}
     if lane.group == "io":
         io = cap.io
-        k = int(lane.src[index])
+        k = lane.io_row(index)
         op = io.ops[int(io.op[k])]
         path = io.paths[int(io.path[k])] if io.path[k] >= 0 else ""
         out.update({"name": op, "call": op, "file": path, "offset": int(io.offset[k]),

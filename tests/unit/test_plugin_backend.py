@@ -1,0 +1,556 @@
+"""The I/O tab's backend: routes on real captures (the shared GPU capture with synthetic I/O
+merged in, a capture made by real TensorFlow with tb_iotrace enabled), validation, errors,
+caching, memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from werkzeug.test import Client
+from werkzeug.wrappers import Response
+
+from tb_iotrace.plugin import IoTracePlugin
+from tb_iotrace.plugin import logdir as logdir_mod
+from tb_iotrace.plugin.plugin import static_file
+from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
+RUN = "2024_01_01_00_00_00"
+PY = sys.executable
+
+pytestmark = pytest.mark.skipif(not GPU.exists(), reason="shared GPU capture missing")
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory) -> Path:
+    """Run RUN: GPU capture + 20k synthetic calls on host worker0, a second host worker1;
+    run 'plain': the GPU capture without I/O; run 'broken': a corrupt file."""
+    d = tmp_path_factory.mktemp("logdir")
+    make_logdir(d, GPU, run=RUN, host="worker0", n_events=20_000)
+    make_logdir(d, GPU, run=RUN, host="worker1", n_events=5_000, seed=1)
+    plain = d / "plugins" / "profile" / "plain"
+    plain.mkdir(parents=True)
+    shutil.copyfile(GPU, plain / "gpu.xplane.pb")
+    broken = d / "train" / "plugins" / "profile" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "host.xplane.pb").write_bytes(GPU.read_bytes()[:100_000] + b"\xff" * 64)
+    return d
+
+
+def make_client(logdir: Path | str):
+    plugin = IoTracePlugin(SimpleNamespace(logdir=str(logdir)))
+    apps = plugin.get_plugin_apps()
+
+    def get(route: str, **params):
+        app = apps["/static/*"] if route.startswith("/static/") else apps[route]
+        resp = Client(app, Response).get(f"/data/plugin/iotrace{route}", query_string=params)
+        body = resp.get_data()
+        ctype = resp.headers.get("Content-Type", "")
+        return resp.status_code, (json.loads(body) if "json" in ctype else body)
+
+    return plugin, get
+
+
+@pytest.fixture(scope="module")
+def client(logdir):
+    return make_client(logdir)
+
+
+TF_SCRIPT = textwrap.dedent("""
+    import os, sys
+    import tb_iotrace
+    tb_iotrace.enable()
+    import tensorflow as tf
+    logdir, data = sys.argv[1], sys.argv[2]
+    with open(data, "wb") as f:
+        f.write(os.urandom(200_000))
+    tf.profiler.experimental.start(logdir)
+    with tf.profiler.experimental.Trace("read_region"):
+        with open(data, "rb") as f:
+            while f.read(16384):
+                pass
+    tf.profiler.experimental.stop()
+""")
+
+
+@pytest.fixture(scope="module")
+def tf_logdir(tmp_path_factory) -> Path:
+    pytest.importorskip("tensorflow")
+    d = tmp_path_factory.mktemp("tflogdir")
+    script = d / "capture.py"
+    script.write_text(TF_SCRIPT)
+    data = d / "data.bin"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    r = subprocess.run([PY, str(script), str(d / "logs"), str(data)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return d
+
+
+# --------------------------------------------------------------------------- import / activity
+
+
+def test_import_without_tensorflow_or_native():
+    code = textwrap.dedent("""
+        import sys, types
+        import tb_iotrace.plugin as p
+        plugin = p.IoTracePlugin(types.SimpleNamespace(logdir="/nonexistent"))
+        plugin.get_plugin_apps(); plugin.frontend_metadata(); plugin.is_active()
+        bad = [m for m in sys.modules if m == "tensorflow" or m.startswith("tensorflow.")
+               or m == "tb_iotrace._native" or m == "keras"]
+        print(",".join(bad))
+    """)
+    r = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == ""
+
+
+def test_frontend_metadata_and_entry_point():
+    plugin = IoTracePlugin(SimpleNamespace(logdir=""))
+    md = plugin.frontend_metadata()
+    assert md.tab_name == "I/O" and md.es_module_path == "/index.js"
+    from importlib.metadata import entry_points
+    eps = [ep for ep in entry_points(group="tensorboard_plugins") if ep.name == "iotrace"]
+    assert eps and eps[0].value == "tb_iotrace.plugin:IoTracePlugin"
+
+
+def test_is_active_cheap_and_cached(tmp_path, monkeypatch):
+    plugin = IoTracePlugin(SimpleNamespace(logdir=str(tmp_path)))
+    assert plugin.is_active() is False
+    # a deep, wide tree without profiles: the scan stops at its budget
+    for i in range(300):
+        (tmp_path / f"d{i}" / "a" / "b").mkdir(parents=True)
+    calls = []
+    real_scan = logdir_mod.scan
+    monkeypatch.setattr(logdir_mod, "scan", lambda *a, **k: calls.append(k) or real_scan(*a, **k))
+    plugin = IoTracePlugin(SimpleNamespace(logdir=str(tmp_path)))
+    t = time.perf_counter()
+    assert plugin.is_active() is False
+    assert time.perf_counter() - t < 2.0
+    assert calls[0]["max_dirs"] == logdir_mod.ACTIVE_MAX_DIRS
+    plugin.is_active()
+    plugin.is_active()
+    assert len(calls) == 1  # cached
+    runs, truncated = real_scan(str(tmp_path), max_dirs=50)
+    assert runs == [] and truncated
+
+
+def test_is_active_with_profile(logdir):
+    plugin = IoTracePlugin(SimpleNamespace(logdir=str(logdir)))
+    assert plugin.is_active() is True
+    assert IoTracePlugin(SimpleNamespace(logdir="gs://bucket/x")).is_active() is False
+
+
+# --------------------------------------------------------------------------- runs
+
+
+def test_runs_and_hosts(client):
+    _, get = client
+    code, body = get("/runs")
+    assert code == 200
+    runs = {r["run"]: r["hosts"] for r in body["runs"]}
+    assert runs[RUN] == ["worker0", "worker1"]
+    assert runs["plain"] == ["gpu"]
+    assert runs["train/broken"] == ["host"]
+    assert body["message"] == ""
+
+
+def test_empty_logdir_says_what_to_do(tmp_path):
+    _, get = make_client(tmp_path)
+    code, body = get("/runs")
+    assert code == 200 and body["runs"] == []
+    assert "tb_iotrace.enable()" in body["message"]
+
+
+# --------------------------------------------------------------------------- validation
+
+
+@pytest.mark.parametrize("run,host", [
+    ("..", "worker0"), ("../..", "x"), (RUN + "/..", "worker0"), ("/etc", "passwd"),
+    (RUN, "../../../../etc/passwd"), (RUN, "/etc/passwd"), (RUN, "a/b"), ("a\\..\\b", "h"),
+    ("%2e%2e", "worker0"), ("%2e%2e/%2e%2e", "x"), (RUN, "%2e%2e"), ("nope", "worker0"),
+    (RUN, "nope"), ("\x00", "x"), ("", "worker0"),
+])
+def test_names_that_escape_are_refused(client, run, host):
+    _, get = client
+    for route in ("/capture", "/timeline", "/files", "/event"):
+        code, body = get(route, run=run, host=host, lane="io.t4000", index=0)
+        assert code in (400, 404), (route, run, host, code)
+        assert set(body) == {"error"}
+        assert "root:" not in json.dumps(body)
+
+
+def test_url_encoded_dots_are_refused_over_http(client):
+    plugin, _ = client
+    app = plugin.get_plugin_apps()["/capture"]
+    for raw in ("run=%2e%2e&host=worker0", "run=%2E%2E%2F%2E%2E&host=x", f"run={RUN}&host=%2e%2e%2fx",
+                "run=%252e%252e&host=x"):
+        resp = Client(app, Response).get("/data/plugin/iotrace/capture?" + raw)
+        assert resp.status_code in (400, 404), raw
+
+
+def test_symlinks_out_of_the_logdir_are_not_served(tmp_path):
+    outside = tmp_path / "outside"
+    make_logdir(outside, GPU, run="secret", host="h", n_events=100)
+    ld = tmp_path / "logdir"
+    prof = ld / "plugins" / "profile"
+    prof.mkdir(parents=True)
+    # a session dir that is a symlink, and a file symlink inside a real session dir
+    os.symlink(outside / "plugins" / "profile" / "secret", prof / "linked_run")
+    (prof / "real").mkdir()
+    os.symlink(outside / "plugins" / "profile" / "secret" / "h.xplane.pb", prof / "real" / "h.xplane.pb")
+    # a whole tb run dir that is a symlink
+    os.symlink(outside, ld / "linked_tb_run")
+    plugin, get = make_client(ld)
+    code, body = get("/runs")
+    assert body["runs"] == []
+    assert plugin.is_active() is False
+    for run, host in (("linked_run", "h"), ("real", "h"), ("linked_tb_run/secret", "h")):
+        code, body = get("/capture", run=run, host=host)
+        assert code == 404, (run, code)
+        assert "lanes" not in body
+
+
+def test_static_files_are_confined():
+    assert static_file("index.js") is not None
+    assert static_file("app.js")[1] == "text/javascript"
+    assert static_file("timeline/coords.js") is not None
+    for bad in ("../plugin.py", "../../pyproject.toml", "/etc/passwd", "timeline/../../x", ".hidden",
+                "timeline//coords.js", "%2e%2e/plugin.py"):
+        assert static_file(bad) is None, bad
+
+
+def test_static_routes(client):
+    _, get = client
+    code, body = get("/index.js")
+    assert code == 200 and b"export async function render" in body
+    code, body = get("/static/timeline/timeline.js")
+    assert code == 200 and b"class Timeline" in body
+    code, _ = get("/static/../plugin.py")
+    assert code == 404
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_corrupt_capture_gives_error_and_others_still_load(client):
+    _, get = client
+    code, body = get("/capture", run="train/broken", host="host")
+    assert code == 422
+    assert "cannot read this capture" in body["error"] and body["file"] == "host.xplane.pb"
+    code, body = get("/capture", run=RUN, host="worker0")
+    assert code == 200 and body["lanes"]
+    code, body = get("/capture", run="train/broken", host="host")  # cached error, same answer
+    assert code == 422
+
+
+def test_capture_without_io_says_so(client):
+    _, get = client
+    code, body = get("/capture", run="plain", host="gpu")
+    assert code == 200
+    assert body["io"]["has_io"] is False
+    assert any("without tb_iotrace" in m for m in body["messages"])
+    assert {ln["group"] for ln in body["lanes"]} == {"host", "device"}
+    code, files = get("/files", run="plain", host="gpu")
+    assert files["rows"] == 0 and "without tb_iotrace" in files["message"]
+
+
+@pytest.mark.parametrize("params", [{"start": "abc"}, {"width": "x"}, {"start": "nan"}])
+def test_bad_numbers_are_400(client, params):
+    _, get = client
+    code, body = get("/timeline", run=RUN, host="worker0", **params)
+    assert code == 400 and "error" in body
+
+
+# --------------------------------------------------------------------------- capture + timeline
+
+
+def test_capture_summary(client):
+    _, get = client
+    code, cap = get("/capture", run=RUN, host="worker0")
+    assert code == 200
+    groups = {}
+    for ln in cap["lanes"]:
+        groups.setdefault(ln["group"], []).append(ln)
+    assert len(groups["io"]) == 4
+    assert any(ln["tf_data"] for ln in groups["host"])
+    assert any("Stream #" in ln["name"] for ln in groups["device"])
+    assert any(ln["name"].endswith("TensorFlow Ops") for ln in groups["device"])
+    assert cap["io"]["events"] == 20_000 and cap["io"]["has_io"]
+    assert cap["steps"] and cap["steps_source"].endswith("Steps")
+    lo, hi = cap["extent"]
+    assert 0 < lo < hi
+
+
+def _timeline(get, **kw):
+    code, body = get("/timeline", run=RUN, host="worker0", **kw)
+    assert code == 200, body
+    return body
+
+
+def test_timeline_lod_bounds_items_and_keeps_counts(client):
+    _, get = client
+    full = _timeline(get, width=400)
+    it = full["items"]
+    n = len(it["start"])
+    assert n > 0
+    assert all(len(v) == n for v in it.values())
+    lanes = full["lanes"]
+    per_row: dict = {}
+    for lane, row in zip(it["lane"], it["row"]):
+        per_row[(lane, row)] = per_row.get((lane, row), 0) + 1
+    assert max(per_row.values()) <= 2 * 400 + 2
+    io_lanes = [i for i, ln in enumerate(lanes) if ln["group"] == "io"]
+    counts = sum(c for c, ln in zip(it["count"], it["lane"]) if ln in io_lanes)
+    assert counts == 20_000  # every I/O call is in exactly one item
+    assert any(c > 1 for c in it["count"])  # merged at this resolution
+    drawn_groups = {lanes[i]["group"] for i in it["lane"]}
+    assert drawn_groups == {"host", "device", "io"}
+    assert any("Stream #" in lanes[i]["name"] for i in it["lane"])
+
+
+def test_timeline_zoom_returns_only_the_window(client):
+    _, get = client
+    full = _timeline(get, width=800)
+    lo, hi = full["extent"]
+    t0 = lo + (hi - lo) * 0.40
+    t1 = t0 + (hi - lo) * 0.002
+    z = _timeline(get, width=800, start=t0, end=t1)
+    it = z["items"]
+    assert z["start"] == t0 and z["end"] == t1
+    assert all(s <= t1 and s + d >= t0 for s, d in zip(it["start"], it["dur"]))
+    io = [i for i, ln in enumerate(z["lanes"]) if ln["group"] == "io"]
+    singles = [k for k in range(len(it["start"])) if it["lane"][k] in io and it["count"][k] == 1]
+    assert singles, "zoomed in, I/O calls are sent one by one"
+    k = singles[0]
+    assert z["names"][it["name"][k]] in ("pread64", "read", "write", "open64", "close")
+    assert len(z["items"]["start"]) < len(full["items"]["start"]) * 5
+
+
+def test_timeline_io_lanes_per_file_and_lane_filter(client):
+    _, get = client
+    z = _timeline(get, width=600, io_by="file")
+    io = [ln for ln in z["lanes"] if ln["group"] == "io"]
+    names = [ln["name"] for ln in io]
+    assert HOSTILE_NAME in names
+    assert "/ckpt/model.ckpt-1.data" in names
+    only = io[0]["key"]
+    f = _timeline(get, width=600, io_by="file", lanes=only)
+    assert {f["lanes"][i]["key"] for i in f["items"]["lane"]} == {only}
+
+
+def test_all_hosts_view(client):
+    _, get = client
+    code, cap = get("/capture", run=RUN, host="__all__")
+    assert code == 200 and cap["hosts"] == ["worker0", "worker1"]
+    keys = [ln["key"] for ln in cap["lanes"]]
+    assert any(k.startswith("h0/") for k in keys) and any(k.startswith("h1/") for k in keys)
+    assert cap["io"]["events"] == 25_000
+    code, tl = get("/timeline", run=RUN, host="__all__", width=300)
+    assert code == 200 and tl["items"]["start"]
+    ev_lane = next(ln["key"] for ln in cap["lanes"] if ln["key"].startswith("h1/io."))
+    code, ev = get("/event", run=RUN, host="__all__", lane=ev_lane, index=0)
+    assert code == 200 and ev["host"] == "worker1"
+
+
+# --------------------------------------------------------------------------- tables and charts
+
+
+def test_files_table_posix_and_stdio(client):
+    _, get = client
+    code, f = get("/files", run=RUN, host="worker0")
+    assert code == 200
+    assert f["rows"] == len(f["path"]) == len(f["module"]) == len(f["values"])
+    assert set(f["module"]) == {"POSIX", "STDIO"}
+    assert HOSTILE_NAME in f["path"]
+    i = f["path"].index("/ckpt/model.ckpt-1.data")
+    assert f["columns"]["bytes_written"][i] > 0 and f["columns"]["writes"][i] > 0
+    j = f["module"].index("STDIO")
+    assert f["columns"]["bytes_read"][j] == 4096
+    assert "POSIX_SIZE_READ_0_100" in f["counters"]
+    for col in ("bandwidth", "seq_pct", "traced_calls", "read_time"):
+        assert len(f["columns"][col]) == f["rows"]
+    assert sum(f["columns"]["traced_calls"][k] for k in range(f["rows"]) if f["module"][k] == "POSIX") == 20_000
+
+
+def test_histograms_from_counters(client):
+    _, get = client
+    code, h = get("/histograms", run=RUN, host="worker0")
+    assert code == 200 and h["source"] == "counters"
+    code, f = get("/files", run=RUN, host="worker0")
+    reads = sum(f["columns"]["reads"][k] for k in range(f["rows"]) if f["module"][k] == "POSIX")
+    assert sum(h["read"]) == reads
+    assert h["pattern"]["reads"] == reads
+    code, one = get("/histograms", run=RUN, host="worker0", path="/ckpt/model.ckpt-1.data")
+    assert sum(one["read"]) == 0 and sum(one["write"]) > 0
+    assert set(one["ops"]) == {"write"}
+
+
+def test_bandwidth_adds_up(client):
+    _, get = client
+    code, bw = get("/bandwidth", run=RUN, host="worker0", bins=137)
+    assert code == 200 and bw["bins"] == 137 and len(bw["read_bps"]) == 137
+    secs = bw["bin_ns"] / 1e9
+    assert sum(bw["read_bps"]) * secs == pytest.approx(bw["total_read"], rel=1e-6)
+    assert sum(bw["write_bps"]) * secs == pytest.approx(bw["total_write"], rel=1e-6)
+    code, f = get("/files", run=RUN, host="worker0")
+    posix = [k for k in range(f["rows"]) if f["module"][k] == "POSIX"]
+    assert bw["total_read"] == sum(f["columns"]["bytes_read"][k] for k in posix)
+    lo, hi = bw["start"], bw["end"]
+    code, half = get("/bandwidth", run=RUN, host="worker0", bins=50, start=lo, end=(lo + hi) / 2)
+    assert 0 < half["total_read"] < bw["total_read"]
+
+
+def test_steps_with_and_without_markers(client):
+    _, get = client
+    code, s = get("/steps", run=RUN, host="worker0")
+    assert code == 200 and s["has_steps"] and s["steps"]
+    st = s["steps"][0]
+    assert st["calls"] > 0 and st["bytes_read"] > 0 and 0 <= st["input_wait_pct"] <= 100
+
+
+def test_steps_fallback_windows(tmp_path):
+    from tb_iotrace.plugin import queries
+    from tb_iotrace.plugin.model import load_capture
+    src = make_logdir(tmp_path, GPU, n_events=1000)
+    cap = load_capture(str(src), "h")
+    cap.steps = []
+    s = queries.steps_impl(queries.make_view("r", [("h", cap)]), windows=10)
+    assert not s["has_steps"] and "No step markers" in s["message"]
+    assert len(s["steps"]) == 10 and sum(x["calls"] for x in s["steps"]) == 1000
+
+
+def test_findings_empty_state(client):
+    _, get = client
+    code, f = get("/findings", run=RUN, host="worker0")
+    assert code == 200 and f["findings"] == [] and f["message"]
+
+
+# --------------------------------------------------------------------------- event details
+
+
+def test_event_details_io_and_host(client):
+    _, get = client
+    code, ev = get("/event", run=RUN, host="worker0", lane="io.t4001", index=10)
+    assert code == 200
+    for k in ("call", "file", "offset", "bytes", "dur", "errno", "fd", "host_op", "step"):
+        assert k in ev
+    assert ev["dur"] > 0
+    code, cap = get("/capture", run=RUN, host="worker0")
+    host = next(ln for ln in cap["lanes"] if ln["group"] == "host")
+    code, hev = get("/event", run=RUN, host="worker0", lane=host["key"], index=0)
+    assert code == 200 and hev["name"] and isinstance(hev["stats"], dict)
+    code, _ = get("/event", run=RUN, host="worker0", lane="io.t4001", index=10**9)
+    assert code == 404
+    code, _ = get("/event", run=RUN, host="worker0", lane="nolane", index=0)
+    assert code == 404
+    code, _ = get("/event", run=RUN, host="worker0", lane="io.t4001")
+    assert code == 400
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def test_cache_reloads_when_the_file_changes(tmp_path):
+    path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=300)
+    plugin, get = make_client(tmp_path)
+    code, a = get("/capture", run="r", host="h")
+    assert a["io"]["events"] == 300
+    cap1 = plugin.index.capture(str(path), "h")
+    assert plugin.index.capture(str(path), "h") is cap1  # cached
+    make_logdir(tmp_path, GPU, run="r", host="h", n_events=500, seed=3)
+    code, b = get("/capture", run="r", host="h")
+    assert b["io"]["events"] == 500
+
+
+# --------------------------------------------------------------------------- real TensorFlow
+
+
+@pytest.mark.tf
+def test_real_tf_capture(tf_logdir):
+    _, get = make_client(tf_logdir / "logs")
+    code, runs = get("/runs")
+    assert len(runs["runs"]) == 1
+    run = runs["runs"][0]["run"]
+    host = runs["runs"][0]["hosts"][0]
+    code, cap = get("/capture", run=run, host=host)
+    assert code == 200 and cap["io"]["has_io"] and cap["io"]["events"] > 0
+    io = [ln for ln in cap["lanes"] if ln["group"] == "io"]
+    assert io and io[0].get("host_lane"), "the I/O thread is matched to its TF host line"
+    code, f = get("/files", run=run, host=host)
+    data = str(tf_logdir / "data.bin")
+    assert data in f["path"]
+    i = f["path"].index(data)
+    assert f["columns"]["bytes_read"][i] == 200_000
+    lane = io[0]["key"]
+    z = _tf_reads(get, run, host, cap, lane)
+    code, ev = get("/event", run=run, host=host, lane=lane, index=z)
+    assert ev["file"] == data and ev["call"] in ("read", "read64", "__read_chk") and ev["bytes"] > 0
+    assert ev["host_op"] and ev["host_op"]["name"] == "read_region"
+
+
+def _tf_reads(get, run, host, cap, lane):
+    lo, hi = cap["extent"]
+    code, tl = get("/timeline", run=run, host=host, width=100000, start=lo, end=hi, lanes=lane)
+    it = tl["items"]
+    for k in range(len(it["start"])):
+        if tl["names"][it["name"][k]] == "read" and it["bytes"][k] > 0 and it["count"][k] == 1:
+            return it["index"][k]
+    raise AssertionError("no read call in the I/O lane")
+
+
+# --------------------------------------------------------------------------- memory
+
+
+MEM_SCRIPT = textwrap.dedent("""
+    import json, os, sys, tracemalloc
+    from tb_iotrace.plugin.model import load_capture
+    from tb_iotrace.plugin import queries
+    def rss():
+        with open("/proc/self/status") as f:
+            d = dict(l.split(":", 1) for l in f if ":" in l)
+        return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
+    path = sys.argv[1]
+    base, _ = rss()
+    tracemalloc.start()
+    cap = load_capture(path, "h")
+    view = queries.make_view("r", [("h", cap)])
+    queries.timeline_impl(view, None, None, 1500)
+    queries.bandwidth_impl(view, None, None, 500)
+    cur, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    now, hwm = rss()
+    print(json.dumps({"size": os.path.getsize(path), "peak": peak, "cur": cur, "rss_delta": now - base,
+                      "hwm_delta": hwm - base}))
+""")
+
+
+@pytest.mark.parametrize("n_events", [0, 200_000])
+def test_memory_at_most_5x_file_size(tmp_path, n_events):
+    if n_events:
+        path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=n_events, hostile=False)
+    else:
+        path = tmp_path / "gpu.xplane.pb"
+        shutil.copyfile(GPU, path)
+    r = subprocess.run([PY, "-c", MEM_SCRIPT, str(path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    # Python + numpy allocations (tracemalloc) at their peak, and the process's resident
+    # memory growth (includes protobuf's C arenas for the metadata and the mapped file).
+    assert m["peak"] < 5 * m["size"], m
+    assert m["rss_delta"] < 5 * m["size"] + 16 * 2**20, m
+    assert m["hwm_delta"] < 5 * m["size"] + 16 * 2**20, m
