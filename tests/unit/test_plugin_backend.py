@@ -490,27 +490,29 @@ def test_real_tf_capture(tf_logdir):
     code, cap = get("/capture", run=run, host=host)
     assert code == 200 and cap["io"]["has_io"] and cap["io"]["events"] > 0
     io = [ln for ln in cap["lanes"] if ln["group"] == "io"]
-    assert io and io[0].get("host_lane"), "the I/O thread is matched to its TF host line"
+    assert any(ln.get("host_lane") for ln in io), "the I/O thread is matched to its TF host line"
     code, f = get("/files", run=run, host=host)
     data = str(tf_logdir / "data.bin")
     assert data in f["path"]
     i = f["path"].index(data)
     assert f["columns"]["bytes_read"][i] == 200_000
-    lane = io[0]["key"]
-    z = _tf_reads(get, run, host, cap, lane)
-    code, ev = get("/event", run=run, host=host, lane=lane, index=z)
+    lane, index = _tf_read(get, run, host, cap, io, data)
+    code, ev = get("/event", run=run, host=host, lane=lane, index=index)
     assert ev["file"] == data and ev["call"] in ("read", "read64", "__read_chk") and ev["bytes"] > 0
     assert ev["host_op"] and ev["host_op"]["name"] == "read_region"
 
 
-def _tf_reads(get, run, host, cap, lane):
+def _tf_read(get, run, host, cap, io_lanes, data):
+    """(lane key, event index) of a read of ``data`` with bytes, on any I/O lane."""
     lo, hi = cap["extent"]
-    code, tl = get("/timeline", run=run, host=host, width=100000, start=lo, end=hi, lanes=lane)
-    it = tl["items"]
-    for k in range(len(it["start"])):
-        if tl["names"][it["name"][k]] == "read" and it["bytes"][k] > 0 and it["count"][k] == 1:
-            return it["index"][k]
-    raise AssertionError("no read call in the I/O lane")
+    for lane in io_lanes:
+        code, tl = get("/timeline", run=run, host=host, width=8192, start=lo, end=hi, lanes=lane["key"])
+        it = tl["items"]
+        for k in range(len(it["start"])):
+            if (tl["names"][it["name"][k]] == "read" and it["bytes"][k] > 0 and it["count"][k] == 1
+                    and it["file"][k] >= 0 and tl["files"][it["file"][k]] == data):
+                return lane["key"], it["index"][k]
+    raise AssertionError("no read of the data file in any I/O lane")
 
 
 # --------------------------------------------------------------------------- memory
