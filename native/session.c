@@ -230,8 +230,7 @@ tbio_session *tbio_begin(void) {
     s->gen = atomic_fetch_add(&g_gen, 1) + 1;
     uint64_t cap = atomic_load(&g_trace_cap);
     atomic_store(&s->budget, cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cap);
-    s->t0_ticks = tbio_ticks();
-    s->t0_ns = tbio_realtime_ns();
+    tbio_clock_pair(&s->t0_ticks, &s->t0_ns);
     s->sec_per_tick = tbio_ns_per_tick() * 1e-9;
     atomic_store_explicit(&tbio_g_session, s, memory_order_release);
     pthread_mutex_unlock(&g_sess_mu);
@@ -246,8 +245,7 @@ tbio_session *tbio_end(void) {
         tbio_set_error("no capture is active");
         return NULL;
     }
-    s->t1_ticks = tbio_ticks();
-    s->t1_ns = tbio_realtime_ns();
+    tbio_clock_pair(&s->t1_ticks, &s->t1_ns);
     slow_fence();
     /* wait for wrappers still inside their accounting for this session */
     pthread_mutex_lock(&g_threads_mu);

@@ -39,6 +39,7 @@ TBIO_HIDDEN uint64_t tbio_ticks(void);
 TBIO_HIDDEN uint64_t tbio_realtime_ns(void);
 TBIO_HIDDEN void tbio_clock_init(void);
 TBIO_HIDDEN double tbio_ns_per_tick(void);
+TBIO_HIDDEN void tbio_clock_pair(uint64_t *ticks, uint64_t *ns);
 
 /* ---- file registry: (path, module) -> id, never freed ---- */
 enum { TBIO_POSIX = 0, TBIO_STDIO = 1 };

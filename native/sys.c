@@ -93,6 +93,24 @@ uint64_t tbio_ticks(void) {
 
 double tbio_ns_per_tick(void) { return g_ns_per_tick; }
 
+/* A (ticks, realtime ns) pair taken close together: the read of the clock is
+ * bracketed by two tick reads and the tightest of a few tries wins, so a
+ * preemption between the two reads cannot skew the pair. */
+void tbio_clock_pair(uint64_t *ticks, uint64_t *ns) {
+    uint64_t best_gap = UINT64_MAX;
+    for (int i = 0; i < 8; i++) {
+        uint64_t a = tbio_ticks();
+        uint64_t r = tbio_realtime_ns();
+        uint64_t b = tbio_ticks();
+        if (b - a < best_gap) {
+            best_gap = b - a;
+            *ticks = a + (b - a) / 2;
+            *ns = r;
+        }
+        if (g_use_tsc != 1) break;   /* ticks are the realtime clock itself */
+    }
+}
+
 static int tsc_is_invariant(void) {
 #if defined(__x86_64__) || defined(__i386__)
     size_t len = 0;
@@ -118,14 +136,13 @@ void tbio_clock_init(void) {
         return;
     }
     g_use_tsc = 1;
-    /* Two (ticks, realtime) pairs 5 ms apart; sessions refine with their own
-     * begin/end pairs when they last long enough. */
-    uint64_t a_t = tbio_ticks(), a_ns = tbio_realtime_ns();
-    uint64_t b_t, b_ns;
+    /* Two tight (ticks, realtime) pairs 10 ms apart; sessions refine with
+     * their own begin/end pairs when they last long enough. */
+    uint64_t a_t, a_ns, b_t, b_ns;
+    tbio_clock_pair(&a_t, &a_ns);
     do {
-        b_t = tbio_ticks();
-        b_ns = tbio_realtime_ns();
-    } while (b_ns - a_ns < 5000000u);
+        tbio_clock_pair(&b_t, &b_ns);
+    } while (b_ns - a_ns < 10000000u);
     g_ns_per_tick = (double)(b_ns - a_ns) / (double)(b_t - a_t);
     if (!(g_ns_per_tick > 0.0)) {
         g_use_tsc = 0;
