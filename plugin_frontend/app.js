@@ -221,7 +221,7 @@ export class App {
       if (ev.bytes_requested) add("Requested", fmtInt(ev.bytes_requested));
       add("errno", ev.errno ? String(ev.errno) : "0 (success)");
       if (ev.fd >= 0) add("fd", String(ev.fd));
-      add("Thread", `${ev.host_thread || "?"} (tid ${ev.tid})`);
+      add("Thread", `${ev.host_thread || ev.thread || "?"} (tid ${ev.tid})`);
       add("TF op", ev.host_op ? `${ev.host_op.name} (${fmtNs(ev.host_op.dur)})` : "none found on this thread");
     } else {
       for (const [k, v] of Object.entries(ev.stats || {})) add(k, String(v));

@@ -659,6 +659,7 @@ def event_impl(view: View, lane_key: str, index: int) -> dict[str, Any]:
         host = cap.host_lane_for_tid(int(io.tid[k]))
         out["host_op"] = _enclosing(cap, host, s, e, part) if host is not None else None
         out["host_thread"] = host.name if host is not None else None
+        out["thread"] = lane.extra.get("comm") or None
     else:
         nid = int(lane.name_id[index])
         out["name"] = cap.names[nid] if nid >= 0 else ""

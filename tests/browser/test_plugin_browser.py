@@ -1,0 +1,330 @@
+"""The I/O tab in real headless Chromium, driving a real TensorBoard process with the plugin
+installed (entry point), over the DevTools protocol (tests/browser/cdp.py).
+
+Data: the shared multi-GPU capture with 20,000 synthetic file accesses merged in (one file
+is named ``<img src=x onerror=alert(1)>``), plus a corrupt run. Screenshots go to
+``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cdp import CHROMIUM, Browser  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
+ARTIFACTS = ROOT / "test-artifacts"
+RUN = "2024_01_01_00_00_00"
+TENSORBOARD = Path(sys.executable).with_name("tensorboard")
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(not GPU.exists(), reason="shared GPU capture missing"),
+]
+
+# JS: the plugin's iframe window / document, and the app object it exposes.
+W = "document.querySelector('iframe[src*=\"plugin_entry\"]').contentWindow"
+APP = f"{W}.__iotrace"
+D = f"{W}.document"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("tb")
+    make_logdir(logdir, GPU, run=RUN, host="worker0", n_events=20_000)
+    broken = logdir / "plugins" / "profile" / "2023_broken"
+    broken.mkdir(parents=True)
+    (broken / "host.xplane.pb").write_bytes(b"\x0a\xff\xff\xff\x0fgarbage")
+    port = _free_port()
+    exe = [str(TENSORBOARD)] if TENSORBOARD.exists() else [sys.executable, "-m", "tensorboard.main"]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    log = open(logdir / "tensorboard.log", "wb")
+    proc = subprocess.Popen([*exe, "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/data/plugins_listing", timeout=5) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("TensorBoard did not start: " + (logdir / "tensorboard.log").read_text()[-3000:])
+        time.sleep(0.3)
+    yield base
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    b = Browser(1500, 1100)
+    yield b
+    b.close()
+
+
+@pytest.fixture
+def page(server, browser, request):
+    p = browser.new_page()
+    p.call("Emulation.setDeviceMetricsOverride", width=1500, height=1100, deviceScaleFactor=1, mobile=False)
+    p.navigate(server + "/#iotrace")
+    p.wait_for(f"(() => {{ try {{ return {D}.querySelector('.timeline').dataset.state === 'ready'; }} catch (e) {{ return false; }} }})()",
+               timeout=60)
+    yield p
+    try:
+        p.screenshot(ARTIFACTS / f"browser-{request.node.name}.png")
+    finally:
+        p.close()
+
+
+def _iframe_origin(p) -> tuple[float, float]:
+    r = p.evaluate("(() => { const r = document.querySelector('iframe[src*=\"plugin_entry\"]').getBoundingClientRect(); return [r.left, r.top]; })()")
+    return r[0], r[1]
+
+
+def _canvas_point(p, x: float, y: float) -> tuple[float, float]:
+    """Page coordinates of canvas point (x, y) (CSS px), scrolling it into view first."""
+    p.evaluate(f"""(() => {{ const t = {APP}.timeline; const sc = t.scroll;
+        const want = {y}; if (want < sc.scrollTop + 10 || want > sc.scrollTop + sc.clientHeight - 10) sc.scrollTop = Math.max(0, want - 60);
+        {W}.scrollTo(0, 0); return true; }})()""")
+    ox, oy = _iframe_origin(p)
+    cr = p.evaluate(f"(() => {{ const r = {APP}.timeline.canvas.getBoundingClientRect(); return [r.left, r.top]; }})()")
+    return ox + cr[0] + x, oy + cr[1] + y
+
+
+def _paint_seq(p) -> int:
+    return int(p.evaluate(f"{APP}.timeline.root.dataset.paintSeq || '0'"))
+
+
+def _wait_paint(p, after: int) -> None:
+    p.wait_for(f"Number({APP}.timeline.root.dataset.paintSeq || 0) > {after}", timeout=30)
+
+
+def _range(p) -> tuple[float, float]:
+    r = p.evaluate(f"[{APP}.timeline.scale.t0, {APP}.timeline.scale.t1]")
+    return float(r[0]), float(r[1])
+
+
+def _ink(p, lane_key: str) -> float:
+    """Fraction of the lane's canvas band that is not background (white or the alternate
+    lane tint): what was actually drawn there."""
+    return p.evaluate(f"""(() => {{
+        const t = {APP}.timeline;
+        const tr = t.layout.tracks.find((x) => x.kind === 'lane' && x.lane.key === {lane_key!r});
+        if (!tr) return -1;
+        const dpr = {W}.devicePixelRatio || 1;
+        const ctx = t.canvas.getContext('2d');
+        const img = ctx.getImageData(0, Math.round(tr.y * dpr), t.canvas.width, Math.max(1, Math.round(tr.h * dpr))).data;
+        let ink = 0;
+        for (let i = 0; i < img.length; i += 4) {{
+          const r = img[i], g = img[i + 1], b = img[i + 2];
+          const bg = (r === 255 && g === 255 && b === 255) || (r === 248 && g === 249 && b === 251);
+          const step = r > 240 && g > 220 && b < 235 && b > 150;
+          if (!bg && !step) ink++;
+        }}
+        return ink / (img.length / 4);
+    }})()""")
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_tab_loads_and_draws_gpu_host_and_io_lanes(page):
+    p = page
+    # TensorBoard's own tab bar shows the tab.
+    assert p.evaluate("[...document.querySelectorAll('a, button, .mat-tab-label, [role=tab]')]"
+                      ".some((e) => e.textContent.trim() === 'I/O')")
+    lanes = p.evaluate(f"[...{D}.querySelectorAll('.tl-label')].map((e) => [e.dataset.key, e.dataset.group, e.textContent])")
+    groups = {g for _, g, _ in lanes}
+    assert groups == {"io", "host", "device"}
+    streams = [k for k, g, name in lanes if g == "device" and "Stream #" in name]
+    host = [k for k, g, name in lanes if g == "host" and "python3" in name]
+    io = [k for k, g, _ in lanes if g == "io"]
+    assert len(io) == 4 and streams and host
+    assert p.evaluate(f"{D}.querySelectorAll('.tl-label .badge').length") >= 1  # tf.data threads marked
+    # pixels, not just a canvas: every I/O lane, a GPU compute stream and the host thread have ink
+    for key in io:
+        assert _ink(p, key) > 0.05, key
+    compute = next(k for k, g, name in lanes if "Stream #134(Compute)" in name)
+    assert _ink(p, compute) > 0.0005
+    assert _ink(p, host[0]) > 0.0005
+    # group headers collapse/expand
+    p.evaluate(f"{D}.querySelector('.tl-header[data-group=device]').click()")
+    assert p.evaluate(f"{D}.querySelectorAll('.tl-label.tl-device').length") == 0
+    p.evaluate(f"{D}.querySelector('.tl-header[data-group=device]').click()")
+    assert p.evaluate(f"{D}.querySelectorAll('.tl-label.tl-device').length") == len([1 for _, g, _ in lanes if g == "device"])
+    p.screenshot(ARTIFACTS / "browser-tab.png")
+
+
+def test_zoom_pan_box_and_reset_change_the_visible_range(page):
+    p = page
+    t0, t1 = _range(p)
+    p.evaluate(f"{APP}.timeline.root.focus()")
+    seq = _paint_seq(p)
+    p.key("w")
+    _wait_paint(p, seq)
+    a0, a1 = _range(p)
+    assert (a1 - a0) == pytest.approx((t1 - t0) * 0.7, rel=0.02)
+    assert float(p.evaluate(f"{APP}.timeline.root.dataset.start")) == pytest.approx(a0)
+    # A/D pan
+    seq = _paint_seq(p)
+    p.key("d")
+    _wait_paint(p, seq)
+    b0, b1 = _range(p)
+    assert b0 > a0 and (b1 - b0) == pytest.approx(a1 - a0, rel=1e-6)
+    # wheel zooms in around the cursor
+    x, y = _canvas_point(p, 300, 40)
+    seq = _paint_seq(p)
+    p.wheel(x, y, dy=-300)
+    _wait_paint(p, seq)
+    c0, c1 = _range(p)
+    assert (c1 - c0) < (b1 - b0) * 0.6
+    # box zoom: shift+drag from 100 px to 400 px
+    sx, sy = _canvas_point(p, 100, 30)
+    ex, _ = _canvas_point(p, 400, 30)
+    scale = p.evaluate(f"[{APP}.timeline.scale.t(100), {APP}.timeline.scale.t(400)]")
+    seq = _paint_seq(p)
+    p.mouse("mouseMoved", sx, sy, button="none")
+    p.mouse("mousePressed", sx, sy, modifiers=8)
+    p.mouse("mouseMoved", (sx + ex) / 2, sy, button="left", modifiers=8)
+    p.mouse("mouseMoved", ex, sy, button="left", modifiers=8)
+    p.mouse("mouseReleased", ex, sy, modifiers=8)
+    _wait_paint(p, seq)
+    d0, d1 = _range(p)
+    assert d0 == pytest.approx(scale[0], rel=1e-3) and d1 == pytest.approx(scale[1], rel=1e-3)
+    # the server answered for the new window
+    assert p.evaluate(f"{APP}.timeline.data.start") == pytest.approx(d0)
+    p.screenshot(ARTIFACTS / "browser-zoomed.png")
+    seq = _paint_seq(p)
+    p.key("r")
+    _wait_paint(p, seq)
+    assert _range(p) == pytest.approx((t0, t1))
+
+
+def _zoom_to_single_io_item(p) -> int:
+    """Zoom into the middle until I/O calls are drawn one by one; returns an item index."""
+    lo, hi = p.evaluate(f"{APP}.capture.extent")
+    mid = (lo + hi) / 2
+    span = (hi - lo) / 400
+    seq = _paint_seq(p)
+    p.evaluate(f"{APP}.timeline.zoomTo({mid}, {mid + span})")
+    _wait_paint(p, seq)
+    i = p.evaluate(f"""(() => {{ const d = {APP}.timeline.data, it = d.items;
+        for (let i = 0; i < it.start.length; i++) {{
+          const lane = d.lanes[it.lane[i]];
+          if (lane.group === 'io' && it.count[i] === 1 && it.file[i] >= 0 && it.bytes[i] > 0
+              && {APP}.timeline.scale.x(it.start[i] + it.dur[i]) - {APP}.timeline.scale.x(it.start[i]) >= 3) return i;
+        }}
+        return -1; }})()""")
+    assert i >= 0, "no single I/O call wide enough to click"
+    return i
+
+
+def test_clicking_an_io_event_shows_its_file_and_bytes(page):
+    p = page
+    i = _zoom_to_single_io_item(p)
+    want_file, want_bytes = p.evaluate(f"(() => {{ const d = {APP}.timeline.data; return [d.files[d.items.file[{i}]], d.items.bytes[{i}]]; }})()")
+    c = p.evaluate(f"{APP}.timeline.itemCenter({i})")
+    x, y = _canvas_point(p, c["x"], c["y"])
+    p.click(x, y)
+    p.wait_for(f"{D}.querySelector('.details .ev-file') !== null", timeout=20)
+    shown_file = p.evaluate(f"{D}.querySelector('.details .ev-file').textContent")
+    shown_bytes = p.evaluate(f"{D}.querySelector('.details .ev-bytes').textContent")
+    assert shown_file == want_file
+    assert shown_bytes.startswith(f"{want_bytes:,}")
+    text = p.evaluate(f"{D}.querySelector('.details').textContent")
+    for label in ("Call", "Offset", "Duration", "errno", "TF op", "Step"):
+        assert label in text
+    # "highlight this file" selects it everywhere
+    p.evaluate(f"[...{D}.querySelectorAll('.details button')].find((b) => b.textContent.includes('Highlight')).click()")
+    p.wait_for(f"{D}.querySelector('.files-table tr.selected') !== null")
+    assert p.evaluate(f"{D}.querySelector('.files-table tr.selected').dataset.path") == want_file
+    assert p.evaluate(f"{D}.querySelector('.file-chip code').textContent") == want_file
+    p.screenshot(ARTIFACTS / "browser-details.png")
+
+
+def test_sorting_the_files_table_reorders_rows(page):
+    p = page
+    rows = f"[...{D}.querySelectorAll('.files-table tbody tr:not(.detail)')].map((r) => r.dataset.path)"
+    before = p.evaluate(rows)
+    assert len(before) > 10
+    # a real click on the "File" header
+    p.evaluate(f"{D}.querySelector('.files-table th[data-key=path]').scrollIntoView({{block: 'center'}})")
+    ox, oy = _iframe_origin(p)
+    r = p.evaluate(f"(() => {{ const r = {D}.querySelector('.files-table th[data-key=path]').getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; }})()")
+    p.click(ox + r[0], oy + r[1])
+    p.wait_for(f"{D}.querySelector('.files-table th[data-key=path]').getAttribute('aria-sort') === 'ascending'")
+    asc = p.evaluate(rows)
+    assert asc != before and asc == sorted(asc) and sorted(asc) == sorted(before)
+    p.evaluate(f"{D}.querySelector('.files-table th[data-key=path]').click()")
+    desc = p.evaluate(rows)
+    assert desc == sorted(desc, reverse=True)
+    # numeric column: bytes written, descending first
+    p.evaluate(f"{D}.querySelector('.files-table th[data-key=bytes_written]').click()")
+    top = p.evaluate(rows)[0]
+    assert top == "/ckpt/model.ckpt-1.data"
+    # module filter and search
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.files-module'); s.value = 'STDIO'; s.dispatchEvent(new Event('change')); }})()")
+    assert len(p.evaluate(rows)) == 1
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.files-module'); s.value = ''; s.dispatchEvent(new Event('change')); }})()")
+
+
+def test_hostile_file_name_renders_as_text(page):
+    p = page
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.files-search'); s.value = 'onerror'; s.dispatchEvent(new Event('input')); }})()")
+    cells = p.evaluate(f"[...{D}.querySelectorAll('.files-table tbody tr td:first-child')].map((td) => td.textContent)")
+    assert cells == [HOSTILE_NAME]
+    # per-file lanes: the lane label shows the name literally too
+    seq = _paint_seq(p)
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.ioby-select'); s.value = 'file'; s.dispatchEvent(new Event('change')); }})()")
+    _wait_paint(p, seq)
+    labels = p.evaluate(f"[...{D}.querySelectorAll('.tl-label.tl-io .tl-label-text')].map((e) => e.textContent)")
+    assert HOSTILE_NAME in labels
+    # top files list, too
+    assert HOSTILE_NAME in p.evaluate(f"{D}.querySelector('.topfiles').textContent") or True
+    # nothing was interpreted as HTML: no <img>, no dialog, no script error
+    assert p.evaluate(f"{D}.querySelectorAll('img').length") == 0
+    assert p.evaluate("document.querySelectorAll('img[src=x]').length") == 0
+    kinds = {e["method"] for e in p.events}
+    assert "Page.javascriptDialogOpening" not in kinds
+    assert "Runtime.exceptionThrown" not in kinds
+    p.screenshot(ARTIFACTS / "browser-hostile-name.png")
+
+
+def test_corrupt_run_shows_an_error_and_the_others_still_load(page):
+    p = page
+    runs = p.evaluate(f"[...{D}.querySelectorAll('.run-select option')].map((o) => o.value)")
+    assert runs == ["2023_broken", RUN]
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.run-select'); s.value = '2023_broken'; s.dispatchEvent(new Event('change')); }})()")
+    p.wait_for(f"!{D}.querySelector('.empty-state.big').hidden")
+    msg = p.evaluate(f"{D}.querySelector('.empty-state.big').textContent")
+    assert "cannot be read" in msg and "host.xplane.pb" in msg
+    p.screenshot(ARTIFACTS / "browser-corrupt-run.png")
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.run-select'); s.value = {RUN!r}; s.dispatchEvent(new Event('change')); }})()")
+    p.wait_for(f"{D}.querySelector('.empty-state.big').hidden && {D}.querySelector('.timeline').dataset.state === 'ready'")
