@@ -11,6 +11,8 @@ ROOT=$(pwd)
 job=${1:-help}
 
 log() { printf '[dev.sh] %s\n' "$*" >&2; }
+# pip, minus the noise of this machine's pip.conf (find-links that do not exist)
+pipq() { "$@" 2>&1 | { grep -v -e '^WARNING: Location' -e 'BuildBackendWarning' -e 'warnings.warn' || true; }; }
 
 apt_install() {
     local missing=()
@@ -37,12 +39,12 @@ setup() {
         log "creating venv $VENV"
         rm -rf "$VENV"
         "$py" -m venv "$VENV"
-        "$VENV/bin/pip" install -q --upgrade pip
-        "$VENV/bin/pip" install -q -r requirements-dev.txt
+        pipq "$VENV/bin/pip" install -q --upgrade pip
+        pipq "$VENV/bin/pip" install -q -r requirements-dev.txt
         touch "$VENV/.ready"
     fi
     log "building the native shim"
-    "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e . 2>&1 | grep -v -e "^WARNING: Location" -e "BuildBackendWarning" -e "warnings.warn" || true
+    pipq "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e .
     "$VENV/bin/python" -c 'import tb_iotrace._native' || { log "native build failed"; exit 1; }
     export PATH="$VENV/bin:$PATH"
 }
