@@ -29,11 +29,19 @@ export function ioColor(op, err) {
   return COLORS.meta;
 }
 
-/** Color of item i. */
+/** Color of item i (colors cached per name and group on the response). */
 export function itemColor(data, i, lane) {
-  const name = data.names[data.items.name[i]] || "";
-  if (lane.group === "io") return ioColor(name, data.items.err[i]);
-  return hashColor(name);
+  const io = lane.group === "io";
+  if (io && data.items.err[i]) return COLORS.error;
+  const cache = data._colors || (data._colors = new Map());
+  const key = (io ? 1 : 0) + 2 * data.items.name[i];
+  let c = cache.get(key);
+  if (c === undefined) {
+    const name = data.names[data.items.name[i]] || "";
+    c = io ? ioColor(name, 0) : hashColor(name);
+    cache.set(key, c);
+  }
+  return c;
 }
 
 /**
@@ -79,6 +87,9 @@ export function drawTimeline(ctx, layout, data, scale, steps, opts = {}) {
   ctx.font = "11px system-ui, sans-serif";
   ctx.textBaseline = "middle";
   const labels = [];
+  let lastColor = null;
+  let lastAlpha = 1;
+  ctx.globalAlpha = 1;
   for (let i = 0; i < n; i++) {
     const t = layout.laneTrack.get(it.lane[i]);
     if (!t) continue;
@@ -96,8 +107,8 @@ export function drawTimeline(ctx, layout, data, scale, steps, opts = {}) {
       if (it.file[i] === selFile && selFile >= 0) color = COLORS.highlight;
       else alpha = 0.18;
     }
-    ctx.globalAlpha = alpha;
-    ctx.fillStyle = color;
+    if (alpha !== lastAlpha) { ctx.globalAlpha = alpha; lastAlpha = alpha; }
+    if (color !== lastColor) { ctx.fillStyle = color; lastColor = color; }
     ctx.fillRect(x0, y + 1, w, ROW_H - 2);
     drawn++;
     if (w > 48 && it.count[i] === 1) labels.push([i, x0, y, w]);

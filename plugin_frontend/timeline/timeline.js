@@ -13,7 +13,7 @@
 
 import { el, clear, fmtBytes, fmtNs, fmtInt } from "../dom.js";
 import { TimeScale } from "./coords.js";
-import { buildTracks, itemAt, itemsByLane, LANE_PAD, ROW_H } from "./tracks.js";
+import { buildTracks, decodeTimeline, itemAt, itemsByLane, LANE_PAD, ROW_H } from "./tracks.js";
 import { drawAxis, drawBandwidth, drawTimeline } from "./draw.js";
 
 export const LABEL_W = 250;
@@ -156,7 +156,7 @@ export class Timeline {
     if (!this.capture) return;
     const [lo, hi] = this.capture.extent;
     const pad = (hi - lo) * 0.01;
-    this.setScale(new TimeScale(lo - pad, hi + pad, this._plotWidth()));
+    this.setScale(new TimeScale(lo - pad, hi + pad, this._plotWidth()), true);
   }
 
   setScale(scale, immediate = false) {
@@ -167,15 +167,17 @@ export class Timeline {
     this._request(immediate);
   }
 
-  zoomBy(factor, x = null) {
-    this.setScale(this.scale.zoom(factor, x ?? this.scale.width / 2, this.bounds));
+  // `immediate`: discrete actions (keys, buttons, box zoom) fetch at once; continuous
+  // ones (wheel, drag) coalesce for a frame.
+  zoomBy(factor, x = null, immediate = true) {
+    this.setScale(this.scale.zoom(factor, x ?? this.scale.width / 2, this.bounds), immediate);
   }
 
-  panBy(dx) { this.setScale(this.scale.pan(dx, this.bounds)); }
+  panBy(dx, immediate = true) { this.setScale(this.scale.pan(dx, this.bounds), immediate); }
 
   zoomTo(t0, t1) {
     if (!(t1 > t0)) return;
-    this.setScale(this.scale.clamp(new TimeScale(t0, t1, this.scale.width), this.bounds));
+    this.setScale(this.scale.clamp(new TimeScale(t0, t1, this.scale.width), this.bounds), true);
   }
 
   toggleBox() {
@@ -187,7 +189,7 @@ export class Timeline {
   _request(immediate) {
     clearTimeout(this._timer);
     const go = () => this._fetch();
-    if (immediate) go(); else this._timer = setTimeout(go, 25);
+    if (immediate) go(); else this._timer = setTimeout(go, 16);
   }
 
   async _fetch() {
@@ -201,14 +203,19 @@ export class Timeline {
     this.root.dataset.state = this.data ? "ready" : "loading";
     this.root.classList.add("busy");
     try {
+      const t0 = performance.now();
       const data = await this.load(scale, [...this.collapsed], ctl.signal);
       if (seq !== this.seq) return;
-      this.data = data;
+      const t1 = performance.now();
+      this.data = decodeTimeline(data);
       this.byLane = itemsByLane(data.items);
       this.root.classList.remove("busy");
       this.draw();
       this.paintSeq++;
-      const latency = performance.now() - started;
+      const t2 = performance.now();
+      const latency = t2 - started;
+      this.root.dataset.lastFetchMs = (t1 - t0).toFixed(1);
+      this.root.dataset.lastDrawMs = (t2 - t1).toFixed(1);
       this.root.dataset.lastLatencyMs = latency.toFixed(1);
       this.root.dataset.paintSeq = String(this.paintSeq);
       this.root.dataset.state = "ready";
@@ -274,9 +281,9 @@ export class Timeline {
       ev.preventDefault();
       const { x } = this._local(ev);
       if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
-        this.panBy((ev.deltaX || ev.deltaY) * 1.0);
+        this.panBy((ev.deltaX || ev.deltaY) * 1.0, false);
       } else {
-        this.zoomBy(Math.exp(ev.deltaY * 0.0025), x);
+        this.zoomBy(Math.exp(ev.deltaY * 0.0025), x, false);
       }
     }, { passive: false });
     c.addEventListener("mousedown", (ev) => {
@@ -297,7 +304,7 @@ export class Timeline {
         Object.assign(this.boxEl.style, { left: `${a}px`, width: `${b - a}px`, top: "0px", height: `${this.layout.height}px` });
         this.boxEl.hidden = !d.moved;
       } else if (d.moved) {
-        this.panBy(d.last - p.x);
+        this.panBy(d.last - p.x, false);
         d.last = p.x;
       }
     });

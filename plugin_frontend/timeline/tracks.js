@@ -89,3 +89,31 @@ export function itemAt(data, byLane, layout, scale, x, y, slop = 2) {
   }
   return best;
 }
+
+/**
+ * Expand a /timeline response in place into per-item typed arrays:
+ * items.lane/row (from segments), items.start/dur in ns (from units of q after t0).
+ */
+export function decodeTimeline(data) {
+  const it = data.items;
+  const n = it.start.length;
+  const lane = new Int32Array(n);
+  const row = new Int32Array(n);
+  let k = 0;
+  const seg = data.segments;
+  for (let s = 0; s < seg.length.length; s++) {
+    lane.fill(seg.lane[s], k, k + seg.length[s]);
+    row.fill(seg.row[s], k, k + seg.length[s]);
+    k += seg.length[s];
+  }
+  const start = new Float64Array(n);
+  const dur = new Float64Array(n);
+  const q = data.q;
+  const t0 = data.start;
+  for (let i = 0; i < n; i++) { start[i] = t0 + it.start[i] * q; dur[i] = it.dur[i] * q; }
+  it.lane = lane;
+  it.row = row;
+  it.start = start;
+  it.dur = dur;
+  return data;
+}

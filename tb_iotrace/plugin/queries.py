@@ -169,9 +169,12 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
       start, end, width, ns_per_px
       lanes: [{key, group, name, plane, rows, events, tf_data, ...}] in draw order
       names: string table; files: string table (file paths of I/O items)
-      items: lane (index into lanes), row, start, dur, name (index into names),
-             count (events merged), index (lane event index of the first event),
-             bytes (I/O: bytes moved), file (index into files, -1 none), err (errno)
+      q: the time unit of items.start/dur in ns (ns_per_px / 8)
+      segments: {lane, row, length}: runs of consecutive items on one lane row
+      items: start (t = start + items.start * q), dur (items.dur * q, rounded up),
+             name (index into names), count (events merged), index (lane event index of
+             the first event), bytes (I/O: bytes moved), file (index into files, -1 none),
+             err (errno)
     """
     io_by = _io_by(io_by)
     lo, hi = view.extent()
@@ -191,6 +194,7 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
     files: dict[str, int] = {}
     cols: dict[str, list] = {k: [] for k in ("lane", "row", "start", "dur", "name", "count",
                                              "index", "bytes", "file", "err")}
+    # (lane and row are one value per row window: kept as length-1 arrays, sent as segments)
     for li, (part, lane) in enumerate(all_lanes):
         out_lanes.append(_lane_json(part, lane, multi))
         if wanted is not None and (part.prefix + lane.key) not in wanted:
@@ -208,8 +212,8 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
             k = len(items)
             if k == 0:
                 continue
-            cols["lane"].append(np.full(k, li, dtype=np.int64))
-            cols["row"].append(np.full(k, r, dtype=np.int64))
+            cols["lane"].append(np.full(1, li, dtype=np.int64))
+            cols["row"].append(np.full(1, r, dtype=np.int64))
             cols["start"].append(items.start + part.offset)
             cols["dur"].append(items.end - items.start)
             cols["count"].append(items.count)
@@ -236,10 +240,26 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
                 cols["file"].append(np.full(k, -1, dtype=np.int64))
                 cols["err"].append(np.zeros(k, dtype=np.int64))
                 cols["name"].append(_intern(names, cap.names, nid))
-    items = {k: (np.concatenate(v).tolist() if v else []) for k, v in cols.items()}
+    # Compact encoding: times as integers in units of q = ns_per_px / 8 from t0 (an eighth
+    # of a pixel is all the canvas can show), lane/row as runs ("segments").
+    q = npp / 8.0
+    seg_lane = [int(a[0]) for a in cols["lane"]]
+    seg_row = [int(a[0]) for a in cols["row"]]
+    seg_len = [len(a) for a in cols["count"]]
+    if cols["start"]:
+        st = np.concatenate(cols["start"]).astype(np.float64)
+        du = np.concatenate(cols["dur"]).astype(np.float64)
+        start_q = np.round((st - t0) / q).astype(np.int64)
+        dur_q = np.ceil(du / q).astype(np.int64)
+    else:
+        start_q = dur_q = np.zeros(0, dtype=np.int64)
+    items = {"start": start_q.tolist(), "dur": dur_q.tolist()}
+    for k in ("name", "count", "index", "bytes", "file", "err"):
+        items[k] = np.concatenate(cols[k]).tolist() if cols[k] else []
     steps, _ = _steps(view)
-    return {"start": t0, "end": t1, "width": width, "ns_per_px": npp, "extent": [lo, hi],
-            "lanes": out_lanes, "names": list(names), "files": list(files), "items": items,
+    return {"start": t0, "end": t1, "width": width, "ns_per_px": npp, "q": q, "extent": [lo, hi],
+            "lanes": out_lanes, "names": list(names), "files": list(files),
+            "segments": {"lane": seg_lane, "row": seg_row, "length": seg_len}, "items": items,
             "steps": [s for s in steps if s["end"] >= t0 and s["start"] <= t1]}
 
 

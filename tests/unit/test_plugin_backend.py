@@ -296,10 +296,25 @@ def test_capture_summary(client):
     assert 0 < lo < hi
 
 
+def expand(body):
+    """Per-item lane/row and absolute start/dur (ns) from the compact /timeline answer."""
+    it = body["items"]
+    seg = body["segments"]
+    lane, row = [], []
+    for ln, r, k in zip(seg["lane"], seg["row"], seg["length"]):
+        lane += [ln] * k
+        row += [r] * k
+    q, t0 = body["q"], body["start"]
+    it["lane"], it["row"] = lane, row
+    it["start"] = [t0 + s * q for s in it["start"]]
+    it["dur"] = [d * q for d in it["dur"]]
+    return body
+
+
 def _timeline(get, **kw):
     code, body = get("/timeline", run=RUN, host="worker0", **kw)
     assert code == 200, body
-    return body
+    return expand(body)
 
 
 def test_timeline_lod_bounds_items_and_keeps_counts(client):
@@ -332,7 +347,8 @@ def test_timeline_zoom_returns_only_the_window(client):
     z = _timeline(get, width=800, start=t0, end=t1)
     it = z["items"]
     assert z["start"] == t0 and z["end"] == t1
-    assert all(s <= t1 and s + d >= t0 for s, d in zip(it["start"], it["dur"]))
+    q = z["q"]
+    assert all(s <= t1 + q and s + d >= t0 - q for s, d in zip(it["start"], it["dur"]))
     io = [i for i, ln in enumerate(z["lanes"]) if ln["group"] == "io"]
     singles = [k for k in range(len(it["start"])) if it["lane"][k] in io and it["count"][k] == 1]
     assert singles, "zoomed in, I/O calls are sent one by one"

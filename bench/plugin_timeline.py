@@ -1,0 +1,198 @@
+"""Benchmark of the I/O tab: the shared GPU capture plus 1,000,000 synthetic I/O events.
+
+Measures, with a real TensorBoard process and headless Chromium (Debian's chromium):
+
+- time to first timeline paint: opening the tab's iframe (``plugin_entry.html?name=iotrace``)
+  until the timeline is drawn with server data, cold (first open: the server decodes the
+  capture) and warm (capture cached); also the server part alone (``/capture`` +
+  ``/timeline``);
+- a zoom step end to end: key ``W`` pressed -> request -> level-of-detail response ->
+  canvas repainted (the page's own measurement, ``data-last-latency-ms``), and the server
+  part alone;
+- server memory: TensorBoard's resident memory growth while loading, and the decoder's
+  peak (tracemalloc + RSS in a fresh process), against the file size.
+
+Targets (issue 4): first paint < 1.5 s, zoom step < 100 ms.
+
+    python bench/plugin_timeline.py [--events 1000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+from cdp import Browser  # noqa: E402
+
+from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
+
+GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
+RUN = "2024_01_01_00_00_00"
+
+MEM_SCRIPT = """
+import json, os, sys, time, tracemalloc
+from tb_iotrace.plugin.model import load_capture
+def rss():
+    d = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
+    return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
+base, _ = rss()
+tracemalloc.start()
+t = time.perf_counter()
+cap = load_capture(sys.argv[1], "h")
+dt = time.perf_counter() - t
+cur, peak = tracemalloc.get_traced_memory()
+now, hwm = rss()
+print(json.dumps({"load_s": dt, "py_peak": peak, "py_retained": cur, "rss_retained": now - base,
+                  "rss_peak": hwm - base}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_mem(pid: int) -> tuple[int, int]:
+    d = dict(line.split(":", 1) for line in open(f"/proc/{pid}/status") if ":" in line)
+    return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
+
+
+def get(url: str) -> tuple[float, int]:
+    t = time.perf_counter()
+    with urllib.request.urlopen(url, timeout=120) as r:
+        body = r.read()
+    return time.perf_counter() - t, len(body)
+
+
+def mb(n: float) -> str:
+    return f"{n / 2**20:.1f} MiB"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--keep", help="build/keep the logdir here (reused when it exists)")
+    ap.add_argument("--zoom-steps", type=int, default=12)
+    args = ap.parse_args()
+
+    tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tbio-bench-"))
+    path = tmp / "plugins" / "profile" / RUN / "worker0.xplane.pb"
+    if not path.exists():
+        t = time.perf_counter()
+        make_logdir(tmp, GPU, run=RUN, host="worker0", n_events=args.events, n_files=2000,
+                    n_threads=8, hostile=False)
+        print(f"built {path} ({mb(path.stat().st_size)}) in {time.perf_counter() - t:.1f} s")
+    size = path.stat().st_size
+    print(f"capture: shared GPU capture + {args.events:,} I/O events = {mb(size)}")
+
+    # Decoder alone, fresh process.
+    r = subprocess.run([sys.executable, "-c", MEM_SCRIPT, str(path)], capture_output=True, text=True, check=True)
+    m = json.loads(r.stdout)
+    print(f"decode (fresh process): {m['load_s']:.2f} s; python peak {mb(m['py_peak'])} "
+          f"({m['py_peak'] / size:.1f}x file), retained {mb(m['py_retained'])}; "
+          f"RSS peak +{mb(m['rss_peak'])} ({m['rss_peak'] / size:.1f}x), retained +{mb(m['rss_retained'])} "
+          f"({m['rss_retained'] / size:.1f}x)")
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    tb_exe = Path(sys.executable).with_name("tensorboard")
+    tb = subprocess.Popen([str(tb_exe), "--logdir", str(tmp), "--host", "127.0.0.1", "--port", str(port)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    browser = None
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                get(base + "/data/plugins_listing")
+                break
+            except OSError:
+                if time.monotonic() > deadline or tb.poll() is not None:
+                    raise SystemExit("TensorBoard did not start")
+                time.sleep(0.2)
+        get(base + f"/data/plugin/iotrace/runs")
+        rss0, _ = proc_mem(tb.pid)
+
+        browser = Browser(1500, 1000)
+        page = browser.new_page()
+        page.call("Emulation.setDeviceMetricsOverride", width=1500, height=1000, deviceScaleFactor=1, mobile=False)
+        entry = base + "/data/plugin_entry.html?name=iotrace"
+
+        def first_paint() -> float:
+            page.navigate("about:blank")
+            page.wait_for("document.readyState === 'complete'")
+            page.navigate(entry)
+            page.wait_for("performance.getEntriesByName('iotrace-first-paint').length > 0", timeout=120, interval=0.01)
+            return page.evaluate("performance.getEntriesByName('iotrace-first-paint')[0].startTime") / 1000
+
+        cold = first_paint()
+        rss1, hwm1 = proc_mem(tb.pid)
+        warm = [first_paint() for _ in range(3)]
+        page.screenshot(tmp / "bench-first-paint.png")
+
+        # server part alone (capture cached)
+        q = f"run={RUN}&host=worker0"
+        cap_s, _ = get(base + f"/data/plugin/iotrace/capture?{q}")
+        capture = json.loads(urllib.request.urlopen(base + f"/data/plugin/iotrace/capture?{q}").read())
+        lo, hi = capture["extent"]
+        tl_full = [get(base + f"/data/plugin/iotrace/timeline?{q}&start={lo}&end={hi}&width=1250") for _ in range(5)]
+        mid = (lo + hi) / 2
+        tl_zoom = [get(base + f"/data/plugin/iotrace/timeline?{q}&start={mid}&end={mid + (hi - lo) / 50}&width=1250")
+                   for _ in range(5)]
+
+        # zoom steps end to end (the page measures key -> repaint with fresh data)
+        page.evaluate("window.__iotrace.timeline.root.focus()")
+        lat, wall = [], []
+        for k in range(args.zoom_steps):
+            key = "w" if k < args.zoom_steps * 2 // 3 else "s"
+            seq = int(page.evaluate("window.__iotrace.timeline.root.dataset.paintSeq"))
+            t = time.perf_counter()
+            page.key(key)
+            page.wait_for(f"Number(window.__iotrace.timeline.root.dataset.paintSeq) > {seq}", interval=0.002)
+            wall.append(time.perf_counter() - t)
+            lat.append(float(page.evaluate("window.__iotrace.timeline.root.dataset.lastLatencyMs")))
+        page.screenshot(tmp / "bench-zoomed.png")
+        rss2, hwm2 = proc_mem(tb.pid)
+
+        med = statistics.median
+        print(f"first timeline paint, cold (server decodes the capture): {cold:.2f} s  (target < 1.5 s)")
+        print(f"first timeline paint, warm (capture cached): median {med(warm):.2f} s  ({', '.join(f'{w:.2f}' for w in warm)})")
+        print(f"server alone: /capture {cap_s * 1000:.0f} ms, /timeline full view median "
+              f"{med(t for t, _ in tl_full) * 1000:.0f} ms ({tl_full[0][1] / 1024:.0f} KiB), "
+              f"zoomed 1/50 median {med(t for t, _ in tl_zoom) * 1000:.0f} ms ({tl_zoom[0][1] / 1024:.0f} KiB)")
+        print(f"zoom step end to end (key -> repainted with server data), {len(lat)} steps: median "
+              f"{med(lat):.0f} ms, max {max(lat):.0f} ms (target < 100 ms); as seen over CDP: median "
+              f"{med(wall) * 1000:.0f} ms")
+        print(f"TensorBoard memory: RSS before opening the tab {mb(rss0)}, after loading +{mb(rss1 - rss0)} "
+              f"({(rss1 - rss0) / size:.1f}x file), peak (HWM) {mb(hwm1)} = +{mb(hwm1 - rss0)} over the "
+              f"baseline ({(hwm1 - rss0) / size:.1f}x file); after zooming +{mb(rss2 - rss0)}")
+        print(f"screenshots: {tmp / 'bench-first-paint.png'}, {tmp / 'bench-zoomed.png'}")
+    finally:
+        if browser is not None:
+            browser.close()
+        tb.terminate()
+        try:
+            tb.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            tb.kill()
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
