@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Atomic(tbio_session *) tbio_g_session;
+_Atomic(tbio_actset *) tbio_g_active;
 static _Atomic uint64_t g_gen;
 static _Atomic uint64_t g_trace_cap = 1000000;   /* events per session, default */
 static pthread_mutex_t g_sess_mu = PTHREAD_MUTEX_INITIALIZER;  /* begin/end */
@@ -47,14 +47,19 @@ static void barrier_init(void) {
 /* Mark this thread inside the shim, then load the session pointer.  With
  * membarrier the store needs no hardware fence (tbio_end issues one on every
  * thread); without it the store and load are sequentially consistent. */
-static inline tbio_session *enter_and_load(tbio_thread *t) {
+static inline tbio_actset *enter_and_load(tbio_thread *t) {
     if (LIKELY(g_membarrier == 1)) {
         atomic_store_explicit(&t->in, 1, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
-        return atomic_load_explicit(&tbio_g_session, memory_order_acquire);
+        return atomic_load_explicit(&tbio_g_active, memory_order_acquire);
     }
     atomic_store_explicit(&t->in, 1, memory_order_seq_cst);
-    return atomic_load_explicit(&tbio_g_session, memory_order_seq_cst);
+    return atomic_load_explicit(&tbio_g_active, memory_order_seq_cst);
+}
+
+static inline void leave(tbio_thread *t) {
+    atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed);
+    atomic_store_explicit(&t->in, 0, memory_order_release);
 }
 
 static void slow_fence(void) {
@@ -93,33 +98,34 @@ int tbio_call_pre(tbio_call *c) {
     tbio_thread *t = tbio_thread_self();
     if (UNLIKELY(!t)) return 0;
     if (atomic_load_explicit(&t->in, memory_order_relaxed)) return 0;  /* recursion guard */
-    tbio_session *s = enter_and_load(t);
-    if (!s) {
-        atomic_store_explicit(&t->in, 0, memory_order_release);
+    tbio_actset *set = enter_and_load(t);
+    if (!set) {
+        leave(t);
         return 0;
     }
-    c->s = s;
-    c->gen = s->gen;
+    c->n = set->n;
+    for (int i = 0; i < set->n; i++) c->gen[i] = set->s[i]->gen;
     c->th = t;
+    c->s = NULL;
+    c->set = NULL;
     c->t0 = tbio_ticks();
-    atomic_store_explicit(&t->in, 0, memory_order_release);
+    leave(t);
     return 1;
 }
 
 int tbio_call_post(tbio_call *c, uint64_t *t1) {
     *t1 = tbio_ticks();
     tbio_thread *t = c->th;
-    tbio_session *s = enter_and_load(t);
-    if (s != c->s || s->gen != c->gen) {
-        atomic_store_explicit(&t->in, 0, memory_order_release);
+    tbio_actset *set = enter_and_load(t);
+    if (!set) {
+        leave(t);
         return 0;
     }
+    c->set = set;
     return 1;
 }
 
-void tbio_call_leave(tbio_call *c) {
-    atomic_store_explicit(&c->th->in, 0, memory_order_release);
-}
+void tbio_call_leave(tbio_call *c) { leave(c->th); }
 
 /* ---- records ---- */
 tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
@@ -165,11 +171,21 @@ static int64_t reserve(tbio_session *s, int64_t want) {
 
 void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
                     int64_t requested, int64_t returned, int err) {
-    tbio_thread *t = c->th;
-    if (UNLIKELY(t->gen != c->gen)) {
-        /* first event of this thread in this session (chunks of an older
-         * session were taken by its tbio_end) */
-        t->gen = c->gen;
+    tbio_tslot *t = NULL;
+    uint64_t gen = c->s->gen;
+    for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
+        if (c->th->slot[i].gen == gen) {
+            t = &c->th->slot[i];
+            break;
+        }
+    }
+    if (UNLIKELY(!t)) {
+        /* first event of this thread in this session: a free slot (a slot's
+         * chunks are taken, and the slot freed, by its session's tbio_end) */
+        for (int i = 0; i < TBIO_MAX_SESSIONS && !t; i++)
+            if (c->th->slot[i].gen == 0) t = &c->th->slot[i];
+        if (!t) return;
+        t->gen = gen;
         t->head = t->tail = NULL;
         t->nevents = t->dropped = 0;
     }
@@ -209,19 +225,44 @@ void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, in
 void tbio_set_trace_cap(uint64_t max_events) { atomic_store(&g_trace_cap, max_events); }
 uint64_t tbio_get_trace_cap(void) { return atomic_load(&g_trace_cap); }
 
-int tbio_active(void) { return atomic_load(&tbio_g_session) != NULL; }
+int tbio_active(void) {
+    tbio_actset *a = atomic_load(&tbio_g_active);
+    return a ? a->n : 0;
+}
+
+/* Publish a new active set and wait until no thread can still be reading the
+ * old one (each thread is either outside the shim or has left it since);
+ * then the old set, and any session it alone named, may be taken apart. */
+static void publish(tbio_actset *next, tbio_actset *old) {
+    atomic_store_explicit(&tbio_g_active, next, memory_order_seq_cst);
+    slow_fence();
+    pthread_mutex_lock(&g_threads_mu);
+    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next) {
+        uint64_t seen = atomic_load_explicit(&t->seq, memory_order_acquire);
+        while (atomic_load_explicit(&t->in, memory_order_seq_cst) &&
+               atomic_load_explicit(&t->seq, memory_order_acquire) == seen)
+            sched_yield();
+    }
+    pthread_mutex_unlock(&g_threads_mu);
+    free(old);
+}
 
 tbio_session *tbio_begin(void) {
     tbio_clock_init();
     barrier_init();
     pthread_mutex_lock(&g_sess_mu);
-    if (atomic_load(&tbio_g_session)) {
+    tbio_actset *old = atomic_load(&tbio_g_active);
+    if (old && old->n >= TBIO_MAX_SESSIONS) {
         pthread_mutex_unlock(&g_sess_mu);
-        tbio_set_error("a capture is already active in this process");
+        tbio_set_error("%d captures are already recording in this process (the most at once)",
+                       TBIO_MAX_SESSIONS);
         return NULL;
     }
     tbio_session *s = calloc(1, sizeof *s);
-    if (!s) {
+    tbio_actset *next = calloc(1, sizeof *next);
+    if (!s || !next) {
+        free(s);
+        free(next);
         pthread_mutex_unlock(&g_sess_mu);
         tbio_set_error("out of memory");
         return NULL;
@@ -232,34 +273,50 @@ tbio_session *tbio_begin(void) {
     atomic_store(&s->budget, cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cap);
     tbio_clock_pair(&s->t0_ticks, &s->t0_ns);
     s->sec_per_tick = tbio_ns_per_tick() * 1e-9;
-    atomic_store_explicit(&tbio_g_session, s, memory_order_release);
+    if (old) *next = *old;
+    next->s[next->n++] = s;
+    publish(next, old);
     pthread_mutex_unlock(&g_sess_mu);
     return s;
 }
 
-tbio_session *tbio_end(void) {
+tbio_session *tbio_end(tbio_session *s) {
     pthread_mutex_lock(&g_sess_mu);
-    tbio_session *s = atomic_exchange(&tbio_g_session, NULL);
-    if (!s) {
+    tbio_actset *old = atomic_load(&tbio_g_active);
+    int at = -1;
+    for (int i = 0; old && i < old->n; i++)
+        if (old->s[i] == s) at = i;
+    if (!s || at < 0) {
         pthread_mutex_unlock(&g_sess_mu);
-        tbio_set_error("no capture is active");
+        tbio_set_error("that capture is not recording");
         return NULL;
     }
+    tbio_actset *next = NULL;
+    if (old->n > 1) {
+        next = calloc(1, sizeof *next);
+        if (!next) {
+            pthread_mutex_unlock(&g_sess_mu);
+            tbio_set_error("out of memory");
+            return NULL;
+        }
+        for (int i = 0; i < old->n; i++)
+            if (i != at) next->s[next->n++] = old->s[i];
+    }
     tbio_clock_pair(&s->t1_ticks, &s->t1_ns);
-    slow_fence();
-    /* wait for wrappers still inside their accounting for this session */
+    publish(next, old);
+    /* no thread is inside the accounting for s any more: take its chunks */
     pthread_mutex_lock(&g_threads_mu);
     uint32_t n = 0;
-    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next) {
-        while (atomic_load_explicit(&t->in, memory_order_seq_cst)) sched_yield();
-        if (t->gen == s->gen) n++;
-    }
-    /* take every thread's chunks for this session */
+    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next)
+        for (int j = 0; j < TBIO_MAX_SESSIONS; j++) n += t->slot[j].gen == s->gen;
     s->threads = calloc(n ? n : 1, sizeof *s->threads);
     s->thread_chunks = calloc(n ? n : 1, sizeof *s->thread_chunks);
     uint32_t i = 0;
     for (tbio_thread *t = atomic_load(&g_threads); t && s->threads && s->thread_chunks; t = t->next) {
-        if (t->gen != s->gen) continue;
+        tbio_tslot *sl = NULL;
+        for (int j = 0; j < TBIO_MAX_SESSIONS; j++)
+            if (t->slot[j].gen == s->gen) sl = &t->slot[j];
+        if (!sl) continue;
         tbio_thread_info *ti = &s->threads[i];
         ti->tid = t->tid;
         ti->pthread_self = t->pself;
@@ -277,17 +334,16 @@ tbio_session *tbio_end(void) {
             free(name);
         }
         memcpy(ti->comm, t->comm, sizeof ti->comm);
-        ti->nevents = t->nevents;
-        ti->dropped = t->dropped;
-        s->thread_chunks[i] = t->head;
-        for (tbio_chunk *k = t->head; k; k = k->next) {
+        ti->nevents = sl->nevents;
+        ti->dropped = sl->dropped;
+        s->thread_chunks[i] = sl->head;
+        for (tbio_chunk *k = sl->head; k; k = k->next) {
             for (uint32_t j = 0; j < k->n; j++) k->ev[j].thread = (uint16_t)(i < 65535 ? i : 65535);
             s->trace_bytes += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
         }
-        s->nevents += t->nevents;
-        s->dropped += t->dropped;
-        t->head = t->tail = NULL;
-        t->gen = 0;
+        s->nevents += sl->nevents;
+        s->dropped += sl->dropped;
+        memset(sl, 0, sizeof *sl);
         i++;
     }
     s->nthreads = i;
@@ -320,16 +376,16 @@ void tbio_session_free(tbio_session *s) {
 }
 
 uint64_t tbio_trace_bytes(void) {
-    /* approximate live figure for the active session: sum over threads */
+    /* live figure: every thread's buffers for every recording session */
     uint64_t b = 0;
+    pthread_mutex_lock(&g_sess_mu);
     pthread_mutex_lock(&g_threads_mu);
-    tbio_session *s = atomic_load(&tbio_g_session);
-    for (tbio_thread *t = atomic_load(&g_threads); s && t; t = t->next) {
-        if (t->gen != s->gen) continue;
-        for (tbio_chunk *k = t->head; k; k = k->next)
-            b += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
-    }
+    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next)
+        for (int j = 0; j < TBIO_MAX_SESSIONS; j++)
+            for (tbio_chunk *k = t->slot[j].gen ? t->slot[j].head : NULL; k; k = k->next)
+                b += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
     pthread_mutex_unlock(&g_threads_mu);
+    pthread_mutex_unlock(&g_sess_mu);
     return b;
 }
 
@@ -416,7 +472,7 @@ void tbio_session_atfork_child(void) {
      * exist in the child; forget them, and this thread's buffers. */
     pthread_mutex_init(&g_sess_mu, NULL);
     pthread_mutex_init(&g_threads_mu, NULL);
-    atomic_store(&tbio_g_session, NULL);
+    atomic_store(&tbio_g_active, NULL);
     atomic_store(&g_threads, NULL);
     tl_thread = NULL;
     g_membarrier = -1;

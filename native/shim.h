@@ -94,16 +94,25 @@ typedef struct tbio_chunk {
     tbio_event ev[];
 } tbio_chunk;
 
+/* At most this many captures record at once (e.g. a whole-run record, a
+ * TensorFlow profile window and a user capture()). */
+#define TBIO_MAX_SESSIONS 4
+
+typedef struct tbio_tslot {     /* one thread's trace for one session */
+    uint64_t gen;               /* 0 = free */
+    tbio_chunk *head, *tail;
+    uint64_t nevents, dropped;
+} tbio_tslot;
+
 typedef struct tbio_thread {
     struct tbio_thread *next;
     _Atomic int in;             /* inside the shim's own code (guard + in-flight marker) */
+    _Atomic uint64_t seq;       /* bumped each time the thread leaves the shim */
     _Atomic int alive;
     pid_t tid;
     uint64_t pself;
     char comm[16];
-    uint64_t gen;               /* session generation the chunks below belong to */
-    tbio_chunk *head, *tail;
-    uint64_t nevents, dropped;
+    tbio_tslot slot[TBIO_MAX_SESSIONS];
 } tbio_thread;
 
 struct tbio_session {
@@ -122,14 +131,23 @@ struct tbio_session {
     uint64_t nevents, dropped, trace_bytes;
 };
 
-TBIO_HIDDEN extern _Atomic(tbio_session *) tbio_g_session;
+/* The sessions recording now; replaced (never changed in place) by
+ * begin/end, and freed only once no thread can still be reading it. */
+typedef struct tbio_actset {
+    int n;
+    tbio_session *s[TBIO_MAX_SESSIONS];
+} tbio_actset;
+
+TBIO_HIDDEN extern _Atomic(tbio_actset *) tbio_g_active;
 
 /* The per-call context a wrapper carries across the real call. */
 typedef struct tbio_call {
-    tbio_session *s;
-    uint64_t gen;
+    tbio_session *s;            /* the session being accounted (inside TBIO_EACH_SESSION) */
+    tbio_actset *set;           /* valid between tbio_call_post and tbio_call_leave */
     tbio_thread *th;
     uint64_t t0;
+    int n;
+    uint64_t gen[TBIO_MAX_SESSIONS];   /* sessions that were recording when the call began */
 } tbio_call;
 
 TBIO_HIDDEN tbio_thread *tbio_thread_self(void);
@@ -138,6 +156,21 @@ TBIO_HIDDEN int tbio_call_pre(tbio_call *c);
 /* Re-enter after the real call: 1 when the same session still records (guard held). */
 TBIO_HIDDEN int tbio_call_post(tbio_call *c, uint64_t *t1);
 TBIO_HIDDEN void tbio_call_leave(tbio_call *c);
+/* Select session k of the post-call set if it was also recording when the call began. */
+static inline int tbio_call_select(tbio_call *c, int k) {
+    tbio_session *s = c->set->s[k];
+    for (int i = 0; i < c->n; i++) {
+        if (c->gen[i] == s->gen) {
+            c->s = s;
+            return 1;
+        }
+    }
+    return 0;
+}
+/* Run the following statement once per session that saw the whole call. */
+#define TBIO_EACH_SESSION(c) \
+    for (int k_ = 0; k_ < (c)->set->n; k_++) \
+        if (tbio_call_select((c), k_))
 TBIO_HIDDEN tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file);
 TBIO_HIDDEN void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
                                 int64_t offset, int64_t requested, int64_t returned, int err);

@@ -59,10 +59,14 @@ TBIO_API const char *tbio_get_excludes(void);
 TBIO_API void tbio_set_trace_cap(uint64_t max_events);
 TBIO_API uint64_t tbio_get_trace_cap(void);
 
-/* Start recording.  NULL (and tbio_last_error) if one is already active. */
+/* Start a recording session (independent of any other running one: each has
+ * its own exact counters and trace).  NULL (and tbio_last_error) when
+ * TBIO_MAX_SESSIONS (4) already record. */
 TBIO_API tbio_session *tbio_begin(void);
-/* Stop recording; returns the stopped session, owned by the caller. */
-TBIO_API tbio_session *tbio_end(void);
+/* Stop recording into s; returns s, now owned by the caller (free it with
+ * tbio_session_free), or NULL if s is not recording. */
+TBIO_API tbio_session *tbio_end(tbio_session *s);
+/* Number of sessions recording now. */
 TBIO_API int tbio_active(void);
 TBIO_API void tbio_session_free(tbio_session *s);
 

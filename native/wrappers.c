@@ -43,7 +43,7 @@ const tbio_hook tbio_hooks[TBIO_OP_COUNT] = {
 #undef H
 };
 
-#define IDLE() LIKELY(atomic_load_explicit(&tbio_g_session, memory_order_relaxed) == NULL)
+#define IDLE() LIKELY(atomic_load_explicit(&tbio_g_active, memory_order_relaxed) == NULL)
 
 static inline int mem_aligned(const void *p) {
     return ((uintptr_t)p & (TBIO_MEM_ALIGNMENT - 1)) == 0;
@@ -58,7 +58,7 @@ static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
     uint32_t id = tbio_fd_posix(fd);
-    if (id != TBIO_NO_FILE) {
+    if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
         int64_t used = off;
         tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
         if (r) {
@@ -188,7 +188,7 @@ static void meta_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64
                       int64_t ret, int ok, int err) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
-    if (id != TBIO_NO_FILE) {
+    if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
         tbio_rec *r = ok ? tbio_rec_get(c->s, id) : NULL;
         if (r) {
             double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
@@ -352,7 +352,7 @@ static int open_done(int op, int dirfd, const char *path, int mode, int ret, int
     }
     uint64_t t1;
     if (rec && tbio_call_post(c, &t1)) {
-        if (id != TBIO_NO_FILE) {
+        if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
             tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
             if (r) {
                 tbio_rec_lock(r);
@@ -494,7 +494,7 @@ static int tbio_w_rename(const char *from, const char *to) {
     uint32_t src = path_id(AT_FDCWD, from, TBIO_POSIX);
     uint32_t dst = path_id(AT_FDCWD, to, TBIO_POSIX);
     uint64_t t1;
-    if (tbio_call_post(&c, &t1)) {
+    if (tbio_call_post(&c, &t1)) TBIO_EACH_SESSION(&c) {
         if (ret == 0 && src != TBIO_NO_FILE && dst != TBIO_NO_FILE) {
             tbio_rec *rs = tbio_rec_get(c.s, src), *rd = tbio_rec_get(c.s, dst);
             const tbio_file *fs = tbio_file_get(src);
@@ -512,8 +512,8 @@ static int tbio_w_rename(const char *from, const char *to) {
         if (src != TBIO_NO_FILE || dst != TBIO_NO_FILE)
             tbio_trace_add(&c, t1, TBIO_OP_rename, src != TBIO_NO_FILE ? src : dst, -1, -1, -1, ret,
                            ret == 0 ? 0 : err);
-        tbio_call_leave(&c);
     }
+    if (c.set) tbio_call_leave(&c);
     errno = err;
     return ret;
 }
@@ -526,7 +526,7 @@ static void copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int6
     uint32_t ids[2] = {tbio_fd_posix(in), tbio_fd_posix(out)};
     int fds[2] = {in, out};
     int64_t offs[2] = {inoff, outoff};
-    for (int k = 0; k < 2; k++) {
+    TBIO_EACH_SESSION(c) for (int k = 0; k < 2; k++) {
         if (ids[k] == TBIO_NO_FILE) continue;
         tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, ids[k]) : NULL;
         int64_t used = offs[k];
@@ -596,7 +596,7 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
                        int ok, int err, FILE *fp) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
-    if (id != TBIO_NO_FILE) {
+    if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
         int data = kind == S_READ || kind == S_WRITE;
         int failed = !ok && (!data || (err != 0 && fp && ferror(fp)));
         tbio_rec *r = !failed ? tbio_rec_get(c->s, id) : NULL;
@@ -820,7 +820,7 @@ static FILE *stdio_open_done(int op, const char *path, int fd_for_fdopen, FILE *
     }
     uint64_t t1;
     if (rec && tbio_call_post(c, &t1)) {
-        if (id != TBIO_NO_FILE) {
+        if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
             tbio_rec *r = ret ? tbio_rec_get(c->s, id) : NULL;
             if (r) {
                 tbio_rec_lock(r);

@@ -25,6 +25,45 @@ EVENT_DTYPE = np.dtype([
 ])
 NO_FILE = 0xFFFFFFFF
 _lock = threading.Lock()
+# Native sessions recording now (captures, TensorFlow windows), so disable() can end them.
+_live: set[Any] = set()
+
+
+def begin_session() -> Any:
+    """Start a native recording session (up to 4 record at once, each exact for its window)."""
+    ffi, lib = native()
+    with _lock:
+        sess = lib.tbio_begin()
+        if sess == ffi.NULL:
+            raise NativeError(f"cannot start a capture: {last_error()}")
+        _live.add(sess)
+    return sess
+
+
+def end_session(sess: Any, cap: "Capture") -> None:
+    """Stop ``sess`` and fill ``cap`` with its data (left empty if disable() ended it first)."""
+    ffi, lib = native()
+    with _lock:
+        if sess not in _live:
+            return
+        _live.discard(sess)
+        ended = lib.tbio_end(sess)
+    if ended != ffi.NULL:
+        try:
+            cap._fill(ended)
+        finally:
+            lib.tbio_session_free(ended)
+
+
+def _new_lock_in_child() -> None:
+    # A fork while another thread held _lock (inside enable(), disable() or
+    # capture()) would leave the child's copy locked forever: its first
+    # capture() would hang.  The native shim resets its own locks at fork.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def _check_layout() -> None:
@@ -92,8 +131,11 @@ def disable() -> None:
     """Restore every patched slot; safe to call when not enabled."""
     with _lock:
         _, lib = native()
-        if lib.tbio_active():
-            lib.tbio_session_free(lib.tbio_end())
+        for sess in list(_live):
+            ended = lib.tbio_end(sess)
+            if ended:
+                lib.tbio_session_free(ended)
+        _live.clear()
         lib.tbio_disable()
 
 
@@ -277,22 +319,13 @@ class Capture:
 def capture() -> Iterator[Capture]:
     """Record every file access of this process inside the ``with`` block.
 
-    Enables the shim if needed.  Only one capture runs at a time; a nested
-    capture raises NativeError."""
+    Enables the shim if needed.  Captures may overlap or nest (a TensorFlow
+    profile window is one too): each gets exact counters and the trace of its
+    own window.  At most 4 record at once; a fifth raises NativeError."""
     enable()
-    ffi, lib = native()
-    with _lock:
-        sess = lib.tbio_begin()
-        if sess == ffi.NULL:
-            raise NativeError(f"cannot start a capture: {last_error()}")
+    sess = begin_session()
     cap = Capture()
     try:
         yield cap
     finally:
-        with _lock:
-            ended = lib.tbio_end()
-        if ended != ffi.NULL:
-            try:
-                cap._fill(ended)
-            finally:
-                lib.tbio_session_free(ended)
+        end_session(sess, cap)

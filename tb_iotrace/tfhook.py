@@ -5,8 +5,8 @@ The native module exports ``TF_InitProfiler``; once TensorFlow has loaded it
 — ``tf.profiler.experimental.start/stop``, ``Profile``, the Keras callback,
 and remote captures through the profiler server — calls back here:
 
-- start: begin a native capture (unless a user ``capture()`` already runs:
-  then this window records nothing and says so once);
+- start: begin a native recording session of its own (independent of any
+  user ``capture()`` running at the same time);
 - stop: end it and keep the result;
 - collect: serialize the I/O as an XSpace whose one plane TensorFlow merges
   into its host plane (see ``PLANE_NAME``) before it normalizes timestamps, so
@@ -72,14 +72,11 @@ def _install_callbacks() -> None:
     @ffi.def_extern()
     def tbio_py_prof_start() -> int:
         try:
+            from .recorder import begin_session
+
             with STATE.lock:
                 STATE.pending, STATE.payload = None, None
-                if lib.tbio_active():
-                    STATE.warn_once("busy", "tb_iotrace: a capture() is already running; this "
-                                    "TensorFlow profile window records no I/O")
-                    return 0
-                sess = lib.tbio_begin()
-                STATE.session = sess if sess != ffi.NULL else None
+                STATE.session = begin_session()
             return 0
         except BaseException as exc:  # never into TensorFlow
             STATE.warn_once("start", "tb_iotrace: could not start I/O capture: %s", exc)
@@ -88,20 +85,14 @@ def _install_callbacks() -> None:
     @ffi.def_extern()
     def tbio_py_prof_stop() -> int:
         try:
-            from .recorder import Capture
+            from .recorder import Capture, end_session
 
             with STATE.lock:
                 if STATE.session is None:
                     return 0
-                ended = lib.tbio_end()
-                STATE.session = None
-                if ended == ffi.NULL:
-                    return 0
                 cap = Capture()
-                try:
-                    cap._fill(ended)
-                finally:
-                    lib.tbio_session_free(ended)
+                end_session(STATE.session, cap)
+                STATE.session = None
                 STATE.pending = cap
                 STATE.windows += 1
             return 0

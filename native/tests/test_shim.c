@@ -65,7 +65,7 @@ static void test_posix_roundtrip(void) {
     errno = 0;
     CHECK(open("/nonexistent-dir-tbio/x", O_RDONLY) == -1 && errno == ENOENT);
     CHECK(read(-1, buf, 1) == -1 && errno == EBADF);
-    tbio_session *e = tbio_end();
+    tbio_session *e = tbio_end(s);
     CHECK(e == s);
     tbio_file_info fi;
     CHECK(find(e, path, 0, &fi) != NULL);
@@ -158,7 +158,7 @@ static void test_threads(void) {
         pthread_create(&th[k], NULL, worker, (void *)(intptr_t)k);
     }
     for (int k = 0; k < NT; k++) pthread_join(th[k], NULL);
-    tbio_session *e = tbio_end();
+    tbio_session *e = tbio_end(s);
     CHECK(e == s);
     int64_t reads = 0, writes = 0, bytes = 0, sreads = 0;
     for (int k = 0; k < NT; k++) {
@@ -186,14 +186,56 @@ static void test_threads(void) {
 }
 
 static void test_misuse(void) {
-    CHECK(tbio_end() == NULL);
+    CHECK(tbio_end(NULL) == NULL);
     CHECK(tbio_enable() == 0);
-    tbio_session *s = tbio_begin();
-    CHECK(s != NULL);
-    CHECK(tbio_begin() == NULL);        /* nested: clear error, no crash */
-    CHECK(strstr(tbio_last_error(), "already active") != NULL);
+    tbio_session *s[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = tbio_begin();               /* up to four record at once */
+        CHECK(s[i] != NULL);
+    }
+    CHECK_EQ_I64(tbio_active(), 4);
+    CHECK(tbio_begin() == NULL);           /* a fifth: clear error, no crash */
+    CHECK(strstr(tbio_last_error(), "already recording") != NULL);
     CHECK(close(12345) == -1 && errno == EBADF);   /* an fd we never saw */
-    tbio_session_free(tbio_end());
+    for (int i = 0; i < 4; i++) tbio_session_free(tbio_end(s[i]));
+    CHECK(tbio_end(s[0]) == NULL);         /* ended twice: refused */
+    CHECK_EQ_I64(tbio_active(), 0);
+    CHECK(tbio_disable() == 0);
+}
+
+/* Overlapping sessions each get exact counters for their own window. */
+static void test_overlapping_sessions(void) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/ov.bin", g_dir);
+    char buf[100];
+    memset(buf, 1, sizeof buf);
+    CHECK(tbio_enable() == 0);
+    int fd = open(path, O_CREAT | O_RDWR | O_TRUNC, 0600);
+    tbio_session *outer = tbio_begin();
+    CHECK(pwrite(fd, buf, 100, 0) == 100);           /* outer only */
+    tbio_session *inner = tbio_begin();
+    for (int i = 0; i < 10; i++) CHECK(pwrite(fd, buf, 100, 100 * (i + 1)) == 100);  /* both */
+    tbio_session *e_inner = tbio_end(inner);
+    CHECK(pread(fd, buf, 50, 0) == 50);              /* outer only */
+    tbio_session *e_outer = tbio_end(outer);
+    tbio_file_info fi;
+    CHECK(find(e_outer, path, 0, &fi) != NULL);
+    if (find(e_outer, path, 0, &fi)) {
+        CHECK_EQ_I64(counter(&fi, "POSIX_WRITES"), 11);
+        CHECK_EQ_I64(counter(&fi, "POSIX_READS"), 1);
+        CHECK_EQ_I64(counter(&fi, "POSIX_CONSEC_WRITES"), 10);
+    }
+    CHECK(find(e_inner, path, 0, &fi) != NULL);
+    if (find(e_inner, path, 0, &fi)) {
+        CHECK_EQ_I64(counter(&fi, "POSIX_WRITES"), 10);
+        CHECK_EQ_I64(counter(&fi, "POSIX_READS"), 0);
+        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_WRITTEN"), 1000);
+    }
+    CHECK_EQ_I64(tbio_session_nevents(e_inner), 10);
+    CHECK_EQ_I64(tbio_session_nevents(e_outer), 12);
+    close(fd);
+    tbio_session_free(e_inner);
+    tbio_session_free(e_outer);
     CHECK(tbio_disable() == 0);
 }
 
@@ -207,6 +249,7 @@ int main(void) {
     test_detach_restores();
     test_threads();
     test_misuse();
+    test_overlapping_sessions();
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd) != 0) return 2;
     return CHECK_DONE();

@@ -79,7 +79,7 @@ def test_io_after_disable_is_not_seen(shim, tmp_path, libio_path):
         assert lib.c_pread(fd, 10, 0) == 10
         os.close(fd)
     finally:
-        end = n.tbio_end()
+        end = n.tbio_end(sess)
     from tb_iotrace.recorder import Capture
 
     cap = Capture()
