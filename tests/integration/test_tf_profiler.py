@@ -129,3 +129,15 @@ def test_a_failing_io_plane_never_fails_the_capture(tmp_path: Path) -> None:
     assert read_io_data(space) is None          # no I/O data, but a valid capture
     assert attribute(space) is None
     assert res["records"] == 300
+
+
+def test_user_capture_and_tf_window_overlap(tmp_path: Path) -> None:
+    res = run_window("overlap", tmp_path)
+    trace = read_io_data(load_xspace(res["xplanes"][0]))
+    assert trace is not None
+    size = res["tfrecord_size"]
+    # the TF window has exactly its own reads; the enclosing capture has those and its own
+    assert counters_of(trace, res["tfrecord"])["POSIX_BYTES_READ"] == size
+    assert not any(f["path"] == res["plain"] for f in trace.counters)
+    assert res["outer_tfrecord_bytes"] == size
+    assert res["outer_plain_bytes"] == 50000

@@ -46,7 +46,17 @@ if mode == "failing":
 
     tfhook._serialize = broken
 
-if mode == "cap":
+if mode == "overlap":
+    # a user capture() around a TF profile window: both see the window's reads
+    with tb_iotrace.capture() as outer:
+        with open(plain, "rb") as f:
+            f.read()
+        tf.profiler.experimental.start(logdir)
+        result["records"] = read_all()
+        tf.profiler.experimental.stop()
+    result["outer_tfrecord_bytes"] = outer.file(rec).counters["POSIX_BYTES_READ"]
+    result["outer_plain_bytes"] = outer.file(plain).counters["POSIX_BYTES_READ"]
+elif mode == "cap":
     # more calls than the trace keeps: counters stay exact, the file says how many were dropped
     tb_iotrace.set_trace_cap(1000)
     tf.profiler.experimental.start(logdir)
