@@ -82,6 +82,83 @@ def mb(n: float) -> str:
     return f"{n / 2**20:.1f} MiB"
 
 
+def run_tensorboard(tmp: Path, size: int, mode: str, zoom_steps: int) -> dict:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="",
+               TBIO_PLUGIN_PREFETCH="1" if mode == "prefetch" else "0")
+    tb_exe = Path(sys.executable).with_name("tensorboard")
+    tb = subprocess.Popen([str(tb_exe), "--logdir", str(tmp), "--host", "127.0.0.1", "--port", str(port)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    browser = None
+    out: dict = {}
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                get(base + "/data/plugins_listing")  # what TensorBoard's page asks first
+                break
+            except OSError:
+                if time.monotonic() > deadline or tb.poll() is not None:
+                    raise SystemExit("TensorBoard did not start")
+                time.sleep(0.2)
+        out["rss0"], _ = proc_mem(tb.pid)
+        browser = Browser(1500, 1000)
+        page = browser.new_page()
+        page.call("Emulation.setDeviceMetricsOverride", width=1500, height=1000, deviceScaleFactor=1, mobile=False)
+        entry = base + "/data/plugin_entry.html?name=iotrace"
+
+        def first_paint() -> float:
+            page.navigate("about:blank")
+            page.wait_for("document.readyState === 'complete'")
+            page.navigate(entry)
+            page.wait_for("performance.getEntriesByName('iotrace-first-paint').length > 0", timeout=120, interval=0.01)
+            return page.evaluate("performance.getEntriesByName('iotrace-first-paint')[0].startTime") / 1000
+
+        out["first"] = first_paint()
+        out["rss1"], out["hwm1"] = proc_mem(tb.pid)
+        if mode != "cold":
+            return out
+        out["warm"] = [first_paint() for _ in range(3)]
+        page.screenshot(tmp / "bench-first-paint.png")
+        q = f"run={RUN}&host=worker0"
+        cap_s, _ = get(base + f"/data/plugin/iotrace/capture?{q}")
+        capture = json.loads(urllib.request.urlopen(base + f"/data/plugin/iotrace/capture?{q}").read())
+        lo, hi = capture["extent"]
+        full = [get(base + f"/data/plugin/iotrace/timeline?{q}&start={lo}&end={hi}&width=1250") for _ in range(5)]
+        mid = (lo + hi) / 2
+        zoom = [get(base + f"/data/plugin/iotrace/timeline?{q}&start={mid}&end={mid + (hi - lo) / 50}&width=1250")
+                for _ in range(5)]
+        med = statistics.median
+        out.update(cap_ms=cap_s * 1000, tl_full_ms=med(t for t, _ in full) * 1000, tl_full_kib=full[0][1] / 1024,
+                   tl_zoom_ms=med(t for t, _ in zoom) * 1000, tl_zoom_kib=zoom[0][1] / 1024)
+        page.evaluate("window.__iotrace.timeline.root.focus()")
+        lat, wall, fetch, draw = [], [], [], []
+        for k in range(zoom_steps):
+            key = "w" if k < zoom_steps * 2 // 3 else "s"
+            seq = int(page.evaluate("window.__iotrace.timeline.root.dataset.paintSeq"))
+            t = time.perf_counter()
+            page.key(key)
+            page.wait_for(f"Number(window.__iotrace.timeline.root.dataset.paintSeq) > {seq}", interval=0.002)
+            wall.append(time.perf_counter() - t)
+            ds = page.evaluate("Object.assign({}, window.__iotrace.timeline.root.dataset)")
+            lat.append(float(ds["lastLatencyMs"]))
+            fetch.append(float(ds["lastFetchMs"]))
+            draw.append(float(ds["lastDrawMs"]))
+        out.update(lat=lat, wall=wall, fetch=fetch, draw=draw)
+        page.screenshot(tmp / "bench-zoomed.png")
+        out["rss2"], _ = proc_mem(tb.pid)
+        return out
+    finally:
+        if browser is not None:
+            browser.close()
+        tb.terminate()
+        try:
+            tb.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            tb.kill()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -107,90 +184,29 @@ def main() -> int:
           f"RSS peak +{mb(m['rss_peak'])} ({m['rss_peak'] / size:.1f}x), retained +{mb(m['rss_retained'])} "
           f"({m['rss_retained'] / size:.1f}x)")
 
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    tb_exe = Path(sys.executable).with_name("tensorboard")
-    tb = subprocess.Popen([str(tb_exe), "--logdir", str(tmp), "--host", "127.0.0.1", "--port", str(port)],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
-    browser = None
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                get(base + "/data/plugins_listing")
-                break
-            except OSError:
-                if time.monotonic() > deadline or tb.poll() is not None:
-                    raise SystemExit("TensorBoard did not start")
-                time.sleep(0.2)
-        get(base + f"/data/plugin/iotrace/runs")
-        rss0, _ = proc_mem(tb.pid)
-
-        browser = Browser(1500, 1000)
-        page = browser.new_page()
-        page.call("Emulation.setDeviceMetricsOverride", width=1500, height=1000, deviceScaleFactor=1, mobile=False)
-        entry = base + "/data/plugin_entry.html?name=iotrace"
-
-        def first_paint() -> float:
-            page.navigate("about:blank")
-            page.wait_for("document.readyState === 'complete'")
-            page.navigate(entry)
-            page.wait_for("performance.getEntriesByName('iotrace-first-paint').length > 0", timeout=120, interval=0.01)
-            return page.evaluate("performance.getEntriesByName('iotrace-first-paint')[0].startTime") / 1000
-
-        cold = first_paint()
-        rss1, hwm1 = proc_mem(tb.pid)
-        warm = [first_paint() for _ in range(3)]
-        page.screenshot(tmp / "bench-first-paint.png")
-
-        # server part alone (capture cached)
-        q = f"run={RUN}&host=worker0"
-        cap_s, _ = get(base + f"/data/plugin/iotrace/capture?{q}")
-        capture = json.loads(urllib.request.urlopen(base + f"/data/plugin/iotrace/capture?{q}").read())
-        lo, hi = capture["extent"]
-        tl_full = [get(base + f"/data/plugin/iotrace/timeline?{q}&start={lo}&end={hi}&width=1250") for _ in range(5)]
-        mid = (lo + hi) / 2
-        tl_zoom = [get(base + f"/data/plugin/iotrace/timeline?{q}&start={mid}&end={mid + (hi - lo) / 50}&width=1250")
-                   for _ in range(5)]
-
-        # zoom steps end to end (the page measures key -> repaint with fresh data)
-        page.evaluate("window.__iotrace.timeline.root.focus()")
-        lat, wall = [], []
-        for k in range(args.zoom_steps):
-            key = "w" if k < args.zoom_steps * 2 // 3 else "s"
-            seq = int(page.evaluate("window.__iotrace.timeline.root.dataset.paintSeq"))
-            t = time.perf_counter()
-            page.key(key)
-            page.wait_for(f"Number(window.__iotrace.timeline.root.dataset.paintSeq) > {seq}", interval=0.002)
-            wall.append(time.perf_counter() - t)
-            lat.append(float(page.evaluate("window.__iotrace.timeline.root.dataset.lastLatencyMs")))
-        page.screenshot(tmp / "bench-zoomed.png")
-        rss2, hwm2 = proc_mem(tb.pid)
-
-        med = statistics.median
-        print(f"first timeline paint, cold (server decodes the capture): {cold:.2f} s  (target < 1.5 s)")
-        print(f"first timeline paint, warm (capture cached): median {med(warm):.2f} s  ({', '.join(f'{w:.2f}' for w in warm)})")
-        print(f"server alone: /capture {cap_s * 1000:.0f} ms, /timeline full view median "
-              f"{med(t for t, _ in tl_full) * 1000:.0f} ms ({tl_full[0][1] / 1024:.0f} KiB), "
-              f"zoomed 1/50 median {med(t for t, _ in tl_zoom) * 1000:.0f} ms ({tl_zoom[0][1] / 1024:.0f} KiB)")
-        print(f"zoom step end to end (key -> repainted with server data), {len(lat)} steps: median "
-              f"{med(lat):.0f} ms, max {max(lat):.0f} ms (target < 100 ms); as seen over CDP: median "
-              f"{med(wall) * 1000:.0f} ms")
-        print(f"TensorBoard memory: RSS before opening the tab {mb(rss0)}, after loading +{mb(rss1 - rss0)} "
-              f"({(rss1 - rss0) / size:.1f}x file), peak (HWM) {mb(hwm1)} = +{mb(hwm1 - rss0)} over the "
-              f"baseline ({(hwm1 - rss0) / size:.1f}x file); after zooming +{mb(rss2 - rss0)}")
-        print(f"screenshots: {tmp / 'bench-first-paint.png'}, {tmp / 'bench-zoomed.png'}")
-    finally:
-        if browser is not None:
-            browser.close()
-        tb.terminate()
-        try:
-            tb.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            tb.kill()
-        if not args.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
+    res = {}
+    for mode in ("cold", "prefetch"):
+        res[mode] = run_tensorboard(tmp, size, mode, args.zoom_steps)
+    med = statistics.median
+    c, p = res["cold"], res["prefetch"]
+    print(f"first timeline paint, cold (prefetch off; the tab's first request decodes the capture): "
+          f"{c['first']:.2f} s  (target < 1.5 s)")
+    print(f"first timeline paint, tab opened right after TensorBoard listed its plugins (prefetch on): "
+          f"{p['first']:.2f} s")
+    print(f"first timeline paint, warm (capture cached): median {med(c['warm']):.2f} s "
+          f"({', '.join(f'{w:.2f}' for w in c['warm'])})")
+    print(f"server alone: /capture {c['cap_ms']:.0f} ms, /timeline full view median {c['tl_full_ms']:.0f} ms "
+          f"({c['tl_full_kib']:.0f} KiB), zoomed 1/50 median {c['tl_zoom_ms']:.0f} ms ({c['tl_zoom_kib']:.0f} KiB)")
+    print(f"zoom step end to end (key -> repainted with server data), {len(c['lat'])} steps: median "
+          f"{med(c['lat']):.0f} ms, max {max(c['lat']):.0f} ms (target < 100 ms); fetch+parse median "
+          f"{med(c['fetch']):.0f} ms, decode+draw median {med(c['draw']):.0f} ms; as seen over CDP: median "
+          f"{med(c['wall']) * 1000:.0f} ms")
+    print(f"TensorBoard memory: RSS before opening the tab {mb(c['rss0'])}, after loading +{mb(c['rss1'] - c['rss0'])} "
+          f"({(c['rss1'] - c['rss0']) / size:.1f}x file), peak (HWM) +{mb(c['hwm1'] - c['rss0'])} over that "
+          f"baseline ({(c['hwm1'] - c['rss0']) / size:.1f}x file); after the zoom steps +{mb(c['rss2'] - c['rss0'])}")
+    print(f"screenshots: {tmp / 'bench-first-paint.png'}, {tmp / 'bench-zoomed.png'}")
+    if not args.keep:
+        shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

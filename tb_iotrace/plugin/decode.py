@@ -43,6 +43,9 @@ from ..xplane import XEvent, XPlane, XPlaneError, stats_dict
 CHUNK = 1 << 16
 # Bytes per token-decoder chunk: small enough that the temporaries stay in cache.
 TOKEN_CHUNK = 1 << 18
+# Lines at least this big are decoded on THREADS worker threads.
+PARALLEL_LINE_BYTES = 1 << 20
+THREADS = max(1, min(4, os.cpu_count() or 1))
 
 
 @dataclass
@@ -328,6 +331,105 @@ class _Run:
         self.cols = cols
 
 
+def _token_values(R: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray | None:
+    """Values of the varint tokens at ``start`` (their lengths known): the first 7-bit
+    group of every token, then the further groups of the multi-byte ones, byte k of every
+    token longer than k at a time. None for a token longer than 10 bytes."""
+    val = (R[start] & 0x7F).astype(np.uint64)
+    idx = np.flatnonzero(length > 1)
+    k = 1
+    while idx.size:
+        if k >= 10:
+            return None
+        val[idx] |= (R[start[idx] + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
+        idx = idx[length[idx] > k + 1]
+        k += 1
+    return val
+
+
+def _template_chunk(tag, ival, val, tag_pos, val_end, rlen: int, at_end: bool, stat_col, defaults):
+    """Fast path for the event layout tb_iotrace writes (and TensorFlow keeps when it merges
+    planes): each event is ``[4: len] [1: metadata_id] [2: offset_ps] [3: duration_ps]``
+    then stats of exactly two fields ``[4: len] [1: metadata_id] [3|4|7: value]``.
+
+    Pairs are classified by position instead of nesting: event headers are the pairs
+    tagged 0x22, 0x08, 0x10 in a row (a stat's second field can never be tagged 0x10), and
+    every check of the layout (events tile the chunk, fields in order, stats of two
+    fields with matching lengths) must hold, else None (the generic path decodes the chunk).
+    Returns (runs piece, cut, finished, stop) like the generic path."""
+    P = len(tag)
+    if P < 4 or tag[0] != 0x22:
+        return None
+    hdr = np.zeros(P, dtype=bool)
+    hdr[:P - 2] = (tag[:P - 2] == 0x22) & (tag[1:P - 1] == 0x08) & (tag[2:] == 0x10)
+    E = np.flatnonzero(hdr)
+    if not len(E) or E[0] != 0:
+        return None
+    ev_end = val_end[E] + ival[E]
+    # events tile: each next header starts where the previous event ends
+    if np.any(tag_pos[E[1:]] != ev_end[:-1]):
+        return None
+    complete = ev_end <= rlen
+    K = int(np.count_nonzero(complete))
+    if K == 0 or not complete[:K].all():
+        return None
+    cut = int(ev_end[K - 1])
+    stop_pair = int(np.searchsorted(tag_pos, cut))
+    finished = False
+    if K < len(E):
+        if E[K] != stop_pair:
+            return None
+    elif stop_pair < P:
+        if tag[stop_pair] != 0x22:
+            finished = True  # a line field after the last event
+        elif stop_pair < P - 2:
+            return None  # an event header the triple did not match: not our layout
+        # else the next event starts in the last two pairs: the next chunk takes it
+    elif cut == rlen and at_end:
+        finished = True
+    E = E[:K]
+    n = stop_pair
+    if E[-1] + 3 >= n:
+        return None  # an event with fewer than its three fields
+    t = tag[:n]
+    if np.any(t[E + 1] != 0x08) or np.any(t[E + 2] != 0x10) or np.any(t[E + 3] != 0x18):
+        return None
+    # Stat headers: the other pairs tagged 0x22. With the checks below, event headers with
+    # their 3 fields and stat headers with their 2 fields are disjoint, so when they add
+    # up to all n pairs they are all there is.
+    sh = np.flatnonzero((t == 0x22) & ~hdr[:n])
+    if 4 * K + 3 * len(sh) != n:
+        return None
+    if len(sh):
+        if sh[-1] + 2 >= n or np.any(t[sh + 1] != 0x08):
+            return None
+        vt = t[sh + 2]
+        if np.any((vt != 0x18) & (vt != 0x20) & (vt != 0x38)):
+            return None
+        if np.any(val_end[sh + 2] - val_end[sh] != ival[sh]):
+            return None
+    pos = val_end[E]
+    ln = ival[E].copy()
+    mid = ival[E + 1].copy()
+    off = ival[E + 2].copy()
+    dur = ival[E + 3].copy()
+    cols = []
+    if stat_col is not None:
+        sid = ival[sh + 1]
+        sval = ival[sh + 2]
+        owner = np.searchsorted(E, sh, side="right") - 1
+        keys, kcols = stat_col
+        at = np.minimum(np.searchsorted(keys, sid), len(keys) - 1)
+        hit = keys[at] == sid
+        col_of = np.where(hit, kcols[at], -1)
+        for c in range(len(defaults)):
+            column = np.full(K, defaults[c], dtype=np.int64)
+            m = col_of == c
+            column[owner[m]] = sval[m]
+            cols.append(column)
+    return (pos, ln, mid, off, dur, cols), cut, finished
+
+
 def _token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[_Run]] | None:
     """Vectorized decode of the run of events starting at ``start`` (a line-level field 4),
     by tokenizing the bytes into varints.
@@ -370,17 +472,19 @@ def _token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list
         fn = tag >> 3
         is_len = wt == 2
         bad = ((val_start - tag_pos) != 1) | ~(is_len | (wt == 0))
-        vlen = val_end - val_start
-        val = (R[val_start] & 0x7F).astype(np.uint64)
-        idx = np.flatnonzero(vlen > 1)
-        k = 1
-        while idx.size:
-            if k >= 10:
-                return None
-            val[idx] |= (R[val_start[idx] + k] & 0x7F).astype(np.uint64) << np.uint64(7 * k)
-            idx = idx[vlen[idx] > k + 1]
-            k += 1
+        val = _token_values(R, val_start, val_end - val_start)
+        if val is None:
+            return None
         ival = val.view(np.int64)
+        if not bad.any():
+            fast = _template_chunk(tag, ival, val, tag_pos, val_end, c1 - c0, c1 == end, stat_col, defaults)
+            if fast is not None:
+                (pos_, ln_, mid_, off_, dur_, cols_), cut_, fin_ = fast
+                runs.append(_Run((c0 + pos_).astype(np.int64), ln_, mid_, off_, dur_, cols_))
+                if fin_:
+                    return c0 + cut_, runs
+                c0 += cut_
+                continue
         lend = np.where(is_len, val_end + np.minimum(val, np.uint64(1 << 40)).astype(np.int64), -1)
         M = np.maximum.accumulate(lend)
         prev = np.empty(P, dtype=np.int64)
@@ -506,17 +610,13 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
             stat_col_all = (np.array([-(1 << 61)], np.int64), np.array([-1], np.int64))
     ncols = len(stat_names)
 
-    lines: list[LineInfo] = []
-    runs: list[_Run] = []
-    line_of_runs: list[tuple[int, int]] = []  # (line index, number of events) per run
-    total = 0
-    for li, (a, b) in enumerate(line_ranges):
-        first = total
+    def decode_line(li: int, a: int, b: int) -> tuple[dict[str, Any], list[_Run]]:
+        line_runs: list[_Run] = []
         probe = LineInfo(index=li, id=0, display_id=0, name="", display_name="", timestamp_ns=0,
-                         first=first, count=0)
+                         first=0, count=0)
         want: list[bool | None] = [None]
 
-        def on_events(head, pos, lend, probe=probe, want=want):
+        def on_events(head, pos, lend):
             if want[0] is None:
                 probe.name, probe.display_name = head["name"], head["display_name"]
                 want[0] = bool(stat_col_all is not None and stats_for(meta.name, meta, probe))
@@ -535,15 +635,38 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
                     c1 = min(c0 + CHUNK, len(s))
                     m, o, d = _decode_events(buf, s[c0:c1], e[c0:c1], sc, [c[c0:c1] for c in cols])
                     rs.append(_Run(s[c0:c1], (e - s)[c0:c1], m, o, d, [c[c0:c1] for c in cols]))
-            runs.extend(rs)
+            line_runs.extend(rs)
             return stop
 
-        n_before = len(runs)
         head = _walk_line(data, buf, a, b, on_events)
-        count = sum(len(r.mid) for r in runs[n_before:])
+        return head, line_runs
+
+    # Big lines are decoded on worker threads (numpy releases the GIL in its loops).
+    big = [i for i, (a, b) in enumerate(line_ranges) if b - a >= PARALLEL_LINE_BYTES]
+    results: dict[int, tuple[dict[str, Any], list[_Run]]] = {}
+    if len(big) > 1 and THREADS > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(THREADS, len(big))) as pool:
+            futures = {i: pool.submit(decode_line, i, *line_ranges[i]) for i in big}
+            for i, (a, b) in enumerate(line_ranges):
+                if i not in futures:
+                    results[i] = decode_line(i, a, b)
+            for i, f in futures.items():
+                results[i] = f.result()
+    else:
+        for i, (a, b) in enumerate(line_ranges):
+            results[i] = decode_line(i, a, b)
+
+    lines: list[LineInfo] = []
+    runs: list[_Run] = []
+    total = 0
+    for li in range(len(line_ranges)):
+        head, line_runs = results.pop(li)
+        count = sum(len(r.mid) for r in line_runs)
+        lines.append(LineInfo(index=li, first=total, count=count, **head))
+        runs.extend(line_runs)
         total += count
-        lines.append(LineInfo(index=li, first=first, count=count, **head))
-        line_of_runs.append((n_before, len(runs)))
 
     def cat(attr: str, dtype, col: int | None = None) -> np.ndarray:
         # Concatenate one column of all runs, dropping each run's piece as it goes so the

@@ -29,6 +29,7 @@ MAX_DIRS = 20000  # directories visited by one scan
 ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
 ACTIVE_TTL_S = 30.0
 RUNS_TTL_S = 5.0
+PREFETCH_MAX_BYTES = 1 << 30
 
 
 class BadName(ValueError):
@@ -157,6 +158,7 @@ class LogdirIndex:
         self._loading: dict[str, threading.Lock] = {}
         self.max_captures = max_captures
         self.loader = loader
+        self._prefetched = False
 
     # -- runs
     def is_active(self) -> bool:
@@ -200,6 +202,40 @@ class LogdirIndex:
                         return r, r.hosts[host]
                     break
         raise KeyError(f"no {'host ' + repr(host) + ' in ' if host is not None else ''}run {run!r}")
+
+    # -- prefetch
+    def prefetch_latest(self, max_bytes: int = PREFETCH_MAX_BYTES) -> threading.Thread | None:
+        """Load the newest run's captures on a background thread (once), so the tab opens
+        warm: TensorBoard asks every plugin ``is_active()`` when its page loads, well
+        before anyone clicks the tab. Skipped for captures above ``max_bytes`` in total
+        and when TBIO_PLUGIN_PREFETCH=0."""
+        if os.environ.get("TBIO_PLUGIN_PREFETCH", "1") == "0":
+            return None
+        with self._lock:
+            if self._prefetched:
+                return None
+            self._prefetched = True
+
+        def work():
+            try:
+                runs = self.runs()
+                if not runs:
+                    return
+                newest = max(runs, key=lambda r: (r.mtime, r.run))
+                files = sorted(newest.hosts.items())[:self.max_captures]
+                if sum(os.path.getsize(p) for _, p in files) > max_bytes:
+                    return
+                for host, path in files:
+                    try:
+                        self.capture(path, host)
+                    except Exception:  # reported when the tab asks for it
+                        pass
+            except Exception:
+                pass
+
+        t = threading.Thread(target=work, name="tb_iotrace-prefetch", daemon=True)
+        t.start()
+        return t
 
     # -- captures
     def capture(self, path: str, host: str) -> Capture:

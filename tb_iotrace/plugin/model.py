@@ -504,6 +504,22 @@ def _io_info(plane: PlaneData) -> dict[str, Any] | None:
     return None
 
 
+def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct ids, code of each) like np.unique(return_inverse=True), in O(n) with
+    a dense table when the ids are small non-negative integers (metadata ids are)."""
+    if len(ids) == 0:
+        return ids[:0], np.zeros(0, dtype=np.int64)
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi > 50_000_000:
+        uniq, inv = np.unique(ids, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    present = np.zeros(hi + 1, dtype=bool)
+    present[ids] = True
+    uniq = np.flatnonzero(present)
+    code = np.cumsum(present, dtype=np.int64) - 1
+    return uniq.astype(ids.dtype), code[ids]
+
+
 _TID_RE = re.compile(r"\(tid (-?\d+)\)\s*$")
 
 
@@ -552,13 +568,13 @@ def _io_table(parts, info) -> IoTable:
     end = (start_ps + column(lambda pl: pl.duration_ps)) // 1000
     del start_ps
     tid = np.concatenate([np.full(sl.stop - sl.start, t, dtype=np.int64) for (pl, sl), t in zip(slices, tids)])
-    op_ids, op_code = np.unique(column(lambda pl: pl.metadata_id), return_inverse=True)
+    op_ids, op_code = _factorize(column(lambda pl: pl.metadata_id))
     ops = []
     for k in op_ids.tolist():
         md = plane.meta.event_metadata.get(k)
         text = md.name if md is not None else "?"
         ops.append(exact_ops.get(text, text))
-    ref_ids, path_code = np.unique(stat(STAT_PATH), return_inverse=True)
+    ref_ids, path_code = _factorize(stat(STAT_PATH))
     paths = []
     for k in ref_ids.tolist():
         md = plane.meta.stat_metadata.get(k) if k else None

@@ -106,10 +106,13 @@ class IoTracePlugin(base_plugin.TBPlugin):
     # -- TBPlugin
     def is_active(self) -> bool:
         try:
-            return self.index.is_active()
+            active = self.index.is_active()
         except Exception:  # never break TensorBoard's plugin listing
             log.exception("is_active failed")
             return False
+        if active:
+            self.index.prefetch_latest()
+        return active
 
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="I/O")
