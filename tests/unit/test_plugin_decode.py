@@ -1,0 +1,203 @@
+"""The plugin's columnar decoder and level-of-detail merging against the reference reader
+(tb_iotrace.xplane: protobuf objects) on real and synthetic captures."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tb_iotrace.plugin.decode as D
+from tb_iotrace.plugin import lod
+from tb_iotrace.plugin.model import STAT_DEFAULTS, _rows
+from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
+from tb_iotrace.xplane import (LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns,
+                               load_xspace, merge_into_capture, read_io_data)
+from tb_iotrace.xplane.iowriter import EVENT_STATS
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
+KW = dict(stats_for=lambda pn, meta, ln: pn.startswith("/host:") and ln.name.startswith(LINE_PREFIX),
+          stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS)
+
+pytestmark = pytest.mark.skipif(not GPU.exists(), reason="shared GPU capture missing")
+
+
+def assert_same_as_reader(path) -> None:
+    """Every event's metadata id, start and duration equal the protobuf reader's, and the
+    I/O stats equal read_io_data's."""
+    sd = D.decode_xspace(path, **KW)
+    sp = load_xspace(path)
+    assert [p.name for p in sd.planes] == [p.name for p in sp.planes]
+    for pd, pl in zip(sd.planes, sp.planes):
+        c = columns(pl)
+        assert len(pd.lines) == c.num_lines
+        for li, ln in zip(pd.lines, c.lines):
+            sl = slice(li.first, li.first + li.count)
+            assert (li.name, li.id, li.display_id, li.timestamp_ns) == (ln.name, ln.id, ln.display_id, ln.line.timestamp_ns)
+            np.testing.assert_array_equal(pd.metadata_id[sl], ln.metadata_id)
+            np.testing.assert_array_equal(pd.start_ps[sl], ln.start_ps)
+            np.testing.assert_array_equal(pd.duration_ps[sl], ln.duration_ps)
+    tr = read_io_data(sp)
+    if tr is None:
+        return
+    host = next(p for p in sd.planes if p.name == "/host:CPU")
+    md = host.meta.stat_metadata
+    io = [ln for ln in host.lines if ln.name.startswith(LINE_PREFIX)]
+    idx = np.concatenate([np.arange(ln.first, ln.first + ln.count) for ln in io]) if io else np.zeros(0, int)
+    refs = host.stats["path"][idx]
+    paths = np.array([md[k].name if k in md else "" for k in refs.tolist()], dtype=object)
+    assert len(idx) == len(tr)
+    np.testing.assert_array_equal(paths, tr.path)
+    np.testing.assert_array_equal(host.stats["offset"][idx], tr.offset)
+    np.testing.assert_array_equal(host.stats["bytes_requested"][idx], tr.requested)
+    np.testing.assert_array_equal(host.stats["bytes_returned"][idx], tr.returned)
+    np.testing.assert_array_equal(host.stats["fd"][idx], tr.fd)
+    np.testing.assert_array_equal(host.stats["errno"][idx], tr.errno)
+
+
+def test_gpu_capture_matches_reader():
+    assert_same_as_reader(GPU)
+
+
+@pytest.mark.parametrize("n", [1, 7, 3000, 60_000])
+def test_merged_capture_matches_reader(tmp_path, n):
+    path = make_logdir(tmp_path, GPU, n_events=n, seed=n)
+    assert_same_as_reader(path)
+
+
+def test_edge_values_match_reader(tmp_path):
+    """Negative returns (10-byte varints), absent offsets/fds, errno, huge offsets, zero
+    durations, empty paths, non-ASCII paths."""
+    n = 500
+    rng = np.random.default_rng(5)
+    start = np.sort(rng.integers(0, 10**9, n)) + 1_000_000_000
+    tr = IoTrace(op=np.array(["read", "open64", "pwrite64", "lseek64", "close"] * 100, dtype=object),
+                 path=np.array(["/a", "", "/ü/ñ path", "/x" * 300, "/a"] * 100, dtype=object),
+                 offset=np.where(rng.random(n) < 0.3, -1, rng.integers(0, 2**62, n)),
+                 requested=rng.integers(0, 2**40, n), returned=np.where(rng.random(n) < 0.2, -1, rng.integers(0, 2**33, n)),
+                 fd=np.where(rng.random(n) < 0.2, -1, rng.integers(0, 10**6, n)),
+                 errno=np.where(rng.random(n) < 0.1, rng.integers(1, 130, n), 0),
+                 start_ns=start, end_ns=start + np.where(rng.random(n) < 0.1, 0, rng.integers(1, 10**6, n)),
+                 tid=rng.integers(1, 4, n))
+    path = tmp_path / "h.xplane.pb"
+    shutil.copyfile(GPU, path)
+    merge_into_capture(path, tr, start_ns=1_000_000_000)
+    assert_same_as_reader(path)
+
+
+def test_generic_and_scalar_paths_agree(tmp_path, monkeypatch):
+    """The fast layout path, the generic token path and the scalar walk give the same
+    columns."""
+    path = make_logdir(tmp_path, GPU, n_events=20_000)
+    fast = D.decode_xspace(path, **KW)
+    monkeypatch.setattr(D, "_template_chunk", lambda *a, **k: None)
+    generic = D.decode_xspace(path, **KW)
+    monkeypatch.setattr(D, "_token_run", lambda *a, **k: None)
+    scalar = D.decode_xspace(path, **KW)
+    for other in (generic, scalar):
+        for a, b in zip(fast.planes, other.planes):
+            for f in ("metadata_id", "start_ps", "duration_ps", "file_pos", "file_len"):
+                np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+            for k in a.stats:
+                np.testing.assert_array_equal(a.stats[k], b.stats[k])
+
+
+def test_small_chunks_and_threads(tmp_path, monkeypatch):
+    """Chunk boundaries everywhere (tiny chunks) and lines decoded on threads."""
+    path = make_logdir(tmp_path, GPU, n_events=5_000)
+    ref = D.decode_xspace(path, **KW)
+    monkeypatch.setattr(D, "TOKEN_CHUNK", 97)
+    monkeypatch.setattr(D, "PARALLEL_LINE_BYTES", 1)
+    monkeypatch.setattr(D, "THREADS", 3)
+    got = D.decode_xspace(path, **KW)
+    for a, b in zip(ref.planes, got.planes):
+        np.testing.assert_array_equal(a.start_ps, b.start_ps)
+        for k in a.stats:
+            np.testing.assert_array_equal(a.stats[k], b.stats[k])
+
+
+def test_space_written_by_add_io_to_space(tmp_path):
+    """A space serialized whole by protobuf (the pluggable-profiler path before TF merges)."""
+    sp = load_xspace(GPU)
+    add_io_to_space(sp, synthetic_trace(2000, 10**8, 2 * 10**9, base_ns=5 * 10**9), start_ns=5 * 10**9)
+    path = tmp_path / "x.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    assert_same_as_reader(path)
+
+
+@pytest.mark.parametrize("mutate", ["empty", "truncated", "garbage", "bad_length", "not_xspace"])
+def test_corrupt_files_raise_xplane_error(tmp_path, mutate):
+    data = GPU.read_bytes()
+    bad = {"empty": b"", "truncated": data[: len(data) // 3], "garbage": bytes(range(256)) * 40,
+           "bad_length": b"\x0a\xff\xff\xff\xff\x0f" + data[:100], "not_xspace": b"\x08\x01"}[mutate]
+    path = tmp_path / "bad.xplane.pb"
+    path.write_bytes(bad)
+    with pytest.raises(XPlaneError):
+        D.decode_xspace(path, **KW)
+
+
+def test_event_stats_read_back_from_the_file():
+    sd = D.decode_xspace(GPU)
+    sp = load_xspace(GPU)
+    plane = next(p for p in sd.planes if p.name == "/device:GPU:4")
+    ref = columns(next(p for p in sp.planes if p.name == "/device:GPU:4"))
+    for line in plane.lines[:3]:
+        for i in (0, line.count - 1):
+            k = line.first + i
+            got = D.event_stats(GPU, plane.meta, plane.file_pos[k], plane.file_len[k])
+            assert got == ref.event_stats(line.index, i)
+
+
+# --------------------------------------------------------------------------- level of detail
+
+
+def brute_force(start, end, t0, npp):
+    """Reference merge: runs of sub-pixel events starting in the same pixel column."""
+    out = []
+    for i in range(len(start)):
+        x0 = (start[i] - t0) / npp
+        wide = (end[i] - start[i]) / npp >= lod.MIN_PX
+        col = int(np.floor(x0))
+        if out and not wide and not out[-1]["wide"] and out[-1]["col"] == col:
+            g = out[-1]
+            g["end"] = max(g["end"], end[i])
+            g["count"] += 1
+        else:
+            out.append({"start": start[i], "end": end[i], "count": 1, "wide": wide, "col": col, "first": i})
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_merge_row_matches_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n = 3000
+    start = np.sort(rng.integers(0, 10**7, n)).astype(np.int64)
+    end = start + rng.choice([0, 10, 1000, 50_000], n)
+    maxend = np.maximum.accumulate(end)
+    t0, t1, width = 2 * 10**6, 6 * 10**6, 500
+    npp = (t1 - t0) / width
+    i0, i1 = lod.window(start, maxend, 0, n, t0, t1)
+    assert np.all(maxend[:i0] < t0) and np.all(start[i1:] > t1)
+    items = lod.merge_row(start, end, i0, i1, t0, npp)
+    ref = brute_force(start[i0:i1], end[i0:i1], t0, npp)
+    assert len(items) == len(ref)
+    np.testing.assert_array_equal(items.start, [g["start"] for g in ref])
+    np.testing.assert_array_equal(items.end, [g["end"] for g in ref])
+    np.testing.assert_array_equal(items.count, [g["count"] for g in ref])
+    np.testing.assert_array_equal(items.first, [g["first"] + i0 for g in ref])
+    assert items.count.sum() == i1 - i0
+    assert len(items) <= 2 * width + 2
+    sums = lod.group_sum(np.ones(n, dtype=np.int64), items)
+    np.testing.assert_array_equal(sums, items.count)
+
+
+def test_rows_nest_events():
+    start = np.array([0, 0, 10, 20, 50, 50, 60, 100], dtype=np.int64)
+    end = np.array([90, 40, 30, 25, 80, 50, 70, 110], dtype=np.int64)
+    order = np.lexsort((-end, start))
+    rows = _rows(start[order], end[order])
+    # [0,90] > [0,40] > [10,30] > [20,25]; [50,80] > [60,70]; [50,50] zero-length; [100,110]
+    assert dict(zip(order.tolist(), rows.tolist())) == {0: 0, 1: 1, 2: 2, 3: 3, 4: 1, 5: 2, 6: 2, 7: 0}
