@@ -328,3 +328,22 @@ def test_corrupt_run_shows_an_error_and_the_others_still_load(page):
     p.screenshot(ARTIFACTS / "browser-corrupt-run.png")
     p.evaluate(f"(() => {{ const s = {D}.querySelector('.run-select'); s.value = {RUN!r}; s.dispatchEvent(new Event('change')); }})()")
     p.wait_for(f"{D}.querySelector('.empty-state.big').hidden && {D}.querySelector('.timeline').dataset.state === 'ready'")
+
+
+def test_coordinate_spaces_and_hover_tooltip(page):
+    p = page
+    # TimeScale (timeline/coords.js): x = (t - t0) / nsPerPx; zoom keeps the time under x
+    got = p.evaluate(f"""(() => {{ const S = {APP}.timeline.scale.constructor; const s = new S(1000, 3000, 200);
+        const z = s.zoom(0.5, 50); const q = s.pan(20);
+        return [s.x(2000), s.t(50), z.t(50), z.span, q.t0, q.t1]; }})()""")
+    assert got == [100, 1500, 1500, 1000, 1200, 3200]
+    # hovering an I/O call shows its name, size and file in the tooltip
+    i = _zoom_to_single_io_item(p)
+    name, file = p.evaluate(f"(() => {{ const d = {APP}.timeline.data; return [d.names[d.items.name[{i}]], d.files[d.items.file[{i}]]]; }})()")
+    c = p.evaluate(f"{APP}.timeline.itemCenter({i})")
+    x, y = _canvas_point(p, c["x"], c["y"])
+    p.mouse("mouseMoved", x, y, button="none")
+    p.wait_for(f"!{D}.querySelector('.tl-tooltip').hidden")
+    tip = p.evaluate(f"[...{D}.querySelectorAll('.tl-tooltip div')].map((e) => e.textContent)")
+    assert tip[0] == name and file in tip and any("moved" in t for t in tip)
+    p.screenshot(ARTIFACTS / "browser-tooltip.png")
