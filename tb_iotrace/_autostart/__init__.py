@@ -1,0 +1,209 @@
+"""Whole-run capture for ``tb-iotrace run``, started by ``sitecustomize.py`` in this folder.
+
+``tb-iotrace run`` sets ``TB_IOTRACE_RUN_DIR`` and puts this folder first on ``PYTHONPATH``,
+so every Python process of the run (the script, ``multiprocessing`` spawn/forkserver
+workers, subprocess Pythons) calls :func:`start` at startup:
+
+- ``tb_iotrace.enable()`` and one native session recording the whole process life
+  (``tb_iotrace.recorder.begin_session``). TensorFlow profile windows and user captures are
+  independent sessions beside it (at most 4 at once per process: this one uses 1, plus 1
+  more while periodic flushing is on).
+- The record (:mod:`tb_iotrace.runrecord`) is written at exit, whichever way the process
+  ends: normal exit and uncaught exceptions (``atexit``), ``os._exit`` (wrapped: the
+  ``multiprocessing`` fork workers end that way), signals whose handler was the default
+  (SIGTERM, SIGHUP: the record is written, then the signal is re-raised with its default
+  action).
+- Forked children (``os.register_at_fork``): the shim drops the parent's sessions in the
+  child, so the child starts its own session, empty, and writes its own record.
+- Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off): a second
+  session is rotated and its windows are summed into a record marked ``"partial": true``,
+  which the final record replaces. A process killed with SIGKILL keeps the last flush
+  (counts up to it; sequential/stride counters approximate, no trace).
+
+The record folder is added to the path exclusions, so writing records is never traced.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+DEFAULT_EXCLUDE = ["/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/lib64/", "/opt/", "/sbin/",
+                   "/sys/", "/proc/", "/var/"]
+SIGNALS = ("SIGTERM", "SIGHUP")
+
+_state: "_Run | None" = None
+_real_exit = os._exit
+
+
+class _Run:
+    def __init__(self, run_dir: str, flush_s: float) -> None:
+        self.run_dir = run_dir
+        self.flush_s = flush_s
+        self.lock = threading.Lock()
+        self.pid = os.getpid()
+        self.sess: Any = None
+        self.flush_sess: Any = None
+        self.acc: dict[tuple[str, str], dict[str, Any]] = {}
+        self.start_ns = time.time_ns()
+        self.done = False
+        self.exc: str | None = None
+        self.stop = threading.Event()
+
+    # ----------------------------------------------------------------- sessions
+    def begin(self) -> None:
+        from .. import recorder
+
+        self.sess = recorder.begin_session()
+        self.start_ns = time.time_ns()
+        if self.flush_s > 0:
+            self._write_partial()  # a record exists even if killed before the first flush
+            t = threading.Thread(target=self._flusher, name="tb_iotrace-flush", daemon=True)
+            t.start()
+
+    def _flusher(self) -> None:
+        while not self.stop.wait(self.flush_s):
+            try:
+                self.flush()
+            except Exception:
+                pass
+
+    def flush(self) -> None:
+        from .. import recorder
+
+        with self.lock:
+            if self.done or os.getpid() != self.pid:
+                return
+            try:
+                new = recorder.begin_session()
+            except Exception:
+                new = None  # every slot busy (TensorFlow windows): keep the previous flush
+            old, self.flush_sess = self.flush_sess, new if new is not None else self.flush_sess
+            if old is not None and new is not None:
+                cap = recorder.Capture()
+                recorder.end_session(old, cap)
+                from ..runrecord import merge_files
+
+                merge_files(self.acc, [f.to_dict() for f in cap.files])
+                self._write_partial()
+
+    def _write_partial(self) -> None:
+        from ..runrecord import write_record
+
+        write_record(self.run_dir, None, partial=True, exit={"how": "flush"}, files=list(self.acc.values()),
+                     start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False)
+
+    def finish(self, how: str, code: int | None = None, signum: int | None = None) -> None:
+        from .. import recorder
+        from ..runrecord import write_record
+
+        with self.lock:
+            if self.done or os.getpid() != self.pid or self.sess is None:
+                return
+            self.done = True
+            self.stop.set()
+            cap = recorder.Capture()
+            recorder.end_session(self.sess, cap)
+            if self.flush_sess is not None:
+                recorder.end_session(self.flush_sess, recorder.Capture())
+                self.flush_sess = None
+            if how == "exit" and self.exc:
+                how = "exception"
+            write_record(self.run_dir, cap, partial=False,
+                         exit={"how": how, "code": code, "signal": signum, "exception": self.exc})
+
+
+# --------------------------------------------------------------------------- exit paths
+
+
+def _at_exit() -> None:
+    if _state is not None:
+        try:
+            _state.finish("exit")
+        except Exception as exc:
+            sys.stderr.write(f"tb-iotrace: record not written: {exc}\n")
+
+
+def _os_exit(code: int) -> None:
+    if _state is not None:
+        try:
+            _state.finish("os._exit", code=code)
+        except BaseException:
+            pass
+    _real_exit(code)
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    if _state is not None:
+        try:
+            _state.finish("signal", signum=signum)
+        except BaseException:
+            pass
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _excepthook(prev: Any) -> Any:
+    def hook(tp: Any, value: Any, tb: Any) -> None:
+        if _state is not None:
+            _state.exc = getattr(tp, "__name__", str(tp))
+        prev(tp, value, tb)
+    return hook
+
+
+def _after_fork_in_child() -> None:
+    global _state
+    old = _state
+    if old is None:
+        return
+    from .. import recorder
+
+    for s in (old.sess, old.flush_sess):
+        if s is not None:
+            recorder._live.discard(s)  # the shim dropped the parent's sessions in the child
+    _state = _Run(old.run_dir, old.flush_s)
+    try:
+        _state.begin()
+    except Exception as exc:
+        sys.stderr.write(f"tb-iotrace: capture not started in forked pid {os.getpid()}: {exc}\n")
+        _state = None
+
+
+def _exclude_record_dir(run_dir: str) -> None:
+    rec = os.path.join(run_dir, "plugins", "iotrace") + os.sep
+    cur = os.environ.get("TBIO_EXCLUDE")
+    parts = [p for p in cur.split(os.pathsep) if p] if cur else list(DEFAULT_EXCLUDE)
+    if rec not in parts:
+        os.environ["TBIO_EXCLUDE"] = os.pathsep.join(parts + [rec])
+
+
+def start() -> None:
+    """Enable capture for the whole life of this process (idempotent)."""
+    global _state
+    if _state is not None:
+        return
+    run_dir = os.path.abspath(os.environ["TB_IOTRACE_RUN_DIR"])
+    try:
+        flush_s = float(os.environ.get("TB_IOTRACE_FLUSH_S", "5"))
+    except ValueError:
+        flush_s = 5.0
+    _exclude_record_dir(run_dir)
+    from .. import recorder
+
+    recorder.enable()
+    st = _Run(run_dir, flush_s)
+    st.begin()
+    _state = st
+    atexit.register(_at_exit)
+    os._exit = _os_exit
+    sys.excepthook = _excepthook(sys.excepthook)
+    if threading.current_thread() is threading.main_thread():
+        for name in SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _on_signal)
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,225 @@
+"""Whole-run records: what ``tb-iotrace run`` leaves for each Python process it traced.
+
+Layout: ``<DIR>/plugins/iotrace/<host>.<pid>.json`` (+ ``<host>.<pid>.npz`` with the trace).
+
+The JSON document (format ``tb_iotrace.run/1``)::
+
+    {
+      "format": "tb_iotrace.run/1",
+      "host": str, "pid": int, "ppid": int, "argv": [str, ...],
+      "start_ns": int, "end_ns": int,           # CLOCK_REALTIME epoch ns of the window
+      "partial": bool,                          # true: a periodic flush, the process did not
+                                                # finish writing (killed, or still running);
+                                                # counters then cover [start_ns, end_ns] only
+                                                # and sequential/stride counters are approximate
+      "exit": {"how": "exit"|"os._exit"|"signal"|"exception"|"flush", "code": int|null,
+               "signal": int|null, "exception": str|null},
+      "files": [{"path", "module", "record_id", "counters": {...}, "fcounters": {...}}],
+      "threads": [{"index", "tid", "pthread_self", "name", "nevents", "dropped"}],
+      "nevents": int, "dropped": int,
+      "trace": "<host>.<pid>.npz" | null        # beside the JSON
+    }
+
+The ``.npz`` holds one array per trace column (``start_ns``, ``end_ns``, ``offset``,
+``requested``, ``returned``, ``fd``, ``errno``, ``tid``: int64; ``op_id``, ``file_id``:
+int32, -1 when none) plus ``op_names`` and ``paths`` (str arrays the ids index).
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FORMAT = "tb_iotrace.run/1"
+RECORD_DIR = os.path.join("plugins", "iotrace")
+
+
+class RecordError(ValueError):
+    """A whole-run record that cannot be read."""
+
+
+def record_dir(run_dir: str | os.PathLike[str]) -> Path:
+    return Path(run_dir) / RECORD_DIR
+
+
+def hostname() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
+                 host: str | None = None) -> tuple[Path, Path]:
+    d = record_dir(run_dir)
+    stem = f"{host or hostname()}.{pid if pid is not None else os.getpid()}"
+    return d / f"{stem}.json", d / f"{stem}.npz"
+
+
+def _atomic_write(path: Path, write: Any, suffix: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
+    """Columns of a recorder Capture's trace, as stored in the .npz."""
+    ev = cap.events
+    n = len(ev)
+    file_id = ev.file_id.astype(np.int64)
+    ids = sorted(ev.paths)
+    remap = np.full(int(max(ids, default=-1)) + 2, -1, dtype=np.int32)
+    for j, k in enumerate(ids):
+        remap[k] = j
+    fid = np.where(file_id == 0xFFFFFFFF, -1, file_id)
+    fid = np.where((fid >= 0) & (fid < len(remap) - 1), remap[np.clip(fid, 0, len(remap) - 1)], -1)
+    return {
+        "start_ns": ev.start_ns.astype(np.int64), "end_ns": ev.end_ns.astype(np.int64),
+        "op_id": ev.op_id.astype(np.int32), "file_id": fid.astype(np.int32),
+        "offset": ev.offset.astype(np.int64), "requested": ev.requested.astype(np.int64),
+        "returned": ev.returned.astype(np.int64), "fd": ev.fd.astype(np.int64),
+        "errno": ev.errno.astype(np.int64), "tid": ev.tid.astype(np.int64) if n else np.zeros(0, np.int64),
+        "op_names": np.array(list(ev.op_names), dtype=str),
+        "paths": np.array([ev.paths[k] for k in ids], dtype=object).astype(str),
+    }
+
+
+def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
+                 files: list[dict[str, Any]] | None = None, start_ns: int | None = None,
+                 end_ns: int | None = None, with_trace: bool = True) -> Path:
+    """Write the record of this process from a recorder Capture (or explicit ``files``)."""
+    jpath, npath = record_paths(run_dir)
+    trace_name = None
+    if cap is not None and with_trace and len(cap.events):
+        arrays = trace_arrays(cap)
+        _atomic_write(npath, lambda fh: np.savez(fh, **arrays), ".npz")
+        trace_name = npath.name
+    doc = {
+        "format": FORMAT, "host": hostname(), "pid": os.getpid(), "ppid": os.getppid(),
+        "argv": list(getattr(__import__("sys"), "argv", []) or []),
+        "start_ns": int(start_ns if start_ns is not None else getattr(cap, "start_ns", 0)),
+        "end_ns": int(end_ns if end_ns is not None else getattr(cap, "end_ns", 0)),
+        "partial": bool(partial),
+        "exit": dict(exit or {}),
+        "files": files if files is not None else [f.to_dict() for f in cap.files],
+        "threads": [dict(t.__dict__) for t in cap.threads] if cap is not None else [],
+        "nevents": len(cap.events) if cap is not None else 0,
+        "dropped": int(cap.dropped) if cap is not None else 0,
+        "trace": trace_name,
+    }
+    data = json.dumps(doc, separators=(",", ":")).encode()
+    _atomic_write(jpath, lambda fh: fh.write(data), ".json")
+    return jpath
+
+
+@dataclass
+class RunRecord:
+    path: Path
+    doc: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        """``<host>.<pid>``, the record's host name in reports."""
+        return self.path.name[: -len(".json")]
+
+    @property
+    def files(self) -> list[dict[str, Any]]:
+        return self.doc.get("files", [])
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.doc.get("partial"))
+
+    def trace(self) -> dict[str, np.ndarray] | None:
+        """The stored trace columns (see the module docstring), or None."""
+        name = self.doc.get("trace")
+        if not name:
+            return None
+        p = self.path.parent / os.path.basename(name)
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except (OSError, ValueError, KeyError) as exc:
+            raise RecordError(f"{p}: cannot read the trace ({exc})") from None
+
+
+def is_record_file(path: str | os.PathLike[str]) -> bool:
+    p = str(path)
+    if not p.endswith(".json"):
+        return False
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return False
+    return b'"format"' in head and FORMAT.encode() in head
+
+
+def read_record(path: str | os.PathLike[str]) -> RunRecord:
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            doc = json.loads(fh.read())
+    except FileNotFoundError:
+        raise RecordError(f"{p}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{p}: not a tb_iotrace run record ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("files"), list):
+        raise RecordError(f"{p}: not a tb_iotrace run record (format {FORMAT} expected)")
+    return RunRecord(p, doc)
+
+
+def find_records(directory: str | os.PathLike[str]) -> list[Path]:
+    """Record files directly in ``directory`` (a ``plugins/iotrace`` folder), sorted."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted(p for p in d.iterdir() if p.name.endswith(".json") and not p.name.startswith("."))
+
+
+# --------------------------------------------------------------------------- merging flushes
+
+_MAX_KEYS = ("MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
+_LAST_KEYS = ("MODE", "FILE_ALIGNMENT", "MEM_ALIGNMENT", "ACCESS", "STRIDE", "FASTEST_RANK", "SLOWEST_RANK",
+              "RENAMED_FROM")
+
+
+def merge_files(acc: dict[tuple[str, str], dict[str, Any]], files: list[dict[str, Any]]) -> None:
+    """Add consecutive windows' per-file records into ``acc`` (keyed by (module, path)).
+
+    Counts, bytes and times add up; maxima take the max; start timestamps the first, end
+    timestamps the last; settings and common-value slots keep the latest window's value."""
+    for f in files:
+        key = (f["module"], f["path"])
+        cur = acc.get(key)
+        if cur is None:
+            acc[key] = {"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
+                        "counters": dict(f["counters"]), "fcounters": dict(f["fcounters"])}
+            continue
+        for k, v in f["counters"].items():
+            if any(k.endswith(m) for m in _MAX_KEYS):
+                cur["counters"][k] = max(cur["counters"].get(k, v), v)
+            elif any(m in k for m in _LAST_KEYS):
+                cur["counters"][k] = v
+            else:
+                cur["counters"][k] = cur["counters"].get(k, 0) + v
+        for k, v in f["fcounters"].items():
+            old = cur["fcounters"].get(k, 0.0)
+            if "START_TIMESTAMP" in k:
+                cur["fcounters"][k] = min(x for x in (old, v) if x > 0) if (old > 0 or v > 0) else 0.0
+            elif "END_TIMESTAMP" in k or "MAX_" in k:
+                cur["fcounters"][k] = max(old, v)
+            else:
+                cur["fcounters"][k] = old + v
