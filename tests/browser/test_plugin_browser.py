@@ -20,6 +20,7 @@ import pytest
 
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
 
+pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import CHROMIUM, Browser  # noqa: E402
 

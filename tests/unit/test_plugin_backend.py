@@ -572,3 +572,28 @@ def test_memory_at_most_5x_file_size(tmp_path, n_events):
     assert m["peak"] < 5 * m["size"], m
     assert m["rss_delta"] < 5 * m["size"] + 16 * 2**20, m
     assert m["hwm_delta"] < 5 * m["size"] + 16 * 2**20, m
+
+
+# --------------------------------------------------------------------------- packaging
+
+
+def test_frontend_ships_with_the_package():
+    """plugin_frontend/ is reached as tb_iotrace/plugin/static (a link in the source tree,
+    copied into wheels by the package-data glob), and every relative import resolves."""
+    import re
+    import tomllib
+
+    static = ROOT / "tb_iotrace" / "plugin" / "static"
+    assert static.is_symlink() and static.resolve() == (ROOT / "plugin_frontend").resolve()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "plugin/static/**/*" in data["tool"]["setuptools"]["package-data"]["tb_iotrace"]
+    js = sorted((ROOT / "plugin_frontend").rglob("*.js"))
+    assert {p.name for p in js} >= {"index.js", "app.js", "coords.js", "tracks.js", "draw.js", "timeline.js"}
+    for path in js:
+        text = path.read_text()
+        assert "innerHTML" not in text.replace("never innerHTML", "")
+        assert "http://" not in text and "https://" not in text  # no CDN
+        for spec in re.findall(r"""(?:from|import\()\s*["'](\.[^"']+)["']""", text):
+            # index.js is served at the plugin root and imports ./static/...
+            target = (path.parent / spec.replace("./static/", "./", 1)).resolve()
+            assert target.exists(), f"{path.name}: {spec}"
