@@ -174,7 +174,7 @@ def _after_fork_in_child() -> None:
 
 
 def _exclude_record_dir(run_dir: str) -> None:
-    rec = os.path.join(run_dir, "plugins", "iotrace") + os.sep
+    rec = os.path.join(run_dir, "plugins", "iotrace")  # the folder itself too (mkdir, stat)
     cur = os.environ.get("TBIO_EXCLUDE")
     parts = [p for p in cur.split(os.pathsep) if p] if cur else list(DEFAULT_EXCLUDE)
     if rec not in parts:

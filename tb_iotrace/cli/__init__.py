@@ -1,0 +1,57 @@
+"""``tb-iotrace``: the command line (also ``python -m tb_iotrace``).
+
+One module per subcommand, one class per subcommand; the class docstring is its help.
+Exit codes: 0 success, 1 user error (one-line message; the traceback only with ``-v``),
+2 bad usage (argparse). ``run`` exits with the script's code.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import Sequence
+
+from ._base import Command, UserError
+from .export import Export
+from .report import Report
+from .run import Run
+
+COMMANDS: tuple[type[Command], ...] = (Run, Report, Export)
+
+__all__ = ["main", "build_parser", "COMMANDS", "UserError"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tb-iotrace", description="Darshan-style POSIX/STDIO I/O capture for TensorFlow: run, report, export.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for cls in COMMANDS:
+        doc = (cls.__doc__ or "").strip()
+        first = doc.splitlines()[0] if doc else cls.name
+        p = sub.add_parser(cls.name, help=first, description=doc,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks on errors")
+        cls.add_arguments(p)
+        p.set_defaults(_command=cls)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    cmd = args._command()
+    try:
+        return int(cmd.run(args) or 0)
+    except UserError as exc:
+        if args.verbose:
+            traceback.print_exc()
+        print(f"tb-iotrace {cmd.name}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"tb-iotrace {cmd.name}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

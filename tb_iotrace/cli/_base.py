@@ -1,0 +1,21 @@
+"""What every subcommand shares."""
+from __future__ import annotations
+
+import argparse
+
+
+class UserError(Exception):
+    """A problem with the user's input: printed as one line, exit code 1."""
+
+
+class Command:
+    """Base of the subcommands: ``name``, help in the docstring, ``add_arguments``, ``run``."""
+
+    name = ""
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        pass
+
+    def run(self, args: argparse.Namespace) -> int:
+        raise NotImplementedError

@@ -1,0 +1,206 @@
+"""Turning a PATH given on the command line into (run, host) sources.
+
+PATH may be:
+
+- a logdir: every profile run (``[<tb run>/]plugins/profile/<session>/<host>.xplane.pb``, run
+  ``[<tb run>/]<session>``) and every whole-run record folder
+  (``[<dir>/]plugins/iotrace/<host>.<pid>.json``, run ``[<dir>/]iotrace``, one host per process);
+- a run directory (holding ``*.xplane.pb``) or a ``plugins/iotrace`` folder;
+- one capture file (``<host>.xplane.pb``) or one whole-run record (``<host>.<pid>.json``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..runrecord import RECORD_DIR, RecordError, RunRecord, find_records, read_record
+from ._base import UserError
+
+XPLANE_SUFFIX = ".xplane.pb"
+RECORD_RUN = "iotrace"
+MAX_DEPTH = 8
+
+
+@dataclass
+class Source:
+    run: str
+    host: str
+    kind: str                       # "xplane" or "record"
+    path: str
+    _space: Any = None
+    _record: RunRecord | None = None
+    _trace: Any = None
+    _loaded: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    # ------------------------------------------------------------------ loading
+    def space(self) -> Any:
+        """The XSpace (xplane sources only)."""
+        if self.kind != "xplane":
+            return None
+        if self._space is None:
+            from ..xplane import XPlaneError, load_xspace
+
+            try:
+                self._space = load_xspace(self.path)
+            except XPlaneError as exc:
+                raise UserError(str(exc)) from None
+        return self._space
+
+    def record(self) -> RunRecord | None:
+        if self.kind != "record":
+            return None
+        if self._record is None:
+            try:
+                self._record = read_record(self.path)
+            except RecordError as exc:
+                raise UserError(str(exc)) from None
+        return self._record
+
+    def io_trace(self) -> Any:
+        """The IoTrace stored in a capture (None when it holds no I/O)."""
+        if self.kind != "xplane":
+            return None
+        if not self._loaded:
+            from ..xplane import read_io_data
+
+            try:
+                self._trace = read_io_data(self.space())
+            except (ValueError, KeyError, TypeError) as exc:
+                raise UserError(f"{self.path}: unreadable I/O record ({exc})") from None
+            self._loaded = True
+        return self._trace
+
+    def files(self) -> list[dict[str, Any]]:
+        if self.kind == "record":
+            return list(self.record().files)  # type: ignore[union-attr]
+        tr = self.io_trace()
+        return list(tr.counters) if tr is not None else []
+
+    def partial(self) -> bool:
+        return self.kind == "record" and self.record().partial  # type: ignore[union-attr]
+
+    def dropped(self) -> int:
+        if self.kind == "record":
+            return int(self.record().doc.get("dropped", 0))  # type: ignore[union-attr]
+        tr = self.io_trace()
+        return int(tr.dropped) if tr is not None else 0
+
+    def nevents(self) -> int:
+        if self.kind == "record":
+            return int(self.record().doc.get("nevents", 0))  # type: ignore[union-attr]
+        tr = self.io_trace()
+        return len(tr) if tr is not None else 0
+
+
+def _record_sources(folder: Path, run: str) -> list[Source]:
+    out = []
+    for p in find_records(folder):
+        out.append(Source(run=run, host=p.name[: -len(".json")], kind="record", path=str(p)))
+    return out
+
+
+def _xplane_sources(folder: Path, run: str) -> list[Source]:
+    out = []
+    for p in sorted(folder.iterdir()):
+        if p.name.endswith(XPLANE_SUFFIX) and not p.name.startswith(".") and p.is_file():
+            out.append(Source(run=run, host=p.name[: -len(XPLANE_SUFFIX)], kind="xplane", path=str(p)))
+    return out
+
+
+def _scan_logdir(root: Path) -> list[Source]:
+    from ..plugin.logdir import scan
+
+    out: list[Source] = []
+    runs, _ = scan(str(root))
+    for r in runs:
+        for host, fpath in sorted(r.hosts.items()):
+            out.append(Source(run=r.run, host=host, kind="xplane", path=fpath))
+    # whole-run record folders
+    stack = [(root, 0)]
+    while stack:
+        d, depth = stack.pop()
+        rec = d / RECORD_DIR
+        if rec.is_dir():
+            rel = os.path.relpath(d, root)
+            run = RECORD_RUN if rel in (".", "") else f"{rel.replace(os.sep, '/')}/{RECORD_RUN}"
+            out.extend(_record_sources(rec, run))
+        if depth >= MAX_DEPTH:
+            continue
+        try:
+            subs = sorted((e for e in os.scandir(d) if e.is_dir(follow_symlinks=False)), key=lambda e: e.name,
+                          reverse=True)
+        except OSError:
+            continue
+        for e in subs:
+            if e.name == "plugins" or e.name.startswith("."):
+                continue
+            stack.append((Path(e.path), depth + 1))
+    out.sort(key=lambda s: (s.run, s.host))
+    return out
+
+
+def _sniff(path: Path) -> str:
+    """'xplane', 'record' or '' for a file of unknown format."""
+    if path.name.endswith(XPLANE_SUFFIX):
+        return "xplane"
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(256)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if head.lstrip().startswith(b"{"):
+        return "record"
+    if head[:1] == b"\x0a":  # XSpace field 1 (planes), length-delimited
+        return "xplane"
+    return ""
+
+
+def resolve(path: str, run: str | None = None, host: str | None = None) -> list[Source]:
+    """Sources under ``path`` filtered by ``run``/``host``; raise UserError when there are none."""
+    p = Path(path)
+    if not p.exists():
+        raise UserError(f"{path}: no such file or directory")
+    if p.is_file():
+        kind = _sniff(p)
+        if not kind:
+            raise UserError(f"{path}: unknown format (expected a logdir, a run directory, "
+                            f"a .xplane.pb capture or a tb_iotrace run record .json)")
+        if kind == "xplane":
+            name = p.name[: -len(XPLANE_SUFFIX)] if p.name.endswith(XPLANE_SUFFIX) else p.stem
+            sources = [Source(run=p.parent.name or ".", host=name, kind="xplane", path=str(p))]
+        else:
+            sources = [Source(run=RECORD_RUN, host=p.name[: -len(".json")] if p.name.endswith(".json") else p.name,
+                              kind="record", path=str(p))]
+            sources[0].record()  # validate now: a corrupt file is a user error
+    elif not os.access(p, os.R_OK | os.X_OK):
+        raise UserError(f"{path}: permission denied")
+    else:
+        sources = _xplane_sources(p, p.name)
+        if not sources and p.name == "iotrace" and p.parent.name == "plugins":
+            sources = _record_sources(p, RECORD_RUN)
+        if not sources:
+            sources = _scan_logdir(p)
+        if not sources:
+            raise UserError(f"{path}: no profile captures (plugins/profile/*/*.xplane.pb) or run records "
+                            f"(plugins/iotrace/*.json) found")
+    if run is not None:
+        picked = [s for s in sources if s.run == run]
+        if not picked:
+            raise UserError(f"no run {run!r} in {path} (runs: {', '.join(sorted({s.run for s in sources}))})")
+        sources = picked
+    if host is not None:
+        picked = [s for s in sources if s.host == host]
+        if not picked:
+            raise UserError(f"no host {host!r} in {path} (hosts: {', '.join(sorted({s.host for s in sources}))})")
+        sources = picked
+    return sources
+
+
+def group_by_run(sources: list[Source]) -> dict[str, list[Source]]:
+    out: dict[str, list[Source]] = {}
+    for s in sources:
+        out.setdefault(s.run, []).append(s)
+    return out

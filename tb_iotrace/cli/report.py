@@ -1,0 +1,187 @@
+"""``tb-iotrace report``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .. import report as textreport
+from ._base import Command, UserError
+from ._sources import Source, group_by_run, resolve
+
+FORMAT = "tb_iotrace.report/1"
+MAX_STEPS_SHOWN = 20
+
+
+def _findings(src: Source) -> tuple[list[Any], str | None]:
+    """Findings from tb_iotrace.analysis when it is installed (captures only)."""
+    if src.kind != "xplane":
+        return [], None
+    try:
+        from .. import analysis  # type: ignore[attr-defined]
+    except ImportError:
+        return [], None
+    try:
+        result = analysis.analyze(src.space())
+        found = list(getattr(result, "findings", []) or [])
+        return json.loads(json.dumps(found, default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o))), None
+    except UserError:
+        raise
+    except Exception as exc:  # the analysis must never break the report
+        return [], f"analysis failed: {type(exc).__name__}: {exc}"
+
+
+def _steps(src: Source) -> tuple[list[dict[str, Any]], bool]:
+    if src.kind != "xplane" or src.io_trace() is None:
+        return [], False
+    try:
+        from ..attribution import attribute
+
+        att = attribute(src.space(), src.io_trace())
+    except Exception:
+        return [], False
+    if att is None:
+        return [], False
+    return [s.to_dict() for s in att.steps], bool(att.has_step_markers)
+
+
+def _totals(files: list[dict[str, Any]]) -> dict[str, Any]:
+    out = {}
+    for m, t in textreport.totals(files).items():
+        out[m] = {"files": t.files, "bytes_read": t.bytes_read, "bytes_written": t.bytes_written,
+                  "reads": t.reads, "writes": t.writes, "opens": t.opens, "read_time": t.read_time,
+                  "write_time": t.write_time, "meta_time": t.meta_time,
+                  "read_bw_mib_s": t.read_bw, "write_bw_mib_s": t.write_bw}
+    return out
+
+
+def host_doc(src: Source) -> dict[str, Any]:
+    """One host entry of the JSON report (see :class:`Report` for the schema)."""
+    files = src.files()
+    findings, note = _findings(src)
+    steps, markers = _steps(src)
+    doc = {
+        "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
+        "dropped": src.dropped(), "nevents": src.nevents(), "totals": _totals(files),
+        "files": [{"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
+                   "counters": f["counters"], "fcounters": f["fcounters"]} for f in files],
+        "findings": findings, "steps": steps, "has_step_markers": markers,
+        "notes": ([note] if note else []),
+    }
+    if src.kind == "record":
+        rec = src.record().doc  # type: ignore[union-attr]
+        doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")}
+    return doc
+
+
+def build(sources: list[Source]) -> dict[str, Any]:
+    return {"format": FORMAT,
+            "runs": [{"run": run, "hosts": [host_doc(s) for s in srcs]} for run, srcs in group_by_run(sources).items()]}
+
+
+def render_text(doc: dict[str, Any]) -> str:
+    out: list[str] = []
+    for run in doc["runs"]:
+        hosts = run["hosts"]
+        for h in hosts:
+            title = f"{run['run']} / {h['host']}"
+            if h.get("partial"):
+                title += "  [PARTIAL: the process did not finish writing (killed?); counts up to its last flush]"
+            proc = h.get("process")
+            if proc and proc.get("exit") and not h.get("partial"):
+                ex = proc["exit"]
+                how = ex.get("how")
+                if ex.get("signal"):
+                    how = f"{how} {ex['signal']}"
+                elif ex.get("exception"):
+                    how = f"{how} ({ex['exception']})"
+                elif ex.get("code") is not None:
+                    how = f"{how}({ex['code']})"
+                title += f"  [ended by {how}]"
+            out.append(textreport.render(h["files"], title=title, dropped=h["dropped"]))
+            if h["steps"]:
+                out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
+                out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'I/O calls':>9} {'I/O bytes':>11}")
+                for s in h["steps"][:MAX_STEPS_SHOWN]:
+                    num = s["step_num"] if s["step_num"] is not None else s["index"]
+                    out.append(f"  {num:>6} {s['duration_ps'] / 1e9:>9.2f} {100 * s['input_wait_share']:>9.0f}% "
+                               f"{s['io_calls']:>9} {textreport.human_bytes(s['io_bytes']):>11}")
+                if len(h["steps"]) > MAX_STEPS_SHOWN:
+                    out.append(f"  ... {len(h['steps']) - MAX_STEPS_SHOWN} more steps (--json for all)")
+                out.append("")
+            if h["findings"]:
+                out.append("Findings")
+                for f in h["findings"]:
+                    if isinstance(f, dict):
+                        sev = f.get("severity", "")
+                        out.append(f"  - {('[' + sev + '] ') if sev else ''}{f.get('title') or f.get('message') or f}")
+                    else:
+                        out.append(f"  - {f}")
+                out.append("")
+            for n in h.get("notes", []):
+                out.append(f"note: {n}")
+        if len(hosts) > 1:
+            files = [f for h in hosts for f in h["files"]]
+            partial = sum(1 for h in hosts if h.get("partial"))
+            title = f"{run['run']}: all {len(hosts)} hosts/processes"
+            if partial:
+                title += f"  [{partial} PARTIAL]"
+            lines = [title, "=" * len(title)]
+            lines.append(f"{'module':<7} {'files':>6} {'bytes read':>14} {'bytes written':>14} {'reads':>9} "
+                         f"{'writes':>9}")
+            for t in textreport.totals(files).values():
+                lines.append(f"{t.module:<7} {t.files:>6} {t.bytes_read:>14} {t.bytes_written:>14} {t.reads:>9} "
+                             f"{t.writes:>9}")
+            out.append("\n".join(lines) + "\n")
+    return "\n".join(out)
+
+
+class Report(Command):
+    """Print the I/O report of a logdir, a run directory, a capture file or a whole-run record.
+
+    Text: totals per module (bytes, calls, time, bandwidth), the busiest files, the read size
+    histogram, the access pattern, per-step I/O when the capture has steps, and findings.
+
+    --json prints one JSON document (format "tb_iotrace.report/1"):
+
+      {"format": "tb_iotrace.report/1",
+       "runs": [{"run": str,
+                 "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
+                            "kind": "xplane"|"record", "source": path, "partial": bool,
+                            "dropped": int, "nevents": int,
+                            "totals": {"POSIX"|"STDIO": {"files", "bytes_read", "bytes_written",
+                                       "reads", "writes", "opens", "read_time", "write_time",
+                                       "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},
+                            "files": [{"path", "module", "record_id",
+                                       "counters": {NAME: int}, "fcounters": {NAME: float}}],
+                            "findings": [...],        # from tb_iotrace.analysis when installed
+                            "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
+                                       "duration_ps", "input_wait_ps", "input_wait_share",
+                                       "io_bytes", "io_calls", "io_time_ps"}],
+                            "has_step_markers": bool, "notes": [str],
+                            "process": {...}}]}]}     # records only: pid, ppid, argv, start_ns,
+                                                      # end_ns, exit {how, code, signal, exception}
+
+    A run record marked partial comes from a process that did not finish writing it (killed
+    with SIGKILL, or still running): its counts stop at its last periodic flush.
+    """
+
+    name = "report"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json")
+        parser.add_argument("--run", metavar="R", help="only this run")
+        parser.add_argument("--host", metavar="H", help="only this host (<host>.<pid> for run records)")
+        parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+    def run(self, args: argparse.Namespace) -> int:
+        doc = build(resolve(args.path, args.run, args.host))
+        if args.json:
+            json.dump(doc, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(render_text(doc))
+        sys.stdout.flush()
+        return 0

@@ -1,0 +1,115 @@
+"""``tb-iotrace run``."""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from ._base import Command, UserError
+
+AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "_autostart")
+FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
+def child_env(logdir: str, flush_s: float | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment that makes every Python process of the run record itself."""
+    env = dict(os.environ if base is None else base)
+    env["TB_IOTRACE_RUN_DIR"] = os.path.abspath(logdir)
+    old = env.get("PYTHONPATH", "")
+    parts = [p for p in old.split(os.pathsep) if p and os.path.abspath(p) != AUTOSTART_DIR]
+    env["PYTHONPATH"] = os.pathsep.join([AUTOSTART_DIR] + parts)
+    if flush_s is not None:
+        env["TB_IOTRACE_FLUSH_S"] = str(flush_s)
+    return env
+
+
+class Run(Command):
+    """Run a command with I/O capture on in every Python process it starts (no code change).
+
+    tb-iotrace run [--logdir DIR] -- python train.py ARGS...
+
+    The command's Python process and the Python processes it starts (multiprocessing
+    spawn/fork/forkserver workers, subprocess Pythons) record every file access for their
+    whole life and write one record each at exit to DIR/plugins/iotrace/<host>.<pid>.json
+    (+ .npz trace), whichever way they end: normal exit, uncaught exception, os._exit,
+    SIGTERM/SIGHUP (default handler). A process killed with SIGKILL leaves its last periodic
+    flush (--flush seconds), which the report marks partial. TensorFlow profile captures the
+    script makes (Keras profile_batch, tf.profiler start/stop, remote capture) carry their
+    I/O as usual. A command that is a .py file runs with this Python.
+
+    How: TB_IOTRACE_RUN_DIR=DIR and PYTHONPATH=<tb_iotrace/_autostart>:... whose
+    sitecustomize.py starts the capture (and then runs any other sitecustomize).
+
+    Exit code: the command's (128+N when it died of signal N).
+    """
+
+    name = "run"
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--logdir", default="iotrace-logs", metavar="DIR",
+                            help="where the records go (DIR/plugins/iotrace; default: ./iotrace-logs)")
+        parser.add_argument("--flush", type=float, default=None, metavar="SECONDS",
+                            help="periodic flush interval (default 5; 0: only at exit)")
+        parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
+        parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+
+    def run(self, args: argparse.Namespace) -> int:
+        cmd = list(args.cmd)
+        if cmd and cmd[0] == "--":
+            cmd = cmd[1:]
+        if not cmd:
+            raise UserError("no command given (tb-iotrace run [--logdir DIR] -- COMMAND ...)")
+        if args.flush is not None and args.flush < 0:
+            raise UserError("--flush must be >= 0")
+        if cmd[0].endswith(".py") and not os.access(cmd[0], os.X_OK):
+            cmd = [sys.executable] + cmd
+        logdir = os.path.abspath(args.logdir)
+        if os.path.exists(logdir) and not os.path.isdir(logdir):
+            raise UserError(f"{args.logdir}: exists and is not a directory")
+        try:
+            os.makedirs(os.path.join(logdir, "plugins", "iotrace"), exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"{args.logdir}: cannot create: {exc.strerror or exc}") from None
+        env = child_env(logdir, args.flush)
+        try:
+            proc = subprocess.Popen(cmd, env=env)
+        except FileNotFoundError:
+            raise UserError(f"{cmd[0]}: command not found") from None
+        except PermissionError:
+            raise UserError(f"{cmd[0]}: permission denied") from None
+        except OSError as exc:
+            raise UserError(f"{cmd[0]}: cannot run: {exc.strerror or exc}") from None
+
+        def forward(signum: int, frame: object) -> None:
+            try:
+                proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+        previous = {}
+        for name in FORWARDED:
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                try:
+                    previous[sig] = signal.signal(sig, forward)
+                except (ValueError, OSError):
+                    pass
+        try:
+            while True:
+                try:
+                    rc = proc.wait()
+                    break
+                except KeyboardInterrupt:
+                    continue
+        finally:
+            for sig, h in previous.items():
+                signal.signal(sig, h)
+        if not args.quiet:
+            n = len([p for p in os.listdir(os.path.join(logdir, "plugins", "iotrace")) if p.endswith(".json")])
+            print(f"tb-iotrace: {n} process record(s) in {os.path.join(logdir, 'plugins', 'iotrace')}; "
+                  f"see: tb-iotrace report {logdir}", file=sys.stderr)
+        return 128 - rc if rc < 0 else rc
