@@ -1,0 +1,421 @@
+"""Analysis of one capture: per step, per tf.data stage, per file system, per file; then the
+findings (see findings.py and docs/findings.md).
+
+Only *data files* count: files of the Python/TF installation that TensorFlow or autograph
+read while building functions (``.py``, ``.so``, ``site-packages`` ...) are left out, as
+Darshan leaves out /usr and /lib.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, _innermost, attribute, op_kind
+from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, load_xspace, read_io_data, thread_line_id
+from .mounts import Mount, MountTable, parse_mountinfo, read_mountinfo
+from .thresholds import DEFAULT, Thresholds
+
+LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/__pycache__/")
+LIBRARY_SUFFIXES = (".py", ".pyc", ".so", ".pth")
+SYNC_OPS = ("fsync", "fdatasync")
+OPEN_OPS = ("open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2",
+            "__openat64_2", "creat", "creat64", "fopen", "fopen64", "fdopen", "freopen", "freopen64")
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def is_library_path(path: str) -> bool:
+    return (not path) or path.endswith(LIBRARY_SUFFIXES) or any(m in path for m in LIBRARY_MARKERS)
+
+
+def stage_name(event: str) -> str:
+    """``Iterator::Root::...::FlatMap[12]::TFRecord`` -> ``Iterator::Root::...::FlatMap::TFRecord``."""
+    return _INDEX.sub("", event)
+
+
+def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals as sorted disjoint intervals."""
+    keep = ends > starts
+    s, e = starts[keep], ends[keep]
+    if not len(s):
+        return s, e
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), bool)
+    new[1:] = s[1:] > run_end[:-1]
+    heads = np.flatnonzero(new)
+    return s[heads], np.maximum.reduceat(e, heads)
+
+
+def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
+    """Length of the intersection of two disjoint sorted interval sets."""
+    (as_, ae), (bs, be) = a, b
+    total, i, j = 0, 0, 0
+    while i < len(as_) and j < len(bs):
+        lo, hi = max(as_[i], bs[j]), min(ae[i], be[j])
+        if hi > lo:
+            total += int(hi - lo)
+        if ae[i] < be[j]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def _clip(iv: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+    s, e = np.clip(iv[0], lo, hi), np.clip(iv[1], lo, hi)
+    keep = e > s
+    return s[keep], e[keep]
+
+
+@dataclass
+class FileStats:
+    path: str
+    fs: Mount
+    opens: int = 0
+    reads: int = 0
+    writes: int = 0
+    meta_calls: int = 0
+    stats: int = 0
+    seeks: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    seq_reads: int = 0
+    max_byte_read: int = -1
+    read_time: float = 0.0
+    write_time: float = 0.0
+    meta_time: float = 0.0
+    zero_reads: int = 0          # from the trace
+
+    @property
+    def size_seen(self) -> int:
+        """Bytes of the file the window touched (highest byte read + 1)."""
+        return self.max_byte_read + 1 if self.max_byte_read >= 0 else 0
+
+    @property
+    def io_time(self) -> float:
+        return self.read_time + self.write_time + self.meta_time
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "mount_point": self.fs.mount_point, "fs_type": self.fs.fs_type,
+                "opens": self.opens, "reads": self.reads, "writes": self.writes,
+                "meta_calls": self.meta_calls, "bytes_read": self.bytes_read,
+                "bytes_written": self.bytes_written, "seq_reads": self.seq_reads,
+                "size_seen": self.size_seen, "zero_reads": self.zero_reads,
+                "read_time_s": self.read_time, "write_time_s": self.write_time,
+                "meta_time_s": self.meta_time}
+
+
+@dataclass
+class Analysis:
+    """JSON-ready with ``to_dict()``: steps, stages, filesystems, files, findings, notes."""
+
+    steps: list[dict[str, Any]]
+    stages: list[dict[str, Any]]
+    filesystems: list[dict[str, Any]]
+    files: list[dict[str, Any]]
+    findings: list[dict[str, Any]]
+    summary: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+    thresholds: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ids(self) -> list[str]:
+        return [f["id"] for f in self.findings]
+
+    def finding(self, fid: str) -> dict[str, Any] | None:
+        return next((f for f in self.findings if f["id"] == fid), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary, "steps": self.steps, "stages": self.stages,
+                "filesystems": self.filesystems, "files": self.files, "findings": self.findings,
+                "notes": self.notes, "thresholds": self.thresholds}
+
+
+class Context:
+    """Everything the finding rules look at (built once per analysis)."""
+
+    def __init__(self, trace: IoTrace, att: Attribution | None, space: Any, mounts: MountTable,
+                 th: Thresholds):
+        self.trace, self.att, self.th, self.mounts = trace, att, th, mounts
+        n = len(trace)
+        self.kind = np.array([op_kind(str(o)) for o in trace.op], dtype=object) if n else np.zeros(0, object)
+        self.is_sync = np.isin(trace.op, SYNC_OPS) if n else np.zeros(0, bool)
+        self.kind[self.is_sync] = "write"
+        self.data = np.array([not is_library_path(str(p)) for p in trace.path], bool) if n else np.zeros(0, bool)
+        self.ok = trace.errno == 0
+        self.dur_s = (trace.end_ns - trace.start_ns) / 1e9
+        if att is not None:
+            self.s_ps, self.e_ps = att.start_ps, att.end_ps
+        else:
+            self.s_ps = (trace.start_ns - (int(trace.start_ns.min()) if n else 0)) * 1000
+            self.e_ps = (trace.end_ns - (int(trace.start_ns.min()) if n else 0)) * 1000
+        self.read_rows = np.flatnonzero(self.data & self.ok & (self.kind == "read"))
+        self.write_rows = np.flatnonzero(self.data & self.ok & (self.kind == "write"))
+        self.meta_rows = np.flatnonzero(self.data & self.ok & (self.kind == "meta"))
+        self.files = self._files()
+        self._host(space)
+
+    # ------------------------------------------------------------------ files
+    def _files(self) -> dict[str, FileStats]:
+        out: dict[str, FileStats] = {}
+        for rec in self.trace.counters:
+            path = str(rec["path"])
+            if is_library_path(path):
+                continue
+            m, c, fc = rec["module"], rec["counters"], rec["fcounters"]
+            f = out.get(path)
+            if f is None:
+                f = out[path] = FileStats(path, self.mounts.lookup(path))
+            f.opens += int(c.get(f"{m}_OPENS", 0)) + int(c.get(f"{m}_FDOPENS", 0))
+            f.reads += int(c.get(f"{m}_READS", 0))
+            f.writes += int(c.get(f"{m}_WRITES", 0))
+            f.stats += int(c.get(f"{m}_STATS", 0))
+            f.seeks += int(c.get(f"{m}_SEEKS", 0))
+            f.bytes_read += int(c.get(f"{m}_BYTES_READ", 0))
+            f.bytes_written += int(c.get(f"{m}_BYTES_WRITTEN", 0))
+            if m == "POSIX":
+                f.seq_reads += int(c.get("POSIX_SEQ_READS", 0))
+            f.max_byte_read = max(f.max_byte_read, int(c.get(f"{m}_MAX_BYTE_READ", -1)))
+            f.read_time += float(fc.get(f"{m}_F_READ_TIME", 0.0))
+            f.write_time += float(fc.get(f"{m}_F_WRITE_TIME", 0.0))
+            f.meta_time += float(fc.get(f"{m}_F_META_TIME", 0.0))
+        tr = self.trace
+        if len(tr):
+            for path, n in zip(*np.unique(tr.path[self.meta_rows], return_counts=True)):
+                if path in out:
+                    out[path].meta_calls += int(n)
+            zero = self.read_rows[tr.returned[self.read_rows] == 0]
+            for path, n in zip(*np.unique(tr.path[zero], return_counts=True)):
+                if path in out:
+                    out[path].zero_reads += int(n)
+        if not self.trace.counters and len(tr):     # no counters: rebuild the basics from the trace
+            for i in np.concatenate([self.read_rows, self.write_rows, self.meta_rows]).tolist():
+                path = str(tr.path[i])
+                f = out.get(path)
+                if f is None:
+                    f = out[path] = FileStats(path, self.mounts.lookup(path))
+                k = self.kind[i]
+                if k == "read":
+                    f.reads += 1
+                    f.bytes_read += max(int(tr.returned[i]), 0)
+                    f.read_time += float(self.dur_s[i])
+                    if tr.offset[i] >= 0:
+                        f.max_byte_read = max(f.max_byte_read, int(tr.offset[i] + tr.returned[i] - 1))
+                elif k == "write":
+                    f.writes += int(not self.is_sync[i])
+                    f.bytes_written += max(int(tr.returned[i]), 0) if not self.is_sync[i] else 0
+                    f.write_time += float(self.dur_s[i])
+                else:
+                    f.meta_calls += 1
+                    f.opens += int(str(tr.op[i]) in OPEN_OPS)
+                    f.meta_time += float(self.dur_s[i])
+        return out
+
+    # ------------------------------------------------------------------ host timeline
+    def _host(self, space: Any) -> None:
+        """Input-wait intervals, step lines (the training thread) and stage of each I/O row."""
+        n = len(self.trace)
+        self.wait_iv = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self.step_line_ids: set[int] = set()
+        self.stage = np.full(n, "", dtype=object)
+        self.train_rows = np.zeros(n, bool)
+        host = find_plane(space, HOST_PLANE) if space is not None else None
+        if host is None or self.att is None:
+            return
+        pc = columns(host)
+        ws, we = [], []
+        for ln in pc.lines:
+            if ln.name.startswith(LINE_PREFIX) or not len(ln):
+                continue
+            names = pc.event_names(ln)
+            is_wait = np.fromiter((str(x).startswith(INPUT_WAIT_PREFIXES) for x in names), bool, len(names))
+            ws.append(ln.start_ps[is_wait])
+            we.append(ln.end_ps[is_wait])
+            if np.isin(names, STEP_EVENT_NAMES).any():
+                self.step_line_ids.add(int(ln.id))
+        if ws:
+            self.wait_iv = _merge(np.concatenate(ws), np.concatenate(we))
+        # stage: the innermost enclosing tf.data iterator event on the row's own host line
+        att = self.att
+        for li in np.unique(att.host_line[att.host_line >= 0]).tolist():
+            ln = pc.lines[li]
+            rows = np.flatnonzero(att.host_line == li)
+            names = pc.event_names(ln)
+            it = np.fromiter((str(x).startswith("Iterator::") for x in names), bool, len(names))
+            if it.any():
+                nm, _ = _innermost(ln.start_ps[it], ln.end_ps[it], names[it], names[it], self.s_ps[rows])
+                self.stage[rows] = [stage_name(str(x)) for x in nm]
+        # rows on the training thread: the thread's own line (matched by TF's thread hash) holds steps
+        for tid, info in self.trace.threads.items():
+            if thread_line_id(info.pthread_id) in self.step_line_ids:
+                self.train_rows |= self.trace.tid == tid
+
+
+def _steps_table(ctx: Context) -> list[dict[str, Any]]:
+    att = ctx.att
+    if att is None or not att.steps:
+        return []
+    io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
+    io_iv = _merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows])
+    out = []
+    for s in att.steps:
+        d = s.to_dict()
+        wait = _clip(ctx.wait_iv, s.start_ps, s.end_ps)
+        covered = _overlap(wait, io_iv)
+        d["io_during_wait_ps"] = covered
+        d["other_wait_ps"] = max(s.wait_ps - covered, 0)     # decode / preprocessing / scheduling
+        d["io_share_of_wait"] = covered / s.wait_ps if s.wait_ps > 0 else 0.0
+        out.append(d)
+    return out
+
+
+def _stages_table(ctx: Context) -> list[dict[str, Any]]:
+    tr = ctx.trace
+    rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
+    groups: dict[str, dict[str, Any]] = {}
+    for i in rows.tolist():
+        st = ctx.stage[i]
+        if st:
+            key, kind = st, "tf.data"
+        else:
+            enc = str(ctx.att.enclosing[i]) if ctx.att is not None else ""
+            key, kind = (enc or "(no host event)"), "op"
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = {"stage": key, "kind": kind, "calls": 0, "reads": 0, "writes": 0,
+                               "meta_calls": 0, "bytes_read": 0, "bytes_written": 0, "io_time_s": 0.0,
+                               "files": set()}
+        g["calls"] += 1
+        k = ctx.kind[i]
+        moved = max(int(tr.returned[i]), 0)
+        if k == "read":
+            g["reads"] += 1
+            g["bytes_read"] += moved
+        elif k == "write":
+            g["writes"] += 1
+            g["bytes_written"] += moved if not ctx.is_sync[i] else 0
+        else:
+            g["meta_calls"] += 1
+        g["io_time_s"] += float(ctx.dur_s[i])
+        g["files"].add(str(tr.path[i]))
+    out = []
+    for g in sorted(groups.values(), key=lambda g: -g["io_time_s"]):
+        g["num_files"] = len(g["files"])
+        g["files"] = sorted(g["files"])[:20]
+        out.append(g)
+    return out
+
+
+def _fs_table(ctx: Context) -> list[dict[str, Any]]:
+    tr, th = ctx.trace, ctx.th
+    groups: dict[str, dict[str, Any]] = {}
+
+    def g_of(path: str) -> dict[str, Any]:
+        m = ctx.mounts.lookup(path)
+        g = groups.get(m.mount_point)
+        if g is None:
+            g = groups[m.mount_point] = {**m.to_dict(), "files": set(), "reads": 0, "bytes_read": 0,
+                                         "read_time_s": 0.0, "large_reads": 0, "large_bytes": 0,
+                                         "large_read_time_s": 0.0, "writes": 0, "bytes_written": 0,
+                                         "write_time_s": 0.0, "meta_calls": 0, "_meta": []}
+        g["files"].add(path)
+        return g
+    for i in ctx.read_rows.tolist():
+        g = g_of(str(tr.path[i]))
+        moved = max(int(tr.returned[i]), 0)
+        g["reads"] += 1
+        g["bytes_read"] += moved
+        g["read_time_s"] += float(ctx.dur_s[i])
+        if moved >= th.small_read_bytes:
+            g["large_reads"] += 1
+            g["large_bytes"] += moved
+            g["large_read_time_s"] += float(ctx.dur_s[i])
+    for i in ctx.write_rows.tolist():
+        g = g_of(str(tr.path[i]))
+        g["writes"] += 1
+        g["bytes_written"] += max(int(tr.returned[i]), 0) if not ctx.is_sync[i] else 0
+        g["write_time_s"] += float(ctx.dur_s[i])
+    for i in ctx.meta_rows.tolist():
+        g = g_of(str(tr.path[i]))
+        g["meta_calls"] += 1
+        g["_meta"].append(float(ctx.dur_s[i]))
+    out = []
+    for g in groups.values():
+        meta = g.pop("_meta")
+        g["num_files"] = len(g["files"])
+        g.pop("files")
+        g["read_bandwidth"] = g["bytes_read"] / g["read_time_s"] if g["read_time_s"] > 0 else None
+        g["large_read_bandwidth"] = (g["large_bytes"] / g["large_read_time_s"]
+                                     if g["large_read_time_s"] > 0 else None)
+        g["read_latency_median_s"] = (float(np.median(ctx.dur_s[ctx.read_rows][
+            np.array([ctx.mounts.lookup(str(p)).mount_point == g["mount_point"]
+                      for p in tr.path[ctx.read_rows]], bool)])) if g["reads"] else None)
+        g["meta_latency_median_s"] = float(np.median(meta)) if meta else None
+        g["write_bandwidth"] = g["bytes_written"] / g["write_time_s"] if g["write_time_s"] > 0 else None
+        out.append(g)
+    out.sort(key=lambda g: -(g["bytes_read"] + g["bytes_written"]))
+    return out
+
+
+def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thresholds | None = None,
+            mountinfo: str | None = None) -> Analysis | None:
+    """Analyse a capture: ``space`` is an XSpace (or a path to ``*.xplane.pb``); ``trace`` an
+    ``IoTrace`` (read from ``space`` when not given). None when there is no I/O data at all.
+
+    The mount table comes from the capture when it carries one (``trace.mounts``: mountinfo
+    text), else from ``mountinfo`` (text), else from this process's /proc/self/mountinfo.
+    """
+    from .findings import evaluate
+
+    th = thresholds or DEFAULT
+    if isinstance(space, (str, os.PathLike)):
+        space = load_xspace(space)
+    if trace is None:
+        if space is None:
+            raise ValueError("analyze() needs an XSpace or an IoTrace")
+        trace = read_io_data(space)
+        if trace is None:
+            return None
+    notes: list[str] = []
+    captured = getattr(trace, "mounts", None)
+    if captured:
+        mounts = MountTable(parse_mountinfo(captured))
+    elif mountinfo is not None:
+        mounts = MountTable(parse_mountinfo(mountinfo))
+    else:
+        mounts = MountTable(read_mountinfo())
+        notes.append("file systems from this machine's /proc/self/mountinfo at analysis time "
+                     "(the capture has no mount table)")
+    att = attribute(space, trace) if space is not None else None
+    if att is not None:
+        notes.extend(att.notes)
+    elif space is None:
+        notes.append("no TensorFlow host timeline: no steps, stages or input waits")
+    if trace.dropped:
+        notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
+                     "window; per-file counters are exact")
+    ctx = Context(trace, att, space, mounts, th)
+    steps = _steps_table(ctx)
+    files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))
+    summary = {
+        "io_calls": int(len(ctx.read_rows) + len(ctx.write_rows) + len(ctx.meta_rows)),
+        "reads": int(len(ctx.read_rows)), "writes": int(len(ctx.write_rows)),
+        "meta_calls": int(len(ctx.meta_rows)),
+        "bytes_read": int(np.clip(trace.returned[ctx.read_rows], 0, None).sum()),
+        "bytes_written": int(np.clip(trace.returned[ctx.write_rows], 0, None).sum()),
+        "files": len(ctx.files), "dropped": trace.dropped,
+        "library_calls_left_out": int((~ctx.data).sum()),
+        "steps": len(steps),
+        "step_time_ps": int(sum(s["duration_ps"] for s in steps)),
+        "input_wait_ps": int(sum(s["input_wait_ps"] for s in steps)),
+        "io_during_wait_ps": int(sum(s["io_during_wait_ps"] for s in steps)),
+    }
+    findings = evaluate(ctx, steps)
+    return Analysis(steps=steps, stages=_stages_table(ctx), filesystems=_fs_table(ctx),
+                    files=[f.to_dict() for f in files], findings=findings, summary=summary,
+                    notes=notes, thresholds=th.to_dict())

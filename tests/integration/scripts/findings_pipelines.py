@@ -1,0 +1,219 @@
+"""Subprocess workload for test_findings: several tf.data pipelines, each in its own TF
+profile window (one TF start-up for all of them).
+
+argv: WORKDIR NAME [NAME ...]
+Writes WORKDIR/result.json: {"data": {...paths and sizes...}, "runs": {NAME: xplane path}}.
+
+Every pipeline runs its steps as ``tf.profiler.experimental.Trace("train", step_num=i)`` around
+``next(iterator)`` (the input wait) and a simulated compute (sleep), like a custom training loop.
+"""
+import glob
+import json
+import os
+import sys
+import threading
+import time
+
+import tb_iotrace
+
+tb_iotrace.enable()   # before TensorFlow: registration happens at import
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+work, names = sys.argv[1], sys.argv[2:]
+os.makedirs(work, exist_ok=True)
+data = os.path.join(work, "data")
+os.makedirs(os.path.join(data, "small"), exist_ok=True)
+rng = np.random.default_rng(7)
+
+BIG_RECORD = 16 * 1024
+BIG_RECORDS = 128                      # 2 MiB (+ framing) per big file
+N_BIG = 3
+N_SMALL = 120
+SMALL_SIZE = 4000
+
+
+def write_tfrecord(path, n, size):
+    with tf.io.TFRecordWriter(path) as w:
+        for _ in range(n):
+            w.write(rng.bytes(size))
+
+
+big = [os.path.join(data, f"big{i}.tfrecord") for i in range(N_BIG)]
+for p in big:
+    write_tfrecord(p, BIG_RECORDS, BIG_RECORD)
+small = [os.path.join(data, "small", f"s{i:04d}.tfrecord") for i in range(N_SMALL)]
+for p in small:
+    write_tfrecord(p, 1, SMALL_SIZE)
+blob = os.path.join(data, "blob.bin")
+with open(blob, "wb") as f:
+    f.write(rng.bytes(4 << 20))
+info = {"big": big, "big_size": os.path.getsize(big[0]), "small": small,
+        "small_size": os.path.getsize(small[0]), "blob": blob, "blob_size": os.path.getsize(blob)}
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+def steps(ds, n=None, compute_s=0.01, write=None):
+    """A training loop: each step waits for its input, then 'computes' for compute_s."""
+    it = iter(ds)
+    i = 0
+    while n is None or i < n:
+        with tf.profiler.experimental.Trace("train", step_num=i, _r=1):
+            try:
+                next(it)
+            except StopIteration:
+                break
+            time.sleep(compute_s)
+            if write:
+                write(i)
+        i += 1
+    return i
+
+
+def parse(r):
+    return tf.strings.length(r)
+
+
+def clean_ds():
+    # large sequential reads (1 MiB buffer), parallel interleave, prefetch
+    return (tf.data.Dataset.from_tensor_slices(big)
+            .interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=256 << 10),
+                        cycle_length=N_BIG, num_parallel_calls=N_BIG, deterministic=False)
+            .map(parse, num_parallel_calls=2).batch(16).prefetch(4))
+
+
+def warm(ds):
+    """Start the pipeline and let prefetch fill before the steps (like the first epoch's start)."""
+    it = iter(ds)
+    time.sleep(0.3)
+    return it
+
+
+def slow_decode(r):
+    def f(x):
+        time.sleep(0.004)
+        return np.int64(len(x.numpy()))
+    return tf.py_function(f, [r], tf.int64)
+
+
+_fd = {}
+
+
+def pread_at(kind):
+    fd = _fd.setdefault("blob", os.open(blob, os.O_RDONLY))
+    size = info["blob_size"]
+    chunk = 128 << 10
+    offsets = rng.permutation(size // chunk) * chunk if kind == "random" else None
+
+    def f(i):
+        i = int(i.numpy())
+        off = int(offsets[i % len(offsets)]) if offsets is not None else (i * chunk) % size
+        return np.int64(len(os.pread(fd, chunk, off)))
+    return lambda i: tf.py_function(f, [i], tf.int64)
+
+
+def stat_heavy(i):
+    def f(x):
+        p = small[int(x.numpy()) % N_SMALL]
+        n = 0
+        for _ in range(8):      # "does it exist, how big is it" checks before every read
+            n += os.stat(p).st_size
+            os.path.exists(p)
+        return np.int64(n)
+    return tf.py_function(f, [i], tf.int64)
+
+
+def run(name):
+    """Build the pipeline and drive it (inside the profile window)."""
+    if name == "clean":
+        ds = clean_ds()
+        it = warm(ds)
+        return steps(it, compute_s=0.02)
+    if name == "input_bound":
+        # decode-bound: a Python decode per record, no parallelism, no prefetch
+        ds = tf.data.TFRecordDataset(big[0], buffer_size=256 << 10).map(slow_decode).batch(4)
+        return steps(ds, n=12, compute_s=0.002)
+    if name == "serial":
+        # every file read one after the other on one thread, no prefetch, and the step waits
+        ds = tf.data.TFRecordDataset(small + big, buffer_size=256 << 10).batch(8)
+        return steps(ds, compute_s=0.001)
+    if name == "small_reads":
+        ds = (tf.data.TFRecordDataset(big[0], buffer_size=4096).batch(16).prefetch(4))
+        return steps(warm(ds), compute_s=0.02)
+    if name == "small_files":
+        # one file per sample: TFRecord files of one record each
+        ds = (tf.data.Dataset.from_tensor_slices(small)
+              .interleave(tf.data.TFRecordDataset, cycle_length=4, num_parallel_calls=4)
+              .batch(16).prefetch(2))
+        return steps(warm(ds), compute_s=0.02)
+    if name == "metadata":
+        ds = tf.data.Dataset.range(60).map(stat_heavy).batch(6).prefetch(2)
+        return steps(warm(ds), compute_s=0.02)
+    if name in ("random", "sequential"):
+        ds = tf.data.Dataset.range(32).map(pread_at(name)).batch(4).prefetch(2)
+        return steps(warm(ds), compute_s=0.02)
+    if name == "redundant":
+        # three epochs over the same file, no cache()
+        ds = tf.data.TFRecordDataset(big[0], buffer_size=256 << 10).repeat(3).batch(32).prefetch(4)
+        return steps(warm(ds), compute_s=0.01)
+    if name == "cached":
+        ds = (tf.data.TFRecordDataset(big[0], buffer_size=256 << 10).cache().repeat(3)
+              .batch(32).prefetch(4))
+        return steps(warm(ds), compute_s=0.01)
+    if name == "staging":
+        # two large shards plus many small side files (labels, masks)
+        ds = (tf.data.Dataset.from_tensor_slices(big[:2] + small[:60])
+              .interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=256 << 10),
+                          cycle_length=4, num_parallel_calls=4)
+              .batch(16).prefetch(4))
+        return steps(warm(ds), compute_s=0.01)
+    if name == "blocking_writes":
+        ckpt = os.path.join(work, "ckpt.bin")
+        payload = rng.bytes(256 << 10)
+
+        def save(i):
+            if i % 2 == 0:          # a checkpoint every other step, on the training thread
+                with open(ckpt, "wb") as f:
+                    f.write(payload)
+                    f.flush()
+                    os.fsync(f.fileno())
+        return steps(warm(clean_ds()), compute_s=0.01, write=save)
+    if name == "small_writes":
+        log = os.path.join(work, "metrics.log")
+
+        def logger():
+            with open(log, "w", buffering=1) as f:   # line-buffered: one write() per line
+                for i in range(400):
+                    f.write(f"step {i} loss {1.0 / (i + 1):.6f}\n")
+        t = threading.Thread(target=logger)
+        t.start()
+        n = steps(warm(clean_ds()), compute_s=0.02)
+        t.join()
+        return n
+    if name == "big_writes":
+        log = os.path.join(work, "metrics_big.log")
+
+        def logger():
+            with open(log, "w") as f:     # buffered: a few large writes
+                f.write("".join(f"step {i} loss {1.0 / (i + 1):.6f}\n" for i in range(20000)))
+        t = threading.Thread(target=logger)
+        t.start()
+        n = steps(warm(clean_ds()), compute_s=0.02)
+        t.join()
+        return n
+    raise SystemExit(f"unknown pipeline {name}")
+
+
+runs = {}
+for name in names:
+    logdir = os.path.join(work, "logs", name)
+    tf.profiler.experimental.start(logdir)
+    t0 = time.time_ns()
+    n = run(name)
+    t1 = time.time_ns()
+    tf.profiler.experimental.stop()
+    files = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))
+    runs[name] = {"xplane": files[-1], "steps": n, "window_ns": [t0, t1]}
+with open(os.path.join(work, "result.json"), "w") as f:
+    json.dump({"data": info, "runs": runs}, f)
