@@ -317,7 +317,12 @@ def _decode_events(buf, starts, ends, stat_col, columns):
         if np.any(nxt > end):
             raise ValueError("event field runs past the end of its event")
         pos[act] = nxt
-        act = act[nxt < end]
+        more = nxt < end
+        if stat_col is None:
+            # Serialized fields come in number order: once an event's stats (4) start, its
+            # metadata id (1), offset (2) and duration (3) are behind us.
+            more &= number < 4
+        act = act[more]
     return mid, off, dur
 
 
