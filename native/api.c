@@ -7,17 +7,26 @@ _Atomic int tbio_g_enabled;
 static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
 static int g_atfork_done;
 
+/* Every lock the shim takes is held across fork() (lock order: api, patch,
+ * session, registry), so a child never inherits one owned by a thread that
+ * does not exist there. */
 static void atfork_prepare(void) {
+    pthread_mutex_lock(&g_api_mu);
+    tbio_patch_atfork_prepare();
     tbio_session_atfork_prepare();
     tbio_registry_atfork_prepare();
 }
 static void atfork_parent(void) {
     tbio_registry_atfork_parent();
     tbio_session_atfork_parent();
+    tbio_patch_atfork_parent();
+    pthread_mutex_unlock(&g_api_mu);
 }
 static void atfork_child(void) {
     tbio_registry_atfork_child();
     tbio_session_atfork_child();
+    tbio_patch_atfork_child();
+    pthread_mutex_init(&g_api_mu, NULL);
 }
 
 int tbio_enable(void) {

@@ -402,6 +402,7 @@ int tbio_patch_get(uint64_t i, uintptr_t *slot_addr, uintptr_t *original, uintpt
  *   3. the cache and default directories through a plain dlopen. */
 typedef struct soname_find {
     const char *want;
+    const char *alias;          /* path the wrapper loaded for `want`, or NULL */
     char found[4096];
 } soname_find;
 
@@ -420,6 +421,24 @@ static const char *alias_path(const char *name) {
         if (strcmp(a->name, name) == 0) p = a->path;
     pthread_mutex_unlock(&g_alias_mu);
     return p;   /* entries are never freed */
+}
+
+/* fork: a child must never inherit the patch or alias lock held by a thread
+ * that does not exist there (its first dlopen would hang in tbio_patch_all).
+ * Taken before fork, so the tables are consistent too. */
+void tbio_patch_atfork_prepare(void) {
+    pthread_mutex_lock(&g_patch_mu);
+    pthread_mutex_lock(&g_alias_mu);
+}
+
+void tbio_patch_atfork_parent(void) {
+    pthread_mutex_unlock(&g_alias_mu);
+    pthread_mutex_unlock(&g_patch_mu);
+}
+
+void tbio_patch_atfork_child(void) {
+    pthread_mutex_init(&g_alias_mu, NULL);
+    pthread_mutex_init(&g_patch_mu, NULL);
 }
 
 static void alias_add(const char *name, const char *path) {
@@ -444,8 +463,7 @@ static int soname_cb(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     soname_find *f = data;
     if (f->found[0] || !info->dlpi_name || !info->dlpi_name[0]) return 0;
-    const char *alias = alias_path(f->want);
-    if (alias && strcmp(alias, info->dlpi_name) == 0) {
+    if (f->alias && strcmp(f->alias, info->dlpi_name) == 0) {
         if (strlen(info->dlpi_name) < sizeof f->found) strcpy(f->found, info->dlpi_name);
         return 0;
     }
@@ -483,6 +501,7 @@ void *tbio_dlopen_like_caller(const char *file, int mode, const void *caller,
     if (!file || !caller || strchr(file, '/')) return real(file, mode);
     soname_find f;
     f.want = file;
+    f.alias = alias_path(file);
     f.found[0] = 0;
     dl_iterate_phdr(soname_cb, &f);
     if (f.found[0] || loaded_under_name(file, real, f.found, sizeof f.found)) {

@@ -206,6 +206,9 @@ TBIO_HIDDEN extern const tbio_hook tbio_hooks[TBIO_OP_COUNT];
 TBIO_HIDDEN int tbio_resolve_reals(void);
 TBIO_HIDDEN int tbio_patch_all(void);       /* patch objects not yet patched */
 TBIO_HIDDEN int tbio_unpatch_all(void);
+TBIO_HIDDEN void tbio_patch_atfork_prepare(void);
+TBIO_HIDDEN void tbio_patch_atfork_parent(void);
+TBIO_HIDDEN void tbio_patch_atfork_child(void);
 TBIO_HIDDEN void *tbio_dlopen_like_caller(const char *file, int mode, const void *caller,
                                           void *(*real)(const char *, int));
 TBIO_HIDDEN void tbio_set_error(const char *fmt, ...);
