@@ -61,6 +61,10 @@ class _Run:
         self.sess = recorder.begin_session()
         self.start_ns = time.time_ns()
         if self.flush_s > 0:
+            try:
+                self.flush_sess = recorder.begin_session()
+            except Exception:
+                self.flush_sess = None  # no slot left: the first flush starts it
             self._write_partial()  # a record exists even if killed before the first flush
             t = threading.Thread(target=self._flusher, name="tb_iotrace-flush", daemon=True)
             t.start()

@@ -1,0 +1,118 @@
+"""tb-iotrace run: every Python process of a run leaves a record, and the report's counters
+equal the ground truth (exact byte totals of known files), whichever way each process ends."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from pathlib import Path
+
+PY = sys.executable
+
+SCRIPT = textwrap.dedent(r'''
+    import multiprocessing as mp, os, signal, subprocess, sys, time
+
+    D = sys.argv[1]
+
+    def put(name, n, chunk=1000):
+        fd = os.open(os.path.join(D, name), os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        left = n
+        while left:
+            left -= os.write(fd, b"x" * min(chunk, left))
+        os.close(fd)
+
+    def get(name, chunk=4096):
+        fd = os.open(os.path.join(D, name), os.O_RDONLY)
+        off = 0
+        while True:
+            b = os.pread(fd, chunk, off)
+            if not b:
+                break
+            off += len(b)
+        os.close(fd)
+
+    def fork_worker(i):          # multiprocessing fork workers end with os._exit
+        put(f"fork{i}", 5000 + i)
+        get(f"fork{i}")
+
+    def spawn_worker(i):
+        put(f"spawn{i}", 7000 + i)
+        get(f"spawn{i}")
+
+    def explicit_exit():
+        put("osexit", 3333)
+        os._exit(0)
+
+    if __name__ == "__main__":
+        put("main", 12345)
+        get("main")
+        procs = [mp.get_context("fork").Process(target=fork_worker, args=(i,)) for i in range(2)]
+        procs += [mp.get_context("spawn").Process(target=spawn_worker, args=(i,)) for i in range(2)]
+        procs += [mp.get_context("fork").Process(target=explicit_exit)]
+        for p in procs: p.start()
+        for p in procs: p.join()
+        assert all(p.exitcode == 0 for p in procs), [p.exitcode for p in procs]
+        # a subprocess Python that dies of an uncaught exception
+        sub = f"import os; fd=os.open({os.path.join(D, 'exc')!r}, os.O_CREAT|os.O_WRONLY, 0o644); os.write(fd, b'y'*777); os.close(fd); raise RuntimeError('boom')"
+        assert subprocess.run([sys.executable, "-c", sub], stderr=subprocess.DEVNULL).returncode == 1
+        # one ended by SIGTERM (default handler) and one by SIGKILL after a flush
+        body = "import os,sys,time; fd=os.open(sys.argv[1], os.O_CREAT|os.O_WRONLY, 0o644); os.write(fd, b'z'*int(sys.argv[2])); os.close(fd); print('ok', flush=True); time.sleep(60)"
+        for name, n, sig, wait in (("term", 1111, signal.SIGTERM, 0), ("kill", 2222, signal.SIGKILL, 1.5)):
+            p = subprocess.Popen([sys.executable, "-c", body, os.path.join(D, name), str(n)], stdout=subprocess.PIPE)
+            assert p.stdout.readline().strip() == b"ok"
+            time.sleep(wait)
+            p.send_signal(sig)
+            assert p.wait() == -sig
+        sys.exit(3)
+''')
+
+TRUTH_WRITTEN = {"main": 12345, "fork0": 5000, "fork1": 5001, "spawn0": 7000, "spawn1": 7001, "osexit": 3333,
+                 "exc": 777, "term": 1111, "kill": 2222}
+TRUTH_READ = {"main": 12345, "fork0": 5000, "fork1": 5001, "spawn0": 7000, "spawn1": 7001}
+
+
+def test_run_counts_every_process(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    script = tmp_path / "job.py"
+    script.write_text(SCRIPT)
+    logdir = tmp_path / "logs"
+    r = subprocess.run([PY, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--flush", "0.3", "--",
+                        PY, str(script), str(data)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 3, r.stderr  # the script's exit code
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    doc = json.loads(rep.stdout)
+    (run,) = doc["runs"]
+    assert run["run"] == "iotrace"
+    written, read, opens = defaultdict(int), defaultdict(int), defaultdict(int)
+    how = {}
+    for h in run["hosts"]:
+        for f in h["files"]:
+            p = Path(f["path"])
+            if f["module"] != "POSIX" or p.parent != data:
+                continue
+            written[p.name] += f["counters"]["POSIX_BYTES_WRITTEN"]
+            read[p.name] += f["counters"]["POSIX_BYTES_READ"]
+            opens[p.name] += f["counters"]["POSIX_OPENS"]
+            how[p.name] = ("partial" if h["partial"] else h["process"]["exit"]["how"])
+    assert dict(written) == TRUTH_WRITTEN
+    assert {k: v for k, v in read.items() if v} == TRUTH_READ
+    assert opens["main"] == 2 and opens["kill"] == 1
+    assert how["fork0"] == "os._exit" and how["osexit"] == "os._exit"
+    assert how["exc"] == "exception" and how["term"] == "signal" and how["kill"] == "partial"
+    assert how["main"] == "exit"
+    # the text report says which record is partial
+    txt = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir)], capture_output=True, text=True, timeout=120)
+    assert txt.returncode == 0 and "PARTIAL" in txt.stdout
+    # every complete record with a trace has its .npz beside it, with matching row counts
+    import numpy as np
+
+    for h in run["hosts"]:
+        rec = json.loads(Path(h["source"]).read_text())
+        if rec["trace"]:
+            with np.load(Path(h["source"]).parent / rec["trace"]) as z:
+                assert len(z["start_ns"]) == rec["nevents"]
