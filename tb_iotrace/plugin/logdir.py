@@ -29,7 +29,7 @@ MAX_DIRS = 20000  # directories visited by one scan
 ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
 ACTIVE_TTL_S = 30.0
 RUNS_TTL_S = 5.0
-PREFETCH_MAX_BYTES = 1 << 30
+PREFETCH_MAX_BYTES = 256 << 20  # newest run only, up to this much xplane in total
 
 
 class BadName(ValueError):

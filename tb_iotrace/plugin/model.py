@@ -438,23 +438,27 @@ def _load_capture(path: str, host: str) -> Capture:
                                     tid=tid, extra={"host_lane": host_key, "comm": comm}))
     _order_lanes(lanes)
 
-    # Steps from host markers when no device plane has a Steps line.
+    # Steps from host markers when no device plane has a Steps line: the marker name seen
+    # most often (train / test / predict TraceMe, Keras "Profiled batch"), non-overlapping.
     if not steps:
         marker = [i for i, n in enumerate(names) if STEP_NAME_RE.search(n)]
+        found: dict[str, list[tuple[int, int]]] = {}
         if marker:
             mset = np.array(marker, dtype=np.int32)
             for ln in lanes:
                 if ln.group != "host":
                     continue
                 m = np.isin(ln.name_id, mset)
-                if m.any():
-                    for s, e, i in zip(ln.start[m].tolist(), ln.end[m].tolist(), ln.name_id[m].tolist()):
-                        steps.append({"start": int(s), "end": int(e), "name": names[i]})
-            steps.sort(key=lambda s: s["start"])
-            if steps:
-                steps_source = "host step markers (" + ", ".join(sorted({s["name"] for s in steps})[:3]) + ")"
-        for k, s in enumerate(steps):
-            s.setdefault("index", k)
+                for s0, e0, i in zip(ln.start[m].tolist(), ln.end[m].tolist(), ln.name_id[m].tolist()):
+                    found.setdefault(names[i], []).append((int(s0), int(e0)))
+        if found:
+            name, spans = max(found.items(), key=lambda kv: (len(kv[1]), kv[0]))
+            last_end = None
+            for s0, e0 in sorted(spans):
+                if last_end is None or s0 >= last_end:
+                    steps.append({"start": s0, "end": e0, "name": str(len(steps))})
+                    last_end = e0
+            steps_source = f"host step markers ({name!r} events)"
     for k, s in enumerate(steps):
         s["index"] = k
 
@@ -475,7 +479,8 @@ def _load_capture(path: str, host: str) -> Capture:
 
 
 def _order_lanes(lanes: list[Lane]) -> None:
-    group_rank = {"host": 0, "device": 1, "io": 2}
+    """Host lanes (/host:CPU first, tf.data threads first, then by name), device lanes (by
+    device kind and number), I/O lanes (by tid)."""
 
     def key(ln: Lane):
         if ln.group == "host":
@@ -485,7 +490,6 @@ def _order_lanes(lanes: list[Lane]) -> None:
         return (2, ln.tid or 0, ln.name)
 
     lanes.sort(key=key)
-    del group_rank
 
 
 def _device_sort(plane: str):

@@ -79,10 +79,12 @@ TF_SCRIPT = textwrap.dedent("""
     with open(data, "wb") as f:
         f.write(os.urandom(200_000))
     tf.profiler.experimental.start(logdir)
-    with tf.profiler.experimental.Trace("read_region"):
-        with open(data, "rb") as f:
-            while f.read(16384):
-                pass
+    for step in range(3):
+        with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
+            with tf.profiler.experimental.Trace("read_region"):
+                with open(data, "rb") as f:
+                    while f.read(16384):
+                        pass
     tf.profiler.experimental.stop()
 """)
 
@@ -511,7 +513,10 @@ def test_real_tf_capture(tf_logdir):
     data = str(tf_logdir / "data.bin")
     assert data in f["path"]
     i = f["path"].index(data)
-    assert f["columns"]["bytes_read"][i] == 200_000
+    assert f["columns"]["bytes_read"][i] == 3 * 200_000
+    code, steps = get("/steps", run=run, host=host)
+    assert steps["has_steps"] and "train" in steps["source"]
+    assert [st["bytes_read"] for st in steps["steps"]] == [200_000] * 3
     lane, index = _tf_read(get, run, host, cap, io, data)
     code, ev = get("/event", run=run, host=host, lane=lane, index=index)
     assert ev["file"] == data and ev["call"] in ("read", "read64", "__read_chk") and ev["bytes"] > 0
