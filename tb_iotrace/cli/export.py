@@ -2,24 +2,82 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from ._base import Command, UserError
+from ._sources import resolve
 
 FORMATS = ("chrome", "darshan", "parquet", "csv")
 
 
 class Export(Command):
-    """Export captures or run records: chrome trace JSON, darshan-parser text, parquet/csv."""
+    """Export captures or run records to Chrome trace JSON, darshan-parser text, Parquet or CSV.
+
+    tb-iotrace export PATH --format chrome|darshan|parquet|csv -o OUT [--run R] [--host H]
+
+    PATH is what `tb-iotrace report` takes (logdir, run directory, capture, run record).
+
+      chrome   Chrome trace-event JSON for Perfetto UI / chrome://tracing: host thread
+               tracks, device tracks and I/O tracks (args: file, offset, bytes) on one
+               clock (microseconds since the earliest source start). Gzip when OUT ends
+               in .gz.
+      darshan  darshan-parser text: header comments, then one line per counter:
+               module, rank, record id, counter, value, file name, mount point, fs type.
+               Each exported process/host is one rank (see the "# rank" comments).
+      parquet  OUT is a folder: files.parquet (per-file counters, one column per
+      csv      counter) and ops.parquet (one row per call); .csv likewise.
+
+    Traces are written in chunks, with progress on a terminal.
+    """
 
     name = "export"
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", metavar="PATH")
+        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json")
         parser.add_argument("--format", required=True, choices=FORMATS)
-        parser.add_argument("-o", "--output", required=True, metavar="OUT")
-        parser.add_argument("--run", metavar="R")
-        parser.add_argument("--host", metavar="H")
+        parser.add_argument("-o", "--output", required=True, metavar="OUT",
+                            help="output file (chrome, darshan; '-' = stdout for darshan) or folder (parquet, csv)")
+        parser.add_argument("--run", metavar="R", help="only this run")
+        parser.add_argument("--host", metavar="H", help="only this host")
+        parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
 
     def run(self, args: argparse.Namespace) -> int:
-        raise UserError("not implemented yet")
+        sources = resolve(args.path, args.run, args.host)
+        for s in sources:  # load now: a corrupt input is reported before anything is written
+            s.files()
+        out = args.output
+        parent = os.path.dirname(os.path.abspath(out)) if out != "-" else "."
+        if not os.path.isdir(parent):
+            raise UserError(f"{out}: the folder {parent} does not exist")
+        progress = not args.no_progress
+        try:
+            if args.format == "chrome":
+                from ..export import chrome
+
+                n = chrome.export(sources, out, progress=progress)
+                print(f"wrote {out}: {n} events", file=sys.stderr)
+            elif args.format == "darshan":
+                from ..export import darshan
+
+                if out == "-":
+                    darshan.write(sources, sys.stdout)
+                else:
+                    with open(out, "w", encoding="utf-8", errors="surrogateescape") as fh:
+                        n = darshan.write(sources, fh)
+                    print(f"wrote {out}: {n} counter lines", file=sys.stderr)
+            else:
+                from ..export import tables
+
+                if os.path.exists(out) and not os.path.isdir(out):
+                    raise UserError(f"{out}: exists and is not a folder ({args.format} writes files.* and ops.* "
+                                    f"into a folder)")
+                counts = tables.export(sources, out, args.format, progress=progress)
+                print(f"wrote {out}/files.{args.format} ({counts['files']} rows) and "
+                      f"{out}/ops.{args.format} ({counts['ops']} rows)", file=sys.stderr)
+        except ImportError as exc:
+            raise UserError(str(exc)) from None
+        except OSError as exc:
+            raise UserError(f"{out}: {exc.strerror or exc}") from None
+        return 0

@@ -1,0 +1,176 @@
+"""Chrome trace-event JSON (the format Perfetto UI and chrome://tracing open).
+
+One document ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...}}``:
+
+- every ``/host:*`` and ``/device:*`` plane of a capture becomes a process (``pid``; name =
+  plane name, prefixed with the run/host when several are exported), each of its lines a
+  thread (``tid`` = the line's display id, else its id, 31 bits), each event a complete event
+  (``"ph": "X"``);
+- the I/O trace becomes one more process per source, ``"I/O <host>"``, one thread per OS
+  thread (``tid`` = OS tid, named by the thread's comm), events named by call with
+  ``args`` ``{"file", "offset", "bytes", "requested", "fd"[, "errno"]}`` (offset absent when
+  the call has none);
+- one clock: ``ts``/``dur`` in microseconds since the earliest start of all exported sources
+  (a capture's profile start, a record's process start); ``otherData.clock_origin_ns`` is that
+  origin in CLOCK_REALTIME epoch ns.
+
+Written as a stream, line by line (one event per line), in chunks; gzip when OUT ends in .gz.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from typing import Any, TextIO
+
+import numpy as np
+
+from ._common import Progress, io_columns, io_rows
+
+PID_STRIDE = 1000
+MAX_TID = 0x7FFFFFFF
+
+
+def _origin(src: Any) -> int:
+    if src.kind == "record":
+        return int(src.record().doc.get("start_ns") or 0)
+    from ..xplane import profile_start_ns, read_io_info
+
+    start = profile_start_ns(src.space())
+    if start is None:
+        info = read_io_info(src.space()) or {}
+        start = int(info.get("profile_start_ns") or 0)
+        if not start:
+            tr = src.io_trace()
+            start = int(tr.start_ns.min()) if tr is not None and len(tr) else 0
+    return int(start)
+
+
+def _count(src: Any) -> int:
+    n = src.nevents()
+    if src.kind == "xplane":
+        from ..xplane.iowriter import LINE_PREFIX
+
+        for p in src.space().planes:
+            if p.name.startswith(("/host:", "/device:")):
+                n += sum(len(ln.events) for ln in p.lines if not ln.name.startswith(LINE_PREFIX))
+    return n
+
+
+class _Writer:
+    def __init__(self, fh: TextIO) -> None:
+        self.fh = fh
+        self.first = True
+        self.names: dict[Any, str] = {}
+
+    def name(self, s: Any) -> str:
+        out = self.names.get(s)
+        if out is None:
+            if len(self.names) > 200_000:
+                self.names.clear()
+            out = self.names[s] = json.dumps(str(s))
+        return out
+
+    def write(self, lines: list[str]) -> None:
+        if not lines:
+            return
+        sep = "\n" if self.first else ",\n"
+        self.first = False
+        self.fh.write(sep + ",\n".join(lines))
+
+    def meta(self, pid: int, tid: int | None, key: str, value: str, sort: int | None = None) -> None:
+        ev: dict[str, Any] = {"ph": "M", "pid": pid, "name": key, "args": {"name": value}}
+        if tid is not None:
+            ev["tid"] = tid
+        out = [json.dumps(ev)]
+        if sort is not None:
+            out.append(json.dumps({"ph": "M", "pid": pid, "tid": tid or 0,
+                                   "name": "thread_sort_index" if tid is not None else "process_sort_index",
+                                   "args": {"sort_index": sort}}))
+        self.write(out)
+
+
+def _planes(w: _Writer, src: Any, base_pid: int, shift_us: float, label: str, prog: Progress) -> None:
+    from ..xplane import columns
+    from ..xplane.iowriter import LINE_PREFIX
+
+    for pi, plane in enumerate(src.space().planes):
+        if not plane.name.startswith(("/host:", "/device:")):
+            continue
+        pid = base_pid + 1 + pi
+        w.meta(pid, None, "process_name", f"{label}{plane.name}", sort=pid)
+        pc = columns(plane)
+        for li in range(pc.num_lines):
+            raw = plane.lines[li]
+            if raw.name.startswith(LINE_PREFIX) or not raw.events:
+                continue
+            ln = pc.line(li)
+            tid = int(ln.display_id or ln.id) & MAX_TID
+            w.meta(pid, tid, "thread_name", ln.label)
+            names = pc.event_display_names(ln)
+            ts = ln.start_ps / 1e6 + shift_us
+            dur = ln.duration_ps / 1e6
+            for lo in range(0, len(ln), 100_000):
+                hi = min(lo + 100_000, len(ln))
+                w.write([f'{{"ph":"X","pid":{pid},"tid":{tid},"name":{w.name(n)},"ts":{t:.6f},"dur":{d:.6f}}}'
+                         for n, t, d in zip(names[lo:hi].tolist(), ts[lo:hi].tolist(), dur[lo:hi].tolist())])
+                prog.add(hi - lo)
+
+
+def _io(w: _Writer, src: Any, pid: int, origin_ns: int, label: str, prog: Progress) -> None:
+    got = io_columns(src)
+    if got is None:
+        return
+    cols, names = got
+    w.meta(pid, None, "process_name", f"I/O {label}".rstrip(), sort=pid)
+    for tid in np.unique(cols["tid"]).tolist():
+        w.meta(pid, int(tid) & MAX_TID, "thread_name", f"I/O {names.get(int(tid), '')} (tid {tid})")
+    for ch in io_rows(cols):
+        ts = ((ch["start_ns"] - origin_ns) / 1e3).tolist()
+        dur = ((ch["end_ns"] - ch["start_ns"]) / 1e3).tolist()
+        out = []
+        for i, (op, path, off, req, ret, fd, err, tid) in enumerate(zip(
+                ch["op"].tolist(), ch["path"].tolist(), ch["offset"].tolist(), ch["requested"].tolist(),
+                ch["returned"].tolist(), ch["fd"].tolist(), ch["errno"].tolist(), ch["tid"].tolist())):
+            args = f'"file":{w.name(path)},'
+            if off >= 0:
+                args += f'"offset":{off},'
+            args += f'"bytes":{ret},"requested":{req},"fd":{fd}'
+            if err:
+                args += f',"errno":{err}'
+            out.append(f'{{"ph":"X","cat":"io","pid":{pid},"tid":{tid & MAX_TID},"name":{w.name(op)},'
+                       f'"ts":{ts[i]:.6f},"dur":{dur[i]:.6f},"args":{{{args}}}}}')
+        w.write(out)
+        prog.add(len(out))
+
+
+def export(sources: list[Any], out: str, progress: bool = True) -> int:
+    """Write the sources as one trace; return the number of complete events written."""
+    origins = [_origin(s) for s in sources]
+    nonzero = [o for o in origins if o]
+    origin = min(nonzero) if nonzero else 0
+    total = sum(_count(s) for s in sources)
+    prog = Progress("export chrome", total) if progress else Progress("", 0)
+    raw = open(out, "wb")
+    fh: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) if out.endswith(".gz") else raw
+    text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n", write_through=False)
+    try:
+        text.write('{"traceEvents":[')
+        w = _Writer(text)
+        several = len(sources) > 1
+        for k, (src, o) in enumerate(zip(sources, origins)):
+            label = f"{src.run}/{src.host} " if several else ""
+            base = k * PID_STRIDE
+            src_origin = o or origin
+            if src.kind == "xplane":
+                _planes(w, src, base, (src_origin - origin) / 1e3, label, prog)
+            _io(w, src, base + PID_STRIDE - 1, origin if origin else src_origin, label or f"{src.host}", prog)
+        text.write("\n],\n")
+        text.write(f'"displayTimeUnit":"ns","otherData":{{"clock_origin_ns":{origin},'
+                   f'"generator":"tb_iotrace"}}}}\n')
+    finally:
+        text.close()
+        if fh is not raw:
+            raw.close()
+        prog.close()
+    return prog.done

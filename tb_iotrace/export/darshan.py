@@ -1,0 +1,137 @@
+"""Text in the layout of ``darshan-parser`` (Darshan 3.x), and a parser for it.
+
+Header comments (``# darshan log version``, ``# exe``, ``# start_time``, ``# nprocs``,
+``# run time``, ``# mount entry``...), then per module a banner and one tab-separated line per
+counter::
+
+    #<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>\t<fs type>
+    POSIX\t0\t9457796068806373448\tPOSIX_OPENS\t1\t/data/a.tfrecord\t/\text4
+
+Integer counters print as integers, float counters (``<MODULE>_F_*``) with 6 decimals, as
+darshan-parser does. Ranks: the processes of a run are numbered 0..N-1 in (host, pid) order
+(the ``# rank map`` comment lines give the mapping). Mount points and file system types come
+from ``/proc/mounts`` of the exporting machine (longest prefix), ``UNKNOWN`` otherwise.
+Scripts written for darshan-parser output (``awk``/``grep`` on columns 1-8) read it unchanged;
+:func:`parse` reads it back.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from typing import Any, TextIO
+
+MODULE_ORDER = ("POSIX", "STDIO")
+VERSION = "3.41"
+
+
+def mounts() -> list[tuple[str, str]]:
+    out = []
+    try:
+        with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                parts = line.split()
+                if len(parts) >= 3:
+                    out.append((parts[1].replace("\\040", " "), parts[2]))
+    except OSError:
+        pass
+    out.sort(key=lambda m: len(m[0]), reverse=True)
+    return out
+
+
+def _mount_of(path: str, table: list[tuple[str, str]]) -> tuple[str, str]:
+    for mp, fs in table:
+        if path == mp or path.startswith(mp.rstrip("/") + "/"):
+            return mp, fs
+    return "UNKNOWN", "UNKNOWN"
+
+
+def record_id(path: str, given: int = 0) -> int:
+    if given:
+        return int(given)
+    return int.from_bytes(hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).digest(), "little")
+
+
+def _clean(s: str) -> str:
+    return s.replace("\t", "\\t").replace("\n", "\\n")
+
+
+def write(sources: list[Any], fh: TextIO) -> int:
+    """Write the sources' per-file records; return the number of counter lines."""
+    table = mounts()
+    starts, ends, exes = [], [], []
+    for s in sources:
+        if s.kind == "record":
+            d = s.record().doc
+            starts.append(int(d.get("start_ns") or 0))
+            ends.append(int(d.get("end_ns") or 0))
+            exes.append(" ".join(d.get("argv") or []))
+    start = min((x for x in starts if x), default=0) // 10**9
+    end = max(ends, default=0) // 10**9
+    fh.write(f"# darshan log version: {VERSION}\n# compression method: NONE\n")
+    fh.write(f"# exe: {_clean(exes[0]) if exes else 'tb_iotrace export'}\n# uid: {os.getuid()}\n# jobid: 0\n")
+    fh.write(f"# start_time: {start}\n# start_time_asci: {time.ctime(start)}\n")
+    fh.write(f"# end_time: {end}\n# end_time_asci: {time.ctime(end)}\n")
+    fh.write(f"# nprocs: {len(sources)}\n# run time: {max(end - start, 0) + 1}\n")
+    fh.write("# metadata: lib_ver = tb_iotrace\n# metadata: h = romio_no_indep_rw=true;cb_nodes=4\n")
+    fh.write("\n# rank map (tb_iotrace: one rank per exported process/host)\n")
+    for rank, s in enumerate(sources):
+        fh.write(f"# rank {rank}: {_clean(s.run)} {_clean(s.host)}\n")
+    fh.write("\n# mounted file systems (mount point and fs type)\n# -------------------------------------------------------\n")
+    for mp, fs in sorted(table):
+        fh.write(f"# mount entry:\t{_clean(mp)}\t{fs}\n")
+    fh.write("\n# description of columns:\n"
+             "#   <module>: module responsible for this I/O record.\n"
+             "#   <rank>: MPI rank.  -1 indicates that the file is shared\n"
+             "#      across all processes and statistics are aggregated.\n"
+             "#   <record id>: hash of the record's file path\n"
+             "#   <counter name> and <counter value>: statistical counters.\n"
+             "#      A value of -1 indicates that Darshan could not monitor\n"
+             "#      that counter, and its value should be ignored.\n"
+             "#   <file name>: full file path for the record.\n"
+             "#   <mount pt>: mount point that the file resides on.\n"
+             "#   <fs type>: type of file system that the file resides on.\n")
+    n = 0
+    per_source = [(rank, s.files()) for rank, s in enumerate(sources)]
+    for module in MODULE_ORDER:
+        recs = [(rank, f) for rank, files in per_source for f in files if f["module"] == module]
+        if not recs:
+            continue
+        fh.write(f"\n# *******************************************************\n# {module} module data\n"
+                 f"# *******************************************************\n\n")
+        fh.write(f"# description of {module} counters: see the Darshan documentation (darshan-util)\n\n")
+        fh.write("#<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>\t<fs type>\n")
+        for rank, f in recs:
+            path = _clean(f["path"])
+            rid = record_id(f["path"], f.get("record_id", 0))
+            mp, fs = _mount_of(f["path"], table)
+            tail = f"\t{path}\t{_clean(mp)}\t{fs}\n"
+            lines = [f"{module}\t{rank}\t{rid}\t{k}\t{int(v)}{tail}" for k, v in f["counters"].items()]
+            lines += [f"{module}\t{rank}\t{rid}\t{k}\t{float(v):.6f}{tail}" for k, v in f["fcounters"].items()]
+            fh.write("".join(lines))
+            n += len(lines)
+    return n
+
+
+def parse(text: str) -> list[dict[str, Any]]:
+    """Read darshan-parser text back: ``[{"module", "rank", "record_id", "path", "mount",
+    "fs", "counters", "fcounters"}]`` in file order."""
+    recs: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 8:
+            raise ValueError(f"not a darshan-parser counter line: {line[:120]!r}")
+        module, rank, rid, name, value, path, mp, fs = parts
+        key = (module, int(rank), int(rid))
+        rec = recs.get(key)
+        if rec is None:
+            rec = recs[key] = {"module": module, "rank": int(rank), "record_id": int(rid),
+                               "path": path.replace("\\n", "\n").replace("\\t", "\t"), "mount": mp, "fs": fs,
+                               "counters": {}, "fcounters": {}}
+        if name.startswith(f"{module}_F_"):
+            rec["fcounters"][name] = float(value)
+        else:
+            rec["counters"][name] = int(value)
+    return list(recs.values())

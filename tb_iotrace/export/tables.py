@@ -1,0 +1,111 @@
+"""The per-file counter table and the per-operation table, as Parquet or CSV.
+
+``OUT`` is a folder; two files are written in it:
+
+- ``files.parquet`` / ``files.csv``: one row per (run, host, module, file): ``run``, ``host``,
+  ``module``, ``path``, ``record_id`` then one column per counter (the union of the POSIX and
+  STDIO names; empty/null where a module has no such counter), integers as int64, float
+  counters as float64.
+- ``ops.parquet`` / ``ops.csv``: one row per traced call: ``run``, ``host``, ``start_ns``,
+  ``end_ns`` (CLOCK_REALTIME epoch ns), ``op``, ``path``, ``offset`` (-1: none),
+  ``requested``, ``returned`` (-1: failed), ``fd``, ``errno``, ``tid``.
+
+The operation table is written in row groups of :data:`CHUNK` rows, so memory stays bounded
+by the chunk size plus the source's own columns. Parquet needs pyarrow; CSV does not.
+"""
+from __future__ import annotations
+
+import csv
+import os
+from typing import Any
+
+from ._common import CHUNK, IO_COLUMNS, Progress, io_columns, io_rows
+
+OPS_COLUMNS = ("run", "host") + IO_COLUMNS
+INT_OPS = ("start_ns", "end_ns", "offset", "requested", "returned", "fd", "errno", "tid")
+
+
+def _file_rows(sources: list[Any]) -> tuple[list[str], list[str], list[dict[str, Any]]]:
+    ints: dict[str, None] = {}
+    floats: dict[str, None] = {}
+    rows = []
+    for s in sources:
+        for f in s.files():
+            ints.update(dict.fromkeys(f["counters"]))
+            floats.update(dict.fromkeys(f["fcounters"]))
+            row = {"run": s.run, "host": s.host, "module": f["module"], "path": f["path"],
+                   "record_id": int(f.get("record_id", 0))}
+            row.update({k: int(v) for k, v in f["counters"].items()})
+            row.update({k: float(v) for k, v in f["fcounters"].items()})
+            rows.append(row)
+    return list(ints), list(floats), rows
+
+
+def _pyarrow() -> Any:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError("the parquet format needs pyarrow (pip install pyarrow)") from None
+    return pa, pq
+
+
+def export(sources: list[Any], out: str, fmt: str, progress: bool = True) -> dict[str, int]:
+    """Write ``files.<fmt>`` and ``ops.<fmt>`` into folder ``out``; return row counts."""
+    if fmt == "parquet":
+        pa, pq = _pyarrow()
+    os.makedirs(out, exist_ok=True)
+    ints, floats, rows = _file_rows(sources)
+    head = ["run", "host", "module", "path", "record_id"] + ints + floats
+    fpath = os.path.join(out, f"files.{fmt}")
+    if fmt == "parquet":
+        types = {"run": pa.string(), "host": pa.string(), "module": pa.string(), "path": pa.string(),
+                 "record_id": pa.uint64(), **{k: pa.int64() for k in ints}, **{k: pa.float64() for k in floats}}
+        schema = pa.schema([(k, types[k]) for k in head])
+        table = pa.Table.from_pydict({k: [r.get(k) for r in rows] for k in head}, schema=schema)
+        pq.write_table(table, fpath)
+    else:
+        with open(fpath, "w", newline="", encoding="utf-8", errors="surrogateescape") as fh:
+            w = csv.DictWriter(fh, fieldnames=head, restval="")
+            w.writeheader()
+            w.writerows(rows)
+    cols = [(s, io_columns(s)) for s in sources]
+    total = sum(len(c[0]["start_ns"]) for _, c in cols if c is not None)
+    prog = Progress(f"export {fmt}", total) if progress else Progress("", 0)
+    opath = os.path.join(out, f"ops.{fmt}")
+    nops = 0
+    try:
+        if fmt == "parquet":
+            schema = pa.schema([("run", pa.string()), ("host", pa.string()), ("op", pa.string()),
+                                ("path", pa.string())] + [(k, pa.int64()) for k in INT_OPS])
+            schema = pa.schema([schema.field(k) for k in OPS_COLUMNS])
+            with pq.ParquetWriter(opath, schema) as w:
+                for s, c in cols:
+                    if c is None:
+                        continue
+                    for ch in io_rows(c[0], CHUNK):
+                        n = len(ch["start_ns"])
+                        data = {"run": pa.array([s.run] * n, pa.string()),
+                                "host": pa.array([s.host] * n, pa.string()),
+                                "op": pa.array(ch["op"].tolist(), pa.string()),
+                                "path": pa.array([p.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                                                  for p in ch["path"].tolist()], pa.string())}
+                        data.update({k: pa.array(ch[k].astype("int64")) for k in INT_OPS})
+                        w.write_table(pa.Table.from_pydict(data, schema=schema))
+                        nops += n
+                        prog.add(n)
+        else:
+            with open(opath, "w", newline="", encoding="utf-8", errors="surrogateescape") as fh:
+                w = csv.writer(fh)
+                w.writerow(OPS_COLUMNS)
+                for s, c in cols:
+                    if c is None:
+                        continue
+                    for ch in io_rows(c[0], CHUNK):
+                        n = len(ch["start_ns"])
+                        w.writerows(zip([s.run] * n, [s.host] * n, *(ch[k].tolist() for k in IO_COLUMNS)))
+                        nops += n
+                        prog.add(n)
+    finally:
+        prog.close()
+    return {"files": len(rows), "ops": nops}
