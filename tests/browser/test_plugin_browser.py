@@ -348,3 +348,21 @@ def test_coordinate_spaces_and_hover_tooltip(page):
     tip = p.evaluate(f"[...{D}.querySelectorAll('.tl-tooltip div')].map((e) => e.textContent)")
     assert tip[0] == name and file in tip and any("moved" in t for t in tip)
     p.screenshot(ARTIFACTS / "browser-tooltip.png")
+
+
+def test_findings_panel_renders_findings_as_text(page):
+    """The panel shows the backend's findings (empty state here) and renders a finding in
+    the analysis module's shape with its evidence and files as text."""
+    p = page
+    assert "No findings" in p.evaluate(f"{D}.querySelector('.findings').textContent")
+    p.evaluate(f"""(async () => {{
+        const m = await import({W}.location.href.replace(/plugin_entry.html.*$/, 'plugin/iotrace/static/findings.js'));
+        m.renderFindings({D}.querySelector('.findings'), {{findings: [{{id: 'small_reads', severity: 'warning',
+          title: 'Small reads', statement: 'Most reads are < 4 KiB', suggestion: 'Batch them',
+          evidence: {{reads: 1200, median_bytes: 512}}, files: [{HOSTILE_NAME!r}]}}]}}, {{onFile: (f) => {APP}.selectFile(f)}});
+        return true; }})()""")
+    text = p.evaluate(f"{D}.querySelector('.findings').textContent")
+    assert "Small reads" in text and "reads: 1200" in text and HOSTILE_NAME in text
+    assert p.evaluate(f"{D}.querySelectorAll('.findings img').length") == 0
+    p.evaluate(f"{D}.querySelector('.findings button.link').click()")
+    p.wait_for(f"{D}.querySelector('.file-chip code') && {D}.querySelector('.file-chip code').textContent === {HOSTILE_NAME!r}")
