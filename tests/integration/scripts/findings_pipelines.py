@@ -52,6 +52,12 @@ with open(blob, "wb") as f:
 info = {"big": big, "big_size": os.path.getsize(big[0]), "small": small,
         "small_size": os.path.getsize(small[0]), "blob": blob, "blob_size": os.path.getsize(blob)}
 AUTOTUNE = tf.data.AUTOTUNE
+COLD = [os.path.join(data, f"shard{i}.bin") for i in range(4)]   # 8 MiB of fixed-length records
+for p in COLD:
+    with open(p, "wb") as f:
+        f.write(rng.bytes(2 << 20))
+        f.flush()
+        os.fsync(f.fileno())      # clean pages: fadvise(DONTNEED) cannot drop dirty ones
 
 
 def steps(ds, n=None, compute_s=0.01, write=None):
@@ -71,12 +77,24 @@ def steps(ds, n=None, compute_s=0.01, write=None):
     return i
 
 
+NO_PREFETCH = tf.data.Options()
+NO_PREFETCH.experimental_optimization.inject_prefetch = False   # tf.data would add one by itself
+
+
+def evict(paths):
+    """Drop the files from the page cache so the window's reads go to the disk."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
 def parse(r):
     return tf.strings.length(r)
 
 
 def clean_ds():
-    # large sequential reads (1 MiB buffer), parallel interleave, prefetch
+    # large sequential reads (256 KiB), parallel interleave, prefetch
     return (tf.data.Dataset.from_tensor_slices(big)
             .interleave(lambda f: tf.data.TFRecordDataset(f, buffer_size=256 << 10),
                         cycle_length=N_BIG, num_parallel_calls=N_BIG, deterministic=False)
@@ -86,6 +104,7 @@ def clean_ds():
 def warm(ds):
     """Start the pipeline and let prefetch fill before the steps (like the first epoch's start)."""
     it = iter(ds)
+    next(it)          # tf.data starts its background threads on the first get_next
     time.sleep(0.3)
     return it
 
@@ -101,10 +120,15 @@ _fd = {}
 
 
 def pread_at(kind):
-    fd = _fd.setdefault("blob", os.open(blob, os.O_RDONLY))
+    if "blob" not in _fd:
+        _fd["blob"] = os.open(blob, os.O_RDONLY)
+    fd = _fd["blob"]
     size = info["blob_size"]
-    chunk = 128 << 10
+    chunk = 64 << 10
     offsets = rng.permutation(size // chunk) * chunk if kind == "random" else None
+    if offsets is not None:
+        info["random_offsets"] = offsets.tolist()
+    info["chunk"] = chunk
 
     def f(i):
         i = int(i.numpy())
@@ -135,9 +159,16 @@ def run(name):
         ds = tf.data.TFRecordDataset(big[0], buffer_size=256 << 10).map(slow_decode).batch(4)
         return steps(ds, n=12, compute_s=0.002)
     if name == "serial":
-        # every file read one after the other on one thread, no prefetch, and the step waits
-        ds = tf.data.TFRecordDataset(small + big, buffer_size=256 << 10).batch(8)
+        # cold shards read one after the other on one thread, no prefetch: the step waits on reads
+        ds = (tf.data.FixedLengthRecordDataset(COLD, 256 << 10, buffer_size=64 << 10).batch(4)
+              .with_options(NO_PREFETCH))
         return steps(ds, compute_s=0.001)
+    if name == "parallel":
+        # its twin: the same cold shards read by a parallel interleave, prefetched
+        ds = (tf.data.Dataset.from_tensor_slices(COLD)
+              .interleave(lambda f: tf.data.FixedLengthRecordDataset(f, 256 << 10, buffer_size=64 << 10),
+                          cycle_length=len(COLD), num_parallel_calls=len(COLD)).batch(4).prefetch(8))
+        return steps(warm(ds), compute_s=0.01)
     if name == "small_reads":
         ds = (tf.data.TFRecordDataset(big[0], buffer_size=4096).batch(16).prefetch(4))
         return steps(warm(ds), compute_s=0.02)
@@ -151,7 +182,7 @@ def run(name):
         ds = tf.data.Dataset.range(60).map(stat_heavy).batch(6).prefetch(2)
         return steps(warm(ds), compute_s=0.02)
     if name in ("random", "sequential"):
-        ds = tf.data.Dataset.range(32).map(pread_at(name)).batch(4).prefetch(2)
+        ds = tf.data.Dataset.range(64).map(pread_at(name)).batch(4).prefetch(2)
         return steps(warm(ds), compute_s=0.02)
     if name == "redundant":
         # three epochs over the same file, no cache()
@@ -170,15 +201,35 @@ def run(name):
         return steps(warm(ds), compute_s=0.01)
     if name == "blocking_writes":
         ckpt = os.path.join(work, "ckpt.bin")
-        payload = rng.bytes(256 << 10)
+
+        payload = rng.bytes(2 << 20)
 
         def save(i):
-            if i % 2 == 0:          # a checkpoint every other step, on the training thread
+            # a checkpoint every step, synced, on the training thread
+            with open(ckpt, "wb") as f:
+                f.write(payload)
+                f.flush()
+                os.fsync(f.fileno())
+        return steps(warm(clean_ds()), compute_s=0.01, write=save)
+    if name == "async_writes":
+        # its twin: the same checkpoints written by a background thread
+        ckpt = os.path.join(work, "ckpt_async.bin")
+        payload = rng.bytes(2 << 20)
+        done = threading.Event()
+
+        def saver():
+            while not done.is_set():
                 with open(ckpt, "wb") as f:
                     f.write(payload)
                     f.flush()
                     os.fsync(f.fileno())
-        return steps(warm(clean_ds()), compute_s=0.01, write=save)
+                time.sleep(0.01)
+        t = threading.Thread(target=saver)
+        t.start()
+        n = steps(warm(clean_ds()), compute_s=0.01)
+        done.set()
+        t.join()
+        return n
     if name == "small_writes":
         log = os.path.join(work, "metrics.log")
 
@@ -208,6 +259,8 @@ def run(name):
 runs = {}
 for name in names:
     logdir = os.path.join(work, "logs", name)
+    if name in ("serial", "parallel"):
+        evict(COLD)
     tf.profiler.experimental.start(logdir)
     t0 = time.time_ns()
     n = run(name)
