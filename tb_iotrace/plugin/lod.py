@@ -54,13 +54,16 @@ def merge_row(start: np.ndarray, end: np.ndarray, i0: int, i1: int, t0: float, n
     if n == 0:
         z = np.zeros(0, dtype=np.int64)
         return Items(z, z, z, z)
-    x0 = (s - t0) / ns_per_px
-    x1 = (e - t0) / ns_per_px
-    wide = (x1 - x0) >= MIN_PX
-    col = np.floor(x0).astype(np.int64)
-    brk = np.ones(n, dtype=bool)
+    wide = (e - s) >= MIN_PX * ns_per_px
+    # pixel column of each start; truncation puts starts left of the window (x < 0) in
+    # column 0, where they are drawn clipped anyway
+    col = ((s - t0) * (1.0 / ns_per_px)).astype(np.int64)
+    brk = np.empty(n, dtype=bool)
+    brk[0] = True
     if n > 1:
-        brk[1:] = wide[1:] | wide[:-1] | (col[1:] != col[:-1])
+        np.not_equal(col[1:], col[:-1], out=brk[1:])
+        brk[1:] |= wide[1:]
+        brk[1:] |= wide[:-1]
     heads = np.flatnonzero(brk)
     count = np.diff(np.append(heads, n))
     g_end = np.maximum.reduceat(e, heads) if n else e

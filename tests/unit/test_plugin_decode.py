@@ -158,9 +158,8 @@ def brute_force(start, end, t0, npp):
     """Reference merge: runs of sub-pixel events starting in the same pixel column."""
     out = []
     for i in range(len(start)):
-        x0 = (start[i] - t0) / npp
-        wide = (end[i] - start[i]) / npp >= lod.MIN_PX
-        col = int(np.floor(x0))
+        wide = (end[i] - start[i]) >= lod.MIN_PX * npp
+        col = int((start[i] - t0) * (1.0 / npp))  # truncated: starts left of t0 share column 0
         if out and not wide and not out[-1]["wide"] and out[-1]["col"] == col:
             g = out[-1]
             g["end"] = max(g["end"], end[i])
