@@ -223,7 +223,7 @@ def run(name):
                     f.write(payload)
                     f.flush()
                     os.fsync(f.fileno())
-                time.sleep(0.01)
+                done.wait(0.05)     # every few steps
         t = threading.Thread(target=saver)
         t.start()
         n = steps(warm(clean_ds()), compute_s=0.01)
