@@ -194,7 +194,9 @@ class Context:
                 if path in out:
                     out[path].zero_reads += int(n)
         if not self.trace.counters and len(tr):     # no counters: rebuild the basics from the trace
-            for i in np.concatenate([self.read_rows, self.write_rows, self.meta_rows]).tolist():
+            rows = np.concatenate([self.read_rows, self.write_rows, self.meta_rows])
+            last: dict[str, int] = {}          # Darshan's last_byte_read, reset on open
+            for i in rows[np.argsort(tr.start_ns[rows], kind="stable")].tolist():
                 path = str(tr.path[i])
                 f = out.get(path)
                 if f is None:
@@ -205,14 +207,19 @@ class Context:
                     f.bytes_read += max(int(tr.returned[i]), 0)
                     f.read_time += float(self.dur_s[i])
                     if tr.offset[i] >= 0:
-                        f.max_byte_read = max(f.max_byte_read, int(tr.offset[i] + tr.returned[i] - 1))
+                        o, moved = int(tr.offset[i]), max(int(tr.returned[i]), 0)
+                        f.seq_reads += int(o > last.get(path, 0))
+                        last[path] = o + moved - 1
+                        f.max_byte_read = max(f.max_byte_read, o + moved - 1)
                 elif k == "write":
                     f.writes += int(not self.is_sync[i])
                     f.bytes_written += max(int(tr.returned[i]), 0) if not self.is_sync[i] else 0
                     f.write_time += float(self.dur_s[i])
                 else:
                     f.meta_calls += 1
-                    f.opens += int(str(tr.op[i]) in OPEN_OPS)
+                    if str(tr.op[i]) in OPEN_OPS:
+                        f.opens += 1
+                        last[path] = 0
                     f.meta_time += float(self.dur_s[i])
         return out
 

@@ -1,0 +1,170 @@
+"""The analysis on constructed traces: the mount table, the per-file-system table and the
+slow-filesystem rule (which this machine cannot prove with two real file systems of different
+speed), and the rules' thresholds at their edges. Real-TF proofs of the other findings are in
+tests/integration/test_findings.py."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tb_iotrace.analysis import FINDING_IDS, MountTable, Thresholds, analyze, parse_mountinfo, stage_name
+from tb_iotrace.analysis.thresholds import DEFAULT
+from tb_iotrace.xplane import IoTrace
+
+MOUNTINFO = """\
+27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
+25 24 0:23 / /dev/shm rw,relatime - tmpfs tmpfs rw
+40 27 0:50 / /mnt/gcs rw,relatime - fuse.gcsfuse bucket rw
+41 27 0:51 / /mnt/with\\040space rw - nfs4 server:/export rw
+"""
+MiB = 1 << 20
+
+
+def make_trace(rows: list[tuple], counters: list[dict] | None = None) -> IoTrace:
+    """rows: (op, path, offset, returned, start_ns, dur_ns[, tid])"""
+    cols: dict[str, list] = {k: [] for k in ("op", "path", "offset", "requested", "returned", "fd", "errno",
+                                            "start_ns", "end_ns", "tid")}
+    for r in rows:
+        op, path, off, ret, start, dur = r[:6]
+        cols["op"].append(op)
+        cols["path"].append(path)
+        cols["offset"].append(off)
+        cols["requested"].append(max(ret, 0))
+        cols["returned"].append(ret)
+        cols["fd"].append(3)
+        cols["errno"].append(0)
+        cols["start_ns"].append(start)
+        cols["end_ns"].append(start + dur)
+        cols["tid"].append(r[6] if len(r) > 6 else 100)
+    return IoTrace(**cols, threads={100: (1, "python"), 101: (2, "python")}, counters=counters or [])
+
+
+def reads(path: str, n: int, size: int, dur_ns: int, t0: int = 10**18, tid: int = 100) -> list[tuple]:
+    rows = [("open", path, -1, 3, t0, 5_000, tid)]
+    rows += [("pread", path, i * size, size, t0 + 10_000 + i * (dur_ns + 1000), dur_ns, tid) for i in range(n)]
+    return rows
+
+
+def test_mountinfo_parse_and_lookup() -> None:
+    m = parse_mountinfo(MOUNTINFO)
+    assert [x.mount_point for x in m] == ["/", "/dev/shm", "/mnt/gcs", "/mnt/with space"]
+    t = MountTable(m)
+    assert t.lookup("/mnt/gcs/train/a.tfrecord").fs_type == "fuse.gcsfuse"
+    assert t.lookup("/mnt/gcsx/a").mount_point == "/"          # a prefix of the name is not a parent
+    assert t.lookup("/mnt/with space/x").fs_type == "nfs4"
+    assert t.lookup("/dev/shm/x").fs_type == "tmpfs"
+    assert t.lookup("relative").mount_point == "/"
+    assert MountTable([]).lookup("/x").fs_type == "unknown"
+
+
+def test_slow_filesystem_bandwidth_on_constructed_trace() -> None:
+    # 16 MiB in 1 MiB reads from the local disk at 1 ms each (1 GiB/s) and from a gcsfuse mount at
+    # 25 ms each (40 MiB/s)
+    tr = make_trace(reads("/data/a.tfrecord", 16, MiB, 1_000_000) +
+                    reads("/mnt/gcs/b.tfrecord", 16, MiB, 25_000_000, t0=10**18 + 10**9))
+    a = analyze(trace=tr, mountinfo=MOUNTINFO)
+    assert a.ids == ["slow-filesystem"]
+    e = a.finding("slow-filesystem")["evidence"]
+    assert e["mount_point"] == "/mnt/gcs" and e["fs_type"] == "fuse.gcsfuse"
+    assert e["bandwidth_ratio"] == pytest.approx(25.0)
+    assert e["slow_read_bandwidth"] == pytest.approx(MiB / 25e-3)
+    assert e["fast_mount_point"] == "/"
+    assert a.finding("slow-filesystem")["files"] == ["/mnt/gcs/b.tfrecord"]
+    fs = {g["mount_point"]: g for g in a.filesystems}
+    assert fs["/"]["bytes_read"] == 16 * MiB and fs["/"]["reads"] == 16 and fs["/"]["num_files"] == 1
+    assert fs["/mnt/gcs"]["large_read_bandwidth"] == pytest.approx(MiB / 25e-3)
+    assert fs["/mnt/gcs"]["read_latency_median_s"] == pytest.approx(25e-3)
+    json.dumps(a.to_dict())
+
+
+def test_slow_filesystem_twin_and_floor() -> None:
+    # the same reads at the same speed on both: nothing
+    tr = make_trace(reads("/data/a", 16, MiB, 1_000_000) + reads("/mnt/gcs/b", 16, MiB, 1_000_000, t0=2 * 10**18))
+    assert analyze(trace=tr, mountinfo=MOUNTINFO).ids == []
+    # 5x apart but both fast (tmpfs at 5 GiB/s vs disk at 1 GiB/s): over the floor, nothing
+    tr = make_trace(reads("/dev/shm/a", 16, MiB, 200_000) + reads("/data/b", 16, MiB, 1_000_000, t0=2 * 10**18))
+    assert analyze(trace=tr, mountinfo=MOUNTINFO).ids == []
+    # too few reads on one side: no comparison
+    tr = make_trace(reads("/data/a", 16, MiB, 1_000_000) + reads("/mnt/gcs/b", 4, MiB, 25_000_000, t0=2 * 10**18))
+    assert "slow-filesystem" not in analyze(trace=tr, mountinfo=MOUNTINFO).ids
+
+
+def test_slow_filesystem_metadata_latency() -> None:
+    rows = []
+    for i in range(20):
+        rows.append(("stat", f"/data/f{i}", -1, 0, 10**18 + i * 10**6, 10_000))
+        rows.append(("stat", f"/mnt/with space/f{i}", -1, 0, 10**18 + i * 10**6 + 500_000, 2_000_000))
+    a = analyze(trace=make_trace(rows), mountinfo=MOUNTINFO)
+    f = a.finding("slow-filesystem")
+    assert f is not None, a.ids
+    e = f["evidence"]
+    assert e["mount_point"] == "/mnt/with space" and e["fs_type"] == "nfs4"
+    assert e["latency_ratio"] == pytest.approx(200.0) and e["slow_meta_latency_s"] == pytest.approx(2e-3)
+
+
+def test_thresholds_table_is_one_dataclass_and_overridable() -> None:
+    d = DEFAULT.to_dict()
+    assert d["small_read_bytes"] == 64 << 10 and d["staging_file_bytes"] == 2 << 20
+    # a 32 KiB read is small by default, not with a 16 KiB threshold
+    rows = reads("/data/a", 100, 32 << 10, 50_000)
+    assert "small-reads" in analyze(trace=make_trace(rows), mountinfo=MOUNTINFO).ids
+    a = analyze(trace=make_trace(rows), mountinfo=MOUNTINFO, thresholds=Thresholds(small_read_bytes=16 << 10))
+    assert "small-reads" not in a.ids and a.thresholds["small_read_bytes"] == 16 << 10
+
+
+def test_small_reads_edges() -> None:
+    th = DEFAULT
+    n = th.small_read_min_calls
+    # exactly the minimum number of small reads, all of the read time: fires with the numbers
+    a = analyze(trace=make_trace(reads("/data/a", n, 4096, 10_000)), mountinfo=MOUNTINFO)
+    e = a.finding("small-reads")["evidence"]
+    assert e["small_reads"] == n and e["small_read_share"] == 1.0 and e["median_small_read_bytes"] == 4096
+    # one fewer: not enough calls to matter
+    a = analyze(trace=make_trace(reads("/data/a", n - 1, 4096, 10_000)), mountinfo=MOUNTINFO)
+    assert "small-reads" not in a.ids
+    # many small reads but the large ones take the read time: nothing
+    rows = reads("/data/a", 100, 4096, 1_000) + reads("/data/b", 10, 4 * MiB, 1_000_000, t0=2 * 10**18)
+    assert "small-reads" not in analyze(trace=make_trace(rows), mountinfo=MOUNTINFO).ids
+
+
+def test_library_files_are_left_out() -> None:
+    rows = [("stat", f"/venv/lib/python3.11/site-packages/m{i}.py", -1, 0, 10**18 + i * 1000, 500)
+            for i in range(300)]
+    a = analyze(trace=make_trace(rows), mountinfo=MOUNTINFO)
+    assert a.ids == [] and a.summary["library_calls_left_out"] == 300 and a.files == []
+
+
+def test_eof_and_redundant_and_random_from_trace_only() -> None:
+    rows = []
+    t = 10**18
+    for i in range(20):      # 20 one-read files, each with its EOF probe
+        p = f"/data/s{i}"
+        rows += [("open", p, -1, 3, t, 1000), ("pread", p, 0, 4000, t + 2000, 1000),
+                 ("pread", p, 4000, 0, t + 4000, 1000), ("close", p, -1, 0, t + 6000, 1000)]
+        t += 10_000
+    a = analyze(trace=make_trace(rows), mountinfo=MOUNTINFO)
+    e = a.finding("eof-zero-reads")["evidence"]
+    assert e["zero_length_reads"] == 20 and e["files_read"] == 20 and e["zero_read_share"] == 0.5
+    # the same file read three times
+    rows = reads("/data/r", 8, MiB, 100_000) * 1
+    rows += reads("/data/r", 8, MiB, 100_000, t0=2 * 10**18) + reads("/data/r", 8, MiB, 100_000, t0=3 * 10**18)
+    a = analyze(trace=make_trace(rows), mountinfo=MOUNTINFO)
+    e = a.finding("redundant-reads")["evidence"]
+    assert e["ratio"] == 3.0 and e["redundant_bytes"] == 16 * MiB
+
+
+def test_stage_names_drop_indices() -> None:
+    assert stage_name("Iterator::Root::Prefetch::ParallelInterleaveV4[12]::FlatMap[0]::TFRecord") == \
+        "Iterator::Root::Prefetch::ParallelInterleaveV4::FlatMap::TFRecord"
+    assert FINDING_IDS == ["input-bound", "small-reads", "eof-zero-reads", "many-small-files", "metadata-heavy",
+                           "random-access", "redundant-reads", "serial-reads", "staging-candidates",
+                           "blocking-writes", "small-writes", "slow-filesystem"]
+
+
+def test_empty_trace_and_mount_note() -> None:
+    a = analyze(trace=IoTrace.empty())
+    assert a.ids == [] and a.steps == [] and a.filesystems == []
+    assert any("mountinfo" in n for n in a.notes)
+    assert np.isfinite(a.summary["bytes_read"])
