@@ -9,6 +9,8 @@ import textwrap
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 PY = sys.executable
 
 SCRIPT = textwrap.dedent(r'''
@@ -116,3 +118,48 @@ def test_run_counts_every_process(tmp_path):
         if rec["trace"]:
             with np.load(Path(h["source"]).parent / rec["trace"]) as z:
                 assert len(z["start_ns"]) == rec["nevents"]
+
+
+TF_SCRIPT = textwrap.dedent(r'''
+    import os, sys
+    import tensorflow as tf   # no tb_iotrace import: the runner enables it
+    D, LOG = sys.argv[1], sys.argv[2]
+    with open(os.path.join(D, "before"), "wb") as f:
+        f.write(b"b" * 4321)
+    tf.profiler.experimental.start(LOG)
+    data = tf.io.read_file(os.path.join(D, "inside")).numpy()
+    assert len(data) == 65536
+    tf.profiler.experimental.stop()
+''')
+
+
+@pytest.mark.tf
+def test_run_keeps_tf_captures_carrying_io(tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "inside").write_bytes(b"i" * 65536)
+    script = tmp_path / "tfjob.py"
+    script.write_text(TF_SCRIPT)
+    logdir = tmp_path / "logs"
+    r = subprocess.run([PY, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--",
+                        PY, str(script), str(data), str(logdir)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    runs = {run["run"]: run for run in json.loads(rep.stdout)["runs"]}
+    assert "iotrace" in runs and len(runs) == 2, list(runs)
+    (profile,) = [run for name, run in runs.items() if name != "iotrace"]
+
+    def bytes_read(hosts, name):
+        return sum(f["counters"]["POSIX_BYTES_READ"] for h in hosts for f in h["files"]
+                   if f["module"] == "POSIX" and f["path"] == str(data / name))
+
+    # the TF window saw the read inside it, not the write before it
+    assert bytes_read(profile["hosts"], "inside") == 65536
+    assert not any(f["path"] == str(data / "before") for h in profile["hosts"] for f in h["files"])
+    # the whole-run record saw both
+    whole = runs["iotrace"]["hosts"]
+    assert bytes_read(whole, "inside") == 65536
+    assert sum(f["counters"]["POSIX_BYTES_WRITTEN"] for h in whole for f in h["files"]
+               if f["path"] == str(data / "before") and f["module"] == "POSIX") == 4321
