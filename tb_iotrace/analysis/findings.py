@@ -85,8 +85,8 @@ def input_bound(ctx: Context, steps: list[dict[str, Any]]) -> dict[str, Any] | N
           "input_wait_share": share, "io_during_wait_s": io / 1e12, "io_share_of_wait": io_share,
           "other_wait_s": (wait - io) / 1e12,
           "steps_over_threshold": sum(1 for s in steps if s["input_wait_share"] >= th.input_wait_share)}
-    if io_share >= 0.5:
-        what = "mostly file I/O"
+    if io_share >= th.serial_io_share_of_wait:
+        what = "mostly file I/O" if io_share >= 0.5 else "partly file I/O, the rest decode/preprocessing"
         sug = ("Read in parallel and ahead of the step: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) "
                "over file shards, prefetch(tf.data.AUTOTUNE), cache() if the data fits, or faster storage.")
     else:

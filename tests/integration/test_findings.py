@@ -64,14 +64,17 @@ def _input_bound(a, d):
 def _serial(a, d):
     e = ev(a, "serial-reads")
     assert e["reading_threads"] == 1 and e["reads"] == 4 * 2 * MiB // (64 << 10) and e["files"] == 4
-    assert e["input_wait_share"] >= 0.4 and e["io_share_of_wait"] >= 0.4
+    # cold reads (evicted from the page cache) on the step's critical path
+    assert e["input_wait_share"] >= 0.3 and e["io_share_of_wait"] >= 0.3
     ib = ev(a, "input-bound")
-    assert ib["io_share_of_wait"] >= 0.4 and "mostly file I/O" in a.finding("input-bound")["statement"]
+    assert ib["io_share_of_wait"] == e["io_share_of_wait"]
+    assert "file I/O," in a.finding("input-bound")["statement"] or "mostly file I/O" in a.finding("input-bound")["statement"]
 
 
 def _parallel(a, d):
     assert a.summary["bytes_read"] == 4 * 2 * MiB
-    import numpy as np  # noqa: F401
+    tf_stage = [s for s in a.stages if s["kind"] == "tf.data"]
+    assert len(tf_stage) == 1 and "ParallelInterleave" in tf_stage[0]["stage"] and tf_stage[0]["num_files"] == 4
     assert a.summary["input_wait_ps"] < 0.1 * a.summary["step_time_ps"]
 
 
