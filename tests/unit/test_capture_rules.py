@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import platform
 import sys
 import threading
 import time
@@ -247,13 +248,29 @@ def test_read_time_has_no_overlap(shim, tmp_path):
     os.mkfifo(fifo)
     hold = 0.4
     got: list[bytes] = []
+    tids: list[int] = []
+    read_nr = {"x86_64": "0", "aarch64": "63"}[platform.machine()]
+
+    def reader() -> None:
+        tids.append(threading.get_native_id())
+        got.append(os.read(fd, 1))
+
+    def blocked_in_read(tid: int) -> bool:
+        try:
+            return Path(f"/proc/self/task/{tid}/syscall").read_text().split()[0] == read_nr
+        except (OSError, IndexError):
+            return False
+
     t_begin = time.monotonic()
     with shim.capture() as cap:
         fd = os.open(fifo, os.O_RDWR)   # O_RDWR: opening a FIFO this way never blocks
-        threads = [threading.Thread(target=lambda: got.append(os.read(fd, 1))) for _ in range(4)]
+        threads = [threading.Thread(target=reader) for _ in range(4)]
         for t in threads:
             t.start()
-        time.sleep(hold)
+        deadline = time.monotonic() + 20
+        while not (len(tids) == 4 and all(blocked_in_read(t) for t in tids)) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(hold)                # all four are blocked in read() from here on
         os.write(fd, b"abcd")
         for t in threads:
             t.join(10)
