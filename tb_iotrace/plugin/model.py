@@ -329,14 +329,20 @@ def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
     return None, None
 
 
-def _trim() -> None:
-    """Give the decoder's freed temporaries back to the OS (glibc keeps them otherwise)."""
-    try:
-        import ctypes
+_LIBC: Any = None
 
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+def trim_memory() -> None:
+    """Give freed heap memory back to the OS (glibc keeps it in its arenas otherwise)."""
+    global _LIBC
+    try:
+        if _LIBC is None:
+            import ctypes
+
+            _LIBC = ctypes.CDLL("libc.so.6")
+        _LIBC.malloc_trim(0)
     except Exception:  # not glibc: nothing to do
-        pass
+        _LIBC = False
 
 
 def load_capture(path: str, host: str) -> Capture:
@@ -344,7 +350,7 @@ def load_capture(path: str, host: str) -> Capture:
     try:
         return _load_capture(path, host)
     finally:
-        _trim()
+        trim_memory()
 
 
 def _load_capture(path: str, host: str) -> Capture:

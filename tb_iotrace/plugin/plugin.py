@@ -39,6 +39,7 @@ from werkzeug import wrappers
 from ..xplane import XPlaneError
 from . import queries
 from .logdir import BadName, LogdirIndex
+from .model import trim_memory
 
 log = logging.getLogger("tb_iotrace.plugin")
 
@@ -155,7 +156,14 @@ class IoTracePlugin(base_plugin.TBPlugin):
         @wrappers.Request.application
         def app(request):
             try:
-                return _json(request, handler(request.args))
+                payload = handler(request.args)
+                resp = _json(request, payload)
+                del payload
+                # TensorBoard answers each request on a new thread, and glibc gives each
+                # its own malloc arena: hand the freed temporaries back at once, or the
+                # process keeps growing by the size of a response's working set.
+                trim_memory()
+                return resp
             except HttpError as exc:
                 return _json(request, {"error": exc.message}, code=exc.code)
             except BadName as exc:
