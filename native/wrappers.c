@@ -106,6 +106,12 @@ static int iov_aligned(const struct iovec *iov, int cnt) {
     return 1;
 }
 
+/* The iovec array is the caller's and may be bad (the kernel answers EFAULT
+ * or EINVAL): read it only after the call succeeded, i.e. after the kernel
+ * has validated it.  Used inside IO_CALL, where ret_ is the call's result. */
+#define IOV_REQ(iov, cnt) (ret_ >= 0 ? iov_len(iov, cnt) : -1)
+#define IOV_ALIGNED(iov, cnt) (ret_ >= 0 ? iov_aligned(iov, cnt) : 1)
+
 static ssize_t tbio_w_read(int fd, void *buf, size_t n) {
     IO_CALL(TBIO_OP_read, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_read(fd, buf, n));
 }
@@ -129,23 +135,23 @@ static ssize_t tbio_w___pread64_chk(int fd, void *buf, size_t n, off64_t off, si
             real___pread64_chk(fd, buf, n, off, buflen));
 }
 static ssize_t tbio_w_readv(int fd, const struct iovec *iov, int cnt) {
-    IO_CALL(TBIO_OP_readv, K_READ, fd, -1, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_readv, K_READ, fd, -1, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_readv(fd, iov, cnt));
 }
 static ssize_t tbio_w_preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
-    IO_CALL(TBIO_OP_preadv, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_preadv, K_READ, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_preadv(fd, iov, cnt, off));
 }
 static ssize_t tbio_w_preadv64(int fd, const struct iovec *iov, int cnt, off64_t off) {
-    IO_CALL(TBIO_OP_preadv64, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_preadv64, K_READ, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_preadv64(fd, iov, cnt, off));
 }
 static ssize_t tbio_w_preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
-    IO_CALL(TBIO_OP_preadv2, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_preadv2, K_READ, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_preadv2(fd, iov, cnt, off, flags));
 }
 static ssize_t tbio_w_preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags) {
-    IO_CALL(TBIO_OP_preadv64v2, K_READ, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_preadv64v2, K_READ, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_preadv64v2(fd, iov, cnt, off, flags));
 }
 static ssize_t tbio_w_write(int fd, const void *buf, size_t n) {
@@ -160,23 +166,23 @@ static ssize_t tbio_w_pwrite64(int fd, const void *buf, size_t n, off64_t off) {
             real_pwrite64(fd, buf, n, off));
 }
 static ssize_t tbio_w_writev(int fd, const struct iovec *iov, int cnt) {
-    IO_CALL(TBIO_OP_writev, K_WRITE, fd, -1, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_writev, K_WRITE, fd, -1, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_writev(fd, iov, cnt));
 }
 static ssize_t tbio_w_pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
-    IO_CALL(TBIO_OP_pwritev, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_pwritev, K_WRITE, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_pwritev(fd, iov, cnt, off));
 }
 static ssize_t tbio_w_pwritev64(int fd, const struct iovec *iov, int cnt, off64_t off) {
-    IO_CALL(TBIO_OP_pwritev64, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_pwritev64, K_WRITE, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_pwritev64(fd, iov, cnt, off));
 }
 static ssize_t tbio_w_pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
-    IO_CALL(TBIO_OP_pwritev2, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_pwritev2, K_WRITE, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_pwritev2(fd, iov, cnt, off, flags));
 }
 static ssize_t tbio_w_pwritev64v2(int fd, const struct iovec *iov, int cnt, off64_t off, int flags) {
-    IO_CALL(TBIO_OP_pwritev64v2, K_WRITE, fd, off, iov_len(iov, cnt), iov_aligned(iov, cnt), ssize_t,
+    IO_CALL(TBIO_OP_pwritev64v2, K_WRITE, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_pwritev64v2(fd, iov, cnt, off, flags));
 }
 

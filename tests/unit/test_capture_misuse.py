@@ -242,3 +242,66 @@ def test_filters_include_dev_shm_and_exclude_prefixes(shim, tmp_path):
         assert rec(cap, keep / "shown.bin").counters["POSIX_BYTES_WRITTEN"] == 1
     finally:
         shm.unlink(missing_ok=True)
+
+
+BAD_IOVEC = r'''
+import ctypes, errno, json, os, sys
+from pathlib import Path
+import tb_iotrace
+from capture_util import load_libio
+
+libio, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
+lib = load_libio(Path(libio))
+lib_e = ctypes.CDLL(libio, use_errno=True)
+for name in ("c_readv", "c_writev"):
+    f = getattr(lib_e, name)
+    f.restype, f.argtypes = ctypes.c_long, [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+buf = (ctypes.c_char * 64)()
+good = (ctypes.c_size_t * 4)(ctypes.addressof(buf), 32, ctypes.addressof(buf) + 32, 32)
+
+
+def calls(fd):
+    res = []
+    for name in ("c_readv", "c_writev"):
+        f = getattr(lib_e, name)
+        for iov, cnt in ((0x10, 3), (ctypes.addressof(good), 1 << 30), (ctypes.addressof(good), 2)):
+            os.lseek(fd, 0, 0)
+            ctypes.set_errno(0)
+            r = f(fd, iov, cnt)
+            res.append([name, r, ctypes.get_errno() if r < 0 else 0])
+    return res
+
+
+fd = os.open(path, os.O_RDWR)
+plain = calls(fd)
+tb_iotrace.enable()
+with tb_iotrace.capture() as cap:
+    hooked = calls(fd)
+os.close(fd)
+ev = cap.events
+rows = [[ev.op[i], int(ev.requested[i]), int(ev.returned[i]), int(ev.errno[i])] for i in range(len(ev))
+        if ev.path[i] == path]
+json.dump({"plain": plain, "hooked": hooked, "rows": rows}, open(out, "w"))
+'''
+
+
+def test_bad_iovec_fails_like_libc(tmp_path, libio_path):
+    """readv/writev with an unreadable iovec pointer or an absurd count
+    return EFAULT/EINVAL exactly as without the shim (the shim must not read
+    the caller's iovec before the kernel validated it: it used to crash)."""
+    import subprocess
+
+    p = tmp_path / "iov.bin"
+    p.write_bytes(b"v" * 64)
+    script, out = tmp_path / "badiov.py", tmp_path / "badiov.json"
+    script.write_text(BAD_IOVEC)
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent / "fixtures"))
+    r = subprocess.run([sys.executable, str(script), str(libio_path), str(p), str(out)], capture_output=True,
+                       text=True, timeout=60, env=env)
+    assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
+    d = json.loads(out.read_text())
+    assert d["hooked"] == d["plain"]
+    assert [x[2] for x in d["plain"]] == [14, 22, 0, 14, 22, 0]       # EFAULT, EINVAL, ok
+    rows = [r for r in d["rows"] if r[0] != "lseek64"]
+    assert rows == [["readv", -1, -1, 14], ["readv", -1, -1, 22], ["readv", 64, 64, 0],
+                    ["writev", -1, -1, 14], ["writev", -1, -1, 22], ["writev", 64, 64, 0]]
