@@ -91,28 +91,39 @@ export function itemAt(data, byLane, layout, scale, x, y, slop = 2) {
 }
 
 /**
- * Expand a /timeline response in place into per-item typed arrays:
- * items.lane/row (from segments), items.start/dur in ns (from units of q after t0).
+ * Expand a /timeline response in place into per-item typed arrays: items.lane/row/index
+ * (from the segments and counts) and items.start/dur in ns (start deltas in units of q).
  */
 export function decodeTimeline(data) {
   const it = data.items;
   const n = it.start.length;
   const lane = new Int32Array(n);
   const row = new Int32Array(n);
-  let k = 0;
-  const seg = data.segments;
-  for (let s = 0; s < seg.length.length; s++) {
-    lane.fill(seg.lane[s], k, k + seg.length[s]);
-    row.fill(seg.row[s], k, k + seg.length[s]);
-    k += seg.length[s];
-  }
+  const index = new Float64Array(n);
   const start = new Float64Array(n);
   const dur = new Float64Array(n);
+  const seg = data.segments;
   const q = data.q;
   const t0 = data.start;
-  for (let i = 0; i < n; i++) { start[i] = t0 + it.start[i] * q; dur[i] = it.dur[i] * q; }
+  let i = 0;
+  for (let s = 0; s < seg.length.length; s++) {
+    const end = i + seg.length[s];
+    let sq = 0;
+    let ev = seg.first[s];
+    for (let k = i; k < end; k++) {
+      sq = k === i ? it.start[k] : sq + it.start[k];
+      lane[k] = seg.lane[s];
+      row[k] = seg.row[s];
+      index[k] = ev;
+      ev += it.count[k];
+      start[k] = t0 + sq * q;
+      dur[k] = it.dur[k] * q;
+    }
+    i = end;
+  }
   it.lane = lane;
   it.row = row;
+  it.index = index;
   it.start = start;
   it.dur = dur;
   return data;

@@ -170,11 +170,12 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
       lanes: [{key, group, name, plane, rows, events, tf_data, ...}] in draw order
       names: string table; files: string table (file paths of I/O items)
       q: the time unit of items.start/dur in ns (ns_per_px / 8)
-      segments: {lane, row, length}: runs of consecutive items on one lane row
-      items: start (t = start + items.start * q), dur (items.dur * q, rounded up),
-             name (index into names), count (events merged), index (lane event index of
-             the first event), bytes (I/O: bytes moved), file (index into files, -1 none),
-             err (errno)
+      segments: {lane, row, length, first}: runs of consecutive items on one lane row;
+             ``first`` is the lane event index of the run's first event
+      items: start (in q units: from ``start`` for a segment's first item, else from the
+             previous item's start), dur (q units, rounded up), name (index into names),
+             count (events merged; the next item's first event index is this one's plus
+             count), bytes (I/O: bytes moved), file (index into files, -1 none), err (errno)
     """
     io_by = _io_by(io_by)
     lo, hi = view.extent()
@@ -241,25 +242,32 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
                 cols["err"].append(np.zeros(k, dtype=np.int64))
                 cols["name"].append(_intern(names, cap.names, nid))
     # Compact encoding: times as integers in units of q = ns_per_px / 8 from t0 (an eighth
-    # of a pixel is all the canvas can show), lane/row as runs ("segments").
+    # of a pixel is all the canvas can show); lane/row/first event as runs ("segments");
+    # inside a segment, starts as deltas from the previous item and event indexes implied
+    # by the counts (items of a row window are contiguous runs of its events).
     q = npp / 8.0
     seg_lane = [int(a[0]) for a in cols["lane"]]
     seg_row = [int(a[0]) for a in cols["row"]]
     seg_len = [len(a) for a in cols["count"]]
+    seg_first = [int(a[0]) for a in cols["index"]]
     if cols["start"]:
         st = np.concatenate(cols["start"]).astype(np.float64)
         du = np.concatenate(cols["dur"]).astype(np.float64)
         start_q = np.round((st - t0) / q).astype(np.int64)
         dur_q = np.ceil(du / q).astype(np.int64)
+        heads = np.cumsum([0] + seg_len[:-1])
+        delta = np.diff(start_q, prepend=0)
+        delta[heads] = start_q[heads]  # each segment starts absolute
     else:
-        start_q = dur_q = np.zeros(0, dtype=np.int64)
-    items = {"start": start_q.tolist(), "dur": dur_q.tolist()}
-    for k in ("name", "count", "index", "bytes", "file", "err"):
+        delta = dur_q = np.zeros(0, dtype=np.int64)
+    items = {"start": delta.tolist(), "dur": dur_q.tolist()}
+    for k in ("name", "count", "bytes", "file", "err"):
         items[k] = np.concatenate(cols[k]).tolist() if cols[k] else []
     steps, _ = _steps(view)
     return {"start": t0, "end": t1, "width": width, "ns_per_px": npp, "q": q, "extent": [lo, hi],
             "lanes": out_lanes, "names": list(names), "files": list(files),
-            "segments": {"lane": seg_lane, "row": seg_row, "length": seg_len}, "items": items,
+            "segments": {"lane": seg_lane, "row": seg_row, "length": seg_len, "first": seg_first},
+            "items": items,
             "steps": [s for s in steps if s["end"] >= t0 and s["start"] <= t1]}
 
 

@@ -299,17 +299,25 @@ def test_capture_summary(client):
 
 
 def expand(body):
-    """Per-item lane/row and absolute start/dur (ns) from the compact /timeline answer."""
+    """Per-item lane/row/index and absolute start/dur (ns) from the compact /timeline
+    answer (the same decoding as plugin_frontend/timeline/tracks.js decodeTimeline)."""
     it = body["items"]
     seg = body["segments"]
-    lane, row = [], []
-    for ln, r, k in zip(seg["lane"], seg["row"], seg["length"]):
-        lane += [ln] * k
-        row += [r] * k
-    q, t0 = body["q"], body["start"]
-    it["lane"], it["row"] = lane, row
-    it["start"] = [t0 + s * q for s in it["start"]]
-    it["dur"] = [d * q for d in it["dur"]]
+    lane, row, index, start = [], [], [], []
+    i = 0
+    for ln, r, k, first in zip(seg["lane"], seg["row"], seg["length"], seg["first"]):
+        sq = 0
+        ev = first
+        for j in range(i, i + k):
+            sq = it["start"][j] if j == i else sq + it["start"][j]
+            lane.append(ln)
+            row.append(r)
+            index.append(ev)
+            ev += it["count"][j]
+            start.append(body["start"] + sq * body["q"])
+        i += k
+    it["lane"], it["row"], it["index"], it["start"] = lane, row, index, start
+    it["dur"] = [d * body["q"] for d in it["dur"]]
     return body
 
 
@@ -528,7 +536,7 @@ def _tf_read(get, run, host, cap, io_lanes, data):
     lo, hi = cap["extent"]
     for lane in io_lanes:
         code, tl = get("/timeline", run=run, host=host, width=8192, start=lo, end=hi, lanes=lane["key"])
-        it = tl["items"]
+        it = expand(tl)["items"]
         for k in range(len(it["start"])):
             if (tl["names"][it["name"][k]] == "read" and it["bytes"][k] > 0 and it["count"][k] == 1
                     and it["file"][k] >= 0 and tl["files"][it["file"][k]] == data):
