@@ -36,6 +36,13 @@ def stage_name(event: str) -> str:
     return _INDEX.sub("", event)
 
 
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """(code per row, distinct values in first-seen order)."""
+    seen: dict[str, int] = {}
+    codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), np.int64, len(values))
+    return codes, list(seen)
+
+
 def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of intervals as sorted disjoint intervals."""
     keep = ends > starts
@@ -143,10 +150,15 @@ class Context:
                  th: Thresholds):
         self.trace, self.att, self.th, self.mounts = trace, att, th, mounts
         n = len(trace)
-        self.kind = np.array([op_kind(str(o)) for o in trace.op], dtype=object) if n else np.zeros(0, object)
-        self.is_sync = np.isin(trace.op, SYNC_OPS) if n else np.zeros(0, bool)
-        self.kind[self.is_sync] = "write"
-        self.data = np.array([not is_library_path(str(p)) for p in trace.path], bool) if n else np.zeros(0, bool)
+        # per distinct op / path, then spread to rows (a capture has few of each, many rows)
+        op_code, ops = _factorize(trace.op)
+        self.path_code, self.paths = _factorize(trace.path)
+        op_kinds = np.array(["write" if o in SYNC_OPS else op_kind(o) for o in ops] or [""], dtype=object)
+        self.kind = op_kinds[op_code] if n else np.zeros(0, object)
+        self.is_sync = np.isin(np.asarray(ops or [""], dtype=object), SYNC_OPS)[op_code] if n else np.zeros(0, bool)
+        path_data = np.array([not is_library_path(p) for p in self.paths] or [False], bool)
+        self.data = path_data[self.path_code] if n else np.zeros(0, bool)
+        self.path_mount = [mounts.lookup(p) for p in self.paths]
         self.ok = trace.errno == 0
         self.dur_s = (trace.end_ns - trace.start_ns) / 1e9
         if att is not None:
@@ -284,86 +296,68 @@ def _steps_table(ctx: Context) -> list[dict[str, Any]]:
 def _stages_table(ctx: Context) -> list[dict[str, Any]]:
     tr = ctx.trace
     rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
-    groups: dict[str, dict[str, Any]] = {}
-    for i in rows.tolist():
-        st = ctx.stage[i]
-        if st:
-            key, kind = st, "tf.data"
-        else:
-            enc = str(ctx.att.enclosing[i]) if ctx.att is not None else ""
-            key, kind = (enc or "(no host event)"), "op"
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = {"stage": key, "kind": kind, "calls": 0, "reads": 0, "writes": 0,
-                               "meta_calls": 0, "bytes_read": 0, "bytes_written": 0, "io_time_s": 0.0,
-                               "files": set()}
-        g["calls"] += 1
-        k = ctx.kind[i]
-        moved = max(int(tr.returned[i]), 0)
-        if k == "read":
-            g["reads"] += 1
-            g["bytes_read"] += moved
-        elif k == "write":
-            g["writes"] += 1
-            g["bytes_written"] += moved if not ctx.is_sync[i] else 0
-        else:
-            g["meta_calls"] += 1
-        g["io_time_s"] += float(ctx.dur_s[i])
-        g["files"].add(str(tr.path[i]))
+    if not len(rows):
+        return []
+    stage = ctx.stage[rows]
+    enc = ctx.att.enclosing[rows] if ctx.att is not None else np.full(len(rows), "", dtype=object)
+    is_tf = stage != ""
+    key = np.where(is_tf, stage, np.where(enc != "", enc, "(no host event)"))
+    code, keys = _factorize(key)
+    k = len(keys)
+    kind = ctx.kind[rows]
+    moved = np.clip(tr.returned[rows], 0, None)
+    rd, wr = kind == "read", (kind == "write") & ~ctx.is_sync[rows]
+    count = lambda w=None: np.bincount(code, weights=w, minlength=k)  # noqa: E731
+    calls, reads, writes, metas = count(), count(rd), count(kind == "write"), count(kind == "meta")
+    b_read, b_written = count(np.where(rd, moved, 0)), count(np.where(wr, moved, 0))
+    t_io = count(ctx.dur_s[rows])
+    pairs = np.unique(code * (len(ctx.paths) + 1) + ctx.path_code[rows])
+    files: list[list[int]] = [[] for _ in range(k)]
+    for pc in pairs.tolist():
+        files[pc // (len(ctx.paths) + 1)].append(pc % (len(ctx.paths) + 1))
+    tf_key = np.zeros(k, bool)
+    tf_key[code[is_tf]] = True
     out = []
-    for g in sorted(groups.values(), key=lambda g: -g["io_time_s"]):
-        g["num_files"] = len(g["files"])
-        g["files"] = sorted(g["files"])[:20]
-        out.append(g)
+    for g in np.argsort(-t_io, kind="stable").tolist():
+        names = sorted(ctx.paths[i] for i in files[g])
+        out.append({"stage": keys[g], "kind": "tf.data" if tf_key[g] else "op", "calls": int(calls[g]),
+                    "reads": int(reads[g]), "writes": int(writes[g]), "meta_calls": int(metas[g]),
+                    "bytes_read": int(b_read[g]), "bytes_written": int(b_written[g]),
+                    "io_time_s": float(t_io[g]), "num_files": len(names), "files": names[:20]})
     return out
 
 
 def _fs_table(ctx: Context) -> list[dict[str, Any]]:
     tr, th = ctx.trace, ctx.th
-    groups: dict[str, dict[str, Any]] = {}
-
-    def g_of(path: str) -> dict[str, Any]:
-        m = ctx.mounts.lookup(path)
-        g = groups.get(m.mount_point)
-        if g is None:
-            g = groups[m.mount_point] = {**m.to_dict(), "files": set(), "reads": 0, "bytes_read": 0,
-                                         "read_time_s": 0.0, "large_reads": 0, "large_bytes": 0,
-                                         "large_read_time_s": 0.0, "writes": 0, "bytes_written": 0,
-                                         "write_time_s": 0.0, "meta_calls": 0, "_meta": []}
-        g["files"].add(path)
-        return g
-    for i in ctx.read_rows.tolist():
-        g = g_of(str(tr.path[i]))
-        moved = max(int(tr.returned[i]), 0)
-        g["reads"] += 1
-        g["bytes_read"] += moved
-        g["read_time_s"] += float(ctx.dur_s[i])
-        if moved >= th.small_read_bytes:
-            g["large_reads"] += 1
-            g["large_bytes"] += moved
-            g["large_read_time_s"] += float(ctx.dur_s[i])
-    for i in ctx.write_rows.tolist():
-        g = g_of(str(tr.path[i]))
-        g["writes"] += 1
-        g["bytes_written"] += max(int(tr.returned[i]), 0) if not ctx.is_sync[i] else 0
-        g["write_time_s"] += float(ctx.dur_s[i])
-    for i in ctx.meta_rows.tolist():
-        g = g_of(str(tr.path[i]))
-        g["meta_calls"] += 1
-        g["_meta"].append(float(ctx.dur_s[i]))
+    points: dict[str, int] = {}
+    mount_of_path = np.array([points.setdefault(m.mount_point, len(points)) for m in ctx.path_mount] or [0])
+    first = {}
+    for m in ctx.path_mount:
+        first.setdefault(m.mount_point, m)
     out = []
-    for g in groups.values():
-        meta = g.pop("_meta")
-        g["num_files"] = len(g["files"])
-        g.pop("files")
-        g["read_bandwidth"] = g["bytes_read"] / g["read_time_s"] if g["read_time_s"] > 0 else None
-        g["large_read_bandwidth"] = (g["large_bytes"] / g["large_read_time_s"]
-                                     if g["large_read_time_s"] > 0 else None)
-        g["read_latency_median_s"] = (float(np.median(ctx.dur_s[ctx.read_rows][
-            np.array([ctx.mounts.lookup(str(p)).mount_point == g["mount_point"]
-                      for p in tr.path[ctx.read_rows]], bool)])) if g["reads"] else None)
-        g["meta_latency_median_s"] = float(np.median(meta)) if meta else None
-        g["write_bandwidth"] = g["bytes_written"] / g["write_time_s"] if g["write_time_s"] > 0 else None
+    for mp, mi in points.items():
+        def sel(rows: np.ndarray) -> np.ndarray:
+            return rows[mount_of_path[ctx.path_code[rows]] == mi]
+        r, w, m = sel(ctx.read_rows), sel(ctx.write_rows), sel(ctx.meta_rows)
+        if not (len(r) or len(w) or len(m)):
+            continue
+        moved_r = np.clip(tr.returned[r], 0, None)
+        large = moved_r >= th.small_read_bytes
+        w_data = w[~ctx.is_sync[w]]
+        g: dict[str, Any] = first[mp].to_dict()
+        rt, lt, wt = float(ctx.dur_s[r].sum()), float(ctx.dur_s[r][large].sum()), float(ctx.dur_s[w].sum())
+        g.update({
+            "num_files": int(len(np.unique(ctx.path_code[np.concatenate([r, w, m])]))),
+            "reads": int(len(r)), "bytes_read": int(moved_r.sum()), "read_time_s": rt,
+            "large_reads": int(large.sum()), "large_bytes": int(moved_r[large].sum()), "large_read_time_s": lt,
+            "writes": int(len(w_data)), "bytes_written": int(np.clip(tr.returned[w_data], 0, None).sum()),
+            "write_time_s": wt, "meta_calls": int(len(m)),
+        })
+        g["read_bandwidth"] = g["bytes_read"] / rt if rt > 0 else None
+        g["large_read_bandwidth"] = g["large_bytes"] / lt if lt > 0 else None
+        g["read_latency_median_s"] = float(np.median(ctx.dur_s[r])) if len(r) else None
+        g["meta_latency_median_s"] = float(np.median(ctx.dur_s[m])) if len(m) else None
+        g["write_bandwidth"] = g["bytes_written"] / wt if wt > 0 else None
         out.append(g)
     out.sort(key=lambda g: -(g["bytes_read"] + g["bytes_written"]))
     return out
@@ -422,7 +416,8 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
         "input_wait_ps": int(sum(s["input_wait_ps"] for s in steps)),
         "io_during_wait_ps": int(sum(s["io_during_wait_ps"] for s in steps)),
     }
-    findings = evaluate(ctx, steps)
-    return Analysis(steps=steps, stages=_stages_table(ctx), filesystems=_fs_table(ctx),
+    fs = _fs_table(ctx)
+    findings = evaluate(ctx, steps, fs)
+    return Analysis(steps=steps, stages=_stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
                     notes=notes, thresholds=th.to_dict())

@@ -399,10 +399,12 @@ RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
 }
 
 
-def evaluate(ctx: Context, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def evaluate(ctx: Context, steps: list[dict[str, Any]],
+             fs_table: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     out = []
     for fid in ORDER:
-        f = RULES[fid](ctx, steps)
+        rule = RULES[fid]
+        f = rule(ctx, steps, fs_table) if rule is slow_filesystem else rule(ctx, steps)
         if f is not None:
             out.append(f)
     return out
