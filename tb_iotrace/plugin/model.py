@@ -24,7 +24,6 @@ the file on demand, by byte range).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
@@ -33,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ..xplane import XSpace, XPlaneError, read_io_info
+from ..xplane import XSpace, read_io_info
 from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
 from .decode import PlaneData, SpaceData, decode_xspace, event_stats

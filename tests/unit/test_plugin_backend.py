@@ -14,7 +14,6 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
