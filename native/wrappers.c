@@ -351,7 +351,8 @@ static uint32_t path_id(int dirfd, const char *path, int module) {
 static int open_done(int op, int dirfd, const char *path, int mode, int ret, int err, tbio_call *c,
                      int rec) {
     uint32_t id = TBIO_NO_FILE;
-    if (ret >= 0 || rec) id = path_id(dirfd, path, TBIO_POSIX);
+    /* EFAULT: the kernel could not read the path, and neither may we */
+    if (ret >= 0 || (rec && err != EFAULT)) id = path_id(dirfd, path, TBIO_POSIX);
     if (ret >= 0) {
         tbio_fd_set_posix(ret, id);
         if (id != TBIO_NO_FILE) tbio_file_set_blksize(id, tbio_raw_blksize_fd(ret));
@@ -441,7 +442,8 @@ static int tbio_w___openat64_2(int dirfd, const char *path, int flags) {
         if (!tbio_call_pre(&c)) return CALL;                                     \
         int ret = CALL;                                                          \
         int err_ = errno;                                                        \
-        uint32_t id_ = path_id(DIRFD, PATH, TBIO_POSIX);                         \
+        uint32_t id_ = ret != 0 && err_ == EFAULT ? TBIO_NO_FILE                 \
+                                                  : path_id(DIRFD, PATH, TBIO_POSIX); \
         meta_done(&c, OP, M_STAT, id_, -1, -1, -1, ret, ret == 0, err_);         \
         errno = err_;                                                            \
         return ret;                                                              \
@@ -469,11 +471,28 @@ static int tbio_w___lxstat64(int v, const char *p, struct stat64 *st) {
 }
 
 /* *at variants: an empty path with AT_EMPTY_PATH means the descriptor itself. */
+/* The path is looked at only after the call, and not at all when the
+ * kernel could not read it (EFAULT). */
 #define AT_STAT(OP, DIRFD, PATH, FLAGS, CALL)                                    \
     do {                                                                         \
-        if ((PATH) && (PATH)[0] == 0 && ((FLAGS) & AT_EMPTY_PATH))               \
-            FD_META(OP, M_STAT, DIRFD, -1, -1, int, CALL, ret == 0);             \
-        PATH_STAT(OP, DIRFD, PATH, CALL);                                        \
+        if (IDLE()) return CALL;                                                 \
+        tbio_call c;                                                             \
+        if (!tbio_call_pre(&c)) return CALL;                                     \
+        int ret = CALL;                                                          \
+        int err_ = errno;                                                        \
+        uint32_t id_ = TBIO_NO_FILE;                                             \
+        int fd_ = -1;                                                            \
+        if (!(ret != 0 && err_ == EFAULT)) {                                     \
+            if ((PATH) && (PATH)[0] == 0 && ((FLAGS) & AT_EMPTY_PATH)) {         \
+                id_ = tbio_fd_posix(DIRFD);                                      \
+                fd_ = DIRFD;                                                     \
+            } else {                                                             \
+                id_ = path_id(DIRFD, PATH, TBIO_POSIX);                          \
+            }                                                                    \
+        }                                                                        \
+        meta_done(&c, OP, M_STAT, id_, fd_, -1, -1, ret, ret == 0, err_);        \
+        errno = err_;                                                            \
+        return ret;                                                              \
     } while (0)
 static int tbio_w_fstatat(int d, const char *p, struct stat *st, int fl) {
     AT_STAT(TBIO_OP_fstatat, d, p, fl, real_fstatat(d, p, st, fl));
@@ -497,8 +516,9 @@ static int tbio_w_rename(const char *from, const char *to) {
     if (!tbio_call_pre(&c)) return real_rename(from, to);
     int ret = real_rename(from, to);
     int err = errno;
-    uint32_t src = path_id(AT_FDCWD, from, TBIO_POSIX);
-    uint32_t dst = path_id(AT_FDCWD, to, TBIO_POSIX);
+    int unreadable = ret != 0 && err == EFAULT;   /* a path the kernel could not read */
+    uint32_t src = unreadable ? TBIO_NO_FILE : path_id(AT_FDCWD, from, TBIO_POSIX);
+    uint32_t dst = unreadable ? TBIO_NO_FILE : path_id(AT_FDCWD, to, TBIO_POSIX);
     uint64_t t1;
     if (tbio_call_post(&c, &t1)) TBIO_EACH_SESSION(&c) {
         if (ret == 0 && src != TBIO_NO_FILE && dst != TBIO_NO_FILE) {
@@ -560,9 +580,11 @@ static ssize_t tbio_w_copy_file_range(int in, off64_t *inoff, int out, off64_t *
     if (IDLE()) return real_copy_file_range(in, inoff, out, outoff, n, flags);
     tbio_call c;
     if (!tbio_call_pre(&c)) return real_copy_file_range(in, inoff, out, outoff, n, flags);
-    int64_t io = inoff ? *inoff : -1, oo = outoff ? *outoff : -1;
     ssize_t ret = real_copy_file_range(in, inoff, out, outoff, n, flags);
     int err = errno;
+    /* the offsets are the caller's pointers: read them only once the kernel
+     * has used them (a success moved each by ret) */
+    int64_t io = inoff && ret >= 0 ? *inoff - ret : -1, oo = outoff && ret >= 0 ? *outoff - ret : -1;
     copy_done(&c, TBIO_OP_copy_file_range, in, io, out, oo, (int64_t)n, ret, err);
     errno = err;
     return ret;
@@ -571,9 +593,9 @@ static ssize_t tbio_w_sendfile(int out, int in, off_t *off, size_t n) {
     if (IDLE()) return real_sendfile(out, in, off, n);
     tbio_call c;
     if (!tbio_call_pre(&c)) return real_sendfile(out, in, off, n);
-    int64_t io = off ? *off : -1;
     ssize_t ret = real_sendfile(out, in, off, n);
     int err = errno;
+    int64_t io = off && ret >= 0 ? *off - ret : -1;   /* read only once the kernel used it */
     copy_done(&c, TBIO_OP_sendfile, in, io, out, -1, (int64_t)n, ret, err);
     errno = err;
     return ret;
@@ -582,9 +604,9 @@ static ssize_t tbio_w_sendfile64(int out, int in, off64_t *off, size_t n) {
     if (IDLE()) return real_sendfile64(out, in, off, n);
     tbio_call c;
     if (!tbio_call_pre(&c)) return real_sendfile64(out, in, off, n);
-    int64_t io = off ? *off : -1;
     ssize_t ret = real_sendfile64(out, in, off, n);
     int err = errno;
+    int64_t io = off && ret >= 0 ? *off - ret : -1;   /* read only once the kernel used it */
     copy_done(&c, TBIO_OP_sendfile64, in, io, out, -1, (int64_t)n, ret, err);
     errno = err;
     return ret;
@@ -812,7 +834,7 @@ static int tbio_w_fflush(FILE *fp) {
 static FILE *stdio_open_done(int op, const char *path, int fd_for_fdopen, FILE *ret, int err, tbio_call *c,
                              int rec) {
     uint32_t id = TBIO_NO_FILE;
-    if (ret || rec) {
+    if (ret || (rec && !(path && err == EFAULT))) {
         if (path) id = path_id(AT_FDCWD, path, TBIO_STDIO);
         else {
             uint32_t pid = tbio_fd_posix(fd_for_fdopen);

@@ -244,64 +244,85 @@ def test_filters_include_dev_shm_and_exclude_prefixes(shim, tmp_path):
         shm.unlink(missing_ok=True)
 
 
-BAD_IOVEC = r'''
-import ctypes, errno, json, os, sys
+BAD_POINTERS = r"""
+import ctypes, json, os, sys
 from pathlib import Path
 import tb_iotrace
-from capture_util import load_libio
 
-libio, path, out = sys.argv[1], sys.argv[2], sys.argv[3]
-lib = load_libio(Path(libio))
-lib_e = ctypes.CDLL(libio, use_errno=True)
-for name in ("c_readv", "c_writev"):
-    f = getattr(lib_e, name)
-    f.restype, f.argtypes = ctypes.c_long, [ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+libio, work, out = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+L, I, P = ctypes.c_long, ctypes.c_int, ctypes.c_void_p
+lib = ctypes.CDLL(libio, use_errno=True)
+for name, res, args in (("c_readv", L, [I, P, I]), ("c_writev", L, [I, P, I]), ("c_open_ptr", I, [P, I]),
+                        ("c_stat_ptr", I, [P]), ("c_sendfile", L, [I, I, P, L]),
+                        ("c_copy_file_range", L, [I, P, I, P, L])):
+    f = getattr(lib, name)
+    f.restype, f.argtypes = res, args
 buf = (ctypes.c_char * 64)()
 good = (ctypes.c_size_t * 4)(ctypes.addressof(buf), 32, ctypes.addressof(buf) + 32, 32)
+BAD = 0x10                      # never mapped
+src, dst = work / "src.bin", work / "dst.bin"
 
 
-def calls(fd):
+def calls():
+    a = os.open(src, os.O_RDWR)
+    b = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    off = ctypes.c_long(8)
+    plan = [("readv", lambda: lib.c_readv(a, BAD, 3)), ("readv", lambda: lib.c_readv(a, ctypes.addressof(good), 1 << 30)),
+            ("readv", lambda: lib.c_readv(a, ctypes.addressof(good), 2)),
+            ("writev", lambda: lib.c_writev(b, BAD, 3)), ("writev", lambda: lib.c_writev(b, ctypes.addressof(good), 2)),
+            ("open", lambda: lib.c_open_ptr(BAD, 0)), ("stat", lambda: lib.c_stat_ptr(BAD)),
+            ("sendfile", lambda: lib.c_sendfile(b, a, BAD, 10)),
+            ("sendfile", lambda: lib.c_sendfile(b, a, ctypes.addressof(off), 10)),
+            ("copy_file_range", lambda: lib.c_copy_file_range(a, BAD, b, None, 10)),
+            ("copy_file_range", lambda: lib.c_copy_file_range(a, ctypes.addressof(off), b, None, 10))]
     res = []
-    for name in ("c_readv", "c_writev"):
-        f = getattr(lib_e, name)
-        for iov, cnt in ((0x10, 3), (ctypes.addressof(good), 1 << 30), (ctypes.addressof(good), 2)):
-            os.lseek(fd, 0, 0)
-            ctypes.set_errno(0)
-            r = f(fd, iov, cnt)
-            res.append([name, r, ctypes.get_errno() if r < 0 else 0])
+    for name, f in plan:
+        ctypes.set_errno(0)
+        r = f()
+        res.append([name, r, ctypes.get_errno() if r < 0 else 0])
+    res.append(["offset after", off.value, 0])
+    os.close(a)
+    os.close(b)
     return res
 
 
-fd = os.open(path, os.O_RDWR)
-plain = calls(fd)
+src.write_bytes(b"v" * 64)
+plain = calls()
 tb_iotrace.enable()
 with tb_iotrace.capture() as cap:
-    hooked = calls(fd)
-os.close(fd)
+    hooked = calls()
 ev = cap.events
-rows = [[ev.op[i], int(ev.requested[i]), int(ev.returned[i]), int(ev.errno[i])] for i in range(len(ev))
-        if ev.path[i] == path]
+rows = [[ev.op[i], os.path.basename(ev.path[i]), int(ev.offset[i]), int(ev.requested[i]), int(ev.returned[i]),
+         int(ev.errno[i])] for i in range(len(ev)) if ev.path[i] in (str(src), str(dst)) and ev.op[i] not in ("close", "open64")]
 json.dump({"plain": plain, "hooked": hooked, "rows": rows}, open(out, "w"))
-'''
+"""
 
 
-def test_bad_iovec_fails_like_libc(tmp_path, libio_path):
-    """readv/writev with an unreadable iovec pointer or an absurd count
-    return EFAULT/EINVAL exactly as without the shim (the shim must not read
-    the caller's iovec before the kernel validated it: it used to crash)."""
+def test_bad_pointers_fail_like_libc(tmp_path, libio_path):
+    """Calls handed pointers the kernel cannot read (an iovec array, a path,
+    a sendfile/copy_file_range offset) or an absurd iovec count return
+    EFAULT/EINVAL exactly as without the shim.  The shim used to read them
+    itself (before or after the call) and crash the process."""
+    import errno as E
     import subprocess
 
-    p = tmp_path / "iov.bin"
-    p.write_bytes(b"v" * 64)
-    script, out = tmp_path / "badiov.py", tmp_path / "badiov.json"
-    script.write_text(BAD_IOVEC)
-    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent / "fixtures"))
-    r = subprocess.run([sys.executable, str(script), str(libio_path), str(p), str(out)], capture_output=True,
-                       text=True, timeout=60, env=env)
+    script, out = tmp_path / "bad.py", tmp_path / "bad.json"
+    script.write_text(BAD_POINTERS)
+    r = subprocess.run([sys.executable, str(script), str(libio_path), str(tmp_path), str(out)], capture_output=True,
+                       text=True, timeout=60)
     assert r.returncode == 0, f"exit {r.returncode}: {r.stderr[-2000:]}"
     d = json.loads(out.read_text())
     assert d["hooked"] == d["plain"]
-    assert [x[2] for x in d["plain"]] == [14, 22, 0, 14, 22, 0]       # EFAULT, EINVAL, ok
-    rows = [r for r in d["rows"] if r[0] != "lseek64"]
-    assert rows == [["readv", -1, -1, 14], ["readv", -1, -1, 22], ["readv", 64, 64, 0],
-                    ["writev", -1, -1, 14], ["writev", -1, -1, 22], ["writev", 64, 64, 0]]
+    assert [x[2] for x in d["plain"]] == [E.EFAULT, E.EINVAL, 0, E.EFAULT, 0, E.EFAULT, E.EFAULT, E.EFAULT, 0,
+                                          E.EFAULT, 0, 0]
+    assert d["plain"][-1] == ["offset after", 28, 0]        # 8 + 10 (sendfile) + 10 (copy_file_range)
+    # traced: failed vector calls without a size, and the copies at the offsets the caller gave
+    assert d["rows"] == [
+        ["readv", "src.bin", -1, -1, -1, E.EFAULT], ["readv", "src.bin", -1, -1, -1, E.EINVAL],
+        ["readv", "src.bin", 0, 64, 64, 0],
+        ["writev", "dst.bin", -1, -1, -1, E.EFAULT], ["writev", "dst.bin", 0, 64, 64, 0],
+        ["sendfile", "src.bin", -1, 10, -1, E.EFAULT], ["sendfile", "dst.bin", -1, 10, -1, E.EFAULT],
+        ["sendfile", "src.bin", 8, 10, 10, 0], ["sendfile", "dst.bin", 64, 10, 10, 0],
+        ["copy_file_range", "src.bin", -1, 10, -1, E.EFAULT], ["copy_file_range", "dst.bin", -1, 10, -1, E.EFAULT],
+        ["copy_file_range", "src.bin", 18, 10, 10, 0], ["copy_file_range", "dst.bin", 74, 10, 10, 0],
+    ]
