@@ -152,6 +152,29 @@ def test_closing_descriptors_the_shim_never_saw(shim, tmp_path, libio_path):
     assert not [x for x in cap.events.fd if x == 987654]
 
 
+def test_reused_descriptor_numbers_are_not_misattributed(shim, tmp_path):
+    """A descriptor number freed by closerange() (close_range) or replaced by
+    dup2() of a pipe names the new object, not the file it named before."""
+    p = tmp_path / "reuse.bin"
+    with shim.capture() as cap:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.write(fd, b"x" * 10)
+        os.closerange(fd, fd + 1)
+        r, w = os.pipe()                              # takes the freed number
+        assert fd in (r, w)
+        os.write(w, b"y" * 5)
+        assert os.read(r, 5) == b"y" * 5
+        fd2 = os.open(p, os.O_WRONLY)
+        os.write(fd2, b"z" * 3)
+        os.dup2(w, fd2)                               # fd2 is the pipe now
+        os.write(fd2, b"p" * 7)
+        assert os.read(r, 7) == b"p" * 7
+        for x in (fd2, r, w):
+            os.close(x)
+    c = rec(cap, p).counters
+    assert (c["POSIX_OPENS"], c["POSIX_WRITES"], c["POSIX_BYTES_WRITTEN"], c["POSIX_READS"]) == (2, 2, 13, 0)
+
+
 def test_non_utf8_path(shim, tmp_path):
     bpath = os.fsencode(tmp_path) + b"/\xff\xfe.bin"
     with shim.capture() as cap:
