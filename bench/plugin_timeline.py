@@ -51,11 +51,13 @@ def rss():
 base, _ = rss()
 tracemalloc.start()
 t = time.perf_counter()
+c = time.process_time()
 cap = load_capture(sys.argv[1], "h")
 dt = time.perf_counter() - t
+cpu = time.process_time() - c
 cur, peak = tracemalloc.get_traced_memory()
 now, hwm = rss()
-print(json.dumps({"load_s": dt, "py_peak": peak, "py_retained": cur, "rss_retained": now - base,
+print(json.dumps({"load_s": dt, "cpu_s": cpu, "py_peak": peak, "py_retained": cur, "rss_retained": now - base,
                   "rss_peak": hwm - base}))
 """
 
@@ -179,7 +181,8 @@ def main() -> int:
     # Decoder alone, fresh process.
     r = subprocess.run([sys.executable, "-c", MEM_SCRIPT, str(path)], capture_output=True, text=True, check=True)
     m = json.loads(r.stdout)
-    print(f"decode (fresh process): {m['load_s']:.2f} s; python peak {mb(m['py_peak'])} "
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other jobs inflate wall times)")
+    print(f"decode (fresh process): {m['load_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU; python peak {mb(m['py_peak'])} "
           f"({m['py_peak'] / size:.1f}x file), retained {mb(m['py_retained'])}; "
           f"RSS peak +{mb(m['rss_peak'])} ({m['rss_peak'] / size:.1f}x), retained +{mb(m['rss_retained'])} "
           f"({m['rss_retained'] / size:.1f}x)")
