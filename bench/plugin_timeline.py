@@ -48,14 +48,16 @@ from tb_iotrace.plugin.model import load_capture
 def rss():
     d = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
     return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
+traced = sys.argv[2] == "memory"
 base, _ = rss()
-tracemalloc.start()
+if traced:
+    tracemalloc.start()
 t = time.perf_counter()
 c = time.process_time()
 cap = load_capture(sys.argv[1], "h")
 dt = time.perf_counter() - t
 cpu = time.process_time() - c
-cur, peak = tracemalloc.get_traced_memory()
+cur, peak = tracemalloc.get_traced_memory() if traced else (0, 0)
 now, hwm = rss()
 print(json.dumps({"load_s": dt, "cpu_s": cpu, "py_peak": peak, "py_retained": cur, "rss_retained": now - base,
                   "rss_peak": hwm - base}))
@@ -179,10 +181,16 @@ def main() -> int:
     print(f"capture: shared GPU capture + {args.events:,} I/O events = {mb(size)}")
 
     # Decoder alone, fresh process.
-    r = subprocess.run([sys.executable, "-c", MEM_SCRIPT, str(path)], capture_output=True, text=True, check=True)
-    m = json.loads(r.stdout)
+    runs = []
+    for what in ("time", "time", "memory"):
+        r = subprocess.run([sys.executable, "-c", MEM_SCRIPT, str(path), what], capture_output=True, text=True,
+                           check=True)
+        runs.append(json.loads(r.stdout))
+    m = dict(runs[2])
+    best = min(runs[:2], key=lambda x: x["load_s"])
+    m["load_s"], m["cpu_s"] = best["load_s"], best["cpu_s"]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other jobs inflate wall times)")
-    print(f"decode (fresh process): {m['load_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU; python peak {mb(m['py_peak'])} "
+    print(f"decode (fresh process, best of 2): {m['load_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU; python peak {mb(m['py_peak'])} "
           f"({m['py_peak'] / size:.1f}x file), retained {mb(m['py_retained'])}; "
           f"RSS peak +{mb(m['rss_peak'])} ({m['rss_peak'] / size:.1f}x), retained +{mb(m['rss_retained'])} "
           f"({m['rss_retained'] / size:.1f}x)")
