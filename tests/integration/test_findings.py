@@ -164,6 +164,17 @@ def _big_writes(a, d):
     assert log["writes"] < 100 and log["bytes_written"] > 400_000
 
 
+def _keras_input_bound(a, d):
+    e = ev(a, "input-bound")
+    assert [s["name"] for s in a.steps] == ["Profiled batch"] * 6 and e["steps"] == 6
+    assert e["input_wait_share"] >= 0.4 and e["io_share_of_wait"] < 0.2
+
+
+def _keras_clean(a, d):
+    assert [s["name"] for s in a.steps] == ["Profiled batch"] * 6
+    assert any(s["kind"] == "tf.data" and "ParallelInterleave" in s["stage"] for s in a.stages)
+
+
 ALL = None
 CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], None]]] = {
     "clean": (set(), ALL, _clean),
@@ -182,9 +193,13 @@ CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], Non
     "async_writes": (set(), ALL, _async),
     "small_writes": ({"small-writes"}, {"blocking-writes"}, _small_writes),
     "big_writes": (set(), ALL, _big_writes),
+    # Keras fit with profile_batch=(2, 7): Keras's own profile window and step markers
+    "keras_input_bound": ({"input-bound"}, {"serial-reads", "small-reads"}, _keras_input_bound),
+    "keras_clean": (set(), ALL, _keras_clean),
 }
 GROUPS = {
-    "reads": ["clean", "input_bound", "serial", "parallel", "small_reads", "small_files", "metadata"],
+    "reads": ["clean", "input_bound", "serial", "parallel", "small_reads", "small_files", "metadata",
+              "keras_input_bound", "keras_clean"],
     "files_writes": ["random", "sequential", "redundant", "cached", "staging", "blocking_writes",
                      "async_writes", "small_writes", "big_writes"],
 }
