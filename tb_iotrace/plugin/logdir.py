@@ -175,7 +175,8 @@ class LogdirIndex:
     def runs(self, refresh: bool = False) -> list[RunInfo]:
         now = time.monotonic()
         with self._lock:
-            if not refresh and now - self._runs_at < RUNS_TTL_S:
+            # refresh (asked for, or an unknown name looked up) at most once a second
+            if now - self._runs_at < (1.0 if refresh else RUNS_TTL_S):
                 return self._runs
         runs, truncated = scan(self.logdir)
         with self._lock:
