@@ -422,16 +422,16 @@ def _template_chunk(tag, ival, val, tag_pos, val_end, rlen: int, at_end: bool, s
     if stat_col is not None:
         sid = ival[sh + 1]
         sval = ival[sh + 2]
-        owner = np.searchsorted(E, sh, side="right") - 1
+        # stats per event: its pairs beyond the header and 3 fields, in threes
+        per_event = (np.diff(np.append(E, n)) - 4) // 3
+        owner = np.repeat(np.arange(K), per_event)
         keys, kcols = stat_col
         at = np.minimum(np.searchsorted(keys, sid), len(keys) - 1)
         hit = keys[at] == sid
-        col_of = np.where(hit, kcols[at], -1)
-        for c in range(len(defaults)):
-            column = np.full(K, defaults[c], dtype=np.int64)
-            m = col_of == c
-            column[owner[m]] = sval[m]
-            cols.append(column)
+        mat = np.empty((len(defaults), K), dtype=np.int64)
+        mat[:] = np.array(defaults, dtype=np.int64)[:, None]
+        mat[kcols[at][hit], owner[hit]] = sval[hit]
+        cols = list(mat)
     return (pos, ln, mid, off, dur, cols), cut, finished
 
 
