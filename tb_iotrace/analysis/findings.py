@@ -256,13 +256,16 @@ def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     rows = ctx.read_rows
     if len(rows) < th.serial_min_reads or share < th.serial_wait_share or io_share < th.serial_io_share_of_wait:
         return None
-    threads = np.unique(tr.tid[rows])
-    if len(threads) != 1:
+    threads, per_thread = np.unique(tr.tid[rows], return_counts=True)
+    top_share = float(per_thread.max() / len(rows))
+    if top_share < th.serial_thread_share:
         return None
-    ev = {"reading_threads": 1, "reads": int(len(rows)), "input_wait_share": share,
+    ev = {"reading_threads": int(len(threads)), "top_thread_read_share": top_share,
+          "reads": int(len(rows)), "input_wait_share": share,
           "io_share_of_wait": io_share, "input_wait_s": wait / 1e12, "io_during_wait_s": io / 1e12,
           "read_time_s": float(ctx.dur_s[rows].sum()), "files": int(len(np.unique(tr.path[rows])))}
-    stmt = (f"All {len(rows)} reads of {ev['files']} files ran on one thread while steps waited "
+    who = "All" if len(threads) == 1 else f"{_pct(top_share)} of the"
+    stmt = (f"{who} {len(rows)} reads of {ev['files']} files ran on one thread while steps waited "
             f"{_pct(share)} of their time, {_pct(io_share)} of that wait covered by file I/O.")
     sug = ("Read files in parallel and ahead of the step: Dataset.from_tensor_slices(files).interleave("
            "TFRecordDataset, cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE), map(..., "
