@@ -62,11 +62,21 @@ def _stages_of(ctx: Context, rows: np.ndarray) -> list[str]:
     return _top(Counter(names))
 
 
-def _wait_stats(steps: list[dict[str, Any]]) -> tuple[int, int, int]:
-    total = sum(s["duration_ps"] for s in steps)
-    wait = sum(s["input_wait_ps"] for s in steps)
-    io = sum(s["io_during_wait_ps"] for s in steps)
-    return total, wait, io
+def _wait_stats(ctx: Context, steps: list[dict[str, Any]]) -> tuple[int, int, int, int, str]:
+    """(time, input wait, I/O during the wait, steps or waits counted, basis). Without step
+    markers the span from the first to the last input wait stands in for the training loop."""
+    if steps:
+        total = sum(s["duration_ps"] for s in steps)
+        wait = sum(s["input_wait_ps"] for s in steps)
+        io = sum(s["io_during_wait_ps"] for s in steps)
+        return total, wait, io, len(steps), "steps"
+    ws, we = ctx.wait_iv
+    if not len(ws):
+        return 0, 0, 0, 0, "none"
+    from .core import _merge, _overlap
+    io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
+    io = _overlap(ctx.wait_iv, _merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows]))
+    return int(we[-1] - ws[0]), int((we - ws).sum()), io, len(ws), "input waits (no step markers)"
 
 
 # ---------------------------------------------------------------------------- rules
@@ -74,14 +84,14 @@ def _wait_stats(steps: list[dict[str, Any]]) -> tuple[int, int, int]:
 
 def input_bound(ctx: Context, steps: list[dict[str, Any]]) -> dict[str, Any] | None:
     th = ctx.th
-    if len(steps) < th.min_steps:
+    total, wait, io, count, basis = _wait_stats(ctx, steps)
+    if count < th.min_steps:
         return None
-    total, wait, io = _wait_stats(steps)
     share = wait / total if total else 0.0
     if share < th.input_wait_share:
         return None
     io_share = io / wait if wait else 0.0
-    ev = {"steps": len(steps), "step_time_s": total / 1e12, "input_wait_s": wait / 1e12,
+    ev = {"steps": len(steps), "basis": basis, "waits_counted": count, "step_time_s": total / 1e12, "input_wait_s": wait / 1e12,
           "input_wait_share": share, "io_during_wait_s": io / 1e12, "io_share_of_wait": io_share,
           "other_wait_s": (wait - io) / 1e12,
           "steps_over_threshold": sum(1 for s in steps if s["input_wait_share"] >= th.input_wait_share)}
@@ -94,9 +104,10 @@ def input_bound(ctx: Context, steps: list[dict[str, Any]]) -> dict[str, Any] | N
         sug = ("Parallelize and overlap the preprocessing: map(..., num_parallel_calls=tf.data.AUTOTUNE), "
                "vectorize per-batch work (batch before map), avoid py_function, cache() after expensive "
                "deterministic steps and end with prefetch(tf.data.AUTOTUNE).")
-    stmt = (f"Steps spent {_pct(share)} of their time ({_ms(wait / 1e12)} of {_ms(total / 1e12)} over "
-            f"{len(steps)} steps) waiting for input; file I/O covered {_pct(io_share)} of that wait "
-            f"({what}).")
+    over = f"over {len(steps)} steps" if steps else f"between the first and last of {count} input waits"
+    stmt = (f"{'Steps' if steps else 'The training loop'} spent {_pct(share)} of {'their' if steps else 'its'} "
+            f"time ({_ms(wait / 1e12)} of {_ms(total / 1e12)} {over}) waiting for input; file I/O covered "
+            f"{_pct(io_share)} of that wait ({what}).")
     rows = ctx.read_rows
     sev = "critical" if share >= th.input_wait_critical_share else "warning"
     return _finding("input-bound", sev, stmt, ev, sug, ops=_stages_of(ctx, rows) or ["IteratorGetNext"])
@@ -248,9 +259,9 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
 
 def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     th, tr = ctx.th, ctx.trace
-    if len(steps) < th.min_steps:
+    total, wait, io, count, basis = _wait_stats(ctx, steps)
+    if count < th.min_steps:
         return None
-    total, wait, io = _wait_stats(steps)
     share = wait / total if total else 0.0
     io_share = io / wait if wait else 0.0
     rows = ctx.read_rows
@@ -263,7 +274,8 @@ def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     ev = {"reading_threads": int(len(threads)), "top_thread_read_share": top_share,
           "reads": int(len(rows)), "input_wait_share": share,
           "io_share_of_wait": io_share, "input_wait_s": wait / 1e12, "io_during_wait_s": io / 1e12,
-          "read_time_s": float(ctx.dur_s[rows].sum()), "files": int(len(np.unique(tr.path[rows])))}
+          "read_time_s": float(ctx.dur_s[rows].sum()), "files": int(len(np.unique(tr.path[rows]))),
+          "basis": basis}
     who = "All" if len(threads) == 1 else f"{_pct(top_share)} of the"
     stmt = (f"{who} {len(rows)} reads of {ev['files']} files ran on one thread while steps waited "
             f"{_pct(share)} of their time, {_pct(io_share)} of that wait covered by file I/O.")

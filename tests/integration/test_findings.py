@@ -61,6 +61,13 @@ def _input_bound(a, d):
     assert "mostly decode" in a.finding("input-bound")["statement"]
 
 
+def _input_bound_no_steps(a, d):
+    e = ev(a, "input-bound")
+    assert a.steps == [] and e["steps"] == 0 and e["basis"].startswith("input waits")
+    assert e["waits_counted"] >= 12 and e["input_wait_share"] >= 0.6 and e["io_share_of_wait"] < 0.2
+    assert any("no step markers" in n for n in a.notes)
+
+
 def _serial(a, d):
     e = ev(a, "serial-reads")
     assert e["reading_threads"] == 1 and e["reads"] == 4 * 2 * MiB // (64 << 10) and e["files"] == 4
@@ -179,6 +186,7 @@ ALL = None
 CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], None]]] = {
     "clean": (set(), ALL, _clean),
     "input_bound": ({"input-bound"}, {"serial-reads", "small-reads", "redundant-reads"}, _input_bound),
+    "input_bound_no_steps": ({"input-bound"}, {"serial-reads"}, _input_bound_no_steps),
     "serial": ({"serial-reads", "input-bound"}, {"small-reads", "eof-zero-reads", "many-small-files"}, _serial),
     "parallel": (set(), ALL, _parallel),
     "small_reads": ({"small-reads"}, {"input-bound", "many-small-files", "eof-zero-reads"}, _small_reads),
@@ -200,7 +208,7 @@ CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], Non
 GROUPS = {
     "reads": ["clean", "input_bound", "serial", "parallel", "small_reads", "small_files", "metadata",
               "keras_input_bound", "keras_clean"],
-    "files_writes": ["random", "sequential", "redundant", "cached", "staging", "blocking_writes",
+    "files_writes": ["input_bound_no_steps", "random", "sequential", "redundant", "cached", "staging", "blocking_writes",
                      "async_writes", "small_writes", "big_writes"],
 }
 

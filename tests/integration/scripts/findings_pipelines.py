@@ -158,6 +158,13 @@ def run(name):
         # decode-bound: a Python decode per record, no parallelism, no prefetch
         ds = tf.data.TFRecordDataset(big[0], buffer_size=256 << 10).map(slow_decode).batch(4)
         return steps(ds, n=12, compute_s=0.002)
+    if name == "input_bound_no_steps":
+        # the same decode-bound loop without step markers
+        n = 0
+        for _ in tf.data.TFRecordDataset(big[0], buffer_size=256 << 10).map(slow_decode).batch(4).take(12):
+            time.sleep(0.002)
+            n += 1
+        return n
     if name == "serial":
         # cold shards read one after the other on one thread, no prefetch: the step waits on reads
         ds = (tf.data.FixedLengthRecordDataset(COLD, 256 << 10, buffer_size=64 << 10).batch(4)
