@@ -137,6 +137,34 @@ class Analysis:
     def finding(self, fid: str) -> dict[str, Any] | None:
         return next((f for f in self.findings if f["id"] == fid), None)
 
+    def text(self) -> str:
+        """Plain-text findings and per-file-system table (for reports and the CLI)."""
+        lines = []
+        s = self.summary
+        if s["steps"]:
+            lines.append(f"{s['steps']} steps, input wait {s['input_wait_ps'] / max(s['step_time_ps'], 1):.0%} "
+                         f"of step time, file I/O during the wait "
+                         f"{s['io_during_wait_ps'] / max(s['input_wait_ps'], 1):.0%}")
+        for g in self.filesystems:
+            bw = g["read_bandwidth"]
+            lat = g["meta_latency_median_s"]
+            lines.append(f"{g['mount_point']} ({g['fs_type']}): {g['num_files']} files, {g['reads']} reads, "
+                         f"{g['bytes_read'] / 2**20:.1f} MiB read"
+                         + (f" at {bw / 2**20:.0f} MiB/s" if bw else "")
+                         + (f", metadata median {lat * 1e6:.0f} us" if lat is not None else ""))
+        if not self.findings:
+            lines.append("No findings.")
+        for f in self.findings:
+            lines.append(f"[{f['severity']}] {f['id']}: {f['statement']}")
+            lines.append(f"    suggestion: {f['suggestion']}")
+            if f["files"]:
+                more = f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""
+                lines.append(f"    files: {', '.join(f['files'][:3])}{more}")
+            if f["ops"]:
+                lines.append(f"    ops: {', '.join(f['ops'][:3])}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         return {"summary": self.summary, "steps": self.steps, "stages": self.stages,
                 "filesystems": self.filesystems, "files": self.files, "findings": self.findings,

@@ -77,6 +77,9 @@ def test_slow_filesystem_bandwidth_on_constructed_trace() -> None:
     assert fs["/mnt/gcs"]["large_read_bandwidth"] == pytest.approx(MiB / 25e-3)
     assert fs["/mnt/gcs"]["read_latency_median_s"] == pytest.approx(25e-3)
     json.dumps(a.to_dict())
+    text = a.text()
+    assert "[warning] slow-filesystem: /mnt/gcs (fuse.gcsfuse): reads 25x slower" in text
+    assert "/mnt/gcs (fuse.gcsfuse): 1 files, 16 reads, 16.0 MiB read at 40 MiB/s" in text
 
 
 def test_slow_filesystem_twin_and_floor() -> None:
