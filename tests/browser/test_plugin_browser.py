@@ -302,11 +302,9 @@ def test_hostile_file_name_renders_as_text(page):
     cells = p.evaluate(f"[...{D}.querySelectorAll('.files-table tbody tr td:first-child')].map((td) => td.textContent)")
     assert cells == [HOSTILE_NAME]
     # per-file lanes: the lane label shows the name literally too
-    seq = _paint_seq(p)
     p.evaluate(f"(() => {{ const s = {D}.querySelector('.ioby-select'); s.value = 'file'; s.dispatchEvent(new Event('change')); }})()")
-    _wait_paint(p, seq)
-    labels = p.evaluate(f"[...{D}.querySelectorAll('.tl-label.tl-io .tl-label-text')].map((e) => e.textContent)")
-    assert HOSTILE_NAME in labels
+    p.wait_for(f"[...{D}.querySelectorAll('.tl-label.tl-io .tl-label-text')].some((e) => e.textContent === {HOSTILE_NAME!r})")
+    p.wait_for(f"{APP}.timeline.data && {APP}.timeline.data.lanes.some((l) => l.name === {HOSTILE_NAME!r})")
     # top files list, too
     assert HOSTILE_NAME in p.evaluate(f"{D}.querySelector('.topfiles').textContent") or True
     # nothing was interpreted as HTML: no <img>, no dialog, no script error
