@@ -13,10 +13,11 @@ from typing import Sequence
 
 from ._base import Command, UserError
 from .export import Export
+from .import_darshan import ImportDarshan
 from .report import Report
 from .run import Run
 
-COMMANDS: tuple[type[Command], ...] = (Run, Report, Export)
+COMMANDS: tuple[type[Command], ...] = (Run, Report, Export, ImportDarshan)
 
 __all__ = ["main", "build_parser", "COMMANDS", "UserError"]
 
