@@ -11,7 +11,9 @@ from pathlib import Path
 from ._base import Command, UserError
 
 AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "_autostart")
-FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+# Forwarded to the command. SIGINT is not: Ctrl-C reaches the whole foreground process group
+# already (the command gets it once; the runner ignores it and waits for the command).
+FORWARDED = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 
 
 def child_env(logdir: str, flush_s: float | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -98,6 +100,7 @@ class Run(Command):
                     previous[sig] = signal.signal(sig, forward)
                 except (ValueError, OSError):
                     pass
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             while True:
                 try:

@@ -163,3 +163,33 @@ def test_run_keeps_tf_captures_carrying_io(tmp_path):
     assert bytes_read(whole, "inside") == 65536
     assert sum(f["counters"]["POSIX_BYTES_WRITTEN"] for h in whole for f in h["files"]
                if f["path"] == str(data / "before") and f["module"] == "POSIX") == 4321
+
+
+def test_runner_forwards_sigterm_and_returns_signal_code(tmp_path):
+    import signal
+    import time
+
+    data = tmp_path / "f"
+    script = tmp_path / "sleeper.py"
+    script.write_text(textwrap.dedent(f'''
+        import os, time
+        fd = os.open({str(data)!r}, os.O_CREAT | os.O_WRONLY, 0o644); os.write(fd, b"q" * 999); os.close(fd)
+        print("ready", flush=True)
+        time.sleep(60)
+    '''))
+    logdir = tmp_path / "logs"
+    p = subprocess.Popen([PY, "-m", "tb_iotrace", "run", "--flush", "0", "--logdir", str(logdir), "--", str(script)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 128 + signal.SIGTERM, err
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=120)
+    (run,) = json.loads(rep.stdout)["runs"]
+    (host,) = run["hosts"]
+    assert host["process"]["exit"]["how"] == "signal" and host["process"]["exit"]["signal"] == signal.SIGTERM
+    assert not host["partial"]
+    (f,) = [f for f in host["files"] if f["path"] == str(data) and f["module"] == "POSIX"]
+    assert f["counters"]["POSIX_BYTES_WRITTEN"] == 999
