@@ -28,7 +28,7 @@ export class App {
   _build() {
     this.runSel = el("select", { class: "run-select", "aria-label": "run", onchange: () => this.pickRun(this.runSel.value) });
     this.hostSel = el("select", { class: "host-select", "aria-label": "host", onchange: () => this.pickHost(this.hostSel.value) });
-    this.ioBySel = el("select", { class: "ioby-select", "aria-label": "I/O lanes", onchange: () => { this.ioBy = this.ioBySel.value; this.loadCapture(); } },
+    this.ioBySel = el("select", { class: "ioby-select", "aria-label": "I/O lanes", onchange: () => { this.ioBy = this.ioBySel.value; this.loadCapture(true); } },
       el("option", { value: "thread", text: "I/O lanes per thread" }), el("option", { value: "file", text: "I/O lanes per file" }));
     this.refreshBtn = el("button", { class: "tl-btn", title: "Look for new runs", onclick: () => this.start(true) }, "Refresh");
     this.status = el("span", { class: "status", role: "status" });
@@ -115,7 +115,7 @@ export class App {
     this.loadCapture();
   }
 
-  async loadCapture() {
+  async loadCapture(keepView = false) {
     const token = (this._token = {});
     this.setStatus("Loading capture…");
     this.empty.hidden = true;
@@ -142,9 +142,9 @@ export class App {
     clear(this.banner);
     msgs.forEach((m) => this.banner.appendChild(el("div", { text: m })));
     this.setStatus(`${fmtInt(cap.lanes.length)} lanes · ${fmtInt(cap.io.events)} I/O calls · ${fmtInt(cap.io.files)} file records`);
-    this.timeline.setCapture(cap);
+    this.timeline.setCapture(cap, keepView);
     this._renderFileChip();
-    this._loadPanels(token);
+    if (!keepView) this._loadPanels(token);
   }
 
   async _loadTimeline(scale, collapsed, signal) {

@@ -73,14 +73,23 @@ export class Timeline {
   }
 
   // ---------------------------------------------------------------- capture / state
-  setCapture(cap) {
+  /** Show a capture; `keepView` keeps the visible window (same capture, other lanes). */
+  setCapture(cap, keepView = false) {
+    const keep = keepView && this.capture && this.capture.extent[0] === cap.extent[0]
+      && this.capture.extent[1] === cap.extent[1];
     this.capture = cap;
     this.data = null;
     this.bw = null;
     this.selected = null;
     this._relayout();
-    this._resize(true);
-    this.reset();
+    if (keep) {
+      this.scale = this.scale.withWidth(this._plotWidth());
+      this._sizeCanvas();
+      this.setScale(this.scale, true);
+    } else {
+      this._resize(true);
+      this.reset();
+    }
   }
 
   setSelectedFile(path) {
