@@ -41,6 +41,7 @@ from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
 
 GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
 RUN = "2024_01_01_00_00_00"
+PREFETCH_DELAY_S = 3.0
 
 MEM_SCRIPT = """
 import json, os, sys, time, tracemalloc
@@ -107,6 +108,8 @@ def run_tensorboard(tmp: Path, size: int, mode: str, zoom_steps: int) -> dict:
                     raise SystemExit("TensorBoard did not start")
                 time.sleep(0.2)
         out["rss0"], _ = proc_mem(tb.pid)
+        if mode == "prefetch":
+            time.sleep(PREFETCH_DELAY_S)  # a person reading TensorBoard's page before clicking the tab
         browser = Browser(1500, 1000)
         page = browser.new_page()
         page.call("Emulation.setDeviceMetricsOverride", width=1500, height=1000, deviceScaleFactor=1, mobile=False)
@@ -202,8 +205,8 @@ def main() -> int:
     c, p = res["cold"], res["prefetch"]
     print(f"first timeline paint, cold (prefetch off; the tab's first request decodes the capture): "
           f"{c['first']:.2f} s  (target < 1.5 s)")
-    print(f"first timeline paint, tab opened right after TensorBoard listed its plugins (prefetch on): "
-          f"{p['first']:.2f} s")
+    print(f"first timeline paint, tab opened {PREFETCH_DELAY_S:.0f} s after TensorBoard listed its plugins "
+          f"(prefetch on): {p['first']:.2f} s")
     print(f"first timeline paint, warm (capture cached): median {med(c['warm']):.2f} s "
           f"({', '.join(f'{w:.2f}' for w in c['warm'])})")
     print(f"server alone: /capture {c['cap_ms']:.0f} ms, /timeline full view median {c['tl_full_ms']:.0f} ms "
