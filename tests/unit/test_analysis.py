@@ -171,3 +171,38 @@ def test_empty_trace_and_mount_note() -> None:
     assert a.ids == [] and a.steps == [] and a.filesystems == []
     assert any("mountinfo" in n for n in a.notes)
     assert np.isfinite(a.summary["bytes_read"])
+
+
+def _file_rows(path: str, size: int, t0: int, meta_ns: int = 20_000, read_ns: int = 10_000) -> list[tuple]:
+    return [("open", path, -1, 3, t0, meta_ns), ("pread", path, 0, size, t0 + 100_000, read_ns),
+            ("close", path, -1, 0, t0 + 200_000, meta_ns)]
+
+
+def test_staging_vs_many_small_files() -> None:
+    t = 10**18
+    small = [r for i in range(40) for r in _file_rows(f"/data/s{i}", 4000, t + i * 10**6)]
+    big = [r for i in range(2) for r in _file_rows(f"/data/b{i}", 4 * MiB, t + 10**9 + i * 10**6,
+                                                   read_ns=2_000_000)]
+    a = analyze(trace=make_trace(small + big), mountinfo=MOUNTINFO)
+    e = a.finding("staging-candidates")["evidence"]
+    assert e["small_files"] == 40 and e["large_files"] == 2 and e["open_share"] == 40 / 42
+    assert e["byte_share"] == pytest.approx(40 * 4000 / (40 * 4000 + 8 * MiB))
+    # only small files: no large tier to stage from, but many small files with their metadata cost
+    a = analyze(trace=make_trace(small), mountinfo=MOUNTINFO)
+    assert "staging-candidates" not in a.ids
+    e = a.finding("many-small-files")["evidence"]
+    assert e["files"] == 40 and e["median_bytes_per_file"] == 4000 and e["meta_time_share"] == pytest.approx(0.8)
+    # too few files for either
+    a = analyze(trace=make_trace(small[:3 * 10]), mountinfo=MOUNTINFO)
+    assert "many-small-files" not in a.ids
+
+
+def test_small_writes_edges() -> None:
+    t = 10**18
+    rows = [("write", "/data/log", i * 30, 30, t + i * 10_000, 2_000) for i in range(100)]
+    e = analyze(trace=make_trace(rows), mountinfo=MOUNTINFO).finding("small-writes")["evidence"]
+    assert e["small_writes"] == 100 and e["median_bytes"] == 30 and e["bytes_written"] == 3000
+    assert "small-writes" not in analyze(trace=make_trace(rows[:99]), mountinfo=MOUNTINFO).ids
+    # fsync calls are not writes for this rule
+    rows2 = rows[:99] + [("fsync", "/data/log", -1, 0, t + 10**9, 1_000_000)]
+    assert "small-writes" not in analyze(trace=make_trace(rows2), mountinfo=MOUNTINFO).ids
