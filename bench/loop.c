@@ -1,0 +1,93 @@
+/* Hot loops for bench/pread_overhead.py.
+ *
+ * Built by the benchmark with `gcc -O2 -fPIC -shared` and loaded through
+ * ctypes, so every pread below is a call through THIS library's PLT/GOT slot
+ * -- the slot tb_iotrace patches.  Timing is taken inside C with the clock
+ * the caller names (CLOCK_THREAD_CPUTIME_ID: this thread's user + system
+ * time, blind to time spent preempted on a busy machine; or CLOCK_MONOTONIC,
+ * wall time); the shim wraps neither, and no Python overhead enters.
+ *
+ * Every function returns the elapsed nanoseconds of its loop, or -1 when a
+ * call did not return what was asked for. */
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
+static inline int64_t clock_ns(clockid_t clk) {
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static inline int64_t now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
+
+/* n preads of `size` bytes, offsets walking 0, size, 2*size, ... modulo
+ * `span` (a multiple of size that fits the file): cached, sequential reads. */
+int64_t tb_pread_loop(int fd, int64_t n, int64_t size, int64_t span, int clk) {
+    char buf[4096] __attribute__((aligned(64)));
+    if (size <= 0 || size > (int64_t)sizeof buf || span < size) return -1;
+    int64_t t0 = clock_ns(clk);
+    int64_t off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (pread(fd, buf, (size_t)size, (off_t)off) != (ssize_t)size) return -1;
+        off += size;
+        if (off + size > span) off = 0;
+    }
+    return clock_ns(clk) - t0;
+}
+
+/* Cost of the clocks a tracer can use, n back-to-back reads each. */
+int64_t tb_clock_gettime_loop(int clk, int64_t n) {
+    struct timespec ts;
+    volatile int64_t sink = 0;
+    int64_t t0 = now_ns();
+    for (int64_t i = 0; i < n; i++) {
+        clock_gettime(clk, &ts);
+        sink += ts.tv_nsec;
+    }
+    (void)sink;
+    return now_ns() - t0;
+}
+
+int64_t tb_rdtsc_loop(int64_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+    volatile uint64_t sink = 0;
+    int64_t t0 = now_ns();
+    for (int64_t i = 0; i < n; i++) sink += __rdtsc();
+    (void)sink;
+    return now_ns() - t0;
+#else
+    (void)n;
+    return -1;
+#endif
+}
+
+/* A syscall-free hooked call, to resolve the idle wrapper's cost below the
+ * noise of a pread: n fgetc on a fully buffered stream over the file
+ * (rewound at EOF, one read(2) per buffer).  Returns elapsed ns, -1 on error. */
+void *tb_fopen(const char *path) {
+    FILE *fp = fopen(path, "rb");
+    if (fp) setvbuf(fp, NULL, _IOFBF, 1 << 17);
+    return fp;
+}
+
+void tb_fclose(void *fp) { fclose((FILE *)fp); }
+
+int64_t tb_fgetc_loop(void *stream, int64_t n, int clk) {
+    FILE *fp = stream;
+    volatile int sink = 0;
+    int64_t t0 = clock_ns(clk);
+    for (int64_t i = 0; i < n; i++) {
+        int c = fgetc(fp);
+        if (c == EOF) {
+            rewind(fp);
+            if ((c = fgetc(fp)) == EOF) return -1;
+        }
+        sink += c;
+    }
+    (void)sink;
+    return clock_ns(clk) - t0;
+}
