@@ -65,6 +65,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
         "dropped": src.dropped(), "nevents": src.nevents(), "totals": _totals(files),
         "files": [{"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
+                   **({"rank": f["rank"]} if "rank" in f else {}),
                    "counters": f["counters"], "fcounters": f["fcounters"]} for f in files],
         "findings": findings, "steps": steps, "has_step_markers": markers,
         "notes": ([note] if note else []),
@@ -153,7 +154,7 @@ class Report(Command):
                             "totals": {"POSIX"|"STDIO": {"files", "bytes_read", "bytes_written",
                                        "reads", "writes", "opens", "read_time", "write_time",
                                        "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},
-                            "files": [{"path", "module", "record_id",
+                            "files": [{"path", "module", "record_id", ["rank",]
                                        "counters": {NAME: int}, "fcounters": {NAME: float}}],
                             "findings": [...],        # from tb_iotrace.analysis when installed
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
