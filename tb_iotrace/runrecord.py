@@ -63,6 +63,7 @@ def _atomic_write(path: Path, write: Any, suffix: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
     try:
+        os.fchmod(fd, 0o644)  # mkstemp makes 0600: TensorBoard may run as another user
         with os.fdopen(fd, "wb") as fh:
             write(fh)
         os.replace(tmp, path)
