@@ -6,7 +6,6 @@ import csv
 import gzip
 import io
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
