@@ -44,7 +44,7 @@ class _Run:
     def __init__(self, run_dir: str, flush_s: float) -> None:
         self.run_dir = run_dir
         self.flush_s = flush_s
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a signal handler may run finish() inside finish()
         self.pid = os.getpid()
         self.sess: Any = None
         self.flush_sess: Any = None
@@ -117,8 +117,10 @@ class _Run:
                 self.flush_sess = None
             if how == "exit" and self.exc:
                 how = "exception"
-            write_record(self.run_dir, cap, partial=False,
-                         exit={"how": how, "code": code, "signal": signum, "exception": self.exc})
+            exit = {"how": how, "code": code, "signal": signum, "exception": self.exc}
+            if not cap.closed:  # the script called tb_iotrace.disable(), which ended every session
+                exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
+            write_record(self.run_dir, cap, partial=False, exit=exit)
 
 
 # --------------------------------------------------------------------------- exit paths

@@ -73,6 +73,8 @@ def host_doc(src: Source) -> dict[str, Any]:
     if src.kind == "record":
         rec = src.record().doc  # type: ignore[union-attr]
         doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")}
+        if (rec.get("exit") or {}).get("note"):
+            doc["notes"].append(rec["exit"]["note"])
     return doc
 
 
