@@ -137,7 +137,8 @@ def render_text(doc: dict[str, Any]) -> str:
                 lines.append(f"{t.module:<7} {t.files:>6} {t.bytes_read:>14} {t.bytes_written:>14} {t.reads:>9} "
                              f"{t.writes:>9}")
             out.append("\n".join(lines) + "\n")
-    return "\n".join(out)
+    text = "\n".join(out)
+    return text if text.endswith("\n") else text + "\n"
 
 
 class Report(Command):
