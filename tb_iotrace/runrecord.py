@@ -1,6 +1,8 @@
 """Whole-run records: what ``tb-iotrace run`` leaves for each Python process it traced.
 
-Layout: ``<DIR>/plugins/iotrace/<host>.<pid>.json`` (+ ``<host>.<pid>.npz`` with the trace).
+Layout: ``<DIR>/plugins/iotrace/<host>.<pid>.json`` (+ ``<host>.<pid>.npz`` with the trace);
+a process that replaced its image with ``os.exec*`` leaves ``<host>.<pid>.exec<N>.json`` for
+the image it had before its N-th exec (the new image, if Python, writes ``<host>.<pid>.json``).
 
 The JSON document (format ``tb_iotrace.run/1``)::
 
@@ -53,9 +55,9 @@ def hostname() -> str:
 
 
 def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
-                 host: str | None = None) -> tuple[Path, Path]:
+                 host: str | None = None, suffix: str = "") -> tuple[Path, Path]:
     d = record_dir(run_dir)
-    stem = f"{host or hostname()}.{pid if pid is not None else os.getpid()}"
+    stem = f"{host or hostname()}.{pid if pid is not None else os.getpid()}{suffix}"
     return d / f"{stem}.json", d / f"{stem}.npz"
 
 
@@ -99,9 +101,11 @@ def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
 
 def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
                  files: list[dict[str, Any]] | None = None, start_ns: int | None = None,
-                 end_ns: int | None = None, with_trace: bool = True) -> Path:
-    """Write the record of this process from a recorder Capture (or explicit ``files``)."""
-    jpath, npath = record_paths(run_dir)
+                 end_ns: int | None = None, with_trace: bool = True, suffix: str = "") -> Path:
+    """Write the record of this process from a recorder Capture (or explicit ``files``).
+
+    ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec)."""
+    jpath, npath = record_paths(run_dir, suffix=suffix)
     trace_name = None
     if cap is not None and with_trace and len(cap.events):
         arrays = trace_arrays(cap)

@@ -13,6 +13,8 @@ workers, subprocess Pythons) calls :func:`start` at startup:
   ``multiprocessing`` fork workers end that way), signals whose handler was the default
   (SIGTERM, SIGHUP: the record is written, then the signal is re-raised with its default
   action).
+- ``os.exec*`` (wrapped): the image before the exec writes ``<host>.<pid>.exec<N>.json``; the
+  new image, if Python, records itself as usual.
 - Forked children (``os.register_at_fork``): the shim drops the parent's sessions in the
   child, so the child starts its own session, empty, and writes its own record.
 - Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off): a second
@@ -101,7 +103,7 @@ class _Run:
         write_record(self.run_dir, None, partial=True, exit={"how": "flush"}, files=list(self.acc.values()),
                      start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False)
 
-    def finish(self, how: str, code: int | None = None, signum: int | None = None) -> None:
+    def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
         from .. import recorder
         from ..runrecord import write_record
 
@@ -120,7 +122,7 @@ class _Run:
             exit = {"how": how, "code": code, "signal": signum, "exception": self.exc}
             if not cap.closed:  # the script called tb_iotrace.disable(), which ended every session
                 exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
-            write_record(self.run_dir, cap, partial=False, exit=exit)
+            write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix)
 
 
 # --------------------------------------------------------------------------- exit paths
@@ -141,6 +143,32 @@ def _os_exit(code: int) -> None:
         except BaseException:
             pass
     _real_exit(code)
+
+
+def _exec_wrapper(real: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        global _state
+        st = _state
+        if st is not None and not st.done and os.getpid() == st.pid:
+            n = int(os.environ.get("TB_IOTRACE_EXEC_N", "0")) + 1
+            os.environ["TB_IOTRACE_EXEC_N"] = str(n)
+            try:
+                st.finish("exec", suffix=f".exec{n}")
+            except Exception:
+                pass
+            # the new image starts capture itself (if it is Python); if exec fails, start again
+            try:
+                return real(*args, **kwargs)
+            except BaseException:
+                _state = _Run(st.run_dir, st.flush_s)
+                try:
+                    _state.begin()
+                except Exception:
+                    _state = None
+                raise
+        return real(*args, **kwargs)
+    wrapper.__wrapped__ = real  # type: ignore[attr-defined]
+    return wrapper
 
 
 def _on_signal(signum: int, frame: Any) -> None:
@@ -206,6 +234,9 @@ def start() -> None:
     _state = st
     atexit.register(_at_exit)
     os._exit = _os_exit
+    # os.execl/execle/execlp/execlpe/execvp/execvpe all end in os.execv or os.execve
+    os.execv = _exec_wrapper(os.execv)
+    os.execve = _exec_wrapper(os.execve)
     sys.excepthook = _excepthook(sys.excepthook)
     if threading.current_thread() is threading.main_thread():
         for name in SIGNALS:

@@ -193,3 +193,29 @@ def test_runner_forwards_sigterm_and_returns_signal_code(tmp_path):
     assert not host["partial"]
     (f,) = [f for f in host["files"] if f["path"] == str(data) and f["module"] == "POSIX"]
     assert f["counters"]["POSIX_BYTES_WRITTEN"] == 999
+
+
+def test_exec_keeps_both_images(tmp_path):
+    script = tmp_path / "ex.py"
+    script.write_text(textwrap.dedent('''
+        import os, sys
+        open(sys.argv[1] + ".a", "w").write("a" * 10)
+        if len(sys.argv) < 3:
+            os.execv(sys.executable, [sys.executable, __file__, sys.argv[1], "again"])
+        open(sys.argv[1] + ".b", "w").write("b" * 20)
+    '''))
+    out = tmp_path / "f"
+    logdir = tmp_path / "logs"
+    r = subprocess.run([PY, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--", PY, str(script), str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=120)
+    hosts = json.loads(rep.stdout)["runs"][0]["hosts"]
+    got = {}
+    for h in hosts:
+        got[h["process"]["exit"]["how"]] = {Path(f["path"]).name: f["counters"]["POSIX_BYTES_WRITTEN"]
+                                            for f in h["files"] if f["module"] == "POSIX" and
+                                            Path(f["path"]).name.startswith("f.")}
+    assert got == {"exec": {"f.a": 10}, "exit": {"f.a": 10, "f.b": 20}}
+    assert sum(h["host"].endswith(".exec1") for h in hosts) == 1
