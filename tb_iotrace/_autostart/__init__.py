@@ -123,6 +123,13 @@ class _Run:
             if not cap.closed:  # the script called tb_iotrace.disable(), which ended every session
                 exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
             write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix)
+            if suffix:  # this image's periodic flushes went to the plain name: the new image's now
+                from ..runrecord import record_paths
+
+                try:
+                    os.unlink(record_paths(self.run_dir)[0])
+                except OSError:
+                    pass
 
 
 # --------------------------------------------------------------------------- exit paths
