@@ -201,7 +201,7 @@ CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], Non
     "async_writes": (set(), ALL, _async),
     "small_writes": ({"small-writes"}, {"blocking-writes"}, _small_writes),
     "big_writes": (set(), ALL, _big_writes),
-    # Keras fit with profile_batch=(2, 7): Keras's own profile window and step markers
+    # Keras fit with profile_batch=(5, 10): Keras's own profile window and step markers
     "keras_input_bound": ({"input-bound"}, {"serial-reads", "small-reads"}, _keras_input_bound),
     "keras_clean": (set(), ALL, _keras_clean),
 }
