@@ -120,9 +120,16 @@ export class App {
     this.setStatus("Loading capture…");
     this.empty.hidden = true;
     this.banner.hidden = true;
+    this.content.hidden = false;  // laid out now, so the plot width below is the real one
     let cap;
+    let first = null;
     try {
+      // The home window's timeline is fetched alongside the capture summary (the server
+      // picks the window when start/end are left out).
+      const firstReq = keepView ? null : getJson("timeline", { ...this._params(), io_by: this.ioBy,
+                                                                width: this.timeline.plotWidth() }).catch(() => null);
       cap = await getJson("capture", { ...this._params(), io_by: this.ioBy });
+      first = firstReq ? await firstReq : null;
     } catch (e) {
       if (token !== this._token) return;
       this.setStatus("");
@@ -142,7 +149,7 @@ export class App {
     clear(this.banner);
     msgs.forEach((m) => this.banner.appendChild(el("div", { text: m })));
     this.setStatus(`${fmtInt(cap.lanes.length)} lanes · ${fmtInt(cap.io.events)} I/O calls · ${fmtInt(cap.io.files)} file records`);
-    this.timeline.setCapture(cap, keepView);
+    this.timeline.setCapture(cap, keepView, first);
     this._renderFileChip();
     if (!keepView) this._loadPanels(token);
   }
@@ -157,6 +164,7 @@ export class App {
 
   async _loadPanels(token) {
     const p = this._params();
+    this.root.dataset.panels = "loading";
     const jobs = {
       files: getJson("files", p), hist: getJson("histograms", p), steps: getJson("steps", p),
       findings: getJson("findings", p),
@@ -172,6 +180,7 @@ export class App {
     else renderSteps(this.stepsRoot, steps, (st) => this.timeline.zoomTo(st.start - (st.end - st.start) * 0.05, st.end + (st.end - st.start) * 0.05));
     if (findings.error) this.findingsRoot.textContent = findings.error;
     else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+    this.root.dataset.panels = "ready";
   }
 
   async selectFile(path) {

@@ -7,7 +7,11 @@ export async function render() {
   css.rel = "stylesheet";
   css.href = "./static/style.css";
   document.head.appendChild(css);
-  const { App } = await import("./static/app.js");
+  // Fetch every module at once instead of discovering them import by import.
+  const modules = ["app", "api", "dom", "table", "charts", "findings", "timeline/timeline",
+                   "timeline/coords", "timeline/tracks", "timeline/draw"];
+  const loaded = await Promise.all(modules.map((m) => import(`./static/${m}.js`)));
+  const { App } = loaded[0];
   const root = document.createElement("div");
   root.id = "iotrace-root";
   document.body.appendChild(root);

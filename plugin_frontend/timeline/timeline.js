@@ -73,8 +73,12 @@ export class Timeline {
   }
 
   // ---------------------------------------------------------------- capture / state
-  /** Show a capture; `keepView` keeps the visible window (same capture, other lanes). */
-  setCapture(cap, keepView = false) {
+  /**
+   * Show a capture; `keepView` keeps the visible window (same capture, other lanes).
+   * `first`: a /timeline answer for the home window fetched alongside /capture (saves a
+   * round trip on the first paint); used when it was made for the current plot width.
+   */
+  setCapture(cap, keepView = false, first = null) {
     const keep = keepView && this.capture && this.capture.extent[0] === cap.extent[0]
       && this.capture.extent[1] === cap.extent[1];
     this.capture = cap;
@@ -82,6 +86,15 @@ export class Timeline {
     this.bw = null;
     this.selected = null;
     this._relayout();
+    if (!keep && first && first.width === this._plotWidth()) {
+      this._sizeCanvas();
+      this.seq++;
+      this.scale = new TimeScale(first.start, first.end, first.width);
+      this.onRange(this.scale);
+      this._paintData(first, this.actionAt);
+      this._fetchBandwidth();
+      return;
+    }
     if (keep) {
       this.scale = this.scale.withWidth(this._plotWidth());
       this._sizeCanvas();
@@ -132,6 +145,9 @@ export class Timeline {
   }
 
   // ---------------------------------------------------------------- sizing
+  /** The plot width (CSS px) the next /timeline request will use. */
+  plotWidth() { return this._plotWidth(); }
+
   _plotWidth() {
     const w = this.scroll.clientWidth - LABEL_W;
     return Math.max(200, Math.floor(w || 800));
@@ -215,20 +231,8 @@ export class Timeline {
       const t0 = performance.now();
       const data = await this.load(scale, [...this.collapsed], ctl.signal);
       if (seq !== this.seq) return;
-      const t1 = performance.now();
-      this.data = decodeTimeline(data);
-      this.byLane = itemsByLane(data.items);
-      this.root.classList.remove("busy");
-      this.draw();
-      this.paintSeq++;
-      const t2 = performance.now();
-      const latency = t2 - started;
-      this.root.dataset.lastFetchMs = (t1 - t0).toFixed(1);
-      this.root.dataset.lastDrawMs = (t2 - t1).toFixed(1);
-      this.root.dataset.lastLatencyMs = latency.toFixed(1);
-      this.root.dataset.paintSeq = String(this.paintSeq);
-      this.root.dataset.state = "ready";
-      if (this.paintSeq === 1) performance.mark("iotrace-first-paint");
+      this.root.dataset.lastFetchMs = (performance.now() - t0).toFixed(1);
+      this._paintData(data, started);
     } catch (e) {
       if (e.name === "AbortError") return;
       if (seq !== this.seq) return;
@@ -238,6 +242,22 @@ export class Timeline {
       return;
     }
     this._fetchBandwidth();
+  }
+
+  /** Adopt a /timeline answer, draw it, and record the latency since `started`. */
+  _paintData(data, started) {
+    const t1 = performance.now();
+    this.data = decodeTimeline(data);
+    this.byLane = itemsByLane(data.items);
+    this.root.classList.remove("busy");
+    this.draw();
+    this.paintSeq++;
+    const t2 = performance.now();
+    this.root.dataset.lastDrawMs = (t2 - t1).toFixed(1);
+    this.root.dataset.lastLatencyMs = (t2 - started).toFixed(1);
+    this.root.dataset.paintSeq = String(this.paintSeq);
+    this.root.dataset.state = "ready";
+    if (this.paintSeq === 1) performance.mark("iotrace-first-paint");
   }
 
   async _fetchBandwidth() {

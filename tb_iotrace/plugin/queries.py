@@ -17,6 +17,7 @@ from . import lod
 from .model import Capture, Lane
 
 MAX_WIDTH = 8192
+HOME_PAD = 0.01  # margin around the extent of the default window, as a fraction
 MAX_BINS = 4096
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
              "100M_1G", "1G_PLUS")
@@ -163,7 +164,8 @@ def _steps(view: View) -> tuple[list[dict[str, Any]], str]:
 
 def timeline_impl(view: View, start: float | None, end: float | None, width: int,
                   io_by: str = "thread", lanes: list[str] | None = None) -> dict[str, Any]:
-    """Items to draw for ``[start, end]`` at ``width`` pixels (see :mod:`.lod`).
+    """Items to draw for ``[start, end]`` at ``width`` pixels (see :mod:`.lod`); without
+    start/end, the capture's extent with a 1% margin (what the client's reset shows).
 
     Response (columnar; ``items.*`` arrays are aligned):
       start, end, width, ns_per_px
@@ -179,8 +181,9 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
     """
     io_by = _io_by(io_by)
     lo, hi = view.extent()
-    t0 = float(lo if start is None else start)
-    t1 = float(hi if end is None else end)
+    pad = (hi - lo) * HOME_PAD  # the "home" window: the extent and a margin (the client's reset)
+    t0 = float(lo - pad if start is None else start)
+    t1 = float(hi + pad if end is None else end)
     if not (math.isfinite(t0) and math.isfinite(t1)):
         raise ValueError("start and end must be finite numbers")
     if t1 <= t0:

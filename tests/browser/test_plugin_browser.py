@@ -95,7 +95,8 @@ def page(server, browser, request):
     p = browser.new_page()
     p.call("Emulation.setDeviceMetricsOverride", width=1500, height=1100, deviceScaleFactor=1, mobile=False)
     p.navigate(server + "/#iotrace")
-    p.wait_for(f"(() => {{ try {{ return {D}.querySelector('.timeline').dataset.state === 'ready'; }} catch (e) {{ return false; }} }})()",
+    p.wait_for(f"(() => {{ try {{ return {D}.querySelector('.timeline').dataset.state === 'ready'"
+               f" && {D}.querySelector('#iotrace-root').dataset.panels === 'ready'; }} catch (e) {{ return false; }} }})()",
                timeout=60)
     yield p
     try:
