@@ -14,17 +14,37 @@ FORMAT = "tb_iotrace.report/1"
 MAX_STEPS_SHOWN = 20
 
 
+def _record_trace(src: Source) -> Any:
+    """A run record's stored trace as an IoTrace (None without one)."""
+    from ..export._common import io_columns
+    from ..xplane import IoTrace
+
+    got = io_columns(src)
+    if got is None:
+        return None
+    cols, names = got
+    return IoTrace(**cols, threads={t: (0, n) for t, n in names.items()}, dropped=src.dropped(),
+                   counters=src.files())
+
+
 def _findings(src: Source) -> tuple[list[Any], str | None]:
-    """Findings from tb_iotrace.analysis when it is installed (captures only)."""
-    if src.kind != "xplane":
-        return [], None
+    """Findings from tb_iotrace.analysis when it is installed: captures, and run records
+    that kept their trace."""
     try:
         from .. import analysis  # type: ignore[attr-defined]
     except ImportError:
         return [], None
     try:
-        result = analysis.analyze(src.space())
-        found = list(getattr(result, "findings", []) or [])
+        if src.kind == "xplane":
+            if src.io_trace() is None:
+                return [], None
+            result = analysis.analyze(src.space(), trace=src.io_trace())
+        else:
+            trace = _record_trace(src)
+            if trace is None:
+                return [], None
+            result = analysis.analyze(None, trace=trace)
+        found = list(getattr(result, "findings", []) or []) if result is not None else []
         return json.loads(json.dumps(found, default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o))), None
     except UserError:
         raise
@@ -118,7 +138,14 @@ def render_text(doc: dict[str, Any]) -> str:
                 for f in h["findings"]:
                     if isinstance(f, dict):
                         sev = f.get("severity", "")
-                        out.append(f"  - {('[' + sev + '] ') if sev else ''}{f.get('title') or f.get('message') or f}")
+                        head = f"[{sev}] " if sev else ""
+                        out.append(f"  - {head}{f.get('title') or f.get('id', '')}: "
+                                   f"{f.get('statement') or f.get('message') or ''}".rstrip(": "))
+                        if f.get("suggestion"):
+                            out.append(f"      suggestion: {f['suggestion']}")
+                        if f.get("files"):
+                            more = f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""
+                            out.append(f"      files: {', '.join(map(str, f['files'][:3]))}{more}")
                     else:
                         out.append(f"  - {f}")
                 out.append("")
@@ -159,7 +186,10 @@ class Report(Command):
                                        "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},
                             "files": [{"path", "module", "record_id", ["rank",]
                                        "counters": {NAME: int}, "fcounters": {NAME: float}}],
-                            "findings": [...],        # from tb_iotrace.analysis when installed
+                            "findings": [{"id", "severity", "title", "statement", "suggestion",
+                                          "evidence", "files", "ops", ...}],
+                                                      # tb_iotrace.analysis (captures, and
+                                                      # records that kept their trace)
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
                                        "duration_ps", "input_wait_ps", "input_wait_share",
                                        "io_bytes", "io_calls", "io_time_ps"}],
