@@ -219,3 +219,28 @@ def test_exec_keeps_both_images(tmp_path):
                                             Path(f["path"]).name.startswith("f.")}
     assert got == {"exec": {"f.a": 10}, "exit": {"f.a": 10, "f.b": 20}}
     assert sum(h["host"].endswith(".exec1") for h in hosts) == 1
+
+
+def test_report_findings_on_run_records(tmp_path):
+    pytest.importorskip("tb_iotrace.analysis")
+    data = tmp_path / "small.bin"
+    data.write_bytes(b"s" * 100 * 300)
+    script = tmp_path / "smallreads.py"
+    script.write_text(textwrap.dedent(f'''
+        import os
+        fd = os.open({str(data)!r}, os.O_RDONLY)
+        for i in range(300):
+            os.pread(fd, 100, i * 100)
+        os.close(fd)
+    '''))
+    logdir = tmp_path / "logs"
+    r = subprocess.run([PY, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--", PY, str(script)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=120)
+    (host,) = json.loads(rep.stdout)["runs"][0]["hosts"]
+    ids = [f["id"] for f in host["findings"]]
+    assert "small-reads" in ids, (ids, host["notes"])
+    txt = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir)], capture_output=True, text=True, timeout=120)
+    assert "Findings" in txt.stdout and "Most reads are small" in txt.stdout
