@@ -272,7 +272,9 @@ def keras_fit(name, logdir):
     else:
         ds = clean_ds()
     ds = ds.map(lambda x: (tf.cast(tf.reshape(x, [-1, 1]), tf.float32), tf.zeros([tf.size(x), 1])))
-    model = tf.keras.Sequential([tf.keras.layers.Input((1,)), tf.keras.layers.Dense(1)])
+    # the clean twin's model does some real compute per step (two 1024-wide layers), as a model does
+    hidden = [tf.keras.layers.Dense(1024, activation="relu") for _ in range(2)] if name == "keras_clean" else []
+    model = tf.keras.Sequential([tf.keras.layers.Input((1,)), *hidden, tf.keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     cb = tf.keras.callbacks.TensorBoard(logdir, profile_batch=(5, 10))
     model.fit(ds.take(14), epochs=1, callbacks=[cb], verbose=0)
