@@ -169,6 +169,10 @@ static void common_val_add(tbio_common_vals *cv, int64_t v, int64_t *vals, int64
         cv->n++;
     }
     cv->cnt[i]++;
+    if (cnts[0] > 0 && vals[0] == v) {
+        cnts[0] = cv->cnt[i];   /* already ranked first, and only its count grew */
+        return;
+    }
     slots_update(vals, cnts, v, cv->cnt[i]);
 }
 

@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -58,7 +59,9 @@ static inline tbio_actset *enter_and_load(tbio_thread *t) {
 }
 
 static inline void leave(tbio_thread *t) {
-    atomic_fetch_add_explicit(&t->seq, 1, memory_order_relaxed);
+    /* only this thread writes seq: no locked read-modify-write needed */
+    atomic_store_explicit(&t->seq, atomic_load_explicit(&t->seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
     atomic_store_explicit(&t->in, 0, memory_order_release);
 }
 
@@ -160,6 +163,57 @@ tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
 }
 
 /* ---- trace ---- */
+/* Trace chunks grow 256, 512, ... events up to BIG_CAP.  Big chunks are 4 MiB,
+ * 2 MiB-aligned and advised for transparent huge pages (one fault per 2 MiB
+ * instead of per 4 KiB), and kept in a small pool when their session is freed
+ * so the next capture writes to warm memory.  The pool holds at most
+ * POOL_MAX chunks (64 MiB). */
+#define BIG_BYTES ((size_t)4 << 20)
+#define BIG_CAP ((uint32_t)((BIG_BYTES - sizeof(tbio_chunk)) / sizeof(tbio_event)))
+#define POOL_MAX 16
+static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static tbio_chunk *g_pool;
+static int g_pool_n;
+
+static tbio_chunk *chunk_new(uint32_t cap) {
+    tbio_chunk *k = NULL;
+    if (cap == BIG_CAP) {
+        pthread_mutex_lock(&g_pool_mu);
+        if (g_pool) {
+            k = g_pool;
+            g_pool = k->next;
+            g_pool_n--;
+        }
+        pthread_mutex_unlock(&g_pool_mu);
+        if (!k) {
+            void *p = NULL;
+            if (posix_memalign(&p, (size_t)2 << 20, BIG_BYTES) != 0) return NULL;
+            madvise(p, BIG_BYTES, MADV_HUGEPAGE);
+            k = p;
+        }
+    } else {
+        k = malloc(sizeof *k + (size_t)cap * sizeof(tbio_event));
+        if (!k) return NULL;
+    }
+    k->next = NULL;
+    k->n = 0;
+    k->cap = cap;
+    return k;
+}
+
+static void chunk_free(tbio_chunk *k) {
+    if (k->cap == BIG_CAP) {
+        pthread_mutex_lock(&g_pool_mu);
+        if (g_pool_n < POOL_MAX) {
+            k->next = g_pool;
+            g_pool = k;
+            g_pool_n++;
+            k = NULL;
+        }
+        pthread_mutex_unlock(&g_pool_mu);
+    }
+    free(k);
+}
 static int64_t reserve(tbio_session *s, int64_t want) {
     int64_t have = atomic_load_explicit(&s->budget, memory_order_relaxed);
     while (have > 0) {
@@ -192,17 +246,14 @@ void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, in
     tbio_chunk *k = t->tail;
     if (UNLIKELY(!k || k->n == k->cap)) {
         int64_t want = k ? (int64_t)k->cap * 2 : 256;
-        if (want > 65536) want = 65536;
+        if (want > (int64_t)BIG_CAP) want = BIG_CAP;
         int64_t got = reserve(c->s, want);
-        tbio_chunk *nk = got > 0 ? malloc(sizeof *nk + (size_t)got * sizeof(tbio_event)) : NULL;
+        tbio_chunk *nk = got > 0 ? chunk_new((uint32_t)got) : NULL;
         if (!nk) {
             if (got > 0) atomic_fetch_add(&c->s->budget, got);
             t->dropped++;
             return;
         }
-        nk->next = NULL;
-        nk->n = 0;
-        nk->cap = (uint32_t)got;
         if (k) k->next = nk;
         else t->head = nk;
         t->tail = k = nk;
@@ -359,7 +410,7 @@ void tbio_session_free(tbio_session *s) {
         tbio_chunk *k = s->thread_chunks[i];
         while (k) {
             tbio_chunk *nx = k->next;
-            free(k);
+            chunk_free(k);
             k = nx;
         }
     }
@@ -472,6 +523,7 @@ void tbio_session_atfork_child(void) {
      * exist in the child; forget them, and this thread's buffers. */
     pthread_mutex_init(&g_sess_mu, NULL);
     pthread_mutex_init(&g_threads_mu, NULL);
+    pthread_mutex_init(&g_pool_mu, NULL);
     atomic_store(&tbio_g_active, NULL);
     atomic_store(&g_threads, NULL);
     tl_thread = NULL;

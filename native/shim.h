@@ -35,8 +35,21 @@ TBIO_HIDDEN pid_t tbio_gettid(void);
 TBIO_HIDDEN char *tbio_read_file(const char *path, size_t *len);
 
 /* ---- clock ---- */
-TBIO_HIDDEN uint64_t tbio_ticks(void);
 TBIO_HIDDEN uint64_t tbio_realtime_ns(void);
+TBIO_HIDDEN extern int tbio_g_use_tsc;   /* 1: ticks are the TSC / generic timer */
+/* A cheap tick counter (calibrated against CLOCK_REALTIME by tbio_clock_init). */
+static inline uint64_t tbio_ticks(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (LIKELY(tbio_g_use_tsc == 1)) return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+    if (LIKELY(tbio_g_use_tsc == 1)) {
+        uint64_t v;
+        __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
+        return v;
+    }
+#endif
+    return tbio_realtime_ns();
+}
 TBIO_HIDDEN void tbio_clock_init(void);
 TBIO_HIDDEN double tbio_ns_per_tick(void);
 TBIO_HIDDEN void tbio_clock_pair(uint64_t *ticks, uint64_t *ns);

@@ -69,26 +69,13 @@ char *tbio_read_file(const char *path, size_t *len) {
 }
 
 /* ---- clock: a cheap tick counter calibrated against CLOCK_REALTIME ---- */
-static int g_use_tsc = -1;
+int tbio_g_use_tsc = -1;
 static double g_ns_per_tick = 1.0;
 
 uint64_t tbio_realtime_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t tbio_ticks(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    if (LIKELY(g_use_tsc == 1)) return __rdtsc();
-#elif defined(__aarch64__)
-    if (LIKELY(g_use_tsc == 1)) {
-        uint64_t v;
-        __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
-        return v;
-    }
-#endif
-    return tbio_realtime_ns();
 }
 
 double tbio_ns_per_tick(void) { return g_ns_per_tick; }
@@ -107,7 +94,7 @@ void tbio_clock_pair(uint64_t *ticks, uint64_t *ns) {
             *ticks = a + (b - a) / 2;
             *ns = r;
         }
-        if (g_use_tsc != 1) break;   /* ticks are the realtime clock itself */
+        if (tbio_g_use_tsc != 1) break;   /* ticks are the realtime clock itself */
     }
 }
 
@@ -127,15 +114,15 @@ static int tsc_is_invariant(void) {
 }
 
 void tbio_clock_init(void) {
-    if (g_use_tsc != -1) return;
+    if (tbio_g_use_tsc != -1) return;
     const char *force = getenv("TBIO_CLOCK");
     int use = tsc_is_invariant() && !(force && strcmp(force, "realtime") == 0);
     if (!use) {
         g_ns_per_tick = 1.0;
-        g_use_tsc = 0;
+        tbio_g_use_tsc = 0;
         return;
     }
-    g_use_tsc = 1;
+    tbio_g_use_tsc = 1;
     /* Two tight (ticks, realtime) pairs 10 ms apart; sessions refine with
      * their own begin/end pairs when they last long enough. */
     uint64_t a_t, a_ns, b_t, b_ns;
@@ -145,7 +132,7 @@ void tbio_clock_init(void) {
     } while (b_ns - a_ns < 10000000u);
     g_ns_per_tick = (double)(b_ns - a_ns) / (double)(b_t - a_t);
     if (!(g_ns_per_tick > 0.0)) {
-        g_use_tsc = 0;
+        tbio_g_use_tsc = 0;
         g_ns_per_tick = 1.0;
     }
 }
