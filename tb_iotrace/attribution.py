@@ -86,15 +86,18 @@ class Attribution:
     line_names: dict[int, str] = field(default_factory=dict)   # tid -> host line name
 
 
-def _line_for_thread(lines: list[Any], pthread_id: int, comm: str) -> int:
+def _line_for_thread(lines: list[Any], pthread_id: int, comm: str, comm_unique: bool) -> int:
+    """The host line of a thread: by TF's pthread hash, else by comm name, but only when
+    that name is unambiguous (every Python thread is called "python")."""
     want = thread_line_id(pthread_id)
     for i, ln in enumerate(lines):
         if ln.id == want or ln.name.endswith(f"/{want}"):
             return i
-    for i, ln in enumerate(lines):
-        if not ln.name.startswith(LINE_PREFIX) and ln.name.split("/")[0] == comm:
-            return i
-    return -1
+    if not comm_unique:
+        return -1
+    named = [i for i, ln in enumerate(lines)
+             if not ln.name.startswith(LINE_PREFIX) and ln.name.split("/")[0] == comm]
+    return named[0] if len(named) == 1 else -1
 
 
 def _innermost(start: np.ndarray, end: np.ndarray, names: np.ndarray, disp: np.ndarray,
@@ -201,10 +204,13 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
     if not has_steps:
         notes.append("no step markers in this capture: per-step views use the whole window")
     # --- per-thread innermost enclosing host event
-    for tid in np.unique(trace.tid).tolist():
+    tids = np.unique(trace.tid).tolist()
+    comms = [trace.threads[int(t)].comm for t in tids if int(t) in trace.threads]
+    for tid in tids:
         info = trace.threads.get(int(tid))
         rows = np.flatnonzero(trace.tid == tid)
-        li = _line_for_thread(lines, info.pthread_id, info.comm) if info else -1
+        li = (_line_for_thread(lines, info.pthread_id, info.comm, comms.count(info.comm) == 1)
+              if info else -1)
         if li < 0:
             continue
         ln = lines[li]

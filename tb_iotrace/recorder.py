@@ -246,6 +246,7 @@ class Capture:
         self.dropped: int = 0
         self.start_ns: int = 0
         self.end_ns: int = 0
+        self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
         self.closed = False
 
     def _fill(self, sess: Any) -> None:
@@ -284,6 +285,11 @@ class Capture:
                 self.files.append(FileRecord(path, pb, module, int(fi.record_id),
                                              dict(zip(ci, map(int, cvals))), dict(zip(cf, map(float, fvals)))))
         self.events = _events_from(raw, self.threads, paths, modules)
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+                self.mounts = fh.read()
+        except OSError:
+            self.mounts = ""
         self.closed = True
 
     def file(self, path: str | os.PathLike[str], module: str = "POSIX") -> FileRecord | None:
@@ -303,7 +309,8 @@ class Capture:
                        returned=ev.returned, fd=ev.fd, errno=ev.errno, start_ns=ev.start_ns,
                        end_ns=ev.end_ns, tid=ev.tid,
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
-                       dropped=self.dropped, counters=[f.to_dict() for f in self.files])
+                       dropped=self.dropped, counters=[f.to_dict() for f in self.files],
+                       mounts=self.mounts)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""

@@ -62,6 +62,7 @@ class IoTrace:
 
     threads    tid -> ThreadInfo(pthread_id, comm)
     dropped    operations the capture could not record (buffer full, cap, ...)
+    mounts     the traced process's /proc/self/mountinfo at capture time ("" if unknown)
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
     """
@@ -79,6 +80,7 @@ class IoTrace:
     threads: dict[int, ThreadInfo] = field(default_factory=dict)
     dropped: int = 0
     counters: list[dict] = field(default_factory=list)
+    mounts: str = ""    # /proc/self/mountinfo of the traced process at capture time ("" unknown)
 
     def __post_init__(self) -> None:
         n = None
@@ -111,7 +113,7 @@ class IoTrace:
         """Rows selected by an index array or boolean mask (threads/counters/dropped kept)."""
         cols = {name: getattr(self, name)[index] for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
-                       counters=list(self.counters))
+                       counters=list(self.counters), mounts=self.mounts)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}

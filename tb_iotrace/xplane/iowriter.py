@@ -328,6 +328,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     Readers go by names (stat names, line names), not by the ids above: TensorFlow's
     pluggable-profiler path merges our plane into /host:CPU and renumbers metadata.
     counters          the trace's Darshan per-file records, as given
+    mounts            the traced process's /proc/self/mountinfo text at capture time
     """
     return {
         "format": FORMAT,
@@ -343,6 +344,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
         "added_stat_metadata": {str(k): v for k, v in sorted(new_stats.items())},
         "exact_ops": exact_ops,
         "exact_paths": exact_paths,
+        "mounts": str(getattr(trace, "mounts", "") or ""),
         "counters": trace.counters,
     }
 
@@ -628,6 +630,7 @@ def read_io_data(space) -> IoTrace | None:
     trace.threads = {int(t): ThreadInfo(int(p), str(c)) for t, p, c in info.get("threads", [])}
     trace.dropped = int(info.get("dropped", 0))
     trace.counters = list(info.get("counters", []))
+    trace.mounts = str(info.get("mounts", ""))
     return trace
 
 

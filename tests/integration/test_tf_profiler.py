@@ -63,6 +63,10 @@ def test_manual_window_has_exact_tfrecord_bytes(tmp_path: Path, mode: str) -> No
     assert (trace.start_ns[plain] >= lo).all() and (trace.end_ns[plain] <= hi).all()
     start = profile_start_ns(space)
     assert start is not None and (trace.start_ns >= start).all()
+    # the capture carries the traced process's mount table (file systems for the analysis)
+    with open("/proc/self/mountinfo") as fh:
+        root_line = next(ln for ln in fh if ln.split()[4] == "/")
+    assert root_line.split()[4] in [ln.split()[4] for ln in trace.mounts.splitlines()]
 
 
 @pytest.mark.parametrize("mode", ["keras", "keras_warmup"])
