@@ -45,6 +45,8 @@ log = logging.getLogger("tb_iotrace.plugin")
 
 PLUGIN_NAME = "iotrace"
 ALL_HOSTS = "__all__"
+# Browsers may reuse the frontend files this long (a reinstall shows up after it at worst).
+STATIC_MAX_AGE_S = 300
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html",
                  ".svg": "image/svg+xml", ".png": "image/png", ".json": "application/json",
@@ -139,7 +141,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         got = static_file("index.js")
         if got is None:
             return http_util.Respond(request, "frontend missing", "text/plain", code=404)
-        return http_util.Respond(request, got[0], got[1])
+        return http_util.Respond(request, got[0], got[1], expires=STATIC_MAX_AGE_S)
 
     @wrappers.Request.application
     def _serve_static(self, request):
@@ -149,7 +151,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         got = static_file(path[at + len(prefix):]) if at >= 0 else None
         if got is None:
             return http_util.Respond(request, "not found", "text/plain", code=404)
-        return http_util.Respond(request, got[0], got[1])
+        return http_util.Respond(request, got[0], got[1], expires=STATIC_MAX_AGE_S)
 
     # -- data routes
     def _route(self, handler):
