@@ -13,7 +13,7 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/histograms``     access sizes read/write, access pattern, calls per op (``path`` optional)
 ``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
 ``/steps``          per-step I/O (or equal time windows when there are no step markers)
-``/findings``       findings with evidence (empty for now)
+``/findings``       findings with evidence (tb_iotrace.analysis, captures up to 64 MiB)
 ``/event``          one event's details: ``lane``, ``index``
 ==================  ========================================================================
 

@@ -7,6 +7,8 @@ turns exceptions into status codes. Times are ns on the view's clock (see :mod:`
 
 from __future__ import annotations
 
+import os
+
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -657,12 +659,57 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
 # --------------------------------------------------------------------------- findings
 
 
+# tb_iotrace.analysis works on protobuf objects (about 6x the file in memory), so the tab
+# runs it only for captures up to this size; larger ones point to the CLI.
+FINDINGS_MAX_BYTES = int(os.environ.get("TBIO_PLUGIN_FINDINGS_MAX_BYTES", 64 << 20))
+_findings_cache: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
+def _findings_for(path: str) -> dict[str, Any]:
+    st = os.stat(path)
+    key = (path, st.st_size, int(st.st_mtime_ns))
+    hit = _findings_cache.get(key)
+    if hit is not None:
+        return hit
+    if st.st_size > FINDINGS_MAX_BYTES:
+        out: dict[str, Any] = {"findings": [], "message": (
+            f"This capture is {st.st_size >> 20} MiB, above the tab's findings limit "
+            f"({FINDINGS_MAX_BYTES >> 20} MiB): run `tb-iotrace report {path}` for its findings.")}
+    else:
+        from ..analysis import analyze  # imported on first use: keeps plugin start-up light
+
+        a = analyze(path)
+        if a is None:
+            out = {"findings": [], "message": "This capture has no I/O data (captured without tb_iotrace)."}
+        else:
+            d = a.to_dict()
+            out = {"findings": d["findings"], "notes": d.get("notes", []),
+                   "message": "No findings for this capture." if not d["findings"] else ""}
+    if len(_findings_cache) > 16:
+        _findings_cache.clear()
+    _findings_cache[key] = out
+    return out
+
+
 def findings_impl(view: View) -> dict[str, Any]:
-    """Findings from the analysis code (another issue fills this). Shape:
-    ``{"findings": [{"id", "severity": "info"|"warning"|"critical", "title", "detail",
-    "evidence": [{"kind": "file"|"range"|"event", "path"?, "start"?, "end"?, "lane"?,
-    "index"?, "label"}]}], "message"}``."""
-    return {"findings": [], "message": "No findings for this capture."}
+    """Findings from tb_iotrace.analysis, per host of the view:
+    ``{"findings": [{"id", "severity", "title", "statement", "evidence", "files", "ops",
+    "suggestion", "host"?}], "message", "notes"}``."""
+    findings: list[dict[str, Any]] = []
+    notes: list[str] = []
+    messages: list[str] = []
+    for part in view.parts:
+        try:
+            got = _findings_for(part.capture.path)
+        except Exception as exc:  # a finding failure never breaks the tab
+            got = {"findings": [], "message": f"Findings could not be computed: {exc}"}
+        for f in got["findings"]:
+            findings.append(dict(f, host=part.host) if len(view.parts) > 1 else f)
+        notes += got.get("notes", [])
+        if got.get("message"):
+            messages.append(got["message"])
+    message = "" if findings else (messages[0] if messages else "No findings for this capture.")
+    return {"findings": findings, "message": message, "notes": notes}
 
 
 # --------------------------------------------------------------------------- event details

@@ -350,10 +350,11 @@ def test_coordinate_spaces_and_hover_tooltip(page):
 
 
 def test_findings_panel_renders_findings_as_text(page):
-    """The panel shows the backend's findings (empty state here) and renders a finding in
-    the analysis module's shape with its evidence and files as text."""
+    """The panel shows the backend's findings (tb_iotrace.analysis on the synthetic trace:
+    mostly small reads) and renders a finding in the analysis module's shape with its
+    evidence and files as text."""
     p = page
-    assert "No findings" in p.evaluate(f"{D}.querySelector('.findings').textContent")
+    p.wait_for(f"{D}.querySelector('.findings').textContent.includes('Most reads are small')")
     p.evaluate(f"""(async () => {{
         const m = await import({W}.location.href.replace(/plugin_entry.html.*$/, 'plugin/iotrace/static/findings.js'));
         m.renderFindings({D}.querySelector('.findings'), {{findings: [{{id: 'small_reads', severity: 'warning',

@@ -459,10 +459,23 @@ def test_steps_fallback_windows(tmp_path):
     assert len(s["steps"]) == 10 and sum(x["calls"] for x in s["steps"]) == 1000
 
 
-def test_findings_empty_state(client):
+def test_findings_come_from_the_analysis(client, logdir):
+    from tb_iotrace.analysis import analyze
+
     _, get = client
     code, f = get("/findings", run=RUN, host="worker0")
-    assert code == 200 and f["findings"] == [] and f["message"]
+    assert code == 200
+    path = next((logdir / "plugins" / "profile" / RUN).glob("worker0.xplane.pb"))
+    expect = analyze(str(path))
+    assert expect is not None and expect.ids          # the synthetic trace has small reads
+    assert [x["id"] for x in f["findings"]] == [x["id"] for x in expect.to_dict()["findings"]]
+    assert all(x["statement"] and x["suggestion"] for x in f["findings"])
+
+
+def test_findings_empty_state_without_io(client):
+    _, get = client
+    code, f = get("/findings", run="plain", host="gpu")
+    assert code == 200 and f["findings"] == [] and "without tb_iotrace" in f["message"]
 
 
 # --------------------------------------------------------------------------- event details
