@@ -284,7 +284,10 @@ def test_read_time_has_no_overlap(shim, tmp_path):
     assert window <= wall
     assert f["POSIX_F_READ_TIME"] <= window
     assert f["POSIX_F_READ_TIME"] >= hold * 0.9              # the reads did block
-    assert hold * 0.9 <= f["POSIX_F_MAX_READ_TIME"] <= f["POSIX_F_READ_TIME"]
+    # Darshan's no-overlap rule accounts calls in completion order, not as a true union: a
+    # read that started earlier but is accounted after a longer-ending one adds only its tail,
+    # so F_MAX_READ_TIME may exceed F_READ_TIME by the starts' spread.  Both stay in the window.
+    assert hold * 0.9 <= f["POSIX_F_MAX_READ_TIME"] <= window
     # timestamps are seconds since the capture began, inside the window, in order
     assert 0 <= f["POSIX_F_OPEN_START_TIMESTAMP"] <= f["POSIX_F_READ_START_TIMESTAMP"]
     assert f["POSIX_F_READ_START_TIMESTAMP"] < f["POSIX_F_WRITE_START_TIMESTAMP"] <= f["POSIX_F_READ_END_TIMESTAMP"]
