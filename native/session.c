@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 _Atomic(tbio_actset *) tbio_g_active;
+_Atomic uint64_t tbio_g_epoch;
 static _Atomic uint64_t g_gen;
 static _Atomic uint64_t g_trace_cap = 1000000;   /* events per session, default */
 static pthread_mutex_t g_sess_mu = PTHREAD_MUTEX_INITIALIZER;  /* begin/end */
@@ -98,21 +99,17 @@ tbio_thread *tbio_thread_self(void) {
 
 /* ---- the call protocol ---- */
 int tbio_call_pre(tbio_call *c) {
+    /* Nothing is dereferenced here, so the thread need not mark itself in
+     * the shim: only the recursion guard (a signal handler doing I/O while
+     * this thread is inside the shim's own accounting) is checked. */
     tbio_thread *t = tbio_thread_self();
     if (UNLIKELY(!t)) return 0;
-    if (atomic_load_explicit(&t->in, memory_order_relaxed)) return 0;  /* recursion guard */
-    tbio_actset *set = enter_and_load(t);
-    if (!set) {
-        leave(t);
-        return 0;
-    }
-    c->n = set->n;
-    for (int i = 0; i < set->n; i++) c->gen[i] = set->s[i]->gen;
+    if (atomic_load_explicit(&t->in, memory_order_relaxed)) return 0;
+    c->epoch = atomic_load_explicit(&tbio_g_epoch, memory_order_acquire);
     c->th = t;
     c->s = NULL;
     c->set = NULL;
     c->t0 = tbio_ticks();
-    leave(t);
     return 1;
 }
 
@@ -326,6 +323,7 @@ tbio_session *tbio_begin(void) {
     s->sec_per_tick = tbio_ns_per_tick() * 1e-9;
     if (old) *next = *old;
     next->s[next->n++] = s;
+    s->start_epoch = atomic_fetch_add(&tbio_g_epoch, 1) + 1;
     publish(next, old);
     pthread_mutex_unlock(&g_sess_mu);
     return s;

@@ -130,6 +130,7 @@ typedef struct tbio_thread {
 
 struct tbio_session {
     uint64_t gen;
+    uint64_t start_epoch;
     uint64_t t0_ticks, t1_ticks;
     uint64_t t0_ns, t1_ns;
     double sec_per_tick;
@@ -152,6 +153,9 @@ typedef struct tbio_actset {
 } tbio_actset;
 
 TBIO_HIDDEN extern _Atomic(tbio_actset *) tbio_g_active;
+/* Bumped by every tbio_begin before it publishes; a session records a call only
+ * if it began before the call did (its start_epoch <= the call's epoch). */
+TBIO_HIDDEN extern _Atomic uint64_t tbio_g_epoch;
 
 /* The per-call context a wrapper carries across the real call. */
 typedef struct tbio_call {
@@ -159,8 +163,7 @@ typedef struct tbio_call {
     tbio_actset *set;           /* valid between tbio_call_post and tbio_call_leave */
     tbio_thread *th;
     uint64_t t0;
-    int n;
-    uint64_t gen[TBIO_MAX_SESSIONS];   /* sessions that were recording when the call began */
+    uint64_t epoch;             /* tbio_g_epoch when the call began */
 } tbio_call;
 
 TBIO_HIDDEN tbio_thread *tbio_thread_self(void);
@@ -172,13 +175,9 @@ TBIO_HIDDEN void tbio_call_leave(tbio_call *c);
 /* Select session k of the post-call set if it was also recording when the call began. */
 static inline int tbio_call_select(tbio_call *c, int k) {
     tbio_session *s = c->set->s[k];
-    for (int i = 0; i < c->n; i++) {
-        if (c->gen[i] == s->gen) {
-            c->s = s;
-            return 1;
-        }
-    }
-    return 0;
+    if (s->start_epoch > c->epoch) return 0;
+    c->s = s;
+    return 1;
 }
 /* Run the following statement once per session that saw the whole call. */
 #define TBIO_EACH_SESSION(c) \
