@@ -24,8 +24,7 @@ tb_iotrace.enable()           # before TensorFlow: its own reads are traced too
 
 import tensorflow as tf  # noqa: E402
 
-from tb_iotrace.report import render  # noqa: E402
-from tb_iotrace.xplane import load_xspace, read_io_data  # noqa: E402
+from tb_iotrace.cli import main as tb_iotrace_cli  # noqa: E402
 
 IMAGE = (32, 32, 3)
 
@@ -129,11 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     if path is None:
         print("no profile was written", file=sys.stderr)
         return 1
-    trace = read_io_data(load_xspace(path))
-    files_rec = trace.counters if trace is not None else []
-    print()
-    print(render(files_rec, title=f"I/O in the profiled steps ({path})",
-                 dropped=trace.dropped if trace is not None else 0), end="")
+    print(f"\n$ tb-iotrace report {logdir}", flush=True)
+    rc = tb_iotrace_cli(["report", str(logdir)])
+    if rc != 0:
+        return rc
     if args.no_serve:
         return 0
     return serve(logdir, args.port)
