@@ -37,6 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ..xplane._wire import _read_varint
 from ..xplane import XEvent, XPlane, XPlaneError, stats_dict
 
 # Event chunk for the lock-step decoder: bounds the temporaries (~100 bytes per event).
@@ -104,20 +105,8 @@ class SpaceData:
 # --------------------------------------------------------------------------- scalar walking
 
 
-def _varint(data, pos: int, end: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= end:
-            raise ValueError("varint runs past the end of its message")
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 70:
-            raise ValueError("varint longer than 10 bytes")
+# one protobuf varint reader for the package: the xplane wire helpers' own
+_varint = _read_varint
 
 
 def _fields(data, pos: int, end: int):
