@@ -37,7 +37,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..xplane._wire import _read_varint
+from ..xplane._wire import _read_varint, varint_bytes
 from ..xplane import XEvent, XPlane, XPlaneError, stats_dict
 
 # Event chunk for the lock-step decoder: bounds the temporaries (~100 bytes per event).
@@ -701,16 +701,7 @@ def _reencode(data, number: int, wt: int, a: int, b: int) -> bytes:
     return tag + bytes(data[a:b])
 
 
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+_varint_bytes = varint_bytes   # the xplane wire helpers' encoder
 
 
 def decode_xspace(path: str | os.PathLike, *,
