@@ -1,7 +1,7 @@
-"""The analysis on constructed traces: the mount table, the per-file-system table and the
-slow-filesystem rule (which this machine cannot prove with two real file systems of different
-speed), and the rules' thresholds at their edges. Real-TF proofs of the other findings are in
-tests/integration/test_findings.py."""
+"""The analysis on constructed traces: the mount table, the per-file-system table, the
+slow-filesystem rule's cases that a real run does not cover (a FUSE/gcsfuse mount, the
+metadata-latency rule, the 500 MiB/s floor), and the rules' thresholds at their edges. Real-TF
+proofs of every finding, slow-filesystem included, are in tests/integration/test_findings.py."""
 from __future__ import annotations
 
 import json
