@@ -100,7 +100,7 @@ def _line_for_thread(lines: list[Any], pthread_id: int, comm: str, comm_unique: 
     return named[0] if len(named) == 1 else -1
 
 
-def _innermost(start: np.ndarray, end: np.ndarray, names: np.ndarray, disp: np.ndarray,
+def innermost(start: np.ndarray, end: np.ndarray, names: np.ndarray, disp: np.ndarray,
                query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each query time, the innermost [start, end) interval containing it (properly nested
     intervals, as on one thread's line)."""
@@ -216,7 +216,7 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
         ln = lines[li]
         line_names[int(tid)] = ln.name
         host_line[rows] = li
-        nm, dn = _innermost(ln.start_ps, ln.end_ps, pc.event_names(ln), pc.event_display_names(ln),
+        nm, dn = innermost(ln.start_ps, ln.end_ps, pc.event_names(ln), pc.event_display_names(ln),
                             s_ps[rows])
         enclosing[rows] = nm
         enclosing_d[rows] = dn

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, _innermost, attribute, op_kind
-from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, load_xspace, read_io_data, thread_line_id
+from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, innermost, attribute, op_kind
+from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, read_io_data, thread_line_id
 from .mounts import Mount, MountTable, parse_mountinfo, read_mountinfo
+from .source import load_for_analysis
 from .thresholds import DEFAULT, Thresholds
 
 LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/__pycache__/")
@@ -295,7 +296,7 @@ class Context:
             names = pc.event_names(ln)
             it = np.fromiter((str(x).startswith("Iterator::") for x in names), bool, len(names))
             if it.any():
-                nm, _ = _innermost(ln.start_ps[it], ln.end_ps[it], names[it], names[it], self.s_ps[rows])
+                nm, _ = innermost(ln.start_ps[it], ln.end_ps[it], names[it], names[it], self.s_ps[rows])
                 self.stage[rows] = [stage_name(str(x)) for x in nm]
         # rows on the training thread: the thread's own line (matched by TF's thread hash) holds steps
         for tid, info in self.trace.threads.items():
@@ -403,7 +404,12 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
 
     th = thresholds or DEFAULT
     if isinstance(space, (str, os.PathLike)):
-        space = load_xspace(space)
+        # columns, not a protobuf object per I/O event: ~3x the file in memory instead of ~12x
+        space, from_file = load_for_analysis(space)
+        if trace is None:
+            if from_file is None:
+                return None
+            trace = from_file
     if trace is None:
         if space is None:
             raise ValueError("analyze() needs an XSpace or an IoTrace")

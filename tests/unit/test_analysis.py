@@ -11,7 +11,9 @@ import pytest
 
 from tb_iotrace.analysis import FINDING_IDS, MountTable, Thresholds, analyze, parse_mountinfo, stage_name
 from tb_iotrace.analysis.thresholds import DEFAULT
-from tb_iotrace.xplane import IoTrace
+from tb_iotrace.analysis.source import load_for_analysis
+from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XEventMetadata, XSpace, XStatMetadata,
+                               add_io_to_space, find_plane, load_xspace, read_io_data, thread_line_id)
 
 MOUNTINFO = """\
 27 1 254:0 / / rw,relatime - ext4 /dev/vda rw
@@ -206,3 +208,72 @@ def test_small_writes_edges() -> None:
     # fsync calls are not writes for this rule
     rows2 = rows[:99] + [("fsync", "/data/log", -1, 0, t + 10**9, 1_000_000)]
     assert "small-writes" not in analyze(trace=make_trace(rows2), mountinfo=MOUNTINFO).ids
+
+
+# ----------------------------------------------------------------------------- reading a file column-wise
+
+
+def _capture_file(tmp_path, steps: int = 6) -> tuple[str, IoTrace]:
+    """A capture without TensorFlow: Task Environment (profile start), a host line with train steps,
+    input waits and a tf.data iterator, a device plane, and I/O merged in by add_io_to_space."""
+    base = 1_700_000_000_000_000_000
+    sp = XSpace()
+    env = sp.planes.add(id=1, name=TASK_ENV_PLANE)
+    env.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="profile_start_time"))
+    env.stats.add(metadata_id=1, uint64_value=base)
+    host = sp.planes.add(id=2, name=HOST_PLANE)
+    for k, name in enumerate(("train", "IteratorGetNext", "Iterator::Root::FlatMap[3]::TFRecord"), 1):
+        host.event_metadata[k].CopyFrom(XEventMetadata(id=k, name=name))
+    host.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="step_num"))
+    line = host.lines.add(id=thread_line_id(77), name="python", timestamp_ns=0)
+    ms = 10**9                                  # ps
+    rows = []
+    for k in range(steps):
+        t = 10 * k * ms
+        ev = line.events.add(metadata_id=1, offset_ps=t, duration_ps=8 * ms)
+        ev.stats.add(metadata_id=1, int64_value=k)
+        line.events.add(metadata_id=2, offset_ps=t, duration_ps=3 * ms)
+        line.events.add(metadata_id=3, offset_ps=t + ms // 2, duration_ps=2 * ms)
+        start = base + t // 1000 + 10**6         # 1 ms into the step, inside the iterator
+        rows.append(("pread64", "/data/a.tfrecord", k * MiB, MiB, start, 500_000, 100))
+    gpu = sp.planes.add(id=3, name="/device:GPU:0")
+    gpu.event_metadata[1].CopyFrom(XEventMetadata(id=1, name="kernel"))
+    gline = gpu.lines.add(id=1, name="stream")
+    for k in range(50):
+        gline.events.add(metadata_id=1, offset_ps=k * ms, duration_ps=ms // 2)
+    tr = make_trace([("open", "/data/a.tfrecord", -1, 3, base + 10**5, 5_000, 100)] + rows)
+    tr.threads = {100: ThreadInfo(77, "python")}
+    add_io_to_space(sp, tr, start_ns=base)
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    return str(path), tr
+
+
+def test_file_is_read_column_wise_like_the_protobuf_reader(tmp_path) -> None:
+    path, _ = _capture_file(tmp_path)
+    space = load_xspace(path)
+    want = read_io_data(space)
+    slim, got = load_for_analysis(path)
+    for col in ("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid"):
+        assert np.array_equal(getattr(got, col), getattr(want, col)), col
+    assert (got.threads, got.counters, got.dropped, got.mounts) == (want.threads, want.counters, want.dropped,
+                                                                   want.mounts)
+    # the slim space: host lines without the I/O lines, stats kept; other planes without events
+    host = find_plane(slim, HOST_PLANE)
+    assert [ln.name for ln in host.lines] == ["python"]
+    assert host.lines[0] == find_plane(space, HOST_PLANE).lines[0]
+    assert find_plane(slim, "/device:GPU:0").lines == [] and find_plane(slim, TASK_ENV_PLANE) is not None
+    # the analysis of the file equals the analysis of the parsed space
+    a, b = analyze(path), analyze(space)
+    assert a.to_dict() == b.to_dict()
+    assert len(a.steps) == 6 and a.stages[0]["stage"] == "Iterator::Root::FlatMap::TFRecord"
+    assert a.stages[0]["reads"] == 6 and a.summary["bytes_read"] == 6 * MiB
+
+
+def test_file_without_io_data(tmp_path) -> None:
+    path = tmp_path / "plain.xplane.pb"
+    sp = XSpace()
+    sp.planes.add(id=2, name=HOST_PLANE).lines.add(id=1, name="python")
+    path.write_bytes(sp.SerializeToString())
+    assert analyze(str(path)) is None
+    assert load_for_analysis(path)[1] is None
