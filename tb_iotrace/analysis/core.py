@@ -17,7 +17,7 @@ import numpy as np
 from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, innermost, attribute, op_kind
 from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, read_io_data, thread_line_id
 from .mounts import Mount, MountTable, parse_mountinfo, read_mountinfo
-from .source import load_for_analysis
+from .source import load_for_analysis, trim_memory
 from .thresholds import DEFAULT, Thresholds
 
 LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/__pycache__/")
@@ -323,27 +323,44 @@ def _steps_table(ctx: Context) -> list[dict[str, Any]]:
 
 
 def _stages_table(ctx: Context) -> list[dict[str, Any]]:
+    # per-row temporaries kept few and small: this runs on millions of rows
     tr = ctx.trace
+    nr, nw = len(ctx.read_rows), len(ctx.write_rows)
     rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
     if not len(rows):
         return []
     stage = ctx.stage[rows]
-    enc = ctx.att.enclosing[rows] if ctx.att is not None else np.full(len(rows), "", dtype=object)
     is_tf = stage != ""
-    key = np.where(is_tf, stage, np.where(enc != "", enc, "(no host event)"))
+    if ctx.att is not None:
+        key = ctx.att.enclosing[rows]
+        key[key == ""] = "(no host event)"
+    else:
+        key = np.full(len(rows), "(no host event)", dtype=object)
+    key[is_tf] = stage[is_tf]
+    del stage
     code, keys = _factorize(key)
+    del key
     k = len(keys)
-    kind = ctx.kind[rows]
-    moved = np.clip(tr.returned[rows], 0, None)
-    rd, wr = kind == "read", (kind == "write") & ~ctx.is_sync[rows]
-    count = lambda w=None: np.bincount(code, weights=w, minlength=k)  # noqa: E731
-    calls, reads, writes, metas = count(), count(rd), count(kind == "write"), count(kind == "meta")
-    b_read, b_written = count(np.where(rd, moved, 0)), count(np.where(wr, moved, 0))
+    count = lambda w=None, c=code: np.bincount(c, weights=w, minlength=k)  # noqa: E731
+    calls = count()
+    reads = np.bincount(code[:nr], minlength=k)
+    writes = np.bincount(code[nr:nr + nw], minlength=k)
+    metas = np.bincount(code[nr + nw:], minlength=k)
+    b_read = count(np.clip(tr.returned[ctx.read_rows], 0, None), code[:nr])
+    w_rows = ctx.write_rows
+    data_w = ~ctx.is_sync[w_rows]
+    b_written = count(np.where(data_w, np.clip(tr.returned[w_rows], 0, None), 0), code[nr:nr + nw])
     t_io = count(ctx.dur_s[rows])
-    pairs = np.unique(code * (len(ctx.paths) + 1) + ctx.path_code[rows])
+    n_paths = len(ctx.paths) + 1
+    if k * n_paths <= 1 << 24:         # distinct (stage, file) pairs: a dense table
+        seen = np.zeros(k * n_paths, bool)
+        seen[code * n_paths + ctx.path_code[rows]] = True
+        pairs = np.flatnonzero(seen)
+    else:
+        pairs = np.unique(code * n_paths + ctx.path_code[rows])
     files: list[list[int]] = [[] for _ in range(k)]
     for pc in pairs.tolist():
-        files[pc // (len(ctx.paths) + 1)].append(pc % (len(ctx.paths) + 1))
+        files[pc // n_paths].append(pc % n_paths)
     tf_key = np.zeros(k, bool)
     tf_key[code[is_tf]] = True
     out = []
@@ -406,6 +423,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     if isinstance(space, (str, os.PathLike)):
         # columns, not a protobuf object per I/O event: ~3x the file in memory instead of ~12x
         space, from_file = load_for_analysis(space)
+        trim_memory()      # the decoder's freed columns, before the analysis allocates its own
         if trace is None:
             if from_file is None:
                 return None
