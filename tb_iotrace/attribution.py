@@ -228,7 +228,9 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
         pos = np.searchsorted(st_start, s_ps, side="right") - 1
         ok = (pos >= 0) & (s_ps < st_end[np.clip(pos, 0, None)])
         step_idx[ok] = pos[ok]
-    kinds = np.array([op_kind(str(o)) for o in trace.op], dtype=object) if n else np.zeros(0, object)
+    kind_of: dict[Any, str] = {}       # per distinct call name: a capture has few, and millions of rows
+    kinds = (np.array([kind_of[o] if o in kind_of else kind_of.setdefault(o, op_kind(str(o)))
+                       for o in trace.op.tolist()], dtype=object) if n else np.zeros(0, object))
     moved = np.where((kinds != "meta") & (trace.returned > 0), trace.returned, 0)
     dur = e_ps - s_ps
     for s in steps:
