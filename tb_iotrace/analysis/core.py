@@ -202,6 +202,18 @@ class Context:
         self._host(space)
 
     # ------------------------------------------------------------------ files
+    def _per_file(self, rows: np.ndarray) -> list[tuple[int, int]]:
+        """(path code, rows) for each file with rows."""
+        counts = np.bincount(self.path_code[rows], minlength=len(self.paths))
+        return [(int(c), int(counts[c])) for c in np.flatnonzero(counts)]
+
+    def rows_of_files(self, rows: np.ndarray, paths: list[str]) -> np.ndarray:
+        """The ``rows`` whose file is one of ``paths``."""
+        index = {p: i for i, p in enumerate(self.paths)}
+        wanted = np.zeros(len(self.paths) + 1, bool)
+        wanted[[index[p] for p in paths if p in index]] = True
+        return rows[wanted[self.path_code[rows]]]
+
     def _files(self) -> dict[str, FileStats]:
         out: dict[str, FileStats] = {}
         for rec in self.trace.counters:
@@ -227,13 +239,13 @@ class Context:
             f.meta_time += float(fc.get(f"{m}_F_META_TIME", 0.0))
         tr = self.trace
         if len(tr):
-            for path, n in zip(*np.unique(tr.path[self.meta_rows], return_counts=True)):
-                if path in out:
-                    out[path].meta_calls += int(n)
+            for code, n in self._per_file(self.meta_rows):
+                if self.paths[code] in out:
+                    out[self.paths[code]].meta_calls += n
             zero = self.read_rows[tr.returned[self.read_rows] == 0]
-            for path, n in zip(*np.unique(tr.path[zero], return_counts=True)):
-                if path in out:
-                    out[path].zero_reads += int(n)
+            for code, n in self._per_file(zero):
+                if self.paths[code] in out:
+                    out[self.paths[code]].zero_reads += n
         if not self.trace.counters and len(tr):     # no counters: rebuild the basics from the trace
             rows = np.concatenate([self.read_rows, self.write_rows, self.meta_rows])
             last: dict[str, int] = {}          # Darshan's last_byte_read, reset on open

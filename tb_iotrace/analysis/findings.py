@@ -58,8 +58,14 @@ def _top(counter: Counter, n: int = 20) -> list[str]:
 
 
 def _stages_of(ctx: Context, rows: np.ndarray) -> list[str]:
-    names = [ctx.stage[i] or (str(ctx.att.enclosing[i]) if ctx.att is not None else "") for i in rows.tolist()]
-    return _top(Counter(names))
+    stage = ctx.stage[rows]
+    if ctx.att is None:
+        return _top(Counter(stage.tolist()))
+    return _top(Counter(np.where(stage != "", stage, ctx.att.enclosing[rows]).tolist()))
+
+
+def _distinct_files(ctx: Context, rows: np.ndarray) -> int:
+    return int(len(np.unique(ctx.path_code[rows])))
 
 
 def _wait_stats(ctx: Context, steps: list[dict[str, Any]]) -> tuple[int, int, int, int, str]:
@@ -143,7 +149,7 @@ def eof_zero_reads(ctx: Context, steps) -> dict[str, Any] | None:
     th, tr = ctx.th, ctx.trace
     reads = ctx.read_rows
     zero = reads[tr.returned[reads] == 0]
-    files_read = len(np.unique(tr.path[reads])) if len(reads) else 0
+    files_read = _distinct_files(ctx, reads)
     if len(zero) < th.eof_zero_min_calls or not files_read:
         return None
     per_file = len(zero) / files_read
@@ -225,7 +231,7 @@ def random_access(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Store samples in the order they are read (shuffle at write time, then shuffle a buffer of "
            "records with Dataset.shuffle), or read whole shards sequentially and shuffle in memory.")
     files.sort(reverse=True)
-    rows = ctx.read_rows[np.isin(ctx.trace.path[ctx.read_rows], [p for _, p in files])]
+    rows = ctx.rows_of_files(ctx.read_rows, [p for _, p in files])
     return _finding("random-access", "warning", stmt, ev, sug, files=[p for _, p in files],
                     ops=_stages_of(ctx, rows))
 
@@ -252,7 +258,7 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
             f"of file data, {_b(extra)} read again).")
     sug = ("Cache what is re-read: Dataset.cache() (in memory, or cache(filename) on a fast local disk) "
            "before repeat(), or stage the files on a faster tier.")
-    rows = ctx.read_rows[np.isin(ctx.trace.path[ctx.read_rows], [f.path for _, f in hits])]
+    rows = ctx.rows_of_files(ctx.read_rows, [f.path for _, f in hits])
     return _finding("redundant-reads", "warning", stmt, ev, sug, files=[f.path for _, f in hits],
                     ops=_stages_of(ctx, rows))
 
@@ -274,7 +280,7 @@ def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     ev = {"reading_threads": int(len(threads)), "top_thread_read_share": top_share,
           "reads": int(len(rows)), "input_wait_share": share,
           "io_share_of_wait": io_share, "input_wait_s": wait / 1e12, "io_during_wait_s": io / 1e12,
-          "read_time_s": float(ctx.dur_s[rows].sum()), "files": int(len(np.unique(tr.path[rows]))),
+          "read_time_s": float(ctx.dur_s[rows].sum()), "files": _distinct_files(ctx, rows),
           "basis": basis}
     who = "All" if len(threads) == 1 else f"{_pct(top_share)} of the"
     stmt = (f"{who} {len(rows)} reads of {ev['files']} files ran on one thread while steps waited "
