@@ -277,3 +277,24 @@ def test_file_without_io_data(tmp_path) -> None:
     path.write_bytes(sp.SerializeToString())
     assert analyze(str(path)) is None
     assert load_for_analysis(path)[1] is None
+
+
+def test_absent_bytes_requested_reads_as_returned(tmp_path) -> None:
+    """A writer may leave out bytes_requested when it equals bytes_returned (the common case)."""
+    path, tr = _capture_file(tmp_path)
+    space = load_xspace(path)
+    host = find_plane(space, HOST_PLANE)
+    sid = next(k for k, md in host.stat_metadata.items() if md.name == "bytes_requested")
+    dropped = 0
+    for ln in host.lines:
+        if ln.name.startswith("I/O "):
+            for ev in ln.events:
+                keep = [st for st in ev.stats if st.metadata_id != sid]
+                dropped += len(ev.stats) - len(keep)
+                del ev.stats[:]
+                ev.stats.extend(keep)
+    assert dropped == len(tr)
+    slim_path = tmp_path / "slim.xplane.pb"
+    slim_path.write_bytes(space.SerializeToString())
+    _, got = load_for_analysis(slim_path)
+    assert np.array_equal(got.requested, got.returned) and np.array_equal(got.returned, read_io_data(space).returned)
