@@ -14,12 +14,13 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import numpy as np
 import pytest
 
 from tb_iotrace.analysis import Analysis, MountTable, analyze, read_mountinfo
@@ -250,19 +251,35 @@ def test_findings_on_real_pipelines(tmp_path: Path, group: str) -> None:
 # for the pipeline process, and posix_fadvise(DONTNEED) makes its reads go to the disk. tmpfs
 # (/dev/shm) is untouched by it: page-cache reads never reach a block device.
 THROTTLE_BPS = 16 * MiB
-_serial = itertools.count()
+_cgroup_serial = itertools.count()
 
 
-def _whole_disk(path: Path) -> str:
-    """MAJ:MIN of the block device holding ``path`` (a partition's parent disk: throttles are per disk)."""
+def _block_device(path: Path) -> Path | None:
+    """/sys/dev/block entry of the disk holding ``path`` (a partition's parent disk: throttles
+    are per disk), or None on tmpfs, overlayfs, btrfs subvolumes... (no block device of their own)."""
     dev = os.stat(path).st_dev
     sysdir = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
     if not sysdir.exists():
-        pytest.fail(f"{path} is not on a block device (st_dev {os.major(dev)}:{os.minor(dev)}): "
-                    "slow-filesystem needs a disk directory whose reads a block throttle can cap")
-    if (sysdir / "partition").exists():
-        sysdir = sysdir.resolve().parent
-    return (sysdir / "dev").read_text().strip()
+        return None
+    return sysdir.resolve().parent if (sysdir / "partition").exists() else sysdir
+
+
+@contextlib.contextmanager
+def disk_directory(tmp_path: Path) -> Iterator[tuple[Path, str]]:
+    """A fresh directory on a block device (pytest's tmp, else the checkout, home, /var/tmp: CI
+    machines often have /tmp on tmpfs) and that disk's MAJ:MIN."""
+    for base in (tmp_path, Path(__file__).resolve().parent, Path.home(), Path("/var/tmp")):
+        dev = _block_device(base) if base.is_dir() else None
+        if dev is not None:
+            break
+    else:
+        pytest.fail("no directory on a block device (pytest's tmp, the checkout, home and /var/tmp are "
+                    "tmpfs/overlay): slow-filesystem needs a disk whose reads a block throttle can cap")
+    path = Path(tempfile.mkdtemp(prefix="tbio_slowfs_", dir=base))
+    try:
+        yield path, (dev / "dev").read_text().strip()
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _own_cgroup(controller: str | None) -> str:
@@ -275,10 +292,9 @@ def _own_cgroup(controller: str | None) -> str:
 
 
 @contextlib.contextmanager
-def read_throttle(directory: Path, bps: int) -> Iterator[tuple[str, str]]:
-    """A fresh cgroup capping reads from ``directory``'s disk at ``bps``: (its dir, our own cgroup dir)."""
-    disk = _whole_disk(directory)
-    name = f"tbio_slowfs_{os.getpid()}_{next(_serial)}"
+def read_throttle(disk: str, bps: int) -> Iterator[tuple[str, str]]:
+    """A fresh cgroup capping reads from the disk ``disk`` (MAJ:MIN) at ``bps``: (its dir, our own cgroup dir)."""
+    name = f"tbio_slowfs_{os.getpid()}_{next(_cgroup_serial)}"
     v1 = Path("/sys/fs/cgroup/blkio")
     v2 = Path("/sys/fs/cgroup")
     try:
@@ -294,6 +310,8 @@ def read_throttle(directory: Path, bps: int) -> Iterator[tuple[str, str]]:
         else:
             raise OSError("no blkio (v1) or io (v2) cgroup controller")
     except OSError as exc:
+        with contextlib.suppress(OSError, UnboundLocalError):
+            group.rmdir()          # created before the write that failed
         pytest.fail(f"cannot cap the disk's read bandwidth with a cgroup ({exc}): slow-filesystem needs "
                     "root and the cgroup blkio/io controller to make a disk honestly slow (see docs/findings.md)")
     try:
@@ -316,22 +334,18 @@ def test_slow_filesystem_on_real_pipeline(tmp_path: Path) -> None:
     """One capture reading TFRecord shards from a throttled, cold disk and from tmpfs: the disk's
     mount is named slow, with bandwidths that match the trace; the warm twin (same files, same
     mounts, disk shards in the page cache) has no slow-filesystem."""
-    disk_dir = tmp_path / "disk"
-    disk_dir.mkdir()
-    shm_dir = Path("/dev/shm") / f"tbio_slowfs_{os.getpid()}_{next(_serial)}"
-    shm_dir.mkdir()
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    try:
-        with read_throttle(disk_dir, THROTTLE_BPS) as (group, home):
+    with disk_directory(tmp_path) as (disk_dir, disk), \
+            tempfile.TemporaryDirectory(prefix="tbio_slowfs_", dir="/dev/shm") as shm:
+        shm_dir = Path(shm)
+        with read_throttle(disk, THROTTLE_BPS) as (group, home):
             env.update(TBIO_TEST_CGROUP=group, TBIO_TEST_CGROUP_HOME=home)
             proc = subprocess.run([sys.executable, str(SCRIPTS / "slowfs_pipelines.py"), str(disk_dir), str(shm_dir),
                                    str(tmp_path), "cold", "warm"], capture_output=True, text=True, timeout=300, env=env)
         assert proc.returncode == 0, proc.stderr[-4000:]
         res = json.loads((tmp_path / "result.json").read_text())
-    finally:
-        for p in shm_dir.iterdir():
-            p.unlink()
-        shm_dir.rmdir()
+        mounts = MountTable(read_mountinfo())
+        disk_fs, shm_fs = mounts.lookup(str(disk_dir)), mounts.lookup(str(shm_dir))
     probe, data = res["probe"], res["data"]
     mib = {k: round(v / MiB) for k, v in probe.items()}
     # first: is the disk, cold and capped, really much slower than tmpfs here? (no vacuous pass)
@@ -339,8 +353,6 @@ def test_slow_filesystem_on_real_pipeline(tmp_path: Path) -> None:
         f"the capped cold disk is not slower than tmpfs on this machine (MiB/s: {mib}): the throttle did not act"
     assert probe["disk_warm"] > 4 * probe["disk_cold"], f"page-cache eviction had no effect (MiB/s: {mib})"
 
-    mounts = MountTable(read_mountinfo())
-    disk_fs, shm_fs = mounts.lookup(str(disk_dir)), mounts.lookup(str(shm_dir))
     assert disk_fs.mount_point != shm_fs.mount_point and shm_fs.fs_type == "tmpfs", (disk_fs, shm_fs)
     full = data["size"] // data["buffer"]            # full 256 KiB reads per shard
     large = 4 * full
