@@ -232,6 +232,8 @@ def test_findings_on_real_pipelines(tmp_path: Path, group: str) -> None:
         try:
             assert a is not None
             json.dumps(a.to_dict())                      # JSON-ready
+            # the file read column-wise gives what the parsed protobuf space gives
+            assert a.to_dict() == analyze(load_xspace(res["runs"][name]["xplane"])).to_dict()
             ids = set(a.ids)
             assert must <= ids, f"missing {must - ids}"
             banned = (ids - must) if absent is None else (ids & absent)
