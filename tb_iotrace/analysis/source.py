@@ -115,7 +115,8 @@ def _slim_host(pd, data) -> XPlane:
 def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
     """(slim XSpace, I/O trace or None) of a capture file; see the module docstring.
     Raises :class:`tb_iotrace.xplane.XPlaneError` for a file that cannot be read."""
-    from ..plugin.decode import decode_xspace   # the columnar decoder (no TensorBoard import)
+    # the columnar decoder; its package imports tensorboard (a dependency), hence not at module level
+    from ..plugin.decode import decode_xspace
 
     defaults = [_DEFAULTS.get(name, 0) for name in EVENT_STATS]
     sd = decode_xspace(path, stats_for=lambda plane, meta, line: line.name.startswith(LINE_PREFIX)
