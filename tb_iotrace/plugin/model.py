@@ -37,7 +37,10 @@ from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, ST
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
 from .decode import PlaneData, SpaceData, decode_xspace, event_stats
 
-STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: 0, STAT_RETURNED: 0,
+# bytes_requested is written only where it differs from bytes_returned (tb_iotrace.io/2):
+# decoded with this marker where absent, then filled in from bytes_returned.
+REQUESTED_ABSENT = -(1 << 63)
+STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: REQUESTED_ABSENT, STAT_RETURNED: 0,
                        STAT_FD: -1, STAT_ERRNO: 0}[name] for name in EVENT_STATS)
 MAX_FILE_LANES = 48
 MAX_ROWS = 24
@@ -513,6 +516,14 @@ def _io_info(plane: PlaneData) -> dict[str, Any] | None:
     return None
 
 
+def _requested(requested: np.ndarray, returned: np.ndarray) -> np.ndarray:
+    """bytes_requested with the absent ones (== bytes_returned, see REQUESTED_ABSENT) filled in."""
+    absent = requested == REQUESTED_ABSENT
+    if absent.any():
+        requested[absent] = returned[absent]
+    return requested
+
+
 def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct ids, code of each) like np.unique(return_inverse=True), in O(n) with
     a dense table when the ids are small non-negative integers (metadata ids are)."""
@@ -594,10 +605,12 @@ def _io_table(parts, info) -> IoTable:
         empty = paths.index("")
         path_code = np.where(path_code == empty, -1, path_code - (path_code > empty)).astype(np.int32)
         paths.pop(empty)
+    returned = stat(STAT_RETURNED)
     is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
     is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
     return IoTable(start=start, end=end, op=op_code.reshape(-1).astype(np.int16), path=path_code,
-                   offset=stat(STAT_OFFSET), requested=stat(STAT_REQUESTED), returned=stat(STAT_RETURNED),
+                   offset=stat(STAT_OFFSET), requested=_requested(stat(STAT_REQUESTED), returned),
+                   returned=returned,
                    fd=stat(STAT_FD).astype(np.int32), errno=stat(STAT_ERRNO).astype(np.int32), tid=tid,
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)
 

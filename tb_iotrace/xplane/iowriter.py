@@ -79,10 +79,13 @@ import numpy as np
 
 from . import _wire
 from ._proto import XLine, XPlane, XSpace
-from .iotrace import IoTrace, ThreadInfo
+from .iotrace import IoTrace, Labels, ThreadInfo
 from .reader import HOST_PLANE, find_plane, load_xspace, profile_start_ns
 
-FORMAT = "tb_iotrace.io/1"
+FORMAT = "tb_iotrace.io/2"
+# Records this reader understands: /1 wrote bytes_requested on every event, /2 only where it
+# differs from bytes_returned; reading "absent" as "== bytes_returned" is right for both.
+READ_FORMATS = ("tb_iotrace.io/1", FORMAT)
 IO_STAT = "tb_iotrace.io"
 LINE_PREFIX = "I/O "
 DEFAULT_MAX_EVENTS = 1_000_000
@@ -145,15 +148,60 @@ def _factorize(values: np.ndarray) -> tuple[list, np.ndarray]:
     return list(table), remap[inv.reshape(-1)]
 
 
+def _factorize_labels(labels: Labels) -> tuple[list, np.ndarray]:
+    """(distinct names used, code per row) of a Labels column: unused names dropped, equal
+    names merged (two file records may share a path), no per-row Python object."""
+    if not len(labels):
+        return [], np.zeros(0, dtype=np.int64)
+    used = np.flatnonzero(np.bincount(labels.codes, minlength=len(labels.names)))
+    table: dict = {}
+    remap = np.zeros(len(labels.names), dtype=np.int64)
+    for j in used.tolist():
+        remap[j] = table.setdefault(labels.names[j], len(table))
+    return list(table), remap[labels.codes]
+
+
+def _factorize_column(trace: IoTrace, name: str) -> tuple[list, np.ndarray]:
+    labels = trace.labels(name)
+    return _factorize_labels(labels) if labels is not None else _factorize(getattr(trace, name))
+
+
+def _small_int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) for int values; O(n) through a dense table
+    when they are small non-negative numbers (OS thread ids are below 2**22)."""
+    if len(values) and 0 <= int(values.min()) and int(values.max()) < (1 << 23):
+        present = np.zeros(int(values.max()) + 1, dtype=bool)
+        present[values] = True
+        uniq = np.flatnonzero(present)
+        lut = np.cumsum(present, dtype=np.int64) - 1
+        return uniq.astype(values.dtype), lut[values]
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
+def _is_sorted_by(line_of: np.ndarray, start_ns: np.ndarray) -> bool:
+    """Rows already ordered by (line, start time)? (A capture's are: thread by thread, each
+    in call order, threads in tid order or not.)"""
+    if len(line_of) < 2:
+        return True
+    dl = np.diff(line_of)
+    return bool((dl >= 0).all() and ((dl > 0) | (np.diff(start_ns) >= 0)).all())
+
+
 @dataclass
 class _Encoded:
     """An I/O trace turned into host-plane additions (nothing applied yet)."""
 
-    lines_blob: bytes  # serialized XPlane.lines entries (field 3), ready to append
+    lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes-like)
     event_metadata: dict[int, str]  # new XEventMetadata id -> name
     stat_metadata: dict[int, str]  # new XStatMetadata id -> name
     info: dict[str, Any]  # the JSON record (see _info_json)
     num_events: int
+
+    @property
+    def lines_blob(self) -> bytes:
+        """The XPlane.lines entries as one byte string, ready to append to a plane."""
+        return b"".join(self.lines_chunks)
 
 
 def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
@@ -166,6 +214,95 @@ def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, 
     rows.parts.append((size[:, None], rows._present(np.ones(len(size), dtype=np.int64), present)))
     rows.const(head, present)
     rows.parts.append((mat, rows._present(lengths, present)))
+
+
+@dataclass
+class EventColumns:
+    """The I/O events of the lines being written, in file order, as int64 columns.
+
+    ``path_ref`` is the XStatMetadata id of the interned path (0: none); ``offset``/``fd``
+    are -1 and ``errno`` 0 when absent."""
+
+    metadata_id: np.ndarray
+    offset_ps: np.ndarray
+    duration_ps: np.ndarray
+    path_ref: np.ndarray
+    offset: np.ndarray
+    requested: np.ndarray
+    returned: np.ndarray
+    fd: np.ndarray
+    errno: np.ndarray
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.metadata_id)
+
+    def slice(self, a: int, b: int) -> "EventColumns":
+        return EventColumns(*(getattr(self, name)[a:b] for name in self.__dataclass_fields__))
+
+
+def encode_events_numpy(ev: EventColumns, stat_ids: tuple[int, ...]) -> bytes:
+    """XLine.events entries for ``ev`` (field 4 each), encoded column-wise with NumPy.
+
+    ``stat_ids``: XStatMetadata ids of the stats in :data:`EVENT_STATS` order. Layout
+    (the native ``tbio_encode_io_events`` writes the same bytes): metadata_id,
+    offset_ps, duration_ps, then the stats ``path`` (ref, when != 0), ``offset``
+    (when != -1), ``bytes_requested`` (when it differs from ``bytes_returned``),
+    ``bytes_returned``, ``fd`` (when != -1), ``errno`` (when != 0)."""
+    sid = dict(zip(EVENT_STATS, stat_ids))
+    rows = _wire.Rows(len(ev))
+    rows.varint_field(1, ev.metadata_id)
+    rows.varint_field(2, ev.offset_ps)
+    rows.varint_field(3, ev.duration_ps)
+    _int_stat(rows, sid[STAT_PATH], 7, ev.path_ref, ev.path_ref != 0)
+    _int_stat(rows, sid[STAT_OFFSET], 4, ev.offset, ev.offset != -1)
+    _int_stat(rows, sid[STAT_REQUESTED], 4, ev.requested, ev.requested != ev.returned)
+    _int_stat(rows, sid[STAT_RETURNED], 4, ev.returned)
+    _int_stat(rows, sid[STAT_FD], 4, ev.fd, ev.fd != -1)
+    _int_stat(rows, sid[STAT_ERRNO], 4, ev.errno, ev.errno != 0)
+    return rows.wrap(4).finish().data.tobytes()
+
+
+def _native_lib() -> Any:
+    """(ffi, lib) of the native module, or None where it is not built (readers, plugin)."""
+    try:
+        from .._ffi import NativeError, native
+    except ImportError:  # pragma: no cover - the package is always importable
+        return None
+    try:
+        return native()
+    except NativeError:
+        return None
+
+
+def encode_events_native(ev: EventColumns, stat_ids: tuple[int, ...]) -> bytearray:
+    """The bytes of :func:`encode_events_numpy`, written by the native module (~100x faster).
+    Raises RuntimeError when the native module is not available."""
+    found = _native_lib()
+    if found is None:
+        raise RuntimeError("the tb_iotrace native module is not available")
+    ffi, lib = found
+    n = len(ev)
+    if n == 0:
+        return bytearray()
+    cols = [ffi.from_buffer("int64_t[]", getattr(ev, name)) for name in ev.__dataclass_fields__]
+    sids = ffi.new("int64_t[]", [int(s) for s in stat_ids])
+    size = int(lib.tbio_encode_io_events(n, *cols, sids, ffi.NULL, 0))
+    out = bytearray(size)
+    got = int(lib.tbio_encode_io_events(n, *cols, sids, ffi.from_buffer("uint8_t[]", out), size))
+    if got != size:
+        raise RuntimeError(f"tbio_encode_io_events wrote {got} bytes, sized {size}")
+    return out
+
+
+def encode_events(ev: EventColumns, stat_ids: tuple[int, ...]) -> bytes | bytearray:
+    """:func:`encode_events_native` where the native module is built, else the NumPy path."""
+    if len(ev) and _native_lib() is not None:
+        return encode_events_native(ev, stat_ids)
+    return encode_events_numpy(ev, stat_ids)
 
 
 def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int) -> _Encoded:
@@ -206,8 +343,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         for v in (ln.id, ln.display_id):
             taken.update((v, v & 0xFFFFFFFF, ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000))
     host_by_id = {ln.id: ln for ln in existing_lines}
-    tids, line_of = np.unique(trace_kept.tid, return_inverse=True)
-    line_of = line_of.reshape(-1)
+    tids, line_of = _small_int_codes(trace_kept.tid)
     lines_info = []
     next_id = 1
     for tid in tids.tolist():
@@ -232,7 +368,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         next_id += 1
 
     # Event metadata: one per call name.
-    ops, op_code = _factorize(trace_kept.op)
+    ops, op_code = _factorize_column(trace_kept, "op")
     event_md: dict[int, str] = {}
     exact_ops: dict[str, str] = {}
     for k, op in enumerate(ops):
@@ -243,7 +379,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
     md_id = op_code + md_base
 
     # Interned paths: a new XStatMetadata per distinct non-empty path.
-    paths, path_code = _factorize(trace_kept.path)
+    paths, path_code = _factorize_column(trace_kept, "path")
     path_sid = np.zeros(len(paths), dtype=np.int64)
     exact_paths: dict[str, str] = {}
     for k, p in enumerate(paths):
@@ -258,49 +394,45 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
             exact_paths[text] = p
     ref = path_sid[path_code] if n else np.zeros(0, dtype=np.int64)
 
-    # Order: by line, then start time.
-    order = np.lexsort((trace_kept.start_ns, line_of))
-    line_sorted = line_of[order]
-    rel_ns = trace_kept.start_ns[order] - np.int64(start_ns)
+    # Order: by line, then start time (a capture's rows usually are already).
+    start = trace_kept.start_ns
+    if _is_sorted_by(line_of, start):
+        def col(a: np.ndarray) -> np.ndarray:
+            return a
+        line_sorted = line_of
+    else:
+        order = np.lexsort((start, line_of))
+
+        def col(a: np.ndarray) -> np.ndarray:
+            return a[order]
+        line_sorted = line_of[order]
+    rel_ns = col(start) - np.int64(start_ns)
     counts = np.bincount(line_sorted, minlength=len(tids))
     first = np.cumsum(counts) - counts
     line_ts = rel_ns[first] if n else np.zeros(0, dtype=np.int64)
-    offset_ps = (rel_ns - line_ts[line_sorted]) * np.int64(1000)
-    dur_ps = np.maximum(trace_kept.end_ns[order] - trace_kept.start_ns[order], 0) * np.int64(1000)
+    offset_ps = (rel_ns - np.repeat(line_ts, counts)) * np.int64(1000)
+    dur_ps = np.maximum(col(trace_kept.end_ns) - col(start), 0) * np.int64(1000)
 
-    off = trace_kept.offset[order]
-    fd = trace_kept.fd[order].astype(np.int64)
-    err = trace_kept.errno[order].astype(np.int64)
-    ref = ref[order]
-    rows = _wire.Rows(n)
-    rows.varint_field(1, md_id[order])
-    rows.varint_field(2, offset_ps)
-    rows.varint_field(3, dur_ps)
-    _int_stat(rows, sids[STAT_PATH], 7, ref, ref != 0)
-    _int_stat(rows, sids[STAT_OFFSET], 4, off, off != -1)
-    _int_stat(rows, sids[STAT_REQUESTED], 4, trace_kept.requested[order])
-    _int_stat(rows, sids[STAT_RETURNED], 4, trace_kept.returned[order])
-    _int_stat(rows, sids[STAT_FD], 4, fd, fd != -1)
-    _int_stat(rows, sids[STAT_ERRNO], 4, err, err != 0)
-    entries = rows.wrap(4).finish()  # XLine.events entries
-    ends = entries.ends()
-    data = entries.data
-    blob = bytearray()
+    events = EventColumns(
+        metadata_id=col(md_id), offset_ps=offset_ps, duration_ps=dur_ps, path_ref=col(ref),
+        offset=col(trace_kept.offset), requested=col(trace_kept.requested),
+        returned=col(trace_kept.returned), fd=col(trace_kept.fd), errno=col(trace_kept.errno))
+    stat_ids = tuple(sids[name] for name in EVENT_STATS)
+    chunks: list = []
     for i, li in enumerate(lines_info):
         a = int(first[i])
         b = a + int(counts[i])
-        lo = int(ends[a - 1]) if a else 0
-        hi = int(ends[b - 1]) if b else lo
         header = XLine(id=li["line_id"], display_id=li["display_id"], name=li["name"],
                        display_name=li["name"], timestamp_ns=int(line_ts[i])).SerializeToString()
-        body = data[lo:hi].tobytes()
+        body = encode_events(events.slice(a, b), stat_ids)
         li["num_events"] = int(counts[i])
         li["t0_ns"] = int(line_ts[i]) + int(start_ns)
-        blob += _wire.len_field_bytes(3, header + body)  # XPlane.lines
+        # XPlane.lines entry: tag, length, the line's own fields, its events
+        chunks += [_wire.tag(3, _wire.WT_LEN) + _wire.varint_bytes(len(header) + len(body)), header, body]
 
     info = _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats,
                       sids, exact_ops, exact_paths)
-    return _Encoded(bytes(blob), event_md, new_stats, info, n)
+    return _Encoded(chunks, event_md, new_stats, info, n)
 
 
 def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats, sids,
@@ -376,7 +508,7 @@ def _find_io_record(space) -> tuple[Any, int, dict[str, Any]] | None:
                     info = json.loads(stat.bytes_value.decode("utf-8"))
                 except (UnicodeDecodeError, ValueError):
                     continue
-                if isinstance(info, dict) and info.get("format") == FORMAT:
+                if isinstance(info, dict) and info.get("format") in READ_FORMATS:
                     return plane, i, info
     return None
 
@@ -462,8 +594,10 @@ def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
     plane.id = 0
     plane.name = plane_name
     _apply_metadata(plane, enc)
-    body = plane.SerializeToString() + enc.lines_blob   # repeated field 3 may come last
-    return _wire.len_field_bytes(1, body)               # XSpace.planes
+    head = plane.SerializeToString()   # repeated field 3 (lines) may come last
+    size = len(head) + sum(len(c) for c in enc.lines_chunks)
+    # one XSpace.planes entry, joined in one copy
+    return b"".join([_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size), head, *enc.lines_chunks])
 
 
 @dataclass
@@ -514,10 +648,11 @@ def merge_into_capture(xplane_path: str | os.PathLike, trace: IoTrace, *,
     host_index = next(i for i, p in enumerate(space.planes) if p.name == HOST_PLANE)
     for i, plane in enumerate(space.planes):
         raw = plane.SerializeToString()
-        if i == host_index:
-            raw += enc.lines_blob
-        chunks.append(_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(len(raw)))
+        extra = enc.lines_chunks if i == host_index else []
+        size = len(raw) + sum(len(c) for c in extra)
+        chunks.append(_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size))
         chunks.append(raw)
+        chunks.extend(extra)
     _atomic_write(path, chunks)
 
     removed = []
@@ -595,6 +730,7 @@ def read_io_data(space) -> IoTrace | None:
         vals = np.zeros((6, m), dtype=np.int64)
         vals[1] = -1
         vals[4] = -1
+        has_req = np.zeros(m, dtype=bool)
         for i, ev in enumerate(ln.events):
             mid[i] = ev.metadata_id
             off_ps[i] = ev.offset_ps
@@ -603,6 +739,9 @@ def read_io_data(space) -> IoTrace | None:
                 kind = kind_of.get(st.metadata_id)
                 if kind is not None:
                     vals[kind, i] = st.ref_value if kind == 0 else st.int64_value
+                    if kind == 2:
+                        has_req[i] = True
+        vals[2] = np.where(has_req, vals[2], vals[3])  # absent: == bytes_returned
         rel = off_ps // 1000
         start = rel - (rel.min() if m else 0) + int(li["t0_ns"])
         parts.append((li["tid"], mid, start, start + dur_ps // 1000, vals))

@@ -440,7 +440,9 @@ def test_io_lines_layout():
     # stats of the first event: only what applies
     i = int(order[0])
     stats = host.event_stats(ln, 0)
-    expected = {"bytes_requested": int(rows.requested[i]), "bytes_returned": int(rows.returned[i])}
+    expected = {"bytes_returned": int(rows.returned[i])}
+    if rows.requested[i] != rows.returned[i]:   # else left out (tb_iotrace.io/2)
+        expected["bytes_requested"] = int(rows.requested[i])
     if rows.path[i]:
         expected["path"] = rows.path[i].encode("utf-8", "backslashreplace").decode()
     if rows.offset[i] != -1:
@@ -573,8 +575,9 @@ def test_merge_into_cpu_capture_and_viewers(tmp_path, cpu_capture):
 
 
 def test_encoding_200k_events_is_fast():
-    """The writer's hot path (numpy, no per-event protobuf objects): 200k events here to keep
-    the suite quick; about 1.5-3 s for 1M on the dev machine."""
+    """The writer's hot path (no per-event protobuf objects; the native encoder where built,
+    see test_encode_native.py): 200k events here to keep the suite quick; about 0.2 s for 1M
+    on the dev machine with the native module, 1.5-3 s with numpy alone."""
     trace = make_trace(200_000, T0, nthreads=4)
     t = time.perf_counter()
     enc = iowriter._encode(trace, None, T0, iowriter.DEFAULT_MAX_EVENTS)
