@@ -179,6 +179,34 @@ def _small_int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
+def _kind_name(op: str, path: str, fd: int) -> str:
+    """XEventMetadata name of an event kind: ``"pread64 /data/x.bin (fd 5)"``, ``"open
+    /data/x.bin"``, ``"close (fd 5)"``, ``"sync"``. TensorFlow merges event metadata by
+    name, so it must differ per (call, path, fd); the metadata's display_name is the call."""
+    name = op
+    if path:
+        name += " " + path
+    if fd != -1:
+        name += f" (fd {fd})"
+    return name
+
+
+def _run_factorize(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sorted distinct keys, code per row) like np.unique(return_inverse=True), in O(n) when
+    equal keys come in runs (an I/O trace: one thread reading one file)."""
+    if not len(key):
+        return key[:0], np.zeros(0, dtype=np.int64)
+    starts = np.concatenate(([0], np.flatnonzero(key[1:] != key[:-1]) + 1))
+    uniq, inv = np.unique(key[starts], return_inverse=True)
+    return uniq, np.repeat(inv.reshape(-1), np.diff(np.append(starts, len(key))))
+
+
+def event_kinds(info: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
+    """{XEventMetadata name: (call, path, fd)} of a ``tb_iotrace.io`` record (empty for
+    format /1, whose metadata names are the calls and path/fd are event stats)."""
+    return {str(k): (str(v[0]), str(v[1]), int(v[2])) for k, v in (info.get("event_kinds") or {}).items()}
+
+
 def _is_sorted_by(line_of: np.ndarray, start_ns: np.ndarray) -> bool:
     """Rows already ordered by (line, start time)? (A capture's are: thread by thread, each
     in call order, threads in tid order or not.)"""
@@ -193,7 +221,7 @@ class _Encoded:
     """An I/O trace turned into host-plane additions (nothing applied yet)."""
 
     lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes-like)
-    event_metadata: dict[int, str]  # new XEventMetadata id -> name
+    event_metadata: dict[int, tuple[str, str]]  # new XEventMetadata id -> (name, display_name)
     stat_metadata: dict[int, str]  # new XStatMetadata id -> name
     info: dict[str, Any]  # the JSON record (see _info_json)
     num_events: int
@@ -367,32 +395,8 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         })
         next_id += 1
 
-    # Event metadata: one per call name.
     ops, op_code = _factorize_column(trace_kept, "op")
-    event_md: dict[int, str] = {}
-    exact_ops: dict[str, str] = {}
-    for k, op in enumerate(ops):
-        text, exact = _safe_text(op)
-        event_md[md_base + k] = text
-        if not exact:
-            exact_ops[text] = op
-    md_id = op_code + md_base
-
-    # Interned paths: a new XStatMetadata per distinct non-empty path.
     paths, path_code = _factorize_column(trace_kept, "path")
-    path_sid = np.zeros(len(paths), dtype=np.int64)
-    exact_paths: dict[str, str] = {}
-    for k, p in enumerate(paths):
-        if p == "":
-            continue
-        text, exact = _safe_text(p)
-        sid = sd_next
-        sd_next += 1
-        new_stats[sid] = text
-        path_sid[k] = sid
-        if not exact:
-            exact_paths[text] = p
-    ref = path_sid[path_code] if n else np.zeros(0, dtype=np.int64)
 
     # Order: by line, then start time (a capture's rows usually are already).
     start = trace_kept.start_ns
@@ -406,6 +410,23 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         def col(a: np.ndarray) -> np.ndarray:
             return a[order]
         line_sorted = line_of[order]
+    # Event metadata: one per event kind, i.e. distinct (call, path, fd); see _kind_name.
+    fd_col = col(trace_kept.fd).astype(np.int64)
+    key = (((col(op_code) * max(len(paths), 1) + col(path_code)) << 32) | (fd_col & 0xFFFFFFFF))
+    kind_keys, kind_code = _run_factorize(key)
+    event_md: dict[int, tuple[str, str]] = {}
+    kinds: dict[str, list] = {}
+    for j, k in enumerate(kind_keys.tolist()):
+        combo, fd_u = k >> 32, k & 0xFFFFFFFF
+        op, path = ops[combo // max(len(paths), 1)], paths[combo % max(len(paths), 1)]
+        fd = fd_u - (1 << 32) if fd_u >> 31 else fd_u
+        name = base = _safe_text(_kind_name(op, path, fd))[0]
+        dup = 1
+        while name in kinds:   # a path that itself ends like " (fd N)"
+            dup += 1
+            name = f"{base} #{dup}"
+        kinds[name] = [op, path, fd]
+        event_md[md_base + j] = (name, _safe_text(op)[0])
     rel_ns = col(start) - np.int64(start_ns)
     counts = np.bincount(line_sorted, minlength=len(tids))
     first = np.cumsum(counts) - counts
@@ -413,10 +434,11 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
     offset_ps = (rel_ns - np.repeat(line_ts, counts)) * np.int64(1000)
     dur_ps = np.maximum(col(trace_kept.end_ns) - col(start), 0) * np.int64(1000)
 
-    events = EventColumns(
-        metadata_id=col(md_id), offset_ps=offset_ps, duration_ps=dur_ps, path_ref=col(ref),
+    none = np.zeros(n, dtype=np.int64)
+    events = EventColumns(   # path and fd are in the event's metadata (kind), not in its stats
+        metadata_id=kind_code + md_base, offset_ps=offset_ps, duration_ps=dur_ps, path_ref=none,
         offset=col(trace_kept.offset), requested=col(trace_kept.requested),
-        returned=col(trace_kept.returned), fd=col(trace_kept.fd), errno=col(trace_kept.errno))
+        returned=col(trace_kept.returned), fd=none - 1, errno=col(trace_kept.errno))
     stat_ids = tuple(sids[name] for name in EVENT_STATS)
     chunks: list = []
     for i, li in enumerate(lines_info):
@@ -430,13 +452,13 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         # XPlane.lines entry: tag, length, the line's own fields, its events
         chunks += [_wire.tag(3, _wire.WT_LEN) + _wire.varint_bytes(len(header) + len(body)), header, body]
 
-    info = _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats,
-                      sids, exact_ops, exact_paths)
+    info = _info_json(trace, start_ns, capped, max_events, n, lines_info,
+                      {k: v[0] for k, v in event_md.items()}, new_stats, sids, kinds)
     return _Encoded(chunks, event_md, new_stats, info, n)
 
 
 def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats, sids,
-               exact_ops, exact_paths) -> dict[str, Any]:
+               kinds) -> dict[str, Any]:
     """The ``tb_iotrace.io`` plane stat (JSON). Keys:
 
     format            "tb_iotrace.io/1"
@@ -454,8 +476,11 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     stat_ids          {stat name: XStatMetadata id} used by the events when written
     added_event_metadata, added_stat_metadata   {id: name} this merge created (removed on
                       re-merge while the ids still hold those names)
-    exact_ops, exact_paths   {stored text: original str} for names that are not valid UTF-8
-                      (stored with backslash escapes), so read_io_data returns them exactly
+    event_kinds       {XEventMetadata name: [call, path, fd]} of every event kind written
+                      (call and path exactly, also when not valid UTF-8: the stored name
+                      then has backslash escapes)
+    exact_ops, exact_paths   (format /1 only) {stored text: original str} for names that are
+                      not valid UTF-8
 
     Readers go by names (stat names, line names), not by the ids above: TensorFlow's
     pluggable-profiler path merges our plane into /host:CPU and renumbers metadata.
@@ -474,18 +499,18 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
         "stat_ids": {k: int(v) for k, v in sids.items()},
         "added_event_metadata": {str(k): v for k, v in sorted(event_md.items())},
         "added_stat_metadata": {str(k): v for k, v in sorted(new_stats.items())},
-        "exact_ops": exact_ops,
-        "exact_paths": exact_paths,
+        "event_kinds": kinds,
         "mounts": str(getattr(trace, "mounts", "") or ""),
         "counters": trace.counters,
     }
 
 
 def _apply_metadata(plane: XPlane, enc: _Encoded) -> None:
-    for k, name in enc.event_metadata.items():
+    for k, (name, display) in enc.event_metadata.items():
         md = plane.event_metadata[k]
         md.id = k
         md.name = name
+        md.display_name = display
     for k, name in enc.stat_metadata.items():
         md = plane.stat_metadata[k]
         md.id = k
@@ -757,10 +782,14 @@ def read_io_data(space) -> IoTrace | None:
 
     if parts:
         vals = np.concatenate([p[4] for p in parts], axis=1)
+        # event metadata name -> (call, path, fd): format /2 kinds, else the name is the call
+        op, md_path, md_fd = _kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
+                                           event_kinds(info), exact_ops)
+        ref_path = names(vals[0], plane.stat_metadata, exact_paths)
         trace = IoTrace(
-            op=names(np.concatenate([p[1] for p in parts]), plane.event_metadata, exact_ops),
-            path=names(vals[0], plane.stat_metadata, exact_paths),
-            offset=vals[1], requested=vals[2], returned=vals[3], fd=vals[4], errno=vals[5],
+            op=op, path=np.where(vals[0] != 0, ref_path, md_path),
+            offset=vals[1], requested=vals[2], returned=vals[3],
+            fd=np.where(vals[4] != -1, vals[4], md_fd), errno=vals[5],
             start_ns=np.concatenate([p[2] for p in parts]),
             end_ns=np.concatenate([p[3] for p in parts]),
             tid=np.concatenate([np.full(len(p[1]), p[0], dtype=np.int64) for p in parts]))
@@ -771,6 +800,23 @@ def read_io_data(space) -> IoTrace | None:
     trace.counters = list(info.get("counters", []))
     trace.mounts = str(info.get("mounts", ""))
     return trace
+
+
+def _kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int]],
+                  exact_ops: dict[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(call, path, fd) per event from its XEventMetadata (object, object, int64 arrays): a
+    format /2 kind, else (format /1) the metadata name is the call."""
+    uniq, inv = np.unique(mids, return_inverse=True)
+    op = np.empty(len(uniq), dtype=object)
+    path = np.empty(len(uniq), dtype=object)
+    fd = np.full(len(uniq), -1, dtype=np.int64)
+    for j, k in enumerate(uniq.tolist()):
+        md = table.get(k)
+        text = md.name if md is not None else ""
+        kind = kinds.get(text)
+        op[j], path[j], fd[j] = kind if kind is not None else (exact_ops.get(text, text), "", -1)
+    inv = inv.reshape(-1)
+    return op[inv], path[inv], fd[inv]
 
 
 def read_io_info(space) -> dict[str, Any] | None:

@@ -434,24 +434,33 @@ def test_io_lines_layout():
     ln = io_lines[0]
     rows = trace.take(trace.tid == 4000)
     order = np.argsort(rows.start_ns, kind="stable")
-    assert host.event_names(ln).tolist() == rows.op[order].tolist()
+    # the viewer shows the call (display_name); the metadata name is the event kind
+    # (call, path, fd), which the record maps back
+    assert host.event_display_names(ln).tolist() == [
+        o.encode("utf-8", "backslashreplace").decode() for o in rows.op[order].tolist()]
+    kinds = iowriter.event_kinds(X.read_io_info(space))
+    assert [kinds[k] for k in host.event_names(ln).tolist()] == list(zip(
+        rows.op[order].tolist(), rows.path[order].tolist(), rows.fd[order].tolist()))
+    assert len(set(kinds.values())) == len(kinds)
     np.testing.assert_array_equal(ln.start_ps, (rows.start_ns[order] - T0) * 1000)
     np.testing.assert_array_equal(ln.duration_ps, (rows.end_ns - rows.start_ns)[order] * 1000)
-    # stats of the first event: only what applies
-    i = int(order[0])
-    stats = host.event_stats(ln, 0)
-    expected = {"bytes_returned": int(rows.returned[i])}
-    if rows.requested[i] != rows.returned[i]:   # else left out (tb_iotrace.io/2)
-        expected["bytes_requested"] = int(rows.requested[i])
-    if rows.path[i]:
-        expected["path"] = rows.path[i].encode("utf-8", "backslashreplace").decode()
-    if rows.offset[i] != -1:
-        expected["offset"] = int(rows.offset[i])
-    if rows.fd[i] != -1:
-        expected["fd"] = int(rows.fd[i])
-    if rows.errno[i]:
-        expected["errno"] = int(rows.errno[i])
-    assert stats == expected
+    # stats of the first events: only what applies (path and fd are in the kind's name)
+    for j in range(20):
+        i = int(order[j])
+        stats = host.event_stats(ln, j)
+        expected = {"bytes_returned": int(rows.returned[i])}
+        if rows.requested[i] != rows.returned[i]:   # else left out (tb_iotrace.io/2)
+            expected["bytes_requested"] = int(rows.requested[i])
+        if rows.offset[i] != -1:
+            expected["offset"] = int(rows.offset[i])
+        if rows.errno[i]:
+            expected["errno"] = int(rows.errno[i])
+        assert stats == expected
+        name = host.event_names(ln)[j]
+        assert name.startswith(rows.op[i].encode("utf-8", "backslashreplace").decode())
+        if rows.path[i]:
+            assert rows.path[i].encode("utf-8", "backslashreplace").decode() in name
+        assert name.endswith(f" (fd {rows.fd[i]})") == (rows.fd[i] != -1)
     # metadata ids we added are above the existing ones
     assert min(map(int, X.read_io_info(space)["added_event_metadata"])) > old_max_md
 
@@ -528,7 +537,11 @@ def test_merge_into_gpu_capture_and_viewers(tmp_path):
         first = min(io, key=lambda e: e["ts"])
         assert first["ts"] == pytest.approx((ref.start_ns.min() - T0) / 1000, abs=1e-3)
         if tool == "trace_viewer":  # the older viewer returns the event stats as args
-            assert set(first["args"]) <= {"path", "offset", "bytes_requested", "bytes_returned", "fd", "errno"}
+            assert set(first["args"]) <= {"long_name", "offset", "bytes_requested", "bytes_returned", "errno"}
+            assert "bytes_returned" in first["args"]
+            i = int(np.argmin(ref.start_ns))   # its path and fd are in long_name (the kind)
+            assert first["args"]["long_name"] == iowriter._safe_text(
+                iowriter._kind_name(ref.op[i], ref.path[i], int(ref.fd[i])))[0]
 
     # merging again replaces, it does not add
     trace2 = make_trace(50, T0 + 140_000_000, nthreads=1, seed=3)
