@@ -221,7 +221,7 @@ class _Encoded:
     """An I/O trace turned into host-plane additions (nothing applied yet)."""
 
     lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes-like)
-    event_metadata: dict[int, tuple[str, str]]  # new XEventMetadata id -> (name, display_name)
+    event_metadata: dict[int, tuple[str, str, str, int]]  # new XEventMetadata id -> (name, display_name, path, fd)
     stat_metadata: dict[int, str]  # new XStatMetadata id -> name
     info: dict[str, Any]  # the JSON record (see _info_json)
     num_events: int
@@ -426,7 +426,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
             dup += 1
             name = f"{base} #{dup}"
         kinds[name] = [op, path, fd]
-        event_md[md_base + j] = (name, _safe_text(op)[0])
+        event_md[md_base + j] = (name, _safe_text(op)[0], _safe_text(path)[0], fd)
     rel_ns = col(start) - np.int64(start_ns)
     counts = np.bincount(line_sorted, minlength=len(tids))
     first = np.cumsum(counts) - counts
@@ -506,11 +506,22 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
 
 
 def _apply_metadata(plane: XPlane, enc: _Encoded) -> None:
-    for k, (name, display) in enc.event_metadata.items():
+    path_sid, fd_sid = enc.info["stat_ids"][STAT_PATH], enc.info["stat_ids"][STAT_FD]
+    for k, (name, display, path, fd) in enc.event_metadata.items():
         md = plane.event_metadata[k]
         md.id = k
         md.name = name
         md.display_name = display
+        # the kind's path and fd as metadata stats: both trace viewers list them with the
+        # event's own stats when an event is selected
+        if path:
+            st = md.stats.add()
+            st.metadata_id = path_sid
+            st.str_value = path
+        if fd != -1:
+            st = md.stats.add()
+            st.metadata_id = fd_sid
+            st.int64_value = fd
     for k, name in enc.stat_metadata.items():
         md = plane.stat_metadata[k]
         md.id = k

@@ -96,6 +96,18 @@ def viewer(path: Path, tool: str):
     return procs, threads, spans
 
 
+def selected_event_args(path: Path, event: dict) -> dict:
+    """What trace_viewer@ returns for an event the user selects (xprof's event details)."""
+    from xprof.convert import raw_to_tool_data
+
+    opts = {"event_name": event["name"], "start_time_ms": str(event["ts"] / 1000),
+            "duration_ms": str(event["dur"] / 1000), "unique_id": str(event["args"]["uid"]), "format": "json"}
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], "trace_viewer@", {"trace_viewer_options": opts})
+    (sel,) = [e for e in json.loads(data)["traceEvents"] if e.get("ph") == "X"]
+    assert (sel["name"], sel["ts"]) == (event["name"], event["ts"])
+    return sel["args"]
+
+
 def host_pid(procs: dict) -> int:
     pids = [pid for pid, name in procs.items() if name.split(" ")[-1] == "/host:CPU"]
     assert len(pids) == 1, procs
@@ -444,10 +456,10 @@ def test_io_lines_layout():
     assert len(set(kinds.values())) == len(kinds)
     np.testing.assert_array_equal(ln.start_ps, (rows.start_ns[order] - T0) * 1000)
     np.testing.assert_array_equal(ln.duration_ps, (rows.end_ns - rows.start_ns)[order] * 1000)
-    # stats of the first events: only what applies (path and fd are in the kind's name)
+    # stats of the first events: only what applies; path and fd are the kind's (metadata)
     for j in range(20):
         i = int(order[j])
-        stats = host.event_stats(ln, j)
+        stats = host.event_stats(ln, j, with_metadata=False)
         expected = {"bytes_returned": int(rows.returned[i])}
         if rows.requested[i] != rows.returned[i]:   # else left out (tb_iotrace.io/2)
             expected["bytes_requested"] = int(rows.requested[i])
@@ -456,6 +468,11 @@ def test_io_lines_layout():
         if rows.errno[i]:
             expected["errno"] = int(rows.errno[i])
         assert stats == expected
+        if rows.path[i]:
+            expected["path"] = rows.path[i].encode("utf-8", "backslashreplace").decode()
+        if rows.fd[i] != -1:
+            expected["fd"] = int(rows.fd[i])
+        assert host.event_stats(ln, j) == expected
         name = host.event_names(ln)[j]
         assert name.startswith(rows.op[i].encode("utf-8", "backslashreplace").decode())
         if rows.path[i]:
@@ -536,12 +553,19 @@ def test_merge_into_gpu_capture_and_viewers(tmp_path):
         # on the same clock: ts in us since the profile start
         first = min(io, key=lambda e: e["ts"])
         assert first["ts"] == pytest.approx((ref.start_ns.min() - T0) / 1000, abs=1e-3)
-        if tool == "trace_viewer":  # the older viewer returns the event stats as args
-            assert set(first["args"]) <= {"long_name", "offset", "bytes_requested", "bytes_returned", "errno"}
-            assert "bytes_returned" in first["args"]
-            i = int(np.argmin(ref.start_ns))   # its path and fd are in long_name (the kind)
-            assert first["args"]["long_name"] == iowriter._safe_text(
+        # the event's details: its stats, and path and fd from its kind's metadata stats
+        i = int(np.argmin(ref.start_ns))
+        if tool == "trace_viewer":  # the older viewer returns them as args
+            args = first["args"]
+            assert args["long_name"] == iowriter._safe_text(
                 iowriter._kind_name(ref.op[i], ref.path[i], int(ref.fd[i])))[0]
+        else:  # the streaming viewer on selecting the event
+            args = selected_event_args(path, first)
+        assert set(args) <= {"long_name", "path", "fd", "offset", "bytes_requested", "bytes_returned", "errno"}
+        assert int(args["bytes_returned"]) == ref.returned[i]
+        assert args.get("path", "") == iowriter._safe_text(ref.path[i])[0]
+        assert int(args.get("fd", -1)) == ref.fd[i]
+        assert int(args.get("bytes_requested", ref.returned[i])) == ref.requested[i]
 
     # merging again replaces, it does not add
     trace2 = make_trace(50, T0 + 140_000_000, nthreads=1, seed=3)
