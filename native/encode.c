@@ -10,14 +10,21 @@
  *     stats (4, len) XStat { metadata_id (1), value }        in this order, each when present:
  *       path            ref_value (7)    when path_ref != 0
  *       offset          int64_value (4)  when offset != -1
- *       bytes_requested int64_value (4)  when requested != returned
- *       bytes_returned  int64_value (4)  always
+ *       bytes_requested int64_value (4)  when it differs from the kind's (*)
+ *       bytes_returned  int64_value (4)  when it differs from the kind's (*)
  *       fd              int64_value (4)  when fd != -1
  *       errno           int64_value (4)  when err != 0
  *   }
  *
+ * (*) With kind tables (kind_requested/kind_returned, nkinds > 0), the event's
+ * kind is metadata_id - kind_base and its stats are left out where they equal
+ * the kind's values (the writer puts those on the XEventMetadata).  Events
+ * outside the tables, or without tables: bytes_requested when it differs from
+ * bytes_returned, bytes_returned always.
+ *
  * int64 values are varints of their two's complement (negative: 10 bytes), as
- * protobuf encodes int64.  Pure function of its arguments: no locks, no state.
+ * protobuf encodes int64.  path_ref, offset, fd and err may be NULL: absent on
+ * every event.  Pure function of its arguments: no locks, no state.
  */
 #include "tbio.h"
 
@@ -49,17 +56,26 @@ typedef struct {
     uint64_t value[TBIO_ENC_NSTATS];
 } stats_t;
 
-static inline void collect(stats_t *st, uint64_t i, const int64_t *path_ref, const int64_t *offset,
-                           const int64_t *requested, const int64_t *returned, const int64_t *fd,
-                           const int64_t *err) {
+typedef struct {
+    const int64_t *path_ref, *offset, *requested, *returned, *fd, *err, *metadata_id;
+    int64_t kind_base;
+    uint64_t nkinds;
+    const int64_t *kind_requested, *kind_returned;
+} cols_t;
+
+static inline void collect(stats_t *st, uint64_t i, const cols_t *c) {
     st->n = 0;
 #define PUT(k, v) do { st->which[st->n] = (k); st->value[st->n] = (uint64_t)(v); st->n++; } while (0)
-    if (path_ref[i] != 0) PUT(0, path_ref[i]);
-    if (offset[i] != -1) PUT(1, offset[i]);
-    if (requested[i] != returned[i]) PUT(2, requested[i]);
-    PUT(3, returned[i]);
-    if (fd[i] != -1) PUT(4, fd[i]);
-    if (err[i] != 0) PUT(5, err[i]);
+    int64_t req = c->requested[i], ret = c->returned[i];
+    uint64_t kind = (uint64_t)c->metadata_id[i] - (uint64_t)c->kind_base;
+    int has_kind = c->nkinds > 0 && kind < c->nkinds;
+    const int64_t *path_ref = c->path_ref, *offset = c->offset, *fd = c->fd, *err = c->err;
+    if (path_ref && path_ref[i] != 0) PUT(0, path_ref[i]);
+    if (offset && offset[i] != -1) PUT(1, offset[i]);
+    if (has_kind ? req != c->kind_requested[kind] : req != ret) PUT(2, req);
+    if (!has_kind || ret != c->kind_returned[kind]) PUT(3, ret);
+    if (fd && fd[i] != -1) PUT(4, fd[i]);
+    if (err && err[i] != 0) PUT(5, err[i]);
 #undef PUT
 }
 
@@ -71,14 +87,19 @@ static inline unsigned stat_body(uint64_t sid, uint64_t value) {
 uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadata_id, const int64_t *offset_ps,
                                const int64_t *duration_ps, const int64_t *path_ref, const int64_t *offset,
                                const int64_t *requested, const int64_t *returned, const int64_t *fd,
-                               const int64_t *err, const int64_t *stat_ids, uint8_t *out, uint64_t cap) {
+                               const int64_t *err, int64_t kind_base, uint64_t nkinds,
+                               const int64_t *kind_requested, const int64_t *kind_returned,
+                               const int64_t *stat_ids, uint8_t *out, uint64_t cap) {
     uint64_t sid[TBIO_ENC_NSTATS];
     for (int k = 0; k < TBIO_ENC_NSTATS; k++) sid[k] = (uint64_t)stat_ids[k];
+    if (kind_requested == NULL || kind_returned == NULL) nkinds = 0;
+    const cols_t c = {path_ref, offset, requested, returned, fd, err, metadata_id,
+                      kind_base, nkinds, kind_requested, kind_returned};
     stats_t st;
 
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
-        collect(&st, i, path_ref, offset, requested, returned, fd, err);
+        collect(&st, i, &c);
         uint64_t len = 3 + vlen((uint64_t)metadata_id[i]) + vlen((uint64_t)offset_ps[i]) +
                        vlen((uint64_t)duration_ps[i]);
         for (int s = 0; s < st.n; s++) {
@@ -91,7 +112,7 @@ uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadata_id, const int
 
     uint8_t *p = out;
     for (uint64_t i = 0; i < n; i++) {
-        collect(&st, i, path_ref, offset, requested, returned, fd, err);
+        collect(&st, i, &c);
         uint64_t len = 3 + vlen((uint64_t)metadata_id[i]) + vlen((uint64_t)offset_ps[i]) +
                        vlen((uint64_t)duration_ps[i]);
         for (int s = 0; s < st.n; s++) {

@@ -37,10 +37,10 @@ from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, ST
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, event_kinds, thread_line_id)
 from .decode import PlaneData, SpaceData, decode_xspace, event_stats
 
-# bytes_requested is written only where it differs from bytes_returned (tb_iotrace.io/2):
-# decoded with this marker where absent, then filled in from bytes_returned.
-REQUESTED_ABSENT = -(1 << 63)
-STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: REQUESTED_ABSENT, STAT_RETURNED: 0,
+# bytes_requested / bytes_returned are left out of events where they equal their event
+# kind's (tb_iotrace.io/2): decoded with this marker where absent, then filled in.
+ABSENT = -(1 << 63)
+STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: ABSENT, STAT_RETURNED: ABSENT,
                        STAT_FD: -1, STAT_ERRNO: 0}[name] for name in EVENT_STATS)
 MAX_FILE_LANES = 48
 MAX_ROWS = 24
@@ -516,12 +516,19 @@ def _io_info(plane: PlaneData) -> dict[str, Any] | None:
     return None
 
 
-def _requested(requested: np.ndarray, returned: np.ndarray) -> np.ndarray:
-    """bytes_requested with the absent ones (== bytes_returned, see REQUESTED_ABSENT) filled in."""
-    absent = requested == REQUESTED_ABSENT
-    if absent.any():
-        requested[absent] = returned[absent]
-    return requested
+def _fill_bytes(requested: np.ndarray, returned: np.ndarray, kind_req: np.ndarray | None,
+                kind_ret: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """bytes_requested/returned with the absent ones (ABSENT) filled in, in place: from the
+    event's kind where it has one (``kind_*`` per event, ABSENT where none), else returned
+    0 and requested == returned (format /1 wrote both; absent means a foreign event)."""
+    for col, kind in ((returned, kind_ret), (requested, kind_req)):
+        absent = col == ABSENT
+        if absent.any():
+            if kind is not None:
+                col[absent] = kind[absent]
+                absent &= col == ABSENT
+            col[absent] = 0 if col is returned else returned[absent]
+    return requested, returned
 
 
 def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -598,10 +605,13 @@ def _io_table(parts, info) -> IoTable:
     md_op = np.zeros(len(md_ids), dtype=np.int16)
     md_path = np.full(len(md_ids), -1, dtype=np.int32)
     md_fd = np.full(len(md_ids), -1, dtype=np.int32)
+    md_req = np.full(len(md_ids), ABSENT, dtype=np.int64)
+    md_ret = np.full(len(md_ids), ABSENT, dtype=np.int64)
     for j, k in enumerate(md_ids.tolist()):
         md = plane.meta.event_metadata.get(k)
         text = md.name if md is not None else "?"
-        op, path, fd = kinds.get(text) or (exact_ops.get(text, text), "", -1)
+        op, path, fd, req, ret = kinds.get(text) or (exact_ops.get(text, text), "", -1, ABSENT, ABSENT)
+        md_req[j], md_ret[j] = req, ret
         md_op[j] = op_index.setdefault(op, len(op_index))
         md_path[j] = path_index.setdefault(path, len(path_index)) if path else -1
         md_fd[j] = fd
@@ -622,12 +632,15 @@ def _io_table(parts, info) -> IoTable:
     fd = stat(STAT_FD).astype(np.int32)
     stat_fd = fd != -1
     fd = np.where(stat_fd, fd, md_fd[md_code]) if stat_fd.any() else md_fd[md_code]
+    has_kind = (md_req != ABSENT).any()
+    requested, returned = _fill_bytes(stat(STAT_REQUESTED), stat(STAT_RETURNED),
+                                      md_req[md_code] if has_kind else None,
+                                      md_ret[md_code] if has_kind else None)
     del md_code, stat_fd
-    returned = stat(STAT_RETURNED)
     is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
     is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
     return IoTable(start=start, end=end, op=op_code, path=path_code,
-                   offset=stat(STAT_OFFSET), requested=_requested(stat(STAT_REQUESTED), returned),
+                   offset=stat(STAT_OFFSET), requested=requested,
                    returned=returned,
                    fd=fd, errno=stat(STAT_ERRNO).astype(np.int32), tid=tid,
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)

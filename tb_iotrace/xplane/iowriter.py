@@ -33,11 +33,24 @@ the host line of the same thread when it can be found (TF 2.21's host line id is
 0xc70f6907)``; see :func:`thread_line_id`), else the thread's comm name. ``display_id`` is
 a small integer (1, 2, ...; skipping any value a host line already shows as its tid), so
 the I/O lines sort at the top of the host process, ordered by OS tid; the line ``id`` is the
-same number. Events are named by call (``pread64``, ``open``...), one XEventMetadata per
-call name. Event stats: ``path`` (``ref_value`` -> interned string), ``offset`` (absent when
--1), ``bytes_requested``, ``bytes_returned``, ``fd`` (absent when -1), ``errno`` (only when
-non-zero). All metadata ids we add are above the plane's existing ones; stat names already
-present in the plane (e.g. ``offset``) are reused.
+same number.
+
+Events (format ``tb_iotrace.io/2``): one XEventMetadata per *event kind*, i.e. distinct
+(call, path, fd). Its ``display_name`` is the call (``pread64``, ``open``...), which is what
+both viewers draw; its ``name`` is ``"pread64 /data/x.bin (fd 5)"`` (see :func:`_kind_name`;
+unique, because TensorFlow merges event metadata by name), and it carries the kind's stats
+``path`` (``str_value``), ``fd`` (when not -1), ``bytes_requested`` and ``bytes_returned``
+(those of the kind's first event written). Each event carries only ``offset`` (absent when
+-1), ``bytes_requested`` and ``bytes_returned`` where they differ from its kind's (readers
+take absent as the kind's), and ``errno`` (only when non-zero): a loop of equal-sized
+preads is one stat per event, a short read two. A selected event's details in
+``trace_viewer@`` and the older viewer's args list the event's stats over its metadata's, so
+path, fd and both byte counts show either way, exact. Why so few per-event stats: TensorFlow parses, merges (event by event, stat by stat) and
+re-serializes our plane when a profile stops; per million events each stat cost it
+0.3-0.9 s on the 2-core dev VM, and the stop-to-file budget is 2 s. Format /1 (read, no
+longer written) named metadata by call and put ``path`` (``ref_value`` -> interned string),
+``fd`` and ``bytes_requested`` on every event. All metadata ids we add are above the
+plane's existing ones; stat names already present in the plane (e.g. ``offset``) are reused.
 
 Clock: saved captures are normalized to the profile start. Event times are written as
 ``absolute_ns - start``, with ``start`` from the ``Task Environment`` plane, or the explicit
@@ -57,12 +70,17 @@ so they read such files too (checked against a real TF 2.21 capture with the shi
 
 Everything else (the thread table, ``dropped``, the Darshan per-file counters, the ids of
 what we added, the start clock used) is stored as one plane stat on the same plane, named
-``tb_iotrace.io``, whose ``bytes_value`` is UTF-8 JSON (format ``tb_iotrace.io/1``, keys
-documented in :func:`_info_json`). :func:`read_io_data` turns a space back into an
-:class:`IoTrace`; :func:`remove_io_data` takes it out again, so merging twice replaces.
+``tb_iotrace.io``, whose ``bytes_value`` is UTF-8 JSON (format ``tb_iotrace.io/2``, keys
+documented in :func:`_info_json`; its ``event_kinds`` maps each kind's name back to
+(call, path, fd) exactly). :func:`read_io_data` turns a space back into an
+:class:`IoTrace` (from /1 and /2 records); :func:`remove_io_data` takes it out again, so
+merging twice replaces.
 
-Events are encoded column-wise with numpy (:mod:`._wire`) and spliced into the serialized
-plane; no Python object is created per event.
+Events are encoded by the native module (``native/encode.c``, ~20 ms per million) where it
+is built, else column-wise with numpy (:mod:`._wire`, ~1.5 s per million; the plugin side
+needs no native code); both write the same bytes (:func:`encode_events_numpy`), spliced
+into the serialized plane. No Python object is created per event: the capture hands the
+call and path columns over as codes (:class:`~.iotrace.Labels`).
 """
 
 from __future__ import annotations
@@ -191,20 +209,32 @@ def _kind_name(op: str, path: str, fd: int) -> str:
     return name
 
 
-def _run_factorize(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted distinct keys, code per row) like np.unique(return_inverse=True), in O(n) when
-    equal keys come in runs (an I/O trace: one thread reading one file)."""
-    if not len(key):
-        return key[:0], np.zeros(0, dtype=np.int64)
-    starts = np.concatenate(([0], np.flatnonzero(key[1:] != key[:-1]) + 1))
-    uniq, inv = np.unique(key[starts], return_inverse=True)
-    return uniq, np.repeat(inv.reshape(-1), np.diff(np.append(starts, len(key))))
+def _kind_codes(op: np.ndarray, path: np.ndarray, fd: np.ndarray,
+                npaths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct keys ``(op * npaths + path) << 32 | uint32(fd)``, code per row, first
+    row of each key), in
+    O(n) when equal kinds come in runs (an I/O trace: one thread reading one file): keys
+    are only built at the starts of runs."""
+    n = len(op)
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    change = op[1:] != op[:-1]
+    change |= path[1:] != path[:-1]
+    change |= fd[1:] != fd[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+    del change
+    key = ((op[starts].astype(np.int64) * npaths + path[starts]) << 32) | (fd[starts].astype(np.int64) & 0xFFFFFFFF)
+    uniq, first_run, inv = np.unique(key, return_index=True, return_inverse=True)
+    return uniq, np.repeat(inv.reshape(-1), np.diff(np.append(starts, n))), starts[first_run]
 
 
-def event_kinds(info: dict[str, Any]) -> dict[str, tuple[str, str, int]]:
-    """{XEventMetadata name: (call, path, fd)} of a ``tb_iotrace.io`` record (empty for
-    format /1, whose metadata names are the calls and path/fd are event stats)."""
-    return {str(k): (str(v[0]), str(v[1]), int(v[2])) for k, v in (info.get("event_kinds") or {}).items()}
+def event_kinds(info: dict[str, Any]) -> dict[str, tuple[str, str, int, int, int]]:
+    """{XEventMetadata name: (call, path, fd, bytes_requested, bytes_returned)} of a
+    ``tb_iotrace.io`` record: what an event of that kind has unless its own stats say
+    otherwise. Empty for format /1, whose metadata names are the calls and whose events
+    carry path, fd and both byte counts."""
+    return {str(k): (str(v[0]), str(v[1]), int(v[2]), int(v[3]), int(v[4]))
+            for k, v in (info.get("event_kinds") or {}).items()}
 
 
 def _is_sorted_by(line_of: np.ndarray, start_ns: np.ndarray) -> bool:
@@ -220,8 +250,9 @@ def _is_sorted_by(line_of: np.ndarray, start_ns: np.ndarray) -> bool:
 class _Encoded:
     """An I/O trace turned into host-plane additions (nothing applied yet)."""
 
-    lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes-like)
-    event_metadata: dict[int, tuple[str, str, str, int]]  # new XEventMetadata id -> (name, display_name, path, fd)
+    lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes, _EventBlock)
+    # new XEventMetadata id -> (name, display_name, path, fd, bytes_requested, bytes_returned)
+    event_metadata: dict[int, tuple[str, str, str, int, int, int]]
     stat_metadata: dict[int, str]  # new XStatMetadata id -> name
     info: dict[str, Any]  # the JSON record (see _info_json)
     num_events: int
@@ -229,7 +260,7 @@ class _Encoded:
     @property
     def lines_blob(self) -> bytes:
         """The XPlane.lines entries as one byte string, ready to append to a plane."""
-        return b"".join(self.lines_chunks)
+        return bytes(_join(self.lines_chunks))
 
 
 def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
@@ -244,53 +275,96 @@ def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, 
     rows.parts.append((mat, rows._present(lengths, present)))
 
 
+_OPTIONAL = {"path_ref": 0, "offset": -1, "fd": -1, "errno": 0}   # column -> its "absent" value
+
+
 @dataclass
 class EventColumns:
     """The I/O events of the lines being written, in file order, as int64 columns.
 
     ``path_ref`` is the XStatMetadata id of the interned path (0: none); ``offset``/``fd``
-    are -1 and ``errno`` 0 when absent."""
+    are -1 and ``errno`` 0 when absent. Those four may be None: absent on every event."""
 
     metadata_id: np.ndarray
     offset_ps: np.ndarray
     duration_ps: np.ndarray
-    path_ref: np.ndarray
-    offset: np.ndarray
+    path_ref: np.ndarray | None
+    offset: np.ndarray | None
     requested: np.ndarray
     returned: np.ndarray
-    fd: np.ndarray
-    errno: np.ndarray
+    fd: np.ndarray | None
+    errno: np.ndarray | None
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
-            setattr(self, name, np.ascontiguousarray(getattr(self, name), dtype=np.int64))
+            value = getattr(self, name)
+            if value is not None or name not in _OPTIONAL:
+                setattr(self, name, np.ascontiguousarray(value, dtype=np.int64))
 
     def __len__(self) -> int:
         return len(self.metadata_id)
 
     def slice(self, a: int, b: int) -> "EventColumns":
-        return EventColumns(*(getattr(self, name)[a:b] for name in self.__dataclass_fields__))
+        return EventColumns(*(None if getattr(self, name) is None else getattr(self, name)[a:b]
+                              for name in self.__dataclass_fields__))
+
+    def column(self, name: str) -> np.ndarray:
+        """A column, the "absent" value repeated where it is None."""
+        value = getattr(self, name)
+        return np.full(len(self), _OPTIONAL[name], dtype=np.int64) if value is None else value
 
 
-def encode_events_numpy(ev: EventColumns, stat_ids: tuple[int, ...]) -> bytes:
+@dataclass
+class KindValues:
+    """bytes_requested / bytes_returned of each event kind (XEventMetadata ids ``base``,
+    ``base + 1``...): events of a kind leave out the stats equal to these."""
+
+    base: int
+    requested: np.ndarray
+    returned: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.requested = np.ascontiguousarray(self.requested, dtype=np.int64)
+        self.returned = np.ascontiguousarray(self.returned, dtype=np.int64)
+
+
+def _byte_stats_present(ev: EventColumns, kinds: KindValues | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(bytes_requested written?, bytes_returned written? or None: always) per event."""
+    if kinds is None or not len(kinds.requested):
+        return ev.requested != ev.returned, None
+    k = ev.metadata_id - np.int64(kinds.base)
+    known = (k >= 0) & (k < len(kinds.requested))
+    k = np.where(known, k, 0)
+    req = np.where(known, ev.requested != kinds.requested[k], ev.requested != ev.returned)
+    ret = ~known | (ev.returned != kinds.returned[k])
+    return req, ret
+
+
+def encode_events_numpy(ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None = None) -> bytes:
     """XLine.events entries for ``ev`` (field 4 each), encoded column-wise with NumPy.
 
     ``stat_ids``: XStatMetadata ids of the stats in :data:`EVENT_STATS` order. Layout
     (the native ``tbio_encode_io_events`` writes the same bytes): metadata_id,
     offset_ps, duration_ps, then the stats ``path`` (ref, when != 0), ``offset``
-    (when != -1), ``bytes_requested`` (when it differs from ``bytes_returned``),
-    ``bytes_returned``, ``fd`` (when != -1), ``errno`` (when != 0)."""
+    (when != -1), ``bytes_requested`` and ``bytes_returned`` (each when it differs from
+    the event kind's value in ``kinds``; without: requested when it differs from
+    returned, returned always), ``fd`` (when != -1), ``errno`` (when != 0)."""
     sid = dict(zip(EVENT_STATS, stat_ids))
+    req_present, ret_present = _byte_stats_present(ev, kinds)
     rows = _wire.Rows(len(ev))
     rows.varint_field(1, ev.metadata_id)
     rows.varint_field(2, ev.offset_ps)
     rows.varint_field(3, ev.duration_ps)
-    _int_stat(rows, sid[STAT_PATH], 7, ev.path_ref, ev.path_ref != 0)
-    _int_stat(rows, sid[STAT_OFFSET], 4, ev.offset, ev.offset != -1)
-    _int_stat(rows, sid[STAT_REQUESTED], 4, ev.requested, ev.requested != ev.returned)
-    _int_stat(rows, sid[STAT_RETURNED], 4, ev.returned)
-    _int_stat(rows, sid[STAT_FD], 4, ev.fd, ev.fd != -1)
-    _int_stat(rows, sid[STAT_ERRNO], 4, ev.errno, ev.errno != 0)
+    for name, stat, field_number in (("path_ref", STAT_PATH, 7), ("offset", STAT_OFFSET, 4)):
+        if getattr(ev, name) is not None:
+            values = ev.column(name)
+            _int_stat(rows, sid[stat], field_number, values, values != _OPTIONAL[name])
+    _int_stat(rows, sid[STAT_REQUESTED], 4, ev.requested, req_present)
+    _int_stat(rows, sid[STAT_RETURNED], 4, ev.returned, ret_present)
+    for name, stat in (("fd", STAT_FD), ("errno", STAT_ERRNO)):
+        if getattr(ev, name) is not None:
+            values = ev.column(name)
+            _int_stat(rows, sid[stat], 4, values, values != _OPTIONAL[name])
     return rows.wrap(4).finish().data.tobytes()
 
 
@@ -306,31 +380,84 @@ def _native_lib() -> Any:
         return None
 
 
-def encode_events_native(ev: EventColumns, stat_ids: tuple[int, ...]) -> bytearray:
-    """The bytes of :func:`encode_events_numpy`, written by the native module (~100x faster).
-    Raises RuntimeError when the native module is not available."""
+def _native_call(ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None, out: Any = None,
+                 at: int = 0, cap: int = 0) -> int:
+    """tbio_encode_io_events on ``ev``: the encoded size, and the bytes written into the
+    writable buffer ``out`` from offset ``at`` when ``out`` is given (``cap`` bytes there)."""
     found = _native_lib()
     if found is None:
         raise RuntimeError("the tb_iotrace native module is not available")
     ffi, lib = found
-    n = len(ev)
-    if n == 0:
-        return bytearray()
-    cols = [ffi.from_buffer("int64_t[]", getattr(ev, name)) for name in ev.__dataclass_fields__]
+    cols = [ffi.NULL if getattr(ev, name) is None else ffi.from_buffer("int64_t[]", getattr(ev, name))
+            for name in ev.__dataclass_fields__]
     sids = ffi.new("int64_t[]", [int(s) for s in stat_ids])
-    size = int(lib.tbio_encode_io_events(n, *cols, sids, ffi.NULL, 0))
+    dst = ffi.from_buffer("uint8_t[]", out) + at if out is not None else ffi.NULL
+    if kinds is not None and len(kinds.requested):
+        ktab = (kinds.base, len(kinds.requested), ffi.from_buffer("int64_t[]", kinds.requested),
+                ffi.from_buffer("int64_t[]", kinds.returned))
+    else:
+        ktab = (0, 0, ffi.NULL, ffi.NULL)
+    return int(lib.tbio_encode_io_events(len(ev), *cols, *ktab, sids, dst, cap if out is not None else 0))
+
+
+def encode_events_native(ev: EventColumns, stat_ids: tuple[int, ...],
+                         kinds: KindValues | None = None) -> bytearray:
+    """The bytes of :func:`encode_events_numpy`, written by the native module (~100x faster).
+    Raises RuntimeError when the native module is not available."""
+    size = _native_call(ev, stat_ids, kinds)
     out = bytearray(size)
-    got = int(lib.tbio_encode_io_events(n, *cols, sids, ffi.from_buffer("uint8_t[]", out), size))
-    if got != size:
-        raise RuntimeError(f"tbio_encode_io_events wrote {got} bytes, sized {size}")
+    if size and _native_call(ev, stat_ids, kinds, out, 0, size) != size:
+        raise RuntimeError("tbio_encode_io_events wrote a different size")
     return out
 
 
-def encode_events(ev: EventColumns, stat_ids: tuple[int, ...]) -> bytes | bytearray:
+class _EventBlock:
+    """One line's XLine.events entries, encoded when written (:meth:`write_into`), so the
+    native encoder writes straight into the final buffer: no intermediate copy."""
+
+    def __init__(self, ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None) -> None:
+        self.ev, self.stat_ids, self.kinds = ev, stat_ids, kinds
+        self.native = len(ev) > 0 and _native_lib() is not None
+        self._bytes = None if self.native else encode_events_numpy(ev, stat_ids, kinds)
+        self.size = _native_call(ev, stat_ids, kinds) if self.native else len(self._bytes or b"")
+
+    def __len__(self) -> int:
+        return self.size
+
+    def write_into(self, out: bytearray, at: int) -> None:
+        if self.native:
+            if _native_call(self.ev, self.stat_ids, self.kinds, out, at, self.size) != self.size:
+                raise RuntimeError("tbio_encode_io_events wrote a different size")
+        else:
+            out[at:at + self.size] = self._bytes or b""
+
+    def tobytes(self) -> bytes:
+        if not self.native:
+            return self._bytes or b""
+        out = bytearray(self.size)
+        self.write_into(out, 0)
+        return bytes(out)
+
+
+def _join(chunks: list) -> bytearray:
+    """Concatenate bytes and :class:`_EventBlock` chunks into one new buffer."""
+    out = bytearray(sum(len(c) for c in chunks))
+    at = 0
+    for c in chunks:
+        if isinstance(c, _EventBlock):
+            c.write_into(out, at)
+        else:
+            out[at:at + len(c)] = c
+        at += len(c)
+    return out
+
+
+def encode_events(ev: EventColumns, stat_ids: tuple[int, ...],
+                  kinds: KindValues | None = None) -> bytes | bytearray:
     """:func:`encode_events_native` where the native module is built, else the NumPy path."""
     if len(ev) and _native_lib() is not None:
-        return encode_events_native(ev, stat_ids)
-    return encode_events_numpy(ev, stat_ids)
+        return encode_events_native(ev, stat_ids, kinds)
+    return encode_events_numpy(ev, stat_ids, kinds)
 
 
 def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int) -> _Encoded:
@@ -411,9 +538,11 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
             return a[order]
         line_sorted = line_of[order]
     # Event metadata: one per event kind, i.e. distinct (call, path, fd); see _kind_name.
-    fd_col = col(trace_kept.fd).astype(np.int64)
-    key = (((col(op_code) * max(len(paths), 1) + col(path_code)) << 32) | (fd_col & 0xFFFFFFFF))
-    kind_keys, kind_code = _run_factorize(key)
+    fd_col = col(trace_kept.fd)
+    kind_keys, kind_code, kind_first = _kind_codes(col(op_code), col(path_code), fd_col, max(len(paths), 1))
+    # each kind's byte counts: those of its first event; its events write them where they differ
+    requested, returned = col(trace_kept.requested), col(trace_kept.returned)
+    kind_values = KindValues(md_base, requested[kind_first], returned[kind_first])
     event_md: dict[int, tuple[str, str]] = {}
     kinds: dict[str, list] = {}
     for j, k in enumerate(kind_keys.tolist()):
@@ -425,20 +554,27 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         while name in kinds:   # a path that itself ends like " (fd N)"
             dup += 1
             name = f"{base} #{dup}"
-        kinds[name] = [op, path, fd]
-        event_md[md_base + j] = (name, _safe_text(op)[0], _safe_text(path)[0], fd)
-    rel_ns = col(start) - np.int64(start_ns)
+        req, ret = int(kind_values.requested[j]), int(kind_values.returned[j])
+        kinds[name] = [op, path, fd, req, ret]
+        event_md[md_base + j] = (name, _safe_text(op)[0], _safe_text(path)[0], fd, req, ret)
+    start_sorted = col(start)
     counts = np.bincount(line_sorted, minlength=len(tids))
     first = np.cumsum(counts) - counts
-    line_ts = rel_ns[first] if n else np.zeros(0, dtype=np.int64)
-    offset_ps = (rel_ns - np.repeat(line_ts, counts)) * np.int64(1000)
-    dur_ps = np.maximum(col(trace_kept.end_ns) - col(start), 0) * np.int64(1000)
+    line_ts = start_sorted[first] - np.int64(start_ns) if n else np.zeros(0, dtype=np.int64)
+    # in place where possible: a million-event window makes each temporary 8 MB of fresh memory
+    offset_ps = np.repeat(line_ts + np.int64(start_ns), counts)
+    np.subtract(start_sorted, offset_ps, out=offset_ps)
+    offset_ps *= np.int64(1000)
+    dur_ps = col(trace_kept.end_ns) - start_sorted
+    np.maximum(dur_ps, 0, out=dur_ps)
+    dur_ps *= np.int64(1000)
+    kind_code += md_base
 
-    none = np.zeros(n, dtype=np.int64)
+    errno = col(trace_kept.errno)
     events = EventColumns(   # path and fd are in the event's metadata (kind), not in its stats
-        metadata_id=kind_code + md_base, offset_ps=offset_ps, duration_ps=dur_ps, path_ref=none,
-        offset=col(trace_kept.offset), requested=col(trace_kept.requested),
-        returned=col(trace_kept.returned), fd=none - 1, errno=col(trace_kept.errno))
+        metadata_id=kind_code, offset_ps=offset_ps, duration_ps=dur_ps, path_ref=None,
+        offset=col(trace_kept.offset), requested=requested, returned=returned, fd=None,
+        errno=errno if errno.any() else None)
     stat_ids = tuple(sids[name] for name in EVENT_STATS)
     chunks: list = []
     for i, li in enumerate(lines_info):
@@ -446,7 +582,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         b = a + int(counts[i])
         header = XLine(id=li["line_id"], display_id=li["display_id"], name=li["name"],
                        display_name=li["name"], timestamp_ns=int(line_ts[i])).SerializeToString()
-        body = encode_events(events.slice(a, b), stat_ids)
+        body = _EventBlock(events.slice(a, b), stat_ids, kind_values)
         li["num_events"] = int(counts[i])
         li["t0_ns"] = int(line_ts[i]) + int(start_ns)
         # XPlane.lines entry: tag, length, the line's own fields, its events
@@ -461,7 +597,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
                kinds) -> dict[str, Any]:
     """The ``tb_iotrace.io`` plane stat (JSON). Keys:
 
-    format            "tb_iotrace.io/1"
+    format            "tb_iotrace.io/2"
     profile_start_ns  epoch ns that event times are relative to
     num_events        events written
     dropped           operations not in the file: trace.dropped + capped
@@ -476,9 +612,10 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     stat_ids          {stat name: XStatMetadata id} used by the events when written
     added_event_metadata, added_stat_metadata   {id: name} this merge created (removed on
                       re-merge while the ids still hold those names)
-    event_kinds       {XEventMetadata name: [call, path, fd]} of every event kind written
-                      (call and path exactly, also when not valid UTF-8: the stored name
-                      then has backslash escapes)
+    event_kinds       {XEventMetadata name: [call, path, fd, bytes_requested,
+                      bytes_returned]} of every event kind written (call and path exactly,
+                      also when not valid UTF-8: the stored name then has backslash
+                      escapes); the byte counts are what its events leave out
     exact_ops, exact_paths   (format /1 only) {stored text: original str} for names that are
                       not valid UTF-8
 
@@ -506,22 +643,26 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
 
 
 def _apply_metadata(plane: XPlane, enc: _Encoded) -> None:
-    path_sid, fd_sid = enc.info["stat_ids"][STAT_PATH], enc.info["stat_ids"][STAT_FD]
-    for k, (name, display, path, fd) in enc.event_metadata.items():
+    sid = enc.info["stat_ids"]
+    for k, (name, display, path, fd, req, ret) in enc.event_metadata.items():
         md = plane.event_metadata[k]
         md.id = k
         md.name = name
         md.display_name = display
-        # the kind's path and fd as metadata stats: both trace viewers list them with the
-        # event's own stats when an event is selected
+        # the kind's path, fd and byte counts as metadata stats: both trace viewers list
+        # them with the event's own stats (which win) when an event is selected
         if path:
             st = md.stats.add()
-            st.metadata_id = path_sid
+            st.metadata_id = sid[STAT_PATH]
             st.str_value = path
         if fd != -1:
             st = md.stats.add()
-            st.metadata_id = fd_sid
+            st.metadata_id = sid[STAT_FD]
             st.int64_value = fd
+        for stat, value in ((STAT_REQUESTED, req), (STAT_RETURNED, ret)):
+            st = md.stats.add()
+            st.metadata_id = sid[stat]
+            st.int64_value = value
     for k, name in enc.stat_metadata.items():
         md = plane.stat_metadata[k]
         md.id = k
@@ -621,7 +762,7 @@ def add_io_to_space(space, trace: IoTrace, *, start_ns: int | None = None,
 
 
 def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
-                   max_events: int = DEFAULT_MAX_EVENTS) -> bytes:
+                   max_events: int = DEFAULT_MAX_EVENTS) -> bytearray:
     """A serialized XSpace holding one plane ``plane_name`` with the I/O lines and the
     ``tb_iotrace.io`` record, built without parsing the encoded lines back (what the
     TensorFlow pluggable profiler hands over; TF merges the plane into its host plane)."""
@@ -633,7 +774,7 @@ def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
     head = plane.SerializeToString()   # repeated field 3 (lines) may come last
     size = len(head) + sum(len(c) for c in enc.lines_chunks)
     # one XSpace.planes entry, joined in one copy
-    return b"".join([_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size), head, *enc.lines_chunks])
+    return _join([_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size), head, *enc.lines_chunks])
 
 
 @dataclass
@@ -714,7 +855,7 @@ def _atomic_write(path: Path, chunks: list[bytes]) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
-                fh.write(chunk)
+                fh.write(chunk.tobytes() if isinstance(chunk, _EventBlock) else chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -766,7 +907,7 @@ def read_io_data(space) -> IoTrace | None:
         vals = np.zeros((6, m), dtype=np.int64)
         vals[1] = -1
         vals[4] = -1
-        has_req = np.zeros(m, dtype=bool)
+        has = np.zeros((6, m), dtype=bool)
         for i, ev in enumerate(ln.events):
             mid[i] = ev.metadata_id
             off_ps[i] = ev.offset_ps
@@ -775,12 +916,10 @@ def read_io_data(space) -> IoTrace | None:
                 kind = kind_of.get(st.metadata_id)
                 if kind is not None:
                     vals[kind, i] = st.ref_value if kind == 0 else st.int64_value
-                    if kind == 2:
-                        has_req[i] = True
-        vals[2] = np.where(has_req, vals[2], vals[3])  # absent: == bytes_returned
+                    has[kind, i] = True
         rel = off_ps // 1000
         start = rel - (rel.min() if m else 0) + int(li["t0_ns"])
-        parts.append((li["tid"], mid, start, start + dur_ps // 1000, vals))
+        parts.append((li["tid"], mid, start, start + dur_ps // 1000, vals, has))
 
     def names(ids: np.ndarray, table, exact) -> np.ndarray:
         uniq, inv = np.unique(ids, return_inverse=True)
@@ -793,14 +932,18 @@ def read_io_data(space) -> IoTrace | None:
 
     if parts:
         vals = np.concatenate([p[4] for p in parts], axis=1)
-        # event metadata name -> (call, path, fd): format /2 kinds, else the name is the call
-        op, md_path, md_fd = _kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
-                                           event_kinds(info), exact_ops)
+        has = np.concatenate([p[5] for p in parts], axis=1)
+        # the event's kind (format /2) gives what its stats leave out; format /1: the metadata
+        # name is the call, the event has every stat but bytes_requested where it == returned
+        kind = _kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
+                             event_kinds(info), exact_ops)
         ref_path = names(vals[0], plane.stat_metadata, exact_paths)
+        returned = np.where(has[3] | ~kind.known, vals[3], kind.returned)
+        requested = np.where(has[2], vals[2], np.where(kind.known, kind.requested, returned))
         trace = IoTrace(
-            op=op, path=np.where(vals[0] != 0, ref_path, md_path),
-            offset=vals[1], requested=vals[2], returned=vals[3],
-            fd=np.where(vals[4] != -1, vals[4], md_fd), errno=vals[5],
+            op=kind.op, path=np.where(vals[0] != 0, ref_path, kind.path),
+            offset=vals[1], requested=requested, returned=returned,
+            fd=np.where(vals[4] != -1, vals[4], kind.fd), errno=vals[5],
             start_ns=np.concatenate([p[2] for p in parts]),
             end_ns=np.concatenate([p[3] for p in parts]),
             tid=np.concatenate([np.full(len(p[1]), p[0], dtype=np.int64) for p in parts]))
@@ -813,21 +956,37 @@ def read_io_data(space) -> IoTrace | None:
     return trace
 
 
-def _kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int]],
-                  exact_ops: dict[str, str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(call, path, fd) per event from its XEventMetadata (object, object, int64 arrays): a
-    format /2 kind, else (format /1) the metadata name is the call."""
+@dataclass
+class _KindColumns:
+    op: np.ndarray          # object
+    path: np.ndarray        # object
+    fd: np.ndarray
+    requested: np.ndarray
+    returned: np.ndarray
+    known: np.ndarray       # bool: the metadata is a format /2 kind
+
+
+def _kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int, int, int]],
+                  exact_ops: dict[str, str]) -> _KindColumns:
+    """Per event, from its XEventMetadata: its format /2 kind, else (format /1) the metadata
+    name as the call and nothing else."""
     uniq, inv = np.unique(mids, return_inverse=True)
     op = np.empty(len(uniq), dtype=object)
     path = np.empty(len(uniq), dtype=object)
-    fd = np.full(len(uniq), -1, dtype=np.int64)
+    ints = np.zeros((3, len(uniq)), dtype=np.int64)
+    known = np.zeros(len(uniq), dtype=bool)
     for j, k in enumerate(uniq.tolist()):
         md = table.get(k)
         text = md.name if md is not None else ""
         kind = kinds.get(text)
-        op[j], path[j], fd[j] = kind if kind is not None else (exact_ops.get(text, text), "", -1)
+        if kind is not None:
+            op[j], path[j] = kind[0], kind[1]
+            ints[:, j] = kind[2:]
+            known[j] = True
+        else:
+            op[j], path[j], ints[0, j] = exact_ops.get(text, text), "", -1
     inv = inv.reshape(-1)
-    return op[inv], path[inv], fd[inv]
+    return _KindColumns(op[inv], path[inv], ints[0][inv], ints[1][inv], ints[2][inv], known[inv])
 
 
 def read_io_info(space) -> dict[str, Any] | None:

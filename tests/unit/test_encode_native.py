@@ -10,7 +10,7 @@ import pytest
 from tb_iotrace import xplane as X
 from tb_iotrace.xplane import iowriter
 from tb_iotrace.xplane.iotrace import Labels
-from tb_iotrace.xplane.iowriter import EventColumns, encode_events_native, encode_events_numpy
+from tb_iotrace.xplane.iowriter import EventColumns, KindValues, encode_events_native, encode_events_numpy
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 T0 = 1_700_000_000_000_000_000
@@ -42,6 +42,12 @@ def test_native_bytes_equal_numpy(seed, kind):
     sids = tuple(int(x) for x in rng.choice(EDGES[EDGES > 0], 6)) if seed % 2 else (1, 2, 3, 4, 5, 6)
     got = bytes(encode_events_native(ev, sids))
     assert got == encode_events_numpy(ev, sids)
+    # with kind tables: a kind's byte counts are left out of its events
+    base = int(rng.choice(ev.metadata_id))
+    nk = 50
+    kinds = KindValues(base, rng.choice(ev.requested, nk), rng.choice(ev.returned, nk))
+    with_kinds = bytes(encode_events_native(ev, sids, kinds))
+    assert with_kinds == encode_events_numpy(ev, sids, kinds)
     # and protobuf reads it as XLine.events with the stats where they apply
     line = X.XLine.FromString(got)
     assert len(line.events) == len(ev)
@@ -65,6 +71,22 @@ def test_native_bytes_equal_numpy(seed, kind):
             want[sids[5]] = int(ev.errno[i])
         if len(set(sids)) == 6:
             assert stats == want
+
+
+@pytest.mark.parametrize("absent", [("path_ref",), ("fd", "errno"), ("path_ref", "offset", "fd", "errno")])
+def test_absent_columns(absent):
+    """A column given as None is absent on every event, as if it held its "absent" value."""
+    ev = columns(np.random.default_rng(9), 3000, None)
+    sids = (11, 12, 13, 14, 15, 16)
+    full = {name: getattr(ev, name) for name in ev.__dataclass_fields__}
+    dense = EventColumns(**{**full, **{k: np.full(len(ev), iowriter._OPTIONAL[k]) for k in absent}})
+    sparse = EventColumns(**{**full, **{k: None for k in absent}})
+    want = encode_events_numpy(dense, sids)
+    assert bytes(encode_events_native(sparse, sids)) == want
+    assert encode_events_numpy(sparse, sids) == want
+    kinds = KindValues(int(ev.metadata_id[5]), ev.requested[:30], ev.returned[10:40])
+    assert bytes(encode_events_native(sparse, sids, kinds)) == encode_events_numpy(dense, sids, kinds)
+    assert bytes(encode_events_native(sparse.slice(100, 200), sids)) == encode_events_numpy(dense.slice(100, 200), sids)
 
 
 def test_native_empty_and_single():
@@ -132,3 +154,35 @@ def test_capped_labels_trace(monkeypatch):
     assert info["num_events"] == 100 and info["capped"] == 900
     first = np.sort(np.argsort(trace.start_ns, kind="stable")[:100])
     assert rows(X.read_io_data(space)) == rows(make_trace(1000, 3, False).take(first))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kind_values_left_out(seed):
+    """Events of a kind (metadata id in the table) leave out the byte counts equal to the
+    kind's; others follow the rule without a table. Same bytes both ways, and protobuf reads
+    back exactly the stats expected."""
+    rng = np.random.default_rng(seed)
+    n = 4000
+    ev = columns(rng, n, EDGES)
+    ev.metadata_id = rng.integers(90, 160, n)            # kinds are ids 100..149
+    kinds = KindValues(100, rng.choice(EDGES, 50), rng.choice(EDGES, 50))
+    k = ev.metadata_id - 100
+    hit = (k >= 0) & (k < 50)
+    # about half of the kind's events carry its exact values
+    ev.requested = np.where(hit & (rng.random(n) < 0.5), kinds.requested[np.clip(k, 0, 49)], ev.requested)
+    ev.returned = np.where(hit & (rng.random(n) < 0.5), kinds.returned[np.clip(k, 0, 49)], ev.returned)
+    sids = (1, 2, 3, 4, 5, 6)
+    got = bytes(encode_events_native(ev, sids, kinds))
+    assert got == encode_events_numpy(ev, sids, kinds)
+    line = X.XLine.FromString(got)
+    for i, e in enumerate(line.events):
+        stats = {st.metadata_id: st.int64_value for st in e.stats}
+        if hit[i]:
+            assert (3 in stats) == (ev.requested[i] != kinds.requested[k[i]])
+            assert (4 in stats) == (ev.returned[i] != kinds.returned[k[i]])
+        else:
+            assert (3 in stats) == (ev.requested[i] != ev.returned[i])
+            assert 4 in stats
+        for sid, col in ((3, ev.requested), (4, ev.returned)):
+            if sid in stats:
+                assert stats[sid] == col[i]

@@ -11,7 +11,7 @@ import pytest
 
 import tb_iotrace.plugin.decode as D
 from tb_iotrace.plugin import lod
-from tb_iotrace.plugin.model import STAT_DEFAULTS, _requested, _rows
+from tb_iotrace.plugin.model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
 from tb_iotrace.xplane import (LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns,
                                load_xspace, merge_into_capture, read_io_data, read_io_info)
@@ -50,17 +50,18 @@ def assert_same_as_reader(path) -> None:
     # path and fd: event stats (format /1) or the event kind named by the metadata (/2)
     kinds = event_kinds(read_io_info(sp))
     emd = host.meta.event_metadata
-    kind = [kinds.get(emd[k].name, ("", "", -1)) for k in host.metadata_id[idx].tolist()]
+    kind = [kinds.get(emd[k].name, ("", "", -1, ABSENT, ABSENT)) for k in host.metadata_id[idx].tolist()]
     refs = host.stats["path"][idx]
     paths = np.array([md[k].name if k in md else kd[1] for k, kd in zip(refs.tolist(), kind)], dtype=object)
     assert len(idx) == len(tr)
     np.testing.assert_array_equal(paths, tr.path)
     fds = np.where(host.stats["fd"][idx] != -1, host.stats["fd"][idx], [kd[2] for kd in kind])
     np.testing.assert_array_equal(host.stats["offset"][idx], tr.offset)
-    # bytes_requested is only written where it differs from bytes_returned (tb_iotrace.io/2)
-    requested = _requested(host.stats["bytes_requested"][idx], host.stats["bytes_returned"][idx])
+    # byte counts are only written where they differ from the event kind's (tb_iotrace.io/2)
+    requested, returned = _fill_bytes(host.stats["bytes_requested"][idx], host.stats["bytes_returned"][idx],
+                                      np.array([kd[3] for kd in kind]), np.array([kd[4] for kd in kind]))
     np.testing.assert_array_equal(requested, tr.requested)
-    np.testing.assert_array_equal(host.stats["bytes_returned"][idx], tr.returned)
+    np.testing.assert_array_equal(returned, tr.returned)
     np.testing.assert_array_equal(fds, tr.fd)
     np.testing.assert_array_equal(host.stats["errno"][idx], tr.errno)
 
