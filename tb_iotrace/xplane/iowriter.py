@@ -45,11 +45,12 @@ unique, because TensorFlow merges event metadata by name), and it carries the ki
 take absent as the kind's), and ``errno`` (only when non-zero): a loop of equal-sized
 preads is one stat per event, a short read two. A selected event's details in
 ``trace_viewer@`` and the older viewer's args list the event's stats over its metadata's, so
-path, fd and both byte counts show either way, exact. Why so few per-event stats: TensorFlow parses, merges (event by event, stat by stat) and
-re-serializes our plane when a profile stops; per million events each stat cost it
-0.3-0.9 s on the 2-core dev VM, and the stop-to-file budget is 2 s. Format /1 (read, no
-longer written) named metadata by call and put ``path`` (``ref_value`` -> interned string),
-``fd`` and ``bytes_requested`` on every event. All metadata ids we add are above the
+path, fd and both byte counts show either way, exact. Why so few per-event stats:
+TensorFlow parses, merges (event by event, stat by stat) and re-serializes our plane when a
+profile stops; per million events each stat cost it 0.3-0.9 s on the 2-core dev VM, and the
+stop-to-file budget is 2 s (``bench/stop_latency.py``). Format /1 (read, no longer written)
+named metadata by call and put ``path`` (``ref_value`` -> interned string), ``fd`` and both
+byte counts on every event. All metadata ids we add are above the
 plane's existing ones; stat names already present in the plane (e.g. ``offset``) are reused.
 
 Clock: saved captures are normalized to the profile start. Event times are written as

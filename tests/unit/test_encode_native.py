@@ -91,7 +91,8 @@ def test_absent_columns(absent):
 
 def test_native_empty_and_single():
     empty = EventColumns(*([np.zeros(0, np.int64)] * 9))
-    assert bytes(encode_events_native(empty, (1, 2, 3, 4, 5, 6))) == encode_events_numpy(empty, (1, 2, 3, 4, 5, 6)) == b""
+    sids = (1, 2, 3, 4, 5, 6)
+    assert bytes(encode_events_native(empty, sids)) == encode_events_numpy(empty, sids) == b""
     one = EventColumns(*(np.array([v], np.int64) for v in (7, 0, 0, 0, -1, 5, 5, -1, 0)))
     # no path, offset, requested, fd or errno: only bytes_returned
     assert bytes(encode_events_native(one, (1, 2, 3, 4, 5, 6))) == bytes(

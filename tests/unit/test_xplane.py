@@ -626,7 +626,7 @@ def test_encoding_200k_events_is_fast():
     elapsed = time.perf_counter() - t
     assert enc.num_events == 200_000
     assert elapsed < 3.0, f"encoding 200k events took {elapsed:.2f}s"
-    line = X.XPlane.FromString(enc.lines_blob)  # protobuf parses what numpy wrote
+    line = X.XPlane.FromString(enc.lines_blob)  # protobuf parses what the encoder wrote
     assert sum(len(ln.events) for ln in line.lines) == 200_000
 
 
