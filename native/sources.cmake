@@ -8,4 +8,5 @@ set(TBIO_SOURCES
   native/wrappers.c
   native/api.c
   native/tfprof.c
+  native/encode.c
 )

@@ -101,4 +101,21 @@ TBIO_API uint64_t tbio_trace_bytes(void);
 TBIO_API int tbio_tf_registered(void);
 TBIO_API void tbio_tf_set_python_ready(int ready);
 
+/* XLine.events entries (protobuf wire format) for n I/O events: the bytes
+ * tb_iotrace.xplane.iowriter writes (layout in encode.c).  Columns in event
+ * order; stat_ids holds the XStatMetadata ids of path, offset,
+ * bytes_requested, bytes_returned, fd, errno; path_ref, offset, fd and err may
+ * be NULL (absent on every event).  kind_requested/kind_returned (nkinds
+ * entries, for metadata ids kind_base...) are the values events of a kind
+ * leave out; NULL: none.  Returns the encoded size; the bytes are written
+ * only when out is not NULL and cap >= that size. */
+enum { TBIO_ENC_NSTATS = 6 };
+TBIO_API uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadata_id, const int64_t *offset_ps,
+                                        const int64_t *duration_ps, const int64_t *path_ref,
+                                        const int64_t *offset, const int64_t *requested,
+                                        const int64_t *returned, const int64_t *fd, const int64_t *err,
+                                        int64_t kind_base, uint64_t nkinds, const int64_t *kind_requested,
+                                        const int64_t *kind_returned, const int64_t *stat_ids, uint8_t *out,
+                                        uint64_t cap);
+
 #endif

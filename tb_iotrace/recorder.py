@@ -197,17 +197,27 @@ class EventTable:
         names = np.array(self.op_names, dtype=object)
         return names[self.op_id] if len(self) else np.array([], dtype=object)
 
+    def file_codes(self, table: dict[int, str]) -> tuple[np.ndarray, list[str]]:
+        """(code per row, names): a file-id keyed table as a small lookup list, "" for
+        NO_FILE/unknown; no str object per row."""
+        if not len(self):
+            return np.zeros(0, dtype=np.int64), [""]
+        ids = self.file_id.astype(np.int64)
+        top = int(ids[ids != NO_FILE].max(initial=-1)) + 1
+        lut = [""] * (top + 1)
+        for k, v in table.items():
+            if k < top:
+                lut[k] = v
+        return np.where(ids == NO_FILE, top, ids), lut
+
     def _by_file(self, table: dict[int, str]) -> np.ndarray:
         """Per-row lookup of a file-id keyed table, vectorized ("" for NO_FILE/unknown)."""
         if not len(self):
             return np.array([], dtype=object)
-        ids = self.file_id.astype(np.int64)
-        top = int(ids[ids != NO_FILE].max(initial=-1)) + 1
-        lut = np.full(top + 1, "", dtype=object)
-        for k, v in table.items():
-            if k < top:
-                lut[k] = v
-        return lut[np.where(ids == NO_FILE, top, ids)]
+        codes, names = self.file_codes(table)
+        lut = np.empty(len(names), dtype=object)
+        lut[:] = names
+        return lut[codes]
 
     @property
     def path(self) -> np.ndarray:
@@ -265,7 +275,9 @@ class Capture:
         if n:
             got = lib.tbio_session_copy_events(sess, ffi.cast("tbio_event *", raw.ctypes.data), n)
             raw = raw[:got]
-        wanted = set(np.unique(raw["file"]).tolist()) - {NO_FILE}
+        files = raw["file"]
+        used = files[files != NO_FILE]    # file ids are small: a bincount, not a sort of every row
+        wanted = set(np.flatnonzero(np.bincount(used)).tolist()) if len(used) else set()
         fi = ffi.new("tbio_file_info *")
         paths: dict[int, str] = {}
         modules: dict[int, str] = {}
@@ -302,10 +314,14 @@ class Capture:
 
     def to_iotrace(self) -> Any:
         """The trace and counters as the xplane writer's IoTrace (tb_iotrace.xplane)."""
-        from .xplane.iotrace import IoTrace, ThreadInfo as XThread
+        from .xplane.iotrace import IoTrace, Labels, ThreadInfo as XThread
 
         ev = self.events
-        return IoTrace(op=ev.op, path=ev.path, offset=ev.offset, requested=ev.requested,
+        # op and path as codes + name tables: a window of a million calls holds a handful
+        # of distinct names, and the writer interns them without a str object per row
+        op = Labels(ev.op_id, ev.op_names) if len(ev) else ev.op
+        path = Labels(*ev.file_codes(ev.paths)) if len(ev) else ev.path
+        return IoTrace(op=op, path=path, offset=ev.offset, requested=ev.requested,
                        returned=ev.returned, fd=ev.fd, errno=ev.errno, start_ns=ev.start_ns,
                        end_ns=ev.end_ns, tid=ev.tid,
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},

@@ -39,7 +39,7 @@ class _ProfilerState:
         self.lock = threading.Lock()
         self.session: Any = None
         self.pending: Any = None        # Capture of the last window
-        self.payload: bytes | None = None
+        self.payload: bytes | bytearray | None = None
         self.warned: set[str] = set()
         self.windows = 0
 
@@ -59,7 +59,7 @@ def library_path() -> str:
     return os.path.abspath(_native.__file__)
 
 
-def _serialize(cap: Any) -> bytes:
+def _serialize(cap: Any) -> bytes | bytearray:
     from .xplane import io_space_bytes
 
     # absolute CLOCK_REALTIME ns: TF normalizes every plane to the profile start after merging

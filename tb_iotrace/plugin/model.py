@@ -34,10 +34,13 @@ import numpy as np
 
 from ..xplane import XSpace, read_io_info
 from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
-                               STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
+                               STAT_PATH, STAT_REQUESTED, STAT_RETURNED, event_kinds, thread_line_id)
 from .decode import PlaneData, SpaceData, decode_xspace, event_stats
 
-STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: 0, STAT_RETURNED: 0,
+# bytes_requested / bytes_returned are left out of events where they equal their event
+# kind's (tb_iotrace.io/2): decoded with this marker where absent, then filled in.
+ABSENT = -(1 << 63)
+STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: ABSENT, STAT_RETURNED: ABSENT,
                        STAT_FD: -1, STAT_ERRNO: 0}[name] for name in EVENT_STATS)
 MAX_FILE_LANES = 48
 MAX_ROWS = 24
@@ -513,6 +516,21 @@ def _io_info(plane: PlaneData) -> dict[str, Any] | None:
     return None
 
 
+def _fill_bytes(requested: np.ndarray, returned: np.ndarray, kind_req: np.ndarray | None,
+                kind_ret: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """bytes_requested/returned with the absent ones (ABSENT) filled in, in place: from the
+    event's kind where it has one (``kind_*`` per event, ABSENT where none), else returned
+    0 and requested == returned (format /1 wrote both; absent means a foreign event)."""
+    for col, kind in ((returned, kind_ret), (requested, kind_req)):
+        absent = col == ABSENT
+        if absent.any():
+            if kind is not None:
+                col[absent] = kind[absent]
+                absent &= col == ABSENT
+            col[absent] = 0 if col is returned else returned[absent]
+    return requested, returned
+
+
 def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct ids, code of each) like np.unique(return_inverse=True), in O(n) with
     a dense table when the ids are small non-negative integers (metadata ids are)."""
@@ -577,28 +595,54 @@ def _io_table(parts, info) -> IoTable:
     end = (start_ps + column(lambda pl: pl.duration_ps)) // 1000
     del start_ps
     tid = np.concatenate([np.full(sl.stop - sl.start, t, dtype=np.int64) for (pl, sl), t in zip(slices, tids)])
-    op_ids, op_code = _factorize(column(lambda pl: pl.metadata_id))
-    ops = []
-    for k in op_ids.tolist():
+    # call, path and fd per event: from its metadata's event kind (format /2: the record maps
+    # the metadata name to (call, path, fd)), or the metadata name is the call and path/fd
+    # are event stats (format /1)
+    md_ids, md_code = _factorize(column(lambda pl: pl.metadata_id))
+    kinds = event_kinds(info or {})
+    op_index: dict[str, int] = {}
+    path_index: dict[str, int] = {}
+    md_op = np.zeros(len(md_ids), dtype=np.int16)
+    md_path = np.full(len(md_ids), -1, dtype=np.int32)
+    md_fd = np.full(len(md_ids), -1, dtype=np.int32)
+    md_req = np.full(len(md_ids), ABSENT, dtype=np.int64)
+    md_ret = np.full(len(md_ids), ABSENT, dtype=np.int64)
+    for j, k in enumerate(md_ids.tolist()):
         md = plane.meta.event_metadata.get(k)
         text = md.name if md is not None else "?"
-        ops.append(exact_ops.get(text, text))
-    ref_ids, path_code = _factorize(stat(STAT_PATH))
-    paths = []
-    for k in ref_ids.tolist():
+        op, path, fd, req, ret = kinds.get(text) or (exact_ops.get(text, text), "", -1, ABSENT, ABSENT)
+        md_req[j], md_ret[j] = req, ret
+        md_op[j] = op_index.setdefault(op, len(op_index))
+        md_path[j] = path_index.setdefault(path, len(path_index)) if path else -1
+        md_fd[j] = fd
+    ref_ids, ref_code = _factorize(stat(STAT_PATH))
+    ref_path = np.full(len(ref_ids), -1, dtype=np.int32)
+    for j, k in enumerate(ref_ids.tolist()):
         md = plane.meta.stat_metadata.get(k) if k else None
         text = md.name if md is not None else ""
-        paths.append(exact_paths.get(text, text))
-    path_code = path_code.reshape(-1).astype(np.int32)
-    if "" in paths:  # no file -> -1
-        empty = paths.index("")
-        path_code = np.where(path_code == empty, -1, path_code - (path_code > empty)).astype(np.int32)
-        paths.pop(empty)
+        text = exact_paths.get(text, text)
+        ref_path[j] = path_index.setdefault(text, len(path_index)) if text else -1
+    ops, paths = list(op_index), list(path_index)
+    op_code = md_op[md_code]
+    path_code = md_path[md_code]
+    if (ref_path != -1).any():
+        by_ref = ref_path[ref_code]
+        path_code = np.where(by_ref != -1, by_ref, path_code)
+    del ref_code
+    fd = stat(STAT_FD).astype(np.int32)
+    stat_fd = fd != -1
+    fd = np.where(stat_fd, fd, md_fd[md_code]) if stat_fd.any() else md_fd[md_code]
+    has_kind = (md_req != ABSENT).any()
+    requested, returned = _fill_bytes(stat(STAT_REQUESTED), stat(STAT_RETURNED),
+                                      md_req[md_code] if has_kind else None,
+                                      md_ret[md_code] if has_kind else None)
+    del md_code, stat_fd
     is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
     is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
-    return IoTable(start=start, end=end, op=op_code.reshape(-1).astype(np.int16), path=path_code,
-                   offset=stat(STAT_OFFSET), requested=stat(STAT_REQUESTED), returned=stat(STAT_RETURNED),
-                   fd=stat(STAT_FD).astype(np.int32), errno=stat(STAT_ERRNO).astype(np.int32), tid=tid,
+    return IoTable(start=start, end=end, op=op_code, path=path_code,
+                   offset=stat(STAT_OFFSET), requested=requested,
+                   returned=returned,
+                   fd=fd, errno=stat(STAT_ERRNO).astype(np.int32), tid=tid,
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)
 
 

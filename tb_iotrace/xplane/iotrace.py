@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-# Column name -> dtype. op and path are object arrays of str.
+# Column name -> dtype. op and path are object arrays of str (or given as Labels).
 COLUMNS: dict[str, Any] = {
     "op": object,
     "path": object,
@@ -46,6 +46,40 @@ def _text_array(values) -> np.ndarray:
     return out
 
 
+@dataclass(frozen=True, eq=False)
+class Labels:
+    """A text column as integer codes into a small table of names.
+
+    The capture hands ``op`` and ``path`` over this way: a million-row trace then holds no
+    str object per row, and the xplane writer interns names from the table directly.
+    ``IoTrace`` turns it into an object array only when the column is read."""
+
+    codes: np.ndarray   # int, one per row, each in range(len(names))
+    names: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        codes = np.asarray(self.codes)
+        if codes.ndim != 1 or (codes.size and codes.dtype.kind not in "iu"):
+            raise ValueError("Labels.codes must be a one-dimensional integer array")
+        names = tuple(_text_array(list(self.names)).tolist()) if len(self.names) else ()
+        if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= len(names)):
+            raise ValueError("Labels.codes out of range of Labels.names")
+        object.__setattr__(self, "codes", codes)
+        object.__setattr__(self, "names", names)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    def values(self) -> np.ndarray:
+        """The column as an object array of str."""
+        table = np.empty(len(self.names), dtype=object)
+        table[:] = self.names
+        return table[self.codes] if len(self.codes) else np.empty(0, dtype=object)
+
+    def take(self, index) -> "Labels":
+        return Labels(self.codes[index], self.names)
+
+
 @dataclass(eq=False)
 class IoTrace:
     """One I/O operation per row; all arrays have the same length.
@@ -65,6 +99,9 @@ class IoTrace:
     mounts     the traced process's /proc/self/mountinfo at capture time ("" if unknown)
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
+
+    ``op`` and ``path`` may be given as :class:`Labels`; they then stay codes until read
+    (:meth:`labels` gives them to the writer without building str objects).
     """
 
     op: np.ndarray
@@ -84,8 +121,16 @@ class IoTrace:
 
     def __post_init__(self) -> None:
         n = None
+        self._labels: dict[str, Labels] = {}
         for name, dtype in COLUMNS.items():
             value = getattr(self, name)
+            if isinstance(value, Labels):
+                if n is not None and len(value) != n:
+                    raise ValueError(f"IoTrace.{name} has {len(value)} rows, expected {n}")
+                n = len(value)
+                self._labels[name] = value
+                delattr(self, name)  # built on first read (__getattr__)
+                continue
             if dtype is object:
                 arr = _text_array(value)
             else:
@@ -101,8 +146,20 @@ class IoTrace:
         self.dropped = int(self.dropped)
         self.counters = list(self.counters)
 
+    def __getattr__(self, name: str) -> Any:
+        labels = self.__dict__.get("_labels", {})
+        if name in labels:
+            arr = labels[name].values()
+            setattr(self, name, arr)
+            return arr
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __len__(self) -> int:
         return len(self.start_ns)
+
+    def labels(self, name: str) -> Labels | None:
+        """The column ``name`` ("op" or "path") as given in :class:`Labels` form, else None."""
+        return self.__dict__.get("_labels", {}).get(name)
 
     @classmethod
     def empty(cls, **kwargs) -> "IoTrace":
@@ -111,7 +168,8 @@ class IoTrace:
 
     def take(self, index) -> "IoTrace":
         """Rows selected by an index array or boolean mask (threads/counters/dropped kept)."""
-        cols = {name: getattr(self, name)[index] for name in COLUMNS}
+        cols = {name: (self.labels(name).take(index) if self.labels(name) is not None  # type: ignore[union-attr]
+                       else getattr(self, name)[index]) for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
                        counters=list(self.counters), mounts=self.mounts)
 
@@ -119,4 +177,4 @@ class IoTrace:
         return {name: getattr(self, name) for name in COLUMNS}
 
 
-__all__ = ["COLUMNS", "IoTrace", "ThreadInfo"]
+__all__ = ["COLUMNS", "IoTrace", "Labels", "ThreadInfo"]

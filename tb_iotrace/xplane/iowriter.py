@@ -33,11 +33,25 @@ the host line of the same thread when it can be found (TF 2.21's host line id is
 0xc70f6907)``; see :func:`thread_line_id`), else the thread's comm name. ``display_id`` is
 a small integer (1, 2, ...; skipping any value a host line already shows as its tid), so
 the I/O lines sort at the top of the host process, ordered by OS tid; the line ``id`` is the
-same number. Events are named by call (``pread64``, ``open``...), one XEventMetadata per
-call name. Event stats: ``path`` (``ref_value`` -> interned string), ``offset`` (absent when
--1), ``bytes_requested``, ``bytes_returned``, ``fd`` (absent when -1), ``errno`` (only when
-non-zero). All metadata ids we add are above the plane's existing ones; stat names already
-present in the plane (e.g. ``offset``) are reused.
+same number.
+
+Events (format ``tb_iotrace.io/2``): one XEventMetadata per *event kind*, i.e. distinct
+(call, path, fd). Its ``display_name`` is the call (``pread64``, ``open``...), which is what
+both viewers draw; its ``name`` is ``"pread64 /data/x.bin (fd 5)"`` (see :func:`_kind_name`;
+unique, because TensorFlow merges event metadata by name), and it carries the kind's stats
+``path`` (``str_value``), ``fd`` (when not -1), ``bytes_requested`` and ``bytes_returned``
+(those of the kind's first event written). Each event carries only ``offset`` (absent when
+-1), ``bytes_requested`` and ``bytes_returned`` where they differ from its kind's (readers
+take absent as the kind's), and ``errno`` (only when non-zero): a loop of equal-sized
+preads is one stat per event, a short read two. A selected event's details in
+``trace_viewer@`` and the older viewer's args list the event's stats over its metadata's, so
+path, fd and both byte counts show either way, exact. Why so few per-event stats:
+TensorFlow parses, merges (event by event, stat by stat) and re-serializes our plane when a
+profile stops; per million events each stat cost it 0.3-0.9 s on the 2-core dev VM, and the
+stop-to-file budget is 2 s (``bench/stop_latency.py``). Format /1 (read, no longer written)
+named metadata by call and put ``path`` (``ref_value`` -> interned string), ``fd`` and both
+byte counts on every event. All metadata ids we add are above the
+plane's existing ones; stat names already present in the plane (e.g. ``offset``) are reused.
 
 Clock: saved captures are normalized to the profile start. Event times are written as
 ``absolute_ns - start``, with ``start`` from the ``Task Environment`` plane, or the explicit
@@ -57,12 +71,17 @@ so they read such files too (checked against a real TF 2.21 capture with the shi
 
 Everything else (the thread table, ``dropped``, the Darshan per-file counters, the ids of
 what we added, the start clock used) is stored as one plane stat on the same plane, named
-``tb_iotrace.io``, whose ``bytes_value`` is UTF-8 JSON (format ``tb_iotrace.io/1``, keys
-documented in :func:`_info_json`). :func:`read_io_data` turns a space back into an
-:class:`IoTrace`; :func:`remove_io_data` takes it out again, so merging twice replaces.
+``tb_iotrace.io``, whose ``bytes_value`` is UTF-8 JSON (format ``tb_iotrace.io/2``, keys
+documented in :func:`_info_json`; its ``event_kinds`` maps each kind's name back to
+(call, path, fd) exactly). :func:`read_io_data` turns a space back into an
+:class:`IoTrace` (from /1 and /2 records); :func:`remove_io_data` takes it out again, so
+merging twice replaces.
 
-Events are encoded column-wise with numpy (:mod:`._wire`) and spliced into the serialized
-plane; no Python object is created per event.
+Events are encoded by the native module (``native/encode.c``, ~20 ms per million) where it
+is built, else column-wise with numpy (:mod:`._wire`, ~1.5 s per million; the plugin side
+needs no native code); both write the same bytes (:func:`encode_events_numpy`), spliced
+into the serialized plane. No Python object is created per event: the capture hands the
+call and path columns over as codes (:class:`~.iotrace.Labels`).
 """
 
 from __future__ import annotations
@@ -79,10 +98,13 @@ import numpy as np
 
 from . import _wire
 from ._proto import XLine, XPlane, XSpace
-from .iotrace import IoTrace, ThreadInfo
+from .iotrace import IoTrace, Labels, ThreadInfo
 from .reader import HOST_PLANE, find_plane, load_xspace, profile_start_ns
 
-FORMAT = "tb_iotrace.io/1"
+FORMAT = "tb_iotrace.io/2"
+# Records this reader understands: /1 wrote bytes_requested on every event, /2 only where it
+# differs from bytes_returned; reading "absent" as "== bytes_returned" is right for both.
+READ_FORMATS = ("tb_iotrace.io/1", FORMAT)
 IO_STAT = "tb_iotrace.io"
 LINE_PREFIX = "I/O "
 DEFAULT_MAX_EVENTS = 1_000_000
@@ -145,15 +167,101 @@ def _factorize(values: np.ndarray) -> tuple[list, np.ndarray]:
     return list(table), remap[inv.reshape(-1)]
 
 
+def _factorize_labels(labels: Labels) -> tuple[list, np.ndarray]:
+    """(distinct names used, code per row) of a Labels column: unused names dropped, equal
+    names merged (two file records may share a path), no per-row Python object."""
+    if not len(labels):
+        return [], np.zeros(0, dtype=np.int64)
+    used = np.flatnonzero(np.bincount(labels.codes, minlength=len(labels.names)))
+    table: dict = {}
+    remap = np.zeros(len(labels.names), dtype=np.int64)
+    for j in used.tolist():
+        remap[j] = table.setdefault(labels.names[j], len(table))
+    return list(table), remap[labels.codes]
+
+
+def _factorize_column(trace: IoTrace, name: str) -> tuple[list, np.ndarray]:
+    labels = trace.labels(name)
+    return _factorize_labels(labels) if labels is not None else _factorize(getattr(trace, name))
+
+
+def _small_int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """np.unique(values, return_inverse=True) for int values; O(n) through a dense table
+    when they are small non-negative numbers (OS thread ids are below 2**22)."""
+    if len(values) and 0 <= int(values.min()) and int(values.max()) < (1 << 23):
+        present = np.zeros(int(values.max()) + 1, dtype=bool)
+        present[values] = True
+        uniq = np.flatnonzero(present)
+        lut = np.cumsum(present, dtype=np.int64) - 1
+        return uniq.astype(values.dtype), lut[values]
+    uniq, inv = np.unique(values, return_inverse=True)
+    return uniq, inv.reshape(-1)
+
+
+def _kind_name(op: str, path: str, fd: int) -> str:
+    """XEventMetadata name of an event kind: ``"pread64 /data/x.bin (fd 5)"``, ``"open
+    /data/x.bin"``, ``"close (fd 5)"``, ``"sync"``. TensorFlow merges event metadata by
+    name, so it must differ per (call, path, fd); the metadata's display_name is the call."""
+    name = op
+    if path:
+        name += " " + path
+    if fd != -1:
+        name += f" (fd {fd})"
+    return name
+
+
+def _kind_codes(op: np.ndarray, path: np.ndarray, fd: np.ndarray,
+                npaths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(sorted distinct keys ``(op * npaths + path) << 32 | uint32(fd)``, code per row, first
+    row of each key), in
+    O(n) when equal kinds come in runs (an I/O trace: one thread reading one file): keys
+    are only built at the starts of runs."""
+    n = len(op)
+    if not n:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    change = op[1:] != op[:-1]
+    change |= path[1:] != path[:-1]
+    change |= fd[1:] != fd[:-1]
+    starts = np.concatenate(([0], np.flatnonzero(change) + 1))
+    del change
+    key = ((op[starts].astype(np.int64) * npaths + path[starts]) << 32) | (fd[starts].astype(np.int64) & 0xFFFFFFFF)
+    uniq, first_run, inv = np.unique(key, return_index=True, return_inverse=True)
+    return uniq, np.repeat(inv.reshape(-1), np.diff(np.append(starts, n))), starts[first_run]
+
+
+def event_kinds(info: dict[str, Any]) -> dict[str, tuple[str, str, int, int, int]]:
+    """{XEventMetadata name: (call, path, fd, bytes_requested, bytes_returned)} of a
+    ``tb_iotrace.io`` record: what an event of that kind has unless its own stats say
+    otherwise. Empty for format /1, whose metadata names are the calls and whose events
+    carry path, fd and both byte counts."""
+    return {str(k): (str(v[0]), str(v[1]), int(v[2]), int(v[3]), int(v[4]))
+            for k, v in (info.get("event_kinds") or {}).items()}
+
+
+def _is_sorted_by(line_of: np.ndarray, start_ns: np.ndarray) -> bool:
+    """Rows already ordered by (line, start time)? (A capture's are: thread by thread, each
+    in call order, threads in tid order or not.)"""
+    if len(line_of) < 2:
+        return True
+    dl = np.diff(line_of)
+    return bool((dl >= 0).all() and ((dl > 0) | (np.diff(start_ns) >= 0)).all())
+
+
 @dataclass
 class _Encoded:
     """An I/O trace turned into host-plane additions (nothing applied yet)."""
 
-    lines_blob: bytes  # serialized XPlane.lines entries (field 3), ready to append
-    event_metadata: dict[int, str]  # new XEventMetadata id -> name
+    lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes, _EventBlock)
+    # new XEventMetadata id -> (name, display_name, path, fd, bytes_requested, bytes_returned)
+    event_metadata: dict[int, tuple[str, str, str, int, int, int]]
     stat_metadata: dict[int, str]  # new XStatMetadata id -> name
     info: dict[str, Any]  # the JSON record (see _info_json)
     num_events: int
+
+    @property
+    def lines_blob(self) -> bytes:
+        """The XPlane.lines entries as one byte string, ready to append to a plane."""
+        return bytes(_join(self.lines_chunks))
 
 
 def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
@@ -166,6 +274,191 @@ def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, 
     rows.parts.append((size[:, None], rows._present(np.ones(len(size), dtype=np.int64), present)))
     rows.const(head, present)
     rows.parts.append((mat, rows._present(lengths, present)))
+
+
+_OPTIONAL = {"path_ref": 0, "offset": -1, "fd": -1, "errno": 0}   # column -> its "absent" value
+
+
+@dataclass
+class EventColumns:
+    """The I/O events of the lines being written, in file order, as int64 columns.
+
+    ``path_ref`` is the XStatMetadata id of the interned path (0: none); ``offset``/``fd``
+    are -1 and ``errno`` 0 when absent. Those four may be None: absent on every event."""
+
+    metadata_id: np.ndarray
+    offset_ps: np.ndarray
+    duration_ps: np.ndarray
+    path_ref: np.ndarray | None
+    offset: np.ndarray | None
+    requested: np.ndarray
+    returned: np.ndarray
+    fd: np.ndarray | None
+    errno: np.ndarray | None
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if value is not None or name not in _OPTIONAL:
+                setattr(self, name, np.ascontiguousarray(value, dtype=np.int64))
+
+    def __len__(self) -> int:
+        return len(self.metadata_id)
+
+    def slice(self, a: int, b: int) -> "EventColumns":
+        return EventColumns(*(None if getattr(self, name) is None else getattr(self, name)[a:b]
+                              for name in self.__dataclass_fields__))
+
+    def column(self, name: str) -> np.ndarray:
+        """A column, the "absent" value repeated where it is None."""
+        value = getattr(self, name)
+        return np.full(len(self), _OPTIONAL[name], dtype=np.int64) if value is None else value
+
+
+@dataclass
+class KindValues:
+    """bytes_requested / bytes_returned of each event kind (XEventMetadata ids ``base``,
+    ``base + 1``...): events of a kind leave out the stats equal to these."""
+
+    base: int
+    requested: np.ndarray
+    returned: np.ndarray
+
+    def __post_init__(self) -> None:
+        self.requested = np.ascontiguousarray(self.requested, dtype=np.int64)
+        self.returned = np.ascontiguousarray(self.returned, dtype=np.int64)
+
+
+def _byte_stats_present(ev: EventColumns, kinds: KindValues | None) -> tuple[np.ndarray, np.ndarray | None]:
+    """(bytes_requested written?, bytes_returned written? or None: always) per event."""
+    if kinds is None or not len(kinds.requested):
+        return ev.requested != ev.returned, None
+    k = ev.metadata_id - np.int64(kinds.base)
+    known = (k >= 0) & (k < len(kinds.requested))
+    k = np.where(known, k, 0)
+    req = np.where(known, ev.requested != kinds.requested[k], ev.requested != ev.returned)
+    ret = ~known | (ev.returned != kinds.returned[k])
+    return req, ret
+
+
+def encode_events_numpy(ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None = None) -> bytes:
+    """XLine.events entries for ``ev`` (field 4 each), encoded column-wise with NumPy.
+
+    ``stat_ids``: XStatMetadata ids of the stats in :data:`EVENT_STATS` order. Layout
+    (the native ``tbio_encode_io_events`` writes the same bytes): metadata_id,
+    offset_ps, duration_ps, then the stats ``path`` (ref, when != 0), ``offset``
+    (when != -1), ``bytes_requested`` and ``bytes_returned`` (each when it differs from
+    the event kind's value in ``kinds``; without: requested when it differs from
+    returned, returned always), ``fd`` (when != -1), ``errno`` (when != 0)."""
+    sid = dict(zip(EVENT_STATS, stat_ids))
+    req_present, ret_present = _byte_stats_present(ev, kinds)
+    rows = _wire.Rows(len(ev))
+    rows.varint_field(1, ev.metadata_id)
+    rows.varint_field(2, ev.offset_ps)
+    rows.varint_field(3, ev.duration_ps)
+    for name, stat, field_number in (("path_ref", STAT_PATH, 7), ("offset", STAT_OFFSET, 4)):
+        if getattr(ev, name) is not None:
+            values = ev.column(name)
+            _int_stat(rows, sid[stat], field_number, values, values != _OPTIONAL[name])
+    _int_stat(rows, sid[STAT_REQUESTED], 4, ev.requested, req_present)
+    _int_stat(rows, sid[STAT_RETURNED], 4, ev.returned, ret_present)
+    for name, stat in (("fd", STAT_FD), ("errno", STAT_ERRNO)):
+        if getattr(ev, name) is not None:
+            values = ev.column(name)
+            _int_stat(rows, sid[stat], 4, values, values != _OPTIONAL[name])
+    return rows.wrap(4).finish().data.tobytes()
+
+
+def _native_lib() -> Any:
+    """(ffi, lib) of the native module, or None where it is not built (readers, plugin)."""
+    try:
+        from .._ffi import NativeError, native
+    except ImportError:  # pragma: no cover - the package is always importable
+        return None
+    try:
+        return native()
+    except NativeError:
+        return None
+
+
+def _native_call(ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None, out: Any = None,
+                 at: int = 0, cap: int = 0) -> int:
+    """tbio_encode_io_events on ``ev``: the encoded size, and the bytes written into the
+    writable buffer ``out`` from offset ``at`` when ``out`` is given (``cap`` bytes there)."""
+    found = _native_lib()
+    if found is None:
+        raise RuntimeError("the tb_iotrace native module is not available")
+    ffi, lib = found
+    cols = [ffi.NULL if getattr(ev, name) is None else ffi.from_buffer("int64_t[]", getattr(ev, name))
+            for name in ev.__dataclass_fields__]
+    sids = ffi.new("int64_t[]", [int(s) for s in stat_ids])
+    dst = ffi.from_buffer("uint8_t[]", out) + at if out is not None else ffi.NULL
+    if kinds is not None and len(kinds.requested):
+        ktab = (kinds.base, len(kinds.requested), ffi.from_buffer("int64_t[]", kinds.requested),
+                ffi.from_buffer("int64_t[]", kinds.returned))
+    else:
+        ktab = (0, 0, ffi.NULL, ffi.NULL)
+    return int(lib.tbio_encode_io_events(len(ev), *cols, *ktab, sids, dst, cap if out is not None else 0))
+
+
+def encode_events_native(ev: EventColumns, stat_ids: tuple[int, ...],
+                         kinds: KindValues | None = None) -> bytearray:
+    """The bytes of :func:`encode_events_numpy`, written by the native module (~100x faster).
+    Raises RuntimeError when the native module is not available."""
+    size = _native_call(ev, stat_ids, kinds)
+    out = bytearray(size)
+    if size and _native_call(ev, stat_ids, kinds, out, 0, size) != size:
+        raise RuntimeError("tbio_encode_io_events wrote a different size")
+    return out
+
+
+class _EventBlock:
+    """One line's XLine.events entries, encoded when written (:meth:`write_into`), so the
+    native encoder writes straight into the final buffer: no intermediate copy."""
+
+    def __init__(self, ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None) -> None:
+        self.ev, self.stat_ids, self.kinds = ev, stat_ids, kinds
+        self.native = len(ev) > 0 and _native_lib() is not None
+        self._bytes = None if self.native else encode_events_numpy(ev, stat_ids, kinds)
+        self.size = _native_call(ev, stat_ids, kinds) if self.native else len(self._bytes or b"")
+
+    def __len__(self) -> int:
+        return self.size
+
+    def write_into(self, out: bytearray, at: int) -> None:
+        if self.native:
+            if _native_call(self.ev, self.stat_ids, self.kinds, out, at, self.size) != self.size:
+                raise RuntimeError("tbio_encode_io_events wrote a different size")
+        else:
+            out[at:at + self.size] = self._bytes or b""
+
+    def tobytes(self) -> bytes:
+        if not self.native:
+            return self._bytes or b""
+        out = bytearray(self.size)
+        self.write_into(out, 0)
+        return bytes(out)
+
+
+def _join(chunks: list) -> bytearray:
+    """Concatenate bytes and :class:`_EventBlock` chunks into one new buffer."""
+    out = bytearray(sum(len(c) for c in chunks))
+    at = 0
+    for c in chunks:
+        if isinstance(c, _EventBlock):
+            c.write_into(out, at)
+        else:
+            out[at:at + len(c)] = c
+        at += len(c)
+    return out
+
+
+def encode_events(ev: EventColumns, stat_ids: tuple[int, ...],
+                  kinds: KindValues | None = None) -> bytes | bytearray:
+    """:func:`encode_events_native` where the native module is built, else the NumPy path."""
+    if len(ev) and _native_lib() is not None:
+        return encode_events_native(ev, stat_ids, kinds)
+    return encode_events_numpy(ev, stat_ids, kinds)
 
 
 def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int) -> _Encoded:
@@ -206,8 +499,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         for v in (ln.id, ln.display_id):
             taken.update((v, v & 0xFFFFFFFF, ((v & 0xFFFFFFFF) ^ 0x80000000) - 0x80000000))
     host_by_id = {ln.id: ln for ln in existing_lines}
-    tids, line_of = np.unique(trace_kept.tid, return_inverse=True)
-    line_of = line_of.reshape(-1)
+    tids, line_of = _small_int_codes(trace_kept.tid)
     lines_info = []
     next_id = 1
     for tid in tids.tolist():
@@ -231,83 +523,82 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         })
         next_id += 1
 
-    # Event metadata: one per call name.
-    ops, op_code = _factorize(trace_kept.op)
-    event_md: dict[int, str] = {}
-    exact_ops: dict[str, str] = {}
-    for k, op in enumerate(ops):
-        text, exact = _safe_text(op)
-        event_md[md_base + k] = text
-        if not exact:
-            exact_ops[text] = op
-    md_id = op_code + md_base
+    ops, op_code = _factorize_column(trace_kept, "op")
+    paths, path_code = _factorize_column(trace_kept, "path")
 
-    # Interned paths: a new XStatMetadata per distinct non-empty path.
-    paths, path_code = _factorize(trace_kept.path)
-    path_sid = np.zeros(len(paths), dtype=np.int64)
-    exact_paths: dict[str, str] = {}
-    for k, p in enumerate(paths):
-        if p == "":
-            continue
-        text, exact = _safe_text(p)
-        sid = sd_next
-        sd_next += 1
-        new_stats[sid] = text
-        path_sid[k] = sid
-        if not exact:
-            exact_paths[text] = p
-    ref = path_sid[path_code] if n else np.zeros(0, dtype=np.int64)
+    # Order: by line, then start time (a capture's rows usually are already).
+    start = trace_kept.start_ns
+    if _is_sorted_by(line_of, start):
+        def col(a: np.ndarray) -> np.ndarray:
+            return a
+        line_sorted = line_of
+    else:
+        order = np.lexsort((start, line_of))
 
-    # Order: by line, then start time.
-    order = np.lexsort((trace_kept.start_ns, line_of))
-    line_sorted = line_of[order]
-    rel_ns = trace_kept.start_ns[order] - np.int64(start_ns)
+        def col(a: np.ndarray) -> np.ndarray:
+            return a[order]
+        line_sorted = line_of[order]
+    # Event metadata: one per event kind, i.e. distinct (call, path, fd); see _kind_name.
+    fd_col = col(trace_kept.fd)
+    kind_keys, kind_code, kind_first = _kind_codes(col(op_code), col(path_code), fd_col, max(len(paths), 1))
+    # each kind's byte counts: those of its first event; its events write them where they differ
+    requested, returned = col(trace_kept.requested), col(trace_kept.returned)
+    kind_values = KindValues(md_base, requested[kind_first], returned[kind_first])
+    event_md: dict[int, tuple[str, str]] = {}
+    kinds: dict[str, list] = {}
+    for j, k in enumerate(kind_keys.tolist()):
+        combo, fd_u = k >> 32, k & 0xFFFFFFFF
+        op, path = ops[combo // max(len(paths), 1)], paths[combo % max(len(paths), 1)]
+        fd = fd_u - (1 << 32) if fd_u >> 31 else fd_u
+        name = base = _safe_text(_kind_name(op, path, fd))[0]
+        dup = 1
+        while name in kinds:   # a path that itself ends like " (fd N)"
+            dup += 1
+            name = f"{base} #{dup}"
+        req, ret = int(kind_values.requested[j]), int(kind_values.returned[j])
+        kinds[name] = [op, path, fd, req, ret]
+        event_md[md_base + j] = (name, _safe_text(op)[0], _safe_text(path)[0], fd, req, ret)
+    start_sorted = col(start)
     counts = np.bincount(line_sorted, minlength=len(tids))
     first = np.cumsum(counts) - counts
-    line_ts = rel_ns[first] if n else np.zeros(0, dtype=np.int64)
-    offset_ps = (rel_ns - line_ts[line_sorted]) * np.int64(1000)
-    dur_ps = np.maximum(trace_kept.end_ns[order] - trace_kept.start_ns[order], 0) * np.int64(1000)
+    line_ts = start_sorted[first] - np.int64(start_ns) if n else np.zeros(0, dtype=np.int64)
+    # in place where possible: a million-event window makes each temporary 8 MB of fresh memory
+    offset_ps = np.repeat(line_ts + np.int64(start_ns), counts)
+    np.subtract(start_sorted, offset_ps, out=offset_ps)
+    offset_ps *= np.int64(1000)
+    dur_ps = col(trace_kept.end_ns) - start_sorted
+    np.maximum(dur_ps, 0, out=dur_ps)
+    dur_ps *= np.int64(1000)
+    kind_code += md_base
 
-    off = trace_kept.offset[order]
-    fd = trace_kept.fd[order].astype(np.int64)
-    err = trace_kept.errno[order].astype(np.int64)
-    ref = ref[order]
-    rows = _wire.Rows(n)
-    rows.varint_field(1, md_id[order])
-    rows.varint_field(2, offset_ps)
-    rows.varint_field(3, dur_ps)
-    _int_stat(rows, sids[STAT_PATH], 7, ref, ref != 0)
-    _int_stat(rows, sids[STAT_OFFSET], 4, off, off != -1)
-    _int_stat(rows, sids[STAT_REQUESTED], 4, trace_kept.requested[order])
-    _int_stat(rows, sids[STAT_RETURNED], 4, trace_kept.returned[order])
-    _int_stat(rows, sids[STAT_FD], 4, fd, fd != -1)
-    _int_stat(rows, sids[STAT_ERRNO], 4, err, err != 0)
-    entries = rows.wrap(4).finish()  # XLine.events entries
-    ends = entries.ends()
-    data = entries.data
-    blob = bytearray()
+    errno = col(trace_kept.errno)
+    events = EventColumns(   # path and fd are in the event's metadata (kind), not in its stats
+        metadata_id=kind_code, offset_ps=offset_ps, duration_ps=dur_ps, path_ref=None,
+        offset=col(trace_kept.offset), requested=requested, returned=returned, fd=None,
+        errno=errno if errno.any() else None)
+    stat_ids = tuple(sids[name] for name in EVENT_STATS)
+    chunks: list = []
     for i, li in enumerate(lines_info):
         a = int(first[i])
         b = a + int(counts[i])
-        lo = int(ends[a - 1]) if a else 0
-        hi = int(ends[b - 1]) if b else lo
         header = XLine(id=li["line_id"], display_id=li["display_id"], name=li["name"],
                        display_name=li["name"], timestamp_ns=int(line_ts[i])).SerializeToString()
-        body = data[lo:hi].tobytes()
+        body = _EventBlock(events.slice(a, b), stat_ids, kind_values)
         li["num_events"] = int(counts[i])
         li["t0_ns"] = int(line_ts[i]) + int(start_ns)
-        blob += _wire.len_field_bytes(3, header + body)  # XPlane.lines
+        # XPlane.lines entry: tag, length, the line's own fields, its events
+        chunks += [_wire.tag(3, _wire.WT_LEN) + _wire.varint_bytes(len(header) + len(body)), header, body]
 
-    info = _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats,
-                      sids, exact_ops, exact_paths)
-    return _Encoded(bytes(blob), event_md, new_stats, info, n)
+    info = _info_json(trace, start_ns, capped, max_events, n, lines_info,
+                      {k: v[0] for k, v in event_md.items()}, new_stats, sids, kinds)
+    return _Encoded(chunks, event_md, new_stats, info, n)
 
 
 def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats, sids,
-               exact_ops, exact_paths) -> dict[str, Any]:
+               kinds) -> dict[str, Any]:
     """The ``tb_iotrace.io`` plane stat (JSON). Keys:
 
-    format            "tb_iotrace.io/1"
+    format            "tb_iotrace.io/2"
     profile_start_ns  epoch ns that event times are relative to
     num_events        events written
     dropped           operations not in the file: trace.dropped + capped
@@ -322,8 +613,12 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     stat_ids          {stat name: XStatMetadata id} used by the events when written
     added_event_metadata, added_stat_metadata   {id: name} this merge created (removed on
                       re-merge while the ids still hold those names)
-    exact_ops, exact_paths   {stored text: original str} for names that are not valid UTF-8
-                      (stored with backslash escapes), so read_io_data returns them exactly
+    event_kinds       {XEventMetadata name: [call, path, fd, bytes_requested,
+                      bytes_returned]} of every event kind written (call and path exactly,
+                      also when not valid UTF-8: the stored name then has backslash
+                      escapes); the byte counts are what its events leave out
+    exact_ops, exact_paths   (format /1 only) {stored text: original str} for names that are
+                      not valid UTF-8
 
     Readers go by names (stat names, line names), not by the ids above: TensorFlow's
     pluggable-profiler path merges our plane into /host:CPU and renumbers metadata.
@@ -342,18 +637,33 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
         "stat_ids": {k: int(v) for k, v in sids.items()},
         "added_event_metadata": {str(k): v for k, v in sorted(event_md.items())},
         "added_stat_metadata": {str(k): v for k, v in sorted(new_stats.items())},
-        "exact_ops": exact_ops,
-        "exact_paths": exact_paths,
+        "event_kinds": kinds,
         "mounts": str(getattr(trace, "mounts", "") or ""),
         "counters": trace.counters,
     }
 
 
 def _apply_metadata(plane: XPlane, enc: _Encoded) -> None:
-    for k, name in enc.event_metadata.items():
+    sid = enc.info["stat_ids"]
+    for k, (name, display, path, fd, req, ret) in enc.event_metadata.items():
         md = plane.event_metadata[k]
         md.id = k
         md.name = name
+        md.display_name = display
+        # the kind's path, fd and byte counts as metadata stats: both trace viewers list
+        # them with the event's own stats (which win) when an event is selected
+        if path:
+            st = md.stats.add()
+            st.metadata_id = sid[STAT_PATH]
+            st.str_value = path
+        if fd != -1:
+            st = md.stats.add()
+            st.metadata_id = sid[STAT_FD]
+            st.int64_value = fd
+        for stat, value in ((STAT_REQUESTED, req), (STAT_RETURNED, ret)):
+            st = md.stats.add()
+            st.metadata_id = sid[stat]
+            st.int64_value = value
     for k, name in enc.stat_metadata.items():
         md = plane.stat_metadata[k]
         md.id = k
@@ -376,7 +686,7 @@ def _find_io_record(space) -> tuple[Any, int, dict[str, Any]] | None:
                     info = json.loads(stat.bytes_value.decode("utf-8"))
                 except (UnicodeDecodeError, ValueError):
                     continue
-                if isinstance(info, dict) and info.get("format") == FORMAT:
+                if isinstance(info, dict) and info.get("format") in READ_FORMATS:
                     return plane, i, info
     return None
 
@@ -453,7 +763,7 @@ def add_io_to_space(space, trace: IoTrace, *, start_ns: int | None = None,
 
 
 def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
-                   max_events: int = DEFAULT_MAX_EVENTS) -> bytes:
+                   max_events: int = DEFAULT_MAX_EVENTS) -> bytearray:
     """A serialized XSpace holding one plane ``plane_name`` with the I/O lines and the
     ``tb_iotrace.io`` record, built without parsing the encoded lines back (what the
     TensorFlow pluggable profiler hands over; TF merges the plane into its host plane)."""
@@ -462,8 +772,10 @@ def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
     plane.id = 0
     plane.name = plane_name
     _apply_metadata(plane, enc)
-    body = plane.SerializeToString() + enc.lines_blob   # repeated field 3 may come last
-    return _wire.len_field_bytes(1, body)               # XSpace.planes
+    head = plane.SerializeToString()   # repeated field 3 (lines) may come last
+    size = len(head) + sum(len(c) for c in enc.lines_chunks)
+    # one XSpace.planes entry, joined in one copy
+    return _join([_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size), head, *enc.lines_chunks])
 
 
 @dataclass
@@ -514,10 +826,11 @@ def merge_into_capture(xplane_path: str | os.PathLike, trace: IoTrace, *,
     host_index = next(i for i, p in enumerate(space.planes) if p.name == HOST_PLANE)
     for i, plane in enumerate(space.planes):
         raw = plane.SerializeToString()
-        if i == host_index:
-            raw += enc.lines_blob
-        chunks.append(_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(len(raw)))
+        extra = enc.lines_chunks if i == host_index else []
+        size = len(raw) + sum(len(c) for c in extra)
+        chunks.append(_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size))
         chunks.append(raw)
+        chunks.extend(extra)
     _atomic_write(path, chunks)
 
     removed = []
@@ -543,7 +856,7 @@ def _atomic_write(path: Path, chunks: list[bytes]) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             for chunk in chunks:
-                fh.write(chunk)
+                fh.write(chunk.tobytes() if isinstance(chunk, _EventBlock) else chunk)
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -595,6 +908,7 @@ def read_io_data(space) -> IoTrace | None:
         vals = np.zeros((6, m), dtype=np.int64)
         vals[1] = -1
         vals[4] = -1
+        has = np.zeros((6, m), dtype=bool)
         for i, ev in enumerate(ln.events):
             mid[i] = ev.metadata_id
             off_ps[i] = ev.offset_ps
@@ -603,9 +917,10 @@ def read_io_data(space) -> IoTrace | None:
                 kind = kind_of.get(st.metadata_id)
                 if kind is not None:
                     vals[kind, i] = st.ref_value if kind == 0 else st.int64_value
+                    has[kind, i] = True
         rel = off_ps // 1000
         start = rel - (rel.min() if m else 0) + int(li["t0_ns"])
-        parts.append((li["tid"], mid, start, start + dur_ps // 1000, vals))
+        parts.append((li["tid"], mid, start, start + dur_ps // 1000, vals, has))
 
     def names(ids: np.ndarray, table, exact) -> np.ndarray:
         uniq, inv = np.unique(ids, return_inverse=True)
@@ -618,10 +933,18 @@ def read_io_data(space) -> IoTrace | None:
 
     if parts:
         vals = np.concatenate([p[4] for p in parts], axis=1)
+        has = np.concatenate([p[5] for p in parts], axis=1)
+        # the event's kind (format /2) gives what its stats leave out; format /1: the metadata
+        # name is the call, the event has every stat but bytes_requested where it == returned
+        kind = _kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
+                             event_kinds(info), exact_ops)
+        ref_path = names(vals[0], plane.stat_metadata, exact_paths)
+        returned = np.where(has[3] | ~kind.known, vals[3], kind.returned)
+        requested = np.where(has[2], vals[2], np.where(kind.known, kind.requested, returned))
         trace = IoTrace(
-            op=names(np.concatenate([p[1] for p in parts]), plane.event_metadata, exact_ops),
-            path=names(vals[0], plane.stat_metadata, exact_paths),
-            offset=vals[1], requested=vals[2], returned=vals[3], fd=vals[4], errno=vals[5],
+            op=kind.op, path=np.where(vals[0] != 0, ref_path, kind.path),
+            offset=vals[1], requested=requested, returned=returned,
+            fd=np.where(vals[4] != -1, vals[4], kind.fd), errno=vals[5],
             start_ns=np.concatenate([p[2] for p in parts]),
             end_ns=np.concatenate([p[3] for p in parts]),
             tid=np.concatenate([np.full(len(p[1]), p[0], dtype=np.int64) for p in parts]))
@@ -632,6 +955,39 @@ def read_io_data(space) -> IoTrace | None:
     trace.counters = list(info.get("counters", []))
     trace.mounts = str(info.get("mounts", ""))
     return trace
+
+
+@dataclass
+class _KindColumns:
+    op: np.ndarray          # object
+    path: np.ndarray        # object
+    fd: np.ndarray
+    requested: np.ndarray
+    returned: np.ndarray
+    known: np.ndarray       # bool: the metadata is a format /2 kind
+
+
+def _kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int, int, int]],
+                  exact_ops: dict[str, str]) -> _KindColumns:
+    """Per event, from its XEventMetadata: its format /2 kind, else (format /1) the metadata
+    name as the call and nothing else."""
+    uniq, inv = np.unique(mids, return_inverse=True)
+    op = np.empty(len(uniq), dtype=object)
+    path = np.empty(len(uniq), dtype=object)
+    ints = np.zeros((3, len(uniq)), dtype=np.int64)
+    known = np.zeros(len(uniq), dtype=bool)
+    for j, k in enumerate(uniq.tolist()):
+        md = table.get(k)
+        text = md.name if md is not None else ""
+        kind = kinds.get(text)
+        if kind is not None:
+            op[j], path[j] = kind[0], kind[1]
+            ints[:, j] = kind[2:]
+            known[j] = True
+        else:
+            op[j], path[j], ints[0, j] = exact_ops.get(text, text), "", -1
+    inv = inv.reshape(-1)
+    return _KindColumns(op[inv], path[inv], ints[0][inv], ints[1][inv], ints[2][inv], known[inv])
 
 
 def read_io_info(space) -> dict[str, Any] | None:

@@ -113,6 +113,22 @@ def test_xprof_trace_viewers_draw_io_of_a_real_capture(tmp_path: Path, tool: str
     (region,) = [e for e in host_ops if e["name"] == "plain_region"]
     inside = [e for e in reads if region["ts"] <= e["ts"] and e["ts"] + e["dur"] <= region["ts"] + region["dur"]]
     assert len(inside) >= 7   # 50,000 bytes in 8 KiB reads, plus the EOF read
+    # an I/O event's details name the file and the bytes (after TensorFlow merged our plane):
+    # path, fd and the kind's byte counts come from its kind's metadata stats, counts that
+    # differ (the EOF read returns 0) from its own stats
+    ordered = sorted(inside, key=lambda e: e["ts"])
+    for event, returned in ((ordered[0], 8192), (ordered[-1], 0)):
+        if tool == "trace_viewer":
+            args = event["args"]
+        else:   # the streaming viewer returns them when the event is selected
+            opts = {"event_name": event["name"], "start_time_ms": str(event["ts"] / 1000),
+                    "duration_ms": str(event["dur"] / 1000), "unique_id": str(event["args"]["uid"]),
+                    "format": "json"}
+            data, _ = raw_to_tool_data.xspace_to_tool_data([res["xplanes"][0]], tool, {"trace_viewer_options": opts})
+            (sel,) = [e for e in _json.loads(data)["traceEvents"] if e.get("ph") == "X"]
+            args = sel["args"]
+        assert args["path"] == res["plain"]
+        assert int(args["fd"]) >= 0 and int(args["bytes_returned"]) == returned, args
 
 
 def test_trace_cap_keeps_counters_exact_and_says_what_was_dropped(tmp_path: Path) -> None:

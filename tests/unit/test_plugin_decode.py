@@ -11,11 +11,11 @@ import pytest
 
 import tb_iotrace.plugin.decode as D
 from tb_iotrace.plugin import lod
-from tb_iotrace.plugin.model import STAT_DEFAULTS, _rows
+from tb_iotrace.plugin.model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
 from tb_iotrace.xplane import (LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns,
-                               load_xspace, merge_into_capture, read_io_data)
-from tb_iotrace.xplane.iowriter import EVENT_STATS
+                               load_xspace, merge_into_capture, read_io_data, read_io_info)
+from tb_iotrace.xplane.iowriter import EVENT_STATS, event_kinds
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
@@ -47,14 +47,22 @@ def assert_same_as_reader(path) -> None:
     md = host.meta.stat_metadata
     io = [ln for ln in host.lines if ln.name.startswith(LINE_PREFIX)]
     idx = np.concatenate([np.arange(ln.first, ln.first + ln.count) for ln in io]) if io else np.zeros(0, int)
+    # path and fd: event stats (format /1) or the event kind named by the metadata (/2)
+    kinds = event_kinds(read_io_info(sp))
+    emd = host.meta.event_metadata
+    kind = [kinds.get(emd[k].name, ("", "", -1, ABSENT, ABSENT)) for k in host.metadata_id[idx].tolist()]
     refs = host.stats["path"][idx]
-    paths = np.array([md[k].name if k in md else "" for k in refs.tolist()], dtype=object)
+    paths = np.array([md[k].name if k in md else kd[1] for k, kd in zip(refs.tolist(), kind)], dtype=object)
     assert len(idx) == len(tr)
     np.testing.assert_array_equal(paths, tr.path)
+    fds = np.where(host.stats["fd"][idx] != -1, host.stats["fd"][idx], [kd[2] for kd in kind])
     np.testing.assert_array_equal(host.stats["offset"][idx], tr.offset)
-    np.testing.assert_array_equal(host.stats["bytes_requested"][idx], tr.requested)
-    np.testing.assert_array_equal(host.stats["bytes_returned"][idx], tr.returned)
-    np.testing.assert_array_equal(host.stats["fd"][idx], tr.fd)
+    # byte counts are only written where they differ from the event kind's (tb_iotrace.io/2)
+    requested, returned = _fill_bytes(host.stats["bytes_requested"][idx], host.stats["bytes_returned"][idx],
+                                      np.array([kd[3] for kd in kind]), np.array([kd[4] for kd in kind]))
+    np.testing.assert_array_equal(requested, tr.requested)
+    np.testing.assert_array_equal(returned, tr.returned)
+    np.testing.assert_array_equal(fds, tr.fd)
     np.testing.assert_array_equal(host.stats["errno"][idx], tr.errno)
 
 

@@ -96,6 +96,18 @@ def viewer(path: Path, tool: str):
     return procs, threads, spans
 
 
+def selected_event_args(path: Path, event: dict) -> dict:
+    """What trace_viewer@ returns for an event the user selects (xprof's event details)."""
+    from xprof.convert import raw_to_tool_data
+
+    opts = {"event_name": event["name"], "start_time_ms": str(event["ts"] / 1000),
+            "duration_ms": str(event["dur"] / 1000), "unique_id": str(event["args"]["uid"]), "format": "json"}
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], "trace_viewer@", {"trace_viewer_options": opts})
+    (sel,) = [e for e in json.loads(data)["traceEvents"] if e.get("ph") == "X"]
+    assert (sel["name"], sel["ts"]) == (event["name"], event["ts"])
+    return sel["args"]
+
+
 def host_pid(procs: dict) -> int:
     pids = [pid for pid, name in procs.items() if name.split(" ")[-1] == "/host:CPU"]
     assert len(pids) == 1, procs
@@ -434,22 +446,43 @@ def test_io_lines_layout():
     ln = io_lines[0]
     rows = trace.take(trace.tid == 4000)
     order = np.argsort(rows.start_ns, kind="stable")
-    assert host.event_names(ln).tolist() == rows.op[order].tolist()
+    # the viewer shows the call (display_name); the metadata name is the event kind
+    # (call, path, fd), which the record maps back
+    assert host.event_display_names(ln).tolist() == [
+        o.encode("utf-8", "backslashreplace").decode() for o in rows.op[order].tolist()]
+    kinds = iowriter.event_kinds(X.read_io_info(space))
+    assert [kinds[k][:3] for k in host.event_names(ln).tolist()] == list(zip(
+        rows.op[order].tolist(), rows.path[order].tolist(), rows.fd[order].tolist()))
+    assert len({k[:3] for k in kinds.values()}) == len(kinds)
     np.testing.assert_array_equal(ln.start_ps, (rows.start_ns[order] - T0) * 1000)
     np.testing.assert_array_equal(ln.duration_ps, (rows.end_ns - rows.start_ns)[order] * 1000)
-    # stats of the first event: only what applies
-    i = int(order[0])
-    stats = host.event_stats(ln, 0)
-    expected = {"bytes_requested": int(rows.requested[i]), "bytes_returned": int(rows.returned[i])}
-    if rows.path[i]:
-        expected["path"] = rows.path[i].encode("utf-8", "backslashreplace").decode()
-    if rows.offset[i] != -1:
-        expected["offset"] = int(rows.offset[i])
-    if rows.fd[i] != -1:
-        expected["fd"] = int(rows.fd[i])
-    if rows.errno[i]:
-        expected["errno"] = int(rows.errno[i])
-    assert stats == expected
+    # stats of the first events: only what applies; path and fd are the kind's (metadata)
+    for j in range(20):
+        i = int(order[j])
+        stats = host.event_stats(ln, j, with_metadata=False)
+        kind = kinds[host.event_names(ln)[j]]
+        expected = {}   # byte counts only where they differ from the kind's (tb_iotrace.io/2)
+        if rows.requested[i] != kind[3]:
+            expected["bytes_requested"] = int(rows.requested[i])
+        if rows.returned[i] != kind[4]:
+            expected["bytes_returned"] = int(rows.returned[i])
+        if rows.offset[i] != -1:
+            expected["offset"] = int(rows.offset[i])
+        if rows.errno[i]:
+            expected["errno"] = int(rows.errno[i])
+        assert stats == expected
+        if rows.path[i]:
+            expected["path"] = rows.path[i].encode("utf-8", "backslashreplace").decode()
+        if rows.fd[i] != -1:
+            expected["fd"] = int(rows.fd[i])
+        expected["bytes_requested"] = int(rows.requested[i])
+        expected["bytes_returned"] = int(rows.returned[i])
+        assert host.event_stats(ln, j) == expected   # with the kind's stats: what viewers list
+        name = host.event_names(ln)[j]
+        assert name.startswith(rows.op[i].encode("utf-8", "backslashreplace").decode())
+        if rows.path[i]:
+            assert rows.path[i].encode("utf-8", "backslashreplace").decode() in name
+        assert name.endswith(f" (fd {rows.fd[i]})") == (rows.fd[i] != -1)
     # metadata ids we added are above the existing ones
     assert min(map(int, X.read_io_info(space)["added_event_metadata"])) > old_max_md
 
@@ -525,8 +558,19 @@ def test_merge_into_gpu_capture_and_viewers(tmp_path):
         # on the same clock: ts in us since the profile start
         first = min(io, key=lambda e: e["ts"])
         assert first["ts"] == pytest.approx((ref.start_ns.min() - T0) / 1000, abs=1e-3)
-        if tool == "trace_viewer":  # the older viewer returns the event stats as args
-            assert set(first["args"]) <= {"path", "offset", "bytes_requested", "bytes_returned", "fd", "errno"}
+        # the event's details: its stats, and path and fd from its kind's metadata stats
+        i = int(np.argmin(ref.start_ns))
+        if tool == "trace_viewer":  # the older viewer returns them as args
+            args = first["args"]
+            assert args["long_name"] == iowriter._safe_text(
+                iowriter._kind_name(ref.op[i], ref.path[i], int(ref.fd[i])))[0]
+        else:  # the streaming viewer on selecting the event
+            args = selected_event_args(path, first)
+        assert set(args) <= {"long_name", "path", "fd", "offset", "bytes_requested", "bytes_returned", "errno"}
+        assert int(args["bytes_returned"]) == ref.returned[i]
+        assert args.get("path", "") == iowriter._safe_text(ref.path[i])[0]
+        assert int(args.get("fd", -1)) == ref.fd[i]
+        assert int(args.get("bytes_requested", ref.returned[i])) == ref.requested[i]
 
     # merging again replaces, it does not add
     trace2 = make_trace(50, T0 + 140_000_000, nthreads=1, seed=3)
@@ -573,15 +617,16 @@ def test_merge_into_cpu_capture_and_viewers(tmp_path, cpu_capture):
 
 
 def test_encoding_200k_events_is_fast():
-    """The writer's hot path (numpy, no per-event protobuf objects): 200k events here to keep
-    the suite quick; about 1.5-3 s for 1M on the dev machine."""
+    """The writer's hot path (no per-event protobuf objects; the native encoder where built,
+    see test_encode_native.py): 200k events here to keep the suite quick; about 0.2 s for 1M
+    on the dev machine with the native module, 1.5-3 s with numpy alone."""
     trace = make_trace(200_000, T0, nthreads=4)
     t = time.perf_counter()
     enc = iowriter._encode(trace, None, T0, iowriter.DEFAULT_MAX_EVENTS)
     elapsed = time.perf_counter() - t
     assert enc.num_events == 200_000
     assert elapsed < 3.0, f"encoding 200k events took {elapsed:.2f}s"
-    line = X.XPlane.FromString(enc.lines_blob)  # protobuf parses what numpy wrote
+    line = X.XPlane.FromString(enc.lines_blob)  # protobuf parses what the encoder wrote
     assert sum(len(ln.events) for ln in line.lines) == 200_000
 
 
