@@ -22,11 +22,14 @@ import numpy as np
 from ..xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XSpace, read_io_info
 from ..xplane._wire import WT_LEN, tag, varint_bytes
 from ..xplane.iowriter import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
-                               STAT_RETURNED)
+                               STAT_RETURNED, event_kinds, kind_columns)
 
-# An absent stat means its default; an absent bytes_requested means "as many as returned".
+# An absent stat means its default; absent byte counts come from the event's kind (format /2:
+# path, fd and the kind's byte counts live on its XEventMetadata), else returned 0 and
+# requested == returned: the same rules as read_io_data.
 _ABSENT = -(1 << 62)
-_DEFAULTS = {STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: _ABSENT, STAT_FD: -1, STAT_ERRNO: 0}
+_DEFAULTS = {STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: _ABSENT, STAT_RETURNED: _ABSENT, STAT_FD: -1,
+             STAT_ERRNO: 0}
 _EVENT_TAG = tag(4, WT_LEN)          # XLine.events
 
 
@@ -76,13 +79,21 @@ def _io_trace(pd, info: dict) -> IoTrace:
         got = pd.stats.pop(name, None)
         cols[name] = take(got) if got is not None else np.full(n, _DEFAULTS.get(name, 0), dtype=np.int64)
         del got
-    requested, returned = cols[STAT_REQUESTED], cols[STAT_RETURNED]
-    absent = requested == _ABSENT
-    requested[absent] = returned[absent]
     meta = pd.meta
-    path = _names(cols.pop(STAT_PATH), meta.stat_metadata, dict(info.get("exact_paths", {})))
-    op = _names(take(pd.metadata_id), meta.event_metadata, dict(info.get("exact_ops", {})))
+    kind = kind_columns(take(pd.metadata_id), meta.event_metadata, event_kinds(info),
+                        dict(info.get("exact_ops", {})))
     pd.metadata_id = None
+    req, ret = cols[STAT_REQUESTED], cols[STAT_RETURNED]
+    ret_has = ret != _ABSENT
+    returned = np.where(ret_has | ~kind.known, np.where(ret_has, ret, 0), kind.returned)
+    requested = np.where(req != _ABSENT, req, np.where(kind.known, kind.requested, returned))
+    del req, ret, ret_has
+    ref = cols.pop(STAT_PATH)
+    path = np.where(ref != 0, _names(ref, meta.stat_metadata, dict(info.get("exact_paths", {}))), kind.path)
+    fd = cols[STAT_FD]
+    fd = np.where(fd != -1, fd, kind.fd)
+    op = kind.op
+    del ref, kind
     start, end = [], []
     for (_, t0, ln), sl in zip(parts, sls):
         rel = (pd.start_ps[sl] - np.int64(ln.timestamp_ns * 1000)) // 1000
@@ -91,7 +102,7 @@ def _io_trace(pd, info: dict) -> IoTrace:
         end.append(s0 + pd.duration_ps[sl] // 1000)
     pd.start_ps = pd.duration_ps = None
     return IoTrace(op=op, path=path, offset=cols[STAT_OFFSET], requested=requested, returned=returned,
-                   fd=cols[STAT_FD], errno=cols[STAT_ERRNO], start_ns=np.concatenate(start),
+                   fd=fd, errno=cols[STAT_ERRNO], start_ns=np.concatenate(start),
                    end_ns=np.concatenate(end),
                    tid=np.concatenate([np.full(ln.count, tid, dtype=np.int64) for tid, _, ln in parts]))
 

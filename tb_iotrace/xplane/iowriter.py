@@ -936,7 +936,7 @@ def read_io_data(space) -> IoTrace | None:
         has = np.concatenate([p[5] for p in parts], axis=1)
         # the event's kind (format /2) gives what its stats leave out; format /1: the metadata
         # name is the call, the event has every stat but bytes_requested where it == returned
-        kind = _kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
+        kind = kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
                              event_kinds(info), exact_ops)
         ref_path = names(vals[0], plane.stat_metadata, exact_paths)
         returned = np.where(has[3] | ~kind.known, vals[3], kind.returned)
@@ -958,7 +958,7 @@ def read_io_data(space) -> IoTrace | None:
 
 
 @dataclass
-class _KindColumns:
+class KindColumns:
     op: np.ndarray          # object
     path: np.ndarray        # object
     fd: np.ndarray
@@ -967,8 +967,8 @@ class _KindColumns:
     known: np.ndarray       # bool: the metadata is a format /2 kind
 
 
-def _kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int, int, int]],
-                  exact_ops: dict[str, str]) -> _KindColumns:
+def kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int, int, int]],
+                  exact_ops: dict[str, str]) -> KindColumns:
     """Per event, from its XEventMetadata: its format /2 kind, else (format /1) the metadata
     name as the call and nothing else."""
     uniq, inv = np.unique(mids, return_inverse=True)
@@ -987,7 +987,7 @@ def _kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int,
         else:
             op[j], path[j], ints[0, j] = exact_ops.get(text, text), "", -1
     inv = inv.reshape(-1)
-    return _KindColumns(op[inv], path[inv], ints[0][inv], ints[1][inv], ints[2][inv], known[inv])
+    return KindColumns(op[inv], path[inv], ints[0][inv], ints[1][inv], ints[2][inv], known[inv])
 
 
 def read_io_info(space) -> dict[str, Any] | None:

@@ -279,22 +279,27 @@ def test_file_without_io_data(tmp_path) -> None:
     assert load_for_analysis(path)[1] is None
 
 
-def test_absent_bytes_requested_reads_as_returned(tmp_path) -> None:
-    """A writer may leave out bytes_requested when it equals bytes_returned (the common case)."""
-    path, tr = _capture_file(tmp_path)
-    space = load_xspace(path)
-    host = find_plane(space, HOST_PLANE)
-    sid = next(k for k, md in host.stat_metadata.items() if md.name == "bytes_requested")
-    dropped = 0
-    for ln in host.lines:
-        if ln.name.startswith("I/O "):
-            for ev in ln.events:
-                keep = [st for st in ev.stats if st.metadata_id != sid]
-                dropped += len(ev.stats) - len(keep)
-                del ev.stats[:]
-                ev.stats.extend(keep)
-    assert dropped == len(tr)
-    slim_path = tmp_path / "slim.xplane.pb"
-    slim_path.write_bytes(space.SerializeToString())
-    _, got = load_for_analysis(slim_path)
-    assert np.array_equal(got.requested, got.returned) and np.array_equal(got.returned, read_io_data(space).returned)
+def test_events_that_differ_from_their_kind_read_back_exactly(tmp_path) -> None:
+    """Format /2 keeps path, fd and the first event's byte counts on the event's kind and writes
+    per event only what differs: a short read, an EOF read, a failed call and a second fd of the
+    same file must come back from the column-wise reader exactly as written."""
+    base = 1_700_000_000_000_000_000
+    rows = [("open", "/data/a.bin", -1, 3, base + 1_000, 5_000)]
+    rows += [("pread64", "/data/a.bin", k * 4096, 4096, base + 10_000 * (k + 1), 2_000) for k in range(6)]
+    tr = make_trace(rows)
+    tr.requested[4] = 8192          # short read: asked 8192, got 4096
+    tr.returned[5], tr.requested[5] = 0, 4096          # EOF
+    tr.returned[6], tr.requested[6], tr.errno[6] = -1, 4096, 5   # failed (EIO)
+    tr.fd[3] = 7                    # same file through another descriptor
+    tr.threads = {100: ThreadInfo(77, "python")}
+    sp = XSpace()
+    sp.planes.add(id=2, name=HOST_PLANE).lines.add(id=thread_line_id(77), name="python")
+    add_io_to_space(sp, tr, start_ns=base)
+    path = tmp_path / "kinds.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    want = read_io_data(load_xspace(path))
+    _, got = load_for_analysis(path)
+    for col in ("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid"):
+        assert np.array_equal(getattr(got, col), getattr(want, col)), col
+        assert np.array_equal(getattr(got, col), getattr(tr, col)), col
+
