@@ -7,9 +7,9 @@ turns exceptions into status codes. Times are ns on the view's clock (see :mod:`
 
 from __future__ import annotations
 
-import os
-
 import math
+import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -659,10 +659,15 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
 # --------------------------------------------------------------------------- findings
 
 
-# tb_iotrace.analysis works on protobuf objects (about 6x the file in memory), so the tab
-# runs it only for captures up to this size; larger ones point to the CLI.
+# tb_iotrace.analysis works on protobuf objects (about 6x the file in memory, about a minute
+# of CPU for a million I/O events), so the tab runs it in a child process (see
+# .findings_worker), one at a time per capture, and only for captures up to this size;
+# larger ones point to the CLI.
 FINDINGS_MAX_BYTES = int(os.environ.get("TBIO_PLUGIN_FINDINGS_MAX_BYTES", 64 << 20))
+FINDINGS_TIMEOUT_S = float(os.environ.get("TBIO_PLUGIN_FINDINGS_TIMEOUT_S", 600))
 _findings_cache: dict[tuple[str, int, int], dict[str, Any]] = {}
+_findings_locks: dict[tuple[str, int, int], threading.Lock] = {}
+_findings_guard = threading.Lock()
 
 
 def _findings_for(path: str) -> dict[str, Any]:
@@ -672,22 +677,23 @@ def _findings_for(path: str) -> dict[str, Any]:
     if hit is not None:
         return hit
     if st.st_size > FINDINGS_MAX_BYTES:
-        out: dict[str, Any] = {"findings": [], "message": (
+        return {"findings": [], "message": (
             f"This capture is {st.st_size >> 20} MiB, above the tab's findings limit "
             f"({FINDINGS_MAX_BYTES >> 20} MiB): run `tb-iotrace report {path}` for its findings.")}
-    else:
-        from ..analysis import analyze  # imported on first use: keeps plugin start-up light
+    with _findings_guard:
+        lock = _findings_locks.setdefault(key, threading.Lock())
+    with lock:  # concurrent requests for one capture wait for one child
+        hit = _findings_cache.get(key)
+        if hit is not None:
+            return hit
+        from .findings_worker import run_child
 
-        a = analyze(path)
-        if a is None:
-            out = {"findings": [], "message": "This capture has no I/O data (captured without tb_iotrace)."}
-        else:
-            d = a.to_dict()
-            out = {"findings": d["findings"], "notes": d.get("notes", []),
-                   "message": "No findings for this capture." if not d["findings"] else ""}
-    if len(_findings_cache) > 16:
-        _findings_cache.clear()
-    _findings_cache[key] = out
+        out = run_child(path, FINDINGS_TIMEOUT_S)
+        with _findings_guard:
+            if len(_findings_cache) > 16:
+                _findings_cache.clear()
+            _findings_cache[key] = out
+            _findings_locks.pop(key, None)
     return out
 
 
