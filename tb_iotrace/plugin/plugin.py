@@ -138,6 +138,11 @@ class IoTracePlugin(base_plugin.TBPlugin):
     # -- static
     @wrappers.Request.application
     def _serve_index(self, request):
+        # The tab is being opened: decode the capture it shows first meanwhile.
+        try:
+            self.index.warm_default()
+        except Exception:  # never break serving the frontend
+            log.exception("warm_default failed")
         got = static_file("index.js")
         if got is None:
             return http_util.Respond(request, "frontend missing", "text/plain", code=404)

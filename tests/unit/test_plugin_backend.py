@@ -515,6 +515,29 @@ def test_cache_reloads_when_the_file_changes(tmp_path):
     assert b["io"]["events"] == 500
 
 
+def test_opening_the_tab_starts_decoding_what_it_shows_first(tmp_path):
+    """The frontend's entry module is the tab's first request: the server starts decoding
+    the capture the tab shows first (last run by name, its first host) at once, and the
+    tab's /capture then finds it loaded (decoded once)."""
+    make_logdir(tmp_path, GPU, run="a", host="h", n_events=100)
+    make_logdir(tmp_path, GPU, run="b", host="h2", n_events=100)
+    first = make_logdir(tmp_path, GPU, run="b", host="h1", n_events=200)
+    plugin, get = make_client(tmp_path)
+    loads = []
+    real = plugin.index.loader
+    plugin.index.loader = lambda path, host: loads.append((path, host)) or real(path, host)
+    code, _ = get("/index.js")
+    assert code == 200
+    deadline = time.monotonic() + 60
+    while not plugin.index._captures and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert loads == [(str(first), "h1")]
+    code, cap = get("/capture", run="b", host="h1")
+    assert code == 200 and cap["io"]["events"] == 200
+    assert len(loads) == 1  # the tab's request reused the warm capture
+    assert plugin.index.warm_default().join() is None and len(loads) == 1  # cached: no reload
+
+
 # --------------------------------------------------------------------------- real TensorFlow
 
 
