@@ -124,6 +124,10 @@ def run_tensorboard(tmp: Path, size: int, mode: str, zoom_steps: int) -> dict:
 
         out["first"] = first_paint()
         out["rss1"], out["hwm1"] = proc_mem(tb.pid)
+        # Where the first paint's time went: every request of the page (ms since navigation).
+        out["requests"] = page.evaluate(
+            "JSON.stringify(performance.getEntriesByType('resource').map(e => [e.name.replace(/^.*\\/data\\//, '')"
+            ".replace(/\\?.*$/, ''), Math.round(e.startTime), Math.round(e.responseEnd)]))")
         if mode != "cold":
             return out
         out["warm"] = [first_paint() for _ in range(3)]
@@ -205,6 +209,9 @@ def main() -> int:
     c, p = res["cold"], res["prefetch"]
     print(f"first timeline paint, cold (prefetch off; the tab's first request decodes the capture): "
           f"{c['first']:.2f} s  (target < 1.5 s)")
+    for name, a, b in json.loads(c["requests"]):
+        if a < c["first"] * 1000:
+            print(f"    cold request {name}: {a} -> {b} ms")
     print(f"first timeline paint, tab opened {PREFETCH_DELAY_S:.0f} s after TensorBoard listed its plugins "
           f"(prefetch on): {p['first']:.2f} s")
     print(f"first timeline paint, warm (capture cached): median {med(c['warm']):.2f} s "
