@@ -559,7 +559,14 @@ def _io_table(parts, info) -> IoTable:
     orders = [orders[k] for k in line_order]
     tids = [tids[k] for k in line_order]
 
+    # The usual layout (tb_iotrace writes one line per thread, by tid, events in time
+    # order) makes every column one contiguous run of its plane column: a view, no copy.
+    contiguous = (all(o is None for o in orders) and all(pl is slices[0][0] for pl, _ in slices)
+                  and all(a[1].stop == b[1].start for a, b in zip(slices, slices[1:])))
+
     def column(get) -> np.ndarray:
+        if contiguous and slices:
+            return get(slices[0][0])[slices[0][1].start:slices[-1][1].stop]
         parts_ = []
         for (pl, sl), order in zip(slices, orders):
             a = get(pl)[sl]
