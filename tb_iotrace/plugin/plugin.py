@@ -60,8 +60,24 @@ class HttpError(Exception):
         self.message = message
 
 
+_LOOPBACK = ("127.", "::1", "::ffff:127.")
+
+
+class _Uncompressed:
+    """The request as http_util.Respond sees it, minus Accept-Encoding: for a browser on
+    the same machine gzip costs both sides CPU (~5 ms per 250 KB timeline answer) and
+    saves nothing."""
+
+    def __init__(self, request):
+        self.environ = request.environ
+        self.method = request.method
+        self.headers = {k: v for k, v in request.headers.items() if k.lower() != "accept-encoding"}
+
+
 def _json(request, payload: Any, code: int = 200):
     body = json.dumps(payload, separators=(",", ":"), allow_nan=False)
+    if (request.remote_addr or "").startswith(_LOOPBACK):
+        request = _Uncompressed(request)
     return http_util.Respond(request, body, "application/json", code=code)
 
 

@@ -4,6 +4,7 @@ caching, memory."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -513,6 +514,23 @@ def test_cache_reloads_when_the_file_changes(tmp_path):
     make_logdir(tmp_path, GPU, run="r", host="h", n_events=500, seed=3)
     code, b = get("/capture", run="r", host="h")
     assert b["io"]["events"] == 500
+
+
+def test_json_is_gzipped_for_remote_browsers_only(client):
+    """A browser on the same machine gets the JSON as is (gzip would only cost CPU on both
+    sides); any other client that accepts gzip gets it compressed, with the same content."""
+    plugin, _ = client
+    app = plugin.get_plugin_apps()["/timeline"]
+    bodies = {}
+    for addr in ("127.0.0.1", "::1", "10.1.2.3"):
+        resp = Client(app, Response).get("/data/plugin/iotrace/timeline", query_string=dict(run=RUN, host="worker0"),
+                                         headers={"Accept-Encoding": "gzip"}, environ_base={"REMOTE_ADDR": addr})
+        assert resp.status_code == 200
+        enc = resp.headers.get("Content-Encoding")
+        assert enc == (None if addr != "10.1.2.3" else "gzip")
+        body = resp.get_data()
+        bodies[addr] = json.loads(gzip.decompress(body) if enc == "gzip" else body)
+    assert bodies["127.0.0.1"] == bodies["::1"] == bodies["10.1.2.3"]
 
 
 def test_opening_the_tab_starts_decoding_what_it_shows_first(tmp_path):
