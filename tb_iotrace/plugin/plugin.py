@@ -4,7 +4,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``host`` may be ``__all__`` for every host of the run on one clock):
 
 ==================  ========================================================================
-``/index.js``       the frontend entry module; ``/static/*`` the rest of ``plugin_frontend/``
+``/index.js``       the frontend entry module (asking for it starts decoding the capture
+                    the tab shows first); ``/static/*`` the rest of ``plugin_frontend/``
 ``/runs``           ``{runs: [{run, hosts}], message}``
 ``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``)
 ``/timeline``       level-of-detail items for ``start``, ``end`` (ns), ``width`` (px),
@@ -13,7 +14,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/histograms``     access sizes read/write, access pattern, calls per op (``path`` optional)
 ``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
 ``/steps``          per-step I/O (or equal time windows when there are no step markers)
-``/findings``       findings with evidence (tb_iotrace.analysis, captures up to 64 MiB)
+``/findings``       findings with evidence (tb_iotrace.analysis in a child process,
+                    captures up to 64 MiB)
 ``/event``          one event's details: ``lane``, ``index``
 ==================  ========================================================================
 
