@@ -125,7 +125,7 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
     has_io = any(p.capture.io_info is not None for p in view.parts)
     dropped = sum(int((p.capture.io_info or {}).get("dropped", 0)) for p in view.parts)
     capped = sum(int((p.capture.io_info or {}).get("capped", 0)) for p in view.parts)
-    files = sum(len(p.capture.counters.paths) for p in view.parts)
+    files = sum(p.capture.file_records for p in view.parts)
     messages = []
     if not has_io:
         messages.append("This capture has no I/O data: it was made without tb_iotrace. Call "
