@@ -479,6 +479,39 @@ def test_findings_empty_state_without_io(client):
     assert code == 200 and f["findings"] == [] and "without tb_iotrace" in f["message"]
 
 
+def test_findings_run_in_one_child_per_capture(tmp_path, monkeypatch):
+    """The analysis runs in a child process (not in TensorBoard's), once per capture even
+    when several requests ask at the same time; a failing child gives a message, not a 500."""
+    import threading
+
+    from tb_iotrace.plugin import findings_worker, queries
+
+    path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=2_000)
+    real = findings_worker.run_child
+    pids = []
+
+    def counting(p, timeout_s):
+        out = real(p, timeout_s)
+        pids.append(p)
+        return out
+
+    monkeypatch.setattr(findings_worker, "run_child", counting)
+    monkeypatch.setattr(queries, "_findings_cache", {})
+    _, get = make_client(tmp_path)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(get("/findings", run="r", host="h"))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [c for c, _ in got] == [200, 200, 200] and pids == [str(path)]
+    assert got[0][1] == got[1][1] == got[2][1] and got[0][1]["findings"]
+    monkeypatch.setattr(queries, "_findings_cache", {})
+    monkeypatch.setattr(findings_worker, "run_child", lambda p, t: (_ for _ in ()).throw(RuntimeError("the analysis failed (boom)")))
+    code, f = get("/findings", run="r", host="h")
+    assert code == 200 and f["findings"] == [] and "boom" in f["message"]
+
+
 # --------------------------------------------------------------------------- event details
 
 
