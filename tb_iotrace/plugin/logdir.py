@@ -8,6 +8,12 @@ Security: a run or host given by a request is only ever used after it matched, a
 string, one found by the scan; the scan never follows a directory symlink and drops any
 file whose real path is outside the logdir's real path. Names with ``..`` segments, a
 leading ``/``, backslashes or NUL are refused before any lookup (400).
+
+Loading: a capture is decoded when first asked for and kept (up to ``max_captures``) while
+its size and mtime stay the same. Two moments start it early, on a background thread: when
+TensorBoard lists its plugins (``prefetch_latest``: the newest run, unless
+``TBIO_PLUGIN_PREFETCH=0``), and when the tab's entry module is served (``warm_default``:
+the capture the tab shows first).
 """
 
 from __future__ import annotations
