@@ -19,6 +19,7 @@ import { drawAxis, drawBandwidth, drawTimeline } from "./draw.js";
 export const LABEL_W = 250;
 const AXIS_H = 34;
 const BW_H = 70;
+const BW_DELAY_MS = 150;
 
 export class Timeline {
   constructor({ load, loadBandwidth, onSelect, onRange }) {
@@ -185,6 +186,7 @@ export class Timeline {
   }
 
   setScale(scale, immediate = false) {
+    clearTimeout(this._bwTimer);
     this.scale = scale;
     this.actionAt = performance.now();
     this.draw();
@@ -260,7 +262,16 @@ export class Timeline {
     if (this.paintSeq === 1) performance.mark("iotrace-first-paint");
   }
 
-  async _fetchBandwidth() {
+  // The bandwidth strip follows the view once it settles: it is asked for BW_DELAY_MS
+  // after a paint with fresh data, and a new zoom or pan in the meantime postpones it, so
+  // back-to-back zoom steps do not queue a bandwidth query on the server ahead of the
+  // next timeline query.
+  _fetchBandwidth() {
+    clearTimeout(this._bwTimer);
+    this._bwTimer = setTimeout(() => this._fetchBandwidthNow(), BW_DELAY_MS);
+  }
+
+  async _fetchBandwidthNow() {
     if (!this.loadBandwidth) return;
     const seq = ++this.bwSeq;
     const scale = this.scale;

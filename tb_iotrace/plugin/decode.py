@@ -9,8 +9,9 @@ it decodes the file itself:
 
 1. The file is memory-mapped (read-only); nothing is copied.
 2. Planes and lines are walked in Python (a few thousand fields). Every field of a plane
-   except its lines (metadata maps, plane stats) is handed to protobuf as one small
-   ``XPlane`` (``meta``): names, stat names and the ``tb_iotrace.io`` JSON come from there.
+   except its lines (metadata maps, plane stats) is handed to protobuf, as the byte spans
+   between the lines, as one small ``XPlane`` (``meta``): names, stat names and the
+   ``tb_iotrace.io`` JSON come from there.
 3. Inside each line, a tight loop records where each event's bytes start and end
    (~0.3 us per event).
 4. The events' fields are then decoded *lock-step*, vectorized over all events at once:
@@ -37,7 +38,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..xplane._wire import _read_varint, varint_bytes
+from ..xplane._wire import _read_varint
 from ..xplane import XEvent, XPlane, XPlaneError, stats_dict
 
 # Event chunk for the lock-step decoder: bounds the temporaries (~100 bytes per event).
@@ -112,26 +113,34 @@ _varint = _read_varint
 def _fields(data, pos: int, end: int):
     """Top-level fields of the message in ``data[pos:end]``: (number, wire type, value
     start, value end). For varints the range covers the value bytes."""
+    for number, wt, _, a, b in _field_spans(data, pos, end):
+        yield number, wt, a, b
+
+
+def _field_spans(data, pos: int, end: int):
+    """Like :func:`_fields`, with where each field's tag starts: (number, wire type, tag
+    start, value start, value end); the field's bytes are ``data[tag start:value end]``."""
     while pos < end:
+        at = pos
         tag, pos = _varint(data, pos, end)
         number, wt = tag >> 3, tag & 7
         if number == 0:
             raise ValueError("field number 0")
         if wt == 0:
             _, p = _varint(data, pos, end)
-            yield number, wt, pos, p
+            yield number, wt, at, pos, p
             pos = p
         elif wt == 2:
             n, p = _varint(data, pos, end)
             if p + n > end:
                 raise ValueError(f"field {number} runs past the end of its message")
-            yield number, wt, p, p + n
+            yield number, wt, at, p, p + n
             pos = p + n
         elif wt == 1:
-            yield number, wt, pos, pos + 8
+            yield number, wt, at, pos, pos + 8
             pos += 8
         elif wt == 5:
-            yield number, wt, pos, pos + 4
+            yield number, wt, at, pos, pos + 4
             pos += 4
         else:
             raise ValueError(f"unsupported wire type {wt}")
@@ -575,17 +584,20 @@ def _token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list
 def _decode_plane(data, buf, index: int, start: int, end: int,
                   stats_for: Callable[[str, XPlane, LineInfo], bool],
                   stat_names: Sequence[str], stat_defaults: Sequence[int]) -> PlaneData:
-    meta_parts: list[bytes] = []
+    # Every field but the lines goes to protobuf as it is in the file: the byte spans
+    # between line fields, joined.
+    meta_spans: list[list[int]] = []
     line_ranges: list[tuple[int, int]] = []
-    for number, wt, a, b in _fields(data, start, end):
+    for number, wt, at, a, b in _field_spans(data, start, end):
         if number == 3 and wt == 2:
             line_ranges.append((a, b))
+        elif meta_spans and meta_spans[-1][1] == at:
+            meta_spans[-1][1] = b
         else:
-            # Re-emit the field (tag + value) for protobuf.
-            meta_parts.append(_reencode(data, number, wt, a, b))
+            meta_spans.append([at, b])
     meta = XPlane()
     try:
-        meta.ParseFromString(b"".join(meta_parts))
+        meta.ParseFromString(b"".join(data[a:b] for a, b in meta_spans))
     except Exception as exc:  # DecodeError and runtime variants
         raise ValueError(f"plane metadata: {type(exc).__name__}: {exc}") from None
 
@@ -692,16 +704,6 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
     return PlaneData(index=index, id=int(meta.id), name=meta.name, meta=meta,
                      lines=lines, metadata_id=mid, start_ps=start_ps, duration_ps=dur,
                      file_pos=file_pos, file_len=file_len, stats=stats)
-
-
-def _reencode(data, number: int, wt: int, a: int, b: int) -> bytes:
-    tag = _varint_bytes((number << 3) | wt)
-    if wt == 2:
-        return tag + _varint_bytes(b - a) + bytes(data[a:b])
-    return tag + bytes(data[a:b])
-
-
-_varint_bytes = varint_bytes   # the xplane wire helpers' encoder
 
 
 def decode_xspace(path: str | os.PathLike, *,

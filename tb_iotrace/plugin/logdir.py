@@ -8,6 +8,12 @@ Security: a run or host given by a request is only ever used after it matched, a
 string, one found by the scan; the scan never follows a directory symlink and drops any
 file whose real path is outside the logdir's real path. Names with ``..`` segments, a
 leading ``/``, backslashes or NUL are refused before any lookup (400).
+
+Loading: a capture is decoded when first asked for and kept (up to ``max_captures``) while
+its size and mtime stay the same. Two moments start it early, on a background thread: when
+TensorBoard lists its plugins (``prefetch_latest``: the newest run, unless
+``TBIO_PLUGIN_PREFETCH=0``), and when the tab's entry module is served (``warm_default``:
+the capture the tab shows first).
 """
 
 from __future__ import annotations
@@ -159,6 +165,7 @@ class LogdirIndex:
         self.max_captures = max_captures
         self.loader = loader
         self._prefetched = False
+        self._warming = False
 
     # -- runs
     def is_active(self) -> bool:
@@ -235,6 +242,40 @@ class LogdirIndex:
                 pass
 
         t = threading.Thread(target=work, name="tb_iotrace-prefetch", daemon=True)
+        t.start()
+        return t
+
+    def default_capture(self) -> tuple[str, str, str] | None:
+        """(run, host, path) the tab shows first: the last run by name, its first host
+        (the frontend's choice when nothing is picked yet)."""
+        runs = self.runs()
+        if not runs or not runs[-1].hosts:
+            return None
+        run = runs[-1]
+        host = sorted(run.hosts)[0]
+        return run.run, host, run.hosts[host]
+
+    def warm_default(self) -> threading.Thread | None:
+        """Start decoding the capture the tab shows first, on a background thread, when
+        the tab's frontend is requested: the browser then spends its module loading and
+        /runs round trip while the server decodes. No-op when it is cached or loading."""
+        with self._lock:
+            if self._warming:
+                return None
+            self._warming = True
+
+        def work():
+            try:
+                got = self.default_capture()
+                if got is not None:
+                    self.capture(got[2], got[1])
+            except Exception:  # reported when the tab asks for it
+                pass
+            finally:
+                with self._lock:
+                    self._warming = False
+
+        t = threading.Thread(target=work, name="tb_iotrace-warm", daemon=True)
         t.start()
         return t
 

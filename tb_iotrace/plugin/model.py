@@ -220,7 +220,7 @@ class Capture:
     planes: dict[int, Any]  # index -> XPlane metadata (names, stats; no lines)
     io: IoTable | None
     io_info: dict[str, Any] | None
-    counters: Counters
+    counter_records: list[dict[str, Any]]  # Darshan records as stored; see ``counters``
     steps: list[dict[str, Any]]
     steps_source: str
     extent: tuple[int, int]
@@ -229,7 +229,25 @@ class Capture:
     warnings: list[str] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _file_lanes: list[Lane] | None = None
+    _counters: Counters | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def counters(self) -> Counters:
+        """The per-file counters as a matrix, built on first use (the files table and the
+        histograms ask for them; the first timeline paint does not wait for it)."""
+        with self._lock:
+            if self._counters is None:
+                self._counters = _counters_from(self.counter_records)
+                self.counter_records = []
+            return self._counters
+
+    @property
+    def file_records(self) -> int:
+        """How many per-file counter records the capture holds."""
+        with self._lock:
+            got = self._counters
+            return len(got.paths) if got is not None else len(self.counter_records)
 
     # -- lanes
     def io_lanes(self, io_by: str) -> list[Lane]:
@@ -476,11 +494,11 @@ def _load_capture(path: str, host: str) -> Capture:
     else:
         lo, hi = 0, 1
     start_ns, _ = _task_env(space)
-    counters = _counters_from((io_info or {}).get("counters", []) or [])
+    counter_records = list((io_info or {}).get("counters", []) or [])
     if io_info is not None:
         io_info = {k: v for k, v in io_info.items() if k != "counters"}
     return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
-                   lanes=lanes, planes=planes, io=io, io_info=io_info, counters=counters,
+                   lanes=lanes, planes=planes, io=io, io_info=io_info, counter_records=counter_records,
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
                    profile_start_ns=start_ns, hostnames=space.hostnames,
                    warnings=list(space.warnings) + list(space.errors))
@@ -577,7 +595,14 @@ def _io_table(parts, info) -> IoTable:
     orders = [orders[k] for k in line_order]
     tids = [tids[k] for k in line_order]
 
+    # The usual layout (tb_iotrace writes one line per thread, by tid, events in time
+    # order) makes every column one contiguous run of its plane column: a view, no copy.
+    contiguous = (all(o is None for o in orders) and all(pl is slices[0][0] for pl, _ in slices)
+                  and all(a[1].stop == b[1].start for a, b in zip(slices, slices[1:])))
+
     def column(get) -> np.ndarray:
+        if contiguous and slices:
+            return get(slices[0][0])[slices[0][1].start:slices[-1][1].stop]
         parts_ = []
         for (pl, sl), order in zip(slices, orders):
             a = get(pl)[sl]

@@ -7,9 +7,9 @@ turns exceptions into status codes. Times are ns on the view's clock (see :mod:`
 
 from __future__ import annotations
 
-import os
-
 import math
+import os
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,7 +125,7 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
     has_io = any(p.capture.io_info is not None for p in view.parts)
     dropped = sum(int((p.capture.io_info or {}).get("dropped", 0)) for p in view.parts)
     capped = sum(int((p.capture.io_info or {}).get("capped", 0)) for p in view.parts)
-    files = sum(len(p.capture.counters.paths) for p in view.parts)
+    files = sum(p.capture.file_records for p in view.parts)
     messages = []
     if not has_io:
         messages.append("This capture has no I/O data: it was made without tb_iotrace. Call "
@@ -198,6 +198,8 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
     out_lanes = []
     names: dict[str, int] = {}
     files: dict[str, int] = {}
+    name_maps: dict[int, np.ndarray] = {}  # see _intern
+    file_maps: dict[int, np.ndarray] = {}
     cols: dict[str, list] = {k: [] for k in ("lane", "row", "start", "dur", "name", "count",
                                              "index", "bytes", "file", "err")}
     # (lane and row are one value per row window: kept as length-1 arrays, sent as segments)
@@ -238,14 +240,14 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
                 # merged items: the file only when all events of the item share it
                 same = _same_file(io.path[rows_], rel)
                 fcodes = np.where(same, src, -1)
-                cols["file"].append(_intern(files, io.paths, fcodes))
+                cols["file"].append(_intern(files, io.paths, fcodes, file_maps))
                 cols["err"].append(io.errno[rows_][rel.first].astype(np.int64))
-                cols["name"].append(_intern(names, io.ops, nid))
+                cols["name"].append(_intern(names, io.ops, nid, name_maps))
             else:
                 cols["bytes"].append(np.zeros(k, dtype=np.int64))
                 cols["file"].append(np.full(k, -1, dtype=np.int64))
                 cols["err"].append(np.zeros(k, dtype=np.int64))
-                cols["name"].append(_intern(names, cap.names, nid))
+                cols["name"].append(_intern(names, cap.names, nid, name_maps))
     # Compact encoding: times as integers in units of q = ns_per_px / 8 from t0 (an eighth
     # of a pixel is all the canvas can show); lane/row/first event as runs ("segments");
     # inside a segment, starts as deltas from the previous item and event indexes implied
@@ -291,23 +293,33 @@ def _same_file(codes: np.ndarray, items: lod.Items) -> np.ndarray:
     return np.minimum.reduceat(codes[a:], items.first - a) == np.maximum.reduceat(codes[a:], items.first - a)
 
 
-def _intern(table: dict[str, int], strings: list[str], codes: np.ndarray) -> np.ndarray:
-    """Map codes into ``strings`` to indices into the response's string table."""
+def _intern(table: dict[str, int], strings: list[str], codes: np.ndarray,
+            maps: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """Map codes into ``strings`` to indices into the response's string table.
+
+    ``maps`` (one per response and table) remembers, per ``strings`` list, the table index
+    of every code already seen, so each string is looked up once per response rather than
+    once per row (the same ~2,000 file paths show up on every I/O lane)."""
     out = np.full(len(codes), -1, dtype=np.int64)
     if len(codes) == 0:
         return out
-    uniq, inv = np.unique(codes, return_inverse=True)
-    mapped = np.empty(len(uniq), dtype=np.int64)
-    for j, c in enumerate(uniq.tolist()):
-        if c < 0 or c >= len(strings):
-            mapped[j] = -1
-            continue
-        s = strings[c]
-        idx = table.get(s)
+    if maps is None:
+        maps = {}
+    m = maps.get(id(strings))
+    if m is None:
+        m = maps[id(strings)] = np.full(len(strings) + 1, -2, dtype=np.int64)  # -2: not seen
+    codes = np.asarray(codes, dtype=np.int64)
+    valid = (codes >= 0) & (codes < len(strings))
+    at = np.where(valid, codes, len(strings))  # the last slot stands for every invalid code
+    m[len(strings)] = -1
+    new = np.unique(at[m[at] == -2])
+    for c in new.tolist():
+        s_ = strings[c]
+        idx = table.get(s_)
         if idx is None:
-            idx = table[s] = len(table)
-        mapped[j] = idx
-    return mapped[inv.reshape(-1)]
+            idx = table[s_] = len(table)
+        m[c] = idx
+    return m[at]
 
 
 # --------------------------------------------------------------------------- files table
@@ -659,10 +671,15 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
 # --------------------------------------------------------------------------- findings
 
 
-# tb_iotrace.analysis works on protobuf objects (about 6x the file in memory), so the tab
-# runs it only for captures up to this size; larger ones point to the CLI.
+# tb_iotrace.analysis works on protobuf objects (about 6x the file in memory, about a minute
+# of CPU for a million I/O events), so the tab runs it in a child process (see
+# .findings_worker), one at a time per capture, and only for captures up to this size;
+# larger ones point to the CLI.
 FINDINGS_MAX_BYTES = int(os.environ.get("TBIO_PLUGIN_FINDINGS_MAX_BYTES", 64 << 20))
+FINDINGS_TIMEOUT_S = float(os.environ.get("TBIO_PLUGIN_FINDINGS_TIMEOUT_S", 600))
 _findings_cache: dict[tuple[str, int, int], dict[str, Any]] = {}
+_findings_locks: dict[tuple[str, int, int], threading.Lock] = {}
+_findings_guard = threading.Lock()
 
 
 def _findings_for(path: str) -> dict[str, Any]:
@@ -672,22 +689,23 @@ def _findings_for(path: str) -> dict[str, Any]:
     if hit is not None:
         return hit
     if st.st_size > FINDINGS_MAX_BYTES:
-        out: dict[str, Any] = {"findings": [], "message": (
+        return {"findings": [], "message": (
             f"This capture is {st.st_size >> 20} MiB, above the tab's findings limit "
             f"({FINDINGS_MAX_BYTES >> 20} MiB): run `tb-iotrace report {path}` for its findings.")}
-    else:
-        from ..analysis import analyze  # imported on first use: keeps plugin start-up light
+    with _findings_guard:
+        lock = _findings_locks.setdefault(key, threading.Lock())
+    with lock:  # concurrent requests for one capture wait for one child
+        hit = _findings_cache.get(key)
+        if hit is not None:
+            return hit
+        from .findings_worker import run_child
 
-        a = analyze(path)
-        if a is None:
-            out = {"findings": [], "message": "This capture has no I/O data (captured without tb_iotrace)."}
-        else:
-            d = a.to_dict()
-            out = {"findings": d["findings"], "notes": d.get("notes", []),
-                   "message": "No findings for this capture." if not d["findings"] else ""}
-    if len(_findings_cache) > 16:
-        _findings_cache.clear()
-    _findings_cache[key] = out
+        out = run_child(path, FINDINGS_TIMEOUT_S)
+        with _findings_guard:
+            if len(_findings_cache) > 16:
+                _findings_cache.clear()
+            _findings_cache[key] = out
+            _findings_locks.pop(key, None)
     return out
 
 

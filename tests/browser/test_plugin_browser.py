@@ -223,10 +223,15 @@ def test_zoom_pan_box_and_reset_change_the_visible_range(page):
     # the server answered for the new window
     assert p.evaluate(f"{APP}.timeline.data.start") == pytest.approx(d0)
     p.screenshot(ARTIFACTS / "browser-zoomed.png")
+    # the bandwidth strip follows once the view settles (asked for 150 ms after the paint)
+    p.wait_for(f"{APP}.timeline.bw && Math.abs({APP}.timeline.bw.start - {d0}) < 1", timeout=20)
+    assert p.evaluate(f"{APP}.timeline.bw.read_bps.length") > 0
     seq = _paint_seq(p)
     p.key("r")
     _wait_paint(p, seq)
     assert _range(p) == pytest.approx((t0, t1))
+    p.wait_for(f"{APP}.timeline.bw && Math.abs({APP}.timeline.bw.start - {t0}) < 1", timeout=20)
+    assert p.evaluate(f"{APP}.timeline.bw.read_bps.some((x) => x > 0)")
 
 
 def _zoom_to_single_io_item(p) -> int:

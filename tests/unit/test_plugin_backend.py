@@ -4,6 +4,7 @@ caching, memory."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -478,6 +479,39 @@ def test_findings_empty_state_without_io(client):
     assert code == 200 and f["findings"] == [] and "without tb_iotrace" in f["message"]
 
 
+def test_findings_run_in_one_child_per_capture(tmp_path, monkeypatch):
+    """The analysis runs in a child process (not in TensorBoard's), once per capture even
+    when several requests ask at the same time; a failing child gives a message, not a 500."""
+    import threading
+
+    from tb_iotrace.plugin import findings_worker, queries
+
+    path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=2_000)
+    real = findings_worker.run_child
+    pids = []
+
+    def counting(p, timeout_s):
+        out = real(p, timeout_s)
+        pids.append(p)
+        return out
+
+    monkeypatch.setattr(findings_worker, "run_child", counting)
+    monkeypatch.setattr(queries, "_findings_cache", {})
+    _, get = make_client(tmp_path)
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(get("/findings", run="r", host="h"))) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [c for c, _ in got] == [200, 200, 200] and pids == [str(path)]
+    assert got[0][1] == got[1][1] == got[2][1] and got[0][1]["findings"]
+    monkeypatch.setattr(queries, "_findings_cache", {})
+    monkeypatch.setattr(findings_worker, "run_child", lambda p, t: (_ for _ in ()).throw(RuntimeError("the analysis failed (boom)")))
+    code, f = get("/findings", run="r", host="h")
+    assert code == 200 and f["findings"] == [] and "boom" in f["message"]
+
+
 # --------------------------------------------------------------------------- event details
 
 
@@ -513,6 +547,46 @@ def test_cache_reloads_when_the_file_changes(tmp_path):
     make_logdir(tmp_path, GPU, run="r", host="h", n_events=500, seed=3)
     code, b = get("/capture", run="r", host="h")
     assert b["io"]["events"] == 500
+
+
+def test_json_is_gzipped_for_remote_browsers_only(client):
+    """A browser on the same machine gets the JSON as is (gzip would only cost CPU on both
+    sides); any other client that accepts gzip gets it compressed, with the same content."""
+    plugin, _ = client
+    app = plugin.get_plugin_apps()["/timeline"]
+    bodies = {}
+    for addr in ("127.0.0.1", "::1", "10.1.2.3"):
+        resp = Client(app, Response).get("/data/plugin/iotrace/timeline", query_string=dict(run=RUN, host="worker0"),
+                                         headers={"Accept-Encoding": "gzip"}, environ_base={"REMOTE_ADDR": addr})
+        assert resp.status_code == 200
+        enc = resp.headers.get("Content-Encoding")
+        assert enc == (None if addr != "10.1.2.3" else "gzip")
+        body = resp.get_data()
+        bodies[addr] = json.loads(gzip.decompress(body) if enc == "gzip" else body)
+    assert bodies["127.0.0.1"] == bodies["::1"] == bodies["10.1.2.3"]
+
+
+def test_opening_the_tab_starts_decoding_what_it_shows_first(tmp_path):
+    """The frontend's entry module is the tab's first request: the server starts decoding
+    the capture the tab shows first (last run by name, its first host) at once, and the
+    tab's /capture then finds it loaded (decoded once)."""
+    make_logdir(tmp_path, GPU, run="a", host="h", n_events=100)
+    make_logdir(tmp_path, GPU, run="b", host="h2", n_events=100)
+    first = make_logdir(tmp_path, GPU, run="b", host="h1", n_events=200)
+    plugin, get = make_client(tmp_path)
+    loads = []
+    real = plugin.index.loader
+    plugin.index.loader = lambda path, host: loads.append((path, host)) or real(path, host)
+    code, _ = get("/index.js")
+    assert code == 200
+    deadline = time.monotonic() + 60
+    while not plugin.index._captures and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert loads == [(str(first), "h1")]
+    code, cap = get("/capture", run="b", host="h1")
+    assert code == 200 and cap["io"]["events"] == 200
+    assert len(loads) == 1  # the tab's request reused the warm capture
+    assert plugin.index.warm_default().join() is None and len(loads) == 1  # cached: no reload
 
 
 # --------------------------------------------------------------------------- real TensorFlow
