@@ -15,7 +15,7 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
 ``/steps``          per-step I/O (or equal time windows when there are no step markers)
 ``/findings``       findings with evidence (tb_iotrace.analysis in a child process,
-                    captures up to 64 MiB)
+                    captures up to 1 GiB)
 ``/event``          one event's details: ``lane``, ``index``
 ==================  ========================================================================
 

@@ -512,6 +512,20 @@ def test_findings_run_in_one_child_per_capture(tmp_path, monkeypatch):
     assert code == 200 and f["findings"] == [] and "boom" in f["message"]
 
 
+def test_findings_above_the_size_limit_point_to_the_cli(tmp_path, monkeypatch):
+    """A capture above FINDINGS_MAX_BYTES starts no child: the message names the CLI command."""
+    from tb_iotrace.plugin import findings_worker, queries
+
+    path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=2_000)
+    monkeypatch.setattr(queries, "_findings_cache", {})
+    monkeypatch.setattr(queries, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(findings_worker, "run_child", lambda p, t: pytest.fail("a child was started"))
+    _, get = make_client(tmp_path)
+    code, f = get("/findings", run="r", host="h")
+    assert code == 200 and f["findings"] == []
+    assert f"tb-iotrace report {path}" in f["message"] and "above the tab's findings limit" in f["message"]
+
+
 # --------------------------------------------------------------------------- event details
 
 
