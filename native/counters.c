@@ -278,7 +278,8 @@ static void posix_io(tbio_posix_rec *r, const posix_io_idx *x, int64_t *last_byt
     if (!mem_aligned)
         c[POSIX_MEM_NOT_ALIGNED] += 1;
     align = c[POSIX_FILE_ALIGNMENT];
-    if (align > 0 && o % align != 0)
+    /* block sizes are powers of two: a mask, not a 64-bit division (~20 ns) */
+    if (align > 0 && ((align & (align - 1)) == 0 ? (o & (align - 1)) != 0 : o % align != 0))
         c[POSIX_FILE_NOT_ALIGNED] += 1;
     if (r->last_io == x->other_io)
         c[POSIX_RW_SWITCHES] += 1;
