@@ -124,7 +124,7 @@ TBIO_INTERNAL_API int tbio_size_bin(int64_t n)
  * last updated, and slots only move up), so this equals "top 4 of all
  * tracked values" at every moment, which is also what Darshan's incremental
  * update produces. */
-static void slots_update(int64_t *vals, int64_t *cnts, int64_t v, int64_t c)
+static __attribute__((noinline)) void slots_update(int64_t *vals, int64_t *cnts, int64_t v, int64_t c)
 {
     int i;
     /* take v out of the slots if it is there */
@@ -153,7 +153,9 @@ static void slots_update(int64_t *vals, int64_t *cnts, int64_t v, int64_t c)
     cnts[i] = c;
 }
 
-static void common_val_add(tbio_common_vals *cv, int64_t v, int64_t *vals, int64_t *cnts)
+/* Inlined (with posix_io): it runs twice per read or write. */
+static inline __attribute__((always_inline)) void
+common_val_add(tbio_common_vals *cv, int64_t v, int64_t *vals, int64_t *cnts)
 {
     int i;
     if (v == 0)
@@ -245,7 +247,9 @@ static const posix_io_idx posix_write_idx = {
     POSIX_F_MAX_WRITE_TIME,
 };
 
-static void posix_io(tbio_posix_rec *r, const posix_io_idx *x, int64_t *last_byte,
+/* Inlined into its two callers, so the counter indices in *x are constants. */
+static inline __attribute__((always_inline)) void
+posix_io(tbio_posix_rec *r, const posix_io_idx *x, int64_t *last_byte,
                      double *last_end, int64_t offset, int64_t n, int mem_aligned,
                      double t0, double t1)
 {
@@ -293,7 +297,8 @@ static void posix_io(tbio_posix_rec *r, const posix_io_idx *x, int64_t *last_byt
     timer_no_overlap(&f[x->f_time], t0, t1, last_end);
 }
 
-TBIO_INTERNAL_API void tbio_posix_on_read(tbio_posix_rec *r, int64_t offset, int64_t nbytes,
+/* always_inline: with LTO the shim's io_done gets the body (no call per traced call) */
+TBIO_INTERNAL_API inline __attribute__((always_inline)) void tbio_posix_on_read(tbio_posix_rec *r, int64_t offset, int64_t nbytes,
                                           int mem_aligned, double t0, double t1)
 {
     if (!r)
@@ -302,7 +307,8 @@ TBIO_INTERNAL_API void tbio_posix_on_read(tbio_posix_rec *r, int64_t offset, int
              mem_aligned, t0, t1);
 }
 
-TBIO_INTERNAL_API void tbio_posix_on_write(tbio_posix_rec *r, int64_t offset, int64_t nbytes,
+/* always_inline: with LTO the shim's io_done gets the body (no call per traced call) */
+TBIO_INTERNAL_API inline __attribute__((always_inline)) void tbio_posix_on_write(tbio_posix_rec *r, int64_t offset, int64_t nbytes,
                                            int mem_aligned, double t0, double t1)
 {
     if (!r)

@@ -28,46 +28,26 @@ static pthread_mutex_t g_threads_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(tbio_thread *) g_threads;
 static pthread_key_t g_thread_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
-static __thread tbio_thread *tl_thread __attribute__((tls_model("initial-exec")));
+__thread tbio_thread *tbio_tl_thread __attribute__((tls_model("initial-exec")));
 
 /* ---- barrier: membarrier when the kernel has it, else a fence on the hot path ---- */
 #if defined(__SANITIZE_THREAD__)
 #define TBIO_TSAN 1
 #endif
-static int g_membarrier = -1;  /* 1 private expedited, 0 none (use fences) */
+int tbio_g_membarrier = -1;  /* 1 private expedited, 0 none (use fences) */
 
 static void barrier_init(void) {
-    if (g_membarrier != -1) return;
+    if (tbio_g_membarrier != -1) return;
 #ifdef TBIO_TSAN
-    g_membarrier = 0;   /* TSan cannot see membarrier: use plain seq_cst fences */
+    tbio_g_membarrier = 0;   /* TSan cannot see membarrier: use plain seq_cst fences */
 #else
     long r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
-    g_membarrier = r == 0 ? 1 : 0;
+    tbio_g_membarrier = r == 0 ? 1 : 0;
 #endif
 }
 
-/* Mark this thread inside the shim, then load the session pointer.  With
- * membarrier the store needs no hardware fence (tbio_end issues one on every
- * thread); without it the store and load are sequentially consistent. */
-static inline tbio_actset *enter_and_load(tbio_thread *t) {
-    if (LIKELY(g_membarrier == 1)) {
-        atomic_store_explicit(&t->in, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);
-        return atomic_load_explicit(&tbio_g_active, memory_order_acquire);
-    }
-    atomic_store_explicit(&t->in, 1, memory_order_seq_cst);
-    return atomic_load_explicit(&tbio_g_active, memory_order_seq_cst);
-}
-
-static inline void leave(tbio_thread *t) {
-    /* only this thread writes seq: no locked read-modify-write needed */
-    atomic_store_explicit(&t->seq, atomic_load_explicit(&t->seq, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    atomic_store_explicit(&t->in, 0, memory_order_release);
-}
-
 static void slow_fence(void) {
-    if (g_membarrier == 1) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    if (tbio_g_membarrier == 1) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
 
 /* ---- threads ---- */
@@ -78,9 +58,9 @@ static void thread_exit(void *p) {
 
 static void make_key(void) { pthread_key_create(&g_thread_key, thread_exit); }
 
-tbio_thread *tbio_thread_self(void) {
-    tbio_thread *t = tl_thread;
-    if (LIKELY(t)) return t;
+tbio_thread *tbio_thread_new(void) {
+    tbio_thread *t = tbio_tl_thread;
+    if (t) return t;
     pthread_once(&g_key_once, make_key);
     t = calloc(1, sizeof *t);
     if (!t) return NULL;
@@ -93,46 +73,15 @@ tbio_thread *tbio_thread_self(void) {
     atomic_store_explicit(&g_threads, t, memory_order_release);
     pthread_mutex_unlock(&g_threads_mu);
     pthread_setspecific(g_thread_key, t);
-    tl_thread = t;
+    tbio_tl_thread = t;
     return t;
 }
 
-/* ---- the call protocol ---- */
-int tbio_call_pre(tbio_call *c) {
-    /* Nothing is dereferenced here, so the thread need not mark itself in
-     * the shim: only the recursion guard (a signal handler doing I/O while
-     * this thread is inside the shim's own accounting) is checked. */
-    tbio_thread *t = tbio_thread_self();
-    if (UNLIKELY(!t)) return 0;
-    if (atomic_load_explicit(&t->in, memory_order_relaxed)) return 0;
-    c->epoch = atomic_load_explicit(&tbio_g_epoch, memory_order_acquire);
-    c->th = t;
-    c->s = NULL;
-    c->set = NULL;
-    c->t0 = tbio_ticks();
-    return 1;
-}
-
-int tbio_call_post(tbio_call *c, uint64_t *t1) {
-    *t1 = tbio_ticks();
-    tbio_thread *t = c->th;
-    tbio_actset *set = enter_and_load(t);
-    if (!set) {
-        leave(t);
-        return 0;
-    }
-    c->set = set;
-    return 1;
-}
-
-void tbio_call_leave(tbio_call *c) { leave(c->th); }
-
 /* ---- records ---- */
-tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
+tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
     if (file == TBIO_NO_FILE || file >= 1024u * 1024u) return NULL;
-    tbio_rec **blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_acquire);
-    tbio_rec *r = blk ? __atomic_load_n(&blk[file & 1023], __ATOMIC_ACQUIRE) : NULL;
-    if (LIKELY(r)) return r;
+    tbio_rec **blk;
+    tbio_rec *r;
     pthread_mutex_lock(&s->mu);
     blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_relaxed);
     if (!blk) {
@@ -238,8 +187,8 @@ static int64_t reserve(tbio_session *s, int64_t want) {
     return 0;
 }
 
-void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
-                    int64_t requested, int64_t returned, int err) {
+void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
+                         int64_t requested, int64_t returned, int err) {
     tbio_tslot *t = NULL;
     uint64_t gen = c->s->gen;
     for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
@@ -542,7 +491,7 @@ void tbio_session_atfork_child(void) {
     pthread_mutex_init(&g_pool_mu, NULL);
     atomic_store(&tbio_g_active, NULL);
     atomic_store(&g_threads, NULL);
-    tl_thread = NULL;
-    g_membarrier = -1;
+    tbio_tl_thread = NULL;
+    tbio_g_membarrier = -1;
     barrier_init();
 }

@@ -81,7 +81,29 @@ TBIO_HIDDEN void tbio_registry_atfork_child(void);
 /* state: 0 unknown, 1 untracked, id + 2 tracked */
 #define TBIO_FD_UNKNOWN 0u
 #define TBIO_FD_UNTRACKED 1u
-TBIO_HIDDEN uint32_t tbio_fd_posix(int fd);        /* file id or TBIO_NO_FILE (resolves unknown lazily) */
+/* fd -> entry: a directory of 1024 blocks of 1024 entries, blocks made on first use */
+#define TBIO_FD_DIRBITS 10u
+typedef struct tbio_fdent {
+    _Atomic uint32_t posix;   /* TBIO_FD_* state or id + 2 */
+    _Atomic uint32_t stdio;
+    _Atomic(FILE *) fp;
+} tbio_fdent;
+TBIO_HIDDEN extern _Atomic(tbio_fdent *) tbio_g_fds[1u << TBIO_FD_DIRBITS];
+TBIO_HIDDEN uint32_t tbio_fd_posix_slow(int fd);
+/* file id or TBIO_NO_FILE (resolves unknown lazily); a known fd is an inline lookup */
+static inline uint32_t tbio_fd_posix(int fd) {
+    if (LIKELY((unsigned)fd < (1u << (2 * TBIO_FD_DIRBITS)))) {
+        tbio_fdent *blk = atomic_load_explicit(&tbio_g_fds[(unsigned)fd >> TBIO_FD_DIRBITS],
+                                               memory_order_acquire);
+        if (LIKELY(blk != NULL)) {
+            uint32_t st = atomic_load_explicit(&blk[(unsigned)fd & ((1u << TBIO_FD_DIRBITS) - 1)].posix,
+                                               memory_order_acquire);
+            if (LIKELY(st >= 2)) return st - 2;
+            if (st == TBIO_FD_UNTRACKED) return TBIO_NO_FILE;
+        }
+    }
+    return tbio_fd_posix_slow(fd);
+}
 TBIO_HIDDEN void tbio_fd_set_posix(int fd, uint32_t id);  /* id or TBIO_NO_FILE (untracked) */
 TBIO_HIDDEN void tbio_fd_forget(int fd);
 TBIO_HIDDEN void tbio_fd_forget_range(unsigned first, unsigned last);
@@ -166,12 +188,66 @@ typedef struct tbio_call {
     uint64_t epoch;             /* tbio_g_epoch when the call began */
 } tbio_call;
 
-TBIO_HIDDEN tbio_thread *tbio_thread_self(void);
-/* Enter the shim: 1 with c->s set when a session is recording, else 0 (guard released). */
-TBIO_HIDDEN int tbio_call_pre(tbio_call *c);
-/* Re-enter after the real call: 1 when the same session still records (guard held). */
-TBIO_HIDDEN int tbio_call_post(tbio_call *c, uint64_t *t1);
-TBIO_HIDDEN void tbio_call_leave(tbio_call *c);
+/* The hot path below is inline (one call fewer per step, and the compiler
+ * sees through the wrappers' constant arguments); the protocol is described
+ * at the top of session.c. */
+TBIO_HIDDEN extern __thread tbio_thread *tbio_tl_thread __attribute__((tls_model("initial-exec")));
+TBIO_HIDDEN extern int tbio_g_membarrier;   /* 1: membarrier(2) orders the hot path, 0: fences */
+TBIO_HIDDEN tbio_thread *tbio_thread_new(void);   /* first call on a thread */
+
+static inline tbio_thread *tbio_thread_self(void) {
+    tbio_thread *t = tbio_tl_thread;
+    return LIKELY(t != NULL) ? t : tbio_thread_new();
+}
+
+/* Enter the shim: 1 when a call may be recorded (recursion guard checked), else 0.
+ * Nothing is dereferenced yet, so the thread need not mark itself in the shim. */
+static inline int tbio_call_pre(tbio_call *c) {
+    tbio_thread *t = tbio_thread_self();
+    if (UNLIKELY(!t)) return 0;
+    /* a signal handler doing I/O while this thread is inside the shim's accounting */
+    if (atomic_load_explicit(&t->in, memory_order_relaxed)) return 0;
+    c->epoch = atomic_load_explicit(&tbio_g_epoch, memory_order_acquire);
+    c->th = t;
+    c->s = NULL;
+    c->set = NULL;
+    c->t0 = tbio_ticks();
+    return 1;
+}
+
+/* Mark this thread inside the shim, then load the session pointer.  With
+ * membarrier the store needs no hardware fence (tbio_end issues one on every
+ * thread); without it the store and load are sequentially consistent. */
+static inline tbio_actset *tbio_enter_and_load(tbio_thread *t) {
+    if (LIKELY(tbio_g_membarrier == 1)) {
+        atomic_store_explicit(&t->in, 1, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        return atomic_load_explicit(&tbio_g_active, memory_order_acquire);
+    }
+    atomic_store_explicit(&t->in, 1, memory_order_seq_cst);
+    return atomic_load_explicit(&tbio_g_active, memory_order_seq_cst);
+}
+
+static inline void tbio_call_leave(tbio_call *c) {
+    tbio_thread *t = c->th;
+    /* only this thread writes seq: no locked read-modify-write needed */
+    atomic_store_explicit(&t->seq, atomic_load_explicit(&t->seq, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+    atomic_store_explicit(&t->in, 0, memory_order_release);
+}
+
+/* Re-enter after the real call: 1 when a session records (guard held, c->set valid). */
+static inline int tbio_call_post(tbio_call *c, uint64_t *t1) {
+    *t1 = tbio_ticks();
+    tbio_actset *set = tbio_enter_and_load(c->th);
+    if (!set) {
+        tbio_call_leave(c);
+        return 0;
+    }
+    c->set = set;
+    return 1;
+}
+
 /* Select session k of the post-call set if it was also recording when the call began. */
 static inline int tbio_call_select(tbio_call *c, int k) {
     tbio_session *s = c->set->s[k];
@@ -183,9 +259,48 @@ static inline int tbio_call_select(tbio_call *c, int k) {
 #define TBIO_EACH_SESSION(c) \
     for (int k_ = 0; k_ < (c)->set->n; k_++) \
         if (tbio_call_select((c), k_))
-TBIO_HIDDEN tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file);
-TBIO_HIDDEN void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
-                                int64_t offset, int64_t requested, int64_t returned, int err);
+
+/* The record of a file in session s, created on first use (NULL: no memory, or no such file). */
+TBIO_HIDDEN tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file);
+static inline tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
+    if (UNLIKELY(file >= 1024u * 1024u)) return NULL;   /* also TBIO_NO_FILE */
+    tbio_rec **blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_acquire);
+    tbio_rec *r = blk ? __atomic_load_n(&blk[file & 1023], __ATOMIC_ACQUIRE) : NULL;
+    return LIKELY(r != NULL) ? r : tbio_rec_make(s, file);
+}
+
+/* Append one trace row for session c->s.  The common case (this thread's
+ * buffer for the session has room) is inline; the rest is tbio_trace_add_slow. */
+TBIO_HIDDEN void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
+                                     int64_t offset, int64_t requested, int64_t returned, int err);
+static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
+                                  int64_t offset, int64_t requested, int64_t returned, int err) {
+    uint64_t gen = c->s->gen;
+    tbio_tslot *t = NULL;
+    for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
+        if (c->th->slot[i].gen == gen) {
+            t = &c->th->slot[i];
+            break;
+        }
+    }
+    tbio_chunk *k = t ? t->tail : NULL;
+    if (UNLIKELY(!k || k->n == k->cap)) {
+        tbio_trace_add_slow(c, t1, op, file, fd, offset, requested, returned, err);
+        return;
+    }
+    tbio_event *e = &k->ev[k->n++];
+    e->start_ns = c->t0;
+    e->end_ns = t1;
+    e->offset = offset;
+    e->requested = requested;
+    e->returned = returned;
+    e->file = file;
+    e->fd = fd;
+    e->err = err;
+    e->op = (uint16_t)op;
+    e->thread = 0;
+    t->nevents++;
+}
 static inline double tbio_sec(const tbio_session *s, uint64_t t) {
     return (double)(int64_t)(t - s->t0_ticks) * s->sec_per_tick;
 }
