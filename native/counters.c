@@ -104,14 +104,11 @@ static void start_min(double *ts, double t0)
 
 TBIO_INTERNAL_API int tbio_size_bin(int64_t n)
 {
-    /* inclusive upper edges: 100, 1K, 10K, 100K, 1M, 4M, 10M, 100M, 1G */
-    static const int64_t edges[9] = {
-        100, 1024, 10240, 102400, 1048576, 4194304, 10485760, 104857600, 1073741824,
-    };
-    for (int i = 0; i < 9; i++)
-        if (n <= edges[i])
-            return i;
-    return 9;
+    /* inclusive upper edges: 100, 1K, 10K, 100K, 1M, 4M, 10M, 100M, 1G
+     * (compares against immediates: no table to load on every call) */
+    return n <= 102400 ? (n <= 100 ? 0 : n <= 1024 ? 1 : n <= 10240 ? 2 : 3)
+         : n <= 4194304 ? (n <= 1048576 ? 4 : 5)
+         : n <= 10485760 ? 6 : n <= 104857600 ? 7 : n <= 1073741824 ? 8 : 9;
 }
 
 /* Common values.  `cv` holds the first TBIO_COMMON_MAX distinct non-zero
@@ -161,21 +158,21 @@ common_val_add(tbio_common_vals *cv, int64_t v, int64_t *vals, int64_t *cnts)
     if (v == 0)
         return; /* Darshan does not count zero sizes/strides */
     for (i = 0; i < cv->n; i++)
-        if (cv->val[i] == v)
+        if (cv->e[i].val == v)
             break;
     if (i == cv->n) {
         if (cv->n >= TBIO_COMMON_MAX)
             return; /* not among the first 32 distinct values: ignored */
-        cv->val[i] = v;
-        cv->cnt[i] = 0;
+        cv->e[i].val = v;
+        cv->e[i].cnt = 0;
         cv->n++;
     }
-    cv->cnt[i]++;
+    cv->e[i].cnt++;
     if (cnts[0] > 0 && vals[0] == v) {
-        cnts[0] = cv->cnt[i];   /* already ranked first, and only its count grew */
+        cnts[0] = cv->e[i].cnt;   /* already ranked first, and only its count grew */
         return;
     }
-    slots_update(vals, cnts, v, cv->cnt[i]);
+    slots_update(vals, cnts, v, cv->e[i].cnt);
 }
 
 /* ---- POSIX ---- */

@@ -60,8 +60,9 @@ enum tbio_stdio_fcounter {
 
 typedef struct tbio_common_vals {
     int n;                           /* distinct values tracked so far (<= 32) */
-    int64_t val[TBIO_COMMON_MAX];    /* in first-seen order */
-    int64_t cnt[TBIO_COMMON_MAX];
+    struct {
+        int64_t val, cnt;            /* side by side: one cache line for a repeated value */
+    } e[TBIO_COMMON_MAX];            /* in first-seen order */
 } tbio_common_vals;
 
 enum { TBIO_IO_NONE = 0, TBIO_IO_READ = 1, TBIO_IO_WRITE = 2 };

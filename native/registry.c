@@ -202,8 +202,7 @@ size_t tbio_abspath(int dirfd, const char *path, char *out, size_t cap) {
 /* ---------- fd table ---------- */
 _Static_assert(DIRBITS == TBIO_FD_DIRBITS, "fd table geometry (shim.h)");
 typedef tbio_fdent fdent;
-#define g_fds tbio_g_fds
-_Atomic(tbio_fdent *) tbio_g_fds[DIRSZ];
+#define g_fds tbio_g_fds   /* in tbio_g_hot (shim.h) */
 
 static fdent *fd_slot(int fd, int create) {
     if (fd < 0 || (unsigned)fd >= DIRSZ * DIRSZ) return NULL;

@@ -19,8 +19,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Atomic(tbio_actset *) tbio_g_active;
-_Atomic uint64_t tbio_g_epoch;
+tbio_hot tbio_g_hot __attribute__((aligned(64))) = {.use_tsc = -1, .membarrier = -1};
 static _Atomic uint64_t g_gen;
 static _Atomic uint64_t g_trace_cap = 1000000;   /* events per session, default */
 static pthread_mutex_t g_sess_mu = PTHREAD_MUTEX_INITIALIZER;  /* begin/end */
@@ -34,7 +33,6 @@ __thread tbio_thread *tbio_tl_thread __attribute__((tls_model("initial-exec")));
 #if defined(__SANITIZE_THREAD__)
 #define TBIO_TSAN 1
 #endif
-int tbio_g_membarrier = -1;  /* 1 private expedited, 0 none (use fences) */
 
 static void barrier_init(void) {
     if (tbio_g_membarrier != -1) return;
@@ -62,8 +60,9 @@ tbio_thread *tbio_thread_new(void) {
     tbio_thread *t = tbio_tl_thread;
     if (t) return t;
     pthread_once(&g_key_once, make_key);
-    t = calloc(1, sizeof *t);
+    t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
     if (!t) return NULL;
+    memset(t, 0, sizeof *t);
     t->tid = tbio_gettid();
     t->pself = (uint64_t)pthread_self();
     prctl(PR_GET_NAME, t->comm, 0, 0, 0);
@@ -273,8 +272,9 @@ tbio_session *tbio_begin(void) {
                        TBIO_MAX_SESSIONS);
         return NULL;
     }
-    tbio_session *s = calloc(1, sizeof *s);
+    tbio_session *s = aligned_alloc(64, (sizeof *s + 63) / 64 * 64);   /* hot fields: one line */
     tbio_actset *next = calloc(1, sizeof *next);
+    if (s) memset(s, 0, sizeof *s);
     if (!s || !next) {
         free(s);
         free(next);

@@ -34,9 +34,28 @@ TBIO_HIDDEN pid_t tbio_gettid(void);
 /* Whole small file (e.g. /proc/self/maps) into a malloc'ed NUL-terminated buffer. */
 TBIO_HIDDEN char *tbio_read_file(const char *path, size_t *len);
 
+/* ---- the globals every traced call reads, in one cache line ----
+ * (a traced call is a few hundred ns apart from the next: under load its
+ * lines are often evicted in between, and each line is a miss to pay) */
+struct tbio_actset;
+typedef struct tbio_fdent tbio_fdent;
+#define TBIO_FD_DIRBITS 10u
+typedef struct tbio_hot {
+    _Atomic(struct tbio_actset *) active;   /* the sessions recording now, NULL when idle */
+    _Atomic uint64_t epoch;                 /* bumped by every tbio_begin (session.c) */
+    int use_tsc;                            /* 1: ticks are the TSC / generic timer (sys.c) */
+    int membarrier;                         /* 1: membarrier(2) orders the hot path, 0: fences */
+    _Atomic(tbio_fdent *) fds[1u << TBIO_FD_DIRBITS];   /* fd table directory (registry.c) */
+} tbio_hot;
+TBIO_HIDDEN extern tbio_hot tbio_g_hot;
+#define tbio_g_active (tbio_g_hot.active)
+#define tbio_g_epoch (tbio_g_hot.epoch)
+#define tbio_g_use_tsc (tbio_g_hot.use_tsc)
+#define tbio_g_membarrier (tbio_g_hot.membarrier)
+#define tbio_g_fds (tbio_g_hot.fds)
+
 /* ---- clock ---- */
 TBIO_HIDDEN uint64_t tbio_realtime_ns(void);
-TBIO_HIDDEN extern int tbio_g_use_tsc;   /* 1: ticks are the TSC / generic timer */
 /* A cheap tick counter (calibrated against CLOCK_REALTIME by tbio_clock_init). */
 static inline uint64_t tbio_ticks(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -81,14 +100,12 @@ TBIO_HIDDEN void tbio_registry_atfork_child(void);
 /* state: 0 unknown, 1 untracked, id + 2 tracked */
 #define TBIO_FD_UNKNOWN 0u
 #define TBIO_FD_UNTRACKED 1u
-/* fd -> entry: a directory of 1024 blocks of 1024 entries, blocks made on first use */
-#define TBIO_FD_DIRBITS 10u
-typedef struct tbio_fdent {
+/* fd -> entry: a directory (tbio_g_fds) of 1024 blocks of 1024 entries, blocks made on first use */
+struct tbio_fdent {
     _Atomic uint32_t posix;   /* TBIO_FD_* state or id + 2 */
     _Atomic uint32_t stdio;
     _Atomic(FILE *) fp;
-} tbio_fdent;
-TBIO_HIDDEN extern _Atomic(tbio_fdent *) tbio_g_fds[1u << TBIO_FD_DIRBITS];
+};
 TBIO_HIDDEN uint32_t tbio_fd_posix_slow(int fd);
 /* file id or TBIO_NO_FILE (resolves unknown lazily); a known fd is an inline lookup */
 static inline uint32_t tbio_fd_posix(int fd) {
@@ -140,25 +157,29 @@ typedef struct tbio_tslot {     /* one thread's trace for one session */
 } tbio_tslot;
 
 typedef struct tbio_thread {
-    struct tbio_thread *next;
+    /* what a traced call touches first: with one session, one cache line
+     * (the struct is allocated 64-byte aligned) */
     _Atomic int in;             /* inside the shim's own code (guard + in-flight marker) */
     _Atomic uint64_t seq;       /* bumped each time the thread leaves the shim */
+    tbio_tslot slot[TBIO_MAX_SESSIONS];
+    struct tbio_thread *next;
     _Atomic int alive;
     pid_t tid;
     uint64_t pself;
     char comm[16];
-    tbio_tslot slot[TBIO_MAX_SESSIONS];
 } tbio_thread;
 
 struct tbio_session {
+    /* read by every traced call: gen .. dir[0..3] share the first cache line */
     uint64_t gen;
     uint64_t start_epoch;
-    uint64_t t0_ticks, t1_ticks;
-    uint64_t t0_ns, t1_ns;
+    uint64_t t0_ticks;
     double sec_per_tick;
+    _Atomic(tbio_rec **) dir[1024];   /* file id -> record, 1024 x 1024 */
+    uint64_t t1_ticks;
+    uint64_t t0_ns, t1_ns;
     _Atomic int64_t budget;     /* trace events that may still be reserved */
     pthread_mutex_t mu;         /* record allocation */
-    _Atomic(tbio_rec **) dir[1024];   /* file id -> record, 1024 x 1024 */
     /* filled by tbio_end */
     uint32_t nfiles;
     uint32_t nthreads;
@@ -174,10 +195,9 @@ typedef struct tbio_actset {
     tbio_session *s[TBIO_MAX_SESSIONS];
 } tbio_actset;
 
-TBIO_HIDDEN extern _Atomic(tbio_actset *) tbio_g_active;
-/* Bumped by every tbio_begin before it publishes; a session records a call only
- * if it began before the call did (its start_epoch <= the call's epoch). */
-TBIO_HIDDEN extern _Atomic uint64_t tbio_g_epoch;
+/* tbio_g_active: the set recording now.  tbio_g_epoch: bumped by every
+ * tbio_begin before it publishes; a session records a call only if it began
+ * before the call did (its start_epoch <= the call's epoch). */
 
 /* The per-call context a wrapper carries across the real call. */
 typedef struct tbio_call {
@@ -192,7 +212,6 @@ typedef struct tbio_call {
  * sees through the wrappers' constant arguments); the protocol is described
  * at the top of session.c. */
 TBIO_HIDDEN extern __thread tbio_thread *tbio_tl_thread __attribute__((tls_model("initial-exec")));
-TBIO_HIDDEN extern int tbio_g_membarrier;   /* 1: membarrier(2) orders the hot path, 0: fences */
 TBIO_HIDDEN tbio_thread *tbio_thread_new(void);   /* first call on a thread */
 
 static inline tbio_thread *tbio_thread_self(void) {
