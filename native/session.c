@@ -10,6 +10,7 @@
 #include "shim.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -77,6 +78,12 @@ tbio_thread *tbio_thread_new(void) {
 }
 
 /* ---- records ---- */
+/* A pread or write updates the lock, the read/write state and the first
+ * access-size entry (one line), counters at 5 spots of the Darshan-ordered
+ * array (4 lines when it starts 16 bytes into a line) and 4 time counters (2
+ * lines): 7 cache lines of the record per call. */
+_Static_assert(offsetof(tbio_rec, u.p.access.e[1]) <= 64, "hot record state in the first line");
+_Static_assert(offsetof(tbio_rec, u.p.counters) % 64 == 16, "counter array phase");
 tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
     if (file == TBIO_NO_FILE || file >= 1024u * 1024u) return NULL;
     tbio_rec **blk;
@@ -91,8 +98,8 @@ tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
     r = blk[file & 1023];
     if (!r) {
         const tbio_file *f = tbio_file_get(file);
-        /* 64-byte aligned: a pread's counter updates then touch 8 cache lines of
-         * the record; at malloc's 16-byte alignment, 8 to 11 depending on the address */
+        /* 64-byte aligned: see the layout notes above (at malloc's 16-byte
+         * alignment a pread touched 8 to 11 lines, depending on the address) */
         r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
         if (r) memset(r, 0, sizeof *r);
         if (r && f) {

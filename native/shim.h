@@ -130,10 +130,10 @@ TBIO_HIDDEN void tbio_fp_forget(FILE *fp);
 TBIO_HIDDEN void tbio_fd_scan_existing(void);
 
 /* ---- sessions, threads, trace ---- */
-typedef struct tbio_rec {
+typedef struct tbio_rec {       /* allocated 64-byte aligned (tbio_rec_make) */
     atomic_flag lock;
+    uint8_t offset_known;       /* tracked offset valid (opened, sought or read from /proc) */
     uint32_t file;
-    int offset_known;           /* tracked offset valid (opened, sought or read from /proc) */
     union {
         tbio_posix_rec p;
         tbio_stdio_rec s;
