@@ -60,22 +60,28 @@ enum tbio_stdio_fcounter {
 
 typedef struct tbio_common_vals {
     int n;                           /* distinct values tracked so far (<= 32) */
-    int64_t val[TBIO_COMMON_MAX];    /* in first-seen order */
-    int64_t cnt[TBIO_COMMON_MAX];
+    struct {
+        int64_t val, cnt;            /* side by side: one cache line for a repeated value */
+    } e[TBIO_COMMON_MAX];            /* in first-seen order */
 } tbio_common_vals;
 
 enum { TBIO_IO_NONE = 0, TBIO_IO_READ = 1, TBIO_IO_WRITE = 2 };
 
+/* Field order is for the cache: what every read updates (offset .. the first
+ * access-size entry) comes first, so that in the shim's 64-byte aligned record
+ * it shares one line with the record's lock; the shim checks this. */
 typedef struct tbio_posix_rec {
-    int64_t counters[POSIX_NUM_INDICES];
-    double fcounters[POSIX_F_NUM_INDICES];
     /* runtime state, Darshan's rec_ref: not reported */
     int64_t offset;             /* tracked file offset for read/write without explicit offset */
     int64_t last_byte_read;
-    int64_t last_byte_written;
+    double last_read_end;
     int last_io;                /* TBIO_IO_* */
-    double last_read_end, last_write_end, last_meta_end;
-    tbio_common_vals access, stride;
+    tbio_common_vals access;
+    tbio_common_vals stride;
+    int64_t last_byte_written;
+    double last_write_end, last_meta_end;
+    int64_t counters[POSIX_NUM_INDICES];
+    double fcounters[POSIX_F_NUM_INDICES];
 } tbio_posix_rec;
 
 typedef struct tbio_stdio_rec {

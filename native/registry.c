@@ -200,13 +200,9 @@ size_t tbio_abspath(int dirfd, const char *path, char *out, size_t cap) {
 }
 
 /* ---------- fd table ---------- */
-typedef struct fdent {
-    _Atomic uint32_t posix;   /* TBIO_FD_* state or id + 2 */
-    _Atomic uint32_t stdio;
-    _Atomic(FILE *) fp;
-} fdent;
-
-static _Atomic(fdent *) g_fds[DIRSZ];
+_Static_assert(DIRBITS == TBIO_FD_DIRBITS, "fd table geometry (shim.h)");
+typedef tbio_fdent fdent;
+#define g_fds tbio_g_fds   /* in tbio_g_hot (shim.h) */
 
 static fdent *fd_slot(int fd, int create) {
     if (fd < 0 || (unsigned)fd >= DIRSZ * DIRSZ) return NULL;
@@ -240,10 +236,10 @@ static uint32_t resolve_fd(int fd, int module) {
     return id;
 }
 
-uint32_t tbio_fd_posix(int fd) {
+uint32_t tbio_fd_posix_slow(int fd) {
     fdent *e = fd_slot(fd, 0);
     uint32_t st = e ? atomic_load_explicit(&e->posix, memory_order_acquire) : TBIO_FD_UNKNOWN;
-    if (LIKELY(st >= 2)) return st - 2;
+    if (st >= 2) return st - 2;
     if (st == TBIO_FD_UNTRACKED) return TBIO_NO_FILE;
     uint32_t id = resolve_fd(fd, TBIO_POSIX);
     e = fd_slot(fd, 1);

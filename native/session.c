@@ -10,6 +10,7 @@
 #include "shim.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -19,8 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-_Atomic(tbio_actset *) tbio_g_active;
-_Atomic uint64_t tbio_g_epoch;
+tbio_hot tbio_g_hot __attribute__((aligned(64))) = {.use_tsc = -1, .membarrier = -1};
 static _Atomic uint64_t g_gen;
 static _Atomic uint64_t g_trace_cap = 1000000;   /* events per session, default */
 static pthread_mutex_t g_sess_mu = PTHREAD_MUTEX_INITIALIZER;  /* begin/end */
@@ -28,46 +28,25 @@ static pthread_mutex_t g_threads_mu = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic(tbio_thread *) g_threads;
 static pthread_key_t g_thread_key;
 static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
-static __thread tbio_thread *tl_thread __attribute__((tls_model("initial-exec")));
+__thread tbio_thread *tbio_tl_thread __attribute__((tls_model("initial-exec")));
 
 /* ---- barrier: membarrier when the kernel has it, else a fence on the hot path ---- */
 #if defined(__SANITIZE_THREAD__)
 #define TBIO_TSAN 1
 #endif
-static int g_membarrier = -1;  /* 1 private expedited, 0 none (use fences) */
 
 static void barrier_init(void) {
-    if (g_membarrier != -1) return;
+    if (tbio_g_membarrier != -1) return;
 #ifdef TBIO_TSAN
-    g_membarrier = 0;   /* TSan cannot see membarrier: use plain seq_cst fences */
+    tbio_g_membarrier = 0;   /* TSan cannot see membarrier: use plain seq_cst fences */
 #else
     long r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
-    g_membarrier = r == 0 ? 1 : 0;
+    tbio_g_membarrier = r == 0 ? 1 : 0;
 #endif
 }
 
-/* Mark this thread inside the shim, then load the session pointer.  With
- * membarrier the store needs no hardware fence (tbio_end issues one on every
- * thread); without it the store and load are sequentially consistent. */
-static inline tbio_actset *enter_and_load(tbio_thread *t) {
-    if (LIKELY(g_membarrier == 1)) {
-        atomic_store_explicit(&t->in, 1, memory_order_relaxed);
-        atomic_signal_fence(memory_order_seq_cst);
-        return atomic_load_explicit(&tbio_g_active, memory_order_acquire);
-    }
-    atomic_store_explicit(&t->in, 1, memory_order_seq_cst);
-    return atomic_load_explicit(&tbio_g_active, memory_order_seq_cst);
-}
-
-static inline void leave(tbio_thread *t) {
-    /* only this thread writes seq: no locked read-modify-write needed */
-    atomic_store_explicit(&t->seq, atomic_load_explicit(&t->seq, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-    atomic_store_explicit(&t->in, 0, memory_order_release);
-}
-
 static void slow_fence(void) {
-    if (g_membarrier == 1) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    if (tbio_g_membarrier == 1) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
 
 /* ---- threads ---- */
@@ -78,12 +57,13 @@ static void thread_exit(void *p) {
 
 static void make_key(void) { pthread_key_create(&g_thread_key, thread_exit); }
 
-tbio_thread *tbio_thread_self(void) {
-    tbio_thread *t = tl_thread;
-    if (LIKELY(t)) return t;
+tbio_thread *tbio_thread_new(void) {
+    tbio_thread *t = tbio_tl_thread;
+    if (t) return t;
     pthread_once(&g_key_once, make_key);
-    t = calloc(1, sizeof *t);
+    t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
     if (!t) return NULL;
+    memset(t, 0, sizeof *t);
     t->tid = tbio_gettid();
     t->pself = (uint64_t)pthread_self();
     prctl(PR_GET_NAME, t->comm, 0, 0, 0);
@@ -93,46 +73,21 @@ tbio_thread *tbio_thread_self(void) {
     atomic_store_explicit(&g_threads, t, memory_order_release);
     pthread_mutex_unlock(&g_threads_mu);
     pthread_setspecific(g_thread_key, t);
-    tl_thread = t;
+    tbio_tl_thread = t;
     return t;
 }
 
-/* ---- the call protocol ---- */
-int tbio_call_pre(tbio_call *c) {
-    /* Nothing is dereferenced here, so the thread need not mark itself in
-     * the shim: only the recursion guard (a signal handler doing I/O while
-     * this thread is inside the shim's own accounting) is checked. */
-    tbio_thread *t = tbio_thread_self();
-    if (UNLIKELY(!t)) return 0;
-    if (atomic_load_explicit(&t->in, memory_order_relaxed)) return 0;
-    c->epoch = atomic_load_explicit(&tbio_g_epoch, memory_order_acquire);
-    c->th = t;
-    c->s = NULL;
-    c->set = NULL;
-    c->t0 = tbio_ticks();
-    return 1;
-}
-
-int tbio_call_post(tbio_call *c, uint64_t *t1) {
-    *t1 = tbio_ticks();
-    tbio_thread *t = c->th;
-    tbio_actset *set = enter_and_load(t);
-    if (!set) {
-        leave(t);
-        return 0;
-    }
-    c->set = set;
-    return 1;
-}
-
-void tbio_call_leave(tbio_call *c) { leave(c->th); }
-
 /* ---- records ---- */
-tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
+/* A pread or write updates the lock, the read/write state and the first
+ * access-size entry (one line), counters at 5 spots of the Darshan-ordered
+ * array (4 lines when it starts 16 bytes into a line) and 4 time counters (2
+ * lines): 7 cache lines of the record per call. */
+_Static_assert(offsetof(tbio_rec, u.p.access.e[1]) <= 64, "hot record state in the first line");
+_Static_assert(offsetof(tbio_rec, u.p.counters) % 64 == 16, "counter array phase");
+tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
     if (file == TBIO_NO_FILE || file >= 1024u * 1024u) return NULL;
-    tbio_rec **blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_acquire);
-    tbio_rec *r = blk ? __atomic_load_n(&blk[file & 1023], __ATOMIC_ACQUIRE) : NULL;
-    if (LIKELY(r)) return r;
+    tbio_rec **blk;
+    tbio_rec *r;
     pthread_mutex_lock(&s->mu);
     blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_relaxed);
     if (!blk) {
@@ -143,7 +98,10 @@ tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
     r = blk[file & 1023];
     if (!r) {
         const tbio_file *f = tbio_file_get(file);
-        r = calloc(1, sizeof *r);
+        /* 64-byte aligned: see the layout notes above (at malloc's 16-byte
+         * alignment a pread touched 8 to 11 lines, depending on the address) */
+        r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
+        if (r) memset(r, 0, sizeof *r);
         if (r && f) {
             atomic_flag_clear(&r->lock);
             r->file = file;
@@ -162,34 +120,51 @@ tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
 /* ---- trace ---- */
 /* Trace chunks grow 256, 512, ... events up to BIG_CAP.  Big chunks are 4 MiB,
  * 2 MiB-aligned and advised for transparent huge pages (one fault per 2 MiB
- * instead of per 4 KiB), and kept in a small pool when their session is freed
- * so the next capture writes to warm memory.  The pool holds at most
- * POOL_MAX chunks (64 MiB). */
+ * instead of per 4 KiB).  Every chunk of a growth-step size goes back to a
+ * pool (one free list per size, POOL_BYTES in all) when its session is freed,
+ * so the next capture writes to warm memory: a first touch costs ~2 us per
+ * 4 KiB page on a VM, i.e. ~25 ns per 56-byte event. */
 #define BIG_BYTES ((size_t)4 << 20)
 #define BIG_CAP ((uint32_t)((BIG_BYTES - sizeof(tbio_chunk)) / sizeof(tbio_event)))
-#define POOL_MAX 16
+#define FIRST_CAP 256u
+#define NCLASS 10                       /* 256 << 0..8, then BIG_CAP */
+#define POOL_BYTES ((size_t)64 << 20)
+_Static_assert((FIRST_CAP << (NCLASS - 2)) < BIG_CAP && (FIRST_CAP << (NCLASS - 1)) > BIG_CAP,
+               "the growth steps below BIG_CAP are FIRST_CAP << 0 .. NCLASS - 2");
 static pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
-static tbio_chunk *g_pool;
-static int g_pool_n;
+static tbio_chunk *g_pool[NCLASS];
+static size_t g_pool_bytes;
+
+static size_t chunk_bytes(uint32_t cap) { return sizeof(tbio_chunk) + (size_t)cap * sizeof(tbio_event); }
+
+/* Pool class of a chunk capacity, -1 for a capacity that is no growth step
+ * (the last chunk of a session whose event budget ran out). */
+static int chunk_class(uint32_t cap) {
+    if (cap == BIG_CAP) return NCLASS - 1;
+    for (int i = 0; i < NCLASS - 1; i++)
+        if (cap == FIRST_CAP << i) return i;
+    return -1;
+}
 
 static tbio_chunk *chunk_new(uint32_t cap) {
     tbio_chunk *k = NULL;
-    if (cap == BIG_CAP) {
+    int cls = chunk_class(cap);
+    if (cls >= 0) {
         pthread_mutex_lock(&g_pool_mu);
-        if (g_pool) {
-            k = g_pool;
-            g_pool = k->next;
-            g_pool_n--;
+        if (g_pool[cls]) {
+            k = g_pool[cls];
+            g_pool[cls] = k->next;
+            g_pool_bytes -= chunk_bytes(cap);
         }
         pthread_mutex_unlock(&g_pool_mu);
-        if (!k) {
-            void *p = NULL;
-            if (posix_memalign(&p, (size_t)2 << 20, BIG_BYTES) != 0) return NULL;
-            madvise(p, BIG_BYTES, MADV_HUGEPAGE);
-            k = p;
-        }
-    } else {
-        k = malloc(sizeof *k + (size_t)cap * sizeof(tbio_event));
+    }
+    if (!k && cap == BIG_CAP) {
+        void *p = NULL;
+        if (posix_memalign(&p, (size_t)2 << 20, BIG_BYTES) != 0) return NULL;
+        madvise(p, BIG_BYTES, MADV_HUGEPAGE);
+        k = p;
+    } else if (!k) {
+        k = malloc(chunk_bytes(cap));
         if (!k) return NULL;
     }
     k->next = NULL;
@@ -199,12 +174,13 @@ static tbio_chunk *chunk_new(uint32_t cap) {
 }
 
 static void chunk_free(tbio_chunk *k) {
-    if (k->cap == BIG_CAP) {
+    int cls = chunk_class(k->cap);
+    if (cls >= 0) {
         pthread_mutex_lock(&g_pool_mu);
-        if (g_pool_n < POOL_MAX) {
-            k->next = g_pool;
-            g_pool = k;
-            g_pool_n++;
+        if (g_pool_bytes + chunk_bytes(k->cap) <= POOL_BYTES) {
+            k->next = g_pool[cls];
+            g_pool[cls] = k;
+            g_pool_bytes += chunk_bytes(k->cap);
             k = NULL;
         }
         pthread_mutex_unlock(&g_pool_mu);
@@ -220,8 +196,8 @@ static int64_t reserve(tbio_session *s, int64_t want) {
     return 0;
 }
 
-void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
-                    int64_t requested, int64_t returned, int err) {
+void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
+                         int64_t requested, int64_t returned, int err) {
     tbio_tslot *t = NULL;
     uint64_t gen = c->s->gen;
     for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
@@ -242,7 +218,7 @@ void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, in
     }
     tbio_chunk *k = t->tail;
     if (UNLIKELY(!k || k->n == k->cap)) {
-        int64_t want = k ? (int64_t)k->cap * 2 : 256;
+        int64_t want = k ? (int64_t)k->cap * 2 : FIRST_CAP;
         if (want > (int64_t)BIG_CAP) want = BIG_CAP;
         int64_t got = reserve(c->s, want);
         tbio_chunk *nk = got > 0 ? chunk_new((uint32_t)got) : NULL;
@@ -306,8 +282,9 @@ tbio_session *tbio_begin(void) {
                        TBIO_MAX_SESSIONS);
         return NULL;
     }
-    tbio_session *s = calloc(1, sizeof *s);
+    tbio_session *s = aligned_alloc(64, (sizeof *s + 63) / 64 * 64);   /* hot fields: one line */
     tbio_actset *next = calloc(1, sizeof *next);
+    if (s) memset(s, 0, sizeof *s);
     if (!s || !next) {
         free(s);
         free(next);
@@ -524,7 +501,7 @@ void tbio_session_atfork_child(void) {
     pthread_mutex_init(&g_pool_mu, NULL);
     atomic_store(&tbio_g_active, NULL);
     atomic_store(&g_threads, NULL);
-    tl_thread = NULL;
-    g_membarrier = -1;
+    tbio_tl_thread = NULL;
+    tbio_g_membarrier = -1;
     barrier_init();
 }

@@ -69,7 +69,7 @@ char *tbio_read_file(const char *path, size_t *len) {
 }
 
 /* ---- clock: a cheap tick counter calibrated against CLOCK_REALTIME ---- */
-int tbio_g_use_tsc = -1;
+/* tbio_g_use_tsc (shim.h, in tbio_g_hot): -1 until tbio_clock_init */
 static double g_ns_per_tick = 1.0;
 
 uint64_t tbio_realtime_ns(void) {
