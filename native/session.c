@@ -485,9 +485,13 @@ uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64
 void tbio_session_atfork_prepare(void) {
     pthread_mutex_lock(&g_sess_mu);
     pthread_mutex_lock(&g_threads_mu);
+    /* a thread may be taking a chunk from (or giving one back to) the pool: the
+     * child must not inherit a held lock or a half-linked free list */
+    pthread_mutex_lock(&g_pool_mu);
 }
 
 void tbio_session_atfork_parent(void) {
+    pthread_mutex_unlock(&g_pool_mu);
     pthread_mutex_unlock(&g_threads_mu);
     pthread_mutex_unlock(&g_sess_mu);
 }
