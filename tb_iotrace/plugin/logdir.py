@@ -81,8 +81,11 @@ def _inside(root_real: str, path: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
-def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False) -> tuple[list[RunInfo], bool]:
-    """Profile runs under ``logdir`` (sorted by name) and whether the scan was cut short."""
+def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False,
+         records: bool = False) -> tuple[list[RunInfo], bool]:
+    """Profile runs under ``logdir`` (with ``records``, whole-run record folders too), sorted
+    by name, and whether the scan was cut short. (``tb-iotrace report`` finds record folders
+    itself: it asks for profile runs only.)"""
     runs: list[RunInfo] = []
     if not logdir or not os.path.isdir(logdir):
         return runs, False
@@ -115,7 +118,7 @@ def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False) -> 
                     if stop_at_first and runs:
                         return runs, False
                 rec = os.path.join(e.path, RECORD_RUN)
-                if os.path.isdir(rec) and not os.path.islink(rec):
+                if records and os.path.isdir(rec) and not os.path.islink(rec):
                     got = _records(logdir, root_real, rec, stop_at_first)
                     if got is not None:
                         runs.append(got)
@@ -241,7 +244,7 @@ class LogdirIndex:
         with self._lock:
             if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
                 return self._active
-        found, _ = scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True)
+        found, _ = scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True)
         with self._lock:
             self._active = bool(found)
             self._active_at = now
@@ -253,7 +256,7 @@ class LogdirIndex:
             # refresh (asked for, or an unknown name looked up) at most once a second
             if now - self._runs_at < (1.0 if refresh else RUNS_TTL_S):
                 return self._runs
-        runs, truncated = scan(self.logdir)
+        runs, truncated = scan(self.logdir, records=True)
         with self._lock:
             self._runs, self._runs_at, self._truncated = runs, now, truncated
             if runs:

@@ -193,8 +193,10 @@ def test_record_folder_named_like_a_profile_session_keeps_both(tmp_path, logdir)
     sess = ld / "plugins" / "profile" / "iotrace"
     sess.mkdir(parents=True)
     (sess / "h.xplane.pb").write_bytes(b"\x0a\x00")
-    runs, _ = logdir_mod.scan(str(ld))
+    runs, _ = logdir_mod.scan(str(ld), records=True)
     assert sorted((r.run, r.kind) for r in runs) == [("iotrace", "profile"), ("iotrace (records)", "record")]
+    # without records=True (what `tb-iotrace report` asks for: it finds record folders itself)
+    assert [(r.run, r.kind) for r in logdir_mod.scan(str(ld))[0]] == [("iotrace", "profile")]
 
 
 # --------------------------------------------------------------------------- routes
