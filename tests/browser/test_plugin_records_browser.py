@@ -1,14 +1,17 @@
 """The I/O tab on a whole-run record (``tb-iotrace run``) in real headless Chromium, driving a
 real TensorBoard process over the DevTools protocol (tests/browser/cdp.py).
 
-Data: a small script run under ``tb-iotrace run``: its main thread writes two files (one
-named ``<img src=x onerror=alert(1)>.bin``), a thread named ``reader`` reads one back in
-4 KiB reads. No TensorFlow capture, no GPU data. Screenshots go to ``test-artifacts/``.
+Data: a small script run under ``tb-iotrace run`` (run ``train/iotrace``): its main thread
+writes two files (one named ``<img src=x onerror=alert(1)>.bin``), a thread named ``reader``
+reads one back in 4 KiB reads; and a process SIGKILLed after a periodic flush (run
+``killed/iotrace``, a partial record). No TensorFlow capture, no GPU data. Screenshots go to
+``test-artifacts/``.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -55,6 +58,14 @@ SCRIPT = textwrap.dedent(f"""
     t.start(); t.join()
 """)
 
+KILLED = textwrap.dedent("""
+    import os, sys, time
+    with open(sys.argv[1], "wb") as f:
+        f.write(b"k" * 3333)
+    print("ok", flush=True)
+    time.sleep(60)
+""")
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -73,6 +84,21 @@ def server(tmp_path_factory):
                         "--", sys.executable, str(base / "job.py"), str(data)],
                        capture_output=True, text=True, timeout=180)
     assert r.returncode == 0, r.stderr[-3000:]
+    (base / "killed.py").write_text(KILLED)
+    k = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "run", "--flush", "0.3", "--logdir", str(logdir / "killed"),
+                          "--", sys.executable, str(base / "killed.py"), str(data / "k.bin")],
+                         stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert k.stdout.readline().strip() == b"ok"
+        rec = logdir / "killed" / "plugins" / "iotrace"
+        deadline = time.monotonic() + 30
+        while not list(rec.glob("*.json")) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.8)  # a flush after the write
+        os.killpg(k.pid, signal.SIGKILL)
+    finally:
+        k.wait(timeout=30)
+        k.stdout.close()
     port = _free_port()
     exe = [str(TENSORBOARD)] if TENSORBOARD.exists() else [sys.executable, "-m", "tensorboard.main"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
@@ -140,7 +166,8 @@ def test_tab_shows_a_whole_run_record(server, browser):
                    timeout=60)
         # the run picker lists the record folder under the name `tb-iotrace report` uses
         opts = p.evaluate(f"[...{D}.querySelectorAll('.run-select option')].map((o) => [o.value, o.textContent])")
-        assert [v for v, _ in opts] == ["train/iotrace"] and "whole run, 1 process" in opts[0][1]
+        assert [v for v, _ in opts] == ["killed/iotrace", "train/iotrace"]
+        assert all("whole run, 1 process" in text for _, text in opts)
         assert p.evaluate(f"{D}.querySelector('.run-select').value") == "train/iotrace"
         # I/O lanes only, one per thread, named after the record's threads; each drawn
         lanes = p.evaluate(f"[...{D}.querySelectorAll('.tl-label')].map((e) => [e.dataset.key, e.dataset.group, e.textContent])")
@@ -166,5 +193,17 @@ def test_tab_shows_a_whole_run_record(server, browser):
         kinds = {e["method"] for e in p.events}
         assert "Runtime.exceptionThrown" not in kinds and "Page.javascriptDialogOpening" not in kinds
         p.screenshot(ARTIFACTS / "browser-record.png")
+        # the partial record: counters only, a note where the timeline would be, the warning
+        p.evaluate(f"(() => {{ const s = {D}.querySelector('.run-select'); s.value = 'killed/iotrace'; s.dispatchEvent(new Event('change')); }})()")
+        p.wait_for(f"{APP}.capture && {APP}.capture.run === 'killed/iotrace' && {D}.querySelector('#iotrace-root').dataset.panels === 'ready'", timeout=30)
+        assert p.evaluate(f"{D}.querySelectorAll('.tl-label').length") == 0
+        assert not p.evaluate(f"{D}.querySelector('.tl-nolanes').hidden")
+        assert "No per-call trace" in p.evaluate(f"{D}.querySelector('.tl-nolanes').textContent")
+        assert "Partial record" in p.evaluate(f"{D}.querySelector('.banner').textContent")
+        assert "did not finish" in p.evaluate(f"{D}.querySelector('.proc-info').textContent")
+        p.wait_for(f"[...{D}.querySelectorAll('.files-table tbody tr')].some((r) => r.dataset.path === {str(data / 'k.bin')!r})", timeout=20)
+        kinds = {e["method"] for e in p.events}
+        assert "Runtime.exceptionThrown" not in kinds
+        p.screenshot(ARTIFACTS / "browser-record-partial.png")
     finally:
         p.close()
