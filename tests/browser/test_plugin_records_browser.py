@@ -4,13 +4,15 @@ real TensorBoard process over the DevTools protocol (tests/browser/cdp.py).
 Data: a small script run under ``tb-iotrace run`` (run ``train/iotrace``): its main thread
 writes two files (one named ``<img src=x onerror=alert(1)>.bin``), a thread named ``reader``
 reads one back in 4 KiB reads; and a process SIGKILLed after a periodic flush (run
-``killed/iotrace``, a partial record). No TensorFlow capture, no GPU data. Screenshots go to
+``killed/iotrace``, a partial record, beside a copy of it named ``<img src=x onerror=alert(2)>.9``).
+No TensorFlow capture, no GPU data. Screenshots go to
 ``test-artifacts/``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 TENSORBOARD = Path(sys.executable).with_name("tensorboard")
 EVIL_FILE = "<img src=x onerror=alert(1)>.bin"
+EVIL_HOST = "<img src=x onerror=alert(2)>.9"
 
 pytestmark = [
     pytest.mark.browser,
@@ -99,6 +102,8 @@ def server(tmp_path_factory):
     finally:
         k.wait(timeout=30)
         k.stdout.close()
+    (only,) = rec.glob("*.json")
+    shutil.copyfile(only, rec / f"{EVIL_HOST}.json")
     port = _free_port()
     exe = [str(TENSORBOARD)] if TENSORBOARD.exists() else [sys.executable, "-m", "tensorboard.main"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
@@ -166,8 +171,8 @@ def test_tab_shows_a_whole_run_record(server, browser):
                    timeout=60)
         # the run picker lists the record folder under the name `tb-iotrace report` uses
         opts = p.evaluate(f"[...{D}.querySelectorAll('.run-select option')].map((o) => [o.value, o.textContent])")
-        assert [v for v, _ in opts] == ["killed/iotrace", "train/iotrace"]
-        assert all("whole run, 1 process" in text for _, text in opts)
+        assert opts == [["killed/iotrace", "killed/iotrace (whole run, 2 processes)"],
+                        ["train/iotrace", "train/iotrace (whole run, 1 process)"]]
         assert p.evaluate(f"{D}.querySelector('.run-select').value") == "train/iotrace"
         # I/O lanes only, one per thread, named after the record's threads; each drawn
         lanes = p.evaluate(f"[...{D}.querySelectorAll('.tl-label')].map((e) => [e.dataset.key, e.dataset.group, e.textContent])")
@@ -205,5 +210,14 @@ def test_tab_shows_a_whole_run_record(server, browser):
         kinds = {e["method"] for e in p.events}
         assert "Runtime.exceptionThrown" not in kinds
         p.screenshot(ARTIFACTS / "browser-record-partial.png")
+        # a hostile record name is a host name shown as text
+        hosts = p.evaluate(f"[...{D}.querySelectorAll('.host-select option')].map((o) => o.textContent)")
+        assert EVIL_HOST in hosts and "All hosts (one clock)" in hosts
+        p.evaluate(f"(() => {{ const s = {D}.querySelector('.host-select'); s.value = {EVIL_HOST!r}; s.dispatchEvent(new Event('change')); }})()")
+        p.wait_for(f"{APP}.capture && {APP}.capture.hosts[0] === {EVIL_HOST!r} && {D}.querySelector('#iotrace-root').dataset.panels === 'ready'", timeout=30)
+        assert p.evaluate(f"{D}.querySelector('.proc-info b').textContent") == f"{EVIL_HOST}: "
+        assert p.evaluate(f"{D}.querySelectorAll('img').length") == 0
+        kinds = {e["method"] for e in p.events}
+        assert "Runtime.exceptionThrown" not in kinds and "Page.javascriptDialogOpening" not in kinds
     finally:
         p.close()
