@@ -271,6 +271,23 @@ def test_files_table_has_the_records_counters(client, logdir):
     assert cf["columns"]["bytes_read"][j] == EVIL_BYTES
 
 
+def test_histograms_and_per_file_lanes(client, logdir):
+    _, get = client
+    host = _main_host(logdir)
+    code, files = get("/files", run="train/iotrace", host=host)
+    data = next(p for p in files["path"] if p.endswith("/data.bin"))
+    code, h = get("/histograms", run="train/iotrace", host=host, path=data)
+    assert code == 200, h
+    reads = DATA_BYTES // READ_SIZE  # full 4 KiB reads, then the tail and the final empty read
+    assert h["read"][h["bins"].index("1K_10K")] == reads and h["write"][h["bins"].index("100K_1M")] == 1
+    assert h["ops"]["read"] == reads + 2
+    code, cap = get("/capture", run="train/iotrace", host=host, io_by="file")
+    lane = next(ln for ln in cap["lanes"] if ln.get("file") == data)
+    assert lane["events"] == sum(n for op, n in h["ops"].items())
+    code, ev = get("/event", run="train/iotrace", host=host, lane=lane["key"], index=0)
+    assert code == 200 and ev["file"] == data
+
+
 def test_steps_fall_back_to_windows_and_bandwidth_adds_up(client, logdir):
     _, get = client
     host = _main_host(logdir)
