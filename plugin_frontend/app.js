@@ -33,6 +33,7 @@ export class App {
     this.refreshBtn = el("button", { class: "tl-btn", title: "Look for new runs", onclick: () => this.start(true) }, "Refresh");
     this.status = el("span", { class: "status", role: "status" });
     this.banner = el("div", { class: "banner", hidden: true, role: "note" });
+    this.procInfo = el("div", { class: "notice proc-info", hidden: true });
     this.empty = el("div", { class: "empty-state big", hidden: true });
     this.timeline = new Timeline({
       load: (scale, collapsed, signal) => this._loadTimeline(scale, collapsed, signal),
@@ -61,7 +62,7 @@ export class App {
       el("header", { class: "topbar" }, el("h1", { text: "I/O" }),
         el("label", {}, "Run ", this.runSel), el("label", {}, "Host ", this.hostSel), this.ioBySel,
         this.refreshBtn, this.status),
-      this.banner, this.empty, this.content));
+      this.procInfo, this.banner, this.empty, this.content));
     this.content.hidden = true;
   }
 
@@ -93,7 +94,11 @@ export class App {
       this.showEmpty(r.message || "No profile runs found.");
       return;
     }
-    for (const x of this.runs) this.runSel.appendChild(el("option", { value: x.run, text: x.run }));
+    for (const x of this.runs) {
+      // whole-run records of `tb-iotrace run` (one host per process) next to profile runs
+      const text = x.kind === "record" ? `${x.run} (whole run, ${x.hosts.length} process${x.hosts.length === 1 ? "" : "es"})` : x.run;
+      this.runSel.appendChild(el("option", { value: x.run, text }));
+    }
     const keep = this.runs.find((x) => x.run === this.run);
     this.pickRun(keep ? keep.run : this.runs[this.runs.length - 1].run);
   }
@@ -120,6 +125,7 @@ export class App {
     this.setStatus("Loading capture…");
     this.empty.hidden = true;
     this.banner.hidden = true;
+    this.procInfo.hidden = true;
     this.content.hidden = false;  // laid out now, so the plot width below is the real one
     let cap;
     let first = null;
@@ -144,11 +150,15 @@ export class App {
     this.capture = cap;
     this.content.hidden = false;
     this.root.dataset.state = "ready";
-    const msgs = [...cap.messages, ...cap.warnings.map((w) => `Capture warning: ${w}`)];
+    const record = cap.source === "record";
+    const msgs = [...cap.messages, ...cap.warnings.map((w) => (record ? w : `Capture warning: ${w}`))];
+    this._renderProcesses(cap);
     this.banner.hidden = !msgs.length;
     clear(this.banner);
     msgs.forEach((m) => this.banner.appendChild(el("div", { text: m })));
     this.setStatus(`${fmtInt(cap.lanes.length)} lanes · ${fmtInt(cap.io.events)} I/O calls · ${fmtInt(cap.io.files)} file records`);
+    this.timeline.setClock(record ? "time since process start" : "time since profile start",
+      record && !cap.lanes.length ? "No per-call trace in this record: its per-file counters are in the files table below." : "");
     this.timeline.setCapture(cap, keepView, first);
     this._renderFileChip();
     if (!keepView) this._loadPanels(token);
@@ -204,6 +214,25 @@ export class App {
     this.fileChip.appendChild(el("button", { class: "tl-btn", onclick: () => this.selectFile(null) }, "Clear"));
   }
 
+  // Whole-run records: which process each host is and how it ended.
+  _renderProcesses(cap) {
+    clear(this.procInfo);
+    const procs = cap.processes || [];
+    this.procInfo.hidden = !procs.length;
+    for (const p of procs) {
+      const ex = p.exit || {};
+      const how = ex.how === "flush" ? "did not finish (last periodic flush)"
+        : ex.signal ? `ended by signal ${ex.signal}`
+        : ex.exception ? `ended by ${ex.exception}`
+        : ex.how ? `exited${ex.code !== null && ex.code !== undefined ? ` with code ${ex.code}` : ""}` : "";
+      const dur = p.end_ns && p.start_ns ? ` · ${fmtNs(p.end_ns - p.start_ns)} recorded` : "";
+      const argv = (p.argv || []).join(" ");
+      this.procInfo.appendChild(el("div", { class: "proc" },
+        el("b", { text: `${p.host}: ` }), el("span", { text: `process ${p.pid} (parent ${p.ppid}) ` }),
+        el("code", { class: "argv", text: argv || "?" }), el("span", { text: ` · ${how}${dur}` })));
+    }
+  }
+
   async showEvent(sel) {
     clear(this.details);
     this.details.appendChild(el("div", { class: "muted", text: "Loading…" }));
@@ -231,7 +260,9 @@ export class App {
       add("errno", ev.errno ? String(ev.errno) : "0 (success)");
       if (ev.fd >= 0) add("fd", String(ev.fd));
       add("Thread", `${ev.host_thread || ev.thread || "?"} (tid ${ev.tid})`);
-      add("TF op", ev.host_op ? `${ev.host_op.name} (${fmtNs(ev.host_op.dur)})` : "none found on this thread");
+      if (this.capture && this.capture.source !== "record") {
+        add("TF op", ev.host_op ? `${ev.host_op.name} (${fmtNs(ev.host_op.dur)})` : "none found on this thread");
+      }
     } else {
       for (const [k, v] of Object.entries(ev.stats || {})) add(k, String(v));
     }

@@ -59,12 +59,15 @@ export class Timeline {
     this.body = el("div", { class: "tl-body" }, this.labels,
       el("div", { class: "tl-plot" }, this.canvas, this.boxEl));
     this.scroll = el("div", { class: "tl-scroll" }, this.body);
+    this.clockLabel = el("div", { class: "tl-corner", text: "time since profile start" });
+    this.noLanes = el("div", { class: "empty-state tl-nolanes", hidden: true });
     this.root = el("section", { class: "timeline", tabindex: "0", "data-state": "empty",
                                 "aria-label": "combined timeline" },
       el("div", { class: "tl-toolbar" }, this.zoomIn, this.zoomOut, this.boxBtn, this.resetBtn,
         el("span", { class: "tl-help", text: "wheel: zoom · drag: pan · shift+drag: box zoom · W/A/S/D · R: reset" }),
         this.rangeText),
-      el("div", { class: "tl-axis-row" }, el("div", { class: "tl-corner", text: "time since profile start" }), this.axisCanvas),
+      el("div", { class: "tl-axis-row" }, this.clockLabel, this.axisCanvas),
+      this.noLanes,
       this.scroll,
       el("div", { class: "tl-bw-row" }, el("div", { class: "tl-corner", text: "I/O bandwidth" }), this.bwCanvas),
       this.tooltip);
@@ -106,6 +109,12 @@ export class Timeline {
     }
   }
 
+  /** What the time axis counts from, and the text shown when there is no lane to draw. */
+  setClock(label, noLanesText = "") {
+    this.clockLabel.textContent = label;
+    this._noLanesText = noLanesText;
+  }
+
   setSelectedFile(path) {
     this.selectedFile = path;
     this.draw();
@@ -120,6 +129,8 @@ export class Timeline {
   _relayout() {
     const lanes = this.capture ? this.capture.lanes : [];
     this.layout = buildTracks(lanes, this.collapsed);
+    this.noLanes.hidden = !this.capture || lanes.length > 0;
+    this.noLanes.textContent = this._noLanesText || "No lanes to draw in this capture.";
     clear(this.labels);
     for (const t of this.layout.tracks) {
       if (t.kind === "header") {

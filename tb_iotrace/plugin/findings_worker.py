@@ -6,7 +6,10 @@ TensorBoard's process it would hold the GIL all that time (every timeline reques
 behind it) and keep the memory. So the plugin runs it here, in a child process at the
 lowest CPU priority, and reads the JSON answer from stdout:
 
-    python -m tb_iotrace.plugin.findings_worker <capture.xplane.pb>
+    python -m tb_iotrace.plugin.findings_worker <capture.xplane.pb | record.json>
+
+A whole-run record (``.json`` of ``tb-iotrace run``) is analysed from its trace and
+counters alone (no TensorFlow timeline, so no steps or input waits).
 """
 
 from __future__ import annotations
@@ -27,7 +30,12 @@ def findings_of(path: str) -> dict[str, Any]:
     """What /findings shows for one capture: ``{findings, notes, message}``."""
     from ..analysis import analyze  # imported here: heavy, and only the child needs it
 
-    a = analyze(path)
+    if path.endswith(".json"):
+        from .records import record_trace
+
+        a = analyze(None, trace=record_trace(path))
+    else:
+        a = analyze(path)
     if a is None:
         return {"findings": [], "message": "This capture has no I/O data (captured without tb_iotrace)."}
     d = a.to_dict()

@@ -1,8 +1,15 @@
-"""Finding profile runs in a logdir, validating names from requests, caching loaded captures.
+"""Finding profile runs and whole-run records in a logdir, validating names from requests,
+caching loaded captures.
 
-Layout (as xprof reads it): ``<logdir>/[<tb run>/]plugins/profile/<session>/<host>.xplane.pb``.
-A *run* here is ``<tb run>/<session>`` (just ``<session>`` at the top level), a *host* the
-file name without ``.xplane.pb``.
+Layouts:
+
+- profiles (as xprof reads them): ``<logdir>/[<tb run>/]plugins/profile/<session>/<host>.xplane.pb``.
+  A *run* is ``<tb run>/<session>`` (just ``<session>`` at the top level), a *host* the file
+  name without ``.xplane.pb``;
+- whole-run records (``tb-iotrace run``): ``<logdir>/[<dir>/]plugins/iotrace/<host>.<pid>[.execN].json``.
+  The folder is the run ``<dir>/iotrace`` (just ``iotrace`` at the top level; the name
+  ``tb-iotrace report`` uses), each record a host ``<host>.<pid>[.execN]``. Should a profile
+  session be named ``iotrace`` too, the records' run is ``<dir>/iotrace (records)``.
 
 Security: a run or host given by a request is only ever used after it matched, as a
 string, one found by the scan; the scan never follows a directory symlink and drops any
@@ -25,11 +32,14 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..runrecord import is_record_file
 from ..xplane import XPlaneError
 from .model import Capture, load_capture
+from .records import RECORD_SUFFIX, cache_key, load_record
 
 XPLANE_SUFFIX = ".xplane.pb"
 PROFILE_DIR = os.path.join("plugins", "profile")
+RECORD_RUN = "iotrace"  # as tb_iotrace.cli._sources.RECORD_RUN
 MAX_DEPTH = 8  # directory levels below the logdir searched for plugins/profile
 MAX_DIRS = 20000  # directories visited by one scan
 ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
@@ -63,6 +73,7 @@ class RunInfo:
     directory: str
     hosts: dict[str, str] = field(default_factory=dict)  # host -> file path
     mtime: float = 0.0
+    kind: str = "profile"  # or "record": whole-run records of `tb-iotrace run`
 
 
 def _inside(root_real: str, path: str) -> bool:
@@ -70,8 +81,11 @@ def _inside(root_real: str, path: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
-def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False) -> tuple[list[RunInfo], bool]:
-    """Profile runs under ``logdir`` (sorted by name) and whether the scan was cut short."""
+def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False,
+         records: bool = False) -> tuple[list[RunInfo], bool]:
+    """Profile runs under ``logdir`` (with ``records``, whole-run record folders too), sorted
+    by name, and whether the scan was cut short. (``tb-iotrace report`` finds record folders
+    itself: it asks for profile runs only.)"""
     runs: list[RunInfo] = []
     if not logdir or not os.path.isdir(logdir):
         return runs, False
@@ -103,12 +117,51 @@ def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False) -> 
                     runs.extend(_sessions(logdir, root_real, prof))
                     if stop_at_first and runs:
                         return runs, False
+                rec = os.path.join(e.path, RECORD_RUN)
+                if records and os.path.isdir(rec) and not os.path.islink(rec):
+                    got = _records(logdir, root_real, rec, stop_at_first)
+                    if got is not None:
+                        runs.append(got)
+                        if stop_at_first:
+                            return runs, False
                 continue
             if depth + 1 <= MAX_DEPTH:
                 sub.append((e.path, depth + 1))
         stack.extend(reversed(sub))
+    names = {r.run for r in runs if r.kind == "profile"}
+    for r in runs:
+        if r.kind == "record" and r.run in names:
+            r.run += " (records)"
     runs.sort(key=lambda r: r.run)
     return runs, truncated
+
+
+def _records(logdir: str, root_real: str, folder: str, stop_at_first: bool = False) -> RunInfo | None:
+    """The run of one ``plugins/iotrace`` folder (None when it holds no record). Only
+    regular files inside the logdir whose head says ``tb_iotrace.run/1`` count."""
+    rel_parent = os.path.relpath(os.path.dirname(os.path.dirname(folder)), logdir)
+    run = RECORD_RUN if rel_parent in (".", "") else f"{rel_parent.replace(os.sep, '/')}/{RECORD_RUN}"
+    info = RunInfo(run=run, directory=folder, kind="record")
+    try:
+        files = sorted(os.scandir(folder), key=lambda f: f.name)
+    except OSError:
+        return None
+    for f in files:
+        if not f.name.endswith(RECORD_SUFFIX) or f.name.startswith("."):
+            continue
+        host = f.name[: -len(RECORD_SUFFIX)]
+        if not host or "/" in host:
+            continue
+        try:
+            if not f.is_file() or not _inside(root_real, f.path) or not is_record_file(f.path):
+                continue
+            info.mtime = max(info.mtime, f.stat().st_mtime)
+        except OSError:
+            continue
+        info.hosts[host] = f.path
+        if stop_at_first:
+            break
+    return info if info.hosts else None
 
 
 def _sessions(logdir: str, root_real: str, prof: str) -> list[RunInfo]:
@@ -148,11 +201,29 @@ def _sessions(logdir: str, root_real: str, prof: str) -> list[RunInfo]:
     return out
 
 
+def is_record_path(path: str) -> bool:
+    return path.endswith(RECORD_SUFFIX)
+
+
+def file_key(path: str) -> tuple[int, ...]:
+    """What must stay the same for a loaded capture to stay valid: size and mtime of the
+    file (of a record: of its JSON and of its trace)."""
+    if is_record_path(path):
+        return cache_key(path)
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def load_any(path: str, host: str) -> Capture:
+    """A profile capture (``.xplane.pb``) or a whole-run record (``.json``), loaded."""
+    return load_record(path, host) if is_record_path(path) else load_capture(path, host)
+
+
 class LogdirIndex:
     """Cached view of a logdir's runs and a cache of loaded captures."""
 
     def __init__(self, logdir: str, max_captures: int = 4,
-                 loader: Callable[[str, str], Capture] = load_capture):
+                 loader: Callable[[str, str], Capture] | None = None):
         self.logdir = logdir or ""
         self._lock = threading.Lock()
         self._runs: list[RunInfo] = []
@@ -160,10 +231,10 @@ class LogdirIndex:
         self._truncated = False
         self._active: bool | None = None
         self._active_at = -1e9
-        self._captures: OrderedDict[str, tuple[int, int, Capture | XPlaneError]] = OrderedDict()
+        self._captures: OrderedDict[str, tuple[tuple[int, ...], Capture | XPlaneError]] = OrderedDict()
         self._loading: dict[str, threading.Lock] = {}
         self.max_captures = max_captures
-        self.loader = loader
+        self.loader = loader or load_any
         self._prefetched = False
         self._warming = False
 
@@ -173,7 +244,7 @@ class LogdirIndex:
         with self._lock:
             if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
                 return self._active
-        found, _ = scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True)
+        found, _ = scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True)
         with self._lock:
             self._active = bool(found)
             self._active_at = now
@@ -185,7 +256,7 @@ class LogdirIndex:
             # refresh (asked for, or an unknown name looked up) at most once a second
             if now - self._runs_at < (1.0 if refresh else RUNS_TTL_S):
                 return self._runs
-        runs, truncated = scan(self.logdir)
+        runs, truncated = scan(self.logdir, records=True)
         with self._lock:
             self._runs, self._runs_at, self._truncated = runs, now, truncated
             if runs:
@@ -287,25 +358,24 @@ class LogdirIndex:
         if not _inside(root_real, path):
             raise KeyError("capture is outside the logdir")
         try:
-            st = os.stat(path)
+            key = file_key(path)
         except OSError as exc:
             raise XPlaneError(path, f"cannot read: {exc.strerror or exc}") from None
-        key = (st.st_size, st.st_mtime_ns)
         with self._lock:
             hit = self._captures.get(path)
-            if hit is not None and hit[:2] == key:
+            if hit is not None and hit[0] == key:
                 self._captures.move_to_end(path)
-                if isinstance(hit[2], Exception):
-                    raise hit[2]
-                return hit[2]
+                if isinstance(hit[1], Exception):
+                    raise hit[1]
+                return hit[1]
             lock = self._loading.setdefault(path, threading.Lock())
         with lock:
             with self._lock:
                 hit = self._captures.get(path)
-                if hit is not None and hit[:2] == key:
-                    if isinstance(hit[2], Exception):
-                        raise hit[2]
-                    return hit[2]
+                if hit is not None and hit[0] == key:
+                    if isinstance(hit[1], Exception):
+                        raise hit[1]
+                    return hit[1]
                 self._captures.pop(path, None)
             try:
                 value: Capture | XPlaneError = self.loader(path, host)
@@ -314,7 +384,7 @@ class LogdirIndex:
             except (ValueError, IndexError, KeyError, OverflowError) as exc:
                 value = XPlaneError(path, f"cannot decode: {exc}")
             with self._lock:
-                self._captures[path] = (key[0], key[1], value)
+                self._captures[path] = (key, value)
                 while len(self._captures) > self.max_captures:
                     self._captures.popitem(last=False)
         if isinstance(value, Exception):
@@ -322,4 +392,4 @@ class LogdirIndex:
         return value
 
 
-__all__ = ["BadName", "LogdirIndex", "RunInfo", "check_name", "scan"]
+__all__ = ["BadName", "LogdirIndex", "RunInfo", "check_name", "file_key", "load_any", "scan"]

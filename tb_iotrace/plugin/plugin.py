@@ -6,7 +6,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ==================  ========================================================================
 ``/index.js``       the frontend entry module (asking for it starts decoding the capture
                     the tab shows first); ``/static/*`` the rest of ``plugin_frontend/``
-``/runs``           ``{runs: [{run, hosts}], message}``
+``/runs``           ``{runs: [{run, hosts, kind}], message}`` (kind: ``profile``, or
+                    ``record`` for the whole-run records of ``tb-iotrace run``)
 ``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``)
 ``/timeline``       level-of-detail items for ``start``, ``end`` (ns), ``width`` (px),
                     ``io_by`` (thread|file), optional ``lanes`` (comma-separated keys)
@@ -220,14 +221,16 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def _runs(self, args) -> dict[str, Any]:
         runs = self.index.runs(refresh=args.get("refresh") == "1")
-        out = [{"run": r.run, "hosts": sorted(r.hosts)} for r in runs]
+        out = [{"run": r.run, "hosts": sorted(r.hosts), "kind": r.kind} for r in runs]
         if not self.index.logdir:
             msg = "TensorBoard was started without a local --logdir: the I/O tab reads local captures only."
         elif not out:
             msg = ("No profile found in the logdir. Capture one with tb_iotrace enabled: "
                    "`import tb_iotrace; tb_iotrace.enable()` then tf.profiler.experimental.start(logdir) "
-                   "... stop(), or Keras TensorBoard(profile_batch=...). Captures are read from "
-                   "<logdir>/[<run>/]plugins/profile/<session>/<host>.xplane.pb.")
+                   "... stop(), or Keras TensorBoard(profile_batch=...); or record a whole run with "
+                   "`tb-iotrace run --logdir <logdir> -- python train.py`. Captures are read from "
+                   "<logdir>/[<run>/]plugins/profile/<session>/<host>.xplane.pb, whole-run records "
+                   "from <logdir>/[<dir>/]plugins/iotrace/<host>.<pid>.json.")
         else:
             msg = ""
         return {"runs": out, "message": msg, "truncated": self.index.truncated}

@@ -137,8 +137,12 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
         messages.append(f"{dropped} I/O operations were not recorded (trace buffer full or "
                         "capped); counters in the files table are still exact.")
     steps, source = _steps(view)
+    processes = [dict((p.capture.io_info or {}).get("process") or {}, host=p.host) for p in view.parts
+                 if (p.capture.io_info or {}).get("source") == "record"]
     return {
         "run": view.run,
+        "source": "record" if processes else "profile",
+        "processes": processes,
         "hosts": [p.host for p in view.parts],
         "extent": [lo, hi],
         "lanes": lanes,
@@ -624,14 +628,20 @@ def steps_impl(view: View, windows: int = 20) -> dict[str, Any]:
                                  (lane.end[mask] + p.offset).astype(np.float64), starts, ends)
     dur = np.maximum(ends - starts, 1.0)
     return {"has_steps": has_steps, "source": source,
-            "message": "" if has_steps else
-            "No step markers in this capture (no device 'Steps' line, no train/test TraceMe or "
-            "Keras 'Profiled batch' events): showing equal time windows instead.",
+            "message": "" if has_steps else _no_steps_message(view),
             "steps": [{"index": st["index"], "name": st["name"], "start": st["start"], "end": st["end"],
                        "bytes_read": int(read[i]), "bytes_written": int(write[i]), "calls": int(calls[i]),
                        "io_time_ns": int(io_time[i]), "input_wait_ns": int(wait[i]),
                        "input_wait_pct": round(100.0 * min(wait[i], dur[i]) / dur[i], 2)}
                       for i, st in enumerate(steps)]}
+
+
+def _no_steps_message(view: View) -> str:
+    if all((p.capture.io_info or {}).get("source") == "record" for p in view.parts):
+        return ("A whole-run record has no training steps (it has no TensorFlow timeline): showing "
+                "equal time windows of the process's life instead.")
+    return ("No step markers in this capture (no device 'Steps' line, no train/test TraceMe or "
+            "Keras 'Profiled batch' events): showing equal time windows instead.")
 
 
 def _is_input_wait(name: str) -> bool:
@@ -677,20 +687,23 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
 # per capture; captures above this size point to the CLI instead.
 FINDINGS_MAX_BYTES = int(os.environ.get("TBIO_PLUGIN_FINDINGS_MAX_BYTES", 1 << 30))
 FINDINGS_TIMEOUT_S = float(os.environ.get("TBIO_PLUGIN_FINDINGS_TIMEOUT_S", 600))
-_findings_cache: dict[tuple[str, int, int], dict[str, Any]] = {}
-_findings_locks: dict[tuple[str, int, int], threading.Lock] = {}
+_findings_cache: dict[tuple[Any, ...], dict[str, Any]] = {}
+_findings_locks: dict[tuple[Any, ...], threading.Lock] = {}
 _findings_guard = threading.Lock()
 
 
 def _findings_for(path: str) -> dict[str, Any]:
-    st = os.stat(path)
-    key = (path, st.st_size, int(st.st_mtime_ns))
+    from .logdir import file_key
+    from .records import total_size
+
+    key = (path, *file_key(path))  # a record: its JSON's and its trace's size and mtime
     hit = _findings_cache.get(key)
     if hit is not None:
         return hit
-    if st.st_size > FINDINGS_MAX_BYTES:
+    size = total_size(path) if path.endswith(".json") else key[1]
+    if size > FINDINGS_MAX_BYTES:
         return {"findings": [], "message": (
-            f"This capture is {st.st_size >> 20} MiB, above the tab's findings limit "
+            f"This capture is {size >> 20} MiB, above the tab's findings limit "
             f"({FINDINGS_MAX_BYTES >> 20} MiB): run `tb-iotrace report {path}` for its findings.")}
     with _findings_guard:
         lock = _findings_locks.setdefault(key, threading.Lock())

@@ -1,0 +1,177 @@
+"""Whole-run records (``tb-iotrace run``) as I/O tab captures.
+
+A record is ``<dir>/plugins/iotrace/<host>.<pid>[.execN].json`` plus, when it kept its
+trace, ``<host>.<pid>[.execN].npz`` (see :mod:`tb_iotrace.runrecord`). The tab shows each
+folder as the run ``[<dir>/]iotrace`` (the name ``tb-iotrace report`` uses) and each record
+as a host. This module builds the tab's :class:`~.model.Capture` straight from the record's
+JSON and trace columns, without protobuf:
+
+- clock: ns since the record's ``start_ns`` (``profile_start_ns`` = ``start_ns``, so "All
+  hosts" lines processes up on their real start times);
+- one I/O lane per thread (named after the record's threads), no host or device lanes, no
+  steps (the tab's per-step panel falls back to equal time windows);
+- the files table from the record's per-file counters;
+- warnings for a partial record (a periodic flush: counts up to it, no trace) and for
+  dropped calls.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import numpy as np
+
+from ..runrecord import RecordError, RunRecord, read_record
+from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, _make_lane, trim_memory
+
+RECORD_SUFFIX = ".json"
+
+
+def trace_path(json_path: str) -> str:
+    """The trace file beside a record (``<stem>.npz``, as runrecord.record_paths names it)."""
+    return json_path[: -len(RECORD_SUFFIX)] + ".npz" if json_path.endswith(RECORD_SUFFIX) else json_path + ".npz"
+
+
+def cache_key(json_path: str) -> tuple[int, int, int, int]:
+    """(size, mtime) of the JSON and of its trace: a periodic flush rewrites either."""
+    st = os.stat(json_path)
+    try:
+        tr = os.stat(trace_path(json_path))
+        tkey = (tr.st_size, tr.st_mtime_ns)
+    except OSError:
+        tkey = (-1, -1)
+    return st.st_size, st.st_mtime_ns, tkey[0], tkey[1]
+
+
+def total_size(json_path: str) -> int:
+    """Bytes of the record and its trace together."""
+    key = cache_key(json_path)
+    return key[0] + max(key[2], 0)
+
+
+def _when(ns: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(ns / 1e9)) if ns > 0 else "an unknown time"
+
+
+def _io_table(t: dict[str, np.ndarray], t0: int) -> IoTable:
+    """The trace columns as the tab's I/O table, rows sorted by (thread, start)."""
+    n = len(t["start_ns"])
+    for k in ("end_ns", "op_id", "file_id", "offset", "requested", "returned", "fd", "errno", "tid"):
+        if len(t[k]) != n:
+            raise RecordError(f"trace column {k!r} has {len(t[k])} rows, expected {n}")
+    order = np.lexsort((t["start_ns"], t["tid"]))
+    if n and bool(np.all(order[1:] > order[:-1])):
+        order = None  # already sorted: keep the loaded columns as they are
+
+    def col(name: str, dtype) -> np.ndarray:
+        a = t[name] if order is None else t[name][order]
+        return a.astype(dtype, copy=False)
+
+    ops = [str(x) for x in t["op_names"].tolist()]
+    paths = [str(x) for x in t["paths"].tolist()]
+    op = col("op_id", np.int32)
+    bad_op = (op < 0) | (op >= len(ops))
+    if bad_op.any():
+        op = np.where(bad_op, len(ops), op)
+        ops.append("?")
+    path = col("file_id", np.int32)
+    path = np.where((path >= 0) & (path < len(paths)), path, -1).astype(np.int32)
+    is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
+    is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
+    return IoTable(start=col("start_ns", np.int64) - t0, end=col("end_ns", np.int64) - t0,
+                   op=op.astype(np.int16), path=path, offset=col("offset", np.int64),
+                   requested=col("requested", np.int64), returned=col("returned", np.int64),
+                   fd=col("fd", np.int32), errno=col("errno", np.int32), tid=col("tid", np.int64),
+                   ops=ops, paths=paths, is_read=is_read, is_write=is_write)
+
+
+def load_record(path: str, host: str) -> Capture:
+    """One record as a :class:`Capture` (raises RecordError, a ValueError, when unreadable)."""
+    try:
+        return _load_record(path, host)
+    finally:
+        trim_memory()
+
+
+def _load_record(path: str, host: str) -> Capture:
+    st = os.stat(path)
+    rec = read_record(path)
+    doc = rec.doc
+    t0 = int(doc.get("start_ns") or 0)
+    t_end = int(doc.get("end_ns") or t0)
+    warnings: list[str] = []
+    partial = rec.partial
+    if partial:
+        warnings.append(
+            f"Partial record: this process did not finish writing it (killed, or still running). "
+            f"The files table counts its I/O up to its last periodic flush ({_when(t_end)}); "
+            f"there is no per-call trace, so no timeline.")
+    trace: dict[str, np.ndarray] | None = None
+    try:
+        trace = rec.trace()
+    except RecordError as exc:
+        warnings.append(f"The record's trace cannot be read ({exc}): showing its per-file counters only.")
+    if trace is None and not partial and int(doc.get("nevents") or 0) > 0 and not warnings:
+        warnings.append("This record kept no per-call trace: showing its per-file counters only.")
+    io = _io_table(trace, t0) if trace is not None else None
+    del trace
+    threads = {int(th.get("tid", 0)): th for th in doc.get("threads", []) if isinstance(th, dict)}
+    pid = int(doc.get("pid") or 0)
+    lanes = []
+    if io is not None and len(io):
+        tids, first = np.unique(io.tid, return_index=True)
+        bounds = list(first.tolist()) + [len(io)]
+        for i, tid in enumerate(tids.tolist()):
+            a, b = int(bounds[i]), int(bounds[i + 1])
+            th = threads.get(tid, {})
+            comm = str(th.get("name") or "")
+            label = f"{comm or 'thread'} (tid {tid}{', main' if tid == pid else ''})"
+            lanes.append(_make_lane(f"io.t{tid}", "io", label, "I/O", io.start[a:b], io.end[a:b],
+                                    io.op[a:b], src=None, src_base=a, rows=1, tid=tid,
+                                    extra={"host_lane": None, "comm": comm}))
+    lo, hi = 0, max(t_end - t0, 1)
+    if lanes:
+        lo = min(lo, min(int(ln.start.min()) for ln in lanes))
+        hi = max(hi, max(int(ln.maxend.max()) for ln in lanes))
+    dropped = int(doc.get("dropped") or 0)
+    io_info: dict[str, Any] = {
+        "source": "record", "dropped": dropped, "capped": 0, "partial": partial,
+        "process": {k: doc.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")},
+        "threads": [[tid, int(th.get("pthread_self") or 0), str(th.get("name") or "")]
+                    for tid, th in sorted(threads.items())],
+    }
+    return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=[], lanes=lanes,
+                   planes={}, io=io, io_info=io_info, counter_records=list(rec.files), steps=[],
+                   steps_source="", extent=(lo, max(hi, lo + 1)), profile_start_ns=t0,
+                   hostnames=[str(doc.get("host") or "")], warnings=warnings)
+
+
+def record_trace(path: str) -> Any:
+    """The record as an ``IoTrace`` for :func:`tb_iotrace.analysis.analyze` (absolute
+    times); without a stored trace, an empty one carrying the per-file counters."""
+    from ..xplane import IoTrace
+
+    rec: RunRecord = read_record(path)
+    t = rec.trace()
+    threads = {int(th.get("tid", 0)): (int(th.get("pthread_self") or 0), str(th.get("name") or ""))
+               for th in rec.doc.get("threads", []) if isinstance(th, dict)}
+    dropped = int(rec.doc.get("dropped") or 0)
+    if t is None:
+        z = np.zeros(0, np.int64)
+        return IoTrace(op=np.zeros(0, object), path=np.zeros(0, object), offset=z, requested=z, returned=z,
+                       fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=threads, dropped=dropped,
+                       counters=list(rec.files))
+    ops = np.append(t["op_names"].astype(object), "?")
+    paths = np.append(t["paths"].astype(object), "")
+    op_id = t["op_id"]
+    file_id = t["file_id"]
+    return IoTrace(op=ops[np.where((op_id >= 0) & (op_id < len(ops) - 1), op_id, len(ops) - 1)],
+                   path=paths[np.where((file_id >= 0) & (file_id < len(paths) - 1), file_id, len(paths) - 1)],
+                   offset=t["offset"], requested=t["requested"], returned=t["returned"], fd=t["fd"],
+                   errno=t["errno"], start_ns=t["start_ns"], end_ns=t["end_ns"], tid=t["tid"],
+                   threads=threads, dropped=dropped, counters=list(rec.files))
+
+
+__all__ = ["cache_key", "load_record", "record_trace", "total_size", "trace_path"]
