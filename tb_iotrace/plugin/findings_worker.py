@@ -30,16 +30,23 @@ def findings_of(path: str) -> dict[str, Any]:
     """What /findings shows for one capture: ``{findings, notes, message}``."""
     from ..analysis import analyze  # imported here: heavy, and only the child needs it
 
+    partial = False
     if path.endswith(".json"):
+        from ..runrecord import read_record
         from .records import record_trace
 
+        partial = read_record(path).partial
         a = analyze(None, trace=record_trace(path))
     else:
         a = analyze(path)
     if a is None:
         return {"findings": [], "message": "This capture has no I/O data (captured without tb_iotrace)."}
     d = a.to_dict()
-    return {"findings": d["findings"], "notes": d.get("notes", []),
+    notes = list(d.get("notes", []))
+    if partial:
+        notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
+                        "from its counters up to the last periodic flush; it has no trace.")
+    return {"findings": d["findings"], "notes": notes,
             "message": "No findings for this capture." if not d["findings"] else ""}
 
 

@@ -348,6 +348,7 @@ def test_partial_record_shows_counters_and_says_so(client, logdir):
     assert code == 200 and sum(s["calls"] for s in st["steps"]) == 0
     code, fi = get("/findings", run="killed/iotrace", host=host)
     assert code == 200 and isinstance(fi["findings"], list)
+    assert any("This record is partial" in n and "no trace" in n for n in fi["notes"]), fi["notes"]
 
 
 def test_dropped_calls_are_reported(client, logdir):
