@@ -31,6 +31,10 @@ function evidenceItems(item, onFile, onRange) {
 export function renderFindings(root, f, { onFile, onRange } = {}) {
   clear(root);
   const list = (f && f.findings) || [];
+  // the analysis's notes (what it could not see: no step markers, a partial record...)
+  for (const note of (f && f.notes) || []) {
+    root.appendChild(el("div", { class: "finding-note", text: String(note) }));
+  }
   if (!list.length) {
     root.appendChild(el("div", { class: "empty-state", text: (f && f.message) || "No findings." }));
     return;

@@ -207,6 +207,8 @@ def test_tab_shows_a_whole_run_record(server, browser):
         assert "Partial record" in p.evaluate(f"{D}.querySelector('.banner').textContent")
         assert "did not finish" in p.evaluate(f"{D}.querySelector('.proc-info').textContent")
         p.wait_for(f"[...{D}.querySelectorAll('.files-table tbody tr')].some((r) => r.dataset.path === {str(data / 'k.bin')!r})", timeout=20)
+        # the findings panel says its findings come from the counters only
+        p.wait_for(f"[...{D}.querySelectorAll('.findings .finding-note')].some((n) => n.textContent.includes('This record is partial'))", timeout=30)
         kinds = {e["method"] for e in p.events}
         assert "Runtime.exceptionThrown" not in kinds
         p.screenshot(ARTIFACTS / "browser-record-partial.png")
