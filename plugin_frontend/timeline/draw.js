@@ -180,7 +180,8 @@ export function drawBandwidth(ctx, scale, bw, height) {
   ctx.fillRect(0, mid, W, 1);
   if (!bw || !bw.read_bps.length) return;
   const n = bw.bins;
-  const max = Math.max(1, ...bw.read_bps, ...bw.write_bps);
+  const peak = Math.max(0, ...bw.read_bps, ...bw.write_bps);
+  const max = Math.max(1, peak);
   const x0 = scale.x(bw.start);
   const x1 = scale.x(bw.end);
   const bwPx = (x1 - x0) / n;
@@ -194,7 +195,7 @@ export function drawBandwidth(ctx, scale, bw, height) {
   ctx.fillStyle = "#56606b";
   ctx.font = "11px system-ui, sans-serif";
   ctx.textBaseline = "top";
-  ctx.fillText(`peak ${formatRate(max)}  (read ↑, write ↓)`, 4, 2);
+  ctx.fillText(peak > 0 ? `peak ${formatRate(peak)}  (read ↑, write ↓)` : "no reads or writes in view", 4, 2);
 }
 
 function formatRate(v) {
