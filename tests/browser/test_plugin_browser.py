@@ -8,12 +8,7 @@ is named ``<img src=x onerror=alert(1)>``), plus a corrupt run. Screenshots go t
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,12 +18,12 @@ from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import CHROMIUM, Browser  # noqa: E402
+from tab import APP, D, W, ink, tensorboard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
 ARTIFACTS = ROOT / "test-artifacts"
 RUN = "2024_01_01_00_00_00"
-TENSORBOARD = Path(sys.executable).with_name("tensorboard")
 
 pytestmark = [
     pytest.mark.browser,
@@ -36,16 +31,7 @@ pytestmark = [
     pytest.mark.skipif(not GPU.exists(), reason="shared GPU capture missing"),
 ]
 
-# JS: the plugin's iframe window / document, and the app object it exposes.
-W = "document.querySelector('iframe[src*=\"plugin_entry\"]').contentWindow"
-APP = f"{W}.__iotrace"
-D = f"{W}.document"
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -55,32 +41,8 @@ def server(tmp_path_factory):
     broken = logdir / "plugins" / "profile" / "2023_broken"
     broken.mkdir(parents=True)
     (broken / "host.xplane.pb").write_bytes(b"\x0a\xff\xff\xff\x0fgarbage")
-    port = _free_port()
-    exe = [str(TENSORBOARD)] if TENSORBOARD.exists() else [sys.executable, "-m", "tensorboard.main"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    log = open(logdir / "tensorboard.log", "wb")
-    proc = subprocess.Popen([*exe, "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(base + "/data/plugins_listing", timeout=5) as r:
-                if r.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("TensorBoard did not start: " + (logdir / "tensorboard.log").read_text()[-3000:])
-        time.sleep(0.3)
-    yield base
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with tensorboard(logdir, logdir / "tensorboard.log") as base:
+        yield base
 
 
 @pytest.fixture(scope="module")
@@ -133,27 +95,6 @@ def _range(p) -> tuple[float, float]:
     return float(r[0]), float(r[1])
 
 
-def _ink(p, lane_key: str) -> float:
-    """Fraction of the lane's canvas band that is not background (white or the alternate
-    lane tint): what was actually drawn there."""
-    return p.evaluate(f"""(() => {{
-        const t = {APP}.timeline;
-        const tr = t.layout.tracks.find((x) => x.kind === 'lane' && x.lane.key === {lane_key!r});
-        if (!tr) return -1;
-        const dpr = {W}.devicePixelRatio || 1;
-        const ctx = t.canvas.getContext('2d');
-        const img = ctx.getImageData(0, Math.round(tr.y * dpr), t.canvas.width, Math.max(1, Math.round(tr.h * dpr))).data;
-        let ink = 0;
-        for (let i = 0; i < img.length; i += 4) {{
-          const r = img[i], g = img[i + 1], b = img[i + 2];
-          const bg = (r === 255 && g === 255 && b === 255) || (r === 248 && g === 249 && b === 251);
-          const step = r > 240 && g > 220 && b < 235 && b > 150;
-          if (!bg && !step) ink++;
-        }}
-        return ink / (img.length / 4);
-    }})()""")
-
-
 # --------------------------------------------------------------------------- tests
 
 
@@ -172,10 +113,10 @@ def test_tab_loads_and_draws_gpu_host_and_io_lanes(page):
     assert p.evaluate(f"{D}.querySelectorAll('.tl-label .badge').length") >= 1  # tf.data threads marked
     # pixels, not just a canvas: every I/O lane, a GPU compute stream and the host thread have ink
     for key in io:
-        assert _ink(p, key) > 0.05, key
+        assert ink(p, key) > 0.05, key
     compute = next(k for k, g, name in lanes if "Stream #134(Compute)" in name)
-    assert _ink(p, compute) > 0.0005
-    assert _ink(p, host[0]) > 0.0005
+    assert ink(p, compute) > 0.0005
+    assert ink(p, host[0]) > 0.0005
     # group headers collapse/expand
     p.evaluate(f"{D}.querySelector('.tl-header[data-group=device]').click()")
     assert p.evaluate(f"{D}.querySelectorAll('.tl-label.tl-device').length") == 0

@@ -14,12 +14,10 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -27,10 +25,10 @@ import pytest
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import CHROMIUM, Browser  # noqa: E402
+from tab import APP, D, ink, tensorboard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
-TENSORBOARD = Path(sys.executable).with_name("tensorboard")
 EVIL_FILE = "<img src=x onerror=alert(1)>.bin"
 EVIL_HOST = "<img src=x onerror=alert(2)>.9"
 
@@ -39,9 +37,6 @@ pytestmark = [
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
 ]
 
-W = "document.querySelector('iframe[src*=\"plugin_entry\"]').contentWindow"
-APP = f"{W}.__iotrace"
-D = f"{W}.document"
 
 SCRIPT = textwrap.dedent(f"""
     import ctypes, os, sys, threading
@@ -69,11 +64,6 @@ KILLED = textwrap.dedent("""
     time.sleep(60)
 """)
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -104,32 +94,8 @@ def server(tmp_path_factory):
         k.stdout.close()
     (only,) = rec.glob("*.json")
     shutil.copyfile(only, rec / f"{EVIL_HOST}.json")
-    port = _free_port()
-    exe = [str(TENSORBOARD)] if TENSORBOARD.exists() else [sys.executable, "-m", "tensorboard.main"]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    log = open(base / "tensorboard.log", "wb")
-    proc = subprocess.Popen([*exe, "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            with urllib.request.urlopen(url + "/data/plugins_listing", timeout=5) as resp:
-                if resp.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("TensorBoard did not start: " + (base / "tensorboard.log").read_text()[-3000:])
-        time.sleep(0.3)
-    yield url, data
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+    with tensorboard(logdir, base / "tensorboard.log") as url:
+        yield url, data
 
 
 @pytest.fixture(scope="module")
@@ -137,27 +103,6 @@ def browser():
     b = Browser(1500, 1100)
     yield b
     b.close()
-
-
-def _ink(p, lane_key: str) -> float:
-    """Fraction of the lane's canvas band that is not lane background (white or the
-    alternate lane tint)."""
-    return p.evaluate(f"""(() => {{
-        const t = {APP}.timeline;
-        const tr = t.layout.tracks.find((x) => x.kind === 'lane' && x.lane.key === {lane_key!r});
-        if (!tr) return -1;
-        const dpr = {W}.devicePixelRatio || 1;
-        const img = t.canvas.getContext('2d').getImageData(0, Math.round(tr.y * dpr), t.canvas.width,
-                                                           Math.max(1, Math.round(tr.h * dpr))).data;
-        let ink = 0;
-        for (let i = 0; i < img.length; i += 4) {{
-          const r = img[i], g = img[i + 1], b = img[i + 2];
-          const bg = (r === 255 && g === 255 && b === 255) || (r === 248 && g === 249 && b === 251);
-          const step = r > 240 && g > 220 && b < 235 && b > 150;
-          if (!bg && !step) ink++;
-        }}
-        return ink / (img.length / 4);
-    }})()""")
 
 
 def test_tab_shows_a_whole_run_record(server, browser):
@@ -180,7 +125,7 @@ def test_tab_shows_a_whole_run_record(server, browser):
         assert any(name.startswith("reader (tid ") for _, _, name in lanes)
         assert p.evaluate(f"{D}.querySelectorAll('.tl-header').length") == 1
         for key, _, _ in lanes:
-            assert _ink(p, key) > 0.0005, key
+            assert ink(p, key) > 0.0005, key
         assert p.evaluate(f"{D}.querySelector('.tl-corner').textContent") == "time since process start"
         assert p.evaluate(f"{D}.querySelector('.tl-nolanes').hidden")
         # which process it is
