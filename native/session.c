@@ -231,18 +231,7 @@ void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int f
         else t->head = nk;
         t->tail = k = nk;
     }
-    tbio_event *e = &k->ev[k->n++];
-    e->start_ns = c->t0;
-    e->end_ns = t1;
-    e->offset = offset;
-    e->requested = requested;
-    e->returned = returned;
-    e->file = file;
-    e->fd = fd;
-    e->err = err;
-    e->op = (uint16_t)op;
-    e->thread = 0;
-    t->nevents++;
+    tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
 }
 
 /* ---- sessions ---- */

@@ -288,6 +288,22 @@ static inline tbio_rec *tbio_rec_get(tbio_session *s, uint32_t file) {
     return LIKELY(r != NULL) ? r : tbio_rec_make(s, file);
 }
 
+/* Fill one trace row (the fast and the slow append path share it). */
+static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uint64_t t1, int op, uint32_t file,
+                                  int fd, int64_t offset, int64_t requested, int64_t returned, int err) {
+    e->start_ns = t0;
+    e->end_ns = t1;
+    e->offset = offset;
+    e->requested = requested;
+    e->returned = returned;
+    e->file = file;
+    e->fd = fd;
+    e->err = err;
+    e->op = (uint16_t)op;
+    e->thread = 0;
+    t->nevents++;
+}
+
 /* Append one trace row for session c->s.  The common case (this thread's
  * buffer for the session has room) is inline; the rest is tbio_trace_add_slow. */
 TBIO_HIDDEN void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
@@ -307,18 +323,7 @@ static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t fi
         tbio_trace_add_slow(c, t1, op, file, fd, offset, requested, returned, err);
         return;
     }
-    tbio_event *e = &k->ev[k->n++];
-    e->start_ns = c->t0;
-    e->end_ns = t1;
-    e->offset = offset;
-    e->requested = requested;
-    e->returned = returned;
-    e->file = file;
-    e->fd = fd;
-    e->err = err;
-    e->op = (uint16_t)op;
-    e->thread = 0;
-    t->nevents++;
+    tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
 }
 static inline double tbio_sec(const tbio_session *s, uint64_t t) {
     return (double)(int64_t)(t - s->t0_ticks) * s->sec_per_tick;
