@@ -148,5 +148,12 @@ TBIO_API int64_t tbio_xd_events(const uint8_t *buf, int64_t pos, int64_t end, in
                                 int32_t *ev_len, int64_t *metadata_id, int64_t *offset_ps, int64_t *duration_ps,
                                 int64_t nkeys, const int64_t *keys, const int64_t *key_col, int64_t ncols,
                                 int64_t *const *cols);
+/* XPlane.event_metadata map entries, the payloads [starts[i], ends[i]) of
+ * buf (size bytes): each entry's key and the ranges of its XEventMetadata's
+ * name and display_name (0, 0 when absent; the last one when repeated).
+ * Returns n. */
+TBIO_API int64_t tbio_xd_event_metadata(const uint8_t *buf, int64_t size, int64_t n, const int64_t *starts,
+                                        const int64_t *ends, int64_t *key, int64_t *name_at, int64_t *name_end,
+                                        int64_t *disp_at, int64_t *disp_end);
 
 #endif

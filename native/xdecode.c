@@ -265,3 +265,63 @@ TBIO_API int64_t tbio_xd_events(const uint8_t *buf, int64_t pos, int64_t end, in
     }
     return n;
 }
+
+/* The last length-delimited field number `want` of the message buf[a:b): its
+ * payload range in *x, *y (left as they are when there is none). */
+static int last_len_field(const uint8_t *buf, int64_t a, int64_t b, uint64_t want, int64_t *x, int64_t *y) {
+    while (a < b) {
+        int64_t s, e;
+        uint64_t num, v;
+        int wt;
+        int rc = rd_field(buf, &a, b, &num, &wt, &s, &e, &v);
+        if (rc)
+            return rc;
+        if (num == want && wt == WT_LEN) {
+            *x = s;
+            *y = e;
+        }
+    }
+    return 0;
+}
+
+TBIO_API int64_t tbio_xd_event_metadata(const uint8_t *buf, int64_t size, int64_t n, const int64_t *starts,
+                                        const int64_t *ends, int64_t *key, int64_t *name_at, int64_t *name_end,
+                                        int64_t *disp_at, int64_t *disp_end) {
+    if (buf == NULL || size < 0 || n < 0)
+        return TBIO_XD_ARGS;
+    if (n > 0 && (starts == NULL || ends == NULL || key == NULL || name_at == NULL || name_end == NULL ||
+                  disp_at == NULL || disp_end == NULL))
+        return TBIO_XD_ARGS;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = starts[i], end = ends[i];
+        if (p < 0 || end < p || end > size)
+            return TBIO_XD_ARGS;
+        uint64_t k = 0;
+        int64_t va = 0, vb = 0, na = 0, nb = 0, da = 0, db = 0;
+        while (p < end) {  /* the map entry: key (1), value (2) */
+            int64_t s, e;
+            uint64_t num, v;
+            int wt;
+            int rc = rd_field(buf, &p, end, &num, &wt, &s, &e, &v);
+            if (rc)
+                return rc;
+            if (num == 1 && wt == WT_VARINT)
+                k = v;
+            else if (num == 2 && wt == WT_LEN) {
+                va = s;
+                vb = e;
+            }
+        }
+        int rc = last_len_field(buf, va, vb, 2, &na, &nb);
+        if (rc == 0)
+            rc = last_len_field(buf, va, vb, 4, &da, &db);
+        if (rc)
+            return rc;
+        key[i] = (int64_t)k;
+        name_at[i] = na;
+        name_end[i] = nb;
+        disp_at[i] = da;
+        disp_end[i] = db;
+    }
+    return n;
+}
