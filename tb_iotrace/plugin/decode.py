@@ -487,7 +487,7 @@ def _token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list
         wt = tag & 7
         fn = tag >> 3
         is_len = wt == 2
-        bad = ((val_start - tag_pos) != 1) | ~(is_len | (wt == 0))
+        bad = ((val_start - tag_pos) != 1) | ~(is_len | (wt == 0)) | (fn == 0)
         val = _token_values(R, val_start, val_end - val_start)
         if val is None:
             return None
