@@ -778,8 +778,10 @@ def _plane_parts(data, start: int, end: int, native) -> tuple[XPlane, list[tuple
             else:
                 meta_spans.append([t, y])
     meta = XPlane()
+    with memoryview(data) as view:  # one copy of the spans, not two
+        raw = b"".join(view[x:y] for x, y in meta_spans)
     try:
-        meta.ParseFromString(b"".join(data[x:y] for x, y in meta_spans))
+        meta.ParseFromString(raw)
     except Exception as exc:  # DecodeError and runtime variants
         raise ValueError(f"plane metadata: {type(exc).__name__}: {exc}") from None
     return meta, line_ranges, fields
