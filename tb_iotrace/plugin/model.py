@@ -494,7 +494,9 @@ def _load_capture(path: str, host: str) -> Capture:
     start_ns, _ = _task_env(space)
     counter_records = list((io_info or {}).get("counters", []) or [])
     if io_info is not None:
-        io_info = {k: v for k, v in io_info.items() if k != "counters"}
+        # the per-kind tables (~50,000 entries each for a million events) are used up
+        io_info = {k: v for k, v in io_info.items()
+                   if k not in ("counters", "event_kinds", "added_event_metadata", "added_stat_metadata")}
     return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
                    lanes=lanes, planes=planes, io=io, io_info=io_info, counter_records=counter_records,
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
