@@ -593,8 +593,10 @@ def _token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list
 
 # --------------------------------------------------------------------------- native scanner
 
-# Tests set this to False to compare with the NumPy path on the same files.
-USE_NATIVE = True
+# False: the NumPy path even where the native module is built (tests compare the two;
+# TBIO_PLUGIN_NATIVE=0 in the environment does it for a whole process, e.g. a benchmark's
+# TensorBoard).
+USE_NATIVE = os.environ.get("TBIO_PLUGIN_NATIVE", "1") != "0"
 
 _XD_ERRORS = {
     -1: "a varint runs past the end of its message",

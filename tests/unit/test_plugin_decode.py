@@ -216,6 +216,7 @@ def test_rows_nest_events():
 def decode_both(path, monkeypatch):
     """decode_xspace with native/xdecode.c and with the NumPy path: (native, numpy), each
     the SpaceData or the XPlaneError raised."""
+    monkeypatch.setattr(D, "USE_NATIVE", True)
     assert D._native_lib() is not None, "tb_iotrace._native is not built (native/build_ffi.py)"
     out = []
     for use in (True, False):
