@@ -45,9 +45,12 @@ from ..xplane import XEvent, XPlane, XPlaneError, stats_dict
 CHUNK = 1 << 16
 # Bytes per token-decoder chunk: small enough that the temporaries stay in cache.
 TOKEN_CHUNK = 1 << 18
-# Lines at least this big are decoded on THREADS worker threads.
+# Lines at least this big are decoded on THREADS worker threads by the NumPy path. One by
+# default: two lines' pieces and temporaries at once put its peak at 5.6x the file for the
+# bench capture (4.6x on one thread, over the 5x budget), for ~0.15 s of wall time; the
+# native scanner needs no threads.
 PARALLEL_LINE_BYTES = 1 << 20
-THREADS = max(1, min(4, os.cpu_count() or 1))
+THREADS = 1
 
 
 @dataclass
