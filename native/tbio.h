@@ -119,8 +119,9 @@ TBIO_API uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadata_id, 
                                         uint64_t cap);
 
 /* Protobuf wire scanning for the plugin's XSpace decoder (xdecode.c); every
- * position is an offset into buf, every read bounds-checked against end.
- * Errors are these negative codes. */
+ * position is an offset into buf, every read bounds-checked against end
+ * (which must not exceed buf's size: the caller's one promise).  Errors are
+ * these negative codes. */
 enum {
     TBIO_XD_TRUNCATED = -1,      /* a varint runs past the end of its message */
     TBIO_XD_BAD_VARINT = -2,     /* a varint longer than 10 bytes */
