@@ -14,7 +14,11 @@ Measures, with a real TensorBoard process and headless Chromium (Debian's chromi
 
 Targets (issue 4): first paint < 1.5 s, zoom step < 100 ms.
 
-    python bench/plugin_timeline.py [--events 1000000] [--keep DIR]
+    python bench/plugin_timeline.py [--events 1000000] [--keep DIR] [--numpy]
+
+``--numpy`` runs the decoder's NumPy path (``TBIO_PLUGIN_NATIVE=0``) instead of
+native/xdecode.c, in TensorBoard and in the decoder-alone runs: the baseline for the native
+scanner.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ PREFETCH_DELAY_S = 3.0
 
 MEM_SCRIPT = """
 import json, os, sys, time, tracemalloc
+from tb_iotrace.plugin import decode
 from tb_iotrace.plugin.model import load_capture
 def rss():
     d = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
@@ -60,7 +65,7 @@ dt = time.perf_counter() - t
 cpu = time.process_time() - c
 cur, peak = tracemalloc.get_traced_memory() if traced else (0, 0)
 now, hwm = rss()
-print(json.dumps({"load_s": dt, "cpu_s": cpu, "py_peak": peak, "py_retained": cur, "rss_retained": now - base,
+print(json.dumps({"native": decode._native_lib() is not None, "load_s": dt, "cpu_s": cpu, "py_peak": peak, "py_retained": cur, "rss_retained": now - base,
                   "rss_peak": hwm - base}))
 """
 
@@ -139,7 +144,11 @@ def run_tensorboard(tmp: Path, size: int, mode: str, zoom_steps: int) -> dict:
             ".replace(/\\?.*$/, ''), Math.round(e.startTime), Math.round(e.responseEnd)]))")
         if mode != "cold":
             return out
-        out["warm"] = [first_paint() for _ in range(3)]
+        out["warm"], out["warm_cpu"] = [], []
+        for _ in range(3):
+            cpu0 = proc_cpu(tb.pid)
+            out["warm"].append(first_paint())
+            out["warm_cpu"].append(proc_cpu(tb.pid) - cpu0)
         page.screenshot(tmp / "bench-first-paint.png")
         q = f"run={RUN}&host=worker0"
         cap_s, _ = get(base + f"/data/plugin/iotrace/capture?{q}")
@@ -184,7 +193,10 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--keep", help="build/keep the logdir here (reused when it exists)")
     ap.add_argument("--zoom-steps", type=int, default=12)
+    ap.add_argument("--numpy", action="store_true", help="the decoder's NumPy path, not native/xdecode.c")
     args = ap.parse_args()
+    if args.numpy:
+        os.environ["TBIO_PLUGIN_NATIVE"] = "0"  # inherited by TensorBoard and the decoder runs
 
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tbio-bench-"))
     path = tmp / "plugins" / "profile" / RUN / "worker0.xplane.pb"
@@ -206,6 +218,8 @@ def main() -> int:
     best = min(runs[:2], key=lambda x: x["load_s"])
     m["load_s"], m["cpu_s"] = best["load_s"], best["cpu_s"]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other jobs inflate wall times)")
+    print("decoder: " + ("native/xdecode.c (tb_iotrace._native)" if m["native"] else
+                         "NumPy path (" + ("--numpy" if args.numpy else "tb_iotrace._native not built") + ")"))
     print(f"decode (fresh process, best of 2): {m['load_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU; python peak {mb(m['py_peak'])} "
           f"({m['py_peak'] / size:.1f}x file), retained {mb(m['py_retained'])}; "
           f"RSS peak +{mb(m['rss_peak'])} ({m['rss_peak'] / size:.1f}x), retained +{mb(m['rss_retained'])} "
@@ -225,7 +239,8 @@ def main() -> int:
     print(f"first timeline paint, tab opened {PREFETCH_DELAY_S:.0f} s after TensorBoard listed its plugins "
           f"(prefetch on): {p['first']:.2f} s")
     print(f"first timeline paint, warm (capture cached): median {med(c['warm']):.2f} s "
-          f"({', '.join(f'{w:.2f}' for w in c['warm'])})")
+          f"({', '.join(f'{w:.2f}' for w in c['warm'])}); TensorBoard's CPU time meanwhile: median "
+          f"{med(c['warm_cpu']):.2f} s (what the cold paint costs besides loading the capture)")
     print(f"server alone: /capture {c['cap_ms']:.0f} ms, /timeline full view median {c['tl_full_ms']:.0f} ms "
           f"({c['tl_full_kib']:.0f} KiB), zoomed 1/50 median {c['tl_zoom_ms']:.0f} ms ({c['tl_zoom_kib']:.0f} KiB)")
     print(f"zoom step end to end (key -> repainted with server data), {len(c['lat'])} steps: median "

@@ -9,4 +9,5 @@ set(TBIO_SOURCES
   native/api.c
   native/tfprof.c
   native/encode.c
+  native/xdecode.c
 )

@@ -45,9 +45,12 @@ from ..xplane import XEvent, XPlane, XPlaneError, stats_dict
 CHUNK = 1 << 16
 # Bytes per token-decoder chunk: small enough that the temporaries stay in cache.
 TOKEN_CHUNK = 1 << 18
-# Lines at least this big are decoded on THREADS worker threads.
+# Lines at least this big are decoded on THREADS worker threads by the NumPy path. One by
+# default: two lines' pieces and temporaries at once put its peak at 5.6x the file for the
+# bench capture (4.6x on one thread, over the 5x budget), for ~0.15 s of wall time; the
+# native scanner needs no threads.
 PARALLEL_LINE_BYTES = 1 << 20
-THREADS = max(1, min(4, os.cpu_count() or 1))
+THREADS = 1
 
 
 @dataclass
@@ -84,10 +87,23 @@ class PlaneData:
     file_pos: np.ndarray  # int64: where the event's bytes start in the file
     file_len: np.ndarray  # int32: how many bytes
     stats: dict[str, np.ndarray] = field(default_factory=dict)  # stat name -> int64 column
+    # (ids ascending, name, display name or name) of the event metadata: see metadata_table
+    md_table: tuple[np.ndarray, list[str], list[str]] | None = None
 
     @property
     def num_events(self) -> int:
         return len(self.metadata_id)
+
+    def metadata_table(self) -> tuple[np.ndarray, list[str], list[str]]:
+        """(event metadata ids ascending, name of each, display name or else name of each):
+        read from the file by the native decoder (iterating ``meta.event_metadata``, a
+        protobuf map of ~50,000 messages for a million I/O events, costs ~0.1 s), from
+        ``meta`` otherwise."""
+        if self.md_table is None:
+            items = sorted(self.meta.event_metadata.items())
+            self.md_table = (np.array([k for k, _ in items], dtype=np.int64), [md.name for _, md in items],
+                             [md.display_name or md.name for _, md in items])
+        return self.md_table
 
     def event_names(self) -> dict[int, str]:
         return {k: (md.display_name or md.name) for k, md in self.meta.event_metadata.items()}
@@ -474,7 +490,7 @@ def _token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list
         wt = tag & 7
         fn = tag >> 3
         is_len = wt == 2
-        bad = ((val_start - tag_pos) != 1) | ~(is_len | (wt == 0))
+        bad = ((val_start - tag_pos) != 1) | ~(is_len | (wt == 0)) | (fn == 0)
         val = _token_values(R, val_start, val_end - val_start)
         if val is None:
             return None
@@ -578,42 +594,230 @@ def _token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list
         c0 += cut
 
 
+# --------------------------------------------------------------------------- native scanner
+
+# False: the NumPy path even where the native module is built (tests compare the two;
+# TBIO_PLUGIN_NATIVE=0 in the environment does it for a whole process, e.g. a benchmark's
+# TensorBoard).
+USE_NATIVE = os.environ.get("TBIO_PLUGIN_NATIVE", "1") != "0"
+
+_XD_ERRORS = {
+    -1: "a varint runs past the end of its message",
+    -2: "a varint longer than 10 bytes",
+    -3: "a field runs past the end of its message",
+    -4: "unsupported wire type",
+    -5: "field number 0",
+    -6: "an event of 2 GiB or more",
+    -7: "fewer events than counted",
+    -8: "bad arguments to the native decoder",
+}
+
+
+def _native_lib() -> tuple[Any, Any] | None:
+    """(ffi, lib) of tb_iotrace._native where it is built (and USE_NATIVE), else None."""
+    if not USE_NATIVE:
+        return None
+    try:
+        from .._ffi import NativeError, native
+    except ImportError:  # pragma: no cover - part of the package
+        return None
+    try:
+        return native()
+    except NativeError:
+        return None
+
+
+class _NativeScan:
+    """native/xdecode.c over one mapped file (a cffi view of it, released by close())."""
+
+    def __init__(self, ffi, lib, mm) -> None:
+        self.ffi, self.lib = ffi, lib
+        self.buf = ffi.from_buffer("uint8_t[]", mm)
+        self._stop = ffi.new("int64_t *")
+
+    def close(self) -> None:
+        self.ffi.release(self.buf)
+
+    def _check(self, rc: int, what: str) -> int:
+        if rc < 0:
+            raise ValueError(f"{what}: {_XD_ERRORS.get(rc, f'error {rc}')}")
+        return rc
+
+    def _ptr(self, ctype: str, arr: np.ndarray, at: int = 0):
+        return self.ffi.from_buffer(ctype, arr) + at
+
+    def fields(self, start: int, end: int) -> np.ndarray:
+        """Rows number, wire type, tag start, value start, value end of each top-level field
+        of the message at [start, end)."""
+        lib, null = self.lib, self.ffi.NULL
+        n = self._check(lib.tbio_xd_fields(self.buf, start, end, 0, null, null, null, null, null), "plane")
+        out = np.empty((5, n), dtype=np.int64)
+        if n:
+            p = [self._ptr("int64_t[]", row) for row in out]
+            self._check(lib.tbio_xd_fields(self.buf, start, end, n, *p), "plane")
+        return out
+
+    def event_metadata(self, data, fields: np.ndarray) -> tuple[np.ndarray, list[str], list[str]]:
+        """PlaneData.metadata_table from the plane's event_metadata map entries (field 4):
+        as protobuf reads the map, the last entry of a key wins."""
+        num, wt, _, a, b = fields
+        m = (num == 4) & (wt == 2)
+        starts, ends = a[m], b[m]
+        n = len(starts)
+        out = np.zeros((5, n), dtype=np.int64)
+        if n:
+            i64 = "int64_t[]"
+            self._check(self.lib.tbio_xd_event_metadata(
+                self.buf, len(self.buf), n, self._ptr(i64, starts), self._ptr(i64, ends),
+                *[self._ptr(i64, row) for row in out]), "event metadata")
+        key, na, nb, da, db = out
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        last = np.ones(n, dtype=bool)
+        last[:-1] = key[1:] != key[:-1]
+        order = order[last]
+        names = [data[x:y].decode("utf-8", "replace") for x, y in zip(na[order].tolist(), nb[order].tolist())]
+        labels = [data[x:y].decode("utf-8", "replace") if y > x else nm
+                  for x, y, nm in zip(da[order].tolist(), db[order].tolist(), names)]
+        return key[last], names, labels
+
+    def count(self, pos: int, end: int) -> tuple[int, int]:
+        """(events in the run at pos, where the run ends)."""
+        n = self._check(self.lib.tbio_xd_count_events(self.buf, pos, end, self._stop), "line events")
+        return n, int(self._stop[0])
+
+    def events(self, pos: int, end: int, n: int, at: int, out: dict[str, np.ndarray],
+               stat_col: tuple[np.ndarray, np.ndarray] | None, cols: list[np.ndarray]) -> None:
+        """Decode the n events at pos into the columns of ``out`` from row ``at``."""
+        ffi = self.ffi
+        i64 = "int64_t[]"
+        if stat_col is not None and cols and stat_col[1][0] >= 0:
+            keys, kcols = stat_col
+            nkeys = len(keys)
+            kp, cp = self._ptr(i64, keys), self._ptr(i64, kcols)
+            colp = ffi.new("int64_t *[]", [self._ptr(i64, c, at) for c in cols])
+        else:
+            nkeys, kp, cp, colp = 0, ffi.NULL, ffi.NULL, ffi.NULL
+        self._check(self.lib.tbio_xd_events(
+            self.buf, pos, end, n, self._ptr(i64, out["pos"], at), self._ptr("int32_t[]", out["len"], at),
+            self._ptr(i64, out["mid"], at), self._ptr(i64, out["off"], at), self._ptr(i64, out["dur"], at),
+            nkeys, kp, cp, len(cols), colp), "line events")
+
+
+def _decode_plane_native(native: _NativeScan, data, index: int, meta: XPlane,
+                         line_ranges: list[tuple[int, int]],
+                         stats_for: Callable[[str, XPlane, LineInfo], bool],
+                         stat_col_all, stat_names: Sequence[str], stat_defaults: Sequence[int]) -> PlaneData:
+    """_decode_plane with native/xdecode.c: count the events of every line first, then
+    decode them straight into the plane's columns (no per-run pieces to concatenate)."""
+    heads: list[dict[str, Any]] = []
+    runs: list[tuple[int, int, int, bool]] = []  # (pos, end, n, want stats) in file order
+    counts: list[int] = []
+    for li, (a, b) in enumerate(line_ranges):
+        probe = LineInfo(index=li, id=0, display_id=0, name="", display_name="", timestamp_ns=0,
+                         first=0, count=0)
+        want: list[bool | None] = [None]
+        got = [0]
+
+        def on_events(head, pos, lend):
+            if want[0] is None:
+                probe.name, probe.display_name = head["name"], head["display_name"]
+                want[0] = bool(stat_col_all is not None and stats_for(meta.name, meta, probe))
+            n, stop = native.count(pos, lend)
+            runs.append((pos, lend, n, bool(want[0])))
+            got[0] += n
+            return stop
+
+        heads.append(_walk_line(data, None, a, b, on_events))
+        counts.append(got[0])
+    total = sum(counts)
+    out = {"pos": np.empty(total, np.int64), "len": np.empty(total, np.int32), "mid": np.empty(total, np.int64),
+           "off": np.empty(total, np.int64), "dur": np.empty(total, np.int64)}
+    cols = [np.full(total, d, dtype=np.int64) for d in stat_defaults]
+    at = 0
+    for pos, lend, n, want in runs:
+        if n:
+            native.events(pos, lend, n, at, out, stat_col_all if want else None, cols)
+        at += n
+    lines: list[LineInfo] = []
+    first = 0
+    start_ps = out["off"]
+    for li, (head, count) in enumerate(zip(heads, counts)):
+        lines.append(LineInfo(index=li, first=first, count=count, **head))
+        if count and head["timestamp_ns"]:
+            start_ps[first:first + count] += np.int64(head["timestamp_ns"] * 1000)
+        first += count
+    return PlaneData(index=index, id=int(meta.id), name=meta.name, meta=meta, lines=lines,
+                     metadata_id=out["mid"], start_ps=start_ps, duration_ps=out["dur"],
+                     file_pos=out["pos"], file_len=out["len"], stats=dict(zip(stat_names, cols)))
+
+
 # --------------------------------------------------------------------------- planes
+
+
+def _plane_parts(data, start: int, end: int, native) -> tuple[XPlane, list[tuple[int, int]], np.ndarray | None]:
+    """The plane's metadata (every field but the lines, handed to protobuf as the byte spans
+    between line fields, joined) and the byte range of each line's payload."""
+    meta_spans: list[list[int]] = []
+    line_ranges: list[tuple[int, int]] = []
+    fields = None
+    if native is not None:
+        fields = native.fields(start, end)
+        num, wt, at, a, b = fields
+        is_line = (num == 3) & (wt == 2)
+        line_ranges = list(zip(a[is_line].tolist(), b[is_line].tolist()))
+        # Maximal runs of non-line fields (fields tile the message: each starts where the
+        # previous one ends).
+        other = ~is_line
+        prev_line = np.ones(len(num), dtype=bool)
+        prev_line[1:] = is_line[:-1]
+        next_line = np.ones(len(num), dtype=bool)
+        next_line[:-1] = is_line[1:]
+        meta_spans = [list(x) for x in zip(at[other & prev_line].tolist(), b[other & next_line].tolist())]
+    else:
+        for number, w, t, x, y in _field_spans(data, start, end):
+            if number == 3 and w == 2:
+                line_ranges.append((x, y))
+            elif meta_spans and meta_spans[-1][1] == t:
+                meta_spans[-1][1] = y
+            else:
+                meta_spans.append([t, y])
+    meta = XPlane()
+    with memoryview(data) as view:  # one copy of the spans, not two
+        raw = b"".join(view[x:y] for x, y in meta_spans)
+    try:
+        meta.ParseFromString(raw)
+    except Exception as exc:  # DecodeError and runtime variants
+        raise ValueError(f"plane metadata: {type(exc).__name__}: {exc}") from None
+    return meta, line_ranges, fields
+
+
+def _stat_columns(meta: XPlane, stat_names: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """(sorted stat metadata ids, column of each) for the stats named ``stat_names``
+    (by name: TensorFlow renumbers ids when it merges planes)."""
+    if not stat_names:
+        return None
+    keys, cols = [], []
+    for k, md in meta.stat_metadata.items():
+        if md.name in stat_names:
+            keys.append(k)
+            cols.append(list(stat_names).index(md.name))
+    if not keys:
+        return np.array([-(1 << 61)], np.int64), np.array([-1], np.int64)
+    order = np.argsort(np.array(keys, dtype=np.int64))
+    return np.array(keys, dtype=np.int64)[order], np.array(cols, dtype=np.int64)[order]
 
 
 def _decode_plane(data, buf, index: int, start: int, end: int,
                   stats_for: Callable[[str, XPlane, LineInfo], bool],
-                  stat_names: Sequence[str], stat_defaults: Sequence[int]) -> PlaneData:
-    # Every field but the lines goes to protobuf as it is in the file: the byte spans
-    # between line fields, joined.
-    meta_spans: list[list[int]] = []
-    line_ranges: list[tuple[int, int]] = []
-    for number, wt, at, a, b in _field_spans(data, start, end):
-        if number == 3 and wt == 2:
-            line_ranges.append((a, b))
-        elif meta_spans and meta_spans[-1][1] == at:
-            meta_spans[-1][1] = b
-        else:
-            meta_spans.append([at, b])
-    meta = XPlane()
-    try:
-        meta.ParseFromString(b"".join(data[a:b] for a, b in meta_spans))
-    except Exception as exc:  # DecodeError and runtime variants
-        raise ValueError(f"plane metadata: {type(exc).__name__}: {exc}") from None
-
-    # Stat metadata ids -> column (by name).
-    stat_col_all = None
-    if stat_names:
-        keys, cols = [], []
-        for k, md in meta.stat_metadata.items():
-            if md.name in stat_names:
-                keys.append(k)
-                cols.append(list(stat_names).index(md.name))
-        if keys:
-            order = np.argsort(np.array(keys, dtype=np.int64))
-            stat_col_all = (np.array(keys, dtype=np.int64)[order], np.array(cols, dtype=np.int64)[order])
-        else:
-            stat_col_all = (np.array([-(1 << 61)], np.int64), np.array([-1], np.int64))
+                  stat_names: Sequence[str], stat_defaults: Sequence[int], native=None) -> PlaneData:
+    meta, line_ranges, fields = _plane_parts(data, start, end, native)
+    stat_col_all = _stat_columns(meta, stat_names)
+    if native is not None:
+        plane = _decode_plane_native(native, data, index, meta, line_ranges, stats_for, stat_col_all,
+                                     stat_names, stat_defaults)
+        plane.md_table = native.event_metadata(data, fields)
+        return plane
     ncols = len(stat_names)
 
     def decode_line(li: int, a: int, b: int) -> tuple[dict[str, Any], list[_Run]]:
@@ -728,6 +932,8 @@ def decode_xspace(path: str | os.PathLike, *,
             raise XPlaneError(path, "file is empty (0 bytes): not an XSpace")
         mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     buf = np.frombuffer(mm, dtype=np.uint8)
+    lib = _native_lib()
+    native = _NativeScan(*lib, mm) if lib is not None else None
     try:
         planes: list[PlaneData] = []
         hostnames: list[str] = []
@@ -738,7 +944,7 @@ def decode_xspace(path: str | os.PathLike, *,
                 raise ValueError(f"field {number} has wire type {wt}, expected 2")
             if number == 1:
                 planes.append(_decode_plane(mm, buf, len(planes), a, b, stats_for, stat_names,
-                                            stat_defaults))
+                                            stat_defaults, native))
             elif number in (2, 3, 4):
                 text = bytes(mm[a:b]).decode("utf-8", "replace")
                 (errors, warnings, hostnames)[number - 2].append(text)
@@ -748,6 +954,8 @@ def decode_xspace(path: str | os.PathLike, *,
         raise XPlaneError(path, f"truncated or corrupt XSpace ({exc})") from None
     finally:
         del buf
+        if native is not None:
+            native.close()
         try:
             mm.close()
         except BufferError:  # a numpy view still alive somewhere: let GC close it

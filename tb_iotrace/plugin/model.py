@@ -34,7 +34,7 @@ import numpy as np
 
 from ..xplane import XSpace, read_io_info
 from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
-                               STAT_PATH, STAT_REQUESTED, STAT_RETURNED, event_kinds, thread_line_id)
+                               STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
 from .decode import PlaneData, SpaceData, decode_xspace, event_stats
 
 # bytes_requested / bytes_returned are left out of events where they equal their event
@@ -319,10 +319,8 @@ def _file_lanes(io: IoTable) -> list[Lane]:
 
 def _plane_names(plane: PlaneData) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(sorted metadata ids, their index into the returned names)."""
-    items = sorted(plane.meta.event_metadata.items())
-    ids = np.array([k for k, _ in items], dtype=np.int64)
-    names = [(md.display_name or md.name) for _, md in items]
-    return ids, np.arange(len(items), dtype=np.int32), names
+    ids, _, names = plane.metadata_table()
+    return ids, np.arange(len(ids), dtype=np.int32), names
 
 
 def _lookup(ids: np.ndarray, keys: np.ndarray, unknown: int) -> np.ndarray:
@@ -496,7 +494,9 @@ def _load_capture(path: str, host: str) -> Capture:
     start_ns, _ = _task_env(space)
     counter_records = list((io_info or {}).get("counters", []) or [])
     if io_info is not None:
-        io_info = {k: v for k, v in io_info.items() if k != "counters"}
+        # the per-kind tables (~50,000 entries each for a million events) are used up
+        io_info = {k: v for k, v in io_info.items()
+                   if k not in ("counters", "event_kinds", "added_event_metadata", "added_stat_metadata")}
     return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
                    lanes=lanes, planes=planes, io=io, io_info=io_info, counter_records=counter_records,
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
@@ -528,9 +528,15 @@ def _io_info(plane: PlaneData) -> dict[str, Any] | None:
     for st in plane.meta.stats:
         md = plane.meta.stat_metadata.get(st.metadata_id)
         if md is not None and md.name == IO_STAT:
+            # A plane with just this stat: copying the whole metadata (~50,000 event
+            # metadata for a million I/O events) cost time and ~3x its size in memory.
             space = XSpace()
-            space.planes.add().CopyFrom(plane.meta)
-            return read_io_info(space)
+            pl = space.planes.add(id=plane.meta.id, name=plane.meta.name)
+            pl.stats.add().CopyFrom(st)
+            pl.stat_metadata[st.metadata_id].CopyFrom(md)
+            info = read_io_info(space)
+            if info is not None:
+                return info
     return None
 
 
@@ -563,6 +569,15 @@ def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     uniq = np.flatnonzero(present)
     code = np.cumsum(present, dtype=np.int64) - 1
     return uniq.astype(ids.dtype), code[ids]
+
+
+def _kind(raw: Any, text: str, exact_ops: dict[str, str]) -> tuple[str, str, int, int, int]:
+    """(call, path, fd, bytes_requested, bytes_returned) of the events of XEventMetadata
+    ``text``: its ``event_kinds`` entry (format /2, read as iowriter.event_kinds does), else
+    the name is the call (format /1)."""
+    if raw is None:
+        return exact_ops.get(text, text), "", -1, ABSENT, ABSENT
+    return str(raw[0]), str(raw[1]), int(raw[2]), int(raw[3]), int(raw[4])
 
 
 _TID_RE = re.compile(r"\(tid (-?\d+)\)\s*$")
@@ -624,22 +639,23 @@ def _io_table(parts, info) -> IoTable:
     # the metadata name to (call, path, fd)), or the metadata name is the call and path/fd
     # are event stats (format /1)
     md_ids, md_code = _factorize(column(lambda pl: pl.metadata_id))
-    kinds = event_kinds(info or {})
+    # Looked up for the kinds present only, column by column (a million-event capture has
+    # ~50,000 kinds: a loop of numpy item assignments took ~0.15 s of the cold load).
+    raw_kinds = (info or {}).get("event_kinds") or {}
+    table_ids, table_names, _ = plane.metadata_table()
+    at = np.minimum(np.searchsorted(table_ids, md_ids), max(len(table_ids) - 1, 0))
+    found = (table_ids[at] == md_ids) if len(table_ids) else np.zeros(len(md_ids), dtype=bool)
+    texts = [table_names[i] if hit else "?" for i, hit in zip(at.tolist(), found.tolist())]
+    rows = [_kind(raw_kinds.get(t), t, exact_ops) for t in texts]
     op_index: dict[str, int] = {}
     path_index: dict[str, int] = {}
-    md_op = np.zeros(len(md_ids), dtype=np.int16)
-    md_path = np.full(len(md_ids), -1, dtype=np.int32)
-    md_fd = np.full(len(md_ids), -1, dtype=np.int32)
-    md_req = np.full(len(md_ids), ABSENT, dtype=np.int64)
-    md_ret = np.full(len(md_ids), ABSENT, dtype=np.int64)
-    for j, k in enumerate(md_ids.tolist()):
-        md = plane.meta.event_metadata.get(k)
-        text = md.name if md is not None else "?"
-        op, path, fd, req, ret = kinds.get(text) or (exact_ops.get(text, text), "", -1, ABSENT, ABSENT)
-        md_req[j], md_ret[j] = req, ret
-        md_op[j] = op_index.setdefault(op, len(op_index))
-        md_path[j] = path_index.setdefault(path, len(path_index)) if path else -1
-        md_fd[j] = fd
+    md_op = np.array([op_index.setdefault(r[0], len(op_index)) for r in rows], dtype=np.int16)
+    md_path = np.array([path_index.setdefault(r[1], len(path_index)) if r[1] else -1 for r in rows],
+                       dtype=np.int32)
+    md_fd = np.array([r[2] for r in rows], dtype=np.int32)
+    md_req = np.array([r[3] for r in rows], dtype=np.int64)
+    md_ret = np.array([r[4] for r in rows], dtype=np.int64)
+    del rows, texts
     ref_ids, ref_code = _factorize(stat(STAT_PATH))
     ref_path = np.full(len(ref_ids), -1, dtype=np.int32)
     for j, k in enumerate(ref_ids.tolist()):

@@ -208,3 +208,133 @@ def test_rows_nest_events():
     rows = _rows(start[order], end[order])
     # [0,90] > [0,40] > [10,30] > [20,25]; [50,80] > [60,70]; [50,50] zero-length; [100,110]
     assert dict(zip(order.tolist(), rows.tolist())) == {0: 0, 1: 1, 2: 2, 3: 3, 4: 1, 5: 2, 6: 2, 7: 0}
+
+
+# --------------------------------------------------------------------------- native scanner
+
+
+def decode_both(path, monkeypatch):
+    """decode_xspace with native/xdecode.c and with the NumPy path: (native, numpy), each
+    the SpaceData or the XPlaneError raised."""
+    monkeypatch.setattr(D, "USE_NATIVE", True)
+    assert D._native_lib() is not None, "tb_iotrace._native is not built (native/build_ffi.py)"
+    out = []
+    for use in (True, False):
+        monkeypatch.setattr(D, "USE_NATIVE", use)
+        try:
+            out.append(D.decode_xspace(path, **KW))
+        except XPlaneError as exc:
+            out.append(exc)
+    monkeypatch.setattr(D, "USE_NATIVE", True)
+    return out
+
+
+def assert_same_columns(a: D.SpaceData, b: D.SpaceData) -> None:
+    assert [p.name for p in a.planes] == [p.name for p in b.planes]
+    assert (a.hostnames, a.errors, a.warnings) == (b.hostnames, b.errors, b.warnings)
+    for x, y in zip(a.planes, b.planes):
+        assert x.meta == y.meta
+        assert [vars(ln) for ln in x.lines] == [vars(ln) for ln in y.lines]
+        for f in ("metadata_id", "start_ps", "duration_ps", "file_pos", "file_len"):
+            assert getattr(x, f).dtype == getattr(y, f).dtype, f
+            np.testing.assert_array_equal(getattr(x, f), getattr(y, f))
+        assert x.stats.keys() == y.stats.keys()
+        for k in x.stats:
+            np.testing.assert_array_equal(x.stats[k], y.stats[k])
+        # the native names come from the file, the NumPy path's from protobuf
+        assert x.md_table is not None and y.md_table is None
+        ids, names, labels = x.metadata_table()
+        want = y.metadata_table()
+        np.testing.assert_array_equal(ids, want[0])
+        assert (names, labels) == (want[1], want[2])
+
+
+def test_native_equals_numpy_on_the_tf_capture(monkeypatch):
+    native, numpy_ = decode_both(GPU, monkeypatch)
+    assert sum(p.num_events for p in native.planes) > 20_000
+    assert_same_columns(native, numpy_)
+
+
+@pytest.mark.parametrize("n", [1, 60_000])
+def test_native_equals_numpy_with_io_events(tmp_path, monkeypatch, n):
+    path = make_logdir(tmp_path, GPU, n_events=n, seed=n)
+    native, numpy_ = decode_both(path, monkeypatch)
+    host = next(p for p in native.planes if p.name == "/host:CPU")
+    assert sum(ln.count for ln in host.lines if ln.name.startswith(LINE_PREFIX)) == n
+    assert_same_columns(native, numpy_)
+
+
+def test_native_equals_numpy_on_a_space_written_by_protobuf(tmp_path, monkeypatch):
+    sp = load_xspace(GPU)
+    add_io_to_space(sp, synthetic_trace(2000, 10**8, 2 * 10**9, base_ns=5 * 10**9), start_ns=5 * 10**9)
+    path = tmp_path / "x.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    native, numpy_ = decode_both(path, monkeypatch)
+    assert_same_columns(native, numpy_)
+
+
+def _io_event_at(path) -> tuple[bytes, int, int]:
+    """The file's bytes, and where one I/O event's payload starts and how long it is."""
+    sd = D.decode_xspace(path, **KW)
+    host = next(p for p in sd.planes if p.name == "/host:CPU")
+    ln = next(ln for ln in host.lines if ln.name.startswith(LINE_PREFIX) and ln.count > 10)
+    k = ln.first + ln.count // 2
+    return Path(path).read_bytes(), int(host.file_pos[k]), int(host.file_len[k])
+
+
+@pytest.mark.parametrize("damage", ["truncated_in_event", "long_varint", "huge_event_length",
+                                    "huge_stat_length", "group_wire_type", "field_zero"])
+def test_native_rejects_hostile_events_like_numpy(tmp_path, monkeypatch, damage):
+    """A corrupt I/O event: both decoders raise XPlaneError saying so (never a crash or a
+    read outside the file)."""
+    src = make_logdir(tmp_path / "src", GPU, n_events=3000)
+    data, pos, length = _io_event_at(src)
+    b = bytearray(data)
+    if damage == "truncated_in_event":
+        b = b[:pos + length // 2]
+    elif damage == "long_varint":  # the event's offset_ps, 11 bytes long
+        assert b[pos] == 0x08
+        b[pos + 1:pos + 1] = b"\xff" * 11
+        b = b[:pos - 1] + bytes([b[pos - 1] + 11]) + b[pos:]  # its length still covers it
+    elif damage == "huge_event_length":  # the event's length: 2^62 (a 9-byte varint)
+        b[pos - 1:pos] = b"\x80" * 8 + b"\x40"
+    elif damage == "huge_stat_length":  # the first stat's length
+        at = pos + b[pos:pos + length].index(0x22)
+        b[at + 1] = 0x7f
+    elif damage == "group_wire_type":  # duration_ps tagged as a start-group
+        at = pos + b[pos:pos + length].index(0x18)
+        b[at] = 0x1b
+    else:  # the metadata_id's tag: field number 0
+        b[pos] = 0x00
+    path = tmp_path / "bad.xplane.pb"
+    path.write_bytes(bytes(b))
+    native, numpy_ = decode_both(path, monkeypatch)
+    assert isinstance(native, XPlaneError), damage
+    assert isinstance(numpy_, XPlaneError), damage
+    assert "truncated or corrupt" in str(native)
+
+
+def test_native_survives_random_damage(tmp_path, monkeypatch):
+    """Random byte flips and over-long varints in and around the I/O events: the native
+    decoder raises XPlaneError or decodes, and where both decoders decode, their columns
+    are the same."""
+    src = make_logdir(tmp_path / "src", GPU, n_events=2000)
+    data, pos, _ = _io_event_at(src)
+    rng = np.random.default_rng(7)
+    path = tmp_path / "bad.xplane.pb"
+    outcomes = {"error": 0, "same": 0}
+    for k in range(40):
+        b = bytearray(data)
+        at = int(rng.integers(pos - 2000, pos + 2000))
+        if k % 2:
+            b[at] ^= 1 << int(rng.integers(0, 8))
+        else:
+            b[at:at + 11] = b"\xff" * 11
+        path.write_bytes(bytes(b))
+        native, numpy_ = decode_both(path, monkeypatch)
+        if isinstance(native, XPlaneError):
+            outcomes["error"] += 1
+        elif not isinstance(numpy_, XPlaneError):
+            assert_same_columns(native, numpy_)
+            outcomes["same"] += 1
+    assert outcomes["error"] > 5 and outcomes["same"] > 5, outcomes
