@@ -22,7 +22,7 @@ import numpy as np
 from ..xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XSpace, read_io_info
 from ..xplane._wire import WT_LEN, tag, varint_bytes
 from ..xplane.iowriter import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
-                               STAT_RETURNED, event_kinds, kind_columns)
+                               STAT_RETURNED, event_kinds, kind_columns, recorded_lines)
 
 # An absent stat means its default; absent byte counts come from the event's kind (format /2:
 # path, fd and the kind's byte counts live on its XEventMetadata), else returned 0 and
@@ -57,15 +57,7 @@ def _names(ids: np.ndarray, table, exact: dict[str, str]) -> np.ndarray:
 def _io_trace(pd, info: dict) -> IoTrace:
     """The I/O lines of the decoded plane ``pd`` as read_io_data returns them. Each decoded
     column is dropped once copied, so the peak stays near one copy of the events."""
-    by_name = {}
-    for ln in pd.lines:
-        if ln.name.startswith(LINE_PREFIX):
-            by_name.setdefault(ln.name, ln)
-    parts = []
-    for li in info["lines"]:
-        ln = by_name.get(li["name"])
-        if ln is not None:
-            parts.append((int(li["tid"]), int(li["t0_ns"]), ln))
+    parts = recorded_lines(pd.lines, info)
     if not parts:
         return IoTrace.empty()
     sls = [slice(ln.first, ln.first + ln.count) for _, _, ln in parts]

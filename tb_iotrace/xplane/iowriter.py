@@ -872,6 +872,22 @@ def _atomic_write(path: Path, chunks: list[bytes]) -> None:
 # --------------------------------------------------------------------------- reading back
 
 
+def recorded_lines(lines, info: dict[str, Any]) -> list[tuple[int, int, Any]]:
+    """(tid, first start in absolute ns, line) of each I/O line the ``tb_iotrace.io`` record
+    lists, in its order, found by name among ``lines`` (any objects with ``.name``: XLines,
+    or the plugin decoder's lines); a listed line that is not there is left out."""
+    by_name = {}
+    for ln in lines:
+        if ln.name.startswith(LINE_PREFIX):
+            by_name.setdefault(ln.name, ln)
+    out = []
+    for li in info["lines"]:
+        ln = by_name.get(li["name"])
+        if ln is not None:
+            out.append((int(li["tid"]), int(li["t0_ns"]), ln))
+    return out
+
+
 def read_io_data(space) -> IoTrace | None:
     """The I/O trace stored by :func:`merge_into_capture` / :func:`add_io_to_space`, with
     ``threads``, ``dropped`` and ``counters``; None if the space has none.
@@ -890,16 +906,8 @@ def read_io_data(space) -> IoTrace | None:
     for k, md in plane.stat_metadata.items():
         if md.name in EVENT_STATS:
             kind_of[k] = EVENT_STATS.index(md.name)
-    by_name = {}
-    for ln in plane.lines:
-        if ln.name.startswith(LINE_PREFIX):
-            by_name.setdefault(ln.name, ln)
-
     parts = []
-    for li in info["lines"]:
-        ln = by_name.get(li["name"])
-        if ln is None:
-            continue
+    for tid, t0_ns, ln in recorded_lines(plane.lines, info):
         m = len(ln.events)
         mid = np.empty(m, dtype=np.int64)
         off_ps = np.empty(m, dtype=np.int64)
@@ -919,8 +927,8 @@ def read_io_data(space) -> IoTrace | None:
                     vals[kind, i] = st.ref_value if kind == 0 else st.int64_value
                     has[kind, i] = True
         rel = off_ps // 1000
-        start = rel - (rel.min() if m else 0) + int(li["t0_ns"])
-        parts.append((li["tid"], mid, start, start + dur_ps // 1000, vals, has))
+        start = rel - (rel.min() if m else 0) + t0_ns
+        parts.append((tid, mid, start, start + dur_ps // 1000, vals, has))
 
     def names(ids: np.ndarray, table, exact) -> np.ndarray:
         uniq, inv = np.unique(ids, return_inverse=True)
