@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,11 +153,21 @@ class RunRecord:
         name = self.doc.get("trace")
         if not name:
             return None
-        p = self.path.parent / os.path.basename(name)
+        if not isinstance(name, str):
+            raise RecordError(f"{self.path}: its 'trace' entry is not a file name")
+        # Always the .npz beside the record (record_paths names both), never through a link:
+        # a record found in a logdir must not make its reader open a file outside it.
+        p = self.path.with_suffix(".npz")
         try:
-            with np.load(p, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        except (OSError, ValueError, KeyError) as exc:
+            with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise ValueError("not a regular file")
+                z = np.load(fh, allow_pickle=False)
+                if not isinstance(z, np.lib.npyio.NpzFile):
+                    raise ValueError("not an .npz archive")
+                with z:
+                    return {k: z[k] for k in z.files}
+        except (OSError, ValueError, KeyError, EOFError) as exc:
             raise RecordError(f"{p}: cannot read the trace ({exc})") from None
 
 

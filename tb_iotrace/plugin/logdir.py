@@ -35,7 +35,7 @@ from typing import Callable
 from ..runrecord import is_record_file
 from ..xplane import XPlaneError
 from .model import Capture, load_capture
-from .records import RECORD_SUFFIX, cache_key, load_record
+from .records import RECORD_SUFFIX, cache_key, load_record, total_size
 
 XPLANE_SUFFIX = ".xplane.pb"
 PROFILE_DIR = os.path.join("plugins", "profile")
@@ -302,7 +302,7 @@ class LogdirIndex:
                     return
                 newest = max(runs, key=lambda r: (r.mtime, r.run))
                 files = sorted(newest.hosts.items())[:self.max_captures]
-                if sum(os.path.getsize(p) for _, p in files) > max_bytes:
+                if sum(total_size(p) if is_record_path(p) else os.path.getsize(p) for _, p in files) > max_bytes:
                     return
                 for host, path in files:
                     try:
@@ -381,7 +381,9 @@ class LogdirIndex:
                 value: Capture | XPlaneError = self.loader(path, host)
             except XPlaneError as exc:
                 value = exc
-            except (ValueError, IndexError, KeyError, OverflowError) as exc:
+            # TypeError/AttributeError: a field of the wrong type in a record's or an I/O
+            # record's JSON; cached like any corrupt file, so it is not decoded again per request
+            except (ValueError, IndexError, KeyError, OverflowError, TypeError, AttributeError) as exc:
                 value = XPlaneError(path, f"cannot decode: {exc}")
             with self._lock:
                 self._captures[path] = (key, value)

@@ -414,6 +414,44 @@ def test_symlinks_out_of_the_logdir_are_not_served(tmp_path, logdir):
         assert code == 404 and "lanes" not in body
 
 
+def test_a_trace_linked_from_outside_the_logdir_is_not_read(tmp_path, logdir):
+    """The .npz beside a record is opened without following links: a record whose trace is a
+    symlink to a file outside the logdir shows its counters only, never that file's rows."""
+    ld = tmp_path / "ld"
+    shutil.copytree(logdir / "train", ld / "train")
+    host = _main_host(ld)
+    rec = ld / "train" / "plugins" / "iotrace"
+    outside = tmp_path / "outside.npz"
+    (rec / f"{host}.npz").rename(outside)
+    os.symlink(outside, rec / f"{host}.npz")
+    _, get = make_client(ld)
+    code, cap = get("/capture", run="train/iotrace", host=host)
+    assert code == 200 and cap["io"]["events"] == 0 and cap["io"]["files"] > 0
+    assert any("trace cannot be read" in w for w in cap["warnings"]), cap["warnings"]
+
+
+@pytest.mark.parametrize("field, value, expect", [("threads", [{"tid": None}], 422), ("start_ns", [1], 422),
+                                                  ("trace", 7, 200)])
+def test_a_record_field_of_the_wrong_type_is_a_clear_answer(tmp_path, logdir, field, value, expect):
+    """422 (cached: not decoded again per request) for a record the tab cannot lay out; a
+    trace entry that names no file only loses the trace."""
+    ld = tmp_path / "ld"
+    shutil.copytree(logdir / "train", ld / "train")
+    host = _main_host(ld)
+    jpath = ld / "train" / "plugins" / "iotrace" / f"{host}.json"
+    doc = json.loads(jpath.read_text())
+    doc[field] = value
+    jpath.write_text(json.dumps(doc))
+    plugin, get = make_client(ld)
+    for _ in range(2):  # the failure is cached like a corrupt file's, not decoded again per request
+        code, body = get("/capture", run="train/iotrace", host=host)
+        assert code == expect, body
+        if code == 422:
+            assert "cannot decode" in body["error"]
+        else:
+            assert body["io"]["events"] == 0 and any("trace cannot be read" in w for w in body["warnings"])
+
+
 def test_corrupt_record_is_422_and_others_still_load(tmp_path, logdir):
     ld = tmp_path / "ld"
     shutil.copytree(logdir / "train", ld / "train")
