@@ -226,7 +226,7 @@ export class App {
         : ex.exception ? `ended by ${ex.exception}`
         : ex.how ? `exited${ex.code !== null && ex.code !== undefined ? ` with code ${ex.code}` : ""}` : "";
       const dur = p.end_ns && p.start_ns ? ` · ${fmtNs(p.end_ns - p.start_ns)} recorded` : "";
-      const argv = (p.argv || []).join(" ");
+      const argv = Array.isArray(p.argv) ? p.argv.map(String).join(" ") : String(p.argv ?? "");
       this.procInfo.appendChild(el("div", { class: "proc" },
         el("b", { text: `${p.host}: ` }), el("span", { text: `process ${p.pid} (parent ${p.ppid}) ` }),
         el("code", { class: "argv", text: argv || "?" }), el("span", { text: ` · ${how}${dur}` })));

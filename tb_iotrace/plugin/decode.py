@@ -818,7 +818,6 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
                                      stat_names, stat_defaults)
         plane.md_table = native.event_metadata(data, fields)
         return plane
-    ncols = len(stat_names)
 
     def decode_line(li: int, a: int, b: int) -> tuple[dict[str, Any], list[_Run]]:
         line_runs: list[_Run] = []

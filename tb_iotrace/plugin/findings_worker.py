@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import site
 import subprocess
 import sys
 from typing import Any
@@ -50,10 +51,18 @@ def findings_of(path: str) -> dict[str, Any]:
             "message": "No findings for this capture." if not d["findings"] else ""}
 
 
+def _installed_in_site() -> bool:
+    """Is the package root a site-packages folder (the child finds the package there anyway,
+    and putting it on PYTHONPATH would put it before the standard library)?"""
+    sites = set(site.getsitepackages() + [site.getusersitepackages()])
+    return os.path.realpath(_ROOT) in {os.path.realpath(p) for p in sites}
+
+
 def run_child(path: str, timeout_s: float) -> dict[str, Any]:
     """Run :func:`findings_of` in a child process (raises RuntimeError with its reason)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    if not _installed_in_site():  # a checkout or an editable install: point the child at it
+        env["PYTHONPATH"] = os.pathsep.join([_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     try:
         r = subprocess.run([sys.executable, "-m", "tb_iotrace.plugin.findings_worker", path],

@@ -381,7 +381,6 @@ def _load_capture(path: str, host: str) -> Capture:
     lanes: list[Lane] = []
     io_parts = []
     io_info = None
-    io_plane = None
     steps: list[dict[str, Any]] = []
     steps_source = ""
     host_line_key: dict[int, str] = {}
@@ -391,7 +390,7 @@ def _load_capture(path: str, host: str) -> Capture:
         if is_host and io_info is None:
             info = _io_info(plane)
             if info is not None:
-                io_info, io_plane = info, plane
+                io_info = info
         if not (is_host or is_dev):
             continue
         keys, codes, pnames = _plane_names(plane)

@@ -713,12 +713,17 @@ def _findings_for(path: str) -> dict[str, Any]:
             return hit
         from .findings_worker import run_child
 
-        out = run_child(path, FINDINGS_TIMEOUT_S)
+        try:
+            out = run_child(path, FINDINGS_TIMEOUT_S)
+        except RuntimeError as exc:  # cached too: a failing or slow analysis is not started again per request
+            out = {"findings": [], "message": f"Findings could not be computed: {exc}"}
+        finally:
+            with _findings_guard:
+                _findings_locks.pop(key, None)
         with _findings_guard:
             if len(_findings_cache) > 16:
                 _findings_cache.clear()
             _findings_cache[key] = out
-            _findings_locks.pop(key, None)
     return out
 
 

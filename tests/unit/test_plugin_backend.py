@@ -507,9 +507,17 @@ def test_findings_run_in_one_child_per_capture(tmp_path, monkeypatch):
     assert [c for c, _ in got] == [200, 200, 200] and pids == [str(path)]
     assert got[0][1] == got[1][1] == got[2][1] and got[0][1]["findings"]
     monkeypatch.setattr(queries, "_findings_cache", {})
-    monkeypatch.setattr(findings_worker, "run_child", lambda p, t: (_ for _ in ()).throw(RuntimeError("the analysis failed (boom)")))
-    code, f = get("/findings", run="r", host="h")
-    assert code == 200 and f["findings"] == [] and "boom" in f["message"]
+    failures = []
+
+    def failing(p, timeout_s):
+        failures.append(p)
+        raise RuntimeError("the analysis failed (boom)")
+
+    monkeypatch.setattr(findings_worker, "run_child", failing)
+    for _ in range(2):  # the failure is cached: no second child for the same capture
+        code, f = get("/findings", run="r", host="h")
+        assert code == 200 and f["findings"] == [] and "boom" in f["message"]
+    assert failures == [str(path)] and queries._findings_locks == {}
 
 
 def test_findings_above_the_size_limit_point_to_the_cli(tmp_path, monkeypatch):
@@ -563,9 +571,15 @@ def test_cache_reloads_when_the_file_changes(tmp_path):
     assert b["io"]["events"] == 500
 
 
-def test_json_is_gzipped_for_remote_browsers_only(client):
-    """A browser on the same machine gets the JSON as is (gzip would only cost CPU on both
-    sides); any other client that accepts gzip gets it compressed, with the same content."""
+@pytest.mark.parametrize("local_raw", [False, True])
+def test_json_is_gzipped_unless_local_raw_is_asked_for(client, monkeypatch, local_raw):
+    """Every client that accepts gzip gets the JSON compressed (a loopback peer may be an ssh
+    tunnel to a remote browser); with TBIO_PLUGIN_LOCAL_NO_GZIP=1 a loopback peer gets it as
+    is. Same content either way."""
+    if local_raw:
+        monkeypatch.setenv("TBIO_PLUGIN_LOCAL_NO_GZIP", "1")
+    else:
+        monkeypatch.delenv("TBIO_PLUGIN_LOCAL_NO_GZIP", raising=False)
     plugin, _ = client
     app = plugin.get_plugin_apps()["/timeline"]
     bodies = {}
@@ -574,7 +588,7 @@ def test_json_is_gzipped_for_remote_browsers_only(client):
                                          headers={"Accept-Encoding": "gzip"}, environ_base={"REMOTE_ADDR": addr})
         assert resp.status_code == 200
         enc = resp.headers.get("Content-Encoding")
-        assert enc == (None if addr != "10.1.2.3" else "gzip")
+        assert enc == (None if local_raw and addr != "10.1.2.3" else "gzip")
         body = resp.get_data()
         bodies[addr] = json.loads(gzip.decompress(body) if enc == "gzip" else body)
     assert bodies["127.0.0.1"] == bodies["::1"] == bodies["10.1.2.3"]
