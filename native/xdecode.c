@@ -16,13 +16,15 @@
  *     anything else                                   skipped
  *   }
  *
- * Semantics are those of the NumPy path: absent fields are 0 (proto3), a
+ * Values are those of the NumPy path: absent fields are 0 (proto3), a
  * repeated field keeps its last value, stats are only looked at when the
  * caller asks for some (nkeys > 0), and then a stat's value is stored when it
- * is an integer one.  A varint longer than 10 bytes, a field or length
- * running past its message, a wire type protobuf no longer writes (groups)
- * and field number 0 are errors (negative TBIO_XD_* codes), never a read
- * outside [0, end).  Pure functions: no state, no allocation.
+ * is an integer one.  Errors are stricter than the NumPy path's (which skips
+ * some damage inside an event), like protobuf's own parser: a varint longer
+ * than 10 bytes, a field or length running past its message, a wire type
+ * protobuf no longer writes (groups) and field number 0 are errors (negative
+ * TBIO_XD_* codes), never a read outside [0, end).  Pure functions: no state,
+ * no allocation.
  */
 #include "tbio.h"
 
