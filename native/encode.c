@@ -84,6 +84,17 @@ static inline unsigned stat_body(uint64_t sid, uint64_t value) {
     return 1 + vlen(sid) + 1 + vlen(value);
 }
 
+/* Payload size of one XEvent: metadata id, offset and duration (a tag each) and its stats. */
+static inline uint64_t event_len(const stats_t *st, const uint64_t *sid, int64_t metadata_id, int64_t offset_ps,
+                                 int64_t duration_ps) {
+    uint64_t len = 3 + vlen((uint64_t)metadata_id) + vlen((uint64_t)offset_ps) + vlen((uint64_t)duration_ps);
+    for (int s = 0; s < st->n; s++) {
+        unsigned body = stat_body(sid[st->which[s]], st->value[s]);
+        len += 1 + vlen(body) + body;
+    }
+    return len;
+}
+
 uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadata_id, const int64_t *offset_ps,
                                const int64_t *duration_ps, const int64_t *path_ref, const int64_t *offset,
                                const int64_t *requested, const int64_t *returned, const int64_t *fd,
@@ -100,12 +111,7 @@ uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadata_id, const int
     uint64_t total = 0;
     for (uint64_t i = 0; i < n; i++) {
         collect(&st, i, &c);
-        uint64_t len = 3 + vlen((uint64_t)metadata_id[i]) + vlen((uint64_t)offset_ps[i]) +
-                       vlen((uint64_t)duration_ps[i]);
-        for (int s = 0; s < st.n; s++) {
-            unsigned body = stat_body(sid[st.which[s]], st.value[s]);
-            len += 1 + vlen(body) + body;
-        }
+        uint64_t len = event_len(&st, sid, metadata_id[i], offset_ps[i], duration_ps[i]);
         total += 1 + vlen(len) + len;
     }
     if (out == NULL || cap < total) return total;
@@ -113,12 +119,7 @@ uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadata_id, const int
     uint8_t *p = out;
     for (uint64_t i = 0; i < n; i++) {
         collect(&st, i, &c);
-        uint64_t len = 3 + vlen((uint64_t)metadata_id[i]) + vlen((uint64_t)offset_ps[i]) +
-                       vlen((uint64_t)duration_ps[i]);
-        for (int s = 0; s < st.n; s++) {
-            unsigned body = stat_body(sid[st.which[s]], st.value[s]);
-            len += 1 + vlen(body) + body;
-        }
+        uint64_t len = event_len(&st, sid, metadata_id[i], offset_ps[i], duration_ps[i]);
         *p++ = TAG(4, WT_LEN);
         p = vput(p, len);
         *p++ = TAG(1, WT_VARINT);

@@ -154,6 +154,19 @@ TBIO_API int64_t tbio_xd_fields(const uint8_t *buf, int64_t start, int64_t end, 
  * repeated field's entries in a row; a line field after them ends the run). */
 enum { EVENT_TAG = 0x22 };
 
+/* The length of the XEvent whose tag was just read (at *p): it fits below end
+ * and in an int32.  0 or an error code; *p moves to the payload. */
+static inline int rd_event_len(const uint8_t *buf, int64_t *p, int64_t end, uint64_t *len) {
+    int rc = rd_varint(buf, p, end, len);
+    if (rc)
+        return rc;
+    if (*len > (uint64_t)(end - *p))
+        return TBIO_XD_OVERRUN;
+    if (*len > INT32_MAX)
+        return TBIO_XD_TOO_BIG;
+    return 0;
+}
+
 TBIO_API int64_t tbio_xd_count_events(const uint8_t *buf, int64_t pos, int64_t end, int64_t *stop) {
     if (bad_range(buf, pos, end) || stop == NULL)
         return TBIO_XD_ARGS;
@@ -161,13 +174,9 @@ TBIO_API int64_t tbio_xd_count_events(const uint8_t *buf, int64_t pos, int64_t e
     while (p < end && buf[p] == EVENT_TAG) {
         uint64_t len;
         p++;
-        int rc = rd_varint(buf, &p, end, &len);
+        int rc = rd_event_len(buf, &p, end, &len);
         if (rc)
             return rc;
-        if (len > (uint64_t)(end - p))
-            return TBIO_XD_OVERRUN;
-        if (len > INT32_MAX)
-            return TBIO_XD_TOO_BIG;
         p += (int64_t)len;
         n++;
     }
@@ -230,13 +239,9 @@ TBIO_API int64_t tbio_xd_events(const uint8_t *buf, int64_t pos, int64_t end, in
             return TBIO_XD_NOT_EVENT;
         uint64_t len;
         p++;
-        int rc = rd_varint(buf, &p, end, &len);
+        int rc = rd_event_len(buf, &p, end, &len);
         if (rc)
             return rc;
-        if (len > (uint64_t)(end - p))
-            return TBIO_XD_OVERRUN;
-        if (len > INT32_MAX)
-            return TBIO_XD_TOO_BIG;
         int64_t e = p + (int64_t)len;
         ev_pos[i] = p;
         ev_len[i] = (int32_t)len;
