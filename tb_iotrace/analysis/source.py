@@ -22,7 +22,8 @@ import numpy as np
 from ..xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XSpace, read_io_info
 from ..xplane._wire import WT_LEN, tag, varint_bytes
 from ..xplane.iowriter import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
-                               STAT_RETURNED, event_kinds, kind_columns, recorded_lines)
+                               STAT_RETURNED, event_kinds, kind_columns, metadata_names,
+                               recorded_lines)
 
 # An absent stat means its default; absent byte counts come from the event's kind (format /2:
 # path, fd and the kind's byte counts live on its XEventMetadata), else returned 0 and
@@ -39,19 +40,6 @@ def _has_io_record(meta: XPlane) -> bool:
         if md is not None and md.name == IO_STAT:
             return True
     return False
-
-
-def _names(ids: np.ndarray, table, exact: dict[str, str]) -> np.ndarray:
-    """Names of metadata ids (object array), one lookup per distinct id."""
-    if not len(ids):
-        return np.empty(0, dtype=object)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    lookup = np.empty(len(uniq), dtype=object)
-    for j, k in enumerate(uniq.tolist()):
-        md = table.get(k) if k else None
-        text = md.name if md is not None else ""
-        lookup[j] = exact.get(text, text)
-    return lookup[inv.reshape(-1)]
 
 
 def _io_trace(pd, info: dict) -> IoTrace:
@@ -81,7 +69,7 @@ def _io_trace(pd, info: dict) -> IoTrace:
     requested = np.where(req != _ABSENT, req, np.where(kind.known, kind.requested, returned))
     del req, ret, ret_has
     ref = cols.pop(STAT_PATH)
-    path = np.where(ref != 0, _names(ref, meta.stat_metadata, dict(info.get("exact_paths", {}))), kind.path)
+    path = np.where(ref != 0, metadata_names(ref, meta.stat_metadata, dict(info.get("exact_paths", {}))), kind.path)
     fd = cols[STAT_FD]
     fd = np.where(fd != -1, fd, kind.fd)
     op = kind.op

@@ -872,6 +872,20 @@ def _atomic_write(path: Path, chunks: list[bytes]) -> None:
 # --------------------------------------------------------------------------- reading back
 
 
+def metadata_names(ids: np.ndarray, table, exact: dict[str, str]) -> np.ndarray:
+    """Names of metadata ids (an object array; id 0 or unknown: ""), one lookup per distinct
+    id; ``exact`` maps a name as stored back to the exact one (non-UTF-8 paths and calls)."""
+    if not len(ids):
+        return np.empty(0, dtype=object)
+    uniq, inv = np.unique(ids, return_inverse=True)
+    lookup = np.empty(len(uniq), dtype=object)
+    for j, k in enumerate(uniq.tolist()):
+        md = table.get(k) if k else None
+        text = md.name if md is not None else ""
+        lookup[j] = exact.get(text, text)
+    return lookup[inv.reshape(-1)]
+
+
 def recorded_lines(lines, info: dict[str, Any]) -> list[tuple[int, int, Any]]:
     """(tid, first start in absolute ns, line) of each I/O line the ``tb_iotrace.io`` record
     lists, in its order, found by name among ``lines`` (any objects with ``.name``: XLines,
@@ -930,15 +944,6 @@ def read_io_data(space) -> IoTrace | None:
         start = rel - (rel.min() if m else 0) + t0_ns
         parts.append((tid, mid, start, start + dur_ps // 1000, vals, has))
 
-    def names(ids: np.ndarray, table, exact) -> np.ndarray:
-        uniq, inv = np.unique(ids, return_inverse=True)
-        lookup = np.empty(len(uniq), dtype=object)
-        for j, k in enumerate(uniq.tolist()):
-            md = table.get(k) if k else None
-            text = md.name if md is not None else ""
-            lookup[j] = exact.get(text, text)
-        return lookup[inv.reshape(-1)] if len(ids) else np.empty(0, dtype=object)
-
     if parts:
         vals = np.concatenate([p[4] for p in parts], axis=1)
         has = np.concatenate([p[5] for p in parts], axis=1)
@@ -946,7 +951,7 @@ def read_io_data(space) -> IoTrace | None:
         # name is the call, the event has every stat but bytes_requested where it == returned
         kind = kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
                              event_kinds(info), exact_ops)
-        ref_path = names(vals[0], plane.stat_metadata, exact_paths)
+        ref_path = metadata_names(vals[0], plane.stat_metadata, exact_paths)
         returned = np.where(has[3] | ~kind.known, vals[3], kind.returned)
         requested = np.where(has[2], vals[2], np.where(kind.known, kind.requested, returned))
         trace = IoTrace(
