@@ -32,12 +32,13 @@ import json
 import os
 import socket
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ._atomic import atomic_write
 
 FORMAT = "tb_iotrace.run/1"
 RECORD_DIR = os.path.join("plugins", "iotrace")
@@ -60,22 +61,6 @@ def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
     d = record_dir(run_dir)
     stem = f"{host or hostname()}.{pid if pid is not None else os.getpid()}{suffix}"
     return d / f"{stem}.json", d / f"{stem}.npz"
-
-
-def _atomic_write(path: Path, write: Any, suffix: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=suffix, dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)  # mkstemp makes 0600: TensorBoard may run as another user
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
@@ -107,10 +92,11 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec)."""
     jpath, npath = record_paths(run_dir, suffix=suffix)
+    jpath.parent.mkdir(parents=True, exist_ok=True)
     trace_name = None
     if cap is not None and with_trace and len(cap.events):
         arrays = trace_arrays(cap)
-        _atomic_write(npath, lambda fh: np.savez(fh, **arrays), ".npz")
+        atomic_write(npath, lambda fh: np.savez(fh, **arrays))
         trace_name = npath.name
     doc = {
         "format": FORMAT, "host": hostname(), "pid": os.getpid(), "ppid": os.getppid(),
@@ -126,7 +112,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "trace": trace_name,
     }
     data = json.dumps(doc, separators=(",", ":")).encode()
-    _atomic_write(jpath, lambda fh: fh.write(data), ".json")
+    atomic_write(jpath, lambda fh: fh.write(data))
     return jpath
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from .._atomic import atomic_write
 from ._base import Command, UserError
 
 MODULES = ("POSIX", "STDIO")
@@ -130,10 +131,8 @@ def write_capture(meta: dict[str, Any], arrays: dict[str, np.ndarray], logdir: s
     out_dir = os.path.join(logdir, "plugins", "profile", run)
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{name}.xplane.pb")
-    tmp = out + ".tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(space.SerializeToString())
-    os.replace(tmp, out)
+    data = space.SerializeToString()
+    atomic_write(out, lambda fh: fh.write(data))
     return out, n
 
 

@@ -88,7 +88,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +95,7 @@ from typing import Any
 
 import numpy as np
 
+from .._atomic import atomic_write
 from . import _wire
 from ._proto import XLine, XPlane, XSpace
 from .iotrace import IoTrace, Labels, ThreadInfo
@@ -831,7 +831,7 @@ def merge_into_capture(xplane_path: str | os.PathLike, trace: IoTrace, *,
         chunks.append(_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size))
         chunks.append(raw)
         chunks.extend(extra)
-    _atomic_write(path, chunks)
+    atomic_write(path, lambda fh: _write_chunks(fh, chunks), fsync=True)
 
     removed = []
     for cache in cache_paths(path):
@@ -847,26 +847,9 @@ def merge_into_capture(xplane_path: str | os.PathLike, trace: IoTrace, *,
                        seconds=time.perf_counter() - t0)
 
 
-def _atomic_write(path: Path, chunks: list[bytes]) -> None:
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for chunk in chunks:
-                fh.write(chunk.tobytes() if isinstance(chunk, _EventBlock) else chunk)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _write_chunks(fh, chunks: list) -> None:
+    for chunk in chunks:
+        fh.write(chunk.tobytes() if isinstance(chunk, _EventBlock) else chunk)
 
 
 # --------------------------------------------------------------------------- reading back
