@@ -8,14 +8,17 @@ each child writes, and prints figures.  A child is this same script started with
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -62,6 +65,20 @@ def parse_cpus(spec: str | None) -> list[int] | None:
     if spec is None or spec == "all":
         return sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
     return sorted({int(c) for c in spec.split(",") if c != ""})
+
+
+@contextlib.contextmanager
+def work_dir(prefix: str, parent: str | None, keep: bool) -> Iterator[Path]:
+    """A scratch directory for a benchmark's files: removed at the end, or kept (and its
+    path printed) with ``keep``."""
+    work = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        yield work
+    finally:
+        if keep:
+            print(f"work directory kept: {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 class ChildFailed(RuntimeError):

@@ -65,7 +65,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -73,7 +72,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import (ChildFailed, apply_affinity, child_env, fmt_list, loadavg, med, parse_cpus,  # noqa: E402
-                     repo_on_path, run_child, verdict, write_result)
+                     repo_on_path, run_child, verdict, work_dir, write_result)
 
 TARGET_ADDED_S = 2.0
 FILE_SIZE = 64 * 1024
@@ -310,18 +309,12 @@ def main(argv: list[str] | None = None) -> int:
     events = a.events or (100_000 if a.quick else 1_000_000)
     cpus = parse_cpus(a.cpus)
     env = child_env(cpus, a.nice)
-    tmp = tempfile.TemporaryDirectory(prefix="tbio_stop_", dir=a.dir) if not a.keep else None
-    work = Path(tmp.name) if tmp else Path(tempfile.mkdtemp(prefix="tbio_stop_", dir=a.dir))
-    try:
-        return run(a, work, trials, events, env, cpus)
-    except ChildFailed as exc:
-        print(f"ERROR: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        if tmp:
-            tmp.cleanup()
-        else:
-            print(f"work directory kept: {work}")
+    with work_dir("tbio_stop_", a.dir, a.keep) as work:
+        try:
+            return run(a, work, trials, events, env, cpus)
+        except ChildFailed as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return 1
 
 
 def run(a: argparse.Namespace, work: Path, trials: int, events: int, env: dict[str, str],

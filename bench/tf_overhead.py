@@ -88,7 +88,6 @@ import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -96,7 +95,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from _common import (ChildFailed, apply_affinity, child_env, fmt_list, loadavg, med, parse_cpus,  # noqa: E402
-                     repo_on_path, run_child, spread, verdict, write_result)
+                     repo_on_path, run_child, spread, verdict, work_dir, write_result)
 
 TARGETS = {"outside": 0.99, "profiled": 0.97}
 TITLES = {"outside": "(a) outside capture windows", "profiled": "(b) whole run profiled"}
@@ -320,24 +319,14 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown scenario {s!r}")
     cpus = parse_cpus(a.cpus)
     env = child_env(cpus, a.nice)
-    if a.keep:
-        work = Path(tempfile.mkdtemp(prefix="tbio_tfbench_", dir=a.dir))
-        tmp = None
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="tbio_tfbench_", dir=a.dir)
-        work = Path(tmp.name)
-    try:
-        if a.concurrent:
-            return run_concurrent(a, work, scenarios, cpus)
-        return run(a, work, scenarios, env, cpus)
-    except ChildFailed as exc:
-        print(f"ERROR: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        if tmp:
-            tmp.cleanup()
-        else:
-            print(f"work directory kept: {work}")
+    with work_dir("tbio_tfbench_", a.dir, a.keep) as work:
+        try:
+            if a.concurrent:
+                return run_concurrent(a, work, scenarios, cpus)
+            return run(a, work, scenarios, env, cpus)
+        except ChildFailed as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return 1
 
 
 def run(a: argparse.Namespace, work: Path, scenarios: list[str], env: dict[str, str],
