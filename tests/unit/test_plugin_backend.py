@@ -239,7 +239,7 @@ def test_static_files_are_confined():
 def test_static_routes(client):
     _, get = client
     code, body = get("/index.js")
-    assert code == 200 and b"export async function render" in body
+    assert code == 200 and b"export const { render }" in body
     code, body = get("/static/timeline/timeline.js")
     assert code == 200 and b"class Timeline" in body
     code, _ = get("/static/../plugin.py")
@@ -715,7 +715,7 @@ def test_frontend_ships_with_the_package():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "plugin/static/**/*" in data["tool"]["setuptools"]["package-data"]["tb_iotrace"]
     js = sorted((ROOT / "plugin_frontend").rglob("*.js"))
-    assert {p.name for p in js} >= {"index.js", "app.js", "coords.js", "tracks.js", "draw.js", "timeline.js"}
+    assert {p.name for p in js} >= {"index.js", "main.js", "app.js", "coords.js", "tracks.js", "view.js", "timeline.js"}
     for path in js:
         text = path.read_text()
         assert "innerHTML" not in text.replace("never innerHTML", "")
