@@ -20,9 +20,8 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import glibc_version, libio_path, read_json, run_script  # noqa: E402,F401
-import strace_log  # noqa: E402
+from capture_util import glibc_version, read_json, run_script
+import strace_log
 
 STRACE = shutil.which("strace") or "/usr/bin/strace"
 
