@@ -183,28 +183,41 @@ export class App {
                                  io_by: this.ioBy, lanes: lanes === null ? undefined : lanes.join(",") || "none" }, signal);
   }
 
+  // Each panel is drawn when its own answer comes (the findings of a big run can take
+  // seconds longer than the rest); data-panels is "ready" once all have come.
   async _loadPanels(token) {
     const p = this._params();
     this.root.dataset.panels = "loading";
     const multi = this.host === ALL_HOSTS;
     this.hostsSection.hidden = !multi;
-    const jobs = {
-      files: getJson("files", p), hist: getJson("histograms", p), steps: getJson("steps", p),
-      findings: getJson("findings", p), hosts: multi ? getJson("hosts", p) : Promise.resolve(null),
+    if (multi) this.hostsTable.setData(null);
+    const show = async (route, params, draw, signal = undefined) => {
+      let r;
+      try { r = await getJson(route, params, signal); } catch (e) { r = { error: e.message, aborted: e.name === "AbortError" }; }
+      if (token === this._token && !r.aborted) draw(r);
     };
-    const settle = async (k) => { try { return await jobs[k]; } catch (e) { return { error: e.message }; } };
-    const [files, hist, steps, findings, hosts] = await Promise.all(["files", "hist", "steps", "findings", "hosts"].map(settle));
-    if (token !== this._token) return;
-    if (multi) this.hostsTable.setData(hosts);
-    this.files = files.error ? null : files;
-    this.filesTable.setData(this.files || { rows: 0, message: files.error });
-    renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
-    if (hist.error) this.histRoot.textContent = hist.error; else renderHistograms(this.histRoot, hist);
-    if (steps.error) this.stepsRoot.textContent = steps.error;
-    else renderSteps(this.stepsRoot, steps, (st) => this.timeline.zoomTo(st.start - (st.end - st.start) * 0.05, st.end + (st.end - st.start) * 0.05));
-    if (findings.error) this.findingsRoot.textContent = findings.error;
-    else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
-    this.root.dataset.panels = "ready";
+    const hist = this.histReq.begin();  // a file picked meanwhile wins (selectFile)
+    await Promise.all([
+      show("files", p, (files) => {
+        this.files = files.error ? null : files;
+        this.filesTable.setData(this.files || { rows: 0, message: files.error });
+        renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
+      }),
+      show("histograms", p, (h) => {
+        if (!hist.current()) return;
+        if (h.error) this.histRoot.textContent = h.error; else renderHistograms(this.histRoot, h);
+      }, hist.signal),
+      show("steps", p, (steps) => {
+        if (steps.error) this.stepsRoot.textContent = steps.error;
+        else renderSteps(this.stepsRoot, steps, (st) => this.timeline.zoomTo(st.start - (st.end - st.start) * 0.05, st.end + (st.end - st.start) * 0.05));
+      }),
+      show("findings", p, (findings) => {
+        if (findings.error) this.findingsRoot.textContent = findings.error;
+        else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+      }),
+      multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
+    ]);
+    if (token === this._token) this.root.dataset.panels = "ready";
   }
 
   async selectFile(path) {

@@ -678,6 +678,61 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
     return _integral(us, ue, ones, ends) - _integral(us, ue, ones, starts)
 
 
+# --------------------------------------------------------------------------- per host
+
+
+def hosts_impl(view: View) -> dict[str, Any]:
+    """One row per host of the view, so that a slow worker stands out in "All hosts".
+
+    ``bytes_read``/``bytes_written``/``read_time_s`` are the Darshan counters summed over the
+    host's POSIX and STDIO records (``source`` "counters"), or the traced calls when the host
+    has no counter record ("trace"); ``io_calls`` the traced calls; ``input_wait_ns`` the
+    time the host waited on input (per host thread, the union of its outermost
+    IteratorGetNext-like events, summed over threads, as in /steps); ``input_wait_pct`` that
+    against the host's capture span (at most 100)."""
+    rows = []
+    for p in view.parts:
+        cap = p.capture
+        io = cap.io
+        calls = len(io) if io is not None else 0
+        ct = cap.counters
+        if len(ct.paths):
+            mods = np.array(ct.modules, dtype=object)
+
+            def total(posix: str, stdio: str) -> float:
+                v = np.where(mods == "POSIX", ct.col(posix), np.where(mods == "STDIO", ct.col(stdio), np.nan))
+                return float(np.nansum(v))
+
+            rd, wr = total("POSIX_BYTES_READ", "STDIO_BYTES_READ"), total("POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN")
+            rtime = total("POSIX_F_READ_TIME", "STDIO_F_READ_TIME")
+            source = "counters"
+        elif calls:
+            r, w = io.moved()
+            rd, wr = float(r.sum()), float(w.sum())
+            rtime = float((io.end - io.start)[io.is_read[io.op]].sum()) / 1e9
+            source = "trace"
+        else:
+            rd = wr = rtime = 0.0
+            source = "none"
+        lo, hi = cap.extent
+        edges_lo = np.array([lo], dtype=np.float64)
+        edges_hi = np.array([hi], dtype=np.float64)
+        wait = 0.0
+        for lane in cap.lanes:
+            if lane.group != "host":
+                continue
+            mask = _input_mask(cap, lane)
+            if mask.any():
+                wait += float(_covered(lane.start[mask].astype(np.float64), lane.end[mask].astype(np.float64),
+                                       edges_lo, edges_hi)[0])
+        span = max(float(hi - lo), 1.0)
+        rows.append({"host": p.host, "source": source, "bytes_read": int(rd), "bytes_written": int(wr),
+                     "read_time_s": _fmt_float(rtime), "io_calls": int(calls), "files": len(ct.paths),
+                     "input_wait_ns": int(wait), "input_wait_pct": round(100.0 * min(wait, span) / span, 2),
+                     "span_ns": int(hi - lo)})
+    return {"hosts": rows}
+
+
 # --------------------------------------------------------------------------- findings
 
 

@@ -79,6 +79,7 @@ def ink(page, lane_key: str, timeout: float = 30) -> float:
         let ink = 0;
         for (let i = 0; i < img.length; i += 4) {{
           const r = img[i], g = img[i + 1], b = img[i + 2];
+          if (img[i + 3] === 0) continue;  // nothing painted (e.g. a canvas too big to allocate)
           const bg = (r === 255 && g === 255 && b === 255) || (r === 248 && g === 249 && b === 251);
           const step = r > 240 && g > 220 && b < 235 && b > 150;
           if (!bg && !step) ink++;
