@@ -7,14 +7,23 @@
  * record lock) update the Darshan counters and append one trace row. */
 #include "shim.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -919,4 +928,78 @@ static int tbio_w_dlclose(void *handle) {
     int ret = real_dlclose(handle);
     if (atomic_load(&tbio_g_enabled)) tbio_patch_all();   /* forget objects that went away */
     return ret;
+}
+
+/* ---------------- descriptor lifecycle ----------------
+ * Calls that make a descriptor, or close one inside libc, only reset the
+ * number's fd-table entry: the next traced call on it resolves it afresh
+ * (through /proc/self/fd) instead of trusting what the number named before.
+ * Whether idle or recording: the table outlives captures.  A store per
+ * entry, no lock and no allocation (signal handlers may call these). */
+static inline int fd_fresh(int fd) {
+    if (fd >= 0) tbio_fd_forget(fd);
+    return fd;
+}
+static inline int fd_fresh_pair(int ret, const int fds[2]) {
+    if (ret == 0) {
+        tbio_fd_forget(fds[0]);
+        tbio_fd_forget(fds[1]);
+    }
+    return ret;
+}
+static inline FILE *fp_fresh(FILE *fp) {
+    if (fp) tbio_fd_forget(fileno(fp));
+    return fp;
+}
+/* errno is the real call's: tbio_fd_forget never touches it */
+static int tbio_w_socket(int domain, int type, int protocol) { return fd_fresh(real_socket(domain, type, protocol)); }
+static int tbio_w_socketpair(int domain, int type, int protocol, int sv[2]) {
+    return fd_fresh_pair(real_socketpair(domain, type, protocol, sv), sv);
+}
+static int tbio_w_accept(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len) {
+    return fd_fresh(real_accept(fd, addr, len));
+}
+static int tbio_w_accept4(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags) {
+    return fd_fresh(real_accept4(fd, addr, len, flags));
+}
+static int tbio_w_pipe(int fds[2]) { return fd_fresh_pair(real_pipe(fds), fds); }
+static int tbio_w_pipe2(int fds[2], int flags) { return fd_fresh_pair(real_pipe2(fds, flags), fds); }
+static int tbio_w_eventfd(unsigned int count, int flags) { return fd_fresh(real_eventfd(count, flags)); }
+static int tbio_w_epoll_create(int size) { return fd_fresh(real_epoll_create(size)); }
+static int tbio_w_epoll_create1(int flags) { return fd_fresh(real_epoll_create1(flags)); }
+static int tbio_w_memfd_create(const char *name, unsigned int flags) {
+    return fd_fresh(real_memfd_create(name, flags));
+}
+static int tbio_w_timerfd_create(int clockid, int flags) { return fd_fresh(real_timerfd_create(clockid, flags)); }
+static int tbio_w_signalfd(int fd, const sigset_t *mask, int flags) {
+    int ret = real_signalfd(fd, mask, flags);
+    return ret != fd ? fd_fresh(ret) : ret;   /* fd != -1: changed the mask of an existing one */
+}
+static int tbio_w_inotify_init(void) { return fd_fresh(real_inotify_init()); }
+static int tbio_w_inotify_init1(int flags) { return fd_fresh(real_inotify_init1(flags)); }
+/* mkstemp opens inside libc: the file is then found through /proc/self/fd */
+static int tbio_w_mkstemp(char *tmpl) { return fd_fresh(real_mkstemp(tmpl)); }
+static int tbio_w_mkstemp64(char *tmpl) { return fd_fresh(real_mkstemp64(tmpl)); }
+static int tbio_w_mkostemp(char *tmpl, int flags) { return fd_fresh(real_mkostemp(tmpl, flags)); }
+static int tbio_w_mkostemp64(char *tmpl, int flags) { return fd_fresh(real_mkostemp64(tmpl, flags)); }
+static DIR *tbio_w_opendir(const char *name) {
+    DIR *d = real_opendir(name);
+    if (d) fd_fresh(dirfd(d));
+    return d;
+}
+static int tbio_w_closedir(DIR *d) {
+    /* closes the descriptor inside libc (fdopendir's, e.g. os.scandir(fd)'s dup) */
+    if (d) fd_fresh(dirfd(d));
+    return real_closedir(d);
+}
+static void tbio_w_closefrom(int lowfd) {
+    real_closefrom(lowfd);
+    if (lowfd >= 0) tbio_fd_forget_range((unsigned)lowfd, ~0u);
+}
+static FILE *tbio_w_tmpfile(void) { return fp_fresh(real_tmpfile()); }
+static FILE *tbio_w_tmpfile64(void) { return fp_fresh(real_tmpfile64()); }
+static FILE *tbio_w_popen(const char *cmd, const char *mode) { return fp_fresh(real_popen(cmd, mode)); }
+static int tbio_w_pclose(FILE *fp) {
+    if (fp) fd_fresh(fileno(fp));
+    return real_pclose(fp);
 }
