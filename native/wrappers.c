@@ -629,27 +629,48 @@ enum { S_READ, S_WRITE, S_SEEK, S_FLUSH, S_CLOSE, S_TELL };
  * end of file, fwrite of 0 items) did not fail: Darshan does not count it,
  * but its trace row says 0 bytes and no errno.  It failed only when the
  * stream's error flag is set and the call set errno (the caller zeroes it). */
+/* The stream's position, never waiting for its lock (another thread blocked
+ * in fread on a pipe holds it for as long as the pipe stays empty, and the
+ * caller is inside the shim).  POS_BUSY: the lock was taken. */
+enum { POS_UNREAD = -3, POS_BUSY = -2 };
+static long stream_pos(FILE *fp) {
+    if (!fp) return -1;
+    if (ftrylockfile(fp) != 0) return POS_BUSY;
+    long pos = real_ftell(fp);   /* the lock is ours now, and recursive */
+    funlockfile(fp);
+    return pos;
+}
+
 static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64_t req, int64_t bytes,
                        int ok, int err, FILE *fp) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
+    long pos = POS_UNREAD;
     if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
         int data = kind == S_READ || kind == S_WRITE;
-        int failed = !ok && (!data || (err != 0 && fp && ferror(fp)));
+        /* ferror_unlocked: ferror would wait for the stream's lock */
+        int failed = !ok && (!data || (err != 0 && fp && ferror_unlocked(fp)));
         tbio_rec *r = !failed ? tbio_rec_get(c->s, id) : NULL;
         int64_t off = -1;
+        if (r && data && pos == POS_UNREAD) {
+            /* first sight of a stream opened before this capture: its position,
+             * read outside the record lock */
+            tbio_rec_lock(r);
+            int need = !r->offset_known;
+            tbio_rec_unlock(r);
+            if (need) pos = stream_pos(fp);
+        }
         if (r) {
             double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
             tbio_rec_lock(r);
             if (data) {
-                if (!r->offset_known) {
-                    /* stream opened before this capture: start from its position */
-                    long pos = fp ? real_ftell(fp) : -1;
+                if (!r->offset_known && pos != POS_BUSY && pos != POS_UNREAD) {
                     int64_t moved = ok ? bytes : 0;
                     r->u.s.offset = pos >= moved ? pos - moved : 0;
                     r->offset_known = 1;
                 }
-                off = r->u.s.offset;
+                /* lock busy: offset unknown for now, a later call reads it */
+                off = r->offset_known ? r->u.s.offset : -1;
             }
             switch (ok ? kind : -1) {
             case S_READ: tbio_stdio_on_read(&r->u.s, bytes, a, b); break;
