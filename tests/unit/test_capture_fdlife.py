@@ -6,11 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import events_for, shim  # noqa: E402,F401
+from capture_util import events_for
 
 DATA_OPS = {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev"}
 
