@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import libio_path, load_libio, rec, shim, wx_mappings  # noqa: E402,F401
+from capture_util import load_libio, rec, wx_mappings
 
 
 def native():
@@ -80,7 +77,7 @@ def test_io_after_disable_is_not_seen(shim, tmp_path, libio_path):
         os.close(fd)
     finally:
         end = n.tbio_end(sess)
-    from tb_iotrace.recorder import Capture
+    from tb_iotrace.recording.session import Capture
 
     cap = Capture()
     try:
