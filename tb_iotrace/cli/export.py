@@ -76,11 +76,13 @@ class Export(Command):
                     print(f"wrote {out}: {n} counter lines", file=sys.stderr)
             elif args.format == "darshan-log":
                 from ..export import darshan_log
+                from ..names import MODULES, counter_names
 
                 if out == "-":
                     raise UserError("darshan-log writes a binary file: give -o FILE.darshan")
                 try:
-                    c = darshan_log.write(sources, out)
+                    layout = {m: (counter_names(m, False), counter_names(m, True)) for m in MODULES}
+                    c = darshan_log.write(sources, out, layout)
                 except darshan_log.LogError as exc:
                     raise UserError(f"{args.path}: {exc}") from None
                 print(f"wrote {out}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "

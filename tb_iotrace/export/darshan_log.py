@@ -46,15 +46,15 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any, BinaryIO
 
 import numpy as np
 
-from .. import __version__
 from .._atomic import atomic_write
 from ..analysis.mounts import Mount, parse_mountinfo, read_mountinfo
-from ..names import counter_names
 from ..recordid import darshan_ids, path_bytes, renamed_from
 from ..xplane import profile_start_ns, profile_stop_ns
 from ._common import io_columns
@@ -82,6 +82,11 @@ _JOB = struct.Struct("<7q1024s")
 _BASE = struct.Struct("<Qq")
 _DXT_FILE = struct.Struct("<Qqq64sqq")
 _SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start", "<f8"), ("end", "<f8")])
+
+
+# module -> (integer counter names, float counter names) in Darshan's record order; the CLI
+# passes the shim's table (native/counters.def): the exporter itself never loads the shim.
+Layout = Mapping[str, tuple[Sequence[str], Sequence[str]]]
 
 
 class LogError(ValueError):
@@ -161,14 +166,15 @@ def _shift(name: str, value: float, by: float) -> float:
     return value + by if by and value and "TIMESTAMP" in name else value
 
 
-def _pack_record(module: str, rid: int, rank: int, f: dict[str, Any], remap: dict[int, int], shift: float) -> bytes:
-    ints, floats = counter_names(module, False), counter_names(module, True)
+def _pack_record(module: str, rid: int, rank: int, f: dict[str, Any], remap: dict[int, int], shift: float,
+                 layout: Layout) -> bytes:
+    ints, floats = layout[module]
     c, fc = f["counters"], f["fcounters"]
     if not isinstance(c, dict) or not isinstance(fc, dict):
         raise LogError("a file record's counters are not a name -> value table")
     cv = [int(c.get(k, 0)) for k in ints]
     if module == "POSIX":
-        i = ints.index("POSIX_RENAMED_FROM")
+        i = list(ints).index("POSIX_RENAMED_FROM")
         cv[i] = renamed_from(cv[i], remap)
     fv = [_shift(k, float(fc.get(k, 0.0)), shift) for k in floats]
     return _BASE.pack(rid, rank) + struct.pack(f"<{len(ints)}q{len(floats)}d", *cv, *fv)
@@ -238,8 +244,15 @@ def _mount_lines(procs: list[Process], room: int) -> bytes:
     return out or b"\nunknown\t/"
 
 
+def _version() -> str:
+    try:
+        return metadata.version("tb-iotrace")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def _job_region(procs: list[Process], start_ns: int, end_ns: int, nprocs: int) -> bytes:
-    meta = [f"lib_ver={LIB_VER}", f"producer=tb_iotrace {__version__}"]
+    meta = [f"lib_ver={LIB_VER}", f"producer=tb_iotrace {_version()}"]
     meta += [f"rank{p.base_rank}={p.label}" for p in procs]
     text = b""
     for line in meta:
@@ -257,7 +270,7 @@ def _job_region(procs: list[Process], start_ns: int, end_ns: int, nprocs: int) -
 # --------------------------------------------------------------------------- the log
 
 
-def build(procs: list[Process]) -> bytes:
+def build(procs: list[Process], layout: Layout) -> bytes:
     """The whole log as bytes."""
     starts = [p.start_ns for p in procs if p.start_ns]
     job_start = min(starts, default=0)
@@ -276,7 +289,7 @@ def build(procs: list[Process]) -> bytes:
                 continue
             given = int(f.get("rank", 0))          # a Darshan import's own rank; -1 = shared
             rank = -1 if given < 0 else p.base_rank + given
-            mods[MODULES[module][0]].append(_pack_record(module, rid, rank, f, remap, shift))
+            mods[MODULES[module][0]].append(_pack_record(module, rid, rank, f, remap, shift, layout))
             names.setdefault(rid, _text(str(f["path"])))
             if module == "POSIX":
                 posix_ids[str(f["path"])] = rid
@@ -311,12 +324,12 @@ def build(procs: list[Process]) -> bytes:
     return header + bytes(body)
 
 
-def write(sources: list[Any], out: str) -> dict[str, int]:
+def write(sources: list[Any], out: str, layout: Layout) -> dict[str, int]:
     """Write the sources as one Darshan log at ``out`` (atomically: nothing is left on failure).
     Returns counts: ``ranks``, ``posix`` and ``stdio`` records, ``bytes``."""
     procs = gather(sources)
     try:
-        data = build(procs)
+        data = build(procs, layout)
     except LogError:
         raise
     except (KeyError, TypeError, ValueError, struct.error, OverflowError) as exc:

@@ -4,17 +4,12 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-
-from capture_util import shim  # noqa: E402,F401  (fixture)
-
-from tb_iotrace._ffi import native  # noqa: E402
-from tb_iotrace.recordid import lookup8, record_id  # noqa: E402
+from tb_iotrace._ffi import native
+from tb_iotrace.recordid import lookup8, record_id
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "darshan_record_ids.tsv"
 
@@ -60,7 +55,7 @@ def test_every_name_of_pydarshans_logs():
     assert n > 2000
 
 
-def test_capture_stores_darshan_ids(shim, tmp_path):  # noqa: F811
+def test_capture_stores_darshan_ids(shim, tmp_path):
     """The shim's record_id and POSIX_RENAMED_FROM are Darshan's id of the path."""
     shim.set_filters(include=[str(tmp_path)], exclude=["/"])
     src, dst = tmp_path / "a.bin", tmp_path / "b.bin"

@@ -16,14 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-
-from capture_util import compile_so  # noqa: E402
-
-from tb_iotrace.export.darshan_log import DXT_READS, DXT_WRITES  # noqa: E402
-from tb_iotrace.recordid import record_id  # noqa: E402
-from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT  # noqa: E402
-from tb_iotrace.runrecord import read_record  # noqa: E402
+from tb_iotrace.export.darshan_log import DXT_READS, DXT_WRITES
+from tb_iotrace.recordid import record_id
+from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
+from tb_iotrace.runrecord import read_record
 
 darshan = pytest.importorskip("darshan")
 
@@ -71,9 +67,9 @@ def read_log(path: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory) -> Path:
+def run_dir(tmp_path_factory, libio_path) -> Path:
     root = tmp_path_factory.mktemp("dlog")
-    libio = compile_so("libio.c", root / "libio.so")
+    libio = libio_path
     data = root / "data"
     data.mkdir()
     env = dict(os.environ, TBIO_EXCLUDE="/", TBIO_INCLUDE=str(data))
