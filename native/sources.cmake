@@ -5,6 +5,7 @@ set(TBIO_SOURCES
   native/counters.c
   native/sys.c
   native/registry.c
+  native/recordid.c
   native/session.c
   native/patch.c
   native/wrappers.c

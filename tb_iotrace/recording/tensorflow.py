@@ -30,7 +30,7 @@ log = logging.getLogger("tb_iotrace")
 
 # TensorFlow merges planes of this name into /host:CPU when it post-processes
 # a capture (MergeHostPlanesAndSortLines), which puts the I/O lines where both
-# of xprof's trace viewers draw them (see tb_iotrace.xplane.iowriter).
+# of xprof's trace viewers draw them (see tb_iotrace.xplane.encode).
 PLANE_NAME = "/host:python-tracer"
 ENV_LIBRARY_PATH = "TF_PLUGGABLE_DEVICE_LIBRARY_PATH"
 
