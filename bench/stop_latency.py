@@ -13,7 +13,7 @@ What is timed
 profiler's XSpace (with tb_iotrace: the pluggable profiler's stop and collect
 callbacks, i.e. copying the native trace out into NumPy columns
 (``recorder.Capture._fill``) and encoding it as an XPlane
-(``tfhook._serialize`` -> ``Capture.to_iotrace`` + ``xplane.io_space_bytes``)),
+(``profwindow.serialize`` -> ``Capture.to_iotrace`` + ``xplane.io_space_bytes``)),
 merges the planes, and writes ``<logdir>/plugins/profile/<run>/<host>.xplane.pb``.
 
 Each trial is a fresh interpreter (``--child``), two sides alternated
@@ -126,7 +126,7 @@ def _install_timers(times: dict[str, float]) -> None:
 
     recorder.Capture._fill = timed("fill", recorder.Capture._fill)            # type: ignore[method-assign]
     recorder.Capture.to_iotrace = timed("to_iotrace", recorder.Capture.to_iotrace)  # type: ignore[method-assign]
-    # tfhook._serialize does `from .xplane import io_space_bytes` at each call
+    # profwindow.serialize does `from .xplane import io_space_bytes` at each call
     xplane.io_space_bytes = timed("io_space_bytes", xplane.io_space_bytes)
 
 
