@@ -8,6 +8,7 @@ set(TBIO_SOURCES
   native/wrappers.c
   native/api.c
   native/tfprof.c
+  native/pjrt.c
   native/encode.c
   native/xdecode.c
 )

@@ -102,12 +102,13 @@ def set_trace_cap(max_events: int) -> None:
 def enable() -> None:
     """Patch every loaded library (and those loaded later); idempotent.
 
-    Also registers the shim with TensorFlow as a pluggable profiler (now, or
-    when TensorFlow is imported), so every TensorFlow profile carries I/O.
+    Also registers the shim with TensorFlow as a pluggable profiler and with
+    JAX as a PJRT profiler plugin (now, or when they are imported), so every
+    TensorFlow and JAX profile carries I/O.
 
     Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes)
-    and TBIO_TRACE_CAP are applied on the first call; TBIO_TENSORFLOW=0 skips
-    the TensorFlow registration."""
+    and TBIO_TRACE_CAP are applied on the first call; TBIO_TENSORFLOW=0 and
+    TBIO_JAX=0 skip the TensorFlow and JAX registrations."""
     with _lock:
         ffi, lib = native()
         _check_layout()
@@ -125,6 +126,10 @@ def enable() -> None:
             from . import tfhook
 
             tfhook.attach()
+        if os.environ.get("TBIO_JAX", "1") != "0":
+            from . import jaxhook
+
+            jaxhook.attach()
 
 
 def disable() -> None:
