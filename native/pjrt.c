@@ -13,7 +13,7 @@
  * every struct starts with struct_size; jaxlib leaves the args' struct_size
  * unset, so none is checked here.  jaxlib compares the
  * table's struct_size with its own exactly and crashes the capture on a
- * mismatch, so Python picks the size per jaxlib version (tb_iotrace/jaxhook.py)
+ * mismatch, so Python picks the size per jaxlib version (tb_iotrace/recording/jax.py)
  * and tbio_jax_api() refuses any size this file does not implement.
  *
  * As in tfprof.c, the work is done by Python callbacks (cffi extern
@@ -116,7 +116,7 @@ struct jax_profiler {
     size_t len;
 };
 
-/* Python side (tb_iotrace/jaxhook.py); weak so the C-only build links. */
+/* Python side (tb_iotrace/recording/jax.py); weak so the C-only build links. */
 __attribute__((weak, visibility("hidden"))) int tbio_py_jax_start(void);
 __attribute__((weak, visibility("hidden"))) int tbio_py_jax_stop(void);
 __attribute__((weak, visibility("hidden"))) int64_t tbio_py_jax_collect(uint8_t *buffer, size_t size);

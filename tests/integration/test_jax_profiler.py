@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace import jaxhook
+from tb_iotrace.recording import jax as jaxhook
 from tb_iotrace.attribution import attribute, op_kind
 from tb_iotrace.xplane import columns, find_plane, load_xspace, profile_start_ns, read_io_data
 

@@ -24,16 +24,16 @@ os.makedirs(work, exist_ok=True)
 import tb_iotrace  # noqa: E402
 
 if mode == "unknown":
-    from tb_iotrace import jaxhook
+    from tb_iotrace.recording import jax as jaxhook
 
     jaxhook.TABLE_SIZES = ()
 if mode == "failing":
-    from tb_iotrace import profwindow
+    from tb_iotrace.recording import window
 
     def broken(cap):
         raise RuntimeError("simulated serialization failure")
 
-    profwindow.serialize = broken
+    window.serialize = broken
 if mode not in ("context", "disabled"):
     tb_iotrace.enable()   # before jax: registration happens at import
 

@@ -13,6 +13,8 @@ import logging
 import threading
 from typing import Any
 
+from .session import Capture, begin_session, end_session
+
 log = logging.getLogger("tb_iotrace")
 
 # Both frameworks' post-processing (MergeHostPlanesAndSortLines) merges planes of
@@ -40,8 +42,6 @@ class ProfileWindow:
 
     def start(self) -> int:
         try:
-            from .recorder import begin_session
-
             with self.lock:
                 self.pending, self.payload = None, None
                 self.session = begin_session()
@@ -52,8 +52,6 @@ class ProfileWindow:
 
     def stop(self) -> int:
         try:
-            from .recorder import Capture, end_session
-
             with self.lock:
                 if self.session is None:
                     return 0
@@ -89,8 +87,8 @@ class ProfileWindow:
             return -1
 
 
-def serialize(cap: Any) -> bytes | bytearray:
-    from .xplane import io_space_bytes
+def serialize(cap: Capture) -> bytes | bytearray:
+    from ..xplane import io_space_bytes  # here, not at the top: enable() stays light
 
     # absolute CLOCK_REALTIME ns: the framework normalizes every plane to the profile start after merging
     return io_space_bytes(cap.to_iotrace(), PLANE_NAME, start_ns=0)

@@ -7,7 +7,7 @@ named "pjrt_c_api" whose extension chain holds a profiler table; the native
 module provides one (native/pjrt.c), so every JAX profiler session in this
 process — ``jax.profiler.start_trace/stop_trace``, ``trace()``, remote captures
 through ``jax.profiler.start_server``, Keras 3 on JAX — calls back here and
-gets the window's I/O plane, exactly as TensorFlow's do (``profwindow``).
+gets the window's I/O plane, exactly as TensorFlow's do (:mod:`.window`).
 
 jaxlib checks the table's size exactly and a mismatch crashes the capture, so
 registration happens only for jaxlib versions whose expected size is known
@@ -20,9 +20,9 @@ import re
 import threading
 from typing import Any
 
-from ._ffi import native
+from .._ffi import native
 from .importhook import call_after_import
-from .profwindow import ProfileWindow
+from .window import ProfileWindow
 
 __all__ = ["STATE", "TABLE_SIZES", "attach", "jaxlib_version", "registered", "table_size_for"]
 

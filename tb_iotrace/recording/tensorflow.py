@@ -9,7 +9,7 @@ and remote captures through the profiler server — calls back here:
   user ``capture()`` running at the same time);
 - stop: end it and keep the result;
 - collect: serialize the I/O as an XSpace whose one plane TensorFlow merges
-  into its host plane (``tb_iotrace.profwindow``).
+  into its host plane (:mod:`.window`).
 """
 from __future__ import annotations
 
@@ -17,12 +17,11 @@ import os
 import threading
 from typing import Any
 
-from ._ffi import native
+from .._ffi import native
 from .importhook import call_after_import
-from .profwindow import PLANE_NAME, ProfileWindow
+from .window import PLANE_NAME, ProfileWindow
 
-
-__all__ = ["PLANE_NAME", "STATE", "attach", "library_path"]
+__all__ = ["ENV_LIBRARY_PATH", "PLANE_NAME", "STATE", "attach", "library_path"]
 ENV_LIBRARY_PATH = "TF_PLUGGABLE_DEVICE_LIBRARY_PATH"
 
 STATE = ProfileWindow("TensorFlow")
@@ -30,7 +29,7 @@ STATE = ProfileWindow("TensorFlow")
 
 def library_path() -> str:
     ffi, lib = native()
-    from . import _native  # type: ignore[attr-defined]
+    from .. import _native  # type: ignore[attr-defined]
 
     return os.path.abspath(_native.__file__)
 
