@@ -207,9 +207,9 @@ def test_sigterm_while_a_session_lock_is_held_still_writes_the_record(tmp_path, 
     script = tmp_path / "locked.py"
     script.write_text(textwrap.dedent(f'''
         import os, signal, time
-        from tb_iotrace import recorder
+        from tb_iotrace.recording import session
         fd = os.open({str(data)!r}, os.O_CREAT | os.O_WRONLY, 0o644); os.write(fd, b"L" * 4242); os.close(fd)
-        with recorder._lock:               # held by begin_session/end_session by design
+        with session._lock:                # held by begin_session/end_session by design
             signal.raise_signal(signal.SIGTERM)   # the Python handler runs before this returns
             print("handled", flush=True)
         print("released", flush=True)

@@ -20,7 +20,8 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from tb_iotrace.plugin import IoTracePlugin
-from tb_iotrace.plugin import logdir as logdir_mod
+from tb_iotrace import logdir as logdir_mod
+from tb_iotrace.plugin import cache as cache_mod
 from tb_iotrace.plugin.plugin import static_file
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
 
@@ -139,7 +140,7 @@ def test_is_active_cheap_and_cached(tmp_path, monkeypatch):
     t = time.perf_counter()
     assert plugin.is_active() is False
     assert time.perf_counter() - t < 2.0
-    assert calls[0]["max_dirs"] == logdir_mod.ACTIVE_MAX_DIRS
+    assert calls[0]["max_dirs"] == cache_mod.ACTIVE_MAX_DIRS
     plugin.is_active()
     plugin.is_active()
     assert len(calls) == 1  # cached
@@ -446,12 +447,13 @@ def test_steps_with_and_without_markers(client):
 
 
 def test_steps_fallback_windows(gpu_capture, tmp_path):
-    from tb_iotrace.plugin import queries
+    from tb_iotrace.plugin.impl import timeline, timeseries
+    from tb_iotrace.plugin.view import make_view
     from tb_iotrace.plugin.model import load_capture
     src = make_logdir(tmp_path, gpu_capture, n_events=1000)
     cap = load_capture(str(src), "h")
     cap.steps = []
-    s = queries.steps_impl(queries.make_view("r", [("h", cap)]), windows=10)
+    s = timeseries.steps_impl(make_view("r", [("h", cap)]), windows=10)
     assert not s["has_steps"] and "No step markers" in s["message"]
     assert len(s["steps"]) == 10 and sum(x["calls"] for x in s["steps"]) == 1000
 
@@ -480,7 +482,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
     when several requests ask at the same time; a failing child gives a message, not a 500."""
     import threading
 
-    from tb_iotrace.plugin import findings_worker, queries
+    from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
     real = findings_worker.run_child
@@ -492,7 +494,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         return out
 
     monkeypatch.setattr(findings_worker, "run_child", counting)
-    monkeypatch.setattr(queries, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", {})
     _, get = make_client(tmp_path)
     got = []
     threads = [threading.Thread(target=lambda: got.append(get("/findings", run="r", host="h"))) for _ in range(3)]
@@ -502,7 +504,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         t.join()
     assert [c for c, _ in got] == [200, 200, 200] and pids == [str(path)]
     assert got[0][1] == got[1][1] == got[2][1] and got[0][1]["findings"]
-    monkeypatch.setattr(queries, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", {})
     failures = []
 
     def failing(p, timeout_s):
@@ -513,16 +515,16 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
     for _ in range(2):  # the failure is cached: no second child for the same capture
         code, f = get("/findings", run="r", host="h")
         assert code == 200 and f["findings"] == [] and "boom" in f["message"]
-    assert failures == [str(path)] and queries._findings_locks == {}
+    assert failures == [str(path)] and findings_runner._findings_locks == {}
 
 
 def test_findings_above_the_size_limit_point_to_the_cli(gpu_capture, tmp_path, monkeypatch):
     """A capture above FINDINGS_MAX_BYTES starts no child: the message names the CLI command."""
-    from tb_iotrace.plugin import findings_worker, queries
+    from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
-    monkeypatch.setattr(queries, "_findings_cache", {})
-    monkeypatch.setattr(queries, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
     monkeypatch.setattr(findings_worker, "run_child", lambda p, t: pytest.fail("a child was started"))
     _, get = make_client(tmp_path)
     code, f = get("/findings", run="r", host="h")
@@ -660,7 +662,8 @@ def _tf_read(get, run, host, cap, io_lanes, data):
 MEM_SCRIPT = textwrap.dedent("""
     import json, os, sys, tracemalloc
     from tb_iotrace.plugin.model import load_capture
-    from tb_iotrace.plugin import queries
+    from tb_iotrace.plugin.impl import timeline, timeseries
+    from tb_iotrace.plugin.view import make_view
     def rss():
         with open("/proc/self/status") as f:
             d = dict(l.split(":", 1) for l in f if ":" in l)
@@ -669,9 +672,9 @@ MEM_SCRIPT = textwrap.dedent("""
     base, _ = rss()
     tracemalloc.start()
     cap = load_capture(path, "h")
-    view = queries.make_view("r", [("h", cap)])
-    queries.timeline_impl(view, None, None, 1500)
-    queries.bandwidth_impl(view, None, None, 500)
+    view = make_view("r", [("h", cap)])
+    timeline.timeline_impl(view, None, None, 1500)
+    timeseries.bandwidth_impl(view, None, None, 500)
     cur, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     now, hwm = rss()

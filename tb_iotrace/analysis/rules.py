@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core import Context
+from .context import Context, fs_table
+from .intervals import in_flight, merge, overlap
 
 TITLES = {
     "input-bound": "Steps wait for input",
@@ -79,9 +80,8 @@ def _wait_stats(ctx: Context, steps: list[dict[str, Any]]) -> tuple[int, int, in
     ws, we = ctx.wait_iv
     if not len(ws):
         return 0, 0, 0, 0, "none"
-    from .core import _merge, _overlap
     io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
-    io = _overlap(ctx.wait_iv, _merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows]))
+    io = overlap(ctx.wait_iv, merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows]))
     return int(we[-1] - ws[0]), int((we - ws).sum()), io, len(ws), "input waits (no step markers)"
 
 
@@ -263,30 +263,6 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
                     ops=_stages_of(ctx, rows))
 
 
-def reads_in_flight(starts: np.ndarray, ends: np.ndarray,
-                    windows: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """How many of the calls [starts, ends] are in flight at once inside ``windows`` (sorted
-    disjoint intervals): (count, time inside the windows) for each stretch of constant count.
-    A call ending when another starts does not overlap it."""
-    if not len(starts) or not len(windows[0]):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    t = np.concatenate([starts, ends])
-    step = np.concatenate([np.ones(len(starts), np.int64), -np.ones(len(ends), np.int64)])
-    order = np.lexsort((step, t))              # at equal times, ends (-1) before starts
-    t, count = t[order], np.cumsum(step[order])
-    ws, we = windows
-    cum = np.concatenate([[0], np.cumsum(we - ws)])
-
-    def inside(x: np.ndarray) -> np.ndarray:   # window time before x
-        i = np.searchsorted(ws, x, side="right") - 1
-        ok = i >= 0
-        j = np.where(ok, i, 0)
-        return np.where(ok, cum[j] + np.minimum(x - ws[j], we[j] - ws[j]), 0)
-
-    w = inside(t[1:]) - inside(t[:-1])
-    return count[:-1], w
-
-
 def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     """Steps wait, reads cover the wait, and the reads ran one at a time while steps waited:
     judged by how many were in flight at once, not by thread (a reader that hops threads, e.g.
@@ -300,7 +276,7 @@ def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     rows = ctx.read_rows
     if len(rows) < th.serial_min_reads or share < th.serial_wait_share or io_share < th.serial_io_share_of_wait:
         return None
-    n, w = reads_in_flight(ctx.s_ps[rows], ctx.e_ps[rows], ctx.wait_iv)
+    n, w = in_flight(ctx.s_ps[rows], ctx.e_ps[rows], ctx.wait_iv)
     busy = int(w[n >= 1].sum())                 # a read in flight while steps waited
     overlapped = int(w[n >= 2].sum())           # two or more at once
     if busy == 0 or overlapped > th.serial_overlap_share * busy:
@@ -401,8 +377,7 @@ def small_writes(ctx: Context, steps) -> dict[str, Any] | None:
 
 def slow_filesystem(ctx: Context, steps, fs_table: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     th = ctx.th
-    from .core import _fs_table
-    fs = fs_table if fs_table is not None else _fs_table(ctx)
+    fs = fs_table if fs_table is not None else fs_table(ctx)
     bw = [g for g in fs if g["large_reads"] >= th.slow_fs_min_reads and g["large_read_bandwidth"]]
     lat = [g for g in fs if g["meta_calls"] >= th.slow_fs_min_meta and g["meta_latency_median_s"] is not None]
     reasons, slow = [], None
