@@ -4,7 +4,8 @@ set(TBIO_SOURCES
   native/sys.c
   native/registry.c
   native/session.c
-  native/patch.c
+  native/got.c
+  native/dlsearch.c
   native/wrappers.c
   native/api.c
   native/tfprof.c
