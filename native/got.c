@@ -30,20 +30,33 @@
 #error "tb_iotrace patches ELF relocations on x86_64 and aarch64 only"
 #endif
 
+/* A relocation slot the walker rewrote: restored by tbio_unpatch_all while
+ * it still holds the wrapper. */
 typedef struct slot {
-    uintptr_t addr, orig, wrapper, obj;
+    uintptr_t addr, orig, wrapper;
 } slot;
 
+/* A loaded object the walker has met.  (base, phdr, name) names it; `done`:
+ * every slot it imports a hooked symbol through held the wrapper (or a
+ * function that is not ours to replace) at the last walk.  An object not
+ * done is walked again every time (mapped but not yet relocated by another
+ * thread's dlopen, or its RELRO not yet applied); a done one only has its
+ * slots checked (a lazy-binding fixup may have written the real function
+ * over the wrapper, or another library now sits at the same address). */
 typedef struct object {
     uintptr_t base;
     const void *phdr;
+    char *name;
+    slot *slots;
+    size_t nslots, capslots;
+    int done;
+    uint64_t seen;      /* the walk that last met it */
 } object;
 
 static pthread_mutex_t g_patch_mu = PTHREAD_MUTEX_INITIALIZER;
-static slot *g_slots;
-static size_t g_nslots, g_capslots;
 static object *g_objs;
 static size_t g_nobjs, g_capobjs;
+static uint64_t g_walk;
 static uintptr_t g_real[TBIO_OP_COUNT];
 
 /* ---- name -> hook index, open addressing ---- */
@@ -154,60 +167,126 @@ static int page_prot(uintptr_t addr) {
     return -1;
 }
 
-static int write_slot(uintptr_t addr, uintptr_t value) {
-    int prot = page_prot(addr);
-    if (prot < 0 || (prot & PROT_EXEC) || !(prot & PROT_READ)) return -1;
-    if (prot & PROT_WRITE) {
-        __atomic_store_n((uintptr_t *)addr, value, __ATOMIC_RELEASE);
-        return 0;
-    }
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t page = addr & ~(pg - 1);
-    if (mprotect((void *)page, pg, PROT_READ | PROT_WRITE) != 0) return -1;
-    __atomic_store_n((uintptr_t *)addr, value, __ATOMIC_RELEASE);
-    mprotect((void *)page, pg, prot);
-    return 0;
-}
+/* ---- writing a slot ---- */
+enum { WR_DONE, WR_LATER, WR_NEVER };
 
-/* ---- per-object relocation walk ---- */
 typedef struct walk {
-    int restore;       /* 0 patch, 1 collect loaded objects for restore */
+    int restore;                    /* 0 patch, 1 put every recorded slot back */
     uintptr_t self, ldso, vdso;
-    object *loaded;
-    size_t nloaded, caploaded;
+    int maps_fresh;                 /* maps reloaded during this walk already */
     int err;
 } walk;
 
-static int push_slot(slot s) {
-    if (g_nslots == g_capslots) {
-        size_t nc = g_capslots ? g_capslots * 2 : 256;
-        slot *ns = realloc(g_slots, nc * sizeof *ns);
+typedef struct objinfo {            /* what patch_rela needs of the object being walked */
+    const struct dl_phdr_info *info;
+    uintptr_t relro_lo, relro_hi;   /* the pages the loader makes read-only after relocating */
+    object *o;
+    size_t pending;                 /* candidate slots to try again at the next walk */
+} objinfo;
+
+static uintptr_t page_size(void) {
+    static uintptr_t pg;
+    if (!pg) pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    return pg;
+}
+
+/* WR_LATER: not now (the page is not in the maps snapshot, or it is a RELRO
+ * page the loader has not yet made read-only: it is relocating the object on
+ * another thread and will mprotect the page under a direct store).
+ * WR_NEVER: an executable or unreadable page (no W+X, ever). */
+static int write_slot(walk *w, const objinfo *oi, uintptr_t addr, uintptr_t value) {
+    int prot = page_prot(addr);
+    if (prot < 0 && !w->maps_fresh) {   /* mapped after the snapshot */
+        maps_load();
+        w->maps_fresh = 1;
+        prot = page_prot(addr);
+    }
+    if (prot < 0) return WR_LATER;
+    if ((prot & PROT_EXEC) || !(prot & PROT_READ)) return WR_NEVER;
+    if (prot & PROT_WRITE) {
+        if (oi && addr >= oi->relro_lo && addr < oi->relro_hi) return WR_LATER;
+        __atomic_store_n((uintptr_t *)addr, value, __ATOMIC_RELEASE);
+        return WR_DONE;
+    }
+    uintptr_t pg = page_size();
+    uintptr_t page = addr & ~(pg - 1);
+    if (mprotect((void *)page, pg, PROT_READ | PROT_WRITE) != 0) return WR_NEVER;
+    __atomic_store_n((uintptr_t *)addr, value, __ATOMIC_RELEASE);
+    mprotect((void *)page, pg, prot);
+    return WR_DONE;
+}
+
+/* ---- the objects and their slots ---- */
+static int record_slot(object *o, slot s) {
+    for (size_t i = 0; i < o->nslots; i++) {
+        if (o->slots[i].addr == s.addr) {   /* patched again: keep the first original */
+            o->slots[i].wrapper = s.wrapper;
+            return 0;
+        }
+    }
+    if (o->nslots == o->capslots) {
+        size_t nc = o->capslots ? o->capslots * 2 : 16;
+        slot *ns = realloc(o->slots, nc * sizeof *ns);
         if (!ns) return -1;
-        g_slots = ns;
-        g_capslots = nc;
+        o->slots = ns;
+        o->capslots = nc;
     }
-    g_slots[g_nslots++] = s;
+    o->slots[o->nslots++] = s;
     return 0;
 }
 
-static int push_obj(object **arr, size_t *n, size_t *cap, object o) {
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        object *na = realloc(*arr, nc * sizeof *na);
-        if (!na) return -1;
-        *arr = na;
-        *cap = nc;
+static const char *obj_name(const struct dl_phdr_info *info) {
+    return info->dlpi_name ? info->dlpi_name : "";
+}
+
+static object *find_obj(const struct dl_phdr_info *info) {
+    const char *name = obj_name(info);
+    for (size_t i = 0; i < g_nobjs; i++) {
+        object *o = &g_objs[i];
+        if (o->base == info->dlpi_addr && o->phdr == info->dlpi_phdr && strcmp(o->name, name) == 0) return o;
     }
-    (*arr)[(*n)++] = o;
-    return 0;
+    return NULL;
 }
 
-static int known_obj(uintptr_t base, const void *phdr) {
-    for (size_t i = 0; i < g_nobjs; i++)
-        if (g_objs[i].base == base && g_objs[i].phdr == phdr) return 1;
-    return 0;
+static object *add_obj(const struct dl_phdr_info *info) {
+    if (g_nobjs == g_capobjs) {
+        size_t nc = g_capobjs ? g_capobjs * 2 : 64;
+        object *na = realloc(g_objs, nc * sizeof *na);
+        if (!na) return NULL;
+        g_objs = na;
+        g_capobjs = nc;
+    }
+    char *name = strdup(obj_name(info));
+    if (!name) return NULL;
+    object *o = &g_objs[g_nobjs++];
+    memset(o, 0, sizeof *o);
+    o->base = info->dlpi_addr;
+    o->phdr = info->dlpi_phdr;
+    o->name = name;
+    return o;
 }
 
+static void drop_obj(size_t i) {
+    free(g_objs[i].name);
+    free(g_objs[i].slots);
+    g_objs[i] = g_objs[--g_nobjs];
+}
+
+/* Forget objects the last walk did not meet (unloaded), with their slots. */
+static void prune(void) {
+    for (size_t i = 0; i < g_nobjs;) {
+        if (g_objs[i].seen != g_walk) drop_obj(i);
+        else i++;
+    }
+}
+
+static int slots_hold_wrappers(const object *o) {
+    for (size_t i = 0; i < o->nslots; i++)
+        if (__atomic_load_n((uintptr_t *)o->slots[i].addr, __ATOMIC_ACQUIRE) != o->slots[i].wrapper) return 0;
+    return 1;
+}
+
+/* ---- per-object relocation walk ---- */
 static int in_object(const struct dl_phdr_info *info, uintptr_t a) {
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -218,8 +297,9 @@ static int in_object(const struct dl_phdr_info *info, uintptr_t a) {
     return 0;
 }
 
-static void patch_rela(const struct dl_phdr_info *info, const ElfW(Rela) *rel, size_t n,
-                       const ElfW(Sym) *symtab, const char *strtab, size_t strsz) {
+static void patch_rela(walk *w, objinfo *oi, const ElfW(Rela) *rel, size_t n, const ElfW(Sym) *symtab,
+                       const char *strtab, size_t strsz) {
+    const struct dl_phdr_info *info = oi->info;
     for (size_t i = 0; i < n; i++) {
         uint32_t type = (uint32_t)ELF64_R_TYPE(rel[i].r_info);
         size_t sym = ELF64_R_SYM(rel[i].r_info);
@@ -231,19 +311,39 @@ static void patch_rela(const struct dl_phdr_info *info, const ElfW(Rela) *rel, s
         if (type == R_ABS && rel[i].r_addend != 0) continue;
         uintptr_t addr = info->dlpi_addr + rel[i].r_offset;
         uintptr_t cur = __atomic_load_n((uintptr_t *)addr, __ATOMIC_ACQUIRE);
-        uintptr_t w = (uintptr_t)tbio_hooks[h].wrapper;
-        if (cur == w) continue;
-        int ok = cur == g_real[h] || (type == R_SLOT && in_object(info, cur));
-        if (!ok) continue;
-        if (write_slot(addr, w) == 0) push_slot((slot){addr, cur, w, info->dlpi_addr});
+        uintptr_t wr = (uintptr_t)tbio_hooks[h].wrapper;
+        if (cur == wr) continue;
+        /* relocated to libc's function, or a lazy slot still on its PLT stub */
+        int ours = cur == g_real[h] || (type == R_SLOT && in_object(info, cur));
+        if (!ours) {
+            /* not yet relocated (a loader on another thread is at work):
+             * zero, or a lazy slot's stub address not yet moved by the base */
+            if (cur == 0 || (info->dlpi_addr && in_object(info, cur + info->dlpi_addr))) oi->pending++;
+            continue;   /* else someone else's function (an interposer): not ours */
+        }
+        int r = write_slot(w, oi, addr, wr);
+        if (r == WR_DONE) {
+            if (record_slot(oi->o, (slot){addr, cur, wr}) != 0) w->err = 1;
+        } else if (r == WR_LATER) {
+            oi->pending++;
+        }
     }
 }
 
-static void patch_object(const struct dl_phdr_info *info) {
+static void patch_object(walk *w, objinfo *oi) {
+    const struct dl_phdr_info *info = oi->info;
     const ElfW(Dyn) *dyn = NULL;
-    for (int i = 0; i < info->dlpi_phnum; i++)
-        if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    uintptr_t pg = page_size();
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_DYNAMIC) dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+        if (ph->p_type == PT_GNU_RELRO) {
+            /* what glibc's _dl_protect_relro makes read-only: whole pages only */
+            uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+            oi->relro_lo = start & ~(pg - 1);
+            oi->relro_hi = (start + ph->p_memsz) & ~(pg - 1);
+        }
+    }
     if (!dyn) return;
     uintptr_t base = info->dlpi_addr;
     const ElfW(Sym) *symtab = NULL;
@@ -265,8 +365,8 @@ static void patch_object(const struct dl_phdr_info *info) {
         }
     }
     if (!symtab || !strtab) return;
-    if (rela) patch_rela(info, rela, relasz / sizeof *rela, symtab, strtab, strsz);
-    if (jmprel && pltrel == DT_RELA) patch_rela(info, jmprel, pltrelsz / sizeof *jmprel, symtab, strtab, strsz);
+    if (rela) patch_rela(w, oi, rela, relasz / sizeof *rela, symtab, strtab, strsz);
+    if (jmprel && pltrel == DT_RELA) patch_rela(w, oi, jmprel, pltrelsz / sizeof *jmprel, symtab, strtab, strsz);
 }
 
 static int skip_object(const struct dl_phdr_info *info, const walk *w) {
@@ -277,60 +377,52 @@ static int skip_object(const struct dl_phdr_info *info, const walk *w) {
     return 0;
 }
 
+/* Runs under glibc's dl_load_write_lock: an object met here cannot be
+ * unmapped until the callback returns, so its slots may be read and written. */
 static int walk_cb(struct dl_phdr_info *info, size_t size, void *data) {
     (void)size;
     walk *w = data;
+    if (skip_object(info, w)) return 0;
+    object *o = find_obj(info);
     if (w->restore) {
-        if (push_obj(&w->loaded, &w->nloaded, &w->caploaded,
-                     (object){info->dlpi_addr, info->dlpi_phdr}) != 0) w->err = 1;
+        if (!o) return 0;
+        for (size_t i = 0; i < o->nslots; i++) {
+            const slot *s = &o->slots[i];
+            if (__atomic_load_n((uintptr_t *)s->addr, __ATOMIC_ACQUIRE) == s->wrapper)
+                write_slot(w, NULL, s->addr, s->orig);
+        }
         return 0;
     }
-    if (skip_object(info, w) || known_obj(info->dlpi_addr, info->dlpi_phdr)) return 0;
-    patch_object(info);
-    if (push_obj(&g_objs, &g_nobjs, &g_capobjs, (object){info->dlpi_addr, info->dlpi_phdr}) != 0)
+    if (!o && !(o = add_obj(info))) {
         w->err = 1;
+        return 0;
+    }
+    o->seen = g_walk;
+    if (o->done && slots_hold_wrappers(o)) return 0;
+    objinfo oi = {info, 0, 0, o, 0};
+    patch_object(w, &oi);
+    o->done = oi.pending == 0;
     return 0;
 }
 
-static void walk_init(walk *w) {
+static void walk_init(walk *w, int restore) {
     memset(w, 0, sizeof *w);
+    w->restore = restore;
     Dl_info di;
     if (dladdr((void *)&tbio_patch_all, &di)) w->self = (uintptr_t)di.dli_fbase;
     w->ldso = (uintptr_t)getauxval(AT_BASE);
     w->vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 }
 
-/* Drop objects (and their slots) that are no longer loaded. */
-static void prune(walk *w) {
-    size_t k = 0;
-    for (size_t i = 0; i < g_nobjs; i++) {
-        int live = 0;
-        for (size_t j = 0; j < w->nloaded && !live; j++)
-            live = w->loaded[j].base == g_objs[i].base && w->loaded[j].phdr == g_objs[i].phdr;
-        if (live) g_objs[k++] = g_objs[i];
-        else {
-            size_t m = 0;
-            for (size_t s = 0; s < g_nslots; s++)
-                if (g_slots[s].obj != g_objs[i].base) g_slots[m++] = g_slots[s];
-            g_nslots = m;
-        }
-    }
-    g_nobjs = k;
-}
-
 int tbio_patch_all(void) {
     walk w;
-    walk_init(&w);
+    walk_init(&w, 0);
     pthread_mutex_lock(&g_patch_mu);
-    /* forget unloaded objects first so a new object at the same address is patched */
-    w.restore = 1;
-    dl_iterate_phdr(walk_cb, &w);
-    prune(&w);
-    w.restore = 0;
+    g_walk++;
     maps_load();
     dl_iterate_phdr(walk_cb, &w);
+    prune();   /* objects not met are gone (a new object at the same address is met as new) */
     pthread_mutex_unlock(&g_patch_mu);
-    free(w.loaded);
     if (w.err) {
         tbio_set_error("out of memory while patching");
         return -1;
@@ -340,26 +432,19 @@ int tbio_patch_all(void) {
 
 int tbio_unpatch_all(void) {
     walk w;
-    walk_init(&w);
-    w.restore = 1;
+    walk_init(&w, 1);
     pthread_mutex_lock(&g_patch_mu);
-    dl_iterate_phdr(walk_cb, &w);
-    prune(&w);
     maps_load();
-    for (size_t i = 0; i < g_nslots; i++) {
-        uintptr_t cur = __atomic_load_n((uintptr_t *)g_slots[i].addr, __ATOMIC_ACQUIRE);
-        if (cur == g_slots[i].wrapper) write_slot(g_slots[i].addr, g_slots[i].orig);
-    }
-    g_nslots = 0;
-    g_nobjs = 0;
+    dl_iterate_phdr(walk_cb, &w);   /* objects unloaded meanwhile are not touched */
+    while (g_nobjs) drop_obj(g_nobjs - 1);
     pthread_mutex_unlock(&g_patch_mu);
-    free(w.loaded);
     return 0;
 }
 
 uint64_t tbio_patch_count(void) {
     pthread_mutex_lock(&g_patch_mu);
-    uint64_t n = g_nslots;
+    uint64_t n = 0;
+    for (size_t i = 0; i < g_nobjs; i++) n += g_objs[i].nslots;
     pthread_mutex_unlock(&g_patch_mu);
     return n;
 }
@@ -373,11 +458,16 @@ uint64_t tbio_patched_objects(void) {
 
 int tbio_patch_get(uint64_t i, uintptr_t *slot_addr, uintptr_t *original, uintptr_t *wrapper) {
     pthread_mutex_lock(&g_patch_mu);
-    int ok = i < g_nslots;
-    if (ok) {
-        *slot_addr = g_slots[i].addr;
-        *original = g_slots[i].orig;
-        *wrapper = g_slots[i].wrapper;
+    int ok = 0;
+    for (size_t k = 0; k < g_nobjs && !ok; k++) {
+        if (i < g_objs[k].nslots) {
+            *slot_addr = g_objs[k].slots[i].addr;
+            *original = g_objs[k].slots[i].orig;
+            *wrapper = g_objs[k].slots[i].wrapper;
+            ok = 1;
+        } else {
+            i -= g_objs[k].nslots;
+        }
     }
     pthread_mutex_unlock(&g_patch_mu);
     return ok ? 0 : -1;
