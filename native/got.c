@@ -71,14 +71,14 @@ static uint32_t name_hash(const char *s) {
 }
 
 static void htab_init(void) {
-    if (g_htab_ready) return;
+    if (__atomic_load_n(&g_htab_ready, __ATOMIC_ACQUIRE)) return;
     for (int i = 0; i < HSZ; i++) g_htab[i] = -1;
     for (int i = 0; i < TBIO_OP_COUNT; i++) {
         uint32_t h = name_hash(tbio_hooks[i].name) & (HSZ - 1);
         while (g_htab[h] >= 0) h = (h + 1) & (HSZ - 1);
         g_htab[h] = (int16_t)i;
     }
-    g_htab_ready = 1;
+    __atomic_store_n(&g_htab_ready, 1, __ATOMIC_RELEASE);
 }
 
 static int hook_index(const char *name) {
@@ -88,6 +88,11 @@ static int hook_index(const char *name) {
         h = (h + 1) & (HSZ - 1);
     }
     return -1;
+}
+
+/* -1 when name is not hooked, or before the first enable() built the table */
+int tbio_hook_index(const char *name) {
+    return __atomic_load_n(&g_htab_ready, __ATOMIC_ACQUIRE) ? hook_index(name) : -1;
 }
 
 uintptr_t tbio_wrapper_address(const char *name) {
