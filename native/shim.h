@@ -80,7 +80,7 @@ typedef struct tbio_file {
     struct tbio_file *next;     /* hash chain */
     uint32_t id;
     int module;
-    uint64_t hash;
+    uint64_t hash;              /* Darshan record id of the path (tbio_record_id) */
     int64_t blksize;            /* file system block size, 0 unknown */
     size_t len;
     char path[];

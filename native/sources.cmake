@@ -1,14 +1,19 @@
-# The one list of C sources, read by CMakeLists.txt and by native/build_ffi.py.
+# The one list of C sources of each module, read by CMakeLists.txt and by
+# native/build_ffi.py (the shim, tb_iotrace._native) and native/build_codec.py
+# (the XPlane codecs, tb_iotrace._codec).
 set(TBIO_SOURCES
   native/counters.c
   native/sys.c
   native/registry.c
+  native/recordid.c
   native/session.c
   native/got.c
   native/dlsearch.c
   native/wrappers.c
   native/api.c
   native/tfprof.c
-  native/encode.c
-  native/xdecode.c
+)
+set(TBIO_CODEC_SOURCES
+  native/codec/encode.c
+  native/codec/xdecode.c
 )

@@ -1,0 +1,219 @@
+"""The plugin's view of a logdir: the scan (:mod:`tb_iotrace.logdir`) cached for a few
+seconds, and a cache of loaded captures.
+
+Loading: a capture is decoded when first asked for and kept (up to ``max_captures``) while
+its size and mtime stay the same. Two moments start it early, on a background thread: when
+TensorBoard lists its plugins (``prefetch_latest``: the newest run, unless
+``TBIO_PLUGIN_PREFETCH=0``), and when the tab's entry module is served (``warm_default``:
+the capture the tab shows first).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import OrderedDict
+from typing import Callable
+
+from .. import logdir
+from ..logdir import RunInfo, is_record_path
+from ..xplane import XPlaneError
+from .model import Capture, load_capture
+from .records import cache_key, load_record, total_size
+
+ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
+ACTIVE_TTL_S = 30.0
+RUNS_TTL_S = 5.0
+PREFETCH_MAX_BYTES = 256 << 20  # newest run only, up to this much xplane in total
+
+
+def file_key(path: str) -> tuple[int, ...]:
+    """What must stay the same for a loaded capture to stay valid: size and mtime of the
+    file (of a record: of its JSON and of its trace)."""
+    if is_record_path(path):
+        return cache_key(path)
+    st = os.stat(path)
+    return st.st_size, st.st_mtime_ns
+
+
+def load_any(path: str, host: str) -> Capture:
+    """A profile capture (``.xplane.pb``) or a whole-run record (``.json``), loaded."""
+    return load_record(path, host) if is_record_path(path) else load_capture(path, host)
+
+
+class LogdirIndex:
+    """Cached view of a logdir's runs and a cache of loaded captures."""
+
+    def __init__(self, logdir: str, max_captures: int = 4,
+                 loader: Callable[[str, str], Capture] | None = None):
+        self.logdir = logdir or ""
+        self._lock = threading.Lock()
+        self._runs: list[RunInfo] = []
+        self._runs_at = -1e9
+        self._truncated = False
+        self._active: bool | None = None
+        self._active_at = -1e9
+        self._captures: OrderedDict[str, tuple[tuple[int, ...], Capture | XPlaneError]] = OrderedDict()
+        self._loading: dict[str, threading.Lock] = {}
+        self.max_captures = max_captures
+        self.loader = loader or load_any
+        self._prefetched = False
+        self._warming = False
+
+    # -- runs
+    def is_active(self) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
+                return self._active
+        found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True)
+        with self._lock:
+            self._active = bool(found)
+            self._active_at = now
+        return bool(found)
+
+    def runs(self, refresh: bool = False) -> list[RunInfo]:
+        now = time.monotonic()
+        with self._lock:
+            # refresh (asked for, or an unknown name looked up) at most once a second
+            if now - self._runs_at < (1.0 if refresh else RUNS_TTL_S):
+                return self._runs
+        runs, truncated = logdir.scan(self.logdir, records=True)
+        with self._lock:
+            self._runs, self._runs_at, self._truncated = runs, now, truncated
+            if runs:
+                self._active, self._active_at = True, now
+        return runs
+
+    @property
+    def truncated(self) -> bool:
+        return self._truncated
+
+    def find(self, run: str, host: str | None = None) -> tuple[RunInfo, str | None]:
+        """The run (and host file) named by a request; KeyError when unknown."""
+        logdir.check_name(run, "run", allow_slash=True)
+        if host is not None:
+            logdir.check_name(host, "host", allow_slash=False)
+        for refresh in (False, True):
+            for r in self.runs(refresh=refresh):
+                if r.run == run:
+                    if host is None:
+                        return r, None
+                    if host in r.hosts:
+                        return r, r.hosts[host]
+                    break
+        raise KeyError(f"no {'host ' + repr(host) + ' in ' if host is not None else ''}run {run!r}")
+
+    # -- prefetch
+    def prefetch_latest(self, max_bytes: int = PREFETCH_MAX_BYTES) -> threading.Thread | None:
+        """Load the newest run's captures on a background thread (once), so the tab opens
+        warm: TensorBoard asks every plugin ``is_active()`` when its page loads, well
+        before anyone clicks the tab. Skipped for captures above ``max_bytes`` in total
+        and when TBIO_PLUGIN_PREFETCH=0."""
+        if os.environ.get("TBIO_PLUGIN_PREFETCH", "1") == "0":
+            return None
+        with self._lock:
+            if self._prefetched:
+                return None
+            self._prefetched = True
+
+        def work():
+            try:
+                runs = self.runs()
+                if not runs:
+                    return
+                newest = max(runs, key=lambda r: (r.mtime, r.run))
+                files = sorted(newest.hosts.items())[:self.max_captures]
+                if sum(total_size(p) if is_record_path(p) else os.path.getsize(p) for _, p in files) > max_bytes:
+                    return
+                for host, path in files:
+                    try:
+                        self.capture(path, host)
+                    except Exception:  # reported when the tab asks for it
+                        pass
+            except Exception:
+                pass
+
+        t = threading.Thread(target=work, name="tb_iotrace-prefetch", daemon=True)
+        t.start()
+        return t
+
+    def default_capture(self) -> tuple[str, str, str] | None:
+        """(run, host, path) the tab shows first: the last run by name, its first host
+        (the frontend's choice when nothing is picked yet)."""
+        runs = self.runs()
+        if not runs or not runs[-1].hosts:
+            return None
+        run = runs[-1]
+        host = sorted(run.hosts)[0]
+        return run.run, host, run.hosts[host]
+
+    def warm_default(self) -> threading.Thread | None:
+        """Start decoding the capture the tab shows first, on a background thread, when
+        the tab's frontend is requested: the browser then spends its module loading and
+        /runs round trip while the server decodes. No-op when it is cached or loading."""
+        with self._lock:
+            if self._warming:
+                return None
+            self._warming = True
+
+        def work():
+            try:
+                got = self.default_capture()
+                if got is not None:
+                    self.capture(got[2], got[1])
+            except Exception:  # reported when the tab asks for it
+                pass
+            finally:
+                with self._lock:
+                    self._warming = False
+
+        t = threading.Thread(target=work, name="tb_iotrace-warm", daemon=True)
+        t.start()
+        return t
+
+    # -- captures
+    def capture(self, path: str, host: str) -> Capture:
+        """The loaded capture for a file found by the scan (cached by size and mtime);
+        raises XPlaneError for unreadable or corrupt files."""
+        root_real = os.path.realpath(self.logdir)
+        if not logdir.inside(root_real, path):
+            raise KeyError("capture is outside the logdir")
+        try:
+            key = file_key(path)
+        except OSError as exc:
+            raise XPlaneError(path, f"cannot read: {exc.strerror or exc}") from None
+        with self._lock:
+            hit = self._captures.get(path)
+            if hit is not None and hit[0] == key:
+                self._captures.move_to_end(path)
+                if isinstance(hit[1], Exception):
+                    raise hit[1]
+                return hit[1]
+            lock = self._loading.setdefault(path, threading.Lock())
+        with lock:
+            with self._lock:
+                hit = self._captures.get(path)
+                if hit is not None and hit[0] == key:
+                    if isinstance(hit[1], Exception):
+                        raise hit[1]
+                    return hit[1]
+                self._captures.pop(path, None)
+            try:
+                value: Capture | XPlaneError = self.loader(path, host)
+            except XPlaneError as exc:
+                value = exc
+            # TypeError/AttributeError: a field of the wrong type in a record's or an I/O
+            # record's JSON; cached like any corrupt file, so it is not decoded again per request
+            except (ValueError, IndexError, KeyError, OverflowError, TypeError, AttributeError) as exc:
+                value = XPlaneError(path, f"cannot decode: {exc}")
+            with self._lock:
+                self._captures[path] = (key, value)
+                while len(self._captures) > self.max_captures:
+                    self._captures.popitem(last=False)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+__all__ = ["LogdirIndex", "file_key", "load_any"]

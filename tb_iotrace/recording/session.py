@@ -1,0 +1,310 @@
+"""Native recording sessions and what one yields (``Capture``: Darshan counters per file and
+the per-call trace, columnar). :mod:`.api` builds ``enable``/``capture`` on top; the
+TensorFlow glue (:mod:`.tensorflow`) uses the sessions directly."""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._ffi import NativeError, last_error, native
+from ..names import MODULES, counter_names, op_names
+
+__all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "begin_session", "check_layout",
+           "end_all_and_disable", "end_session", "forget", "set_filters", "set_trace_cap"]
+
+# The layout of struct tbio_event (native/tbio.h); checked against cffi's
+# offsets at first use.
+EVENT_DTYPE = np.dtype([
+    ("start_ns", "<u8"), ("end_ns", "<u8"), ("offset", "<i8"), ("requested", "<i8"),
+    ("returned", "<i8"), ("file", "<u4"), ("fd", "<i4"), ("err", "<i4"), ("op", "<u2"),
+    ("thread", "<u2"),
+])
+NO_FILE = 0xFFFFFFFF
+_lock = threading.Lock()
+# Native sessions recording now (captures, TensorFlow windows), so disable() can end them.
+_live: set[Any] = set()
+
+
+def begin_session() -> Any:
+    """Start a native recording session (up to 4 record at once, each exact for its window)."""
+    ffi, lib = native()
+    with _lock:
+        sess = lib.tbio_begin()
+        if sess == ffi.NULL:
+            raise NativeError(f"cannot start a capture: {last_error()}")
+        _live.add(sess)
+    return sess
+
+
+def end_session(sess: Any, cap: "Capture") -> None:
+    """Stop ``sess`` and fill ``cap`` with its data (left empty if disable() ended it first)."""
+    ffi, lib = native()
+    with _lock:
+        if sess not in _live:
+            return
+        _live.discard(sess)
+        ended = lib.tbio_end(sess)
+    if ended != ffi.NULL:
+        try:
+            cap._fill(ended)
+        finally:
+            lib.tbio_session_free(ended)
+
+
+def end_all_and_disable() -> None:
+    """End every live session without reading it, then unpatch (one step: no session can
+    begin in between)."""
+    _, lib = native()
+    with _lock:
+        for sess in list(_live):
+            ended = lib.tbio_end(sess)
+            if ended:
+                lib.tbio_session_free(ended)
+        _live.clear()
+        lib.tbio_disable()
+
+
+def forget(sess: Any) -> None:
+    """Drop ``sess`` from the live set without ending it: in a forked child the shim has
+    already dropped the parent's sessions."""
+    with _lock:
+        _live.discard(sess)
+
+
+def _new_lock_in_child() -> None:
+    # A fork while another thread held _lock (inside disable() or a session's
+    # begin/end) would leave the child's copy locked forever: its first
+    # capture() would hang.  The native shim resets its own locks at fork.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+def check_layout() -> None:
+    ffi, _ = native()
+    if ffi.sizeof("tbio_event") != EVENT_DTYPE.itemsize:
+        raise NativeError("tbio_event layout differs from EVENT_DTYPE")
+    for name in EVENT_DTYPE.names or ():
+        if ffi.offsetof("tbio_event", name) != EVENT_DTYPE.fields[name][1]:
+            raise NativeError(f"tbio_event.{name} offset differs from EVENT_DTYPE")
+
+
+def set_filters(include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> None:
+    """Set traced path prefixes.  A path is traced unless it starts with an
+    exclude prefix and no longer include prefix.  Defaults follow Darshan
+    (/etc/ /dev/ /usr/ /bin/ /boot/ /lib/ /lib64/ /opt/ /sbin/ /sys/ /proc/ /var/);
+    ``include=["/dev/shm/"]`` traces tmpfs benchmarks."""
+    ffi, lib = native()
+    inc = "\n".join(include).encode() if include is not None else ffi.NULL
+    exc = "\n".join(exclude).encode() if exclude is not None else ffi.NULL
+    if lib.tbio_set_filters(inc, exc) != 0:
+        raise NativeError("could not set filters: out of memory")
+
+
+def set_trace_cap(max_events: int) -> None:
+    """Trace rows kept per capture (default 1,000,000, about 56 MB); counters stay exact past it."""
+    if max_events < 0:
+        raise ValueError("max_events must be >= 0")
+    native()[1].tbio_set_trace_cap(int(max_events))
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """Darshan counters of one file in one module."""
+
+    path: str                   # os.fsdecode'd (non-UTF-8 bytes kept as surrogates)
+    path_bytes: bytes
+    module: str                 # "POSIX" or "STDIO"
+    record_id: int
+    counters: dict[str, int]
+    fcounters: dict[str, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "module": self.module, "record_id": self.record_id,
+                "counters": dict(self.counters), "fcounters": dict(self.fcounters)}
+
+
+@dataclass(frozen=True)
+class ThreadInfo:
+    index: int
+    tid: int                    # OS thread id
+    pthread_self: int           # pthread_t value
+    name: str                   # comm name
+    nevents: int
+    dropped: int
+
+
+@dataclass
+class EventTable:
+    """The per-operation trace, columnar: one row per call, all arrays of equal length."""
+
+    start_ns: np.ndarray        # CLOCK_REALTIME epoch ns
+    end_ns: np.ndarray
+    op_id: np.ndarray
+    file_id: np.ndarray         # index into paths/modules, NO_FILE (0xffffffff) when none
+    fd: np.ndarray
+    offset: np.ndarray          # -1 when none
+    requested: np.ndarray       # -1 when not a data call
+    returned: np.ndarray        # -1 on failure
+    errno: np.ndarray           # 0 when the call succeeded
+    thread: np.ndarray          # index into Capture.threads
+    tid: np.ndarray             # OS thread id per row
+    op_names: tuple[str, ...] = ()
+    paths: dict[int, str] = field(default_factory=dict)
+    modules: dict[int, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.start_ns.shape[0])
+
+    @property
+    def op(self) -> np.ndarray:
+        """Op names per row (e.g. "pread64", "open", "fwrite")."""
+        names = np.array(self.op_names, dtype=object)
+        return names[self.op_id] if len(self) else np.array([], dtype=object)
+
+    def file_codes(self, table: dict[int, str]) -> tuple[np.ndarray, list[str]]:
+        """(code per row, names): a file-id keyed table as a small lookup list, "" for
+        NO_FILE/unknown; no str object per row."""
+        if not len(self):
+            return np.zeros(0, dtype=np.int64), [""]
+        ids = self.file_id.astype(np.int64)
+        top = int(ids[ids != NO_FILE].max(initial=-1)) + 1
+        lut = [""] * (top + 1)
+        for k, v in table.items():
+            if k < top:
+                lut[k] = v
+        return np.where(ids == NO_FILE, top, ids), lut
+
+    def _by_file(self, table: dict[int, str]) -> np.ndarray:
+        """Per-row lookup of a file-id keyed table, vectorized ("" for NO_FILE/unknown)."""
+        if not len(self):
+            return np.array([], dtype=object)
+        codes, names = self.file_codes(table)
+        lut = np.empty(len(names), dtype=object)
+        lut[:] = names
+        return lut[codes]
+
+    @property
+    def path(self) -> np.ndarray:
+        """File path per row ("" when the call named no traced file)."""
+        return self._by_file(self.paths)
+
+    @property
+    def module(self) -> np.ndarray:
+        return self._by_file(self.modules)
+
+
+def _empty_events() -> EventTable:
+    z = np.zeros(0, EVENT_DTYPE)
+    return _events_from(z, [], {}, {})
+
+
+def _events_from(raw: np.ndarray, threads: list[ThreadInfo], paths: dict[int, str],
+                 modules: dict[int, str]) -> EventTable:
+    tids = np.array([t.tid for t in threads], dtype=np.int64)
+    return EventTable(
+        start_ns=raw["start_ns"].astype(np.int64), end_ns=raw["end_ns"].astype(np.int64),
+        op_id=raw["op"].astype(np.int32), file_id=raw["file"].copy(), fd=raw["fd"].copy(),
+        offset=raw["offset"].copy(), requested=raw["requested"].copy(), returned=raw["returned"].copy(),
+        errno=raw["err"].copy(), thread=raw["thread"].astype(np.int32),
+        tid=tids[raw["thread"]] if len(tids) else np.zeros(len(raw), np.int64),
+        op_names=op_names() if len(raw) or threads else (), paths=paths, modules=modules)
+
+
+class Capture:
+    """The result of one capture window; filled when the window closes."""
+
+    def __init__(self) -> None:
+        self.files: list[FileRecord] = []
+        self.events: EventTable = _empty_events()
+        self.threads: list[ThreadInfo] = []
+        self.dropped: int = 0
+        self.start_ns: int = 0
+        self.end_ns: int = 0
+        self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
+        self.closed = False
+
+    def _fill(self, sess: Any) -> None:
+        ffi, lib = native()
+        self.start_ns = int(lib.tbio_session_start_ns(sess))
+        self.end_ns = int(lib.tbio_session_end_ns(sess))
+        self.dropped = int(lib.tbio_session_dropped(sess))
+        info = ffi.new("tbio_thread_info *")
+        for i in range(lib.tbio_session_nthreads(sess)):
+            lib.tbio_session_thread(sess, i, info)
+            self.threads.append(ThreadInfo(i, int(info.tid), int(info.pthread_self),
+                                           ffi.string(info.comm).decode("utf-8", "replace"),
+                                           int(info.nevents), int(info.dropped)))
+        n = int(lib.tbio_session_nevents(sess))
+        raw = np.zeros(n, EVENT_DTYPE)
+        if n:
+            got = lib.tbio_session_copy_events(sess, ffi.cast("tbio_event *", raw.ctypes.data), n)
+            raw = raw[:got]
+        files = raw["file"]
+        used = files[files != NO_FILE]    # file ids are small: a bincount, not a sort of every row
+        wanted = set(np.flatnonzero(np.bincount(used)).tolist()) if len(used) else set()
+        fi = ffi.new("tbio_file_info *")
+        paths: dict[int, str] = {}
+        modules: dict[int, str] = {}
+        for fid in range(lib.tbio_session_nfiles(sess)):
+            if lib.tbio_session_file(sess, fid, fi) != 0:
+                continue
+            if not fi.has_record and fid not in wanted:
+                continue
+            pb = bytes(ffi.buffer(fi.path, fi.path_len))
+            module = MODULES[fi.module]
+            path = os.fsdecode(pb)
+            paths[fid], modules[fid] = path, module
+            if fi.has_record:
+                ci, cf = counter_names(module, False), counter_names(module, True)
+                cvals = ffi.unpack(fi.counters, len(ci))
+                fvals = ffi.unpack(fi.fcounters, len(cf))
+                self.files.append(FileRecord(path, pb, module, int(fi.record_id),
+                                             dict(zip(ci, map(int, cvals))), dict(zip(cf, map(float, fvals)))))
+        self.events = _events_from(raw, self.threads, paths, modules)
+        try:
+            with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+                self.mounts = fh.read()
+        except OSError:
+            self.mounts = ""
+        self.closed = True
+
+    def file(self, path: str | os.PathLike[str], module: str = "POSIX") -> FileRecord | None:
+        """The record of one file (absolute, cleaned path) in one module, or None."""
+        want = os.path.abspath(os.fspath(path))
+        for f in self.files:
+            if f.path == want and f.module == module:
+                return f
+        return None
+
+    def to_iotrace(self) -> Any:
+        """The trace and counters as the xplane writer's IoTrace (tb_iotrace.xplane)."""
+        from ..xplane.iotrace import IoTrace, Labels, ThreadInfo as XThread
+
+        ev = self.events
+        # op and path as codes + name tables: a window of a million calls holds a handful
+        # of distinct names, and the writer interns them without a str object per row
+        op = Labels(ev.op_id, ev.op_names) if len(ev) else ev.op
+        path = Labels(*ev.file_codes(ev.paths)) if len(ev) else ev.path
+        return IoTrace(op=op, path=path, offset=ev.offset, requested=ev.requested,
+                       returned=ev.returned, fd=ev.fd, errno=ev.errno, start_ns=ev.start_ns,
+                       end_ns=ev.end_ns, tid=ev.tid,
+                       threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
+                       dropped=self.dropped, counters=[f.to_dict() for f in self.files],
+                       mounts=self.mounts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary: files with counters, the trace size and drops."""
+        return {
+            "start_ns": self.start_ns, "end_ns": self.end_ns,
+            "files": [f.to_dict() for f in self.files],
+            "threads": [t.__dict__ for t in self.threads],
+            "nevents": len(self.events), "dropped": self.dropped,
+        }
