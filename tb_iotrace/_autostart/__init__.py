@@ -37,8 +37,6 @@ import threading
 import time
 from typing import Any
 
-DEFAULT_EXCLUDE = ["/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/lib64/", "/opt/", "/sbin/",
-                   "/sys/", "/proc/", "/var/"]
 SIGNALS = ("SIGTERM", "SIGHUP")
 
 _state: "_Run | None" = None
@@ -247,9 +245,13 @@ def _after_fork_in_child() -> None:
 
 
 def _exclude_record_dir(run_dir: str) -> None:
-    rec = os.path.join(run_dir, "plugins", "iotrace")  # the folder itself too (mkdir, stat)
+    from ..recording import session
+    from ..runrecord import record_dir
+
+    rec = str(record_dir(run_dir))  # the folder itself too (mkdir, stat)
     cur = os.environ.get("TBIO_EXCLUDE")
-    parts = [p for p in cur.split(os.pathsep) if p] if cur else list(DEFAULT_EXCLUDE)
+    # TBIO_EXCLUDE replaces the shim's defaults: keep them, add the record folder
+    parts = [p for p in cur.split(os.pathsep) if p] if cur else session.excludes()
     if rec not in parts:
         os.environ["TBIO_EXCLUDE"] = os.pathsep.join(parts + [rec])
 
