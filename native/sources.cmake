@@ -5,8 +5,10 @@ set(TBIO_SOURCES
   native/counters.c
   native/sys.c
   native/registry.c
+  native/recordid.c
   native/session.c
-  native/patch.c
+  native/got.c
+  native/dlsearch.c
   native/wrappers.c
   native/api.c
   native/tfprof.c

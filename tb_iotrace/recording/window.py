@@ -19,7 +19,7 @@ log = logging.getLogger("tb_iotrace")
 
 # Both frameworks' post-processing (MergeHostPlanesAndSortLines) merges planes of
 # this name into /host:CPU, where xprof's trace viewers draw them
-# (see tb_iotrace.xplane.iowriter).
+# (see tb_iotrace.xplane.encode).
 PLANE_NAME = "/host:python-tracer"
 
 
