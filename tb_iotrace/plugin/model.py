@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import trim_memory
 from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
@@ -345,22 +346,6 @@ def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
                     vals[md.name] = int(getattr(st, kind))
             return vals.get("profile_start_time"), vals.get("profile_stop_time")
     return None, None
-
-
-_LIBC: Any = None
-
-
-def trim_memory() -> None:
-    """Give freed heap memory back to the OS (glibc keeps it in its arenas otherwise)."""
-    global _LIBC
-    try:
-        if _LIBC is None:
-            import ctypes
-
-            _LIBC = ctypes.CDLL("libc.so.6")
-        _LIBC.malloc_trim(0)
-    except Exception:  # not glibc: nothing to do
-        _LIBC = False
 
 
 def load_capture(path: str, host: str) -> Capture:
