@@ -547,7 +547,6 @@ def test_findings_empty_state_without_io(client):
 def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatch):
     """The analysis runs in a child process (not in TensorBoard's), once per capture even
     when several requests ask at the same time; a failing child gives a message, not a 500."""
-
     from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
