@@ -11,7 +11,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -581,8 +583,6 @@ def test_findings_empty_state_without_io(client):
 def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatch):
     """The analysis runs in a child process (not in TensorBoard's), once per capture even
     when several requests ask at the same time; a failing child gives a message, not a 500."""
-    import threading
-
     from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
@@ -595,7 +595,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         return out
 
     monkeypatch.setattr(findings_worker, "run_child", counting)
-    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
     _, get = make_client(tmp_path)
     got = []
     threads = [threading.Thread(target=lambda: got.append(get("/findings", run="r", host="h"))) for _ in range(3)]
@@ -605,7 +605,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         t.join()
     assert [c for c, _ in got] == [200, 200, 200] and pids == [str(path)]
     assert got[0][1] == got[1][1] == got[2][1] and got[0][1]["findings"]
-    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
     failures = []
 
     def failing(p, timeout_s):
@@ -619,12 +619,101 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
     assert failures == [str(path)] and findings_runner._findings_locks == {}
 
 
+def _fake_captures(tmp_path, n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        p = tmp_path / f"c{i}.xplane.pb"
+        p.write_bytes(b"x" * (100 + i))
+        out.append(str(p))
+    return out
+
+
+def test_findings_children_have_a_global_limit(tmp_path, monkeypatch):
+    """Switching between runs asks for one capture after another: at most FINDINGS_CHILDREN
+    (1) children run at once in all, the others wait for the slot and still get their answer."""
+    from tb_iotrace.plugin import findings_runner, findings_worker
+
+    paths = _fake_captures(tmp_path, 4)
+    lock, running, peak, done = threading.Lock(), [0], [0], []
+
+    def slow_child(p, timeout_s):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        done.append(p)
+        return {"findings": [], "message": f"analysed {p}"}
+
+    monkeypatch.setattr(findings_worker, "run_child", slow_child)
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
+    got: dict[str, dict] = {}
+    threads = [threading.Thread(target=lambda p=p: got.update({p: findings_runner.findings_for(p)})) for p in paths]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 1 and findings_runner.FINDINGS_CHILDREN == 1
+    assert sorted(done) == sorted(paths) and all(got[p]["message"] == f"analysed {p}" for p in paths)
+
+
+def test_findings_request_waiting_too_long_gets_busy_not_cached(tmp_path, monkeypatch):
+    from tb_iotrace.plugin import findings_runner, findings_worker
+
+    a, b = _fake_captures(tmp_path, 2)
+    release = threading.Event()
+    started = threading.Event()
+
+    def child(p, timeout_s):
+        if p == a:
+            started.set()
+            release.wait(10)
+        return {"findings": [], "message": f"analysed {p}"}
+
+    monkeypatch.setattr(findings_worker, "run_child", child)
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
+    monkeypatch.setattr(findings_runner, "FINDINGS_WAIT_S", 0.2)
+    t = threading.Thread(target=findings_runner.findings_for, args=(a,))
+    t.start()
+    assert started.wait(10)
+    busy = findings_runner.findings_for(b)         # a's child holds the only slot
+    assert busy["findings"] == [] and "other captures" in busy["message"]
+    release.set()
+    t.join()
+    assert findings_runner.findings_for(b)["message"] == f"analysed {b}"   # asked again, computed
+    assert findings_runner._findings_locks == {}
+
+
+def test_findings_cache_drops_the_least_recently_used(tmp_path, monkeypatch):
+    """A full cache drops its least recently used answer, not every answer."""
+    from tb_iotrace.plugin import findings_runner, findings_worker
+
+    n = 16                                          # FINDINGS_CACHED, checked below
+    paths = _fake_captures(tmp_path, n + 1)
+    children: list[str] = []
+    monkeypatch.setattr(findings_worker, "run_child",
+                        lambda p, t: children.append(p) or {"findings": [], "message": p})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
+    for p in paths[:n]:
+        findings_runner.findings_for(p)
+    findings_runner.findings_for(paths[0])          # used again: now the most recent
+    findings_runner.findings_for(paths[n])          # one more: drops paths[1], the least recent
+    assert children == paths                        # paths[0] came from the cache
+    findings_runner.findings_for(paths[0])
+    findings_runner.findings_for(paths[2])
+    assert children == paths
+    findings_runner.findings_for(paths[1])
+    assert children == paths + [paths[1]]
+    assert findings_runner.FINDINGS_CACHED == n
+
+
 def test_findings_above_the_size_limit_point_to_the_cli(gpu_capture, tmp_path, monkeypatch):
     """A capture above FINDINGS_MAX_BYTES starts no child: the message names the CLI command."""
     from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
-    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
     monkeypatch.setattr(findings_runner, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
     monkeypatch.setattr(findings_worker, "run_child", lambda p, t: pytest.fail("a child was started"))
     _, get = make_client(tmp_path)
