@@ -624,6 +624,9 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     pluggable-profiler path merges our plane into /host:CPU and renumbers metadata.
     counters          the trace's Darshan per-file records, as given
     mounts            the traced process's /proc/self/mountinfo text at capture time
+    untracked         (only when something was) what the capture counted but could not
+                      track: {files, calls, bytes_read, bytes_written, reentrant_calls,
+                      examples}: files past the file-table bound, signal-handler calls
     """
     return {
         "format": FORMAT,
@@ -640,6 +643,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
         "event_kinds": kinds,
         "mounts": str(getattr(trace, "mounts", "") or ""),
         "counters": trace.counters,
+        **({"untracked": dict(trace.untracked)} if getattr(trace, "untracked", None) else {}),
     }
 
 
@@ -950,6 +954,7 @@ def read_io_data(space) -> IoTrace | None:
     trace.dropped = int(info.get("dropped", 0))
     trace.counters = list(info.get("counters", []))
     trace.mounts = str(info.get("mounts", ""))
+    trace.untracked = dict(info["untracked"]) if isinstance(info.get("untracked"), dict) else None
     return trace
 
 
