@@ -45,7 +45,7 @@ setup() {
     fi
     log "building the native shim"
     pipq "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e .
-    "$VENV/bin/python" -c 'import tb_iotrace._native' || { log "native build failed"; exit 1; }
+    "$VENV/bin/python" -c 'import tb_iotrace._native, tb_iotrace._codec' || { log "native build failed"; exit 1; }
     export PATH="$VENV/bin:$PATH"
 }
 

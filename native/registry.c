@@ -387,6 +387,14 @@ uint32_t tbio_path_id(int dirfd, const char *path, int module) {
     return tbio_file_intern(abs, n, module);
 }
 
+/* fd still names file id (read again through /proc/self/fd) */
+static int fd_still_names(int fd, uint32_t id) {
+    char path[4096];
+    ssize_t n = fd_path(fd, path, sizeof path);
+    const tbio_file *f = tbio_file_get(id);
+    return n > 0 && f && f->len == (size_t)n && memcmp(f->path, path, (size_t)n) == 0;
+}
+
 uint32_t tbio_fd_posix_slow(int fd) {
     fdent *e = fd_slot(fd, 0);
     uint32_t st = e ? atomic_load_explicit(&e->posix, memory_order_acquire) : TBIO_FD_UNKNOWN;
@@ -395,7 +403,16 @@ uint32_t tbio_fd_posix_slow(int fd) {
     e = fd_slot(fd, 1);
     if (e) {
         uint32_t expect = TBIO_FD_UNKNOWN;
-        atomic_compare_exchange_strong(&e->posix, &expect, tbio_fd_id_state(id));
+        uint32_t nv = tbio_fd_id_state(id);
+        if (atomic_compare_exchange_strong(&e->posix, &expect, nv) && tbio_tracked(id) &&
+            !fd_still_names(fd, id)) {
+            /* ABA: between the readlink and the store the number was closed
+             * and made again (a socket: its entry was reset to unknown, so
+             * the store succeeded).  Undo, unless someone stored since. */
+            expect = nv;
+            atomic_compare_exchange_strong(&e->posix, &expect, TBIO_FD_UNKNOWN);
+            return TBIO_NO_FILE;
+        }
     }
     return id;
 }

@@ -10,6 +10,6 @@ writes the trace in chunks (:data:`CHUNK` rows) with progress on a terminal.
 """
 from __future__ import annotations
 
-from ._common import CHUNK, Progress, io_rows
+from ._common import CHUNK, Progress, io_columns, io_rows
 
-__all__ = ["CHUNK", "Progress", "io_rows"]
+__all__ = ["CHUNK", "Progress", "io_columns", "io_rows"]
