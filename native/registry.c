@@ -58,15 +58,6 @@ void tbio_set_max_files(uint64_t n) {
 }
 uint64_t tbio_get_max_files(void) { return atomic_load(&g_max_files); }
 
-static uint64_t fnv1a(const char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 tbio_registry *tbio_registry_acquire(void) {
     tbio_registry *r = atomic_load(&g_reg);
     if (!r) {
@@ -155,7 +146,7 @@ static void grow_buckets(tbio_registry *r, uint32_t nfiles) {
 uint32_t tbio_file_intern(const char *path, size_t len, int module) {
     tbio_registry *r = atomic_load_explicit(&g_reg, memory_order_acquire);
     if (!r || len > 65535) return TBIO_NO_FILE;
-    uint64_t h = fnv1a(path, len);
+    uint64_t h = tbio_record_id(path, len);   /* Darshan's id: also RENAMED_FROM */
     pthread_mutex_lock(&r->mu);
     uint32_t k = (uint32_t)(h ^ (uint64_t)module) & (r->nbuckets - 1);
     for (uint32_t id = r->buckets[k]; id != TBIO_NO_FILE;) {

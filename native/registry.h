@@ -29,7 +29,7 @@ typedef struct tbio_file {      /* lives in the table's arena until the table is
     uint32_t next;              /* hash chain: id of the next entry, TBIO_NO_FILE ends it */
     int module;
     uint32_t len;
-    uint64_t hash;              /* FNV-1a of the path: the record id */
+    uint64_t hash;              /* Darshan's record id of the path (tbio_record_id); also the hash */
     _Atomic int64_t blksize;    /* file system block size, 0 unknown */
     char path[];
 } tbio_file;
