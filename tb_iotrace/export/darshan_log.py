@@ -337,13 +337,13 @@ def build(procs: list[Process], layout: Layout) -> bytes:
 def write(sources: list[Any], out: str, layout: Layout) -> dict[str, int]:
     """Write the sources as one Darshan log at ``out`` (atomically: nothing is left on failure).
     Returns counts: ``ranks``, ``posix`` and ``stdio`` records, ``bytes``."""
-    procs = gather(sources)
     try:
+        procs = gather(sources)
         data = build(procs, layout)
     except LogError:
         raise
     except (KeyError, TypeError, ValueError, struct.error, OverflowError) as exc:
-        raise LogError(f"a file record cannot be written ({type(exc).__name__}: {exc})") from None
+        raise LogError(f"a record cannot be written ({type(exc).__name__}: {exc})") from None
 
     def put(fh: BinaryIO) -> None:
         fh.write(data)

@@ -293,9 +293,22 @@ def test_bad_input(tmp_path):
     err = one_line_error(cli("export", str(record(tmp_path / "empty", [])), "--format", "darshan-log", "-o",
                              str(out)), out)
     assert "no I/O recorded" in err
+    from tb_iotrace import xplane as X
+
+    plain = tmp_path / "run" / "plain.xplane.pb"      # a capture without I/O data
+    plain.parent.mkdir()
+    sp = X.XSpace()
+    sp.planes.add(id=2, name=X.HOST_PLANE).lines.add(id=1, name="python")
+    plain.write_bytes(sp.SerializeToString())
+    err = one_line_error(cli("export", str(plain), "--format", "darshan-log", "-o", str(out)), out)
+    assert "no I/O recorded" in err
     bad = dict(X_FILE, counters={"POSIX_READS": "many"})
     err = one_line_error(cli("export", str(record(tmp_path / "corrupt", [bad])), "--format", "darshan-log", "-o",
                              str(out)), out)
+    assert "cannot be written" in err
+    doc = record(tmp_path / "badpid", [X_FILE]) / "plugins" / "iotrace" / "h.7.json"
+    doc.write_text(doc.read_text().replace('"pid": 7', '"pid": "seven"'))
+    err = one_line_error(cli("export", str(doc), "--format", "darshan-log", "-o", str(out)), out)
     assert "cannot be written" in err
     err = one_line_error(cli("export", str(tmp_path / "missing"), "--format", "darshan-log", "-o", str(out)), out)
     assert "no such file" in err
