@@ -355,6 +355,7 @@ typedef struct tbio_hook {
 } tbio_hook;
 TBIO_HIDDEN extern const tbio_hook tbio_hooks[TBIO_OP_COUNT];
 TBIO_HIDDEN int tbio_resolve_reals(void);
+TBIO_HIDDEN int tbio_hook_index(const char *name);   /* -1: not hooked */
 TBIO_HIDDEN int tbio_patch_all(void);       /* patch objects not yet patched */
 TBIO_HIDDEN int tbio_unpatch_all(void);
 TBIO_HIDDEN void tbio_patch_atfork_prepare(void);

@@ -7,7 +7,8 @@ set(TBIO_SOURCES
   native/registry.c
   native/recordid.c
   native/session.c
-  native/patch.c
+  native/got.c
+  native/dlsearch.c
   native/wrappers.c
   native/api.c
   native/tfprof.c

@@ -15,6 +15,7 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/histograms``     access sizes read/write, access pattern, calls per op (``path`` optional)
 ``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
 ``/steps``          per-step I/O (or equal time windows when there are no step markers)
+``/hosts``          per host: bytes, read time, I/O calls, input wait (the "All hosts" table)
 ``/findings``       findings with evidence (tb_iotrace.analysis in a child process,
                     captures up to 1 GiB)
 ``/event``          one event's details: ``lane``, ``index``
@@ -42,7 +43,7 @@ from werkzeug import wrappers
 from ..logdir import BadName
 from ..xplane import XPlaneError
 from .cache import LogdirIndex
-from .impl import event, files, findings, summary, timeline, timeseries
+from .impl import event, files, findings, hosts, summary, timeline, timeseries
 from .model import trim_memory
 from .view import NotFound, View, make_view
 
@@ -154,6 +155,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
             "/histograms": self._route(self._histograms),
             "/bandwidth": self._route(self._bandwidth),
             "/steps": self._route(self._steps),
+            "/hosts": self._route(self._hosts),
             "/findings": self._route(self._findings),
             "/event": self._route(self._event),
         }
@@ -261,6 +263,9 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def _steps(self, args):
         return timeseries.steps_impl(self._view(args))
+
+    def _hosts(self, args):
+        return hosts.hosts_impl(self._view(args))
 
     def _findings(self, args):
         return findings.findings_impl(self._view(args))

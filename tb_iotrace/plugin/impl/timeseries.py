@@ -184,3 +184,20 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
     ue = np.maximum.reduceat(e, heads)
     ones = np.ones(len(us))
     return _integral(us, ue, ones, ends) - _integral(us, ue, ones, starts)
+
+
+def input_wait_ns(cap: Capture, lo: float, hi: float) -> float:
+    """How long the capture's host waited on input inside [lo, hi] (capture clock): per host
+    thread, the union of its outermost IteratorGetNext-like events, summed over threads (the
+    measure of /steps' ``input_wait_ns``)."""
+    edges_lo = np.array([lo], dtype=np.float64)
+    edges_hi = np.array([hi], dtype=np.float64)
+    wait = 0.0
+    for lane in cap.lanes:
+        if lane.group != "host":
+            continue
+        mask = _input_mask(cap, lane)
+        if mask.any():
+            wait += float(_covered(lane.start[mask].astype(np.float64), lane.end[mask].astype(np.float64),
+                                   edges_lo, edges_hi)[0])
+    return wait
