@@ -104,4 +104,14 @@ TBIO_API uint64_t tbio_trace_bytes(void);
 TBIO_API int tbio_tf_registered(void);
 TBIO_API void tbio_tf_set_python_ready(int ready);
 
+/* JAX profiler glue (pjrt.c): the PJRT_Api to wrap in a capsule named
+ * tbio_jax_capsule_name() for jaxlib's register_plugin_profiler, or NULL when
+ * jaxlib expects a profiler table of another size than this build's. */
+TBIO_API void *tbio_jax_api(uint64_t table_size);
+TBIO_API const char *tbio_jax_capsule_name(void);
+TBIO_API void tbio_jax_set_python_ready(int ready);
+TBIO_API void tbio_jax_set_registered(void);
+TBIO_API int tbio_jax_registered(void);
+TBIO_API uint64_t tbio_jax_sessions(void);
+
 #endif

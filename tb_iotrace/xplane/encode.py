@@ -62,7 +62,7 @@ start, so all offsets are non-negative, and the record below keeps that first st
 absolute ns per line (``t0_ns``), so :func:`read_io_data` gets absolute times back
 whatever constant shift the file went through.
 
-TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``) serializes a space built by
+TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``, and JAX's PJRT plugin path, ``tb_iotrace.recording.jax``, through ``tb_iotrace.recording.window``) serializes a space built by
 :func:`add_io_to_space` under another ``/host:`` plane name, and TF merges it into
 ``/host:CPU``: that renumbers event/stat metadata ids, drops the lines' ``display_id``
 (the viewer then uses the small line ``id`` as tid) and normalizes timestamps. The plane
