@@ -82,13 +82,14 @@ def human_bytes(n: float) -> str:
     return f"{n} B"
 
 
-def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10) -> str:
-    """The report a user reads first, as text."""
+def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
+           empty: str = "") -> str:
+    """The report a user reads first, as text (``empty``: what to say when there are no files)."""
     lines: list[str] = []
     if title:
         lines += [title, "=" * len(title)]
     if not files:
-        lines.append("No file I/O was recorded (nothing traced, or every path was excluded).")
+        lines.append(empty or "No file I/O was recorded (nothing traced, or every path was excluded).")
         return "\n".join(lines) + "\n"
     lines.append(f"{'module':<7} {'files':>6} {'read':>11} {'written':>11} {'reads':>9} {'writes':>9} "
                  f"{'opens':>7} {'read s':>9} {'write s':>9} {'meta s':>9} {'read MiB/s':>11}")

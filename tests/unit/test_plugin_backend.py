@@ -35,9 +35,10 @@ PY = sys.executable
 
 
 @pytest.fixture(scope="module")
-def logdir(gpu_capture, tmp_path_factory) -> Path:
+def logdir(gpu_capture, jax_captures, tmp_path_factory) -> Path:
     """Run RUN: GPU capture + 20k synthetic calls on host worker0, a second host worker1;
-    run 'plain': the GPU capture without I/O; run 'broken': a corrupt file."""
+    run 'plain': the GPU capture without I/O; run 'broken': a corrupt file; runs 'jax_io' and
+    'jax_plain': JAX captures made with and without tb_iotrace (host 'vm')."""
     d = tmp_path_factory.mktemp("logdir")
     make_logdir(d, gpu_capture, run=RUN, host="worker0", n_events=20_000)
     make_logdir(d, gpu_capture, run=RUN, host="worker1", n_events=5_000, seed=1)
@@ -47,6 +48,9 @@ def logdir(gpu_capture, tmp_path_factory) -> Path:
     broken = d / "train" / "plugins" / "profile" / "broken"
     broken.mkdir(parents=True)
     (broken / "host.xplane.pb").write_bytes(gpu_capture.read_bytes()[:100_000] + b"\xff" * 64)
+    for run, src in zip(("jax_io", "jax_plain"), jax_captures):
+        (d / "plugins" / "profile" / run).mkdir(parents=True)
+        shutil.copyfile(src, d / "plugins" / "profile" / run / "vm.xplane.pb")
     return d
 
 
@@ -264,10 +268,42 @@ def test_capture_without_io_says_so(client):
     code, body = get("/capture", run="plain", host="gpu")
     assert code == 200
     assert body["io"]["has_io"] is False
-    assert any("without tb_iotrace" in m for m in body["messages"])
+    # the capture says TensorFlow made it: so tb_iotrace was not enabled in that process
+    assert any("TensorFlow made it" in m and "tb_iotrace was not enabled" in m for m in body["messages"])
     assert {ln["group"] for ln in body["lanes"]} == {"host", "device"}
     code, files = get("/files", run="plain", host="gpu")
-    assert files["rows"] == 0 and "without tb_iotrace" in files["message"]
+    assert files["rows"] == 0 and "TensorFlow made it" in files["message"]
+
+
+def test_jax_capture_without_io_says_why(client):
+    """A JAX capture names its jax/jaxlib versions: 0.10.2 is hooked, so tb_iotrace was not
+    enabled in that process (not: a framework tb_iotrace does not hook)."""
+    _, get = client
+    code, body = get("/capture", run="jax_plain", host="vm")
+    assert code == 200 and body["io"]["has_io"] is False
+    assert any("JAX 0.10.2 (jaxlib 0.10.2, a version tb_iotrace hooks)" in m and "not enabled" in m
+               for m in body["messages"]), body["messages"]
+    code, files = get("/files", run="jax_plain", host="vm")
+    assert files["rows"] == 0 and "JAX 0.10.2" in files["message"]
+    code, f = get("/findings", run="jax_plain", host="vm")
+    assert code == 200 and f["findings"] == [] and "JAX 0.10.2" in f["message"]
+
+
+def test_jax_capture_with_io(client):
+    """The tab reads a JAX capture as it reads TensorFlow's: I/O lanes beside JAX's host threads,
+    steps from StepTraceAnnotation, the files table with each file's bytes."""
+    _, get = client
+    code, body = get("/capture", run="jax_io", host="vm")
+    assert code == 200 and body["io"]["has_io"] is True and body["messages"] == []
+    assert body["io"]["files"] == 5
+    io_lanes = [ln for ln in body["lanes"] if ln["group"] == "io"]
+    host_keys = {ln["key"] for ln in body["lanes"] if ln["group"] == "host"}
+    assert len(io_lanes) == 2 and all(ln.get("host_lane") in host_keys for ln in io_lanes), io_lanes
+    assert len(body["steps"]) == 4
+    code, files = get("/files", run="jax_io", host="vm")
+    read = dict(zip(files["path"], files["columns"]["traced_bytes"]))
+    assert read == {**{f"/tmp/tbio_jax_data/part{i}.npy": 16384 for i in range(4)},
+                    "/tmp/tbio_jax_data/side.bin": 16384}
 
 
 @pytest.mark.parametrize("params", [{"start": "abc"}, {"width": "x"}, {"start": "nan"}])
@@ -541,7 +577,7 @@ def test_findings_come_from_the_analysis(client, logdir):
 def test_findings_empty_state_without_io(client):
     _, get = client
     code, f = get("/findings", run="plain", host="gpu")
-    assert code == 200 and f["findings"] == [] and "without tb_iotrace" in f["message"]
+    assert code == 200 and f["findings"] == [] and "TensorFlow made it" in f["message"]
 
 
 def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatch):

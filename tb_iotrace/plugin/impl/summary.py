@@ -18,9 +18,8 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
     files = sum(p.capture.file_records for p in view.parts)
     messages = []
     if not has_io:
-        messages.append("This capture has no I/O data: it was made without tb_iotrace. Call "
-                        "tb_iotrace.enable() (or run `tb-iotrace run -- python train.py`) before "
-                        "profiling to record file accesses.")
+        # why, as each capture tells (framework, version): hosts of one run may differ
+        messages.extend(dict.fromkeys(p.capture.no_io_reason for p in view.parts if p.capture.no_io_reason))
     elif io_events == 0 and files == 0:
         messages.append("tb_iotrace was enabled but saw no file access in this capture window.")
     if dropped:
