@@ -19,7 +19,8 @@ import csv
 import os
 from typing import Any
 
-from ._common import CHUNK, IO_COLUMNS, Progress, io_columns, io_rows
+from ..progress import Progress
+from ._common import CHUNK, IO_COLUMNS, io_columns, io_rows
 
 OPS_COLUMNS = ("run", "host") + IO_COLUMNS
 INT_OPS = ("start_ns", "end_ns", "offset", "requested", "returned", "fd", "errno", "tid")

@@ -16,7 +16,7 @@ import pytest
 from tb_iotrace import xplane as X
 from tb_iotrace.cli import main
 from tb_iotrace.export import darshan
-from tb_iotrace.export._common import Progress
+from tb_iotrace.progress import Progress
 from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
 
 from test_cli_report import COUNTERS, GPU_HOST, T0, logdir, small_trace  # noqa: F401  (fixture)
