@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
+GPU = ROOT / "tests" / "data" / "gpu_multi_worker.xplane.pb"
 
 RUN = """
 import json, os, sys, time

@@ -43,7 +43,7 @@ from cdp import Browser  # noqa: E402
 
 from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
 
-GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
+GPU = ROOT / "tests" / "data" / "gpu_multi_worker.xplane.pb"
 RUN = "2024_01_01_00_00_00"
 PREFETCH_DELAY_S = 3.0
 

@@ -236,6 +236,14 @@ static uint32_t resolve_fd(int fd, int module) {
     return id;
 }
 
+/* fd still names file id (read again through /proc/self/fd) */
+static int fd_still_names(int fd, uint32_t id) {
+    char path[4096];
+    ssize_t n = fd_path(fd, path, sizeof path);
+    const tbio_file *f = tbio_file_get(id);
+    return n > 0 && f && f->len == (size_t)n && memcmp(f->path, path, (size_t)n) == 0;
+}
+
 uint32_t tbio_fd_posix_slow(int fd) {
     fdent *e = fd_slot(fd, 0);
     uint32_t st = e ? atomic_load_explicit(&e->posix, memory_order_acquire) : TBIO_FD_UNKNOWN;
@@ -246,7 +254,15 @@ uint32_t tbio_fd_posix_slow(int fd) {
     if (e) {
         uint32_t expect = TBIO_FD_UNKNOWN;
         uint32_t nv = id == TBIO_NO_FILE ? TBIO_FD_UNTRACKED : id + 2;
-        atomic_compare_exchange_strong(&e->posix, &expect, nv);
+        if (atomic_compare_exchange_strong(&e->posix, &expect, nv) && id != TBIO_NO_FILE &&
+            !fd_still_names(fd, id)) {
+            /* ABA: between the readlink and the store the number was closed
+             * and made again (a socket: its entry was reset to unknown, so
+             * the store succeeded).  Undo, unless someone stored since. */
+            expect = nv;
+            atomic_compare_exchange_strong(&e->posix, &expect, TBIO_FD_UNKNOWN);
+            return TBIO_NO_FILE;
+        }
     }
     return id;
 }

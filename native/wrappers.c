@@ -7,14 +7,23 @@
  * record lock) update the Darshan counters and append one trace row. */
 #include "shim.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -620,27 +629,48 @@ enum { S_READ, S_WRITE, S_SEEK, S_FLUSH, S_CLOSE, S_TELL };
  * end of file, fwrite of 0 items) did not fail: Darshan does not count it,
  * but its trace row says 0 bytes and no errno.  It failed only when the
  * stream's error flag is set and the call set errno (the caller zeroes it). */
+/* The stream's position, never waiting for its lock (another thread blocked
+ * in fread on a pipe holds it for as long as the pipe stays empty, and the
+ * caller is inside the shim).  POS_BUSY: the lock was taken. */
+enum { POS_UNREAD = -3, POS_BUSY = -2 };
+static long stream_pos(FILE *fp) {
+    if (!fp) return -1;
+    if (ftrylockfile(fp) != 0) return POS_BUSY;
+    long pos = real_ftell(fp);   /* the lock is ours now, and recursive */
+    funlockfile(fp);
+    return pos;
+}
+
 static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64_t req, int64_t bytes,
                        int ok, int err, FILE *fp) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
+    long pos = POS_UNREAD;
     if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
         int data = kind == S_READ || kind == S_WRITE;
-        int failed = !ok && (!data || (err != 0 && fp && ferror(fp)));
+        /* ferror_unlocked: ferror would wait for the stream's lock */
+        int failed = !ok && (!data || (err != 0 && fp && ferror_unlocked(fp)));
         tbio_rec *r = !failed ? tbio_rec_get(c->s, id) : NULL;
         int64_t off = -1;
+        if (r && data && pos == POS_UNREAD) {
+            /* first sight of a stream opened before this capture: its position,
+             * read outside the record lock */
+            tbio_rec_lock(r);
+            int need = !r->offset_known;
+            tbio_rec_unlock(r);
+            if (need) pos = stream_pos(fp);
+        }
         if (r) {
             double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
             tbio_rec_lock(r);
             if (data) {
-                if (!r->offset_known) {
-                    /* stream opened before this capture: start from its position */
-                    long pos = fp ? real_ftell(fp) : -1;
+                if (!r->offset_known && pos != POS_BUSY && pos != POS_UNREAD) {
                     int64_t moved = ok ? bytes : 0;
                     r->u.s.offset = pos >= moved ? pos - moved : 0;
                     r->offset_known = 1;
                 }
-                off = r->u.s.offset;
+                /* lock busy: offset unknown for now, a later call reads it */
+                off = r->offset_known ? r->u.s.offset : -1;
             }
             switch (ok ? kind : -1) {
             case S_READ: tbio_stdio_on_read(&r->u.s, bytes, a, b); break;
@@ -919,4 +949,78 @@ static int tbio_w_dlclose(void *handle) {
     int ret = real_dlclose(handle);
     if (atomic_load(&tbio_g_enabled)) tbio_patch_all();   /* forget objects that went away */
     return ret;
+}
+
+/* ---------------- descriptor lifecycle ----------------
+ * Calls that make a descriptor, or close one inside libc, only reset the
+ * number's fd-table entry: the next traced call on it resolves it afresh
+ * (through /proc/self/fd) instead of trusting what the number named before.
+ * Whether idle or recording: the table outlives captures.  A store per
+ * entry, no lock and no allocation (signal handlers may call these). */
+static inline int fd_fresh(int fd) {
+    if (fd >= 0) tbio_fd_forget(fd);
+    return fd;
+}
+static inline int fd_fresh_pair(int ret, const int fds[2]) {
+    if (ret == 0) {
+        tbio_fd_forget(fds[0]);
+        tbio_fd_forget(fds[1]);
+    }
+    return ret;
+}
+static inline FILE *fp_fresh(FILE *fp) {
+    if (fp) tbio_fd_forget(fileno(fp));
+    return fp;
+}
+/* errno is the real call's: tbio_fd_forget never touches it */
+static int tbio_w_socket(int domain, int type, int protocol) { return fd_fresh(real_socket(domain, type, protocol)); }
+static int tbio_w_socketpair(int domain, int type, int protocol, int sv[2]) {
+    return fd_fresh_pair(real_socketpair(domain, type, protocol, sv), sv);
+}
+static int tbio_w_accept(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len) {
+    return fd_fresh(real_accept(fd, addr, len));
+}
+static int tbio_w_accept4(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags) {
+    return fd_fresh(real_accept4(fd, addr, len, flags));
+}
+static int tbio_w_pipe(int fds[2]) { return fd_fresh_pair(real_pipe(fds), fds); }
+static int tbio_w_pipe2(int fds[2], int flags) { return fd_fresh_pair(real_pipe2(fds, flags), fds); }
+static int tbio_w_eventfd(unsigned int count, int flags) { return fd_fresh(real_eventfd(count, flags)); }
+static int tbio_w_epoll_create(int size) { return fd_fresh(real_epoll_create(size)); }
+static int tbio_w_epoll_create1(int flags) { return fd_fresh(real_epoll_create1(flags)); }
+static int tbio_w_memfd_create(const char *name, unsigned int flags) {
+    return fd_fresh(real_memfd_create(name, flags));
+}
+static int tbio_w_timerfd_create(int clockid, int flags) { return fd_fresh(real_timerfd_create(clockid, flags)); }
+static int tbio_w_signalfd(int fd, const sigset_t *mask, int flags) {
+    int ret = real_signalfd(fd, mask, flags);
+    return ret != fd ? fd_fresh(ret) : ret;   /* fd != -1: changed the mask of an existing one */
+}
+static int tbio_w_inotify_init(void) { return fd_fresh(real_inotify_init()); }
+static int tbio_w_inotify_init1(int flags) { return fd_fresh(real_inotify_init1(flags)); }
+/* mkstemp opens inside libc: the file is then found through /proc/self/fd */
+static int tbio_w_mkstemp(char *tmpl) { return fd_fresh(real_mkstemp(tmpl)); }
+static int tbio_w_mkstemp64(char *tmpl) { return fd_fresh(real_mkstemp64(tmpl)); }
+static int tbio_w_mkostemp(char *tmpl, int flags) { return fd_fresh(real_mkostemp(tmpl, flags)); }
+static int tbio_w_mkostemp64(char *tmpl, int flags) { return fd_fresh(real_mkostemp64(tmpl, flags)); }
+static DIR *tbio_w_opendir(const char *name) {
+    DIR *d = real_opendir(name);
+    if (d) fd_fresh(dirfd(d));
+    return d;
+}
+static int tbio_w_closedir(DIR *d) {
+    /* closes the descriptor inside libc (fdopendir's, e.g. os.scandir(fd)'s dup) */
+    if (d) fd_fresh(dirfd(d));
+    return real_closedir(d);
+}
+static void tbio_w_closefrom(int lowfd) {
+    real_closefrom(lowfd);
+    if (lowfd >= 0) tbio_fd_forget_range((unsigned)lowfd, ~0u);
+}
+static FILE *tbio_w_tmpfile(void) { return fp_fresh(real_tmpfile()); }
+static FILE *tbio_w_tmpfile64(void) { return fp_fresh(real_tmpfile64()); }
+static FILE *tbio_w_popen(const char *cmd, const char *mode) { return fp_fresh(real_popen(cmd, mode)); }
+static int tbio_w_pclose(FILE *fp) {
+    if (fp) fd_fresh(fileno(fp));
+    return real_pclose(fp);
 }

@@ -4,7 +4,7 @@ Where the I/O goes, and why
 ===========================
 The I/O lines are added to the **``/host:CPU`` plane itself**, one XLine per OS thread that
 did I/O. Measured with xprof 2.24 (``xprof.convert.raw_to_tool_data.xspace_to_tool_data``)
-on a CPU-only TF 2.21 capture and on ``shared/data/gpu_multi_worker.xplane.pb`` (8 GPU
+on a CPU-only TF 2.21 capture and on ``tests/data/gpu_multi_worker.xplane.pb`` (8 GPU
 planes), with a 3-event line put in each candidate place:
 
 ==============================  ==========================  ==========================

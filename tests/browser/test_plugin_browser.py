@@ -1,48 +1,65 @@
 """The I/O tab in real headless Chromium, driving a real TensorBoard process with the plugin
 installed (entry point), over the DevTools protocol (tests/browser/cdp.py).
 
-Data: the shared multi-GPU capture with 20,000 synthetic file accesses merged in (one file
+Data: the multi-GPU capture of tests/data/ with 20,000 synthetic file accesses merged in (one file
 is named ``<img src=x onerror=alert(1)>``), plus a corrupt run. Screenshots go to
 ``test-artifacts/``.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
+from tb_iotrace.xplane import load_xspace, read_io_data
 
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import CHROMIUM, Browser  # noqa: E402
 from tab import APP, D, W, ink, tensorboard  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
 ARTIFACTS = ROOT / "test-artifacts"
 RUN = "2024_01_01_00_00_00"
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
-    pytest.mark.skipif(not GPU.exists(), reason="shared GPU capture missing"),
 ]
 
 
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    logdir = tmp_path_factory.mktemp("tb")
-    make_logdir(logdir, GPU, run=RUN, host="worker0", n_events=20_000)
+def capture(tmp_path_factory, gpu_capture):
+    """The run's capture. Seed 10 puts the hostile name among the ten files that moved the most
+    bytes (the top files list); test_hostile_file_name_renders_as_text checks it does."""
+    return make_logdir(tmp_path_factory.mktemp("tb"), gpu_capture, run=RUN, host="worker0",
+                       n_events=20_000, seed=10)
+
+
+@pytest.fixture(scope="module")
+def server(capture):
+    logdir = capture.parents[3]
     broken = logdir / "plugins" / "profile" / "2023_broken"
     broken.mkdir(parents=True)
     (broken / "host.xplane.pb").write_bytes(b"\x0a\xff\xff\xff\x0fgarbage")
     with tensorboard(logdir, logdir / "tensorboard.log") as base:
         yield base
+
+
+def top_files(capture, n: int = 10) -> list[str]:
+    """The labels the top files list must show: the n file records (path, module) of the
+    capture's counters that moved the most bytes, most first."""
+    moved = []
+    for f in read_io_data(load_xspace(capture)).counters:
+        c = f["counters"]
+        m = f["module"]
+        moved.append((c.get(f"{m}_BYTES_READ", 0) + c.get(f"{m}_BYTES_WRITTEN", 0), f"{f['path']} ({m})"))
+    moved.sort(key=lambda t: -t[0])
+    assert len(moved) > n and moved[n - 1][0] > moved[n][0], "the top files must not tie at the cut"
+    return [label for _, label in moved[:n]]
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +260,7 @@ def test_sorting_the_files_table_reorders_rows(page):
     p.evaluate(f"(() => {{ const s = {D}.querySelector('.files-module'); s.value = ''; s.dispatchEvent(new Event('change')); }})()")
 
 
-def test_hostile_file_name_renders_as_text(page):
+def test_hostile_file_name_renders_as_text(page, capture):
     p = page
     p.evaluate(f"(() => {{ const s = {D}.querySelector('.files-search'); s.value = 'onerror'; s.dispatchEvent(new Event('input')); }})()")
     cells = p.evaluate(f"[...{D}.querySelectorAll('.files-table tbody tr td:first-child')].map((td) => td.textContent)")
@@ -252,8 +269,10 @@ def test_hostile_file_name_renders_as_text(page):
     p.evaluate(f"(() => {{ const s = {D}.querySelector('.ioby-select'); s.value = 'file'; s.dispatchEvent(new Event('change')); }})()")
     p.wait_for(f"[...{D}.querySelectorAll('.tl-label.tl-io .tl-label-text')].some((e) => e.textContent === {HOSTILE_NAME!r})")
     p.wait_for(f"{APP}.timeline.data && {APP}.timeline.data.lanes.some((l) => l.name === {HOSTILE_NAME!r})")
-    # top files list, too
-    assert HOSTILE_NAME in p.evaluate(f"{D}.querySelector('.topfiles').textContent") or True
+    # top files list, too: exactly the ten records that moved the most bytes, the name literally
+    expected = top_files(capture)
+    assert f"{HOSTILE_NAME} (POSIX)" in expected
+    assert p.evaluate(f"[...{D}.querySelectorAll('.topfiles .bar-label')].map((e) => e.textContent)") == expected
     # nothing was interpreted as HTML: no <img>, no dialog, no script error
     assert p.evaluate(f"{D}.querySelectorAll('img').length") == 0
     assert p.evaluate("document.querySelectorAll('img[src=x]').length") == 0

@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cdp import CHROMIUM, Browser  # noqa: E402
 from tab import APP, D, ink, tensorboard  # noqa: E402
 

@@ -8,15 +8,13 @@ import errno
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import compile_so, events_for, libio_path, load_libio, rec, shim  # noqa: E402,F401
+from capture_util import compile_so, events_for, load_libio, rec
 
 
 def test_trace_times_ids_and_window(shim, tmp_path):

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import libio_path, load_libio, rec, shim, wx_mappings  # noqa: E402,F401
+from capture_util import load_libio, rec, wx_mappings
 
 
 def native():

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import compile_so, load_libio, read_json, rec, run_script, shim  # noqa: E402,F401
+from capture_util import FIXTURES, compile_so, load_libio, read_json, rec, run_script
 
 
 def runpath_of(so: Path) -> str:
@@ -130,7 +129,6 @@ def test_bare_name_from_python_uses_ld_library_path(tmp_path):
     out = tmp_path / "r.json"
     code = f"""
 import ctypes, json, os, sys
-sys.path.insert(0, {str(Path(__file__).resolve().parent / 'fixtures')!r})
 import tb_iotrace
 from capture_util import load_libio
 tb_iotrace.enable()
@@ -143,7 +141,8 @@ with tb_iotrace.capture() as cap:
 json.dump({{"n1": n1, "h": bool(h), "files": [f.to_dict() for f in cap.files if f.path == {str(data)!r}]}},
           open({str(out)!r}, "w"))
 """
-    env = dict(os.environ, LD_LIBRARY_PATH=str(ldp))
+    env = dict(os.environ, LD_LIBRARY_PATH=str(ldp),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(FIXTURES), os.environ.get("PYTHONPATH")])))
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     r = read_json(out)

@@ -5,13 +5,11 @@ not hang.  Each scenario runs in its own process (fixtures/*.py) under a
 timeout, so a hang fails the test instead of stalling the run."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import compile_so, read_json, run_script  # noqa: E402
+from capture_util import compile_so, read_json, run_script
 
 
 def by_path(capdict: dict, out: Path) -> dict[tuple[str, str], dict[str, int]]:

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import events_for, libio_path, load_libio, rec, shim  # noqa: E402,F401
+from capture_util import events_for, load_libio, rec
 
 
 def native():

@@ -14,10 +14,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import events_for, rec, shim  # noqa: E402,F401
+from capture_util import events_for, rec
 
 BIN_NAMES = ["0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M", "100M_1G",
              "1G_PLUS"]

@@ -3,14 +3,12 @@ the trace exact (rows + dropped == calls made), whatever the trace cap."""
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from capture_util import libio_path, load_libio, rec, shim  # noqa: E402,F401
+from capture_util import load_libio, rec
 
 NTHREADS = 16
 ROUNDS = 40

@@ -16,8 +16,6 @@ from tb_iotrace import xplane as X
 from tb_iotrace.cli import main
 from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
 
-REPO = Path(__file__).resolve().parents[2]
-GPU_CAPTURE = REPO.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
 GPU_HOST = "34.83.195.179_6003"
 T0 = 1_700_000_000_000_000_000
 PY = sys.executable
@@ -43,12 +41,12 @@ def small_trace(n: int = 50) -> X.IoTrace:
 
 
 @pytest.fixture(scope="module")
-def logdir(tmp_path_factory) -> Path:
+def logdir(gpu_capture, tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("cli") / "logdir"
     run = root / "plugins" / "profile" / "2020_01_01_00_00_00"
     run.mkdir(parents=True)
     dst = run / f"{GPU_HOST}.xplane.pb"
-    shutil.copyfile(GPU_CAPTURE, dst)
+    shutil.copyfile(gpu_capture, dst)
     os.chmod(dst, 0o644)
     X.merge_into_capture(dst, small_trace(), start_ns=T0)
     rec = root / "plugins" / "iotrace"

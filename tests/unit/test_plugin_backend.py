@@ -25,29 +25,25 @@ from tb_iotrace.plugin.plugin import static_file
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
 
 ROOT = Path(__file__).resolve().parents[2]
-GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
 RUN = "2024_01_01_00_00_00"
 PY = sys.executable
-
-pytestmark = pytest.mark.skipif(not GPU.exists(), reason="shared GPU capture missing")
-
 
 # --------------------------------------------------------------------------- fixtures
 
 
 @pytest.fixture(scope="module")
-def logdir(tmp_path_factory) -> Path:
+def logdir(gpu_capture, tmp_path_factory) -> Path:
     """Run RUN: GPU capture + 20k synthetic calls on host worker0, a second host worker1;
     run 'plain': the GPU capture without I/O; run 'broken': a corrupt file."""
     d = tmp_path_factory.mktemp("logdir")
-    make_logdir(d, GPU, run=RUN, host="worker0", n_events=20_000)
-    make_logdir(d, GPU, run=RUN, host="worker1", n_events=5_000, seed=1)
+    make_logdir(d, gpu_capture, run=RUN, host="worker0", n_events=20_000)
+    make_logdir(d, gpu_capture, run=RUN, host="worker1", n_events=5_000, seed=1)
     plain = d / "plugins" / "profile" / "plain"
     plain.mkdir(parents=True)
-    shutil.copyfile(GPU, plain / "gpu.xplane.pb")
+    shutil.copyfile(gpu_capture, plain / "gpu.xplane.pb")
     broken = d / "train" / "plugins" / "profile" / "broken"
     broken.mkdir(parents=True)
-    (broken / "host.xplane.pb").write_bytes(GPU.read_bytes()[:100_000] + b"\xff" * 64)
+    (broken / "host.xplane.pb").write_bytes(gpu_capture.read_bytes()[:100_000] + b"\xff" * 64)
     return d
 
 
@@ -205,9 +201,9 @@ def test_url_encoded_dots_are_refused_over_http(client):
         assert resp.status_code in (400, 404), raw
 
 
-def test_symlinks_out_of_the_logdir_are_not_served(tmp_path):
+def test_symlinks_out_of_the_logdir_are_not_served(gpu_capture, tmp_path):
     outside = tmp_path / "outside"
-    make_logdir(outside, GPU, run="secret", host="h", n_events=100)
+    make_logdir(outside, gpu_capture, run="secret", host="h", n_events=100)
     ld = tmp_path / "logdir"
     prof = ld / "plugins" / "profile"
     prof.mkdir(parents=True)
@@ -449,10 +445,10 @@ def test_steps_with_and_without_markers(client):
     assert st["calls"] > 0 and st["bytes_read"] > 0 and 0 <= st["input_wait_pct"] <= 100
 
 
-def test_steps_fallback_windows(tmp_path):
+def test_steps_fallback_windows(gpu_capture, tmp_path):
     from tb_iotrace.plugin import queries
     from tb_iotrace.plugin.model import load_capture
-    src = make_logdir(tmp_path, GPU, n_events=1000)
+    src = make_logdir(tmp_path, gpu_capture, n_events=1000)
     cap = load_capture(str(src), "h")
     cap.steps = []
     s = queries.steps_impl(queries.make_view("r", [("h", cap)]), windows=10)
@@ -479,14 +475,14 @@ def test_findings_empty_state_without_io(client):
     assert code == 200 and f["findings"] == [] and "without tb_iotrace" in f["message"]
 
 
-def test_findings_run_in_one_child_per_capture(tmp_path, monkeypatch):
+def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatch):
     """The analysis runs in a child process (not in TensorBoard's), once per capture even
     when several requests ask at the same time; a failing child gives a message, not a 500."""
     import threading
 
     from tb_iotrace.plugin import findings_worker, queries
 
-    path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=2_000)
+    path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
     real = findings_worker.run_child
     pids = []
 
@@ -520,11 +516,11 @@ def test_findings_run_in_one_child_per_capture(tmp_path, monkeypatch):
     assert failures == [str(path)] and queries._findings_locks == {}
 
 
-def test_findings_above_the_size_limit_point_to_the_cli(tmp_path, monkeypatch):
+def test_findings_above_the_size_limit_point_to_the_cli(gpu_capture, tmp_path, monkeypatch):
     """A capture above FINDINGS_MAX_BYTES starts no child: the message names the CLI command."""
     from tb_iotrace.plugin import findings_worker, queries
 
-    path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=2_000)
+    path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
     monkeypatch.setattr(queries, "_findings_cache", {})
     monkeypatch.setattr(queries, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
     monkeypatch.setattr(findings_worker, "run_child", lambda p, t: pytest.fail("a child was started"))
@@ -559,14 +555,14 @@ def test_event_details_io_and_host(client):
 # --------------------------------------------------------------------------- cache
 
 
-def test_cache_reloads_when_the_file_changes(tmp_path):
-    path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=300)
+def test_cache_reloads_when_the_file_changes(gpu_capture, tmp_path):
+    path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=300)
     plugin, get = make_client(tmp_path)
     code, a = get("/capture", run="r", host="h")
     assert a["io"]["events"] == 300
     cap1 = plugin.index.capture(str(path), "h")
     assert plugin.index.capture(str(path), "h") is cap1  # cached
-    make_logdir(tmp_path, GPU, run="r", host="h", n_events=500, seed=3)
+    make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=500, seed=3)
     code, b = get("/capture", run="r", host="h")
     assert b["io"]["events"] == 500
 
@@ -594,13 +590,13 @@ def test_json_is_gzipped_unless_local_raw_is_asked_for(client, monkeypatch, loca
     assert bodies["127.0.0.1"] == bodies["::1"] == bodies["10.1.2.3"]
 
 
-def test_opening_the_tab_starts_decoding_what_it_shows_first(tmp_path):
+def test_opening_the_tab_starts_decoding_what_it_shows_first(gpu_capture, tmp_path):
     """The frontend's entry module is the tab's first request: the server starts decoding
     the capture the tab shows first (last run by name, its first host) at once, and the
     tab's /capture then finds it loaded (decoded once)."""
-    make_logdir(tmp_path, GPU, run="a", host="h", n_events=100)
-    make_logdir(tmp_path, GPU, run="b", host="h2", n_events=100)
-    first = make_logdir(tmp_path, GPU, run="b", host="h1", n_events=200)
+    make_logdir(tmp_path, gpu_capture, run="a", host="h", n_events=100)
+    make_logdir(tmp_path, gpu_capture, run="b", host="h2", n_events=100)
+    first = make_logdir(tmp_path, gpu_capture, run="b", host="h1", n_events=200)
     plugin, get = make_client(tmp_path)
     loads = []
     real = plugin.index.loader
@@ -685,12 +681,12 @@ MEM_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("n_events", [0, 200_000])
-def test_memory_at_most_5x_file_size(tmp_path, n_events):
+def test_memory_at_most_5x_file_size(gpu_capture, tmp_path, n_events):
     if n_events:
-        path = make_logdir(tmp_path, GPU, run="r", host="h", n_events=n_events, hostile=False)
+        path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=n_events, hostile=False)
     else:
         path = tmp_path / "gpu.xplane.pb"
-        shutil.copyfile(GPU, path)
+        shutil.copyfile(gpu_capture, path)
     r = subprocess.run([PY, "-c", MEM_SCRIPT, str(path)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     m = json.loads(r.stdout)

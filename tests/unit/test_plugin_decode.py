@@ -17,13 +17,8 @@ from tb_iotrace.xplane import (LINE_PREFIX, IoTrace, XPlaneError, add_io_to_spac
                                load_xspace, merge_into_capture, read_io_data, read_io_info)
 from tb_iotrace.xplane.iowriter import EVENT_STATS, event_kinds
 
-ROOT = Path(__file__).resolve().parents[2]
-GPU = ROOT.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
 KW = dict(stats_for=lambda pn, meta, ln: pn.startswith("/host:") and ln.name.startswith(LINE_PREFIX),
           stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS)
-
-pytestmark = pytest.mark.skipif(not GPU.exists(), reason="shared GPU capture missing")
-
 
 def assert_same_as_reader(path) -> None:
     """Every event's metadata id, start and duration equal the protobuf reader's, and the
@@ -66,17 +61,17 @@ def assert_same_as_reader(path) -> None:
     np.testing.assert_array_equal(host.stats["errno"][idx], tr.errno)
 
 
-def test_gpu_capture_matches_reader():
-    assert_same_as_reader(GPU)
+def test_gpu_capture_matches_reader(gpu_capture):
+    assert_same_as_reader(gpu_capture)
 
 
 @pytest.mark.parametrize("n", [1, 7, 3000, 60_000])
-def test_merged_capture_matches_reader(tmp_path, n):
-    path = make_logdir(tmp_path, GPU, n_events=n, seed=n)
+def test_merged_capture_matches_reader(gpu_capture, tmp_path, n):
+    path = make_logdir(tmp_path, gpu_capture, n_events=n, seed=n)
     assert_same_as_reader(path)
 
 
-def test_edge_values_match_reader(tmp_path):
+def test_edge_values_match_reader(gpu_capture, tmp_path):
     """Negative returns (10-byte varints), absent offsets/fds, errno, huge offsets, zero
     durations, empty paths, non-ASCII paths."""
     n = 500
@@ -91,15 +86,15 @@ def test_edge_values_match_reader(tmp_path):
                  start_ns=start, end_ns=start + np.where(rng.random(n) < 0.1, 0, rng.integers(1, 10**6, n)),
                  tid=rng.integers(1, 4, n))
     path = tmp_path / "h.xplane.pb"
-    shutil.copyfile(GPU, path)
+    shutil.copyfile(gpu_capture, path)
     merge_into_capture(path, tr, start_ns=1_000_000_000)
     assert_same_as_reader(path)
 
 
-def test_generic_and_scalar_paths_agree(tmp_path, monkeypatch):
+def test_generic_and_scalar_paths_agree(gpu_capture, tmp_path, monkeypatch):
     """The fast layout path, the generic token path and the scalar walk give the same
     columns."""
-    path = make_logdir(tmp_path, GPU, n_events=20_000)
+    path = make_logdir(tmp_path, gpu_capture, n_events=20_000)
     fast = D.decode_xspace(path, **KW)
     monkeypatch.setattr(D, "_template_chunk", lambda *a, **k: None)
     generic = D.decode_xspace(path, **KW)
@@ -113,9 +108,9 @@ def test_generic_and_scalar_paths_agree(tmp_path, monkeypatch):
                 np.testing.assert_array_equal(a.stats[k], b.stats[k])
 
 
-def test_small_chunks_and_threads(tmp_path, monkeypatch):
+def test_small_chunks_and_threads(gpu_capture, tmp_path, monkeypatch):
     """Chunk boundaries everywhere (tiny chunks) and lines decoded on threads."""
-    path = make_logdir(tmp_path, GPU, n_events=5_000)
+    path = make_logdir(tmp_path, gpu_capture, n_events=5_000)
     ref = D.decode_xspace(path, **KW)
     monkeypatch.setattr(D, "TOKEN_CHUNK", 97)
     monkeypatch.setattr(D, "PARALLEL_LINE_BYTES", 1)
@@ -127,9 +122,9 @@ def test_small_chunks_and_threads(tmp_path, monkeypatch):
             np.testing.assert_array_equal(a.stats[k], b.stats[k])
 
 
-def test_space_written_by_add_io_to_space(tmp_path):
+def test_space_written_by_add_io_to_space(gpu_capture, tmp_path):
     """A space serialized whole by protobuf (the pluggable-profiler path before TF merges)."""
-    sp = load_xspace(GPU)
+    sp = load_xspace(gpu_capture)
     add_io_to_space(sp, synthetic_trace(2000, 10**8, 2 * 10**9, base_ns=5 * 10**9), start_ns=5 * 10**9)
     path = tmp_path / "x.xplane.pb"
     path.write_bytes(sp.SerializeToString())
@@ -137,8 +132,8 @@ def test_space_written_by_add_io_to_space(tmp_path):
 
 
 @pytest.mark.parametrize("mutate", ["empty", "truncated", "garbage", "bad_length", "not_xspace"])
-def test_corrupt_files_raise_xplane_error(tmp_path, mutate):
-    data = GPU.read_bytes()
+def test_corrupt_files_raise_xplane_error(gpu_capture, tmp_path, mutate):
+    data = gpu_capture.read_bytes()
     bad = {"empty": b"", "truncated": data[: len(data) // 3], "garbage": bytes(range(256)) * 40,
            "bad_length": b"\x0a\xff\xff\xff\xff\x0f" + data[:100], "not_xspace": b"\x08\x01"}[mutate]
     path = tmp_path / "bad.xplane.pb"
@@ -147,15 +142,15 @@ def test_corrupt_files_raise_xplane_error(tmp_path, mutate):
         D.decode_xspace(path, **KW)
 
 
-def test_event_stats_read_back_from_the_file():
-    sd = D.decode_xspace(GPU)
-    sp = load_xspace(GPU)
+def test_event_stats_read_back_from_the_file(gpu_capture):
+    sd = D.decode_xspace(gpu_capture)
+    sp = load_xspace(gpu_capture)
     plane = next(p for p in sd.planes if p.name == "/device:GPU:4")
     ref = columns(next(p for p in sp.planes if p.name == "/device:GPU:4"))
     for line in plane.lines[:3]:
         for i in (0, line.count - 1):
             k = line.first + i
-            got = D.event_stats(GPU, plane.meta, plane.file_pos[k], plane.file_len[k])
+            got = D.event_stats(gpu_capture, plane.meta, plane.file_pos[k], plane.file_len[k])
             assert got == ref.event_stats(line.index, i)
 
 
@@ -249,23 +244,23 @@ def assert_same_columns(a: D.SpaceData, b: D.SpaceData) -> None:
         assert (names, labels) == (want[1], want[2])
 
 
-def test_native_equals_numpy_on_the_tf_capture(monkeypatch):
-    native, numpy_ = decode_both(GPU, monkeypatch)
+def test_native_equals_numpy_on_the_tf_capture(gpu_capture, monkeypatch):
+    native, numpy_ = decode_both(gpu_capture, monkeypatch)
     assert sum(p.num_events for p in native.planes) > 20_000
     assert_same_columns(native, numpy_)
 
 
 @pytest.mark.parametrize("n", [1, 60_000])
-def test_native_equals_numpy_with_io_events(tmp_path, monkeypatch, n):
-    path = make_logdir(tmp_path, GPU, n_events=n, seed=n)
+def test_native_equals_numpy_with_io_events(gpu_capture, tmp_path, monkeypatch, n):
+    path = make_logdir(tmp_path, gpu_capture, n_events=n, seed=n)
     native, numpy_ = decode_both(path, monkeypatch)
     host = next(p for p in native.planes if p.name == "/host:CPU")
     assert sum(ln.count for ln in host.lines if ln.name.startswith(LINE_PREFIX)) == n
     assert_same_columns(native, numpy_)
 
 
-def test_native_equals_numpy_on_a_space_written_by_protobuf(tmp_path, monkeypatch):
-    sp = load_xspace(GPU)
+def test_native_equals_numpy_on_a_space_written_by_protobuf(gpu_capture, tmp_path, monkeypatch):
+    sp = load_xspace(gpu_capture)
     add_io_to_space(sp, synthetic_trace(2000, 10**8, 2 * 10**9, base_ns=5 * 10**9), start_ns=5 * 10**9)
     path = tmp_path / "x.xplane.pb"
     path.write_bytes(sp.SerializeToString())
@@ -284,10 +279,10 @@ def _io_event_at(path) -> tuple[bytes, int, int]:
 
 @pytest.mark.parametrize("damage", ["truncated_in_event", "long_varint", "huge_event_length",
                                     "huge_stat_length", "group_wire_type", "field_zero"])
-def test_native_rejects_hostile_events_like_numpy(tmp_path, monkeypatch, damage):
+def test_native_rejects_hostile_events_like_numpy(gpu_capture, tmp_path, monkeypatch, damage):
     """A corrupt I/O event: both decoders raise XPlaneError saying so (never a crash or a
     read outside the file)."""
-    src = make_logdir(tmp_path / "src", GPU, n_events=3000)
+    src = make_logdir(tmp_path / "src", gpu_capture, n_events=3000)
     data, pos, length = _io_event_at(src)
     b = bytearray(data)
     if damage == "truncated_in_event":
@@ -314,13 +309,13 @@ def test_native_rejects_hostile_events_like_numpy(tmp_path, monkeypatch, damage)
     assert "truncated or corrupt" in str(native)
 
 
-def test_native_survives_random_damage(tmp_path, monkeypatch):
+def test_native_survives_random_damage(gpu_capture, tmp_path, monkeypatch):
     """Random byte flips and over-long varints in and around the I/O events: the native
     decoder raises XPlaneError or decodes; where both decode, their columns are the same;
     the native decoder is at least as strict (it also refuses a field running past its
     event and group wire types, which protobuf refuses too and the NumPy path skips), so
     it never decodes what the NumPy path refuses."""
-    src = make_logdir(tmp_path / "src", GPU, n_events=2000)
+    src = make_logdir(tmp_path / "src", gpu_capture, n_events=2000)
     data, pos, _ = _io_event_at(src)
     rng = np.random.default_rng(7)
     path = tmp_path / "bad.xplane.pb"

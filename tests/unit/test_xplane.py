@@ -23,7 +23,6 @@ from tb_iotrace import xplane as X
 from tb_iotrace.xplane import _proto, _wire, iowriter
 
 REPO = Path(__file__).resolve().parents[2]
-GPU_CAPTURE = REPO.parent / "shared" / "data" / "gpu_multi_worker.xplane.pb"
 GPU_HOST = "34.83.195.179_6003"
 PROTO_FILE = REPO / "tb_iotrace" / "xplane" / "xplane.proto"
 T0 = 1_700_000_000_000_000_000  # an arbitrary profile start for the GPU capture (it has none)
@@ -73,7 +72,7 @@ def assert_same_rows(expected: X.IoTrace, got: X.IoTrace) -> None:
             np.testing.assert_array_equal(a, b, err_msg=name)
 
 
-def capture_copy(tmp_path: Path, src: Path = GPU_CAPTURE, host: str = GPU_HOST) -> Path:
+def capture_copy(tmp_path: Path, src: Path, host: str = GPU_HOST) -> Path:
     run = tmp_path / "logdir" / "plugins" / "profile" / "2020_01_01_00_00_00"
     run.mkdir(parents=True)
     dst = run / f"{host}.xplane.pb"
@@ -252,7 +251,7 @@ def test_python_descriptor_matches_tensorflow(tf_xplane):
     assert list(ours.message_type) == list(theirs.message_type)
 
 
-def test_private_pool_coexists_with_tensorflow(tf_xplane):
+def test_private_pool_coexists_with_tensorflow(gpu_capture, tf_xplane):
     from google.protobuf import descriptor_pool
 
     # TF's registration in the default pool is intact, and ours is elsewhere.
@@ -260,7 +259,7 @@ def test_private_pool_coexists_with_tensorflow(tf_xplane):
     assert default.FindMessageTypeByName("tensorflow.profiler.XSpace") is tf_xplane.XSpace.DESCRIPTOR
     assert X.XSpace.DESCRIPTOR is not tf_xplane.XSpace.DESCRIPTOR
     assert X.XSpace.DESCRIPTOR.full_name == tf_xplane.XSpace.DESCRIPTOR.full_name
-    raw = GPU_CAPTURE.read_bytes()
+    raw = gpu_capture.read_bytes()
     ours = X.XSpace.FromString(raw)
     theirs = tf_xplane.XSpace.FromString(raw)
     assert ours.SerializeToString(deterministic=True) == theirs.SerializeToString(deterministic=True)
@@ -279,9 +278,9 @@ def test_import_needs_no_tensorflow():
 # --------------------------------------------------------------------------- reader
 
 
-def test_gpu_capture_facts(tf_xplane):
+def test_gpu_capture_facts(gpu_capture, tf_xplane):
     t = time.perf_counter()
-    space = X.load_xspace(GPU_CAPTURE)
+    space = X.load_xspace(gpu_capture)
     load_s = time.perf_counter() - t
     assert list(space.hostnames) == ["34.83.195.179:6003"]
     assert X.profile_start_ns(space) is None  # no Task Environment plane
@@ -310,7 +309,7 @@ def test_gpu_capture_facts(tf_xplane):
         "Stream #136(MemcpyD2H)", "TensorFlow Ops", "TensorFlow Name Scope", "Steps"]
 
     # Second opinion: TensorFlow's generated module, event by event.
-    ref = tf_xplane.XSpace.FromString(GPU_CAPTURE.read_bytes())
+    ref = tf_xplane.XSpace.FromString(gpu_capture.read_bytes())
     for view, plane in zip(views, ref.planes):
         assert view.name == plane.name
         for lc, line in zip(view.lines, plane.lines):
@@ -322,8 +321,8 @@ def test_gpu_capture_facts(tf_xplane):
                                           [plane.event_metadata[e.metadata_id].name for e in line.events])
 
 
-def test_stats_decoding():
-    space = X.load_xspace(GPU_CAPTURE)
+def test_stats_decoding(gpu_capture):
+    space = X.load_xspace(gpu_capture)
     hv = X.columns(space.planes[0])
     line = hv.line_by_name("python3")
     assert hv.event_names(line)[0] == "MemoryAllocation"
@@ -367,8 +366,8 @@ def test_clock_helpers(cpu_capture):
 
 
 @pytest.mark.parametrize("case", ["missing", "empty", "truncated", "corrupt", "directory", "not_xspace"])
-def test_bad_files_raise_xplane_error(tmp_path, case):
-    raw = GPU_CAPTURE.read_bytes()
+def test_bad_files_raise_xplane_error(gpu_capture, tmp_path, case):
+    raw = gpu_capture.read_bytes()
     path = tmp_path / "h.xplane.pb"
     if case == "empty":
         path.write_bytes(b"")
@@ -390,8 +389,8 @@ def test_bad_files_raise_xplane_error(tmp_path, case):
     assert expected in err.reason
 
 
-def test_truncation_anywhere_is_reported():
-    raw = GPU_CAPTURE.read_bytes()
+def test_truncation_anywhere_is_reported(gpu_capture):
+    raw = gpu_capture.read_bytes()
     rng = np.random.default_rng(7)
     for cut in [1, 2, 3, 100, len(raw) - 1] + rng.integers(1, len(raw) - 1, 60).tolist():
         with pytest.raises(X.XPlaneError):
@@ -416,9 +415,9 @@ def test_wire_varints_match_protobuf():
 # --------------------------------------------------------------------------- I/O writer
 
 
-def test_round_trip_in_memory():
+def test_round_trip_in_memory(gpu_capture):
     trace = make_trace(3000, T0 + 10_000, dropped=5)
-    space = X.XSpace.FromString(GPU_CAPTURE.read_bytes())
+    space = X.XSpace.FromString(gpu_capture.read_bytes())
     info = X.add_io_to_space(space, trace, start_ns=T0)
     assert info["num_events"] == 3000 and info["dropped"] == 5
     back = X.read_io_data(space)
@@ -430,9 +429,9 @@ def test_round_trip_in_memory():
     assert_same_rows(trace, X.read_io_data(again))
 
 
-def test_io_lines_layout():
+def test_io_lines_layout(gpu_capture):
     trace = make_trace(500, T0 + 1_000, nthreads=3)
-    space = X.XSpace.FromString(GPU_CAPTURE.read_bytes())
+    space = X.XSpace.FromString(gpu_capture.read_bytes())
     host_before = X.find_plane(space, X.HOST_PLANE)
     old_ids = {ln.id for ln in host_before.lines}
     old_max_md = max(host_before.event_metadata)
@@ -518,8 +517,8 @@ def test_empty_trace_and_bytes_paths():
     assert [p.encode("utf-8", "surrogateescape") for p in back.path] == raw_paths
 
 
-def test_merge_into_gpu_capture_and_viewers(tmp_path):
-    path = capture_copy(tmp_path)
+def test_merge_into_gpu_capture_and_viewers(gpu_capture, tmp_path):
+    path = capture_copy(tmp_path, gpu_capture)
     procs, threads, spans = viewer(path, "trace_viewer@")  # builds xprof's caches
     caches = X.cache_paths(path)
     assert [c.name for c in caches] == [f"{GPU_HOST}.SSTABLE", f"{GPU_HOST}.metadata.SSTABLE",
