@@ -48,7 +48,7 @@ setup() {
         2>/dev/null || pipq "$VENV/bin/pip" install -q "setuptools>=77"
     log "building the native shim"
     pipq "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e .
-    "$VENV/bin/python" -c 'import tb_iotrace._native' || { log "native build failed"; exit 1; }
+    "$VENV/bin/python" -c 'import tb_iotrace._native, tb_iotrace._codec' || { log "native build failed"; exit 1; }
     export PATH="$VENV/bin:$PATH"
 }
 

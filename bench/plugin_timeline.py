@@ -17,7 +17,7 @@ Targets (issue 4): first paint < 1.5 s, zoom step < 100 ms.
     python bench/plugin_timeline.py [--events 1000000] [--keep DIR] [--numpy]
 
 ``--numpy`` runs the decoder's NumPy path (``TBIO_PLUGIN_NATIVE=0``) instead of
-native/xdecode.c, in TensorBoard and in the decoder-alone runs: the baseline for the native
+native/codec/xdecode.c, in TensorBoard and in the decoder-alone runs: the baseline for the native
 scanner.
 """
 
@@ -49,7 +49,7 @@ PREFETCH_DELAY_S = 3.0
 
 MEM_SCRIPT = """
 import json, os, sys, time, tracemalloc
-from tb_iotrace.plugin import decode
+from tb_iotrace.xplane import columnar as decode
 from tb_iotrace.plugin.model import load_capture
 def rss():
     d = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
@@ -193,7 +193,7 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--keep", help="build/keep the logdir here (reused when it exists)")
     ap.add_argument("--zoom-steps", type=int, default=12)
-    ap.add_argument("--numpy", action="store_true", help="the decoder's NumPy path, not native/xdecode.c")
+    ap.add_argument("--numpy", action="store_true", help="the decoder's NumPy path, not native/codec/xdecode.c")
     args = ap.parse_args()
     if args.numpy:
         os.environ["TBIO_PLUGIN_NATIVE"] = "0"  # inherited by TensorBoard and the decoder runs
@@ -218,8 +218,8 @@ def main() -> int:
     best = min(runs[:2], key=lambda x: x["load_s"])
     m["load_s"], m["cpu_s"] = best["load_s"], best["cpu_s"]
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} (other jobs inflate wall times)")
-    print("decoder: " + ("native/xdecode.c (tb_iotrace._native)" if m["native"] else
-                         "NumPy path (" + ("--numpy" if args.numpy else "tb_iotrace._native not built") + ")"))
+    print("decoder: " + ("native/codec/xdecode.c (tb_iotrace._codec)" if m["native"] else
+                         "NumPy path (" + ("--numpy" if args.numpy else "tb_iotrace._codec not built") + ")"))
     print(f"decode (fresh process, best of 2): {m['load_s']:.2f} s wall, {m['cpu_s']:.2f} s CPU; python peak {mb(m['py_peak'])} "
           f"({m['py_peak'] / size:.1f}x file), retained {mb(m['py_retained'])}; "
           f"RSS peak +{mb(m['rss_peak'])} ({m['rss_peak'] / size:.1f}x), retained +{mb(m['rss_retained'])} "

@@ -12,8 +12,8 @@ What is timed
 ``tf.profiler.experimental.stop()``: TensorFlow stops its tracers, collects every
 profiler's XSpace (with tb_iotrace: the pluggable profiler's stop and collect
 callbacks, i.e. copying the native trace out into NumPy columns
-(``recorder.Capture._fill``) and encoding it as an XPlane
-(``tfhook._serialize`` -> ``Capture.to_iotrace`` + ``xplane.io_space_bytes``)),
+(``recording.session.Capture._fill``) and encoding it as an XPlane
+(``recording.tensorflow._serialize`` -> ``Capture.to_iotrace`` + ``xplane.io_space_bytes``)),
 merges the planes, and writes ``<logdir>/plugins/profile/<run>/<host>.xplane.pb``.
 
 Each trial is a fresh interpreter (``--child``), two sides alternated
@@ -112,7 +112,8 @@ def _xplanes(logdir: str) -> list[str]:
 
 def _install_timers(times: dict[str, float]) -> None:
     """Wrap the stop path's Python stages with timers (same calls, same order)."""
-    from tb_iotrace import recorder, xplane
+    from tb_iotrace import xplane
+    from tb_iotrace.recording import session as recorder
 
     def timed(name: str, fn: Any) -> Any:
         def wrapper(*a: Any, **k: Any) -> Any:
@@ -126,7 +127,7 @@ def _install_timers(times: dict[str, float]) -> None:
 
     recorder.Capture._fill = timed("fill", recorder.Capture._fill)            # type: ignore[method-assign]
     recorder.Capture.to_iotrace = timed("to_iotrace", recorder.Capture.to_iotrace)  # type: ignore[method-assign]
-    # tfhook._serialize does `from .xplane import io_space_bytes` at each call
+    # recording.tensorflow._serialize does `from ..xplane import io_space_bytes` at each call
     xplane.io_space_bytes = timed("io_space_bytes", xplane.io_space_bytes)
 
 

@@ -1,4 +1,5 @@
-"""cffi (API mode) build of the native shim into ``tb_iotrace._native``.
+"""cffi (API mode) build of the native shim into ``tb_iotrace._native`` (the XPlane codecs
+are a module of their own: native/build_codec.py).
 
 The C sources come from native/sources.cmake and the declarations from
 native/tbio.h, so neither list is typed twice.  Importing the built module is
@@ -15,24 +16,24 @@ NATIVE = Path(__file__).resolve().parent
 ROOT = NATIVE.parent
 
 
-def sources() -> list[str]:
+def sources(name: str = "TBIO_SOURCES") -> list[str]:
     text = (NATIVE / "sources.cmake").read_text()
-    body = re.search(r"set\(TBIO_SOURCES(.*?)\)", text, re.S)
-    assert body, "native/sources.cmake has no TBIO_SOURCES list"
+    body = re.search(rf"set\({name}\s(.*?)\)", text, re.S)
+    assert body, f"native/sources.cmake has no {name} list"
     return [s for s in body.group(1).split() if s.endswith(".c")]
 
 
-def cdef() -> str:
+def cdef(header: Path = NATIVE / "tbio.h", marker: str = "TBIO_API") -> str:
     lines = []
-    for line in (NATIVE / "tbio.h").read_text().splitlines():
+    for line in header.read_text().splitlines():
         if line.lstrip().startswith("#"):
             continue
-        lines.append(line.replace("TBIO_API ", ""))
+        lines.append(line.replace(marker + " ", ""))
     return "\n".join(lines)
 
 
 # Called by native/tfprof.c when TensorFlow starts, stops and collects a
-# profile (implemented in tb_iotrace/tfhook.py).
+# profile (implemented in tb_iotrace/recording/tensorflow.py).
 PYTHON_CALLBACKS = """
 extern "Python+C" int tbio_py_prof_start(void);
 extern "Python+C" int tbio_py_prof_stop(void);

@@ -1,4 +1,6 @@
-# The one list of C sources, read by CMakeLists.txt and by native/build_ffi.py.
+# The one list of C sources of each module, read by CMakeLists.txt and by
+# native/build_ffi.py (the shim, tb_iotrace._native) and native/build_codec.py
+# (the XPlane codecs, tb_iotrace._codec).
 set(TBIO_SOURCES
   native/counters.c
   native/sys.c
@@ -8,6 +10,8 @@ set(TBIO_SOURCES
   native/wrappers.c
   native/api.c
   native/tfprof.c
-  native/encode.c
-  native/xdecode.c
+)
+set(TBIO_CODEC_SOURCES
+  native/codec/encode.c
+  native/codec/xdecode.c
 )

@@ -8,7 +8,7 @@
 
 Importing this package loads nothing native: the shim is attached by the
 first ``enable()``/``capture()``, and the TensorBoard plugin
-(``tb_iotrace.plugin``) never needs it.
+(``tb_iotrace.plugin``) never loads it.
 """
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ __all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters
            "NativeError"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .recorder import Capture, NativeError, capture, disable, enable, is_enabled, set_filters, set_trace_cap
+    from .recording.api import Capture, NativeError, capture, disable, enable, is_enabled, set_filters, set_trace_cap
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from . import recorder as _recorder
+        from .recording import api
 
-        return getattr(_recorder, name)
+        return getattr(api, name)
     raise AttributeError(f"module 'tb_iotrace' has no attribute {name!r}")

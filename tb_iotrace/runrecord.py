@@ -41,7 +41,9 @@ import numpy as np
 from ._atomic import atomic_write
 
 FORMAT = "tb_iotrace.run/1"
-RECORD_DIR = os.path.join("plugins", "iotrace")
+RECORD_RUN = "iotrace"  # the folder under plugins/, and the run name it gets at a logdir's top
+RECORD_DIR = os.path.join("plugins", RECORD_RUN)
+RECORD_SUFFIX = ".json"
 
 
 class RecordError(ValueError):
@@ -60,7 +62,7 @@ def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
                  host: str | None = None, suffix: str = "") -> tuple[Path, Path]:
     d = record_dir(run_dir)
     stem = f"{host or hostname()}.{pid if pid is not None else os.getpid()}{suffix}"
-    return d / f"{stem}.json", d / f"{stem}.npz"
+    return d / f"{stem}{RECORD_SUFFIX}", d / f"{stem}.npz"
 
 
 def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
@@ -124,7 +126,7 @@ class RunRecord:
     @property
     def name(self) -> str:
         """``<host>.<pid>``, the record's host name in reports."""
-        return self.path.name[: -len(".json")]
+        return self.path.name[: -len(RECORD_SUFFIX)]
 
     @property
     def files(self) -> list[dict[str, Any]]:
@@ -159,7 +161,7 @@ class RunRecord:
 
 def is_record_file(path: str | os.PathLike[str]) -> bool:
     p = str(path)
-    if not p.endswith(".json"):
+    if not p.endswith(RECORD_SUFFIX):
         return False
     try:
         with open(p, "rb") as fh:
@@ -188,7 +190,7 @@ def find_records(directory: str | os.PathLike[str]) -> list[Path]:
     d = Path(directory)
     if not d.is_dir():
         return []
-    return sorted(p for p in d.iterdir() if p.name.endswith(".json") and not p.name.startswith("."))
+    return sorted(p for p in d.iterdir() if p.name.endswith(RECORD_SUFFIX) and not p.name.startswith("."))
 
 
 # --------------------------------------------------------------------------- merging flushes

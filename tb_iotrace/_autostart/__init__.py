@@ -5,7 +5,7 @@ so every Python process of the run (the script, ``multiprocessing`` spawn/forkse
 workers, subprocess Pythons) calls :func:`start` at startup:
 
 - ``tb_iotrace.enable()`` and one native session recording the whole process life
-  (``tb_iotrace.recorder.begin_session``). TensorFlow profile windows and user captures are
+  (``tb_iotrace.recording.session.begin_session``). TensorFlow profile windows and user captures are
   independent sessions beside it (at most 4 at once per process: this one uses 1, plus 1
   more while periodic flushing is on).
 - The record (:mod:`tb_iotrace.runrecord`) is written at exit, whichever way the process
@@ -58,13 +58,13 @@ class _Run:
 
     # ----------------------------------------------------------------- sessions
     def begin(self) -> None:
-        from .. import recorder
+        from ..recording import session
 
-        self.sess = recorder.begin_session()
+        self.sess = session.begin_session()
         self.start_ns = time.time_ns()
         if self.flush_s > 0:
             try:
-                self.flush_sess = recorder.begin_session()
+                self.flush_sess = session.begin_session()
             except Exception:
                 self.flush_sess = None  # no slot left: the first flush starts it
             self._write_partial()  # a record exists even if killed before the first flush
@@ -79,19 +79,19 @@ class _Run:
                 pass
 
     def flush(self) -> None:
-        from .. import recorder
+        from ..recording import session
 
         with self.lock:
             if self.done or os.getpid() != self.pid:
                 return
             try:
-                new = recorder.begin_session()
+                new = session.begin_session()
             except Exception:
                 new = None  # every slot busy (TensorFlow windows): keep the previous flush
             old, self.flush_sess = self.flush_sess, new if new is not None else self.flush_sess
             if old is not None and new is not None:
-                cap = recorder.Capture()
-                recorder.end_session(old, cap)
+                cap = session.Capture()
+                session.end_session(old, cap)
                 from ..runrecord import merge_files
 
                 merge_files(self.acc, [f.to_dict() for f in cap.files])
@@ -104,7 +104,7 @@ class _Run:
                      start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False)
 
     def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
-        from .. import recorder
+        from ..recording import session
         from ..runrecord import write_record
 
         with self.lock:
@@ -112,10 +112,10 @@ class _Run:
                 return
             self.done = True
             self.stop.set()
-            cap = recorder.Capture()
-            recorder.end_session(self.sess, cap)
+            cap = session.Capture()
+            session.end_session(self.sess, cap)
             if self.flush_sess is not None:
-                recorder.end_session(self.flush_sess, recorder.Capture())
+                session.end_session(self.flush_sess, session.Capture())
                 self.flush_sess = None
             if how == "exit" and self.exc:
                 how = "exception"
@@ -201,11 +201,11 @@ def _after_fork_in_child() -> None:
     old = _state
     if old is None:
         return
-    from .. import recorder
+    from ..recording import session
 
     for s in (old.sess, old.flush_sess):
         if s is not None:
-            recorder._live.discard(s)  # the shim dropped the parent's sessions in the child
+            session.forget(s)  # the shim dropped the parent's sessions in the child
     _state = _Run(old.run_dir, old.flush_s)
     try:
         _state.begin()
@@ -233,9 +233,9 @@ def start() -> None:
     except ValueError:
         flush_s = 5.0
     _exclude_record_dir(run_dir)
-    from .. import recorder
+    from ..recording import api
 
-    recorder.enable()
+    api.enable()
     st = _Run(run_dir, flush_s)
     st.begin()
     _state = st

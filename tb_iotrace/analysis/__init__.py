@@ -5,9 +5,10 @@ capture, and findings with evidence (docs/findings.md).
     a = analyze("logs/plugins/profile/<run>/<host>.xplane.pb")   # or an XSpace, or trace=IoTrace
     a.to_dict()   # JSON-ready: summary, steps, stages, filesystems, files, findings, notes, thresholds
 """
-from .core import Analysis, FileStats, analyze, is_library_path, stage_name
-from .findings import ORDER as FINDING_IDS
-from .findings import TITLES
+from .analyze import Analysis, analyze
+from .context import FileStats, is_library_path, stage_name
+from .rules import ORDER as FINDING_IDS
+from .rules import TITLES
 from .mounts import Mount, MountTable, parse_mountinfo, read_mountinfo
 from .thresholds import DEFAULT, Thresholds
 

@@ -4,7 +4,7 @@
 events (upb messages for every event, then a Python loop over them). The analysis needs the
 I/O events only as columns, and of the rest only the host plane's TensorFlow events (steps,
 input waits, tf.data iterators) and the plane stats (profile start, the ``tb_iotrace.io``
-record). So the file is decoded column-wise (memory-mapped, numpy, :mod:`tb_iotrace.plugin.decode`
+record). So the file is decoded column-wise (memory-mapped, numpy, :mod:`tb_iotrace.xplane.columnar`
 does it for the I/O tab too) and only those small parts become protobuf messages:
 
 - the I/O lines -> an :class:`IoTrace` with the same rows, order and values as ``read_io_data``;
@@ -20,7 +20,7 @@ import os
 import numpy as np
 
 from ..xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XSpace, read_io_info
-from ..xplane._wire import WT_LEN, tag, varint_bytes
+from ..xplane.wire import WT_LEN, tag, varint_bytes
 from ..xplane.iowriter import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
                                STAT_RETURNED, event_kinds, kind_columns, metadata_names,
                                recorded_lines)
@@ -107,7 +107,7 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
     """(slim XSpace, I/O trace or None) of a capture file; see the module docstring.
     Raises :class:`tb_iotrace.xplane.XPlaneError` for a file that cannot be read."""
     # the columnar decoder; its package imports tensorboard (a dependency), hence not at module level
-    from ..plugin.decode import decode_xspace
+    from ..xplane.columnar import decode_xspace
 
     defaults = [_DEFAULTS.get(name, 0) for name in EVENT_STATS]
     sd = decode_xspace(path, stats_for=lambda plane, meta, line: line.name.startswith(LINE_PREFIX)

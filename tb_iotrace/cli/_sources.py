@@ -15,12 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..runrecord import RECORD_DIR, RecordError, RunRecord, find_records, read_record
+from ..logdir import XPLANE_SUFFIX, scan
+from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
 from ._base import UserError
-
-XPLANE_SUFFIX = ".xplane.pb"
-RECORD_RUN = "iotrace"
-MAX_DEPTH = 8
 
 
 @dataclass
@@ -98,7 +95,7 @@ class Source:
 def _record_sources(folder: Path, run: str) -> list[Source]:
     out = []
     for p in find_records(folder):
-        out.append(Source(run=run, host=p.name[: -len(".json")], kind="record", path=str(p)))
+        out.append(Source(run=run, host=p.name[: -len(RECORD_SUFFIX)], kind="record", path=str(p)))
     return out
 
 
@@ -111,33 +108,12 @@ def _xplane_sources(folder: Path, run: str) -> list[Source]:
 
 
 def _scan_logdir(root: Path) -> list[Source]:
-    from ..plugin.logdir import scan
-
+    """Every profile run and whole-run record folder under ``root``, as the plugin sees them."""
     out: list[Source] = []
-    runs, _ = scan(str(root))
+    runs, _ = scan(str(root), records=True)
     for r in runs:
         for host, fpath in sorted(r.hosts.items()):
-            out.append(Source(run=r.run, host=host, kind="xplane", path=fpath))
-    # whole-run record folders
-    stack = [(root, 0)]
-    while stack:
-        d, depth = stack.pop()
-        rec = d / RECORD_DIR
-        if rec.is_dir():
-            rel = os.path.relpath(d, root)
-            run = RECORD_RUN if rel in (".", "") else f"{rel.replace(os.sep, '/')}/{RECORD_RUN}"
-            out.extend(_record_sources(rec, run))
-        if depth >= MAX_DEPTH:
-            continue
-        try:
-            subs = sorted((e for e in os.scandir(d) if e.is_dir(follow_symlinks=False)), key=lambda e: e.name,
-                          reverse=True)
-        except OSError:
-            continue
-        for e in subs:
-            if e.name == "plugins" or e.name.startswith("."):
-                continue
-            stack.append((Path(e.path), depth + 1))
+            out.append(Source(run=r.run, host=host, kind=r.kind if r.kind == "record" else "xplane", path=fpath))
     out.sort(key=lambda s: (s.run, s.host))
     return out
 
@@ -172,7 +148,7 @@ def resolve(path: str, run: str | None = None, host: str | None = None) -> list[
             name = p.name[: -len(XPLANE_SUFFIX)] if p.name.endswith(XPLANE_SUFFIX) else p.stem
             sources = [Source(run=p.parent.name or ".", host=name, kind="xplane", path=str(p))]
         else:
-            sources = [Source(run=RECORD_RUN, host=p.name[: -len(".json")] if p.name.endswith(".json") else p.name,
+            sources = [Source(run=RECORD_RUN, host=p.name[: -len(RECORD_SUFFIX)] if p.name.endswith(RECORD_SUFFIX) else p.name,
                               kind="record", path=str(p))]
             sources[0].record()  # validate now: a corrupt file is a user error
     elif not os.access(p, os.R_OK | os.X_OK):

@@ -17,7 +17,7 @@ MAX_STEPS_SHOWN = 20
 
 def _record_trace(src: Source) -> Any:
     """A run record's stored trace as an IoTrace (None without one)."""
-    from ..export._common import io_columns
+    from ..export import io_columns
     from ..xplane import IoTrace
 
     got = io_columns(src)

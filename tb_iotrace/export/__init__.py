@@ -10,6 +10,6 @@ writes the trace in chunks (:data:`CHUNK` rows) with progress on a terminal (:mo
 """
 from __future__ import annotations
 
-from ._common import CHUNK, io_rows
+from ._common import CHUNK, io_columns, io_rows
 
-__all__ = ["CHUNK", "io_rows"]
+__all__ = ["CHUNK", "io_columns", "io_rows"]

@@ -14,7 +14,7 @@ Data flow::
 
     <logdir>/[<tb run>/]plugins/profile/<session>/<host>.xplane.pb
       |  logdir.scan (bounded, no symlinks out)      -> /runs
-      |  logdir.LogdirIndex.capture (lazy; cached by size and mtime; prefetch of the newest
+      |  cache.LogdirIndex.capture (lazy; cached by size and mtime; prefetch of the newest
       |  run when TensorBoard lists plugins)
       v
     decode.decode_xspace: mmap + numpy; plane metadata through protobuf, events decoded

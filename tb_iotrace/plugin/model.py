@@ -35,7 +35,7 @@ import numpy as np
 from ..xplane import XSpace, read_io_info
 from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
-from .decode import PlaneData, SpaceData, decode_xspace, event_stats
+from ..xplane.columnar import PlaneData, SpaceData, decode_xspace, event_stats
 
 # bytes_requested / bytes_returned are left out of events where they equal their event
 # kind's (tb_iotrace.io/2): decoded with this marker where absent, then filled in.
@@ -112,7 +112,7 @@ class Lane:
         return out
 
 
-def _make_lane(key, group, name, plane, start, end, name_id, src=None, rows=None, **kw) -> Lane:
+def make_lane(key, group, name, plane, start, end, name_id, src=None, rows=None, **kw) -> Lane:
     n = len(start)
     if rows is None:
         order = np.lexsort((-end, start))
@@ -304,7 +304,7 @@ def _file_lanes(io: IoTable) -> list[Lane]:
         chosen[k + 1] = True
         idx = np.flatnonzero(io.path == k)
         idx = idx[np.argsort(io.start[idx], kind="stable")]
-        lanes.append(_make_lane(f"io.f{k}", "io", io.paths[k], "files", io.start[idx], io.end[idx],
+        lanes.append(make_lane(f"io.f{k}", "io", io.paths[k], "files", io.start[idx], io.end[idx],
                                 io.op[idx], src=idx.astype(np.int32), rows=1,
                                 extra={"file": io.paths[k]}))
     rest = np.flatnonzero(~chosen[io.path + 1])
@@ -312,7 +312,7 @@ def _file_lanes(io: IoTable) -> list[Lane]:
         rest = rest[np.argsort(io.start[rest], kind="stable")]
         nfiles = int(np.count_nonzero(counts)) - len(top)
         label = f"other files ({nfiles})" if nfiles > 0 else "no file"
-        lanes.append(_make_lane("io.fother", "io", label, "files", io.start[rest], io.end[rest],
+        lanes.append(make_lane("io.fother", "io", label, "files", io.start[rest], io.end[rest],
                                 io.op[rest], src=rest.astype(np.int32), rows=1))
     return lanes
 
@@ -420,7 +420,7 @@ def _load_capture(path: str, host: str) -> Capture:
                         names_here = np.array([bool(TF_DATA_RE.search(n)) for n in pnames] + [False])
                     tf_data = bool(names_here[np.where(nid >= 0, nid - base, -1)].any())
                 host_line_key[ln.id] = key
-            lane = _make_lane(key, "host" if is_host else "device", label if is_host else
+            lane = make_lane(key, "host" if is_host else "device", label if is_host else
                               f"{_short_plane(plane.name)} {label}", plane.name, start, end, nid,
                               src=src, plane_index=plane.index, line_id=ln.id, tf_data=tf_data)
             lanes.append(lane)
@@ -456,7 +456,7 @@ def _load_capture(path: str, host: str) -> Capture:
             host_key = host_line_key.get(thread_line_id(pthread)) if pthread else None
             host_name = next((ln.name for ln in lanes if ln.key == host_key), None) if host_key else None
             label = f"{host_name or comm or 'thread'} (tid {tid})"
-            lanes.append(_make_lane(f"io.t{tid}", "io", label, "I/O", io.start[a:b], io.end[a:b],
+            lanes.append(make_lane(f"io.t{tid}", "io", label, "I/O", io.start[a:b], io.end[a:b],
                                     io.op[a:b], src=None, src_base=a, rows=1,
                                     tid=tid, extra={"host_lane": host_key, "comm": comm}))
     _order_lanes(lanes)

@@ -41,7 +41,8 @@ from werkzeug import wrappers
 
 from ..xplane import XPlaneError
 from . import queries
-from .logdir import BadName, LogdirIndex
+from ..logdir import BadName
+from .cache import LogdirIndex
 from .model import trim_memory
 
 log = logging.getLogger("tb_iotrace.plugin")

@@ -693,7 +693,7 @@ _findings_guard = threading.Lock()
 
 
 def _findings_for(path: str) -> dict[str, Any]:
-    from .logdir import file_key
+    from .cache import file_key
     from .records import total_size
 
     key = (path, *file_key(path))  # a record: its JSON's and its trace's size and mtime

@@ -23,10 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runrecord import RecordError, RunRecord, read_record
-from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, _make_lane, trim_memory
-
-RECORD_SUFFIX = ".json"
+from ..runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record
+from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane, trim_memory
 
 
 def trace_path(json_path: str) -> str:
@@ -128,7 +126,7 @@ def _load_record(path: str, host: str) -> Capture:
             th = threads.get(tid, {})
             comm = str(th.get("name") or "")
             label = f"{comm or 'thread'} (tid {tid}{', main' if tid == pid else ''})"
-            lanes.append(_make_lane(f"io.t{tid}", "io", label, "I/O", io.start[a:b], io.end[a:b],
+            lanes.append(make_lane(f"io.t{tid}", "io", label, "I/O", io.start[a:b], io.end[a:b],
                                     io.op[a:b], src=None, src_base=a, rows=1, tid=tid,
                                     extra={"host_lane": None, "comm": comm}))
     lo, hi = 0, max(t_end - t0, 1)

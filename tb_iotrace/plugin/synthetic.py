@@ -26,7 +26,7 @@ DEFAULT_BASE_NS = 1_700_000_000_000_000_000
 
 
 def _extent_ns(path: str | os.PathLike) -> tuple[int, int]:
-    from .decode import decode_xspace
+    from ..xplane.columnar import decode_xspace
 
     space = decode_xspace(path)
     lo, hi = None, None

@@ -62,7 +62,7 @@ start, so all offsets are non-negative, and the record below keeps that first st
 absolute ns per line (``t0_ns``), so :func:`read_io_data` gets absolute times back
 whatever constant shift the file went through.
 
-TensorFlow's pluggable-profiler path (``tb_iotrace.tfhook``) serializes a space built by
+TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``) serializes a space built by
 :func:`add_io_to_space` under another ``/host:`` plane name, and TF merges it into
 ``/host:CPU``: that renumbers event/stat metadata ids, drops the lines' ``display_id``
 (the viewer then uses the small line ``id`` as tid) and normalizes timestamps. The plane
@@ -77,8 +77,8 @@ documented in :func:`_info_json`; its ``event_kinds`` maps each kind's name back
 :class:`IoTrace` (from /1 and /2 records); :func:`remove_io_data` takes it out again, so
 merging twice replaces.
 
-Events are encoded by the native module (``native/encode.c``, ~20 ms per million) where it
-is built, else column-wise with numpy (:mod:`._wire`, ~1.5 s per million; the plugin side
+Events are encoded by the native module (``native/codec/encode.c``, ~20 ms per million) where it
+is built, else column-wise with numpy (:mod:`.wire`, ~1.5 s per million; the plugin side
 needs no native code); both write the same bytes (:func:`encode_events_numpy`), spliced
 into the serialized plane. No Python object is created per event: the capture hands the
 call and path columns over as codes (:class:`~.iotrace.Labels`).
@@ -96,7 +96,9 @@ from typing import Any
 import numpy as np
 
 from .._atomic import atomic_write
-from . import _wire
+from ..codecs import codec
+from ..logdir import XPLANE_SUFFIX
+from . import wire
 from ._proto import XLine, XPlane, XSpace
 from .iotrace import IoTrace, Labels, ThreadInfo
 from .reader import HOST_PLANE, find_plane, load_xspace, profile_start_ns
@@ -120,7 +122,6 @@ EVENT_STATS = (STAT_PATH, STAT_OFFSET, STAT_REQUESTED, STAT_RETURNED, STAT_FD, S
 # xprof's streaming trace viewer caches, next to <host>.xplane.pb (names from
 # xprof/convert/profiler_plugin_c_api.so: ".SSTABLE", ".metadata.SSTABLE", ".trie.SSTABLE").
 CACHE_SUFFIXES = (".SSTABLE", ".metadata.SSTABLE", ".trie.SSTABLE")
-XPLANE_SUFFIX = ".xplane.pb"
 
 _M64 = (1 << 64) - 1
 _MUL = (0xC6A4A793 << 32) + 0x5BD1E995
@@ -264,13 +265,13 @@ class _Encoded:
         return bytes(_join(self.lines_chunks))
 
 
-def _int_stat(rows: _wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
+def _int_stat(rows: wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
     """Append an XEvent.stats entry (field 4) ``XStat{metadata_id: sid, <value_field>: value}``
     to each row (where ``present``)."""
-    head = _wire.tag(1, _wire.WT_VARINT) + _wire.varint_bytes(sid) + _wire.tag(value_field, _wire.WT_VARINT)
-    mat, lengths = _wire.varint_matrix(values)
+    head = wire.tag(1, wire.WT_VARINT) + wire.varint_bytes(sid) + wire.tag(value_field, wire.WT_VARINT)
+    mat, lengths = wire.varint_matrix(values)
     size = (lengths + len(head)).astype(np.uint8)  # < 128: a one-byte varint
-    rows.const(_wire.tag(4, _wire.WT_LEN), present)
+    rows.const(wire.tag(4, wire.WT_LEN), present)
     rows.parts.append((size[:, None], rows._present(np.ones(len(size), dtype=np.int64), present)))
     rows.const(head, present)
     rows.parts.append((mat, rows._present(lengths, present)))
@@ -352,7 +353,7 @@ def encode_events_numpy(ev: EventColumns, stat_ids: tuple[int, ...], kinds: Kind
     returned, returned always), ``fd`` (when != -1), ``errno`` (when != 0)."""
     sid = dict(zip(EVENT_STATS, stat_ids))
     req_present, ret_present = _byte_stats_present(ev, kinds)
-    rows = _wire.Rows(len(ev))
+    rows = wire.Rows(len(ev))
     rows.varint_field(1, ev.metadata_id)
     rows.varint_field(2, ev.offset_ps)
     rows.varint_field(3, ev.duration_ps)
@@ -370,15 +371,8 @@ def encode_events_numpy(ev: EventColumns, stat_ids: tuple[int, ...], kinds: Kind
 
 
 def _native_lib() -> Any:
-    """(ffi, lib) of the native module, or None where it is not built (readers, plugin)."""
-    try:
-        from .._ffi import NativeError, native
-    except ImportError:  # pragma: no cover - the package is always importable
-        return None
-    try:
-        return native()
-    except NativeError:
-        return None
+    """(ffi, lib) of the codecs (tb_iotrace._codec), or None where they are not built."""
+    return codec()
 
 
 def _native_call(ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None, out: Any = None,
@@ -587,7 +581,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         li["num_events"] = int(counts[i])
         li["t0_ns"] = int(line_ts[i]) + int(start_ns)
         # XPlane.lines entry: tag, length, the line's own fields, its events
-        chunks += [_wire.tag(3, _wire.WT_LEN) + _wire.varint_bytes(len(header) + len(body)), header, body]
+        chunks += [wire.tag(3, wire.WT_LEN) + wire.varint_bytes(len(header) + len(body)), header, body]
 
     info = _info_json(trace, start_ns, capped, max_events, n, lines_info,
                       {k: v[0] for k, v in event_md.items()}, new_stats, sids, kinds)
@@ -775,7 +769,7 @@ def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
     head = plane.SerializeToString()   # repeated field 3 (lines) may come last
     size = len(head) + sum(len(c) for c in enc.lines_chunks)
     # one XSpace.planes entry, joined in one copy
-    return _join([_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size), head, *enc.lines_chunks])
+    return _join([wire.tag(1, wire.WT_LEN) + wire.varint_bytes(size), head, *enc.lines_chunks])
 
 
 @dataclass
@@ -828,7 +822,7 @@ def merge_into_capture(xplane_path: str | os.PathLike, trace: IoTrace, *,
         raw = plane.SerializeToString()
         extra = enc.lines_chunks if i == host_index else []
         size = len(raw) + sum(len(c) for c in extra)
-        chunks.append(_wire.tag(1, _wire.WT_LEN) + _wire.varint_bytes(size))
+        chunks.append(wire.tag(1, wire.WT_LEN) + wire.varint_bytes(size))
         chunks.append(raw)
         chunks.extend(extra)
     atomic_write(path, lambda fh: _write_chunks(fh, chunks), fsync=True)

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from . import _wire
+from . import wire
 from ._proto import XPlane, XSpace
 
 TASK_ENV_PLANE = "Task Environment"
@@ -51,8 +51,8 @@ def parse_xspace(data: bytes, path: Any = "<bytes>") -> XSpace:
     if not data:
         raise XPlaneError(path, "file is empty (0 bytes): not an XSpace")
     try:
-        for number, wire_type, _, _ in _wire.top_level_fields(data):
-            if number in _XSPACE_FIELDS and wire_type != _wire.WT_LEN:
+        for number, wire_type, _, _ in wire.top_level_fields(data):
+            if number in _XSPACE_FIELDS and wire_type != wire.WT_LEN:
                 raise ValueError(f"field {number} has wire type {wire_type}, expected 2")
     except ValueError as exc:
         raise XPlaneError(path, f"truncated or corrupt XSpace ({exc})") from None

@@ -1,4 +1,4 @@
-"""The native event encoder (native/encode.c) writes exactly the bytes of the NumPy one
+"""The native event encoder (native/codec/encode.c) writes exactly the bytes of the NumPy one
 (tb_iotrace.xplane.iowriter.encode_events_numpy), and traces given as codes (Labels) are
 written like traces of str objects."""
 

@@ -20,7 +20,8 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from tb_iotrace.plugin import IoTracePlugin
-from tb_iotrace.plugin import logdir as logdir_mod
+from tb_iotrace import logdir as logdir_mod
+from tb_iotrace.plugin import cache as cache_mod
 from tb_iotrace.plugin.plugin import static_file
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
 
@@ -139,7 +140,7 @@ def test_is_active_cheap_and_cached(tmp_path, monkeypatch):
     t = time.perf_counter()
     assert plugin.is_active() is False
     assert time.perf_counter() - t < 2.0
-    assert calls[0]["max_dirs"] == logdir_mod.ACTIVE_MAX_DIRS
+    assert calls[0]["max_dirs"] == cache_mod.ACTIVE_MAX_DIRS
     plugin.is_active()
     plugin.is_active()
     assert len(calls) == 1  # cached

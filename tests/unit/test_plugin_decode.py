@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import tb_iotrace.plugin.decode as D
+import tb_iotrace.xplane.columnar as D
 from tb_iotrace.plugin import lod
 from tb_iotrace.plugin.model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
@@ -209,10 +209,10 @@ def test_rows_nest_events():
 
 
 def decode_both(path, monkeypatch):
-    """decode_xspace with native/xdecode.c and with the NumPy path: (native, numpy), each
+    """decode_xspace with native/codec/xdecode.c and with the NumPy path: (native, numpy), each
     the SpaceData or the XPlaneError raised."""
     monkeypatch.setattr(D, "USE_NATIVE", True)
-    assert D._native_lib() is not None, "tb_iotrace._native is not built (native/build_ffi.py)"
+    assert D._native_lib() is not None, "tb_iotrace._codec is not built (native/build_codec.py)"
     out = []
     for use in (True, False):
         monkeypatch.setattr(D, "USE_NATIVE", use)

@@ -20,7 +20,8 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from tb_iotrace.plugin import IoTracePlugin
-from tb_iotrace.plugin import logdir as logdir_mod
+from tb_iotrace import logdir as logdir_mod
+from tb_iotrace.plugin import cache as cache_mod
 from tb_iotrace.runrecord import read_record
 
 PY = sys.executable
@@ -174,17 +175,17 @@ def test_is_active_finds_a_record_and_stays_cheap(tmp_path, monkeypatch):
     rec = ld / "zz" / "plugins" / "iotrace"
     rec.mkdir(parents=True)
     (rec / "notes.json").write_text('{"something": "else"}')  # not a record: does not count
-    index = logdir_mod.LogdirIndex(str(ld))
+    index = cache_mod.LogdirIndex(str(ld))
     assert index.is_active() is False
     (rec / "h.1.json").write_text(json.dumps({"format": "tb_iotrace.run/1", "files": []}))
     calls = []
     real = logdir_mod.is_record_file
     monkeypatch.setattr(logdir_mod, "is_record_file", lambda p: calls.append(p) or real(p))
-    assert logdir_mod.LogdirIndex(str(ld)).is_active() is True
+    assert cache_mod.LogdirIndex(str(ld)).is_active() is True
     assert len(calls) <= 2  # stops at the first record
     # bounded walk: a logdir deeper than ACTIVE_MAX_DIRS directories is not searched to the end
-    monkeypatch.setattr(logdir_mod, "ACTIVE_MAX_DIRS", 50)
-    assert logdir_mod.LogdirIndex(str(ld)).is_active() is False
+    monkeypatch.setattr(cache_mod, "ACTIVE_MAX_DIRS", 50)
+    assert cache_mod.LogdirIndex(str(ld)).is_active() is False
 
 
 def test_record_folder_named_like_a_profile_session_keeps_both(tmp_path, logdir):

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tb_iotrace import xplane as X
-from tb_iotrace.xplane import _proto, _wire, iowriter
+from tb_iotrace.xplane import _proto, iowriter, wire
 
 REPO = Path(__file__).resolve().parents[2]
 GPU_HOST = "34.83.195.179_6003"
@@ -402,7 +402,7 @@ def test_truncation_anywhere_is_reported(gpu_capture):
 
 def test_wire_varints_match_protobuf():
     values = np.array([0, 1, 127, 128, 300, 2**32, 2**63 - 1, -1, -300], dtype=np.int64)
-    rows = _wire.Rows(len(values)).varint_field(4, values).wrap(4).finish()
+    rows = wire.Rows(len(values)).varint_field(4, values).wrap(4).finish()
     data = rows.data.tobytes()
     ends = rows.ends()
     for i, v in enumerate(values.tolist()):
@@ -667,7 +667,7 @@ def renumber_like_tensorflow_merge(space, shift: int, profile_start: int) -> Non
 def test_read_after_tensorflow_style_merge():
     trace = make_trace(600, T0 + 5_000_000, nthreads=2, dropped=1)
     space = X.XSpace()
-    X.add_io_to_space(space, trace, start_ns=0)  # absolute times, as tfhook writes them
+    X.add_io_to_space(space, trace, start_ns=0)  # absolute times, as recording.tensorflow writes them
     assert space.planes[0].lines[0].timestamp_ns > T0
     renumber_like_tensorflow_merge(space, 100, T0)
     back = X.read_io_data(space)

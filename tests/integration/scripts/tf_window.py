@@ -39,7 +39,7 @@ def read_all():
 
 if mode == "failing":
     # the I/O plane cannot be built: the capture and the job must go on
-    from tb_iotrace import tfhook
+    from tb_iotrace.recording import tensorflow as tfhook
 
     def broken(cap):
         raise RuntimeError("simulated serialization failure")

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .core import Context
+from .context import Context, fs_table
+from .intervals import merge, overlap
 
 TITLES = {
     "input-bound": "Steps wait for input",
@@ -79,9 +80,8 @@ def _wait_stats(ctx: Context, steps: list[dict[str, Any]]) -> tuple[int, int, in
     ws, we = ctx.wait_iv
     if not len(ws):
         return 0, 0, 0, 0, "none"
-    from .core import _merge, _overlap
     io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
-    io = _overlap(ctx.wait_iv, _merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows]))
+    io = overlap(ctx.wait_iv, merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows]))
     return int(we[-1] - ws[0]), int((we - ws).sum()), io, len(ws), "input waits (no step markers)"
 
 
@@ -371,8 +371,7 @@ def small_writes(ctx: Context, steps) -> dict[str, Any] | None:
 
 def slow_filesystem(ctx: Context, steps, fs_table: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
     th = ctx.th
-    from .core import _fs_table
-    fs = fs_table if fs_table is not None else _fs_table(ctx)
+    fs = fs_table if fs_table is not None else fs_table(ctx)
     bw = [g for g in fs if g["large_reads"] >= th.slow_fs_min_reads and g["large_read_bandwidth"]]
     lat = [g for g in fs if g["meta_calls"] >= th.slow_fs_min_meta and g["meta_latency_median_s"] is not None]
     reasons, slow = [], None

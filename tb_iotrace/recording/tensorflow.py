@@ -23,7 +23,8 @@ import sys
 import threading
 from typing import Any
 
-from ._ffi import native
+from .._ffi import native
+from .session import Capture, begin_session, end_session
 
 log = logging.getLogger("tb_iotrace")
 
@@ -54,13 +55,13 @@ STATE = _ProfilerState()
 
 def library_path() -> str:
     ffi, lib = native()
-    from . import _native  # type: ignore[attr-defined]
+    from .. import _native  # type: ignore[attr-defined]
 
     return os.path.abspath(_native.__file__)
 
 
-def _serialize(cap: Any) -> bytes | bytearray:
-    from .xplane import io_space_bytes
+def _serialize(cap: Capture) -> bytes | bytearray:
+    from ..xplane import io_space_bytes  # here, not at the top: enable() stays light
 
     # absolute CLOCK_REALTIME ns: TF normalizes every plane to the profile start after merging
     return io_space_bytes(cap.to_iotrace(), PLANE_NAME, start_ns=0)
@@ -72,8 +73,6 @@ def _install_callbacks() -> None:
     @ffi.def_extern()
     def tbio_py_prof_start() -> int:
         try:
-            from .recorder import begin_session
-
             with STATE.lock:
                 STATE.pending, STATE.payload = None, None
                 STATE.session = begin_session()
@@ -85,8 +84,6 @@ def _install_callbacks() -> None:
     @ffi.def_extern()
     def tbio_py_prof_stop() -> int:
         try:
-            from .recorder import Capture, end_session
-
             with STATE.lock:
                 if STATE.session is None:
                     return 0

@@ -1,5 +1,6 @@
-"""Analysis of one capture: per step, per tf.data stage, per file system, per file; then the
-findings (see findings.py and docs/findings.md).
+"""What the findings read: one capture's I/O calls classified (data files, reads, writes,
+metadata), per file, per thread, with the host timeline's input waits (``Context``), and
+the per-step, per-stage and per-file-system tables built from it.
 
 Only *data files* count: files of the Python/TF installation that TensorFlow or autograph
 read while building functions (``.py``, ``.so``, ``site-packages`` ...) are left out, as
@@ -7,18 +8,17 @@ Darshan leaves out /usr and /lib.
 """
 from __future__ import annotations
 
-import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, innermost, attribute, op_kind
-from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, read_io_data, thread_line_id
-from .mounts import Mount, MountTable, parse_mountinfo, read_mountinfo
-from .source import load_for_analysis, trim_memory
-from .thresholds import DEFAULT, Thresholds
+from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, innermost, op_kind
+from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
+from .intervals import clip, merge, overlap
+from .mounts import Mount, MountTable
+from .thresholds import Thresholds
 
 LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/__pycache__/")
 LIBRARY_SUFFIXES = (".py", ".pyc", ".so", ".pth")
@@ -42,42 +42,6 @@ def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
     seen: dict[str, int] = {}
     codes = np.fromiter((seen.setdefault(v, len(seen)) for v in values.tolist()), np.int64, len(values))
     return codes, list(seen)
-
-
-def _merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals as sorted disjoint intervals."""
-    keep = ends > starts
-    s, e = starts[keep], ends[keep]
-    if not len(s):
-        return s, e
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > run_end[:-1]
-    heads = np.flatnonzero(new)
-    return s[heads], np.maximum.reduceat(e, heads)
-
-
-def _overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
-    """Length of the intersection of two disjoint sorted interval sets."""
-    (as_, ae), (bs, be) = a, b
-    total, i, j = 0, 0, 0
-    while i < len(as_) and j < len(bs):
-        lo, hi = max(as_[i], bs[j]), min(ae[i], be[j])
-        if hi > lo:
-            total += int(hi - lo)
-        if ae[i] < be[j]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
-def _clip(iv: tuple[np.ndarray, np.ndarray], lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
-    s, e = np.clip(iv[0], lo, hi), np.clip(iv[1], lo, hi)
-    keep = e > s
-    return s[keep], e[keep]
 
 
 @dataclass
@@ -116,60 +80,6 @@ class FileStats:
                 "size_seen": self.size_seen, "zero_reads": self.zero_reads,
                 "read_time_s": self.read_time, "write_time_s": self.write_time,
                 "meta_time_s": self.meta_time}
-
-
-@dataclass
-class Analysis:
-    """JSON-ready with ``to_dict()``: steps, stages, filesystems, files, findings, notes."""
-
-    steps: list[dict[str, Any]]
-    stages: list[dict[str, Any]]
-    filesystems: list[dict[str, Any]]
-    files: list[dict[str, Any]]
-    findings: list[dict[str, Any]]
-    summary: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
-    thresholds: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ids(self) -> list[str]:
-        return [f["id"] for f in self.findings]
-
-    def finding(self, fid: str) -> dict[str, Any] | None:
-        return next((f for f in self.findings if f["id"] == fid), None)
-
-    def text(self) -> str:
-        """Plain-text findings and per-file-system table (for reports and the CLI)."""
-        lines = []
-        s = self.summary
-        if s["steps"]:
-            lines.append(f"{s['steps']} steps, input wait {s['input_wait_ps'] / max(s['step_time_ps'], 1):.0%} "
-                         f"of step time, file I/O during the wait "
-                         f"{s['io_during_wait_ps'] / max(s['input_wait_ps'], 1):.0%}")
-        for g in self.filesystems:
-            bw = g["read_bandwidth"]
-            lat = g["meta_latency_median_s"]
-            lines.append(f"{g['mount_point']} ({g['fs_type']}): {g['num_files']} files, {g['reads']} reads, "
-                         f"{g['bytes_read'] / 2**20:.1f} MiB read"
-                         + (f" at {bw / 2**20:.0f} MiB/s" if bw else "")
-                         + (f", metadata median {lat * 1e6:.0f} us" if lat is not None else ""))
-        if not self.findings:
-            lines.append("No findings.")
-        for f in self.findings:
-            lines.append(f"[{f['severity']}] {f['id']}: {f['statement']}")
-            lines.append(f"    suggestion: {f['suggestion']}")
-            if f["files"]:
-                more = f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""
-                lines.append(f"    files: {', '.join(f['files'][:3])}{more}")
-            if f["ops"]:
-                lines.append(f"    ops: {', '.join(f['ops'][:3])}")
-        lines.extend(f"note: {n}" for n in self.notes)
-        return "\n".join(lines)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary, "steps": self.steps, "stages": self.stages,
-                "filesystems": self.filesystems, "files": self.files, "findings": self.findings,
-                "notes": self.notes, "thresholds": self.thresholds}
 
 
 class Context:
@@ -299,7 +209,7 @@ class Context:
             if np.isin(names, STEP_EVENT_NAMES).any():
                 self.step_line_ids.add(int(ln.id))
         if ws:
-            self.wait_iv = _merge(np.concatenate(ws), np.concatenate(we))
+            self.wait_iv = merge(np.concatenate(ws), np.concatenate(we))
         # stage: the innermost enclosing tf.data iterator event on the row's own host line
         att = self.att
         for li in np.unique(att.host_line[att.host_line >= 0]).tolist():
@@ -316,17 +226,17 @@ class Context:
                 self.train_rows |= self.trace.tid == tid
 
 
-def _steps_table(ctx: Context) -> list[dict[str, Any]]:
+def steps_table(ctx: Context) -> list[dict[str, Any]]:
     att = ctx.att
     if att is None or not att.steps:
         return []
     io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
-    io_iv = _merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows])
+    io_iv = merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows])
     out = []
     for s in att.steps:
         d = s.to_dict()
-        wait = _clip(ctx.wait_iv, s.start_ps, s.end_ps)
-        covered = _overlap(wait, io_iv)
+        wait = clip(ctx.wait_iv, s.start_ps, s.end_ps)
+        covered = overlap(wait, io_iv)
         d["io_during_wait_ps"] = covered
         d["other_wait_ps"] = max(s.wait_ps - covered, 0)     # decode / preprocessing / scheduling
         d["io_share_of_wait"] = covered / s.wait_ps if s.wait_ps > 0 else 0.0
@@ -334,7 +244,7 @@ def _steps_table(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
-def _stages_table(ctx: Context) -> list[dict[str, Any]]:
+def stages_table(ctx: Context) -> list[dict[str, Any]]:
     # per-row temporaries kept few and small: this runs on millions of rows
     tr = ctx.trace
     nr, nw = len(ctx.read_rows), len(ctx.write_rows)
@@ -385,7 +295,7 @@ def _stages_table(ctx: Context) -> list[dict[str, Any]]:
     return out
 
 
-def _fs_table(ctx: Context) -> list[dict[str, Any]]:
+def fs_table(ctx: Context) -> list[dict[str, Any]]:
     tr, th = ctx.trace, ctx.th
     points: dict[str, int] = {}
     mount_of_path = np.array([points.setdefault(m.mount_point, len(points)) for m in ctx.path_mount] or [0])
@@ -419,69 +329,3 @@ def _fs_table(ctx: Context) -> list[dict[str, Any]]:
         out.append(g)
     out.sort(key=lambda g: -(g["bytes_read"] + g["bytes_written"]))
     return out
-
-
-def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thresholds | None = None,
-            mountinfo: str | None = None) -> Analysis | None:
-    """Analyse a capture: ``space`` is an XSpace (or a path to ``*.xplane.pb``); ``trace`` an
-    ``IoTrace`` (read from ``space`` when not given). None when there is no I/O data at all.
-
-    The mount table comes from the capture when it carries one (``trace.mounts``: mountinfo
-    text), else from ``mountinfo`` (text), else from this process's /proc/self/mountinfo.
-    """
-    from .findings import evaluate
-
-    th = thresholds or DEFAULT
-    if isinstance(space, (str, os.PathLike)):
-        # columns, not a protobuf object per I/O event: ~3x the file in memory instead of ~12x
-        space, from_file = load_for_analysis(space)
-        trim_memory()      # the decoder's freed columns, before the analysis allocates its own
-        if trace is None:
-            if from_file is None:
-                return None
-            trace = from_file
-    if trace is None:
-        if space is None:
-            raise ValueError("analyze() needs an XSpace or an IoTrace")
-        trace = read_io_data(space)
-        if trace is None:
-            return None
-    notes: list[str] = []
-    captured = getattr(trace, "mounts", None)
-    if captured:
-        mounts = MountTable(parse_mountinfo(captured))
-    elif mountinfo is not None:
-        mounts = MountTable(parse_mountinfo(mountinfo))
-    else:
-        mounts = MountTable(read_mountinfo())
-        notes.append("file systems from this machine's /proc/self/mountinfo at analysis time "
-                     "(the capture has no mount table)")
-    att = attribute(space, trace) if space is not None else None
-    if att is not None:
-        notes.extend(att.notes)
-    elif space is None:
-        notes.append("no TensorFlow host timeline: no steps, stages or input waits")
-    if trace.dropped:
-        notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
-                     "window; per-file counters are exact")
-    ctx = Context(trace, att, space, mounts, th)
-    steps = _steps_table(ctx)
-    files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))
-    summary = {
-        "io_calls": int(len(ctx.read_rows) + len(ctx.write_rows) + len(ctx.meta_rows)),
-        "reads": int(len(ctx.read_rows)), "writes": int(len(ctx.write_rows)),
-        "meta_calls": int(len(ctx.meta_rows)),
-        "bytes_read": int(np.clip(trace.returned[ctx.read_rows], 0, None).sum()),
-        "bytes_written": int(np.clip(trace.returned[ctx.write_rows], 0, None).sum()),
-        "files": len(ctx.files), "dropped": trace.dropped,
-        "library_calls_left_out": int((~ctx.data).sum()),
-        "steps": len(steps),
-        "step_time_ps": int(sum(s["duration_ps"] for s in steps)),
-        "input_wait_ps": int(sum(s["input_wait_ps"] for s in steps)),
-        "io_during_wait_ps": int(sum(s["io_during_wait_ps"] for s in steps)),
-    }
-    fs = _fs_table(ctx)
-    findings = evaluate(ctx, steps, fs)
-    return Analysis(steps=steps, stages=_stages_table(ctx), filesystems=fs,
-                    files=[f.to_dict() for f in files], findings=findings, summary=summary,
-                    notes=notes, thresholds=th.to_dict())

@@ -148,17 +148,17 @@ def top_level_fields(data, limit: int | None = None):
     end = len(mv) if limit is None else limit
     pos = 0
     while pos < end:
-        key, pos = _read_varint(mv, pos, end)
+        key, pos = read_varint(mv, pos, end)
         field_number, wire_type = key >> 3, key & 7
         if field_number == 0:
             raise ValueError(f"invalid field number 0 at byte {pos}")
         start = pos
         if wire_type == 0:
-            _, pos = _read_varint(mv, pos, end)
+            _, pos = read_varint(mv, pos, end)
         elif wire_type == 1:
             pos += 8
         elif wire_type == 2:
-            length, pos = _read_varint(mv, pos, end)
+            length, pos = read_varint(mv, pos, end)
             start = pos
             pos += length
         elif wire_type == 5:
@@ -170,7 +170,7 @@ def top_level_fields(data, limit: int | None = None):
         yield field_number, wire_type, start, pos
 
 
-def _read_varint(mv, pos: int, end: int) -> tuple[int, int]:
+def read_varint(mv, pos: int, end: int) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:

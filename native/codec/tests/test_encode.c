@@ -2,7 +2,7 @@
  * write past cap or when cap is short (run under ASan/UBSan with the sanitizer builds).
  * Byte-for-byte equality with the NumPy encoder is tests/unit/test_encode_native.py. */
 #include "check.h"
-#include "tbio.h"
+#include "codec.h"
 
 #include <string.h>
 

@@ -4,7 +4,7 @@
  * the sanitizer builds catch any read outside the buffer.  Equality with the NumPy decoder
  * on real captures is tests/unit/test_plugin_decode.py. */
 #include "check.h"
-#include "tbio.h"
+#include "codec.h"
 
 #include <string.h>
 
@@ -241,7 +241,7 @@ static void test_round_trip(uint8_t **out, size_t *out_len) {
     *out_len = size;
 }
 
-/* Decode everything a buffer holds, as decode.py does: count, then decode the run. */
+/* Decode everything a buffer holds, as tb_iotrace/xplane/columnar.py does: count, then decode the run. */
 static int decode_all(const uint8_t *src, size_t n) {
     uint8_t *buf = copy_exact(src, n);
     int64_t stop;

@@ -1,20 +1,21 @@
-"""enable()/disable()/capture(): the Python face of the native shim."""
+"""Native recording sessions and what one yields (``Capture``: Darshan counters per file and
+the per-call trace, columnar). :mod:`.api` builds ``enable``/``capture`` on top; the
+TensorFlow glue (:mod:`.tensorflow`) uses the sessions directly."""
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ._ffi import NativeError, last_error, native
-from .names import MODULES, counter_names, op_names
+from .._ffi import NativeError, last_error, native
+from ..names import MODULES, counter_names, op_names
 
-__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "FileRecord", "ThreadInfo", "EventTable",
-           "set_filters", "set_trace_cap", "NativeError"]
+__all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "begin_session", "check_layout",
+           "end_all_and_disable", "end_session", "forget", "set_filters", "set_trace_cap"]
 
 # The layout of struct tbio_event (native/tbio.h); checked against cffi's
 # offsets at first use.
@@ -55,9 +56,29 @@ def end_session(sess: Any, cap: "Capture") -> None:
             lib.tbio_session_free(ended)
 
 
+def end_all_and_disable() -> None:
+    """End every live session without reading it, then unpatch (one step: no session can
+    begin in between)."""
+    _, lib = native()
+    with _lock:
+        for sess in list(_live):
+            ended = lib.tbio_end(sess)
+            if ended:
+                lib.tbio_session_free(ended)
+        _live.clear()
+        lib.tbio_disable()
+
+
+def forget(sess: Any) -> None:
+    """Drop ``sess`` from the live set without ending it: in a forked child the shim has
+    already dropped the parent's sessions."""
+    with _lock:
+        _live.discard(sess)
+
+
 def _new_lock_in_child() -> None:
-    # A fork while another thread held _lock (inside enable(), disable() or
-    # capture()) would leave the child's copy locked forever: its first
+    # A fork while another thread held _lock (inside disable() or a session's
+    # begin/end) would leave the child's copy locked forever: its first
     # capture() would hang.  The native shim resets its own locks at fork.
     global _lock
     _lock = threading.Lock()
@@ -66,18 +87,13 @@ def _new_lock_in_child() -> None:
 os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
-def _check_layout() -> None:
+def check_layout() -> None:
     ffi, _ = native()
     if ffi.sizeof("tbio_event") != EVENT_DTYPE.itemsize:
         raise NativeError("tbio_event layout differs from EVENT_DTYPE")
     for name in EVENT_DTYPE.names or ():
         if ffi.offsetof("tbio_event", name) != EVENT_DTYPE.fields[name][1]:
             raise NativeError(f"tbio_event.{name} offset differs from EVENT_DTYPE")
-
-
-def _env_prefixes(name: str) -> list[str] | None:
-    v = os.environ.get(name)
-    return [p for p in v.split(os.pathsep) if p] if v else None
 
 
 def set_filters(include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> None:
@@ -97,50 +113,6 @@ def set_trace_cap(max_events: int) -> None:
     if max_events < 0:
         raise ValueError("max_events must be >= 0")
     native()[1].tbio_set_trace_cap(int(max_events))
-
-
-def enable() -> None:
-    """Patch every loaded library (and those loaded later); idempotent.
-
-    Also registers the shim with TensorFlow as a pluggable profiler (now, or
-    when TensorFlow is imported), so every TensorFlow profile carries I/O.
-
-    Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes)
-    and TBIO_TRACE_CAP are applied on the first call; TBIO_TENSORFLOW=0 skips
-    the TensorFlow registration."""
-    with _lock:
-        ffi, lib = native()
-        _check_layout()
-        if lib.tbio_is_enabled():
-            return
-        inc, exc = _env_prefixes("TBIO_INCLUDE"), _env_prefixes("TBIO_EXCLUDE")
-        if inc is not None or exc is not None:
-            set_filters(inc, exc)
-        cap = os.environ.get("TBIO_TRACE_CAP")
-        if cap:
-            set_trace_cap(int(cap))
-        if lib.tbio_enable() != 0:
-            raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
-        if os.environ.get("TBIO_TENSORFLOW", "1") != "0":
-            from . import tfhook
-
-            tfhook.attach()
-
-
-def disable() -> None:
-    """Restore every patched slot; safe to call when not enabled."""
-    with _lock:
-        _, lib = native()
-        for sess in list(_live):
-            ended = lib.tbio_end(sess)
-            if ended:
-                lib.tbio_session_free(ended)
-        _live.clear()
-        lib.tbio_disable()
-
-
-def is_enabled() -> bool:
-    return bool(native()[1].tbio_is_enabled())
 
 
 @dataclass(frozen=True)
@@ -314,7 +286,7 @@ class Capture:
 
     def to_iotrace(self) -> Any:
         """The trace and counters as the xplane writer's IoTrace (tb_iotrace.xplane)."""
-        from .xplane.iotrace import IoTrace, Labels, ThreadInfo as XThread
+        from ..xplane.iotrace import IoTrace, Labels, ThreadInfo as XThread
 
         ev = self.events
         # op and path as codes + name tables: a window of a million calls holds a handful
@@ -336,19 +308,3 @@ class Capture:
             "threads": [t.__dict__ for t in self.threads],
             "nevents": len(self.events), "dropped": self.dropped,
         }
-
-
-@contextmanager
-def capture() -> Iterator[Capture]:
-    """Record every file access of this process inside the ``with`` block.
-
-    Enables the shim if needed.  Captures may overlap or nest (a TensorFlow
-    profile window is one too): each gets exact counters and the trace of its
-    own window.  At most 4 record at once; a fifth raises NativeError."""
-    enable()
-    sess = begin_session()
-    cap = Capture()
-    try:
-        yield cap
-    finally:
-        end_session(sess, cap)

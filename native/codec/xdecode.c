@@ -1,5 +1,5 @@
 /* Protobuf wire scanning for the TensorBoard plugin's XSpace decoder
- * (tb_iotrace/plugin/decode.py), which otherwise tokenizes the events with
+ * (tb_iotrace/xplane/columnar.py), which otherwise tokenizes the events with
  * NumPy: ~0.5 s of CPU for a million I/O events, this loop ~20 ms.
  *
  * Two jobs, both on a read-only buffer (the memory-mapped file) with every
@@ -26,7 +26,7 @@
  * TBIO_XD_* codes), never a read outside [0, end).  Pure functions: no state,
  * no allocation.
  */
-#include "tbio.h"
+#include "codec.h"
 
 #include <string.h>
 
@@ -125,7 +125,7 @@ static inline int bad_range(const uint8_t *buf, int64_t start, int64_t end) {
     return buf == NULL || start < 0 || end < start;
 }
 
-TBIO_API int64_t tbio_xd_fields(const uint8_t *buf, int64_t start, int64_t end, int64_t cap, int64_t *number,
+TBIO_CODEC_API int64_t tbio_xd_fields(const uint8_t *buf, int64_t start, int64_t end, int64_t cap, int64_t *number,
                                 int64_t *wire_type, int64_t *tag_at, int64_t *val_start, int64_t *val_end) {
     if (bad_range(buf, start, end))
         return TBIO_XD_ARGS;
@@ -167,7 +167,7 @@ static inline int rd_event_len(const uint8_t *buf, int64_t *p, int64_t end, uint
     return 0;
 }
 
-TBIO_API int64_t tbio_xd_count_events(const uint8_t *buf, int64_t pos, int64_t end, int64_t *stop) {
+TBIO_CODEC_API int64_t tbio_xd_count_events(const uint8_t *buf, int64_t pos, int64_t end, int64_t *stop) {
     if (bad_range(buf, pos, end) || stop == NULL)
         return TBIO_XD_ARGS;
     int64_t p = pos, n = 0;
@@ -217,7 +217,7 @@ static inline int one_stat(const uint8_t *buf, int64_t a, int64_t b, int64_t i, 
     return 0;
 }
 
-TBIO_API int64_t tbio_xd_events(const uint8_t *buf, int64_t pos, int64_t end, int64_t n, int64_t *ev_pos,
+TBIO_CODEC_API int64_t tbio_xd_events(const uint8_t *buf, int64_t pos, int64_t end, int64_t n, int64_t *ev_pos,
                                 int32_t *ev_len, int64_t *metadata_id, int64_t *offset_ps, int64_t *duration_ps,
                                 int64_t nkeys, const int64_t *keys, const int64_t *key_col, int64_t ncols,
                                 int64_t *const *cols) {
@@ -291,7 +291,7 @@ static int last_len_field(const uint8_t *buf, int64_t a, int64_t b, uint64_t wan
     return 0;
 }
 
-TBIO_API int64_t tbio_xd_event_metadata(const uint8_t *buf, int64_t size, int64_t n, const int64_t *starts,
+TBIO_CODEC_API int64_t tbio_xd_event_metadata(const uint8_t *buf, int64_t size, int64_t n, const int64_t *starts,
                                         const int64_t *ends, int64_t *key, int64_t *name_at, int64_t *name_end,
                                         int64_t *disp_at, int64_t *disp_end) {
     if (buf == NULL || size < 0 || n < 0)

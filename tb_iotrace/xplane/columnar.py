@@ -1,4 +1,4 @@
-"""Columnar decoding of ``<host>.xplane.pb`` for the plugin: numpy arrays straight from the
+"""Columnar decoding of ``<host>.xplane.pb`` for the plugin and the analysis: numpy arrays straight from the
 protobuf wire bytes, no Python object per event.
 
 Why not ``tb_iotrace.xplane.load_xspace`` + ``read_io_data``: parsing a 64 MB capture (the
@@ -38,8 +38,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..xplane._wire import _read_varint
-from ..xplane import XEvent, XPlane, XPlaneError, stats_dict
+from ..codecs import codec
+from ._proto import XEvent, XPlane
+from .wire import read_varint
+from .reader import XPlaneError, stats_dict
 
 # Event chunk for the lock-step decoder: bounds the temporaries (~100 bytes per event).
 CHUNK = 1 << 16
@@ -123,7 +125,7 @@ class SpaceData:
 
 
 # one protobuf varint reader for the package: the xplane wire helpers' own
-_varint = _read_varint
+_varint = read_varint
 
 
 def _fields(data, pos: int, end: int):
@@ -614,21 +616,13 @@ _XD_ERRORS = {
 
 
 def _native_lib() -> tuple[Any, Any] | None:
-    """(ffi, lib) of tb_iotrace._native where it is built (and USE_NATIVE), else None."""
-    if not USE_NATIVE:
-        return None
-    try:
-        from .._ffi import NativeError, native
-    except ImportError:  # pragma: no cover - part of the package
-        return None
-    try:
-        return native()
-    except NativeError:
-        return None
+    """(ffi, lib) of the codecs (tb_iotrace._codec) where they are built (and USE_NATIVE),
+    else None."""
+    return codec() if USE_NATIVE else None
 
 
 class _NativeScan:
-    """native/xdecode.c over one mapped file (a cffi view of it, released by close())."""
+    """native/codec/xdecode.c over one mapped file (a cffi view of it, released by close())."""
 
     def __init__(self, ffi, lib, mm) -> None:
         self.ffi, self.lib = ffi, lib
@@ -708,7 +702,7 @@ def _decode_plane_native(native: _NativeScan, data, index: int, meta: XPlane,
                          line_ranges: list[tuple[int, int]],
                          stats_for: Callable[[str, XPlane, LineInfo], bool],
                          stat_col_all, stat_names: Sequence[str], stat_defaults: Sequence[int]) -> PlaneData:
-    """_decode_plane with native/xdecode.c: count the events of every line first, then
+    """_decode_plane with native/codec/xdecode.c: count the events of every line first, then
     decode them straight into the plane's columns (no per-run pieces to concatenate)."""
     heads: list[dict[str, Any]] = []
     runs: list[tuple[int, int, int, bool]] = []  # (pos, end, n, want stats) in file order

@@ -1,0 +1,82 @@
+"""enable()/disable()/capture(): the Python face of the native shim."""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from .._ffi import NativeError, last_error, native
+from . import session, tensorflow
+from .session import Capture, begin_session, check_layout, end_session, set_filters, set_trace_cap
+
+__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "NativeError"]
+
+_lock = threading.Lock()
+
+
+def _new_lock_in_child() -> None:
+    # A fork while another thread held _lock (inside enable() or disable()) would leave the
+    # child's copy locked forever. The native shim resets its own locks at fork.
+    global _lock
+    _lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
+def _env_prefixes(name: str) -> list[str] | None:
+    v = os.environ.get(name)
+    return [p for p in v.split(os.pathsep) if p] if v else None
+
+
+def enable() -> None:
+    """Patch every loaded library (and those loaded later); idempotent.
+
+    Also registers the shim with TensorFlow as a pluggable profiler (now, or
+    when TensorFlow is imported), so every TensorFlow profile carries I/O.
+
+    Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes)
+    and TBIO_TRACE_CAP are applied on the first call; TBIO_TENSORFLOW=0 skips
+    the TensorFlow registration."""
+    with _lock:
+        ffi, lib = native()
+        check_layout()
+        if lib.tbio_is_enabled():
+            return
+        inc, exc = _env_prefixes("TBIO_INCLUDE"), _env_prefixes("TBIO_EXCLUDE")
+        if inc is not None or exc is not None:
+            set_filters(inc, exc)
+        cap = os.environ.get("TBIO_TRACE_CAP")
+        if cap:
+            set_trace_cap(int(cap))
+        if lib.tbio_enable() != 0:
+            raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
+        if os.environ.get("TBIO_TENSORFLOW", "1") != "0":
+            tensorflow.attach()
+
+
+def disable() -> None:
+    """Restore every patched slot; safe to call when not enabled."""
+    with _lock:
+        session.end_all_and_disable()
+
+
+def is_enabled() -> bool:
+    return bool(native()[1].tbio_is_enabled())
+
+
+@contextmanager
+def capture() -> Iterator[Capture]:
+    """Record every file access of this process inside the ``with`` block.
+
+    Enables the shim if needed.  Captures may overlap or nest (a TensorFlow
+    profile window is one too): each gets exact counters and the trace of its
+    own window.  At most 4 record at once; a fifth raises NativeError."""
+    enable()
+    sess = begin_session()
+    cap = Capture()
+    try:
+        yield cap
+    finally:
+        end_session(sess, cap)
