@@ -28,7 +28,7 @@ PROFILE = (6, 15)                          # the profiled batches (Keras counts 
 WARMUP = 3                                 # first batches left out of the step times (tracing)
 RUNS = {
     "naive": "one file per image, sequential map, no prefetch",
-    "tuned": "TFRecord shards, parallel interleave + map, prefetch",
+    "tuned": "TFRecord shards, parallel interleave, batched parallel map, prefetch",
 }
 
 
@@ -108,15 +108,22 @@ def naive_pipeline(files: list[str], batch: int) -> Any:
 
 
 def tuned_pipeline(shards: list[str], batch: int) -> Any:
-    """What the findings suggest: shards read in parallel, parallel decode, prefetch."""
+    """What the findings suggest: shards read in parallel, decoded a batch at a time in parallel
+    (vectorized), prefetched."""
     import tensorflow as tf
 
     spec = {"raw": tf.io.FixedLenFeature([], tf.string)}
+
+    def decode_batch(records: Any) -> tuple[Any, Any]:
+        data = tf.io.decode_raw(tf.io.parse_example(records, spec)["raw"], tf.uint8)
+        img = tf.reshape(data[:, :-1], (-1, *IMAGE))
+        return tf.cast(img, tf.float32) / 255.0, tf.cast(data[:, -1], tf.int64)
+
     return (tf.data.Dataset.from_tensor_slices(shards)
             .interleave(tf.data.TFRecordDataset, cycle_length=len(shards), num_parallel_calls=tf.data.AUTOTUNE,
                         deterministic=False)
-            .map(lambda r: _decode(tf.io.parse_single_example(r, spec)["raw"]), num_parallel_calls=tf.data.AUTOTUNE)
             .batch(batch)
+            .map(decode_batch, num_parallel_calls=tf.data.AUTOTUNE)
             .prefetch(tf.data.AUTOTUNE))
 
 
@@ -201,7 +208,7 @@ def findings_of(capture: str | None) -> tuple[list[dict[str, Any]], dict[str, An
 
 def side_by_side(runs: dict[str, dict[str, Any]]) -> str:
     cols = list(runs)
-    width = 54
+    width = 60
     rows: list[tuple[str, list[str]]] = [("pipeline", [runs[c]["pipeline"] for c in cols])]
     rows.append(("step time (median)", [f"{1e3 * median_step(runs[c]):.1f} ms" for c in cols]))
     waits = []
@@ -271,8 +278,8 @@ def serve(logdir: Path, port: int) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workdir", type=Path, default=Path("demo-run"), help="where data and logs go (default: %(default)s)")
-    ap.add_argument("--images", type=int, default=1024, help="images in the data set (default: %(default)s)")
-    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--images", type=int, default=2048, help="images in the data set (default: %(default)s)")
+    ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--epochs", type=int, default=3, help="epochs per pipeline (default: %(default)s)")
     ap.add_argument("--port", type=int, default=6006)
     ap.add_argument("--no-serve", action="store_true", help="print the comparison and exit")

@@ -121,13 +121,17 @@ def test_demo_compares_two_pipelines_and_serves_both(tmp_path: Path) -> None:
         assert f"{1e3 * med['naive']:.1f} ms -> {1e3 * med['tuned']:.1f} ms" in text
         steps = [len(e) for name in ("naive", "tuned") for e in summary[name]["step_s"]]
         assert len(steps) == 6 and len(set(steps)) == 1 and steps[0] >= summary["profile_batches"][1] + 3
-        assert x > 1.0, text
-        # TensorFlow's own step markers in the profiled windows agree on which is faster
+        # the profiled windows are the batches the demo left out of the timing (Keras' step_num
+        # is the 0-based batch index), with TensorFlow's own step markers. No claim on which
+        # pipeline is faster: on a machine this loaded (CI runs this beside other tests) the
+        # ratio is whatever was measured, and that is what must be printed.
         lo, hi = summary["profile_batches"]
-        assert [s["step_num"] for s in got["naive"].steps] == list(range(lo - 1, hi))   # Keras: 0-based batch
-        prof = {name: statistics.median(s["duration_ps"] for s in got[name].steps) for name in got}
-        assert prof["naive"] > prof["tuned"], prof
-
+        for name in ("naive", "tuned"):
+            assert [s["step_num"] for s in got[name].steps] == list(range(lo - 1, hi)), name
+            # the demo's clock holds TensorFlow's: each profiled batch's "Profiled batch" event
+            # lies inside the interval the demo measured for it (less the callback's own return)
+            for s in got[name].steps:
+                assert summary[name]["step_s"][0][s["step_num"]] > s["duration_ps"] / 1e12 - 5e-4, (name, s)
         # TensorBoard serves both runs in the I/O tab
         assert b'"iotrace"' in get(port, "/data/plugins_listing")
         runs = json.loads(get(port, "/data/plugin/iotrace/runs"))
