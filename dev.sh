@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One entry point for a fresh machine: sets everything up, then runs a job.
 #   ./dev.sh demo    set up, run the demo training with tb_iotrace, print the report, start TensorBoard
-#   ./dev.sh test    set up, run the whole test suite (C + sanitizers, Python, TensorFlow, browser)
+#   ./dev.sh test    set up, run the whole test suite (C + sanitizers, JavaScript, Python, TensorFlow, browser)
 #   ./dev.sh setup   set up only
 # Set-up is idempotent: apt packages only when missing, the venv is cached under
 # ~/.cache/tb_iotrace keyed by the hash of requirements-dev.txt and pyproject.toml.
@@ -29,7 +29,7 @@ apt_install() {
 }
 
 setup() {
-    apt_install gcc:gcc cmake:cmake strace:strace chromium:chromium
+    apt_install gcc:gcc cmake:cmake strace:strace chromium:chromium node:nodejs
     local py=${PYTHON:-python3}
     "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { log "Python 3.11+ required"; exit 1; }
     local key
@@ -64,12 +64,19 @@ c_tests() {
     return $rc
 }
 
+# The frontend's pure modules and its bundle (node's own test runner, no npm package).
+js_tests() {
+    log "JavaScript tests"
+    node --test --test-reporter=spec tests/frontend/
+}
+
 case "$job" in
     setup) setup ;;
     test)
         setup
         rc=0
         c_tests || rc=1
+        js_tests || rc=1
         log "Python tests"
         "$VENV/bin/python" -m pytest -q -n 2 -p no:cacheprovider tests "${@:2}" || rc=1
         exit $rc

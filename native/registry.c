@@ -54,7 +54,7 @@ uint32_t tbio_file_intern(const char *path, size_t len, int module) {
     if (!f) { pthread_mutex_unlock(&g_reg_mu); return TBIO_NO_FILE; }
     f->id = id;
     f->module = module;
-    f->hash = fnv1a(path, len, 0);
+    f->hash = tbio_record_id(path, len);  /* Darshan's id: also RENAMED_FROM */
     f->blksize = 0;
     f->len = len;
     memcpy(f->path, path, len);

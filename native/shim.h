@@ -80,7 +80,7 @@ typedef struct tbio_file {
     struct tbio_file *next;     /* hash chain */
     uint32_t id;
     int module;
-    uint64_t hash;
+    uint64_t hash;              /* Darshan record id of the path (tbio_record_id) */
     int64_t blksize;            /* file system block size, 0 unknown */
     size_t len;
     char path[];
@@ -355,6 +355,7 @@ typedef struct tbio_hook {
 } tbio_hook;
 TBIO_HIDDEN extern const tbio_hook tbio_hooks[TBIO_OP_COUNT];
 TBIO_HIDDEN int tbio_resolve_reals(void);
+TBIO_HIDDEN int tbio_hook_index(const char *name);   /* -1: not hooked */
 TBIO_HIDDEN int tbio_patch_all(void);       /* patch objects not yet patched */
 TBIO_HIDDEN int tbio_unpatch_all(void);
 TBIO_HIDDEN void tbio_patch_atfork_prepare(void);

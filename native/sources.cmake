@@ -5,11 +5,14 @@ set(TBIO_SOURCES
   native/counters.c
   native/sys.c
   native/registry.c
+  native/recordid.c
   native/session.c
-  native/patch.c
+  native/got.c
+  native/dlsearch.c
   native/wrappers.c
   native/api.c
   native/tfprof.c
+  native/pjrt.c
 )
 set(TBIO_CODEC_SOURCES
   native/codec/encode.c

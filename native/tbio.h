@@ -29,7 +29,7 @@ typedef struct tbio_file_info {
     int module;                 /* 0 = POSIX, 1 = STDIO */
     const char *path;           /* bytes, not NUL-terminated necessarily UTF-8 */
     size_t path_len;
-    uint64_t record_id;         /* 64-bit hash of the path (FNV-1a) */
+    uint64_t record_id;         /* Darshan's record id of the path (tbio_record_id) */
     int has_record;             /* counters below valid (file touched in the session) */
     const int64_t *counters;
     const double *fcounters;
@@ -59,6 +59,8 @@ TBIO_API const char *tbio_get_excludes(void);
 /* Maximum trace events kept per session (counters stay exact beyond it). */
 TBIO_API void tbio_set_trace_cap(uint64_t max_events);
 TBIO_API uint64_t tbio_get_trace_cap(void);
+/* Darshan's record id of a path (lookup8 hash, level 0): what Darshan stores for the file. */
+TBIO_API uint64_t tbio_record_id(const char *path, size_t len);
 
 /* Start a recording session (independent of any other running one: each has
  * its own exact counters and trace).  NULL (and tbio_last_error) when
@@ -101,5 +103,15 @@ TBIO_API uint64_t tbio_trace_bytes(void);
 /* TensorFlow pluggable profiler glue (tfprof.c). */
 TBIO_API int tbio_tf_registered(void);
 TBIO_API void tbio_tf_set_python_ready(int ready);
+
+/* JAX profiler glue (pjrt.c): the PJRT_Api to wrap in a capsule named
+ * tbio_jax_capsule_name() for jaxlib's register_plugin_profiler, or NULL when
+ * jaxlib expects a profiler table of another size than this build's. */
+TBIO_API void *tbio_jax_api(uint64_t table_size);
+TBIO_API const char *tbio_jax_capsule_name(void);
+TBIO_API void tbio_jax_set_python_ready(int ready);
+TBIO_API void tbio_jax_set_registered(void);
+TBIO_API int tbio_jax_registered(void);
+TBIO_API uint64_t tbio_jax_sessions(void);
 
 #endif

@@ -1,14 +1,20 @@
 // The "I/O" tab: run/host pickers, the combined timeline with its details panel, the
 // files table, charts and findings. Data flow: /runs -> /capture (lanes, extent, steps)
 // -> /timeline per view change (level of detail), /bandwidth aligned under it, and
-// /files, /histograms, /steps, /findings once per capture; /event on click.
+// /files, /histograms, /steps, /findings (and /hosts for "All hosts") once per capture;
+// /event on click. A pick that supersedes an earlier one (an event, a file) drops the
+// earlier answer, whichever comes first (lib/latest.js).
 
 import { getJson } from "./api.js";
-import { el, clear, fmtBytes, fmtInt, fmtNs } from "./dom.js";
+import { el, clear, section } from "./lib/dom.js";
+import { fmtInt } from "./lib/format.js";
+import { Latest } from "./lib/latest.js";
 import { Timeline } from "./timeline/timeline.js";
-import { FilesTable } from "./table.js";
-import { renderHistograms, renderSteps, renderTopFiles } from "./charts.js";
-import { renderFindings } from "./findings.js";
+import { FilesTable } from "./views/table.js";
+import { renderHistograms, renderSteps, renderTopFiles } from "./views/charts.js";
+import { renderFindings } from "./views/findings.js";
+import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
+import { HostsTable } from "./views/hosts.js";
 
 const ALL_HOSTS = "__all__";
 
@@ -22,6 +28,8 @@ export class App {
     this.capture = null;
     this.files = null;
     this.selectedFile = null;
+    this.eventReq = new Latest();
+    this.histReq = new Latest();
     this._build();
   }
 
@@ -36,8 +44,8 @@ export class App {
     this.procInfo = el("div", { class: "notice proc-info", hidden: true });
     this.empty = el("div", { class: "empty-state big", hidden: true });
     this.timeline = new Timeline({
-      load: (scale, collapsed, signal) => this._loadTimeline(scale, collapsed, signal),
-      loadBandwidth: (scale, bins) => getJson("bandwidth", { ...this._params(), start: scale.t0, end: scale.t1, bins }),
+      load: (scale, lanes, signal) => this._loadTimeline(scale, lanes, signal),
+      loadBandwidth: (scale, bins, signal) => getJson("bandwidth", { ...this._params(), start: scale.t0, end: scale.t1, bins }, signal),
       onSelect: (sel) => this.showEvent(sel),
     });
     this.details = el("aside", { class: "details", "aria-label": "event details" },
@@ -47,10 +55,14 @@ export class App {
     this.stepsRoot = el("div", { class: "steps" });
     this.topRoot = el("div", { class: "topfiles" });
     this.findingsRoot = el("div", { class: "findings" });
+    this.hostsTable = new HostsTable({ onPickHost: (h) => this.pickHost(h) });
+    this.hostsSection = section("Hosts", this.hostsTable.root, "hosts-section");
+    this.hostsSection.hidden = true;
     this.fileChip = el("div", { class: "file-chip", hidden: true });
     this.content = el("div", { class: "content" },
       el("div", { class: "main-row" }, this.timeline.root, this.details),
       this.fileChip,
+      this.hostsSection,
       el("div", { class: "grid2" },
         section("Findings", this.findingsRoot, "findings-section"),
         section("Top files (bytes moved)", this.topRoot, "top-section")),
@@ -131,8 +143,9 @@ export class App {
     let first = null;
     try {
       // The home window's timeline is fetched alongside the capture summary (the server
-      // picks the window when start/end are left out).
-      const firstReq = keepView ? null : getJson("timeline", { ...this._params(), io_by: this.ioBy,
+      // picks the window when start/end are left out). Not for "All hosts": that asks for
+      // every lane, and the view asks for the visible ones once it knows them.
+      const firstReq = keepView || this.host === ALL_HOSTS ? null : getJson("timeline", { ...this._params(), io_by: this.ioBy,
                                                                 width: this.timeline.plotWidth() }).catch(() => null);
       cap = await getJson("capture", { ...this._params(), io_by: this.ioBy });
       first = firstReq ? await firstReq : null;
@@ -152,7 +165,7 @@ export class App {
     this.root.dataset.state = "ready";
     const record = cap.source === "record";
     const msgs = [...cap.messages, ...cap.warnings.map((w) => (record ? w : `Capture warning: ${w}`))];
-    this._renderProcesses(cap);
+    renderProcesses(this.procInfo, cap.processes || []);
     this.banner.hidden = !msgs.length;
     clear(this.banner);
     msgs.forEach((m) => this.banner.appendChild(el("div", { text: m })));
@@ -164,33 +177,47 @@ export class App {
     if (!keepView) this._loadPanels(token);
   }
 
-  async _loadTimeline(scale, collapsed, signal) {
-    const lanes = collapsed.length
-      ? this.capture.lanes.filter((l) => !collapsed.includes(l.group)).map((l) => l.key).join(",") || "none"
-      : undefined;
+  /** `lanes`: the lane keys to draw (null: all of them). */
+  async _loadTimeline(scale, lanes, signal) {
     return getJson("timeline", { ...this._params(), start: scale.t0, end: scale.t1, width: Math.round(scale.width),
-                                 io_by: this.ioBy, lanes }, signal);
+                                 io_by: this.ioBy, lanes: lanes === null ? undefined : lanes.join(",") || "none" }, signal);
   }
 
+  // Each panel is drawn when its own answer comes (the findings of a big run can take
+  // seconds longer than the rest); data-panels is "ready" once all have come.
   async _loadPanels(token) {
     const p = this._params();
     this.root.dataset.panels = "loading";
-    const jobs = {
-      files: getJson("files", p), hist: getJson("histograms", p), steps: getJson("steps", p),
-      findings: getJson("findings", p),
+    const multi = this.host === ALL_HOSTS;
+    this.hostsSection.hidden = !multi;
+    if (multi) this.hostsTable.setData(null);
+    const show = async (route, params, draw, signal = undefined) => {
+      let r;
+      try { r = await getJson(route, params, signal); } catch (e) { r = { error: e.message, aborted: e.name === "AbortError" }; }
+      if (token === this._token && !r.aborted) draw(r);
     };
-    const settle = async (k) => { try { return await jobs[k]; } catch (e) { return { error: e.message }; } };
-    const [files, hist, steps, findings] = await Promise.all(["files", "hist", "steps", "findings"].map(settle));
-    if (token !== this._token) return;
-    this.files = files.error ? null : files;
-    this.filesTable.setData(this.files || { rows: 0, message: files.error });
-    renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
-    if (hist.error) this.histRoot.textContent = hist.error; else renderHistograms(this.histRoot, hist);
-    if (steps.error) this.stepsRoot.textContent = steps.error;
-    else renderSteps(this.stepsRoot, steps, (st) => this.timeline.zoomTo(st.start - (st.end - st.start) * 0.05, st.end + (st.end - st.start) * 0.05));
-    if (findings.error) this.findingsRoot.textContent = findings.error;
-    else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
-    this.root.dataset.panels = "ready";
+    const hist = this.histReq.begin();  // a file picked meanwhile wins (selectFile)
+    await Promise.all([
+      show("files", p, (files) => {
+        this.files = files.error ? null : files;
+        this.filesTable.setData(this.files || { rows: 0, message: files.error });
+        renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
+      }),
+      show("histograms", p, (h) => {
+        if (!hist.current()) return;
+        if (h.error) this.histRoot.textContent = h.error; else renderHistograms(this.histRoot, h);
+      }, hist.signal),
+      show("steps", p, (steps) => {
+        if (steps.error) this.stepsRoot.textContent = steps.error;
+        else renderSteps(this.stepsRoot, steps, (st) => this.timeline.zoomTo(st.start - (st.end - st.start) * 0.05, st.end + (st.end - st.start) * 0.05));
+      }),
+      show("findings", p, (findings) => {
+        if (findings.error) this.findingsRoot.textContent = findings.error;
+        else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+      }),
+      multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
+    ]);
+    if (token === this._token) this.root.dataset.panels = "ready";
   }
 
   async selectFile(path) {
@@ -199,9 +226,10 @@ export class App {
     this.filesTable.setSelected(path);
     renderTopFiles(this.topRoot, this.files, (p) => this.selectFile(p), path);
     this._renderFileChip();
+    const req = this.histReq.begin();
     try {
-      const hist = await getJson("histograms", { ...this._params(), path: path || undefined });
-      renderHistograms(this.histRoot, hist);
+      const hist = await getJson("histograms", { ...this._params(), path: path || undefined }, req.signal);
+      if (req.current()) renderHistograms(this.histRoot, hist);
     } catch (_) { /* keep the previous chart */ }
   }
 
@@ -214,68 +242,20 @@ export class App {
     this.fileChip.appendChild(el("button", { class: "tl-btn", onclick: () => this.selectFile(null) }, "Clear"));
   }
 
-  // Whole-run records: which process each host is and how it ended.
-  _renderProcesses(cap) {
-    clear(this.procInfo);
-    const procs = cap.processes || [];
-    this.procInfo.hidden = !procs.length;
-    for (const p of procs) {
-      const ex = p.exit || {};
-      const how = ex.how === "flush" ? "did not finish (last periodic flush)"
-        : ex.signal ? `ended by signal ${ex.signal}`
-        : ex.exception ? `ended by ${ex.exception}`
-        : ex.how ? `exited${ex.code !== null && ex.code !== undefined ? ` with code ${ex.code}` : ""}` : "";
-      const dur = p.end_ns && p.start_ns ? ` · ${fmtNs(p.end_ns - p.start_ns)} recorded` : "";
-      const argv = Array.isArray(p.argv) ? p.argv.map(String).join(" ") : String(p.argv ?? "");
-      this.procInfo.appendChild(el("div", { class: "proc" },
-        el("b", { text: `${p.host}: ` }), el("span", { text: `process ${p.pid} (parent ${p.ppid}) ` }),
-        el("code", { class: "argv", text: argv || "?" }), el("span", { text: ` · ${how}${dur}` })));
-    }
-  }
-
   async showEvent(sel) {
-    clear(this.details);
-    this.details.appendChild(el("div", { class: "muted", text: "Loading…" }));
+    const req = this.eventReq.begin();
+    renderDetailsMessage(this.details, "Loading…");
     let ev;
     try {
-      ev = await getJson("event", { ...this._params(), lane: sel.lane.key, index: sel.index });
+      ev = await getJson("event", { ...this._params(), lane: sel.lane.key, index: sel.index }, req.signal);
     } catch (e) {
-      clear(this.details);
-      this.details.appendChild(el("div", { class: "error", text: `Cannot load event: ${e.message}` }));
+      if (req.current() && e.name !== "AbortError") renderDetailsMessage(this.details, `Cannot load event: ${e.message}`, "error");
       return;
     }
-    clear(this.details);
-    const rows = [];
-    const add = (k, v, cls) => rows.push(el("dt", { text: k }), el("dd", { class: cls || "", text: v }));
-    this.details.appendChild(el("h3", { class: "ev-name", text: ev.name || "(unnamed)" }));
-    add("Lane", ev.lane_name);
-    add("Start", fmtNs(ev.start));
-    add("Duration", fmtNs(ev.dur));
-    if (ev.group === "io") {
-      add("Call", ev.call);
-      add("File", ev.file || "(none)", "path ev-file");
-      if (ev.offset >= 0) add("Offset", fmtInt(ev.offset));
-      add("Bytes", ev.bytes >= 0 ? `${fmtInt(ev.bytes)} (${fmtBytes(ev.bytes)})` : `${ev.bytes} (failed)`, "ev-bytes");
-      if (ev.bytes_requested) add("Requested", fmtInt(ev.bytes_requested));
-      add("errno", ev.errno ? String(ev.errno) : "0 (success)");
-      if (ev.fd >= 0) add("fd", String(ev.fd));
-      add("Thread", `${ev.host_thread || ev.thread || "?"} (tid ${ev.tid})`);
-      if (this.capture && this.capture.source !== "record") {
-        add("TF op", ev.host_op ? `${ev.host_op.name} (${fmtNs(ev.host_op.dur)})` : "none found on this thread");
-      }
-    } else {
-      for (const [k, v] of Object.entries(ev.stats || {})) add(k, String(v));
-    }
-    add("Step", ev.step ? `step ${ev.step.name}` : "–");
-    this.details.appendChild(el("dl", { class: "ev-fields" }, rows));
-    if (ev.group === "io" && ev.file) {
-      this.details.appendChild(el("button", { class: "tl-btn", onclick: () => this.selectFile(ev.file) }, "Highlight this file"));
-    }
-    this.details.dataset.lane = ev.lane;
-    this.details.dataset.index = String(ev.index);
+    if (!req.current()) return;
+    renderEvent(this.details, ev, {
+      showHostOp: !!this.capture && this.capture.source !== "record",
+      onHighlight: (f) => this.selectFile(f),
+    });
   }
-}
-
-function section(title, body, cls) {
-  return el("section", { class: `panel ${cls}` }, el("h2", { text: title }), body);
 }

@@ -22,8 +22,8 @@ import os
 from dataclasses import dataclass, field
 
 from .runrecord import RECORD_RUN, RECORD_SUFFIX, is_record_file
+from .xplane.schema import XPLANE_SUFFIX
 
-XPLANE_SUFFIX = ".xplane.pb"
 PROFILE_DIR = os.path.join("plugins", "profile")
 MAX_DEPTH = 8  # directory levels below the logdir searched for plugins/profile
 MAX_DIRS = 20000  # directories visited by one scan

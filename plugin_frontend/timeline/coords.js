@@ -9,6 +9,8 @@
 // TimeScale is immutable: zoom/pan return new scales, so a drawn frame and the request
 // that fetched its data always agree on the window.
 
+import { fmtTick } from "../lib/format.js";
+
 export const MIN_SPAN_NS = 100; // never zoom in below 100 ns across the plot
 
 export class TimeScale {
@@ -57,15 +59,8 @@ export class TimeScale {
     const out = [];
     const first = Math.ceil(this.t0 / step) * step;
     for (let t = first; t <= this.t1 && out.length < 200; t += step) {
-      out.push({ t, x: this.x(t), label: formatTick(t, step) });
+      out.push({ t, x: this.x(t), label: fmtTick(t, step) });
     }
     return out;
   }
-}
-
-function formatTick(t, step) {
-  if (step >= 1e9) return `${(t / 1e9).toFixed(Math.max(0, -Math.floor(Math.log10(step / 1e9))))} s`;
-  if (step >= 1e6) return `${(t / 1e6).toFixed(Math.max(0, -Math.floor(Math.log10(step / 1e6))))} ms`;
-  if (step >= 1e3) return `${(t / 1e3).toFixed(Math.max(0, -Math.floor(Math.log10(step / 1e3))))} µs`;
-  return `${Math.round(t)} ns`;
 }

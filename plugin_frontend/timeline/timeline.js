@@ -1,8 +1,10 @@
-// The timeline component: lane labels (DOM), a time axis, one canvas for all tracks, a
-// bandwidth strip aligned under it. Interaction: wheel zoom at the cursor (shift+wheel or
-// horizontal wheel pans), drag to pan, shift+drag (or the box-zoom button) to zoom to a box,
-// W/S zoom in/out, A/D pan, R or 0 reset; hover shows a tooltip, click selects (merged
-// items zoom in instead).
+// The timeline component: lane labels (DOM), a time axis, one canvas for the tracks, a
+// bandwidth strip aligned under it. It holds the view's state and joins the parts:
+// tracks.js (layout), view.js (drawing), loader.js (fetching), input.js (mouse and keys),
+// tooltip.js. The track canvas is as tall as the scroll viewport, not as all lanes (a
+// canvas taller than ~32k px paints blank): it stays in view (position: sticky) while the
+// lanes scroll under it, only the visible lanes are drawn, and only they (and a margin of
+// one viewport above and below) are asked of the server.
 //
 // State exposed on the root element for tests and benchmarks:
 //   data-start / data-end    the visible window (ns)
@@ -11,36 +13,66 @@
 //   data-paint-seq           increments at each paint with fresh server data
 //   data-last-latency-ms     action (zoom/pan/reset/first load) -> painted with fresh data
 
-import { el, clear, fmtBytes, fmtNs, fmtInt } from "../dom.js";
+import { el, clear } from "../lib/dom.js";
+import { fmtInt, fmtNs } from "../lib/format.js";
 import { TimeScale } from "./coords.js";
-import { buildTracks, decodeTimeline, itemAt, itemsByLane, LANE_PAD, ROW_H } from "./tracks.js";
-import { drawAxis, drawBandwidth, drawTimeline } from "./draw.js";
+import { buildTracks, decodeTimeline, itemAt, itemsByLane, lanesCovered, lanesToRequest, LANE_PAD, ROW_H } from "./tracks.js";
+import { drawAxis, drawBandwidth, drawTimeline } from "./view.js";
+import { Loader } from "./loader.js";
+import { wireInput } from "./input.js";
+import { itemLines, Tooltip } from "./tooltip.js";
 
 export const LABEL_W = 250;
 const AXIS_H = 34;
 const BW_H = 70;
-const BW_DELAY_MS = 150;
 
 export class Timeline {
+  /**
+   * load(scale, lanes, signal): a /timeline answer for the window of `scale` and the lane
+   * keys `lanes` (null: every lane); loadBandwidth(scale, bins, signal); onSelect(sel);
+   * onRange(scale).
+   */
   constructor({ load, loadBandwidth, onSelect, onRange }) {
-    this.load = load;
-    this.loadBandwidth = loadBandwidth;
     this.onSelect = onSelect || (() => {});
     this.onRange = onRange || (() => {});
     this.collapsed = new Set();
     this.capture = null;
     this.data = null;
+    this.dataLanes = null;  // lane keys the current data was asked for (null: all)
+    this.askedLanes = null; // lane keys of the newest request (null: all)
     this.bw = null;
     this.byLane = new Map();
     this.layout = buildTracks([]);
     this.scale = new TimeScale(0, 1, 800);
     this.selected = null;
     this.selectedFile = null;
-    this.seq = 0;
-    this.bwSeq = 0;
     this.paintSeq = 0;
     this.actionAt = performance.now();
     this.boxMode = false;
+    this.viewTop = 0;     // content y at the canvas's top edge
+    this.viewHeight = 1;  // CSS px of the track canvas
+    this.loader = new Loader({
+      want: () => (this.capture ? { scale: this.scale, lanes: this._lanesWanted(), started: this.actionAt } : null),
+      load: (scale, lanes, signal) => load(scale, lanes, signal),
+      loadBandwidth,
+      onStart: () => {
+        this.root.dataset.state = this.data ? "ready" : "loading";
+        this.root.classList.add("busy");
+      },
+      onData: (data, want, fetchMs) => {
+        this.root.dataset.lastFetchMs = fetchMs.toFixed(1);
+        this._paintData(data, want.started, want.lanes);
+      },
+      onError: (e) => {
+        this.root.classList.remove("busy");
+        this.root.dataset.state = "error";
+        this.root.dataset.error = e.message;
+      },
+      onBandwidth: (bw) => {
+        this.bw = bw;
+        this._drawBandwidth();
+      },
+    });
     this._build();
   }
 
@@ -49,16 +81,16 @@ export class Timeline {
     this.canvas = el("canvas", { class: "tl-canvas", "aria-label": "timeline" });
     this.bwCanvas = el("canvas", { class: "tl-bw", "aria-label": "bandwidth over time" });
     this.labels = el("div", { class: "tl-labels", role: "list", "aria-label": "lanes" });
-    this.tooltip = el("div", { class: "tl-tooltip", hidden: true });
+    this.tooltip = new Tooltip();
     this.boxEl = el("div", { class: "tl-box", hidden: true });
     this.rangeText = el("span", { class: "tl-range" });
     this.boxBtn = el("button", { class: "tl-btn", title: "Box zoom (or shift+drag)", onclick: () => this.toggleBox() }, "Box zoom");
     this.resetBtn = el("button", { class: "tl-btn", title: "Reset zoom (R)", onclick: () => this.reset() }, "Reset");
     this.zoomIn = el("button", { class: "tl-btn", title: "Zoom in (W)", onclick: () => this.zoomBy(0.5) }, "+");
     this.zoomOut = el("button", { class: "tl-btn", title: "Zoom out (S)", onclick: () => this.zoomBy(2) }, "−");
-    this.body = el("div", { class: "tl-body" }, this.labels,
-      el("div", { class: "tl-plot" }, this.canvas, this.boxEl));
-    this.scroll = el("div", { class: "tl-scroll" }, this.body);
+    this.plot = el("div", { class: "tl-plot" }, this.canvas, this.boxEl);
+    this.body = el("div", { class: "tl-body" }, this.labels, this.plot);
+    this.scroll = el("div", { class: "tl-scroll", onscroll: () => this._scrolled() }, this.body);
     this.clockLabel = el("div", { class: "tl-corner", text: "time since profile start" });
     this.noLanes = el("div", { class: "empty-state tl-nolanes", hidden: true });
     this.root = el("section", { class: "timeline", tabindex: "0", "data-state": "empty",
@@ -70,8 +102,8 @@ export class Timeline {
       this.noLanes,
       this.scroll,
       el("div", { class: "tl-bw-row" }, el("div", { class: "tl-corner", text: "I/O bandwidth" }), this.bwCanvas),
-      this.tooltip);
-    this._wire();
+      this.tooltip.el);
+    wireInput(this);
     this._resizeObs = new ResizeObserver(() => this._resize());
     this._resizeObs.observe(this.root);
   }
@@ -79,24 +111,28 @@ export class Timeline {
   // ---------------------------------------------------------------- capture / state
   /**
    * Show a capture; `keepView` keeps the visible window (same capture, other lanes).
-   * `first`: a /timeline answer for the home window fetched alongside /capture (saves a
-   * round trip on the first paint); used when it was made for the current plot width.
+   * `first`: a /timeline answer for the home window and every lane, fetched alongside
+   * /capture (saves a round trip on the first paint); used when it was made for the
+   * current plot width.
    */
   setCapture(cap, keepView = false, first = null) {
     const keep = keepView && this.capture && this.capture.extent[0] === cap.extent[0]
       && this.capture.extent[1] === cap.extent[1];
+    this.loader.stop();
     this.capture = cap;
     this.data = null;
+    this.dataLanes = null;
+    this.askedLanes = null;
     this.bw = null;
     this.selected = null;
+    if (!keep) this.scroll.scrollTop = 0;
     this._relayout();
     if (!keep && first && first.width === this._plotWidth()) {
       this._sizeCanvas();
-      this.seq++;
       this.scale = new TimeScale(first.start, first.end, first.width);
       this.onRange(this.scale);
-      this._paintData(first, this.actionAt);
-      this._fetchBandwidth();
+      this._paintData(first, this.actionAt, null);
+      this.loader.bandwidthSoon();
       return;
     }
     if (keep) {
@@ -124,6 +160,7 @@ export class Timeline {
     if (this.collapsed.has(id)) this.collapsed.delete(id); else this.collapsed.add(id);
     this._relayout();
     this.draw();
+    this._scrolled();
   }
 
   _relayout() {
@@ -153,6 +190,7 @@ export class Timeline {
       }
     }
     this.labels.style.height = `${this.layout.height}px`;
+    this.plot.style.height = `${this.layout.height}px`;
     this._sizeCanvas();
   }
 
@@ -167,23 +205,60 @@ export class Timeline {
 
   _resize(force = false) {
     const w = this._plotWidth();
-    if (!force && w === this.scale.width) return;
+    const h = this._viewportHeight();
+    if (!force && w === this.scale.width && h === this.viewHeight) return;
     this.scale = this.scale.withWidth(w);
     this._sizeCanvas();
     this.draw();
-    if (this.capture) this._request(false);
+    if (this.capture) this.loader.request(false);
+  }
+
+  /** The track canvas's height: the scroll viewport's, at most all lanes'. */
+  _viewportHeight() {
+    const h = this.scroll.clientHeight || this.layout.height;
+    return Math.max(1, Math.min(this.layout.height, h));
   }
 
   _sizeCanvas() {
     const dpr = window.devicePixelRatio || 1;
     const w = this._plotWidth();
-    const h = this.layout.height;
-    for (const [c, ch] of [[this.canvas, h], [this.axisCanvas, AXIS_H], [this.bwCanvas, BW_H]]) {
+    this.viewHeight = this._viewportHeight();
+    this._clampViewTop();
+    for (const [c, ch] of [[this.canvas, this.viewHeight], [this.axisCanvas, AXIS_H], [this.bwCanvas, BW_H]]) {
       c.style.width = `${w}px`;
       c.style.height = `${ch}px`;
       c.width = Math.round(w * dpr);
       c.height = Math.round(ch * dpr);
     }
+  }
+
+  _clampViewTop() {
+    this.viewTop = Math.max(0, Math.min(this.scroll.scrollTop, this.layout.height - this.viewHeight));
+  }
+
+  // ---------------------------------------------------------------- scrolling the lanes
+  _scrolled() {
+    if (this._scrollFrame) return;
+    this._scrollFrame = requestAnimationFrame(() => {
+      this._scrollFrame = null;
+      this.draw();
+      this._askIfUncovered(false);
+    });
+  }
+
+  /** Fetch when a visible lane is in neither the data nor the request in flight. */
+  _askIfUncovered(immediate) {
+    if (this.capture && !lanesCovered(this.layout, this.viewTop, this.viewTop + this.viewHeight, this.askedLanes)) {
+      this.loader.request(immediate);
+    }
+  }
+
+  /** Lane keys to ask for now (null: all lanes, no filter); remembered as the newest request's. */
+  _lanesWanted() {
+    const all = this.capture ? this.capture.lanes.length : 0;
+    const keys = lanesToRequest(this.layout, this.viewTop, this.viewTop + this.viewHeight, this.viewHeight, all);
+    this.askedLanes = keys === null ? null : new Set(keys);
+    return keys;
   }
 
   // ---------------------------------------------------------------- view changes
@@ -197,12 +272,12 @@ export class Timeline {
   }
 
   setScale(scale, immediate = false) {
-    clearTimeout(this._bwTimer);
+    this.loader.viewChanged();
     this.scale = scale;
     this.actionAt = performance.now();
     this.draw();
     this.onRange(scale);
-    this._request(immediate);
+    this.loader.request(immediate);
   }
 
   // `immediate`: discrete actions (keys, buttons, box zoom) fetch at once; continuous
@@ -223,44 +298,17 @@ export class Timeline {
     this.boxBtn.classList.toggle("active", this.boxMode);
   }
 
+  /** Has the current data the items of this lane (was it asked for)? */
+  hasLane(key) {
+    return this.data !== null && (this.dataLanes === null || this.dataLanes.has(key));
+  }
+
   // ---------------------------------------------------------------- data
-  _request(immediate) {
-    clearTimeout(this._timer);
-    const go = () => this._fetch();
-    if (immediate) go(); else this._timer = setTimeout(go, 16);
-  }
-
-  async _fetch() {
-    if (!this.capture) return;
-    const seq = ++this.seq;
-    if (this._abort) this._abort.abort();
-    const ctl = new AbortController();
-    this._abort = ctl;
-    const scale = this.scale;
-    const started = this.actionAt;
-    this.root.dataset.state = this.data ? "ready" : "loading";
-    this.root.classList.add("busy");
-    try {
-      const t0 = performance.now();
-      const data = await this.load(scale, [...this.collapsed], ctl.signal);
-      if (seq !== this.seq) return;
-      this.root.dataset.lastFetchMs = (performance.now() - t0).toFixed(1);
-      this._paintData(data, started);
-    } catch (e) {
-      if (e.name === "AbortError") return;
-      if (seq !== this.seq) return;
-      this.root.classList.remove("busy");
-      this.root.dataset.state = "error";
-      this.root.dataset.error = e.message;
-      return;
-    }
-    this._fetchBandwidth();
-  }
-
-  /** Adopt a /timeline answer, draw it, and record the latency since `started`. */
-  _paintData(data, started) {
+  /** Adopt a /timeline answer asked for `lanes` (null: all), draw it, and record the latency since `started`. */
+  _paintData(data, started, lanes) {
     const t1 = performance.now();
     this.data = decodeTimeline(data);
+    this.dataLanes = lanes === null ? null : new Set(lanes);
     this.byLane = itemsByLane(data.items);
     this.root.classList.remove("busy");
     this.draw();
@@ -273,35 +321,16 @@ export class Timeline {
     if (this.paintSeq === 1) performance.mark("iotrace-first-paint");
   }
 
-  // The bandwidth strip follows the view once it settles: it is asked for BW_DELAY_MS
-  // after a paint with fresh data, and a new zoom or pan in the meantime postpones it, so
-  // back-to-back zoom steps do not queue a bandwidth query on the server ahead of the
-  // next timeline query.
-  _fetchBandwidth() {
-    clearTimeout(this._bwTimer);
-    this._bwTimer = setTimeout(() => this._fetchBandwidthNow(), BW_DELAY_MS);
-  }
-
-  async _fetchBandwidthNow() {
-    if (!this.loadBandwidth) return;
-    const seq = ++this.bwSeq;
-    const scale = this.scale;
-    try {
-      const bw = await this.loadBandwidth(scale, Math.max(10, Math.floor(scale.width / 3)));
-      if (seq !== this.bwSeq) return;
-      this.bw = bw;
-      this._drawBandwidth();
-    } catch (_) { /* the strip stays as it was */ }
-  }
-
   // ---------------------------------------------------------------- drawing
   draw() {
     const dpr = window.devicePixelRatio || 1;
+    this._clampViewTop();
+    const top = this.viewTop;
     const ctx = this.canvas.getContext("2d");
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.setTransform(dpr, 0, 0, dpr, 0, -top * dpr);
     const steps = this.capture ? this.capture.steps : [];
     const drawn = drawTimeline(ctx, this.layout, this.data, this.scale, steps, {
-      selectedFile: this.selectedFile, selected: this.selected,
+      selectedFile: this.selectedFile, selected: this.selected, top, bottom: top + this.viewHeight,
     });
     const actx = this.axisCanvas.getContext("2d");
     actx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -310,6 +339,7 @@ export class Timeline {
     this.root.dataset.items = String(drawn);
     this.root.dataset.start = String(this.scale.t0);
     this.root.dataset.end = String(this.scale.t1);
+    this.root.dataset.viewTop = String(top);
     this.rangeText.textContent = `${fmtNs(this.scale.t0)} – ${fmtNs(this.scale.t1)} (${fmtNs(this.scale.span)})`;
   }
 
@@ -320,112 +350,35 @@ export class Timeline {
     drawBandwidth(ctx, this.scale, this.bw, BW_H);
   }
 
-  // ---------------------------------------------------------------- interaction
-  _local(ev) {
-    const r = this.canvas.getBoundingClientRect();
+  // ---------------------------------------------------------------- pointing (input.js)
+  /** Content coordinates (coords.js: x from the plot's left, y from the top of all lanes) of a mouse event. */
+  contentPoint(ev) {
+    const r = this.plot.getBoundingClientRect();
     return { x: ev.clientX - r.left, y: ev.clientY - r.top };
-  }
-
-  _wire() {
-    const c = this.canvas;
-    c.addEventListener("wheel", (ev) => {
-      ev.preventDefault();
-      const { x } = this._local(ev);
-      if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
-        this.panBy((ev.deltaX || ev.deltaY) * 1.0, false);
-      } else {
-        this.zoomBy(Math.exp(ev.deltaY * 0.0025), x, false);
-      }
-    }, { passive: false });
-    c.addEventListener("mousedown", (ev) => {
-      if (ev.button !== 0) return;
-      ev.preventDefault();
-      this.root.focus({ preventScroll: true });
-      const p = this._local(ev);
-      this._drag = { x0: p.x, y0: p.y, last: p.x, box: ev.shiftKey || this.boxMode, moved: false };
-    });
-    window.addEventListener("mousemove", (ev) => {
-      const d = this._drag;
-      if (!d) { this._hover(ev); return; }
-      const p = this._local(ev);
-      if (Math.abs(p.x - d.x0) > 3 || Math.abs(p.y - d.y0) > 3) d.moved = true;
-      if (d.box) {
-        const a = Math.min(d.x0, p.x);
-        const b = Math.max(d.x0, p.x);
-        Object.assign(this.boxEl.style, { left: `${a}px`, width: `${b - a}px`, top: "0px", height: `${this.layout.height}px` });
-        this.boxEl.hidden = !d.moved;
-      } else if (d.moved) {
-        this.panBy(d.last - p.x, false);
-        d.last = p.x;
-      }
-    });
-    window.addEventListener("mouseup", (ev) => {
-      const d = this._drag;
-      if (!d) return;
-      this._drag = null;
-      this.boxEl.hidden = true;
-      const p = this._local(ev);
-      if (d.box && d.moved) {
-        const a = Math.min(d.x0, p.x);
-        const b = Math.max(d.x0, p.x);
-        if (b - a >= 3) this.zoomTo(this.scale.t(a), this.scale.t(b));
-        if (this.boxMode) this.toggleBox();
-      } else if (!d.moved) {
-        this._click(p.x, p.y);
-      }
-    });
-    c.addEventListener("mouseleave", () => { this.tooltip.hidden = true; });
-    window.addEventListener("keydown", (ev) => {
-      const tag = (ev.target && ev.target.tagName) || "";
-      if (/INPUT|SELECT|TEXTAREA/.test(tag) || ev.ctrlKey || ev.metaKey || ev.altKey) return;
-      if (!this.capture || !this.root.isConnected) return;
-      const k = ev.key.toLowerCase();
-      const step = this.scale.width * 0.15;
-      if (k === "w") this.zoomBy(0.7);
-      else if (k === "s") this.zoomBy(1 / 0.7);
-      else if (k === "a") this.panBy(-step);
-      else if (k === "d") this.panBy(step);
-      else if (k === "r" || k === "0") this.reset();
-      else return;
-      ev.preventDefault();
-    });
   }
 
   _hit(x, y) {
     return itemAt(this.data, this.byLane, this.layout, this.scale, x, y);
   }
 
-  _hover(ev) {
+  hover(ev) {
     if (!this.data) return;
     const r = this.canvas.getBoundingClientRect();
-    const x = ev.clientX - r.left;
-    const y = ev.clientY - r.top;
-    if (x < 0 || y < 0 || x > r.width || y > r.height) { this.tooltip.hidden = true; return; }
-    const i = this._hit(x, y);
-    if (i < 0) { this.tooltip.hidden = true; this.canvas.style.cursor = "default"; return; }
-    this.canvas.style.cursor = "pointer";
-    const it = this.data.items;
-    const lane = this.data.lanes[it.lane[i]];
-    const lines = [];
-    const name = this.data.names[it.name[i]] || "";
-    if (it.count[i] > 1) lines.push(`${fmtInt(it.count[i])} events (merged; click to zoom in)`, `first: ${name}`);
-    else lines.push(name);
-    lines.push(`${fmtNs(it.dur[i])} at ${fmtNs(it.start[i])}`);
-    if (lane.group === "io") {
-      if (it.bytes[i]) lines.push(`${fmtBytes(it.bytes[i])} moved`);
-      if (it.file[i] >= 0) lines.push(this.data.files[it.file[i]]);
-      if (it.err[i]) lines.push(`errno ${it.err[i]}`);
+    if (ev.clientX < r.left || ev.clientY < r.top || ev.clientX > r.right || ev.clientY > r.bottom) {
+      this.tooltip.hide();
+      return;
     }
-    lines.push(lane.name);
-    clear(this.tooltip);
-    lines.forEach((l, k) => this.tooltip.appendChild(el("div", { class: k === 0 ? "tt-title" : "" , text: l })));
+    const { x, y } = this.contentPoint(ev);
+    const i = this._hit(x, y);
+    if (i < 0) { this.tooltip.hide(); this.canvas.style.cursor = "default"; return; }
+    this.canvas.style.cursor = "pointer";
     const rr = this.root.getBoundingClientRect();
-    this.tooltip.style.left = `${Math.min(ev.clientX - rr.left + 14, rr.width - 320)}px`;
-    this.tooltip.style.top = `${ev.clientY - rr.top + 14}px`;
-    this.tooltip.hidden = false;
+    this.tooltip.show(itemLines(this.data, i), ev.clientX - rr.left, ev.clientY - rr.top, rr.width);
   }
 
-  _click(x, y) {
+  unhover() { this.tooltip.hide(); }
+
+  click(x, y) {
     const i = this._hit(x, y);
     if (i < 0) return;
     const it = this.data.items;
@@ -446,7 +399,7 @@ export class Timeline {
     this.onSelect({ lane, index: it.index[i], item: i });
   }
 
-  /** Canvas coordinates (CSS px, relative to the canvas) of the middle of item i. */
+  /** Content coordinates (CSS px) of the middle of item i. */
   itemCenter(i) {
     const it = this.data.items;
     const t = this.layout.laneTrack.get(it.lane[i]);
@@ -454,5 +407,20 @@ export class Timeline {
     const x0 = Math.max(0, this.scale.x(it.start[i]));
     const x1 = Math.min(this.scale.width, this.scale.x(it.start[i] + it.dur[i]));
     return { x: (x0 + Math.max(x0 + 1, x1)) / 2, y: t.y + LANE_PAD + it.row[i] * ROW_H + ROW_H / 2 };
+  }
+
+  /** Scroll the lanes so content rows [y0, y1) are in view, and ask for their lanes if missing. */
+  scrollIntoView(y0, y1 = y0 + 1) {
+    if (y0 >= this.viewTop && y1 <= this.viewTop + this.viewHeight) return;
+    this.scroll.scrollTop = Math.max(0, y0 - 20);
+    this.draw();
+    this._askIfUncovered(true);
+  }
+
+  /** Show lane `key` (scrolled into view); its track, or null when it is not laid out. */
+  showLane(key) {
+    const t = this.layout.tracks.find((x) => x.kind === "lane" && x.lane.key === key);
+    if (t) this.scrollIntoView(t.y, t.y + t.h);
+    return t || null;
   }
 }

@@ -128,3 +128,35 @@ export function decodeTimeline(data) {
   it.dur = dur;
   return data;
 }
+
+/** The tracks that overlap content rows [top, bottom) (binary search; in layout order). */
+export function tracksIn(layout, top, bottom) {
+  const ts = layout.tracks;
+  let lo = 0;
+  let hi = ts.length;
+  while (lo < hi) {  // first track ending below top
+    const mid = (lo + hi) >> 1;
+    if (ts[mid].y + ts[mid].h <= top) lo = mid + 1; else hi = mid;
+  }
+  const out = [];
+  for (let i = lo; i < ts.length && ts[i].y < bottom; i++) out.push(ts[i]);
+  return out;
+}
+
+/**
+ * The lanes to ask the server for when content rows [top, bottom) are on screen: the lane
+ * tracks there and `margin` px above and below (so a short scroll finds them drawn).
+ * Returns null when that is every lane of `laneCount` (no `lanes=` filter needed), else
+ * the lane keys in layout order.
+ */
+export function lanesToRequest(layout, top, bottom, margin, laneCount) {
+  const keys = tracksIn(layout, top - margin, bottom + margin)
+    .filter((t) => t.kind === "lane").map((t) => t.lane.key);
+  return keys.length === laneCount ? null : keys;
+}
+
+/** Are all lane tracks in content rows [top, bottom) among `have` (a Set of keys; null = all)? */
+export function lanesCovered(layout, top, bottom, have) {
+  if (have === null) return true;
+  return tracksIn(layout, top, bottom).every((t) => t.kind !== "lane" || have.has(t.lane.key));
+}

@@ -20,10 +20,10 @@ import os
 import numpy as np
 
 from ..xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XSpace, read_io_info
+from ..xplane.ioread import kind_columns, metadata_names, recorded_lines
+from ..xplane.schema import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
+                             STAT_RETURNED, event_kinds)
 from ..xplane.wire import WT_LEN, tag, varint_bytes
-from ..xplane.iowriter import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
-                               STAT_RETURNED, event_kinds, kind_columns, metadata_names,
-                               recorded_lines)
 
 # An absent stat means its default; absent byte counts come from the event's kind (format /2:
 # path, fd and the kind's byte counts live on its XEventMetadata), else returned 0 and
@@ -135,14 +135,3 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
             pd.stats.clear()
             pd.metadata_id = pd.start_ps = pd.duration_ps = None
     return space, trace
-
-
-def trim_memory() -> None:
-    """Give freed heap memory back to the OS: glibc keeps the decoder's freed columns in its
-    arenas, and the analysis's own arrays would come on top of them."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):     # not glibc: nothing to do
-        pass

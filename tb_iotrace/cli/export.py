@@ -9,13 +9,13 @@ from ..progress import Progress
 from ._base import Command, UserError
 from ._sources import resolve
 
-FORMATS = ("chrome", "darshan", "parquet", "csv")
+FORMATS = ("chrome", "darshan", "darshan-log", "parquet", "csv")
 
 
 class Export(Command):
-    """Export captures or run records to Chrome trace JSON, darshan-parser text, Parquet or CSV.
+    """Export captures or run records to Chrome trace JSON, Darshan logs or text, Parquet or CSV.
 
-    tb-iotrace export PATH --format chrome|darshan|parquet|csv -o OUT [--run R] [--host H]
+    tb-iotrace export PATH --format chrome|darshan|darshan-log|parquet|csv -o OUT [--run R] [--host H]
 
     PATH is what `tb-iotrace report` takes (logdir, run directory, capture, run record).
 
@@ -26,6 +26,13 @@ class Export(Command):
       darshan  darshan-parser text: header comments, then one line per counter:
                module, rank, record id, counter, value, file name, mount point, fs type.
                Each exported process/host is one rank (see the "# rank" comments).
+      darshan-log  a binary Darshan log (format 3.41, Darshan 3.5.0's module
+               versions: POSIX, STDIO, DXT_POSIX from the trace) for PyDarshan,
+               `python -m darshan summary`, darshan-parser, Drishti, DXT Explorer.
+               One log is one job: PATH (after --run/--host) must hold one run;
+               its processes/hosts are ranks 0..N-1 of the log in (run, host)
+               order (metadata "rankN=<run>/<host>"). Record ids are Darshan's
+               hash of the path. Use --host to write one process per log.
       parquet  OUT is a folder: files.parquet (per-file counters, one column per
       csv      counter) and ops.parquet (one row per call); .csv likewise.
 
@@ -71,6 +78,19 @@ class Export(Command):
                     with open(out, "w", encoding="utf-8", errors="surrogateescape") as fh:
                         n = darshan.write(sources, fh)
                     print(f"wrote {out}: {n} counter lines", file=sys.stderr)
+            elif args.format == "darshan-log":
+                from ..export import darshan_log
+                from ..names import MODULES, counter_names
+
+                if out == "-":
+                    raise UserError("darshan-log writes a binary file: give -o FILE.darshan")
+                try:
+                    layout = {m: (counter_names(m, False), counter_names(m, True)) for m in MODULES}
+                    c = darshan_log.write(sources, out, layout)
+                except darshan_log.LogError as exc:
+                    raise UserError(f"{args.path}: {exc}") from None
+                print(f"wrote {out}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "
+                      f"{c['bytes']} bytes", file=sys.stderr)
             else:
                 from ..export import tables
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from .. import report as textreport
 from ..progress import Progress
+from ..recordid import darshan_ids, renamed_from
 from ._base import Command, UserError
 from ._sources import Source, group_by_run, resolve
 
@@ -77,17 +78,25 @@ def _totals(files: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _renamed(counters: dict[str, Any], remap: dict[int, int]) -> dict[str, Any]:
+    if not remap or not counters.get("POSIX_RENAMED_FROM"):
+        return counters
+    return {**counters, "POSIX_RENAMED_FROM": renamed_from(counters["POSIX_RENAMED_FROM"], remap)}
+
+
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
     files = src.files()
+    ids, remap = darshan_ids(files)
     findings, note = _findings(src)
     steps, markers = _steps(src)
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
         "dropped": src.dropped(), "nevents": src.nevents(), "totals": _totals(files),
-        "files": [{"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
+        "files": [{"path": f["path"], "module": f["module"], "record_id": rid,
                    **({"rank": f["rank"]} if "rank" in f else {}),
-                   "counters": f["counters"], "fcounters": f["fcounters"]} for f in files],
+                   "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
+                  for f, rid in zip(files, ids)],
         "findings": findings, "steps": steps, "has_step_markers": markers,
         "notes": ([note] if note else []),
     }

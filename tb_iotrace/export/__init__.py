@@ -3,6 +3,7 @@
 - :mod:`.chrome`: Chrome trace-event JSON (Perfetto UI, chrome://tracing): host threads,
   device lines and I/O on one clock; gzip when the output ends in ``.gz``.
 - :mod:`.darshan`: ``darshan-parser``-style text, and :func:`.darshan.parse` to read it back.
+- :mod:`.darshan_log`: binary Darshan logs (format 3.41) for PyDarshan, Drishti, DXT Explorer.
 - :mod:`.tables`: the per-file counter table and the per-operation table as Parquet or CSV.
 
 Every exporter takes :class:`tb_iotrace.cli._sources.Source` objects (one per run/host) and

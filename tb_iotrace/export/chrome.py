@@ -50,7 +50,7 @@ def _origin(src: Any) -> int:
 def _count(src: Any) -> int:
     n = src.nevents()
     if src.kind == "xplane":
-        from ..xplane.iowriter import LINE_PREFIX
+        from ..xplane.schema import LINE_PREFIX
 
         for p in src.space().planes:
             if p.name.startswith(("/host:", "/device:")):
@@ -93,7 +93,7 @@ class _Writer:
 
 def _planes(w: _Writer, src: Any, base_pid: int, shift_us: float, label: str, prog: Progress) -> None:
     from ..xplane import columns
-    from ..xplane.iowriter import LINE_PREFIX
+    from ..xplane.schema import LINE_PREFIX
 
     for pi, plane in enumerate(src.space().planes):
         if not plane.name.startswith(("/host:", "/device:")):

@@ -5,21 +5,22 @@ Header comments (``# darshan log version``, ``# exe``, ``# start_time``, ``# npr
 counter::
 
     #<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>\t<fs type>
-    POSIX\t0\t9457796068806373448\tPOSIX_OPENS\t1\t/data/a.tfrecord\t/\text4
+    POSIX\t0\t16019910728809678723\tPOSIX_OPENS\t1\t/data/a.tfrecord\t/\text4
 
 Integer counters print as integers, float counters (``<MODULE>_F_*``) with 6 decimals, as
 darshan-parser does. Ranks: the processes of a run are numbered 0..N-1 in (host, pid) order
 (the ``# rank map`` comment lines give the mapping). Mount points and file system types come
 from ``/proc/mounts`` of the exporting machine (longest prefix), ``UNKNOWN`` otherwise.
 Scripts written for darshan-parser output (``awk``/``grep`` on columns 1-8) read it unchanged;
-:func:`parse` reads it back.
+:func:`parse` reads it back. Record ids are Darshan's (:mod:`tb_iotrace.recordid`).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from typing import Any, TextIO
+
+from ..recordid import darshan_ids, renamed_from
 
 MODULE_ORDER = ("POSIX", "STDIO")
 VERSION = "3.41"
@@ -44,12 +45,6 @@ def _mount_of(path: str, table: list[tuple[str, str]]) -> tuple[str, str]:
         if path == mp or path.startswith(mp.rstrip("/") + "/"):
             return mp, fs
     return "UNKNOWN", "UNKNOWN"
-
-
-def record_id(path: str, given: int = 0) -> int:
-    if given:
-        return int(given)
-    return int.from_bytes(hashlib.blake2b(path.encode("utf-8", "surrogateescape"), digest_size=8).digest(), "little")
 
 
 def _clean(s: str) -> str:
@@ -92,21 +87,27 @@ def write(sources: list[Any], fh: TextIO) -> int:
              "#   <mount pt>: mount point that the file resides on.\n"
              "#   <fs type>: type of file system that the file resides on.\n")
     n = 0
-    per_source = [(rank, s.files()) for rank, s in enumerate(sources)]
+    per_source = []
+    for rank, s in enumerate(sources):
+        files = s.files()
+        ids, remap = darshan_ids(files)
+        per_source.append((rank, files, ids, remap))
     for module in MODULE_ORDER:
-        recs = [(rank, f) for rank, files in per_source for f in files if f["module"] == module]
+        recs = [(rank, f, rid, remap) for rank, files, ids, remap in per_source for f, rid in zip(files, ids)
+                if f["module"] == module]
         if not recs:
             continue
         fh.write(f"\n# *******************************************************\n# {module} module data\n"
                  f"# *******************************************************\n\n")
         fh.write(f"# description of {module} counters: see the Darshan documentation (darshan-util)\n\n")
         fh.write("#<module>\t<rank>\t<record id>\t<counter>\t<value>\t<file name>\t<mount pt>\t<fs type>\n")
-        for rank, f in recs:
+        for rank, f, rid, remap in recs:
             path = _clean(f["path"])
-            rid = record_id(f["path"], f.get("record_id", 0))
             mp, fs = _mount_of(f["path"], table)
             tail = f"\t{path}\t{_clean(mp)}\t{fs}\n"
-            lines = [f"{module}\t{rank}\t{rid}\t{k}\t{int(v)}{tail}" for k, v in f["counters"].items()]
+            counters = {k: renamed_from(v, remap) if k == "POSIX_RENAMED_FROM" else int(v)
+                        for k, v in f["counters"].items()}
+            lines = [f"{module}\t{rank}\t{rid}\t{k}\t{v}{tail}" for k, v in counters.items()]
             lines += [f"{module}\t{rank}\t{rid}\t{k}\t{float(v):.6f}{tail}" for k, v in f["fcounters"].items()]
             fh.write("".join(lines))
             n += len(lines)

@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from ..progress import Progress
+from ..recordid import darshan_ids, renamed_from
 from ._common import CHUNK, IO_COLUMNS, io_columns, io_rows
 
 OPS_COLUMNS = ("run", "host") + IO_COLUMNS
@@ -31,12 +32,16 @@ def _file_rows(sources: list[Any]) -> tuple[list[str], list[str], list[dict[str,
     floats: dict[str, None] = {}
     rows = []
     for s in sources:
-        for f in s.files():
+        files = s.files()
+        ids, remap = darshan_ids(files)
+        for f, rid in zip(files, ids):
             ints.update(dict.fromkeys(f["counters"]))
             floats.update(dict.fromkeys(f["fcounters"]))
             row = {"run": s.run, "host": s.host, "module": f["module"], "path": f["path"],
-                   "record_id": int(f.get("record_id", 0))}
+                   "record_id": rid}
             row.update({k: int(v) for k, v in f["counters"].items()})
+            if "POSIX_RENAMED_FROM" in row:
+                row["POSIX_RENAMED_FROM"] = renamed_from(row["POSIX_RENAMED_FROM"], remap)
             row.update({k: float(v) for k, v in f["fcounters"].items()})
             rows.append(row)
     return list(ints), list(floats), rows

@@ -1,10 +1,13 @@
 """TensorBoard "I/O" tab (plugin name ``iotrace``), registered through the
 ``tensorboard_plugins`` entry point as ``tb_iotrace.plugin:IoTracePlugin``.
 
-Layout: :mod:`.decode` (columnar XSpace decoding), :mod:`.model` (lanes, I/O table,
-counters), :mod:`.lod` (level-of-detail merging), :mod:`.queries` (the routes as pure
-``*_impl`` functions), :mod:`.logdir` (run discovery, name validation, capture cache),
-:mod:`.plugin` (the TBPlugin and its thin HTTP handlers), :mod:`.synthetic` (synthetic I/O
+Layout: :mod:`.model` (lanes, I/O table, counters, from :mod:`tb_iotrace.xplane.columnar`),
+:mod:`.records` (the same from whole-run records), :mod:`.lod` (level-of-detail merging),
+:mod:`.view` (one host or all hosts of a run on one clock), :mod:`.impl` (the endpoints as
+pure ``*_impl`` functions, one module each), :mod:`.findings_runner` (findings in a child
+process, cached), :mod:`.cache` (the logdir scan and loaded captures, cached; the scan itself
+is :mod:`tb_iotrace.logdir`), :mod:`.plugin` (the TBPlugin and its thin HTTP handlers),
+:mod:`.synthetic` (synthetic I/O
 merged into real captures, for tests and benchmarks). The frontend lives in
 ``plugin_frontend/`` at the repository root: plain ES modules, no build step, nothing
 fetched from outside (``static`` here is a link to it; wheels copy the files through the
@@ -17,20 +20,20 @@ Data flow::
       |  cache.LogdirIndex.capture (lazy; cached by size and mtime; prefetch of the newest
       |  run when TensorBoard lists plugins)
       v
-    decode.decode_xspace: mmap + numpy; plane metadata through protobuf, events decoded
+    xplane.columnar.decode_xspace: mmap + numpy (the codecs of tb_iotrace._codec); plane metadata through protobuf, events decoded
       column-wise; I/O lines (``I/O ...`` lines of /host:CPU) with their stats by name
       v
     model.Capture: lanes (host threads, /device:* lines, I/O per thread or per file), each
       sorted by (nesting row, start) with running max ends; the I/O table (start, end, op,
       path, offset, sizes, fd, errno, tid); Darshan counters as a matrix; steps
       v
-    queries.*_impl (pure)  ->  plugin handlers (JSON, 400/404/422)  ->  plugin_frontend
+    impl.*.*_impl (pure)  ->  plugin handlers (JSON, 400/404/422)  ->  plugin_frontend
       /capture once per run/host: lanes, extent, steps, messages
       /timeline per view change: per row, events in [start, end] merged below one pixel
       /bandwidth (aligned under the timeline), /files, /histograms, /steps, /findings
       /event on click (stats of host/device events read back from the file by byte range)
 
-Importing this package never imports TensorFlow or the native module.
+Importing this package never imports TensorFlow or the native shim (tb_iotrace._native).
 """
 
 from .plugin import ALL_HOSTS, PLUGIN_NAME, IoTracePlugin

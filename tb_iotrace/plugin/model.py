@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import trim_memory
 from ..xplane import XSpace, read_io_info
-from ..xplane.iowriter import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
+from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
 from ..xplane.columnar import PlaneData, SpaceData, decode_xspace, event_stats
 
@@ -347,22 +348,6 @@ def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
     return None, None
 
 
-_LIBC: Any = None
-
-
-def trim_memory() -> None:
-    """Give freed heap memory back to the OS (glibc keeps it in its arenas otherwise)."""
-    global _LIBC
-    try:
-        if _LIBC is None:
-            import ctypes
-
-            _LIBC = ctypes.CDLL("libc.so.6")
-        _LIBC.malloc_trim(0)
-    except Exception:  # not glibc: nothing to do
-        _LIBC = False
-
-
 def load_capture(path: str, host: str) -> Capture:
     """Decode one capture file into a :class:`Capture` (raises XPlaneError)."""
     try:
@@ -572,7 +557,7 @@ def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _kind(raw: Any, text: str, exact_ops: dict[str, str]) -> tuple[str, str, int, int, int]:
     """(call, path, fd, bytes_requested, bytes_returned) of the events of XEventMetadata
-    ``text``: its ``event_kinds`` entry (format /2, read as iowriter.event_kinds does), else
+    ``text``: its ``event_kinds`` entry (format /2, read as schema.event_kinds does), else
     the name is the call (format /1)."""
     if raw is None:
         return exact_ops.get(text, text), "", -1, ABSENT, ABSENT

@@ -1,4 +1,4 @@
-"""The TensorBoard plugin: thin HTTP handlers over :mod:`.queries`.
+"""The TensorBoard plugin: thin HTTP handlers over the pure endpoints in :mod:`.impl`.
 
 Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``host``, where
 ``host`` may be ``__all__`` for every host of the run on one clock):
@@ -15,6 +15,7 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/histograms``     access sizes read/write, access pattern, calls per op (``path`` optional)
 ``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
 ``/steps``          per-step I/O (or equal time windows when there are no step markers)
+``/hosts``          per host: bytes, read time, I/O calls, input wait (the "All hosts" table)
 ``/findings``       findings with evidence (tb_iotrace.analysis in a child process,
                     captures up to 1 GiB)
 ``/event``          one event's details: ``lane``, ``index``
@@ -39,11 +40,12 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from ..xplane import XPlaneError
-from . import queries
+from .._memory import trim_memory
 from ..logdir import BadName
+from ..xplane import XPlaneError
 from .cache import LogdirIndex
-from .model import trim_memory
+from .impl import event, files, findings, hosts, summary, timeline, timeseries
+from .view import NotFound, View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")
 
@@ -153,6 +155,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
             "/histograms": self._route(self._histograms),
             "/bandwidth": self._route(self._bandwidth),
             "/steps": self._route(self._steps),
+            "/hosts": self._route(self._hosts),
             "/findings": self._route(self._findings),
             "/event": self._route(self._event),
         }
@@ -197,7 +200,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
                 return _json(request, {"error": exc.message}, code=exc.code)
             except BadName as exc:
                 return _json(request, {"error": str(exc)}, code=400)
-            except (KeyError, queries.NotFound) as exc:
+            except (KeyError, NotFound) as exc:
                 msg = exc.args[0] if exc.args else "not found"
                 return _json(request, {"error": str(msg)}, code=404)
             except XPlaneError as exc:
@@ -207,7 +210,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
                 return _json(request, {"error": str(exc)}, code=400)
         return app
 
-    def _view(self, args) -> queries.View:
+    def _view(self, args) -> View:
         run = args.get("run", "")
         host = args.get("host", "")
         if not run:
@@ -220,7 +223,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         else:
             _, path = self.index.find(run, host)
             caps = [(host, self.index.capture(path, host))]
-        return queries.make_view(run, caps)
+        return make_view(run, caps)
 
     def _runs(self, args) -> dict[str, Any]:
         runs = self.index.runs(refresh=args.get("refresh") == "1")
@@ -239,36 +242,39 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return {"runs": out, "message": msg, "truncated": self.index.truncated}
 
     def _capture(self, args):
-        return queries.capture_impl(self._view(args), args.get("io_by", "thread"))
+        return summary.capture_impl(self._view(args), args.get("io_by", "thread"))
 
     def _timeline(self, args):
         view = self._view(args)
         lanes = args.get("lanes")
-        return queries.timeline_impl(view, _num(args, "start"), _num(args, "end"),
+        return timeline.timeline_impl(view, _num(args, "start"), _num(args, "end"),
                                      _num(args, "width", 1000, int), args.get("io_by", "thread"),
                                      lanes.split(",") if lanes else None)
 
     def _files(self, args):
-        return queries.files_impl(self._view(args))
+        return files.files_impl(self._view(args))
 
     def _histograms(self, args):
-        return queries.histograms_impl(self._view(args), args.get("path") or None)
+        return files.histograms_impl(self._view(args), args.get("path") or None)
 
     def _bandwidth(self, args):
-        return queries.bandwidth_impl(self._view(args), _num(args, "start"), _num(args, "end"),
+        return timeseries.bandwidth_impl(self._view(args), _num(args, "start"), _num(args, "end"),
                                       _num(args, "bins", 200, int))
 
     def _steps(self, args):
-        return queries.steps_impl(self._view(args))
+        return timeseries.steps_impl(self._view(args))
+
+    def _hosts(self, args):
+        return hosts.hosts_impl(self._view(args))
 
     def _findings(self, args):
-        return queries.findings_impl(self._view(args))
+        return findings.findings_impl(self._view(args))
 
     def _event(self, args):
         lane = args.get("lane")
         if not lane:
             raise HttpError(400, "missing lane")
-        return queries.event_impl(self._view(args), lane, _num(args, "index", None, int) if
+        return event.event_impl(self._view(args), lane, _num(args, "index", None, int) if
                                   args.get("index") is not None else _missing("index"))
 
 

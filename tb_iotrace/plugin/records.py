@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record
-from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane, trim_memory
+from .._memory import trim_memory
+from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane
 
 
 def trace_path(json_path: str) -> str:

@@ -14,7 +14,7 @@ import numpy as np
 from .._ffi import NativeError, last_error, native
 from ..names import MODULES, counter_names, op_names
 
-__all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "begin_session", "check_layout",
+__all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "begin_session", "check_layout", "excludes",
            "end_all_and_disable", "end_session", "forget", "set_filters", "set_trace_cap"]
 
 # The layout of struct tbio_event (native/tbio.h); checked against cffi's
@@ -98,14 +98,21 @@ def check_layout() -> None:
 
 def set_filters(include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> None:
     """Set traced path prefixes.  A path is traced unless it starts with an
-    exclude prefix and no longer include prefix.  Defaults follow Darshan
-    (/etc/ /dev/ /usr/ /bin/ /boot/ /lib/ /lib64/ /opt/ /sbin/ /sys/ /proc/ /var/);
-    ``include=["/dev/shm/"]`` traces tmpfs benchmarks."""
+    exclude prefix and no longer include prefix.  The default excludes follow Darshan
+    (/etc/ /dev/ /usr/ ..., see :func:`excludes`); ``include=["/dev/shm/"]`` traces tmpfs
+    benchmarks."""
     ffi, lib = native()
     inc = "\n".join(include).encode() if include is not None else ffi.NULL
     exc = "\n".join(exclude).encode() if exclude is not None else ffi.NULL
     if lib.tbio_set_filters(inc, exc) != 0:
         raise NativeError("could not set filters: out of memory")
+
+
+def excludes() -> list[str]:
+    """The path prefixes left out now: the shim's defaults (native/registry.c, Darshan's
+    list) until set_filters() replaces them. Read from the shim, never typed here."""
+    ffi, lib = native()
+    return [p for p in os.fsdecode(ffi.string(lib.tbio_get_excludes())).split("\n") if p]
 
 
 def set_trace_cap(max_events: int) -> None:

@@ -58,19 +58,28 @@ def tensorboard(logdir: Path, log_path: Path) -> Iterator[str]:
                 proc.wait()
 
 
-def ink(page, lane_key: str) -> float:
+def ink(page, lane_key: str, timeout: float = 30) -> float:
     """Fraction of the lane's canvas band that is not background (white or the alternate
-    lane tint, nor a step band): what was actually drawn there; -1 if the lane is not laid out."""
+    lane tint, nor a step band): what was actually drawn there; -1 if the lane is not laid
+    out. The track canvas covers the scroll viewport only: the lane is scrolled into view
+    first, and read once the items of its lane have come."""
+    laid_out = page.evaluate(f"{APP}.timeline.showLane({lane_key!r}) !== null")
+    if not laid_out:
+        return -1
+    page.wait_for(f"{APP}.timeline.hasLane({lane_key!r}) && !{APP}.timeline.root.classList.contains('busy')", timeout=timeout)
     return page.evaluate(f"""(() => {{
         const t = {APP}.timeline;
+        t.draw();
         const tr = t.layout.tracks.find((x) => x.kind === 'lane' && x.lane.key === {lane_key!r});
-        if (!tr) return -1;
         const dpr = {W}.devicePixelRatio || 1;
-        const img = t.canvas.getContext('2d').getImageData(0, Math.round(tr.y * dpr), t.canvas.width,
-                                                           Math.max(1, Math.round(tr.h * dpr))).data;
+        const y0 = Math.max(0, Math.round((tr.y - t.viewTop) * dpr));
+        const y1 = Math.min(t.canvas.height, Math.round((tr.y + tr.h - t.viewTop) * dpr));
+        if (y1 <= y0) return 0;
+        const img = t.canvas.getContext('2d').getImageData(0, y0, t.canvas.width, y1 - y0).data;
         let ink = 0;
         for (let i = 0; i < img.length; i += 4) {{
           const r = img[i], g = img[i + 1], b = img[i + 2];
+          if (img[i + 3] === 0) continue;  // nothing painted (e.g. a canvas too big to allocate)
           const bg = (r === 255 && g === 255 && b === 255) || (r === 248 && g === 249 && b === 251);
           const step = r > 240 && g > 220 && b < 235 && b > 150;
           if (!bg && !step) ink++;

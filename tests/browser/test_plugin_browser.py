@@ -8,6 +8,8 @@ is named ``<img src=x onerror=alert(1)>``), plus a corrupt run. Screenshots go t
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -90,12 +92,11 @@ def _iframe_origin(p) -> tuple[float, float]:
 
 
 def _canvas_point(p, x: float, y: float) -> tuple[float, float]:
-    """Page coordinates of canvas point (x, y) (CSS px), scrolling it into view first."""
-    p.evaluate(f"""(() => {{ const t = {APP}.timeline; const sc = t.scroll;
-        const want = {y}; if (want < sc.scrollTop + 10 || want > sc.scrollTop + sc.clientHeight - 10) sc.scrollTop = Math.max(0, want - 60);
-        {W}.scrollTo(0, 0); return true; }})()""")
+    """Page coordinates of track point (x, y) (content coordinates, CSS px: y from the top of
+    all lanes), scrolling it into view first."""
+    p.evaluate(f"(() => {{ {APP}.timeline.scrollIntoView({y} - 30, {y} + 30); {W}.scrollTo(0, 0); return true; }})()")
     ox, oy = _iframe_origin(p)
-    cr = p.evaluate(f"(() => {{ const r = {APP}.timeline.canvas.getBoundingClientRect(); return [r.left, r.top]; }})()")
+    cr = p.evaluate(f"(() => {{ const r = {APP}.timeline.plot.getBoundingClientRect(); return [r.left, r.top]; }})()")
     return ox + cr[0] + x, oy + cr[1] + y
 
 
@@ -321,7 +322,7 @@ def test_findings_panel_renders_findings_as_text(page):
     p = page
     p.wait_for(f"{D}.querySelector('.findings').textContent.includes('Most reads are small')")
     p.evaluate(f"""(async () => {{
-        const m = await import({W}.location.href.replace(/plugin_entry.html.*$/, 'plugin/iotrace/static/findings.js'));
+        const m = await import({W}.location.href.replace(/plugin_entry.html.*$/, 'plugin/iotrace/static/views/findings.js'));
         m.renderFindings({D}.querySelector('.findings'), {{findings: [{{id: 'small_reads', severity: 'warning',
           title: 'Small reads', statement: 'Most reads are < 4 KiB', suggestion: 'Batch them',
           evidence: {{reads: 1200, median_bytes: 512}}, files: [{HOSTILE_NAME!r}]}}]}}, {{onFile: (f) => {APP}.selectFile(f)}});
@@ -331,3 +332,66 @@ def test_findings_panel_renders_findings_as_text(page):
     assert p.evaluate(f"{D}.querySelectorAll('.findings img').length") == 0
     p.evaluate(f"{D}.querySelector('.findings button.link').click()")
     p.wait_for(f"{D}.querySelector('.file-chip code') && {D}.querySelector('.file-chip code').textContent === {HOSTILE_NAME!r}")
+
+
+def _delay_requests(p, pattern: str, ms: int) -> None:
+    """Make the tab's fetches whose URL matches ``pattern`` (a JS regex source) answer
+    ``ms`` later than the server does (the page's own fetch, wrapped)."""
+    p.evaluate(f"""(() => {{ const w = {W}; const real = w.__realFetch || (w.__realFetch = w.fetch);
+        const re = new RegExp({pattern!r});
+        w.fetch = (url, opts) => real(url, opts).then((r) => re.test(String(url))
+          ? new Promise((ok) => setTimeout(() => ok(r), {ms})) : r);
+        return true; }})()""")
+
+
+def _restore_fetch(p) -> None:
+    p.evaluate(f"(() => {{ const w = {W}; if (w.__realFetch) w.fetch = w.__realFetch; return true; }})()")
+
+
+def test_the_details_panel_shows_the_event_picked_last(page):
+    """D12: the details panel shows the event picked last, even when the answer for the
+    one picked before it arrives later."""
+    p = page
+    i = _zoom_to_single_io_item(p)
+    # two different I/O events of the current view: the first one's answer is slowed down
+    j = p.evaluate(f"""(() => {{ const d = {APP}.timeline.data, it = d.items;
+        for (let k = 0; k < it.start.length; k++) {{
+          if (k !== {i} && d.lanes[it.lane[k]].group === 'io' && it.count[k] === 1) return k; }}
+        return -1; }})()""")
+    assert j >= 0
+    sel = "(k) => { const d = {A}.timeline.data; return { lane: d.lanes[d.items.lane[k]], index: d.items.index[k] }; }".replace("{A}", APP)
+    first, second = p.evaluate(f"(() => {{ const s = {sel}; return [s({i}).index, s({j}).index]; }})()")
+    assert first != second
+    _delay_requests(p, f"event\\?.*index={int(first)}(&|$)", 1500)
+    try:
+        p.evaluate(f"(() => {{ const s = {sel}; {APP}.showEvent(s({i})); {APP}.showEvent(s({j})); return true; }})()")
+        p.wait_for(f"{D}.querySelector('.details').dataset.index === '{int(second)}'", timeout=20)
+        p.evaluate("new Promise((ok) => setTimeout(() => ok(true), 2500))")  # the slow answer has come by now
+        assert p.evaluate(f"{D}.querySelector('.details').dataset.index") == str(int(second))
+    finally:
+        _restore_fetch(p)
+
+
+def test_the_access_size_chart_shows_the_file_picked_last(page):
+    """D12: selecting file A then file B shows B's access sizes even when A's answer is
+    slower."""
+    p = page
+    files = p.evaluate(f"(() => {{ const f = {APP}.files, o = []; for (let k = 0; k < f.rows; k++) if (f.module[k] === 'POSIX') o.push(f.path[k]); return o; }})()")
+    hists = {}
+    for f in files[:40]:
+        h = p.evaluate(f"""(async () => {{ const r = await {W}.fetch('histograms?run={RUN}&host=worker0&path=' + encodeURIComponent({f!r}));
+            return (await r.json()).read; }})()""")
+        hists.setdefault(tuple(h), f)
+    assert len(hists) >= 2, "need two files with different access sizes"
+    slow, fast = list(hists.values())[:2]
+    _delay_requests(p, "histograms\\?.*path=" + re.escape(urllib.parse.quote(slow, safe="")), 1500)
+    try:
+        p.evaluate(f"(() => {{ {APP}.selectFile({slow!r}); {APP}.selectFile({fast!r}); return true; }})()")
+        p.evaluate("new Promise((ok) => setTimeout(() => ok(true), 3000))")
+        want = p.evaluate(f"""(async () => {{ const r = await {W}.fetch('histograms?run={RUN}&host=worker0&path=' + encodeURIComponent({fast!r}));
+            return (await r.json()).read.map((v) => Math.round(v).toLocaleString('en-US')); }})()""")
+        shown = p.evaluate(f"[...{D}.querySelectorAll('.histograms .bars.read .bar-value')].map((e) => e.textContent)")
+        assert shown == want
+        assert p.evaluate(f"{APP}.selectedFile") == fast
+    finally:
+        _restore_fetch(p)

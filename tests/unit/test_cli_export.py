@@ -17,6 +17,7 @@ from tb_iotrace import xplane as X
 from tb_iotrace.cli import main
 from tb_iotrace.export import darshan
 from tb_iotrace.progress import Progress
+from tb_iotrace.recordid import record_id
 from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
 
 from test_cli_report import COUNTERS, GPU_HOST, T0, logdir, small_trace  # noqa: F401  (fixture)
@@ -68,6 +69,7 @@ def test_darshan_parses_back(logdir, tmp_path):  # noqa: F811
     assert len(recs) == 4 and {r["rank"] for r in recs} == {0, 1}
     for r in recs:
         want = next(c for c in COUNTERS if c["path"] == r["path"] and c["module"] == r["module"])
+        assert r["record_id"] == record_id(r["path"])   # Darshan's id of the path
         assert r["counters"] == want["counters"]
         assert r["fcounters"] == pytest.approx(want["fcounters"], abs=1e-6)
     # awk-style column access works like on darshan-parser output
@@ -94,6 +96,7 @@ def test_tables_round_trip(logdir, tmp_path, fmt):  # noqa: F811
         ops = {k: [r[k] for r in rows] for k in rows[0]}
     assert len(files) == 2
     for row in files:
+        assert int(row["record_id"]) == record_id(row["path"])
         want = next(c for c in COUNTERS if c["path"] == row["path"] and c["module"] == row["module"])
         for k, v in want["counters"].items():
             assert int(row[k]) == v

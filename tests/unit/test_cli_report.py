@@ -72,6 +72,7 @@ def test_json_schema_on_logdir(logdir, capsys):
     assert isinstance(host["findings"], list)
     by = {(f["path"], f["module"]): f for f in host["files"]}
     assert by[("/data/a.tfrecord", "POSIX")]["counters"]["POSIX_BYTES_READ"] == 12288
+    assert by[("/data/a.tfrecord", "POSIX")]["record_id"] == 16019910728809678723   # Darshan's id of the path
     assert set(by[("/data/a.tfrecord", "POSIX")]) >= {"path", "module", "counters", "fcounters"}
     assert host["totals"]["POSIX"]["bytes_read"] == 12288
     assert host["totals"]["STDIO"]["bytes_written"] == 7

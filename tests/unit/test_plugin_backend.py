@@ -236,7 +236,7 @@ def test_static_files_are_confined():
 def test_static_routes(client):
     _, get = client
     code, body = get("/index.js")
-    assert code == 200 and b"export async function render" in body
+    assert code == 200 and b"export const { render }" in body
     code, body = get("/static/timeline/timeline.js")
     assert code == 200 and b"class Timeline" in body
     code, _ = get("/static/../plugin.py")
@@ -438,6 +438,71 @@ def test_bandwidth_adds_up(client):
     assert 0 < half["total_read"] < bw["total_read"]
 
 
+def _expected_host_row(path: Path) -> dict:
+    """Ground truth for one host's /hosts row, computed apart from the plugin: bytes and
+    read time from the capture's Darshan records (tb_iotrace.xplane), input wait as the
+    union of the IteratorGetNext-like events among the outermost events of each host-plane
+    line (XPlane reader, intervals merged by hand)."""
+    import re
+
+    from tb_iotrace.xplane import load_xspace, read_io_data
+
+    space = load_xspace(path)
+    rd = wr = rt = 0.0
+    for f in read_io_data(space).counters:
+        c, fc = f["counters"], f.get("fcounters") or {}
+        m = f["module"]
+        rd += c.get(f"{m}_BYTES_READ", 0)
+        wr += c.get(f"{m}_BYTES_WRITTEN", 0)
+        rt += fc.get(f"{m}_F_READ_TIME", 0.0)
+    pat = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
+    wait = 0
+    for plane in space.planes:
+        if plane.name != "/host:CPU":
+            continue
+        names = {k: md.name for k, md in plane.event_metadata.items()}
+        for line in plane.lines:
+            # the line's outermost events (inside no other event of the line), longest first at a tie
+            evs = sorted(((e.offset_ps, -e.duration_ps, names.get(e.metadata_id, "")) for e in line.events))
+            outer: list[tuple[int, int, str]] = []
+            end = None
+            for s0, neg, name in evs:
+                if end is not None and s0 - neg <= end:
+                    continue
+                outer.append((s0, s0 - neg, name))
+                end = s0 - neg if end is None else max(end, s0 - neg)
+            merged: list[list[int]] = []
+            for s0, e0 in [(a, b) for a, b, name in outer if pat.search(name)]:
+                if merged and s0 <= merged[-1][1]:
+                    merged[-1][1] = max(merged[-1][1], e0)
+                else:
+                    merged.append([s0, e0])
+            wait += sum(e0 - s0 for s0, e0 in merged) / 1000  # ps -> ns
+    return {"bytes_read": rd, "bytes_written": wr, "read_time_s": rt, "input_wait_ns": wait}
+
+
+def test_hosts_table_per_host_against_the_captures(client, logdir):
+    _, get = client
+    code, h = get("/hosts", run=RUN, host="__all__")
+    assert code == 200
+    assert [r["host"] for r in h["hosts"]] == ["worker0", "worker1"]
+    for row in h["hosts"]:
+        want = _expected_host_row(logdir / "plugins" / "profile" / RUN / f"{row['host']}.xplane.pb")
+        assert row["source"] == "counters"
+        assert row["bytes_read"] == want["bytes_read"] > 0
+        assert row["bytes_written"] == want["bytes_written"] > 0
+        assert row["read_time_s"] == pytest.approx(want["read_time_s"], rel=1e-9)
+        assert row["input_wait_ns"] == pytest.approx(want["input_wait_ns"], abs=2)
+        assert row["input_wait_ns"] > 0
+        assert 0 < row["input_wait_pct"] <= 100
+    w0, w1 = h["hosts"]
+    assert w0["io_calls"] == 20_000 and w1["io_calls"] == 5_000
+    # one host: the same row as in the all-hosts answer
+    code, one = get("/hosts", run=RUN, host="worker1")
+    assert code == 200 and one["hosts"] == [w1]
+    assert get("/hosts", run=RUN, host="nope")[0] == 404
+
+
 def test_steps_with_and_without_markers(client):
     _, get = client
     code, s = get("/steps", run=RUN, host="worker0")
@@ -447,12 +512,13 @@ def test_steps_with_and_without_markers(client):
 
 
 def test_steps_fallback_windows(gpu_capture, tmp_path):
-    from tb_iotrace.plugin import queries
+    from tb_iotrace.plugin.impl import timeline, timeseries
+    from tb_iotrace.plugin.view import make_view
     from tb_iotrace.plugin.model import load_capture
     src = make_logdir(tmp_path, gpu_capture, n_events=1000)
     cap = load_capture(str(src), "h")
     cap.steps = []
-    s = queries.steps_impl(queries.make_view("r", [("h", cap)]), windows=10)
+    s = timeseries.steps_impl(make_view("r", [("h", cap)]), windows=10)
     assert not s["has_steps"] and "No step markers" in s["message"]
     assert len(s["steps"]) == 10 and sum(x["calls"] for x in s["steps"]) == 1000
 
@@ -481,7 +547,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
     when several requests ask at the same time; a failing child gives a message, not a 500."""
     import threading
 
-    from tb_iotrace.plugin import findings_worker, queries
+    from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
     real = findings_worker.run_child
@@ -493,7 +559,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         return out
 
     monkeypatch.setattr(findings_worker, "run_child", counting)
-    monkeypatch.setattr(queries, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", {})
     _, get = make_client(tmp_path)
     got = []
     threads = [threading.Thread(target=lambda: got.append(get("/findings", run="r", host="h"))) for _ in range(3)]
@@ -503,7 +569,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         t.join()
     assert [c for c, _ in got] == [200, 200, 200] and pids == [str(path)]
     assert got[0][1] == got[1][1] == got[2][1] and got[0][1]["findings"]
-    monkeypatch.setattr(queries, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", {})
     failures = []
 
     def failing(p, timeout_s):
@@ -514,16 +580,16 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
     for _ in range(2):  # the failure is cached: no second child for the same capture
         code, f = get("/findings", run="r", host="h")
         assert code == 200 and f["findings"] == [] and "boom" in f["message"]
-    assert failures == [str(path)] and queries._findings_locks == {}
+    assert failures == [str(path)] and findings_runner._findings_locks == {}
 
 
 def test_findings_above_the_size_limit_point_to_the_cli(gpu_capture, tmp_path, monkeypatch):
     """A capture above FINDINGS_MAX_BYTES starts no child: the message names the CLI command."""
-    from tb_iotrace.plugin import findings_worker, queries
+    from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
-    monkeypatch.setattr(queries, "_findings_cache", {})
-    monkeypatch.setattr(queries, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
+    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
     monkeypatch.setattr(findings_worker, "run_child", lambda p, t: pytest.fail("a child was started"))
     _, get = make_client(tmp_path)
     code, f = get("/findings", run="r", host="h")
@@ -661,7 +727,8 @@ def _tf_read(get, run, host, cap, io_lanes, data):
 MEM_SCRIPT = textwrap.dedent("""
     import json, os, sys, tracemalloc
     from tb_iotrace.plugin.model import load_capture
-    from tb_iotrace.plugin import queries
+    from tb_iotrace.plugin.impl import timeline, timeseries
+    from tb_iotrace.plugin.view import make_view
     def rss():
         with open("/proc/self/status") as f:
             d = dict(l.split(":", 1) for l in f if ":" in l)
@@ -670,9 +737,9 @@ MEM_SCRIPT = textwrap.dedent("""
     base, _ = rss()
     tracemalloc.start()
     cap = load_capture(path, "h")
-    view = queries.make_view("r", [("h", cap)])
-    queries.timeline_impl(view, None, None, 1500)
-    queries.bandwidth_impl(view, None, None, 500)
+    view = make_view("r", [("h", cap)])
+    timeline.timeline_impl(view, None, None, 1500)
+    timeseries.bandwidth_impl(view, None, None, 500)
     cur, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     now, hwm = rss()
@@ -712,7 +779,7 @@ def test_frontend_ships_with_the_package():
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "plugin/static/**/*" in data["tool"]["setuptools"]["package-data"]["tb_iotrace"]
     js = sorted((ROOT / "plugin_frontend").rglob("*.js"))
-    assert {p.name for p in js} >= {"index.js", "app.js", "coords.js", "tracks.js", "draw.js", "timeline.js"}
+    assert {p.name for p in js} >= {"index.js", "main.js", "app.js", "coords.js", "tracks.js", "view.js", "timeline.js"}
     for path in js:
         text = path.read_text()
         assert "innerHTML" not in text.replace("never innerHTML", "")

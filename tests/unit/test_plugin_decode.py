@@ -15,7 +15,7 @@ from tb_iotrace.plugin.model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
 from tb_iotrace.xplane import (LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns,
                                load_xspace, merge_into_capture, read_io_data, read_io_info)
-from tb_iotrace.xplane.iowriter import EVENT_STATS, event_kinds
+from tb_iotrace.xplane.schema import EVENT_STATS, event_kinds
 
 KW = dict(stats_for=lambda pn, meta, ln: pn.startswith("/host:") and ln.name.startswith(LINE_PREFIX),
           stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS)

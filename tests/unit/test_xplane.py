@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from tb_iotrace import xplane as X
-from tb_iotrace.xplane import _proto, iowriter, wire
+from tb_iotrace.xplane import _proto, encode, schema, wire
 
 REPO = Path(__file__).resolve().parents[2]
 GPU_HOST = "34.83.195.179_6003"
@@ -449,7 +449,7 @@ def test_io_lines_layout(gpu_capture):
     # (call, path, fd), which the record maps back
     assert host.event_display_names(ln).tolist() == [
         o.encode("utf-8", "backslashreplace").decode() for o in rows.op[order].tolist()]
-    kinds = iowriter.event_kinds(X.read_io_info(space))
+    kinds = schema.event_kinds(X.read_io_info(space))
     assert [kinds[k][:3] for k in host.event_names(ln).tolist()] == list(zip(
         rows.op[order].tolist(), rows.path[order].tolist(), rows.fd[order].tolist()))
     assert len({k[:3] for k in kinds.values()}) == len(kinds)
@@ -561,13 +561,13 @@ def test_merge_into_gpu_capture_and_viewers(gpu_capture, tmp_path):
         i = int(np.argmin(ref.start_ns))
         if tool == "trace_viewer":  # the older viewer returns them as args
             args = first["args"]
-            assert args["long_name"] == iowriter._safe_text(
-                iowriter._kind_name(ref.op[i], ref.path[i], int(ref.fd[i])))[0]
+            assert args["long_name"] == encode._safe_text(
+                schema.kind_name(ref.op[i], ref.path[i], int(ref.fd[i])))[0]
         else:  # the streaming viewer on selecting the event
             args = selected_event_args(path, first)
         assert set(args) <= {"long_name", "path", "fd", "offset", "bytes_requested", "bytes_returned", "errno"}
         assert int(args["bytes_returned"]) == ref.returned[i]
-        assert args.get("path", "") == iowriter._safe_text(ref.path[i])[0]
+        assert args.get("path", "") == encode._safe_text(ref.path[i])[0]
         assert int(args.get("fd", -1)) == ref.fd[i]
         assert int(args.get("bytes_requested", ref.returned[i])) == ref.requested[i]
 
@@ -621,7 +621,7 @@ def test_encoding_200k_events_is_fast():
     on the dev machine with the native module, 1.5-3 s with numpy alone."""
     trace = make_trace(200_000, T0, nthreads=4)
     t = time.perf_counter()
-    enc = iowriter._encode(trace, None, T0, iowriter.DEFAULT_MAX_EVENTS)
+    enc = encode.encode_trace(trace, None, T0, schema.DEFAULT_MAX_EVENTS)
     elapsed = time.perf_counter() - t
     assert enc.num_events == 200_000
     assert elapsed < 3.0, f"encoding 200k events took {elapsed:.2f}s"

@@ -39,12 +39,12 @@ def read_all():
 
 if mode == "failing":
     # the I/O plane cannot be built: the capture and the job must go on
-    from tb_iotrace.recording import tensorflow as tfhook
+    from tb_iotrace.recording import window
 
     def broken(cap):
         raise RuntimeError("simulated serialization failure")
 
-    tfhook._serialize = broken
+    window.serialize = broken
 
 if mode == "overlap":
     # a user capture() around a TF profile window: both see the window's reads

@@ -4,7 +4,8 @@
 // ({detail, evidence: [{kind: "file"|"range"|"event", path?, start?, end?, label}]}).
 // Everything is rendered as text.
 
-import { el, clear, fmtNs } from "./dom.js";
+import { el, clear } from "../lib/dom.js";
+import { fmtNs } from "../lib/format.js";
 
 function evidenceItems(item, onFile, onRange) {
   const out = [];

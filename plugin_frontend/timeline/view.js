@@ -1,33 +1,11 @@
-// Canvas drawing of the timeline. Pure functions of (layout, data, scale, style state).
+// The timeline's drawing calls: functions of (canvas context, layout, data, scale, style
+// state) that paint; no fetching, no input handling. The track canvas covers only the
+// visible part of the lanes (the caller translates the context by the scroll offset and
+// passes the visible content range as opts.top/bottom).
 
-import { hashColor } from "../dom.js";
+import { COLORS, hashColor, ioColor } from "../lib/colors.js";
+import { fmtRateShort } from "../lib/format.js";
 import { LANE_PAD, ROW_H } from "./tracks.js";
-
-export const COLORS = {
-  bg: "#ffffff",
-  header: "#eef1f5",
-  headerText: "#3c4650",
-  laneAlt: "#f8f9fb",
-  stepA: "rgba(255, 193, 7, 0.10)",
-  stepB: "rgba(255, 193, 7, 0.04)",
-  stepLine: "rgba(200, 140, 0, 0.55)",
-  read: "#2b7bb9",
-  write: "#e8853a",
-  meta: "#8d99a6",
-  error: "#d62728",
-  select: "#111111",
-  highlight: "#c2185b",
-};
-
-const META_RE = /^(open|close|stat|fstat|lstat|lseek|seek|dup|fcntl|mmap|munmap|fsync|fdatasync|rename|unlink|__x?f?l?stat|fopen|fclose|fseek|ftell|fileno|rewind)/;
-
-export function ioColor(op, err) {
-  if (err) return COLORS.error;
-  if (/write|fsync|sync/.test(op)) return COLORS.write;
-  if (/read/.test(op)) return COLORS.read;
-  if (META_RE.test(op)) return COLORS.meta;
-  return COLORS.meta;
-}
 
 /** Color of item i (colors cached per name and group on the response). */
 export function itemColor(data, i, lane) {
@@ -195,12 +173,5 @@ export function drawBandwidth(ctx, scale, bw, height) {
   ctx.fillStyle = "#56606b";
   ctx.font = "11px system-ui, sans-serif";
   ctx.textBaseline = "top";
-  ctx.fillText(peak > 0 ? `peak ${formatRate(peak)}  (read ↑, write ↓)` : "no reads or writes in view", 4, 2);
-}
-
-function formatRate(v) {
-  const u = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
-  let k = 0;
-  while (v >= 1024 && k < u.length - 1) { v /= 1024; k++; }
-  return `${v.toFixed(1)} ${u[k]}`;
+  ctx.fillText(peak > 0 ? `peak ${fmtRateShort(peak)}  (read ↑, write ↓)` : "no reads or writes in view", 4, 2);
 }

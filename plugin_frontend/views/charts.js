@@ -1,6 +1,7 @@
 // Charts built from DOM elements (bars are divs, labels are textContent).
 
-import { el, clear, fmtBytes, fmtInt, fmtNs } from "./dom.js";
+import { el, clear } from "../lib/dom.js";
+import { fmtBytes, fmtInt, fmtNs } from "../lib/format.js";
 
 const BIN_LABELS = {
   "0_100": "0–100 B", "100_1K": "100 B–1 KiB", "1K_10K": "1–10 KiB", "10K_100K": "10–100 KiB",

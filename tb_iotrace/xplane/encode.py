@@ -1,4 +1,4 @@
-"""Write a per-operation I/O trace into an XSpace so xprof's trace viewers draw it.
+"""Encode a per-operation I/O trace into an XSpace so xprof's trace viewers draw it.
 
 Where the I/O goes, and why
 ===========================
@@ -62,7 +62,7 @@ start, so all offsets are non-negative, and the record below keeps that first st
 absolute ns per line (``t0_ns``), so :func:`read_io_data` gets absolute times back
 whatever constant shift the file went through.
 
-TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``) serializes a space built by
+TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``, and JAX's PJRT plugin path, ``tb_iotrace.recording.jax``, through ``tb_iotrace.recording.window``) serializes a space built by
 :func:`add_io_to_space` under another ``/host:`` plane name, and TF merges it into
 ``/host:CPU``: that renumbers event/stat metadata ids, drops the lines' ``display_id``
 (the viewer then uses the small line ``id`` as tid) and normalizes timestamps. The plane
@@ -87,59 +87,19 @@ call and path columns over as codes (:class:`~.iotrace.Labels`).
 from __future__ import annotations
 
 import json
-import os
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._atomic import atomic_write
 from ..codecs import codec
-from ..logdir import XPLANE_SUFFIX
 from . import wire
-from ._proto import XLine, XPlane, XSpace
-from .iotrace import IoTrace, Labels, ThreadInfo
-from .reader import HOST_PLANE, find_plane, load_xspace, profile_start_ns
-
-FORMAT = "tb_iotrace.io/2"
-# Records this reader understands: /1 wrote bytes_requested on every event, /2 only where it
-# differs from bytes_returned; reading "absent" as "== bytes_returned" is right for both.
-READ_FORMATS = ("tb_iotrace.io/1", FORMAT)
-IO_STAT = "tb_iotrace.io"
-LINE_PREFIX = "I/O "
-DEFAULT_MAX_EVENTS = 1_000_000
-
-STAT_PATH = "path"
-STAT_OFFSET = "offset"
-STAT_REQUESTED = "bytes_requested"
-STAT_RETURNED = "bytes_returned"
-STAT_FD = "fd"
-STAT_ERRNO = "errno"
-EVENT_STATS = (STAT_PATH, STAT_OFFSET, STAT_REQUESTED, STAT_RETURNED, STAT_FD, STAT_ERRNO)
-
-# xprof's streaming trace viewer caches, next to <host>.xplane.pb (names from
-# xprof/convert/profiler_plugin_c_api.so: ".SSTABLE", ".metadata.SSTABLE", ".trie.SSTABLE").
-CACHE_SUFFIXES = (".SSTABLE", ".metadata.SSTABLE", ".trie.SSTABLE")
-
-_M64 = (1 << 64) - 1
-_MUL = (0xC6A4A793 << 32) + 0x5BD1E995
-
-
-def thread_line_id(pthread_id: int) -> int:
-    """The host-plane line id TF (2.21, libstdc++) gives a thread: ``std::hash<std::thread::id>``
-    = ``_Hash_bytes(&pthread_self(), 8, 0xc70f6907)``, as a signed int64."""
-
-    def shift_mix(v: int) -> int:
-        return v ^ (v >> 47)
-
-    h = (0xC70F6907 ^ (8 * _MUL)) & _M64
-    h ^= (shift_mix((int(pthread_id) & _M64) * _MUL & _M64) * _MUL) & _M64
-    h = (h * _MUL) & _M64
-    h = shift_mix((shift_mix(h) * _MUL) & _M64)
-    return h - (1 << 64) if h >> 63 else h
-
+from ._proto import XLine, XPlane
+from .iotrace import IoTrace, Labels
+from .ioread import find_io_record, io_line_names
+from .reader import HOST_PLANE, find_plane, profile_start_ns
+from .schema import (DEFAULT_MAX_EVENTS, EVENT_STATS, FORMAT, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD,
+                     STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, kind_name, thread_line_id)
 
 def _safe_text(s: str) -> tuple[str, bool]:
     """(text protobuf can store as a string field, whether it is exactly ``s``)."""
@@ -199,18 +159,6 @@ def _small_int_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
-def _kind_name(op: str, path: str, fd: int) -> str:
-    """XEventMetadata name of an event kind: ``"pread64 /data/x.bin (fd 5)"``, ``"open
-    /data/x.bin"``, ``"close (fd 5)"``, ``"sync"``. TensorFlow merges event metadata by
-    name, so it must differ per (call, path, fd); the metadata's display_name is the call."""
-    name = op
-    if path:
-        name += " " + path
-    if fd != -1:
-        name += f" (fd {fd})"
-    return name
-
-
 def _kind_codes(op: np.ndarray, path: np.ndarray, fd: np.ndarray,
                 npaths: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(sorted distinct keys ``(op * npaths + path) << 32 | uint32(fd)``, code per row, first
@@ -230,15 +178,6 @@ def _kind_codes(op: np.ndarray, path: np.ndarray, fd: np.ndarray,
     return uniq, np.repeat(inv.reshape(-1), np.diff(np.append(starts, n))), starts[first_run]
 
 
-def event_kinds(info: dict[str, Any]) -> dict[str, tuple[str, str, int, int, int]]:
-    """{XEventMetadata name: (call, path, fd, bytes_requested, bytes_returned)} of a
-    ``tb_iotrace.io`` record: what an event of that kind has unless its own stats say
-    otherwise. Empty for format /1, whose metadata names are the calls and whose events
-    carry path, fd and both byte counts."""
-    return {str(k): (str(v[0]), str(v[1]), int(v[2]), int(v[3]), int(v[4]))
-            for k, v in (info.get("event_kinds") or {}).items()}
-
-
 def _is_sorted_by(line_of: np.ndarray, start_ns: np.ndarray) -> bool:
     """Rows already ordered by (line, start time)? (A capture's are: thread by thread, each
     in call order, threads in tid order or not.)"""
@@ -249,10 +188,10 @@ def _is_sorted_by(line_of: np.ndarray, start_ns: np.ndarray) -> bool:
 
 
 @dataclass
-class _Encoded:
+class Encoded:
     """An I/O trace turned into host-plane additions (nothing applied yet)."""
 
-    lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes, _EventBlock)
+    lines_chunks: list  # serialized XPlane.lines entries (field 3) in pieces (bytes, EventBlock)
     # new XEventMetadata id -> (name, display_name, path, fd, bytes_requested, bytes_returned)
     event_metadata: dict[int, tuple[str, str, str, int, int, int]]
     stat_metadata: dict[int, str]  # new XStatMetadata id -> name
@@ -406,7 +345,7 @@ def encode_events_native(ev: EventColumns, stat_ids: tuple[int, ...],
     return out
 
 
-class _EventBlock:
+class EventBlock:
     """One line's XLine.events entries, encoded when written (:meth:`write_into`), so the
     native encoder writes straight into the final buffer: no intermediate copy."""
 
@@ -435,11 +374,11 @@ class _EventBlock:
 
 
 def _join(chunks: list) -> bytearray:
-    """Concatenate bytes and :class:`_EventBlock` chunks into one new buffer."""
+    """Concatenate bytes and :class:`EventBlock` chunks into one new buffer."""
     out = bytearray(sum(len(c) for c in chunks))
     at = 0
     for c in chunks:
-        if isinstance(c, _EventBlock):
+        if isinstance(c, EventBlock):
             c.write_into(out, at)
         else:
             out[at:at + len(c)] = c
@@ -455,7 +394,7 @@ def encode_events(ev: EventColumns, stat_ids: tuple[int, ...],
     return encode_events_numpy(ev, stat_ids, kinds)
 
 
-def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int) -> _Encoded:
+def encode_trace(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int) -> Encoded:
     n_all = len(trace)
     if max_events < 0:
         raise ValueError("max_events must be >= 0")
@@ -544,7 +483,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         combo, fd_u = k >> 32, k & 0xFFFFFFFF
         op, path = ops[combo // max(len(paths), 1)], paths[combo % max(len(paths), 1)]
         fd = fd_u - (1 << 32) if fd_u >> 31 else fd_u
-        name = base = _safe_text(_kind_name(op, path, fd))[0]
+        name = base = _safe_text(kind_name(op, path, fd))[0]
         dup = 1
         while name in kinds:   # a path that itself ends like " (fd N)"
             dup += 1
@@ -577,7 +516,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
         b = a + int(counts[i])
         header = XLine(id=li["line_id"], display_id=li["display_id"], name=li["name"],
                        display_name=li["name"], timestamp_ns=int(line_ts[i])).SerializeToString()
-        body = _EventBlock(events.slice(a, b), stat_ids, kind_values)
+        body = EventBlock(events.slice(a, b), stat_ids, kind_values)
         li["num_events"] = int(counts[i])
         li["t0_ns"] = int(line_ts[i]) + int(start_ns)
         # XPlane.lines entry: tag, length, the line's own fields, its events
@@ -585,7 +524,7 @@ def _encode(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int)
 
     info = _info_json(trace, start_ns, capped, max_events, n, lines_info,
                       {k: v[0] for k, v in event_md.items()}, new_stats, sids, kinds)
-    return _Encoded(chunks, event_md, new_stats, info, n)
+    return Encoded(chunks, event_md, new_stats, info, n)
 
 
 def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new_stats, sids,
@@ -637,7 +576,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     }
 
 
-def _apply_metadata(plane: XPlane, enc: _Encoded) -> None:
+def apply_metadata(plane: XPlane, enc: Encoded) -> None:
     sid = enc.info["stat_ids"]
     for k, (name, display, path, fd, req, ret) in enc.event_metadata.items():
         md = plane.event_metadata[k]
@@ -667,38 +606,16 @@ def _apply_metadata(plane: XPlane, enc: _Encoded) -> None:
     stat.bytes_value = json.dumps(enc.info, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-# --------------------------------------------------------------------------- locating our data
-
-
-def _find_io_record(space) -> tuple[Any, int, dict[str, Any]] | None:
-    """(plane, index of the plane stat, parsed JSON) of the I/O data, or None."""
-    for plane in space.planes:
-        for i, stat in enumerate(plane.stats):
-            md = plane.stat_metadata.get(stat.metadata_id)
-            if md is not None and md.name == IO_STAT and stat.WhichOneof("value") == "bytes_value":
-                try:
-                    info = json.loads(stat.bytes_value.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError):
-                    continue
-                if isinstance(info, dict) and info.get("format") in READ_FORMATS:
-                    return plane, i, info
-    return None
-
-
-def _io_line_names(info: dict[str, Any]) -> set[str]:
-    return {li["name"] for li in info.get("lines", [])}
-
-
 def remove_io_data(space) -> bool:
     """Take out what :func:`add_io_to_space` / :func:`merge_into_capture` added (I/O lines,
     the plane stat, and the metadata created for them while their ids still hold the names
     recorded: a TensorFlow merge renumbers them, and then orphans are left, which is
     harmless). Returns whether there was any."""
-    found = _find_io_record(space)
+    found = find_io_record(space)
     if found is None:
         return False
     plane, stat_index, info = found
-    names = _io_line_names(info)
+    names = io_line_names(info)
     keep = [ln for ln in plane.lines if not (ln.name in names and ln.name.startswith(LINE_PREFIX))]
     if len(keep) != len(plane.lines):
         kept = [ln.SerializeToString() for ln in keep]
@@ -718,7 +635,7 @@ def remove_io_data(space) -> bool:
     return True
 
 
-def _host_plane(space) -> tuple[Any, bool]:
+def host_plane(space) -> tuple[Any, bool]:
     """The ``/host:CPU`` plane (created, appended, when missing) and whether it was created."""
     plane = find_plane(space, HOST_PLANE)
     if plane is not None:
@@ -730,7 +647,7 @@ def _host_plane(space) -> tuple[Any, bool]:
     return plane, True
 
 
-def _start_clock(space, start_ns: int | None, where: str) -> int:
+def start_clock(space, start_ns: int | None, where: str) -> int:
     if start_ns is not None:
         return int(start_ns)
     value = profile_start_ns(space)
@@ -747,11 +664,11 @@ def add_io_to_space(space, trace: IoTrace, *, start_ns: int | None = None,
     replacing I/O data added before. Returns the JSON record written (see :func:`_info_json`).
 
     ``space`` may be our XSpace or TensorFlow's (only the protobuf API is used)."""
-    start = _start_clock(space, start_ns, "XSpace")
+    start = start_clock(space, start_ns, "XSpace")
     remove_io_data(space)
-    host, _ = _host_plane(space)
-    enc = _encode(trace, host, start, max_events)
-    _apply_metadata(host, enc)
+    host, _ = host_plane(space)
+    enc = encode_trace(trace, host, start, max_events)
+    apply_metadata(host, enc)
     host.MergeFromString(enc.lines_blob)
     return enc.info
 
@@ -761,261 +678,12 @@ def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
     """A serialized XSpace holding one plane ``plane_name`` with the I/O lines and the
     ``tb_iotrace.io`` record, built without parsing the encoded lines back (what the
     TensorFlow pluggable profiler hands over; TF merges the plane into its host plane)."""
-    enc = _encode(trace, None, int(start_ns), max_events)
+    enc = encode_trace(trace, None, int(start_ns), max_events)
     plane = XPlane()
     plane.id = 0
     plane.name = plane_name
-    _apply_metadata(plane, enc)
+    apply_metadata(plane, enc)
     head = plane.SerializeToString()   # repeated field 3 (lines) may come last
     size = len(head) + sum(len(c) for c in enc.lines_chunks)
     # one XSpace.planes entry, joined in one copy
     return _join([wire.tag(1, wire.WT_LEN) + wire.varint_bytes(size), head, *enc.lines_chunks])
-
-
-@dataclass
-class MergeResult:
-    path: str
-    num_events: int  # events written
-    dropped: int  # trace.dropped + capped
-    capped: int  # dropped by the max_events cap
-    profile_start_ns: int
-    lines: list[dict[str, Any]] = field(default_factory=list)
-    caches_removed: list[str] = field(default_factory=list)
-    replaced_previous: bool = False
-    seconds: float = 0.0
-
-
-def cache_paths(xplane_path: str | os.PathLike) -> list[Path]:
-    """xprof's cache files for ``<host>.xplane.pb`` (they may not exist)."""
-    p = Path(xplane_path)
-    name = p.name
-    host = name[: -len(XPLANE_SUFFIX)] if name.endswith(XPLANE_SUFFIX) else p.stem
-    return [p.with_name(host + suffix) for suffix in CACHE_SUFFIXES]
-
-
-def merge_into_capture(xplane_path: str | os.PathLike, trace: IoTrace, *,
-                       start_ns: int | None = None,
-                       max_events: int = DEFAULT_MAX_EVENTS) -> MergeResult:
-    """Add ``trace`` to a saved capture ``<host>.xplane.pb`` (see the module docstring),
-    replacing I/O data merged before; rewrite the file atomically (temp file + rename,
-    same permissions) and delete xprof's ``<host>*.SSTABLE`` caches beside it so the trace
-    viewer rebuilds them. Raises :class:`XPlaneError` if the file cannot be read and
-    ValueError if the capture has no profile start and ``start_ns`` is not given."""
-    t0 = time.perf_counter()
-    path = Path(xplane_path)
-    space = load_xspace(path)
-    start = _start_clock(space, start_ns, str(path))
-    replaced = remove_io_data(space)
-    host, _ = _host_plane(space)
-    enc = _encode(trace, host, start, max_events)
-    _apply_metadata(host, enc)
-
-    # Serialize: the space without planes, then each plane as an XSpace.planes entry, with
-    # the encoded I/O lines appended to the host plane's bytes (concatenation == merge).
-    rest = XSpace()
-    rest.errors.extend(space.errors)
-    rest.warnings.extend(space.warnings)
-    rest.hostnames.extend(space.hostnames)
-    chunks = [rest.SerializeToString()]
-    host_index = next(i for i, p in enumerate(space.planes) if p.name == HOST_PLANE)
-    for i, plane in enumerate(space.planes):
-        raw = plane.SerializeToString()
-        extra = enc.lines_chunks if i == host_index else []
-        size = len(raw) + sum(len(c) for c in extra)
-        chunks.append(wire.tag(1, wire.WT_LEN) + wire.varint_bytes(size))
-        chunks.append(raw)
-        chunks.extend(extra)
-    atomic_write(path, lambda fh: _write_chunks(fh, chunks), fsync=True)
-
-    removed = []
-    for cache in cache_paths(path):
-        try:
-            cache.unlink()
-            removed.append(str(cache))
-        except FileNotFoundError:
-            pass
-    info = enc.info
-    return MergeResult(path=str(path), num_events=enc.num_events, dropped=info["dropped"],
-                       capped=info["capped"], profile_start_ns=start, lines=info["lines"],
-                       caches_removed=removed, replaced_previous=replaced,
-                       seconds=time.perf_counter() - t0)
-
-
-def _write_chunks(fh, chunks: list) -> None:
-    for chunk in chunks:
-        fh.write(chunk.tobytes() if isinstance(chunk, _EventBlock) else chunk)
-
-
-# --------------------------------------------------------------------------- reading back
-
-
-def metadata_names(ids: np.ndarray, table, exact: dict[str, str]) -> np.ndarray:
-    """Names of metadata ids (an object array; id 0 or unknown: ""), one lookup per distinct
-    id; ``exact`` maps a name as stored back to the exact one (non-UTF-8 paths and calls)."""
-    if not len(ids):
-        return np.empty(0, dtype=object)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    lookup = np.empty(len(uniq), dtype=object)
-    for j, k in enumerate(uniq.tolist()):
-        md = table.get(k) if k else None
-        text = md.name if md is not None else ""
-        lookup[j] = exact.get(text, text)
-    return lookup[inv.reshape(-1)]
-
-
-def recorded_lines(lines, info: dict[str, Any]) -> list[tuple[int, int, Any]]:
-    """(tid, first start in absolute ns, line) of each I/O line the ``tb_iotrace.io`` record
-    lists, in its order, found by name among ``lines`` (any objects with ``.name``: XLines,
-    or the plugin decoder's lines); a listed line that is not there is left out."""
-    by_name = {}
-    for ln in lines:
-        if ln.name.startswith(LINE_PREFIX):
-            by_name.setdefault(ln.name, ln)
-    out = []
-    for li in info["lines"]:
-        ln = by_name.get(li["name"])
-        if ln is not None:
-            out.append((int(li["tid"]), int(li["t0_ns"]), ln))
-    return out
-
-
-def read_io_data(space) -> IoTrace | None:
-    """The I/O trace stored by :func:`merge_into_capture` / :func:`add_io_to_space`, with
-    ``threads``, ``dropped`` and ``counters``; None if the space has none.
-
-    Rows come back ordered by line (tid) then start time; times are absolute epoch ns.
-    Events past the ``max_events`` cap are gone (``dropped`` counts them). Lines and stats
-    are found by name, so this also reads files where TensorFlow merged our plane into its
-    host plane (renumbered metadata, timestamps normalized to the profile start)."""
-    found = _find_io_record(space)
-    if found is None:
-        return None
-    plane, _, info = found
-    exact_ops = dict(info.get("exact_ops", {}))
-    exact_paths = dict(info.get("exact_paths", {}))
-    kind_of = {}  # stat metadata id -> column index in EVENT_STATS
-    for k, md in plane.stat_metadata.items():
-        if md.name in EVENT_STATS:
-            kind_of[k] = EVENT_STATS.index(md.name)
-    parts = []
-    for tid, t0_ns, ln in recorded_lines(plane.lines, info):
-        m = len(ln.events)
-        mid = np.empty(m, dtype=np.int64)
-        off_ps = np.empty(m, dtype=np.int64)
-        dur_ps = np.empty(m, dtype=np.int64)
-        # columns in EVENT_STATS order: path ref, offset, requested, returned, fd, errno
-        vals = np.zeros((6, m), dtype=np.int64)
-        vals[1] = -1
-        vals[4] = -1
-        has = np.zeros((6, m), dtype=bool)
-        for i, ev in enumerate(ln.events):
-            mid[i] = ev.metadata_id
-            off_ps[i] = ev.offset_ps
-            dur_ps[i] = ev.duration_ps
-            for st in ev.stats:
-                kind = kind_of.get(st.metadata_id)
-                if kind is not None:
-                    vals[kind, i] = st.ref_value if kind == 0 else st.int64_value
-                    has[kind, i] = True
-        rel = off_ps // 1000
-        start = rel - (rel.min() if m else 0) + t0_ns
-        parts.append((tid, mid, start, start + dur_ps // 1000, vals, has))
-
-    if parts:
-        vals = np.concatenate([p[4] for p in parts], axis=1)
-        has = np.concatenate([p[5] for p in parts], axis=1)
-        # the event's kind (format /2) gives what its stats leave out; format /1: the metadata
-        # name is the call, the event has every stat but bytes_requested where it == returned
-        kind = kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
-                             event_kinds(info), exact_ops)
-        ref_path = metadata_names(vals[0], plane.stat_metadata, exact_paths)
-        returned = np.where(has[3] | ~kind.known, vals[3], kind.returned)
-        requested = np.where(has[2], vals[2], np.where(kind.known, kind.requested, returned))
-        trace = IoTrace(
-            op=kind.op, path=np.where(vals[0] != 0, ref_path, kind.path),
-            offset=vals[1], requested=requested, returned=returned,
-            fd=np.where(vals[4] != -1, vals[4], kind.fd), errno=vals[5],
-            start_ns=np.concatenate([p[2] for p in parts]),
-            end_ns=np.concatenate([p[3] for p in parts]),
-            tid=np.concatenate([np.full(len(p[1]), p[0], dtype=np.int64) for p in parts]))
-    else:
-        trace = IoTrace.empty()
-    trace.threads = {int(t): ThreadInfo(int(p), str(c)) for t, p, c in info.get("threads", [])}
-    trace.dropped = int(info.get("dropped", 0))
-    trace.counters = list(info.get("counters", []))
-    trace.mounts = str(info.get("mounts", ""))
-    return trace
-
-
-@dataclass
-class KindColumns:
-    op: np.ndarray          # object
-    path: np.ndarray        # object
-    fd: np.ndarray
-    requested: np.ndarray
-    returned: np.ndarray
-    known: np.ndarray       # bool: the metadata is a format /2 kind
-
-
-def kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int, int, int]],
-                  exact_ops: dict[str, str]) -> KindColumns:
-    """Per event, from its XEventMetadata: its format /2 kind, else (format /1) the metadata
-    name as the call and nothing else."""
-    uniq, inv = np.unique(mids, return_inverse=True)
-    op = np.empty(len(uniq), dtype=object)
-    path = np.empty(len(uniq), dtype=object)
-    ints = np.zeros((3, len(uniq)), dtype=np.int64)
-    known = np.zeros(len(uniq), dtype=bool)
-    for j, k in enumerate(uniq.tolist()):
-        md = table.get(k)
-        text = md.name if md is not None else ""
-        kind = kinds.get(text)
-        if kind is not None:
-            op[j], path[j] = kind[0], kind[1]
-            ints[:, j] = kind[2:]
-            known[j] = True
-        else:
-            op[j], path[j], ints[0, j] = exact_ops.get(text, text), "", -1
-    inv = inv.reshape(-1)
-    return KindColumns(op[inv], path[inv], ints[0][inv], ints[1][inv], ints[2][inv], known[inv])
-
-
-def read_io_info(space) -> dict[str, Any] | None:
-    """The ``tb_iotrace.io`` JSON record (lines, threads, counters, dropped...) without the
-    events, or None. Lines written without a host plane at hand (TensorFlow's pluggable
-    profiler path) get ``host_line_id``/``host_line_name`` filled in here when the host
-    plane has a line for their thread (see :func:`thread_line_id`)."""
-    found = _find_io_record(space)
-    if found is None:
-        return None
-    plane, _, info = found
-    host = find_plane(space, HOST_PLANE)
-    if host is not None:
-        ids = None
-        for li in info.get("lines", []):
-            if li.get("host_line_id") is None and li.get("pthread_id"):
-                if ids is None:
-                    ids = {ln.id: ln for ln in host.lines if not ln.name.startswith(LINE_PREFIX)}
-                match = ids.get(thread_line_id(li["pthread_id"]))
-                if match is not None:
-                    li["host_line_id"] = match.id
-                    li["host_line_name"] = match.display_name or match.name
-    return info
-
-
-__all__ = [
-    "CACHE_SUFFIXES",
-    "DEFAULT_MAX_EVENTS",
-    "EVENT_STATS",
-    "FORMAT",
-    "IO_STAT",
-    "LINE_PREFIX",
-    "MergeResult",
-    "add_io_to_space",
-    "cache_paths",
-    "merge_into_capture",
-    "read_io_data",
-    "read_io_info",
-    "remove_io_data",
-    "thread_line_id",
-]

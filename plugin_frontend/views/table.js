@@ -2,7 +2,8 @@
 // filterable by module, searchable by path. Clicking a row selects the file (highlighted
 // in the timeline) and shows every raw counter of that record.
 
-import { el, clear, fmtBytes, fmtInt, fmtRate, fmtSeconds } from "./dom.js";
+import { el, clear } from "../lib/dom.js";
+import { fmtBytes, fmtInt, fmtRate, fmtSeconds } from "../lib/format.js";
 
 export const COLUMNS = [
   { key: "path", label: "File", kind: "text" },

@@ -1,0 +1,46 @@
+"""``/capture``: what the tab shows first: lanes, extent, steps, I/O totals and messages."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..view import View, io_by_choice, lane_json, view_steps
+
+
+def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
+    io_by = io_by_choice(io_by)
+    multi = len(view.parts) > 1
+    lanes = [lane_json(p, ln, multi) for p, ln in view.lanes(io_by)]
+    lo, hi = view.extent()
+    io_events = sum(len(p.capture.io) for p in view.parts if p.capture.io is not None)
+    has_io = any(p.capture.io_info is not None for p in view.parts)
+    dropped = sum(int((p.capture.io_info or {}).get("dropped", 0)) for p in view.parts)
+    capped = sum(int((p.capture.io_info or {}).get("capped", 0)) for p in view.parts)
+    files = sum(p.capture.file_records for p in view.parts)
+    messages = []
+    if not has_io:
+        messages.append("This capture has no I/O data: it was made without tb_iotrace. Call "
+                        "tb_iotrace.enable() (or run `tb-iotrace run -- python train.py`) before "
+                        "profiling to record file accesses.")
+    elif io_events == 0 and files == 0:
+        messages.append("tb_iotrace was enabled but saw no file access in this capture window.")
+    if dropped:
+        messages.append(f"{dropped} I/O operations were not recorded (trace buffer full or "
+                        "capped); counters in the files table are still exact.")
+    steps, source = view_steps(view)
+    processes = [dict((p.capture.io_info or {}).get("process") or {}, host=p.host) for p in view.parts
+                 if (p.capture.io_info or {}).get("source") == "record"]
+    return {
+        "run": view.run,
+        "source": "record" if processes else "profile",
+        "processes": processes,
+        "hosts": [p.host for p in view.parts],
+        "extent": [lo, hi],
+        "lanes": lanes,
+        "io_by": io_by,
+        "steps": steps,
+        "steps_source": source,
+        "io": {"has_io": has_io, "events": io_events, "dropped": dropped, "capped": capped,
+               "files": files},
+        "messages": messages,
+        "warnings": [w for p in view.parts for w in p.capture.warnings][:20],
+    }

@@ -1,0 +1,171 @@
+"""``/timeline``: the items to draw for a time window at a width in pixels (see :mod:`..lod`)."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import lod
+from ..view import View, io_by_choice, lane_json, view_steps
+
+MAX_WIDTH = 8192
+HOME_PAD = 0.01  # margin around the extent of the default window, as a fraction
+
+
+def timeline_impl(view: View, start: float | None, end: float | None, width: int,
+                  io_by: str = "thread", lanes: list[str] | None = None) -> dict[str, Any]:
+    """Items to draw for ``[start, end]`` at ``width`` pixels (see :mod:`.lod`); without
+    start/end, the capture's extent with a 1% margin (what the client's reset shows).
+
+    Response (columnar; ``items.*`` arrays are aligned):
+      start, end, width, ns_per_px
+      lanes: [{key, group, name, plane, rows, events, tf_data, ...}] in draw order
+      names: string table; files: string table (file paths of I/O items)
+      q: the time unit of items.start/dur in ns (ns_per_px / 8)
+      segments: {lane, row, length, first}: runs of consecutive items on one lane row;
+             ``first`` is the lane event index of the run's first event
+      items: start (in q units: from ``start`` for a segment's first item, else from the
+             previous item's start), dur (q units, rounded up), name (index into names),
+             count (events merged; the next item's first event index is this one's plus
+             count), bytes (I/O: bytes moved), file (index into files, -1 none), err (errno)
+    """
+    io_by = io_by_choice(io_by)
+    lo, hi = view.extent()
+    pad = (hi - lo) * HOME_PAD  # the "home" window: the extent and a margin (the client's reset)
+    t0 = float(lo - pad if start is None else start)
+    t1 = float(hi + pad if end is None else end)
+    if not (math.isfinite(t0) and math.isfinite(t1)):
+        raise ValueError("start and end must be finite numbers")
+    if t1 <= t0:
+        t1 = t0 + 1.0
+    width = int(min(max(int(width), 1), MAX_WIDTH))
+    npp = (t1 - t0) / width
+    multi = len(view.parts) > 1
+    all_lanes = view.lanes(io_by)
+    wanted = set(lanes) if lanes else None
+    out_lanes = []
+    names: dict[str, int] = {}
+    files: dict[str, int] = {}
+    name_maps: dict[int, np.ndarray] = {}  # see _intern
+    file_maps: dict[int, np.ndarray] = {}
+    cols: dict[str, list] = {k: [] for k in ("lane", "row", "start", "dur", "name", "count",
+                                             "index", "bytes", "file", "err")}
+    # (lane and row are one value per row window: kept as length-1 arrays, sent as segments)
+    for li, (part, lane) in enumerate(all_lanes):
+        out_lanes.append(lane_json(part, lane, multi))
+        if wanted is not None and (part.prefix + lane.key) not in wanted:
+            continue
+        cap = part.capture
+        a0, a1 = t0 - part.offset, t1 - part.offset
+        for r in range(lane.rows):
+            a, b = int(lane.row_bounds[r]), int(lane.row_bounds[r + 1])
+            if b <= a:
+                continue
+            i0, i1 = lod.window(lane.start, lane.maxend, a, b, a0, a1)
+            if i1 <= i0:
+                continue
+            items = lod.merge_row(lane.start, lane.end, i0, i1, a0, npp)
+            k = len(items)
+            if k == 0:
+                continue
+            cols["lane"].append(np.full(1, li, dtype=np.int64))
+            cols["row"].append(np.full(1, r, dtype=np.int64))
+            cols["start"].append(items.start + part.offset)
+            cols["dur"].append(items.end - items.start)
+            cols["count"].append(items.count)
+            cols["index"].append(items.first)
+            nid = lane.name_id[items.first]
+            if lane.group == "io":
+                io = cap.io
+                w0, w1 = int(items.first[0]), int(items.first[-1] + items.count[-1])
+                rows_ = lane.io_rows(w0, w1)
+                rel = _Rel(items, w0)
+                src = io.path[rows_][rel.first]
+                ret = np.maximum(io.returned[rows_], 0)
+                op_ = io.op[rows_]
+                moved = np.where(io.is_read[op_] | io.is_write[op_], ret, 0)
+                cols["bytes"].append(lod.group_sum(moved, rel))
+                # merged items: the file only when all events of the item share it
+                same = _same_file(io.path[rows_], rel)
+                fcodes = np.where(same, src, -1)
+                cols["file"].append(_intern(files, io.paths, fcodes, file_maps))
+                cols["err"].append(io.errno[rows_][rel.first].astype(np.int64))
+                cols["name"].append(_intern(names, io.ops, nid, name_maps))
+            else:
+                cols["bytes"].append(np.zeros(k, dtype=np.int64))
+                cols["file"].append(np.full(k, -1, dtype=np.int64))
+                cols["err"].append(np.zeros(k, dtype=np.int64))
+                cols["name"].append(_intern(names, cap.names, nid, name_maps))
+    # Compact encoding: times as integers in units of q = ns_per_px / 8 from t0 (an eighth
+    # of a pixel is all the canvas can show); lane/row/first event as runs ("segments");
+    # inside a segment, starts as deltas from the previous item and event indexes implied
+    # by the counts (items of a row window are contiguous runs of its events).
+    q = npp / 8.0
+    seg_lane = [int(a[0]) for a in cols["lane"]]
+    seg_row = [int(a[0]) for a in cols["row"]]
+    seg_len = [len(a) for a in cols["count"]]
+    seg_first = [int(a[0]) for a in cols["index"]]
+    if cols["start"]:
+        st = np.concatenate(cols["start"]).astype(np.float64)
+        du = np.concatenate(cols["dur"]).astype(np.float64)
+        start_q = np.round((st - t0) / q).astype(np.int64)
+        dur_q = np.ceil(du / q).astype(np.int64)
+        heads = np.cumsum([0] + seg_len[:-1])
+        delta = np.diff(start_q, prepend=0)
+        delta[heads] = start_q[heads]  # each segment starts absolute
+    else:
+        delta = dur_q = np.zeros(0, dtype=np.int64)
+    items = {"start": delta.tolist(), "dur": dur_q.tolist()}
+    for k in ("name", "count", "bytes", "file", "err"):
+        items[k] = np.concatenate(cols[k]).tolist() if cols[k] else []
+    steps, _ = view_steps(view)
+    return {"start": t0, "end": t1, "width": width, "ns_per_px": npp, "q": q, "extent": [lo, hi],
+            "lanes": out_lanes, "names": list(names), "files": list(files),
+            "segments": {"lane": seg_lane, "row": seg_row, "length": seg_len, "first": seg_first},
+            "items": items,
+            "steps": [s for s in steps if s["end"] >= t0 and s["start"] <= t1]}
+
+
+class _Rel(lod.Items):
+    """Items re-based to a window starting at lane index ``w0`` (for arrays cut to it)."""
+
+    def __init__(self, items: lod.Items, w0: int):
+        super().__init__(items.start, items.end, items.first - w0, items.count)
+
+
+def _same_file(codes: np.ndarray, items: lod.Items) -> np.ndarray:
+    """Per item: do all its events name the same file? (``codes`` cut to the items.)"""
+    if len(items) == 0:
+        return np.zeros(0, dtype=bool)
+    a = int(items.first[0])
+    return np.minimum.reduceat(codes[a:], items.first - a) == np.maximum.reduceat(codes[a:], items.first - a)
+
+
+def _intern(table: dict[str, int], strings: list[str], codes: np.ndarray,
+            maps: dict[int, np.ndarray] | None = None) -> np.ndarray:
+    """Map codes into ``strings`` to indices into the response's string table.
+
+    ``maps`` (one per response and table) remembers, per ``strings`` list, the table index
+    of every code already seen, so each string is looked up once per response rather than
+    once per row (the same ~2,000 file paths show up on every I/O lane)."""
+    out = np.full(len(codes), -1, dtype=np.int64)
+    if len(codes) == 0:
+        return out
+    if maps is None:
+        maps = {}
+    m = maps.get(id(strings))
+    if m is None:
+        m = maps[id(strings)] = np.full(len(strings) + 1, -2, dtype=np.int64)  # -2: not seen
+    codes = np.asarray(codes, dtype=np.int64)
+    valid = (codes >= 0) & (codes < len(strings))
+    at = np.where(valid, codes, len(strings))  # the last slot stands for every invalid code
+    m[len(strings)] = -1
+    new = np.unique(at[m[at] == -2])
+    for c in new.tolist():
+        s_ = strings[c]
+        idx = table.get(s_)
+        if idx is None:
+            idx = table[s_] = len(table)
+        m[c] = idx
+    return m[at]

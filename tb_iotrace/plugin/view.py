@@ -1,0 +1,103 @@
+"""What one request looks at (:class:`View`): one host, or every host of a run on a common
+clock, and the helpers every endpoint shares. Times are ns on the view's clock (see
+:mod:`.model`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .model import Capture, Lane
+
+
+class NotFound(KeyError):
+    pass
+
+
+@dataclass
+class Part:
+    capture: Capture
+    prefix: str  # lane key prefix ("" for a single host)
+    offset: int  # ns added to this capture's times to reach the view's clock
+    host: str
+
+
+@dataclass
+class View:
+    """What one request looks at: one host, or every host of a run on a common clock."""
+
+    run: str
+    parts: list[Part]
+
+    @property
+    def single(self) -> Capture:
+        return self.parts[0].capture
+
+    def extent(self) -> tuple[int, int]:
+        lo = min(p.capture.extent[0] + p.offset for p in self.parts)
+        hi = max(p.capture.extent[1] + p.offset for p in self.parts)
+        return lo, hi
+
+    def lanes(self, io_by: str) -> list[tuple[Part, Lane]]:
+        out = []
+        for group in ("host", "device", "io"):
+            for p in self.parts:
+                for ln in p.capture.timeline_lanes(io_by):
+                    if ln.group == group:
+                        out.append((p, ln))
+        return out
+
+    def find_lane(self, key: str) -> tuple[Part, Lane]:
+        for p in self.parts:
+            if p.prefix and not key.startswith(p.prefix):
+                continue
+            ln = p.capture.lane(key[len(p.prefix):])
+            if ln is not None:
+                return p, ln
+        raise NotFound(f"no lane {key!r}")
+
+
+def make_view(run: str, captures: list[tuple[str, Capture]]) -> View:
+    """A view of the given (host, capture) pairs; several hosts are aligned on their
+    ``profile_start_time`` when every capture has one, else on their own starts."""
+    if len(captures) == 1:
+        host, cap = captures[0]
+        return View(run, [Part(cap, "", 0, host)])
+    starts = [c.profile_start_ns for _, c in captures]
+    base = min(starts) if all(s is not None for s in starts) else None
+    parts = []
+    for i, (host, cap) in enumerate(captures):
+        off = (cap.profile_start_ns - base) if base is not None else 0
+        parts.append(Part(cap, f"h{i}/", int(off), host))
+    return View(run, parts)
+
+
+def lane_json(part: Part, lane: Lane, multi: bool) -> dict[str, Any]:
+    d = lane.describe()
+    d["key"] = part.prefix + lane.key
+    if multi:
+        d["host"] = part.host
+        d["name"] = f"[{part.host}] {d['name']}"
+        if d.get("host_lane"):
+            d["host_lane"] = part.prefix + d["host_lane"]
+    elif "host_lane" in d and d["host_lane"] is None:
+        d.pop("host_lane")
+    return d
+
+
+def fmt_float(x: float) -> float:
+    return float(x) if math.isfinite(x) else 0.0
+
+
+def io_by_choice(value: str | None) -> str:
+    return "file" if value == "file" else "thread"
+
+
+def view_steps(view: View) -> tuple[list[dict[str, Any]], str]:
+    """The steps of the view (of its first host that has any) on the view's clock, and their source."""
+    for p in view.parts:
+        if p.capture.steps:
+            return ([{"index": s["index"], "name": s["name"], "start": s["start"] + p.offset,
+                      "end": s["end"] + p.offset} for s in p.capture.steps],
+                    p.capture.steps_source + (f" on {p.host}" if len(view.parts) > 1 else ""))
+    return [], ""

@@ -1,0 +1,126 @@
+"""The I/O tab's "All hosts" view of a 64-host run in real headless Chromium (a real
+TensorBoard process, over the DevTools protocol): 64 small synthetic captures (I/O only,
+24 threads each: 1,536 lanes, taller than the ~32k px a browser canvas can be). The track
+canvas stays the size of the viewport, the lanes on screen are drawn, scrolling brings
+others in (asked of the server then, not before), and the per-host table lists every host
+with the slow one marked. Screenshots go to ``test-artifacts/``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tb_iotrace.plugin.synthetic import synthetic_trace
+from tb_iotrace.xplane import io_space_bytes
+
+pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
+from cdp import CHROMIUM, Browser  # noqa: E402
+from tab import APP, D, ink, tensorboard  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+RUN = "many_hosts"
+HOSTS = [f"w{i:02d}" for i in range(64)]
+THREADS = 24
+SLOW = "w17"  # ten times the calls of the others: the most read time
+BASE_NS = 1_700_000_000_000_000_000
+CANVAS_LIMIT_PX = 32_767
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("hosts")
+    run = logdir / "plugins" / "profile" / RUN
+    run.mkdir(parents=True)
+    for i, host in enumerate(HOSTS):
+        trace = synthetic_trace(2400 if host == SLOW else 240, 0, 2_000_000_000, n_threads=THREADS, n_files=6,
+                                seed=i, base_ns=BASE_NS, hostile=False)
+        (run / f"{host}.xplane.pb").write_bytes(io_space_bytes(trace, "/host:CPU", start_ns=BASE_NS))
+    with tensorboard(logdir, logdir / "tensorboard.log") as base:
+        yield base
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    b = Browser(1500, 1100)
+    p = b.new_page()
+    p.call("Emulation.setDeviceMetricsOverride", width=1500, height=1100, deviceScaleFactor=1, mobile=False)
+    p.navigate(server + "/#iotrace")
+    # (not waiting for the findings: every panel is drawn when its own answer comes)
+    ready = f"(() => {{ try {{ return {D}.querySelector('.timeline').dataset.state === 'ready'; }} catch (e) {{ return false; }} }})()"
+    p.wait_for(ready, timeout=90)
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.host-select'); s.value = '__all__'; s.dispatchEvent(new Event('change')); return true; }})()")
+    p.wait_for(f"{APP}.host === '__all__' && {APP}.capture && {APP}.capture.hosts.length === {len(HOSTS)} && {ready}",
+               timeout=120)
+    yield p
+    p.close()
+    b.close()
+
+
+def _geometry(p) -> dict:
+    return p.evaluate(f"""(() => {{ const t = {APP}.timeline;
+        return {{ layout: t.layout.height, lanes: {APP}.capture.lanes.length, cssHeight: t.canvas.getBoundingClientRect().height,
+                 backing: t.canvas.height, viewport: t.scroll.clientHeight, window: {APP}.root.ownerDocument.defaultView.innerHeight,
+                 asked: t.dataLanes === null ? -1 : t.dataLanes.size, viewTop: t.viewTop }}; }})()""")
+
+
+def _lane_key(p, host: str, k: int = 0) -> str:
+    return p.evaluate(f"{APP}.capture.lanes.filter((l) => l.host === {host!r})[{k}].key")
+
+
+def test_the_canvas_fits_the_viewport_and_only_visible_lanes_are_asked_for(page):
+    p = page
+    g = _geometry(p)
+    assert g["lanes"] == len(HOSTS) * THREADS
+    assert g["layout"] > CANVAS_LIMIT_PX  # all lanes stacked would not fit in one canvas
+    assert 100 < g["cssHeight"] <= g["viewport"] <= g["window"]
+    assert g["backing"] <= g["viewport"] * 2  # device pixels: dpr 1 here
+    assert 0 < g["asked"] < 200  # the lanes on screen and a viewport's margin, not 1,536
+    # the first host's lanes are drawn
+    assert ink(p, _lane_key(p, HOSTS[0])) > 0.001
+    p.screenshot(ARTIFACTS / "browser-hosts-top.png")
+
+
+def test_scrolling_brings_other_lanes_in(page):
+    p = page
+    for host in (HOSTS[31], HOSTS[-1]):
+        key = _lane_key(p, host, THREADS - 1)
+        assert not p.evaluate(f"{APP}.timeline.hasLane({key!r})")  # off screen: not asked for yet
+        assert ink(p, key) > 0.001, host
+        g = _geometry(p)
+        assert g["viewTop"] > 0 and g["cssHeight"] <= g["viewport"]
+        assert 0 < g["asked"] < 200
+    p.screenshot(ARTIFACTS / "browser-hosts-bottom.png")
+    # scrolling the lane list itself (as the scroll bar does): the canvas follows, and the
+    # lanes that come into view are asked for and drawn
+    first = _lane_key(p, HOSTS[0])
+    assert not p.evaluate(f"{APP}.timeline.hasLane({first!r})")
+    p.evaluate(f"(() => {{ {APP}.timeline.scroll.scrollTop = 0; return true; }})()")
+    p.wait_for(f"{APP}.timeline.viewTop === 0 && {APP}.timeline.hasLane({first!r})", timeout=30)
+    assert ink(p, first) > 0.001
+
+
+def test_the_hosts_table_lists_every_host_and_marks_the_slow_one(page):
+    p = page
+    p.wait_for(f"{D}.querySelectorAll('.hosts-table tbody tr').length === {len(HOSTS)}", timeout=30)
+    assert not p.evaluate(f"{D}.querySelector('.hosts-section').hidden")
+    rows = p.evaluate(f"[...{D}.querySelectorAll('.hosts-table tbody tr')].map((r) => r.dataset.host)")
+    assert sorted(rows) == HOSTS
+    assert p.evaluate(f"[...{D}.querySelectorAll('.hosts-table tbody tr.slowest')].map((r) => r.dataset.host)") == [SLOW]
+    assert SLOW in p.evaluate(f"{D}.querySelector('.hosts .chart-note').textContent")
+    # sorted by read time, most first: the slow host on top
+    p.evaluate(f"{D}.querySelector('.hosts-table th[data-key=read_time_s]').click()")
+    assert p.evaluate(f"{D}.querySelector('.hosts-table tbody tr').dataset.host") == SLOW
+    p.evaluate(f"{D}.querySelector('.hosts-section').scrollIntoView()")
+    p.screenshot(ARTIFACTS / "browser-hosts-table.png")
+    # clicking a host shows it alone
+    p.evaluate(f"{D}.querySelector('.hosts-table tbody tr[data-host={SLOW}]').click()")
+    p.wait_for(f"{APP}.host === {SLOW!r} && {APP}.capture && {APP}.capture.hosts.length === 1", timeout=60)
+    assert p.evaluate(f"{D}.querySelector('.hosts-section').hidden")

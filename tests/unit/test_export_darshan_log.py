@@ -1,0 +1,310 @@
+"""tb-iotrace export --format darshan-log: a binary Darshan log that Darshan's tools read.
+
+Ground truth: PyDarshan 3.5.0 reads back every counter equal to `tb-iotrace report --json`, the
+DXT segments equal the trace's POSIX reads and writes, ids equal Darshan's hash;
+`python -m darshan summary`, Drishti and DXT Explorer run on it; import-darshan gives the same
+counters back. The workload (fixtures/darshan_workload.py) runs under `tb-iotrace run`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tb_iotrace.export.darshan_log import DXT_READS, DXT_WRITES
+from tb_iotrace.recordid import record_id
+from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
+from tb_iotrace.runrecord import read_record
+
+darshan = pytest.importorskip("darshan")
+
+PY = sys.executable
+BIN = Path(PY).parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+TIMESTAMPS = "TIMESTAMP"
+
+
+def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "tb_iotrace", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def in_child(code: str, *args: str) -> str:
+    """Run PyDarshan in a child: libdarshan-util may abort the process on a bad log."""
+    r = subprocess.run([PY, "-c", code, *args], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+READ_LOG = r'''
+import json, sys, darshan
+rep = darshan.DarshanReport(sys.argv[1], read_all=True)
+out = {"job": rep.metadata["job"], "exe": rep.metadata["exe"], "mounts": [list(m) for m in rep.mounts],
+       "modules": {k: {kk: vv for kk, vv in v.items()} for k, v in rep.modules.items()},
+       "names": {str(k): v for k, v in rep.name_records.items()}, "records": {}, "dxt": []}
+for mod in ("POSIX", "STDIO"):
+    if mod not in rep.records:
+        continue
+    for r in rep.records[mod].to_dict():
+        out["records"].setdefault(mod, []).append(
+            {"id": int(r["id"]), "rank": int(r["rank"]), "counters": {k: int(v) for k, v in r["counters"].items()},
+             "fcounters": {k: float(v) for k, v in r["fcounters"].items()}})
+if "DXT_POSIX" in rep.records:
+    for e in rep.records["DXT_POSIX"].to_df():
+        segs = {k: {c: (e[k + "_segments"][c].tolist() if len(e[k + "_segments"]) else [])
+                    for c in ("offset", "length", "start_time", "end_time")} for k in ("write", "read")}
+        out["dxt"].append({"id": int(e["id"]), "rank": int(e["rank"]), "hostname": e["hostname"], **segs})
+print(json.dumps(out))
+'''
+
+
+def read_log(path: Path) -> dict:
+    return json.loads(in_child(READ_LOG, str(path)))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory, libio_path) -> Path:
+    root = tmp_path_factory.mktemp("dlog")
+    libio = libio_path
+    data = root / "data"
+    data.mkdir()
+    env = dict(os.environ, TBIO_EXCLUDE="/", TBIO_INCLUDE=str(data))
+    r = subprocess.run([PY, "-m", "tb_iotrace", "run", "--logdir", str(root / "logdir"), "--",
+                        PY, str(FIXTURES / "darshan_workload.py"), str(data), str(libio)],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return root
+
+
+@pytest.fixture(scope="module")
+def exported(run_dir) -> tuple[Path, dict, dict]:
+    """(log, what PyDarshan reads, `report --json` of the same records)."""
+    log = run_dir / "run.darshan"
+    r = cli("export", str(run_dir / "logdir"), "--format", "darshan-log", "-o", str(log))
+    assert r.returncode == 0, r.stderr
+    assert "2 rank(s)" in r.stderr
+    rep = cli("report", str(run_dir / "logdir"), "--json")
+    assert rep.returncode == 0, rep.stderr
+    return log, read_log(log), json.loads(rep.stdout)
+
+
+def hosts(report: dict) -> list[dict]:
+    (run,) = report["runs"]
+    return run["hosts"]
+
+
+def rank_of(got: dict) -> dict[str, int]:
+    meta = got["job"]["metadata"]
+    return {v.split("/", 1)[1]: int(k[4:]) for k, v in meta.items() if k.startswith("rank")}
+
+
+def test_every_counter_reads_back(exported):
+    log, got, report = exported
+    assert got["job"]["log_ver"] == "3.41" and got["job"]["metadata"]["lib_ver"] == "3.5.0"
+    assert got["job"]["nprocs"] == 2 and got["exe"].startswith(str(FIXTURES / "darshan_workload.py"))
+    assert got["mounts"], "at least one mount entry"
+    job_start = got["job"]["start_time_sec"] * 10**9 + got["job"]["start_time_nsec"]
+    ranks = rank_of(got)
+    want = {}
+    for h in hosts(report):
+        rank = ranks[h["host"]]
+        shift = (h["process"]["start_ns"] - job_start) / 1e9
+        assert rank == 0 or shift > 0
+        for f in h["files"]:
+            want[(f["module"], rank, record_id(f["path"]))] = (f, shift)
+    n = 0
+    for mod, recs in got["records"].items():
+        for r in recs:
+            f, shift = want.pop((mod, r["rank"], r["id"]))
+            assert r["counters"] == f["counters"], f["path"]
+            assert f["record_id"] == r["id"]        # the capture stored Darshan's id too
+            for k, v in f["fcounters"].items():
+                expect = v + shift if TIMESTAMPS in k and v else v
+                assert r["fcounters"][k] == pytest.approx(expect, abs=1e-9), (f["path"], k)
+            n += 1
+    assert not want and n == 5
+    assert {m: len(v) for m, v in got["records"].items()} == {"POSIX": 4, "STDIO": 1}
+
+
+def test_names_ids_and_rename(exported, run_dir):
+    _, got, report = exported
+    data = run_dir / "data"
+    names = {int(k): v for k, v in got["names"].items()}
+    for path in ("a.bin", "b.bin", "s.txt", "c.bin"):
+        assert names[record_id(str(data / path))] == str(data / path)
+    odd = os.path.join(os.fsencode(data), b"odd-\xff\xfe.bin")
+    assert names[record_id(odd)] == str(data) + "/odd-\\xff\\xfe.bin"   # escaped, id of the real bytes
+    posix = {r["id"]: r for r in got["records"]["POSIX"]}
+    renamed = posix[record_id(str(data / "b.bin"))]["counters"]["POSIX_RENAMED_FROM"]
+    assert renamed % (1 << 64) == record_id(str(data / "a.bin"))
+
+
+def expected_dxt(run_dir: Path, job_start: int) -> dict[tuple[str, int], dict]:
+    out = {}
+    for j in sorted((run_dir / "logdir" / "plugins" / "iotrace").glob("*.json")):
+        rec = read_record(j)
+        t = rec.trace()
+        ops = t["op_names"][t["op_id"]]
+        paths = np.append(t["paths"], "")[t["file_id"]]
+        for p in sorted(set(paths.tolist()) - {""}):
+            segs = {}
+            for kind, names in (("write", DXT_WRITES), ("read", DXT_READS)):
+                sel = np.flatnonzero((paths == p) & np.isin(ops, list(names)) & (t["returned"] >= 0))
+                sel = sel[np.argsort(t["start_ns"][sel], kind="stable")]
+                segs[kind] = {"offset": t["offset"][sel].tolist(), "length": t["returned"][sel].tolist(),
+                              "start_time": ((t["start_ns"][sel] - job_start) / 1e9).tolist(),
+                              "end_time": ((t["end_ns"][sel] - job_start) / 1e9).tolist()}
+            if segs["write"]["offset"] or segs["read"]["offset"]:
+                out[(rec.doc["host"], record_id(p))] = segs
+    return out
+
+
+def test_dxt_segments_are_the_trace(exported, run_dir):
+    _, got, _ = exported
+    job_start = got["job"]["start_time_sec"] * 10**9 + got["job"]["start_time_nsec"]
+    want = expected_dxt(run_dir, job_start)
+    assert len(got["dxt"]) == len(want) == 3        # a.bin, the odd name, c.bin (b.bin only renamed)
+    for e in got["dxt"]:
+        w = want.pop((e["hostname"], e["id"]))
+        for kind in ("write", "read"):
+            assert e[kind]["offset"] == w[kind]["offset"] and e[kind]["length"] == w[kind]["length"]
+            assert e[kind]["start_time"] == pytest.approx(w[kind]["start_time"], abs=1e-9)
+            assert e[kind]["end_time"] == pytest.approx(w[kind]["end_time"], abs=1e-9)
+    a = record_id(str(run_dir / "data" / "a.bin"))
+    (ae,) = [e for e in got["dxt"] if e["id"] == a]
+    assert len(ae["write"]["offset"]) == 16 and ae["read"]["length"][-5:] == [0, 1000, 1000, 1000, 1000]
+    assert len(ae["read"]["offset"]) == 1311 + 1 + 4     # 50-byte reads, the EOF read, the preads
+    assert not got["modules"]["DXT_POSIX"]["partial_flag"]
+
+
+def test_summary_writes_html(exported, tmp_path):
+    log, _, _ = exported
+    out = tmp_path / "summary.html"
+    r = subprocess.run([PY, "-m", "darshan", "summary", str(log), "--output", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    html = out.read_text()
+    assert "<html" in html.lower() and "darshan_workload.py" in html
+    for section in ("Per-Module Statistics: POSIX", "Per-Module Statistics: STDIO", "Heat Map: DXT_POSIX"):
+        assert section in html
+
+
+def test_drishti_flags_small_reads(exported):
+    log, _, _ = exported
+    pytest.importorskip("drishti")
+    r = subprocess.run([str(BIN / "drishti"), str(log)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, COLUMNS="200"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    text = " ".join(r.stdout.split())
+    assert "small read requests" in text and "a.bin" in text
+
+
+def test_dxt_explorer_draws_the_log(exported, tmp_path):
+    log, _, _ = exported
+    pytest.importorskip("explorer")
+    mine = tmp_path / "x.darshan"
+    mine.write_bytes(log.read_bytes())
+    # it calls "python3" and "drishti" by name: this venv's first on PATH
+    env = dict(os.environ, PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+    r = subprocess.run([str(BIN / "dxt-explorer"), str(mine)], capture_output=True, text=True, timeout=300,
+                       cwd=tmp_path, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "ERROR" not in r.stderr and "Traceback" not in r.stderr, r.stderr[-3000:]
+    a = record_id(str(Path(exported[0]).parent / "data" / "a.bin"))
+    assert (tmp_path / f"{a}-operation.html").stat().st_size > 1000
+    assert (tmp_path / "index.html").exists()
+
+
+def test_import_darshan_round_trip(exported, tmp_path):
+    log, got, report = exported
+    r = cli("import-darshan", str(log), "--logdir", str(tmp_path / "back"))
+    assert r.returncode == 0, r.stderr
+    back = cli("report", str(tmp_path / "back"), "--json")
+    assert back.returncode == 0, back.stderr
+    (h,) = hosts(json.loads(back.stdout))
+    got_back = {(f["module"], f["rank"], f["record_id"]): f["counters"] for f in h["files"]}
+    ranks = rank_of(got)
+    want = {(f["module"], ranks[x["host"]], record_id(f["path"])): f["counters"]
+            for x in hosts(report) for f in x["files"]}
+    assert got_back == want
+    assert h["nevents"] == sum(len(e["write"]["offset"]) + len(e["read"]["offset"]) for e in got["dxt"])
+
+
+# --------------------------------------------------------------------------- synthetic records
+
+
+def record(root: Path, files: list, *, dropped: int = 0, partial: bool = False, trace: bool = False) -> Path:
+    rec = root / "plugins" / "iotrace"
+    rec.mkdir(parents=True, exist_ok=True)
+    t0 = 1_700_000_000_000_000_000
+    doc = {"format": RECORD_FORMAT, "host": "h", "pid": 7, "ppid": 1, "argv": ["train.py"], "start_ns": t0,
+           "end_ns": t0 + 10**9, "partial": partial, "exit": {"how": "exit"}, "files": files, "threads": [],
+           "nevents": 2 if trace else 0, "dropped": dropped, "trace": "h.7.npz" if trace else None}
+    if trace:
+        np.savez(rec / "h.7.npz", start_ns=np.array([t0 + 10, t0 + 20]), end_ns=np.array([t0 + 15, t0 + 25]),
+                 op_id=np.array([0, 0], np.int32), file_id=np.array([0, 0], np.int32),
+                 offset=np.array([0, 4096]), requested=np.array([4096, 4096]), returned=np.array([4096, 4096]),
+                 fd=np.array([3, 3]), errno=np.array([0, 0]), tid=np.array([1, 1]),
+                 op_names=np.array(["pread64"]), paths=np.array(["/d/x"]))
+    (rec / "h.7.json").write_text(json.dumps(doc))
+    return root
+
+
+X_FILE = {"path": "/d/x", "module": "POSIX", "record_id": 0, "counters": {"POSIX_READS": 2, "POSIX_BYTES_READ": 8192},
+          "fcounters": {"POSIX_F_READ_TIME": 0.01}}
+
+
+def test_partial_flags(tmp_path):
+    out = tmp_path / "p.darshan"
+    r = cli("export", str(record(tmp_path / "a", [X_FILE], dropped=5, trace=True)), "--format", "darshan-log",
+            "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    got = read_log(out)
+    assert got["modules"]["DXT_POSIX"]["partial_flag"] and not got["modules"]["POSIX"]["partial_flag"]
+    assert got["records"]["POSIX"][0]["counters"]["POSIX_READS"] == 2
+    assert got["records"]["POSIX"][0]["counters"]["POSIX_OPENS"] == 0      # absent counters are 0
+    out2 = tmp_path / "q.darshan"
+    assert cli("export", str(record(tmp_path / "b", [X_FILE], partial=True)), "--format", "darshan-log",
+               "-o", str(out2)).returncode == 0
+    got = read_log(out2)
+    assert got["modules"]["POSIX"]["partial_flag"] and "DXT_POSIX" not in got["modules"]
+
+
+def one_line_error(r: subprocess.CompletedProcess, out: Path) -> str:
+    assert r.returncode == 1, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not out.exists()
+    assert not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")]   # no temp file left
+    return lines[0]
+
+
+def test_bad_input(tmp_path):
+    out = tmp_path / "o" / "x.darshan"
+    out.parent.mkdir()
+    err = one_line_error(cli("export", str(record(tmp_path / "empty", [])), "--format", "darshan-log", "-o",
+                             str(out)), out)
+    assert "no I/O recorded" in err
+    bad = dict(X_FILE, counters={"POSIX_READS": "many"})
+    err = one_line_error(cli("export", str(record(tmp_path / "corrupt", [bad])), "--format", "darshan-log", "-o",
+                             str(out)), out)
+    assert "cannot be written" in err
+    err = one_line_error(cli("export", str(tmp_path / "missing"), "--format", "darshan-log", "-o", str(out)), out)
+    assert "no such file" in err
+    (tmp_path / "junk.json").write_text("{not json")
+    err = one_line_error(cli("export", str(tmp_path / "junk.json"), "--format", "darshan-log", "-o", str(out)), out)
+    assert "junk.json" in err
+
+
+def test_several_runs_need_a_run(tmp_path):
+    root = record(tmp_path / "l", [X_FILE])
+    record(root / "sub", [X_FILE])
+    out = tmp_path / "x.darshan"
+    err = one_line_error(cli("export", str(root), "--format", "darshan-log", "-o", str(out)), out)
+    assert "--run" in err
+    assert cli("export", str(root), "--run", "iotrace", "--format", "darshan-log", "-o", str(out)).returncode == 0
