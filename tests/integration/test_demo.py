@@ -129,9 +129,9 @@ def test_demo_compares_two_pipelines_and_serves_both(tmp_path: Path) -> None:
         for name in ("naive", "tuned"):
             assert [s["step_num"] for s in got[name].steps] == list(range(lo - 1, hi)), name
             # the demo's clock holds TensorFlow's: each profiled batch's "Profiled batch" event
-            # lies inside the interval the demo measured for it (less the callback's own return)
+            # lies inside the interval the demo measured for it
             for s in got[name].steps:
-                assert summary[name]["step_s"][0][s["step_num"]] > s["duration_ps"] / 1e12 - 5e-4, (name, s)
+                assert summary[name]["step_s"][0][s["step_num"]] > s["duration_ps"] / 1e12 - 1e-4, (name, s)
         # TensorBoard serves both runs in the I/O tab
         assert b'"iotrace"' in get(port, "/data/plugins_listing")
         runs = json.loads(get(port, "/data/plugin/iotrace/runs"))
