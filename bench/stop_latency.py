@@ -13,7 +13,7 @@ What is timed
 profiler's XSpace (with tb_iotrace: the pluggable profiler's stop and collect
 callbacks, i.e. copying the native trace out into NumPy columns
 (``recording.session.Capture._fill``) and encoding it as an XPlane
-(``recording.tensorflow._serialize`` -> ``Capture.to_iotrace`` + ``xplane.io_space_bytes``)),
+(``recording.window.serialize`` -> ``Capture.to_iotrace`` + ``xplane.io_space_bytes``)),
 merges the planes, and writes ``<logdir>/plugins/profile/<run>/<host>.xplane.pb``.
 
 Each trial is a fresh interpreter (``--child``), two sides alternated
@@ -127,7 +127,7 @@ def _install_timers(times: dict[str, float]) -> None:
 
     recorder.Capture._fill = timed("fill", recorder.Capture._fill)            # type: ignore[method-assign]
     recorder.Capture.to_iotrace = timed("to_iotrace", recorder.Capture.to_iotrace)  # type: ignore[method-assign]
-    # recording.tensorflow._serialize does `from ..xplane import io_space_bytes` at each call
+    # recording.window.serialize does `from ..xplane import io_space_bytes` at each call
     xplane.io_space_bytes = timed("io_space_bytes", xplane.io_space_bytes)
 
 

@@ -32,12 +32,15 @@ def cdef(header: Path = NATIVE / "tbio.h", marker: str = "TBIO_API") -> str:
     return "\n".join(lines)
 
 
-# Called by native/tfprof.c when TensorFlow starts, stops and collects a
-# profile (implemented in tb_iotrace/recording/tensorflow.py).
+# Called by native/tfprof.c (TensorFlow) and native/pjrt.c (JAX) when a
+# profile starts, stops and is collected (tb_iotrace/recording/tensorflow.py, jax.py).
 PYTHON_CALLBACKS = """
 extern "Python+C" int tbio_py_prof_start(void);
 extern "Python+C" int tbio_py_prof_stop(void);
 extern "Python+C" int64_t tbio_py_prof_collect(uint8_t *buffer, size_t size);
+extern "Python+C" int tbio_py_jax_start(void);
+extern "Python+C" int tbio_py_jax_stop(void);
+extern "Python+C" int64_t tbio_py_jax_collect(uint8_t *buffer, size_t size);
 """
 
 ffibuilder = FFI()

@@ -12,6 +12,7 @@ set(TBIO_SOURCES
   native/wrappers.c
   native/api.c
   native/tfprof.c
+  native/pjrt.c
 )
 set(TBIO_CODEC_SOURCES
   native/codec/encode.c

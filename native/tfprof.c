@@ -46,7 +46,7 @@ typedef struct TF_ProfilerRegistrationParams {
 
 #define END_OF(type, member) (offsetof(type, member) + sizeof(((type *)0)->member))
 
-/* Python side (tb_iotrace/tfhook.py); weak so the C-only build links. */
+/* Python side (tb_iotrace/recording/tensorflow.py); weak so the C-only build links. */
 __attribute__((weak, visibility("hidden"))) int tbio_py_prof_start(void);
 __attribute__((weak, visibility("hidden"))) int tbio_py_prof_stop(void);
 __attribute__((weak, visibility("hidden"))) int64_t tbio_py_prof_collect(uint8_t *buffer, size_t size);

@@ -1,13 +1,14 @@
-"""Join the I/O trace with TensorFlow's host timeline: which op each file
+"""Join the I/O trace with TensorFlow's (or JAX's) host timeline: which op each file
 access ran under, which step it belongs to, and per-step I/O.
 
 All times here are picoseconds on the capture's own clock (since the profile
 start, as xprof stores them): I/O rows are converted from absolute ns with the
 ``Task Environment`` profile start.
 
-Thread matching: TensorFlow 2.21 names host lines by ``std::hash`` of the
-thread's ``pthread_self()`` (line id), which the capture records per thread;
-lines that do not match that way are matched by the thread's comm name.
+Thread matching: TensorFlow 2.21 and jaxlib (0.10) name host lines by
+``std::hash`` of the thread's ``pthread_self()`` (line id), which the capture
+records per thread; lines that do not match that way are matched by the
+thread's comm name.
 """
 from __future__ import annotations
 
@@ -22,6 +23,11 @@ from .xplane import (HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, prof
 # Events that mark a training step on the host plane (Keras 3, tf.profiler Trace with step_num).
 STEP_EVENT_NAMES = ("Profiled batch", "train", "TraceContext", "train_step")
 STEP_STATS = ("step_num", "iter_num")
+# Keras 3 on JAX names its step events "Profiled batch <n>".
+KERAS_BATCH_PREFIX = "Profiled batch "
+# TraceMe stat of a step root: jax.profiler.StepTraceAnnotation and TF's Trace(..., _r=1) set it,
+# whatever the step's name.
+STEP_ROOT_STAT = "_r"
 # Host events that mean "the step is waiting for its input".
 INPUT_WAIT_PREFIXES = ("IteratorGetNext", "IteratorGetNextOp", "IteratorGetNextAsOptional",
                        "MultiDeviceIteratorGetNextFromShard")
@@ -151,6 +157,19 @@ def _union_length(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int
     return total + cur_e - cur_s
 
 
+def _step_candidates(pc: Any, ln: Any, names: np.ndarray) -> np.ndarray:
+    """Indices of the line's events that may mark a step: known step names, Keras-on-JAX's
+    "Profiled batch <n>", and events whose kind (first occurrence) carries the step-root stat."""
+    known = np.isin(names, STEP_EVENT_NAMES)
+    keras = np.char.startswith(names.astype(str), KERAS_BATCH_PREFIX) if len(names) else known
+    ids = np.asarray(ln.metadata_id)
+    kinds, first = np.unique(ids, return_index=True)
+    roots = [int(k) for k, i in zip(kinds.tolist(), first.tolist())
+             if not known[i] and not keras[i]
+             and str(pc.event_stats(ln, int(i), with_metadata=False).get(STEP_ROOT_STAT, "")) == "1"]
+    return np.flatnonzero(known | keras | np.isin(ids, roots))
+
+
 def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
     """Attribute the I/O stored in ``space`` (None if it holds none)."""
     trace = trace if trace is not None else read_io_data(space)
@@ -188,12 +207,15 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
         if is_wait.any():
             wait_s.append(ln.start_ps[is_wait])
             wait_e.append(ln.end_ps[is_wait])
-        for i in np.flatnonzero(np.isin(names, STEP_EVENT_NAMES)).tolist():
+        for i in _step_candidates(pc, ln, names).tolist():
             st = pc.event_stats(ln, i)
             num = next((st[k] for k in STEP_STATS if k in st), None)
-            if names[i] != "Profiled batch" and num is None:
+            name = str(names[i])
+            if num is None and name.startswith(KERAS_BATCH_PREFIX) and name[len(KERAS_BATCH_PREFIX):].isdigit():
+                num = int(name[len(KERAS_BATCH_PREFIX):])
+            if name != "Profiled batch" and num is None:
                 continue
-            step_rows.append((int(ln.start_ps[i]), int(ln.end_ps[i]), str(names[i]),
+            step_rows.append((int(ln.start_ps[i]), int(ln.end_ps[i]), name,
                               int(num) if num is not None else None))
     step_rows.sort()
     ws = np.concatenate(wait_s) if wait_s else np.zeros(0, np.int64)

@@ -11,13 +11,15 @@ workers, subprocess Pythons) calls :func:`start` at startup:
 - The record (:mod:`tb_iotrace.runrecord`) is written at exit, whichever way the process
   ends: normal exit and uncaught exceptions (``atexit``), ``os._exit`` (wrapped: the
   ``multiprocessing`` fork workers end that way), signals whose handler was the default
-  (SIGTERM, SIGHUP: the record is written, then the signal is re-raised with its default
-  action).
+  (SIGTERM, SIGHUP: the handler only hands the signal to the run's thread, which writes the
+  record, then ends the process with the signal's default action; the handler itself takes
+  no lock, since the code it interrupted may hold the one ending a session needs).
 - ``os.exec*`` (wrapped): the image before the exec writes ``<host>.<pid>.exec<N>.json``; the
   new image, if Python, records itself as usual.
 - Forked children (``os.register_at_fork``): the shim drops the parent's sessions in the
   child, so the child starts its own session, empty, and writes its own record.
-- Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off): a second
+- Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off), on the run's
+  thread (``tb_iotrace-run``, which also serves the signals): a second
   session is rotated and its windows are summed into a record marked ``"partial": true``,
   which the final record replaces. A process killed with SIGKILL keeps the last flush
   (counts up to it; sequential/stride counters approximate, no trace).
@@ -28,14 +30,13 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
 import signal
 import sys
 import threading
 import time
 from typing import Any
 
-DEFAULT_EXCLUDE = ["/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/lib64/", "/opt/", "/sbin/",
-                   "/sys/", "/proc/", "/var/"]
 SIGNALS = ("SIGTERM", "SIGHUP")
 
 _state: "_Run | None" = None
@@ -46,15 +47,17 @@ class _Run:
     def __init__(self, run_dir: str, flush_s: float) -> None:
         self.run_dir = run_dir
         self.flush_s = flush_s
-        self.lock = threading.RLock()  # a signal handler may run finish() inside finish()
+        self.lock = threading.RLock()  # os._exit or exec may be called inside finish() (atexit)
         self.pid = os.getpid()
         self.sess: Any = None
         self.flush_sess: Any = None
         self.acc: dict[tuple[str, str], dict[str, Any]] = {}
+        self.acc_untracked: dict[str, Any] = {}
         self.start_ns = time.time_ns()
         self.done = False
         self.exc: str | None = None
-        self.stop = threading.Event()
+        # signal numbers from _on_signal: SimpleQueue.put is reentrant, safe in a signal handler
+        self.signals: queue.SimpleQueue[int] = queue.SimpleQueue()
 
     # ----------------------------------------------------------------- sessions
     def begin(self) -> None:
@@ -68,15 +71,27 @@ class _Run:
             except Exception:
                 self.flush_sess = None  # no slot left: the first flush starts it
             self._write_partial()  # a record exists even if killed before the first flush
-            t = threading.Thread(target=self._flusher, name="tb_iotrace-flush", daemon=True)
-            t.start()
+        threading.Thread(target=self._serve, name="tb_iotrace-run", daemon=True).start()
 
-    def _flusher(self) -> None:
-        while not self.stop.wait(self.flush_s):
+    def _serve(self) -> None:
+        """The run's thread: periodic flushes, and the record of a signal, written here
+        rather than in the handler (which may have interrupted a holder of a lock
+        finish() needs: the main thread goes on and releases it, this thread waits)."""
+        while True:
+            timeout = self.flush_s if self.flush_s > 0 and not self.done else None
             try:
-                self.flush()
-            except Exception:
+                signum = self.signals.get(timeout=timeout)
+            except queue.Empty:
+                try:
+                    self.flush()
+                except Exception:
+                    pass
+                continue
+            try:
+                self.finish("signal", signum=signum)
+            except BaseException:
                 pass
+            _die_of(signum)
 
     def flush(self) -> None:
         from ..recording import session
@@ -92,16 +107,19 @@ class _Run:
             if old is not None and new is not None:
                 cap = session.Capture()
                 session.end_session(old, cap)
-                from ..runrecord import merge_files
+                from ..runrecord import merge_files, merge_untracked
 
                 merge_files(self.acc, [f.to_dict() for f in cap.files])
+                if cap.untracked:
+                    merge_untracked(self.acc_untracked, cap.untracked.to_dict())
                 self._write_partial()
 
     def _write_partial(self) -> None:
         from ..runrecord import write_record
 
         write_record(self.run_dir, None, partial=True, exit={"how": "flush"}, files=list(self.acc.values()),
-                     start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False)
+                     start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
+                     untracked=self.acc_untracked or None)
 
     def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
         from ..recording import session
@@ -111,7 +129,6 @@ class _Run:
             if self.done or os.getpid() != self.pid or self.sess is None:
                 return
             self.done = True
-            self.stop.set()
             cap = session.Capture()
             session.end_session(self.sess, cap)
             if self.flush_sess is not None:
@@ -179,13 +196,30 @@ def _exec_wrapper(real: Any) -> Any:
 
 
 def _on_signal(signum: int, frame: Any) -> None:
-    if _state is not None:
-        try:
-            _state.finish("signal", signum=signum)
-        except BaseException:
-            pass
-    signal.signal(signum, signal.SIG_DFL)
+    """Hand the signal to the run's thread and return: no lock, no I/O here."""
+    st = _state
+    if st is not None and os.getpid() == st.pid:
+        st.signals.put(signum)
+    else:
+        _die_of(signum)
+
+
+def _die_of(signum: int) -> None:
+    """End the process with ``signum``'s default action, from any thread (``signal.signal``
+    works on the main thread only, hence libc's ``signal`` elsewhere)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signum, signal.SIG_DFL)
+    else:
+        import ctypes
+
+        libc_signal = ctypes.CDLL(None).signal
+        libc_signal.restype = ctypes.c_void_p
+        libc_signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc_signal(signum, None)  # SIG_DFL
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
     os.kill(os.getpid(), signum)
+    time.sleep(5)  # the signal may be blocked in every other thread: it ends us on unblock
+    _real_exit(128 + signum)
 
 
 def _excepthook(prev: Any) -> Any:
@@ -215,9 +249,13 @@ def _after_fork_in_child() -> None:
 
 
 def _exclude_record_dir(run_dir: str) -> None:
-    rec = os.path.join(run_dir, "plugins", "iotrace")  # the folder itself too (mkdir, stat)
+    from ..recording import session
+    from ..runrecord import record_dir
+
+    rec = str(record_dir(run_dir))  # the folder itself too (mkdir, stat)
     cur = os.environ.get("TBIO_EXCLUDE")
-    parts = [p for p in cur.split(os.pathsep) if p] if cur else list(DEFAULT_EXCLUDE)
+    # TBIO_EXCLUDE replaces the shim's defaults: keep them, add the record folder
+    parts = [p for p in cur.split(os.pathsep) if p] if cur else session.excludes()
     if rec not in parts:
         os.environ["TBIO_EXCLUDE"] = os.pathsep.join(parts + [rec])
 

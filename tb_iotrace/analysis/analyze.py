@@ -13,12 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from .._memory import trim_memory
 from ..attribution import attribute
 from ..xplane import IoTrace, read_io_data
 from .context import Context, fs_table, stages_table, steps_table
 from .mounts import MountTable, parse_mountinfo, read_mountinfo
 from .rules import evaluate
-from .source import load_for_analysis, trim_memory
+from .source import load_for_analysis
 from .thresholds import DEFAULT, Thresholds
 
 

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .context import Context, fs_table
-from .intervals import merge, overlap
+from .intervals import in_flight, merge, overlap
 
 TITLES = {
     "input-bound": "Steps wait for input",
@@ -23,7 +23,7 @@ TITLES = {
     "metadata-heavy": "Metadata calls dominate I/O time",
     "random-access": "Random reads",
     "redundant-reads": "Files read more than once",
-    "serial-reads": "File reads on a single thread while steps wait",
+    "serial-reads": "File reads one at a time while steps wait",
     "staging-candidates": "Small files worth staging on a fast tier",
     "blocking-writes": "Writes block the training thread",
     "small-writes": "Many small writes",
@@ -264,6 +264,9 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
 
 
 def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
+    """Steps wait, reads cover the wait, and the reads ran one at a time while steps waited:
+    judged by how many were in flight at once, not by thread (a reader that hops threads, e.g.
+    a generator called from tf.data's thread pool, is still one reader)."""
     th, tr = ctx.th, ctx.trace
     total, wait, io, count, basis = _wait_stats(ctx, steps)
     if count < th.min_steps:
@@ -273,17 +276,20 @@ def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     rows = ctx.read_rows
     if len(rows) < th.serial_min_reads or share < th.serial_wait_share or io_share < th.serial_io_share_of_wait:
         return None
-    threads, per_thread = np.unique(tr.tid[rows], return_counts=True)
-    top_share = float(per_thread.max() / len(rows))
-    if top_share < th.serial_thread_share:
+    n, w = in_flight(ctx.s_ps[rows], ctx.e_ps[rows], ctx.wait_iv)
+    busy = int(w[n >= 1].sum())                 # a read in flight while steps waited
+    overlapped = int(w[n >= 2].sum())           # two or more at once
+    if busy == 0 or overlapped > th.serial_overlap_share * busy:
         return None
-    ev = {"reading_threads": int(len(threads)), "top_thread_read_share": top_share,
-          "reads": int(len(rows)), "input_wait_share": share,
-          "io_share_of_wait": io_share, "input_wait_s": wait / 1e12, "io_during_wait_s": io / 1e12,
-          "read_time_s": float(ctx.dur_s[rows].sum()), "files": _distinct_files(ctx, rows),
-          "basis": basis}
-    who = "All" if len(threads) == 1 else f"{_pct(top_share)} of the"
-    stmt = (f"{who} {len(rows)} reads of {ev['files']} files ran on one thread while steps waited "
+    threads, per_thread = np.unique(tr.tid[rows], return_counts=True)
+    ev = {"reads": int(len(rows)), "max_reads_in_flight": int(n[w > 0].max()),
+          "overlapped_share": overlapped / busy, "read_during_wait_s": busy / 1e12,
+          "reading_threads": int(len(threads)), "top_thread_read_share": float(per_thread.max() / len(rows)),
+          "input_wait_share": share, "io_share_of_wait": io_share, "input_wait_s": wait / 1e12,
+          "io_during_wait_s": io / 1e12, "read_time_s": float(ctx.dur_s[rows].sum()),
+          "files": _distinct_files(ctx, rows), "basis": basis}
+    on = "one thread" if len(threads) == 1 else f"{len(threads)} threads"
+    stmt = (f"{len(rows)} reads of {ev['files']} files ran one at a time ({on}) while steps waited "
             f"{_pct(share)} of their time, {_pct(io_share)} of that wait covered by file I/O.")
     sug = ("Read files in parallel and ahead of the step: Dataset.from_tensor_slices(files).interleave("
            "TFRecordDataset, cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE), map(..., "

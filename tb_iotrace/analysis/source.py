@@ -135,14 +135,3 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
             pd.stats.clear()
             pd.metadata_id = pd.start_ps = pd.duration_ps = None
     return space, trace
-
-
-def trim_memory() -> None:
-    """Give freed heap memory back to the OS: glibc keeps the decoder's freed columns in its
-    arenas, and the analysis's own arrays would come on top of them."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):     # not glibc: nothing to do
-        pass

@@ -42,7 +42,7 @@ class Thresholds:
     # --- serial-reads
     serial_wait_share: float = 0.20          # steps must wait at least this much ...
     serial_io_share_of_wait: float = 0.20    # ... and file I/O must cover this much of the wait
-    serial_thread_share: float = 0.90        # of the read calls done by the busiest thread
+    serial_overlap_share: float = 0.10       # two+ reads in flight, at most, of the read time in waits
     serial_min_reads: int = 8
     # --- staging-candidates (tf-Darshan: files under 2 MB moved to a fast tier, +19% bandwidth)
     staging_file_bytes: int = 2 * MiB

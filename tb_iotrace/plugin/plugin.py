@@ -40,11 +40,11 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from .._memory import trim_memory
 from ..logdir import BadName
 from ..xplane import XPlaneError
 from .cache import LogdirIndex
 from .impl import event, files, findings, hosts, summary, timeline, timeseries
-from .model import trim_memory
 from .view import NotFound, View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")

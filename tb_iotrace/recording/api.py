@@ -7,10 +7,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .._ffi import NativeError, last_error, native
-from . import session, tensorflow
-from .session import Capture, begin_session, check_layout, end_session, set_filters, set_trace_cap
+from . import jax, session, tensorflow
+from .session import Capture, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
 
-__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "NativeError"]
+__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "set_max_files",
+           "NativeError"]
 
 _lock = threading.Lock()
 
@@ -33,12 +34,13 @@ def _env_prefixes(name: str) -> list[str] | None:
 def enable() -> None:
     """Patch every loaded library (and those loaded later); idempotent.
 
-    Also registers the shim with TensorFlow as a pluggable profiler (now, or
-    when TensorFlow is imported), so every TensorFlow profile carries I/O.
+    Also registers the shim with TensorFlow as a pluggable profiler and with
+    JAX as a PJRT profiler plugin (now, or when they are imported), so every
+    TensorFlow and JAX profile carries I/O.
 
-    Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes)
-    and TBIO_TRACE_CAP are applied on the first call; TBIO_TENSORFLOW=0 skips
-    the TensorFlow registration."""
+    Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes),
+    TBIO_TRACE_CAP and TBIO_MAX_FILES are applied on the first call;
+    TBIO_TENSORFLOW=0 and TBIO_JAX=0 skip the TensorFlow and JAX registrations."""
     with _lock:
         ffi, lib = native()
         check_layout()
@@ -50,10 +52,15 @@ def enable() -> None:
         cap = os.environ.get("TBIO_TRACE_CAP")
         if cap:
             set_trace_cap(int(cap))
+        most = os.environ.get("TBIO_MAX_FILES")
+        if most:
+            set_max_files(int(most))
         if lib.tbio_enable() != 0:
             raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
         if os.environ.get("TBIO_TENSORFLOW", "1") != "0":
             tensorflow.attach()
+        if os.environ.get("TBIO_JAX", "1") != "0":
+            jax.attach()
 
 
 def disable() -> None:

@@ -7,50 +7,29 @@ and remote captures through the profiler server — calls back here:
 
 - start: begin a native recording session of its own (independent of any
   user ``capture()`` running at the same time);
-- stop: end it and keep the result;
+- stop: end it and keep the result until collect asks for it, or until the
+  Python ``stop`` that ended it returns without collecting (``save=False``, Keras'
+  warm-up window: TensorFlow tells a profiler nothing more, so that ``stop`` is
+  wrapped, see :func:`_drop_unsaved_windows`);
 - collect: serialize the I/O as an XSpace whose one plane TensorFlow merges
-  into its host plane (see ``PLANE_NAME``) before it normalizes timestamps, so
-  event times are given as absolute CLOCK_REALTIME ns.
-
-Nothing here may raise into TensorFlow: every failure is logged once and the
-capture goes on without I/O.
+  into its host plane (:mod:`.window`).
 """
 from __future__ import annotations
 
-import logging
+import functools
 import os
 import sys
 import threading
 from typing import Any
 
 from .._ffi import native
-from .session import Capture, begin_session, end_session
+from .importhook import call_after_import
+from .window import PLANE_NAME, ProfileWindow
 
-log = logging.getLogger("tb_iotrace")
-
-# TensorFlow merges planes of this name into /host:CPU when it post-processes
-# a capture (MergeHostPlanesAndSortLines), which puts the I/O lines where both
-# of xprof's trace viewers draw them (see tb_iotrace.xplane.encode).
-PLANE_NAME = "/host:python-tracer"
+__all__ = ["ENV_LIBRARY_PATH", "PLANE_NAME", "STATE", "attach", "library_path"]
 ENV_LIBRARY_PATH = "TF_PLUGGABLE_DEVICE_LIBRARY_PATH"
 
-
-class _ProfilerState:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.session: Any = None
-        self.pending: Any = None        # Capture of the last window
-        self.payload: bytes | bytearray | None = None
-        self.warned: set[str] = set()
-        self.windows = 0
-
-    def warn_once(self, key: str, msg: str, *args: Any) -> None:
-        if key not in self.warned:
-            self.warned.add(key)
-            log.warning(msg, *args)
-
-
-STATE = _ProfilerState()
+STATE = ProfileWindow("TensorFlow")
 
 
 def library_path() -> str:
@@ -60,62 +39,20 @@ def library_path() -> str:
     return os.path.abspath(_native.__file__)
 
 
-def _serialize(cap: Capture) -> bytes | bytearray:
-    from ..xplane import io_space_bytes  # here, not at the top: enable() stays light
-
-    # absolute CLOCK_REALTIME ns: TF normalizes every plane to the profile start after merging
-    return io_space_bytes(cap.to_iotrace(), PLANE_NAME, start_ns=0)
-
-
 def _install_callbacks() -> None:
     ffi, lib = native()
 
     @ffi.def_extern()
     def tbio_py_prof_start() -> int:
-        try:
-            with STATE.lock:
-                STATE.pending, STATE.payload = None, None
-                STATE.session = begin_session()
-            return 0
-        except BaseException as exc:  # never into TensorFlow
-            STATE.warn_once("start", "tb_iotrace: could not start I/O capture: %s", exc)
-            return -1
+        return STATE.start()
 
     @ffi.def_extern()
     def tbio_py_prof_stop() -> int:
-        try:
-            with STATE.lock:
-                if STATE.session is None:
-                    return 0
-                cap = Capture()
-                end_session(STATE.session, cap)
-                STATE.session = None
-                STATE.pending = cap
-                STATE.windows += 1
-            return 0
-        except BaseException as exc:
-            STATE.warn_once("stop", "tb_iotrace: could not stop I/O capture: %s", exc)
-            return -1
+        return STATE.stop()
 
     @ffi.def_extern()
     def tbio_py_prof_collect(buffer: Any, size: int) -> int:
-        try:
-            with STATE.lock:
-                if STATE.payload is None:
-                    if STATE.pending is None:
-                        return 0
-                    STATE.payload = _serialize(STATE.pending)
-                data = STATE.payload
-                if buffer == ffi.NULL:
-                    return len(data)
-                if size < len(data):
-                    return -1
-                ffi.memmove(buffer, data, len(data))
-                STATE.payload, STATE.pending = None, None
-                return len(data)
-        except BaseException as exc:
-            STATE.warn_once("collect", "tb_iotrace: could not write the I/O plane: %s", exc)
-            return -1
+        return STATE.collect(ffi, buffer, size)
 
     lib.tbio_tf_set_python_ready(1)
 
@@ -128,6 +65,7 @@ def _load_into_tensorflow() -> None:
     """Register the shim with an imported TensorFlow (no-op if already done)."""
     _, lib = native()
     if lib.tbio_tf_registered():
+        _drop_unsaved_windows()
         return
     try:
         from tensorflow.python.framework import load_library
@@ -140,30 +78,37 @@ def _load_into_tensorflow() -> None:
     if not lib.tbio_tf_registered():
         STATE.warn_once("load", "tb_iotrace: TensorFlow loaded the library but did not register "
                         "its profiler; TensorFlow profiles will not carry I/O")
+        return
+    _drop_unsaved_windows()
 
 
-class _TensorFlowImportHook:
-    """Registers the profiler right after ``import tensorflow`` finishes."""
+def _drop_unsaved_windows() -> None:
+    """Wrap ``tf.profiler.experimental.stop`` so that a window it stopped without collecting
+    (``save=False``: Keras' warm-up, an abandoned profile) is dropped when it returns rather
+    than kept until the next start. The one function object is replaced wherever a TensorFlow
+    module holds it (profiler_v2, the public API modules); remote captures never go through it
+    and always collect. Idempotent; where TensorFlow has no such function nothing changes."""
+    try:
+        from tensorflow.python.profiler import profiler_v2
+    except Exception:
+        return
+    real = profiler_v2.__dict__.get("stop")
+    if real is None or getattr(real, "__tbio_wrapper__", False):
+        return
 
-    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
-        if name != "tensorflow":
-            return None
-        import importlib.util
+    @functools.wraps(real)
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        window = STATE.windows + 1          # the number the window it stops gets
+        try:
+            return real(*args, **kwargs)
+        finally:
+            STATE.forget_uncollected(window)
 
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)   # one shot; the other finders locate tensorflow
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        loader = spec.loader
-        orig_exec = loader.exec_module  # type: ignore[attr-defined]
-
-        def exec_module(module: Any) -> None:
-            orig_exec(module)
-            _load_into_tensorflow()
-
-        loader.exec_module = exec_module  # type: ignore[attr-defined]
-        return spec
+    stop.__tbio_wrapper__ = True  # type: ignore[attr-defined]
+    for name, mod in list(sys.modules.items()):
+        # __dict__, not getattr: TensorFlow's lazily loaded API modules import on attribute access
+        if name.startswith("tensorflow") and getattr(mod, "__dict__", {}).get("stop") is real:
+            mod.stop = stop  # type: ignore[attr-defined]
 
 
 def attach() -> None:
@@ -174,7 +119,4 @@ def attach() -> None:
             return
         _install_callbacks()
         _attached = True
-        if "tensorflow" in sys.modules:
-            _load_into_tensorflow()
-        else:
-            sys.meta_path.insert(0, _TensorFlowImportHook())
+        call_after_import("tensorflow", _load_into_tensorflow)

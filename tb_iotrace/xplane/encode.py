@@ -62,7 +62,7 @@ start, so all offsets are non-negative, and the record below keeps that first st
 absolute ns per line (``t0_ns``), so :func:`read_io_data` gets absolute times back
 whatever constant shift the file went through.
 
-TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``) serializes a space built by
+TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``, and JAX's PJRT plugin path, ``tb_iotrace.recording.jax``, through ``tb_iotrace.recording.window``) serializes a space built by
 :func:`add_io_to_space` under another ``/host:`` plane name, and TF merges it into
 ``/host:CPU``: that renumbers event/stat metadata ids, drops the lines' ``display_id``
 (the viewer then uses the small line ``id`` as tid) and normalizes timestamps. The plane
@@ -557,6 +557,9 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     pluggable-profiler path merges our plane into /host:CPU and renumbers metadata.
     counters          the trace's Darshan per-file records, as given
     mounts            the traced process's /proc/self/mountinfo text at capture time
+    untracked         (only when something was) what the capture counted but could not
+                      track: {files, calls, bytes_read, bytes_written, reentrant_calls,
+                      examples}: files past the file-table bound, signal-handler calls
     """
     return {
         "format": FORMAT,
@@ -573,6 +576,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
         "event_kinds": kinds,
         "mounts": str(getattr(trace, "mounts", "") or ""),
         "counters": trace.counters,
+        **({"untracked": dict(trace.untracked)} if getattr(trace, "untracked", None) else {}),
     }
 
 

@@ -195,6 +195,47 @@ def test_runner_forwards_sigterm_and_returns_signal_code(tmp_path):
     assert f["counters"]["POSIX_BYTES_WRITTEN"] == 999
 
 
+@pytest.mark.parametrize("flush", ["0", "5"])
+def test_sigterm_while_a_session_lock_is_held_still_writes_the_record(tmp_path, flush):
+    """A SIGTERM handled while the main thread holds the lock that begins and ends sessions
+    (any capture() entering or leaving) must not deadlock: the handler hands the signal over,
+    the main thread goes on and releases the lock, and the record is written."""
+    import os
+    import signal
+
+    data = tmp_path / "f"
+    script = tmp_path / "locked.py"
+    script.write_text(textwrap.dedent(f'''
+        import os, signal, time
+        from tb_iotrace.recording import session
+        fd = os.open({str(data)!r}, os.O_CREAT | os.O_WRONLY, 0o644); os.write(fd, b"L" * 4242); os.close(fd)
+        with session._lock:                # held by begin_session/end_session by design
+            signal.raise_signal(signal.SIGTERM)   # the Python handler runs before this returns
+            print("handled", flush=True)
+        print("released", flush=True)
+        time.sleep(60)
+    '''))
+    logdir = tmp_path / "logs"
+    p = subprocess.Popen([PY, "-m", "tb_iotrace", "run", "--flush", flush, "--logdir", str(logdir), "--", str(script)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)  # the runner and the hung script
+        out, err = p.communicate()
+        pytest.fail(f"the process hung after SIGTERM inside the session lock\n{out}\n{err}")
+    assert out.split() == ["handled", "released"]
+    assert p.returncode == 128 + signal.SIGTERM, err
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=120)
+    (run,) = json.loads(rep.stdout)["runs"]
+    (host,) = run["hosts"]
+    assert host["process"]["exit"]["how"] == "signal" and host["process"]["exit"]["signal"] == signal.SIGTERM
+    assert not host["partial"]
+    (f,) = [f for f in host["files"] if f["path"] == str(data) and f["module"] == "POSIX"]
+    assert f["counters"]["POSIX_BYTES_WRITTEN"] == 4242
+
+
 def test_exec_keeps_both_images(tmp_path):
     script = tmp_path / "ex.py"
     script.write_text(textwrap.dedent('''

@@ -79,11 +79,26 @@ def _input_bound_no_steps(a, d):
 def _serial(a, d):
     e = ev(a, "serial-reads")
     assert e["reading_threads"] == 1 and e["reads"] == 4 * 2 * MiB // (64 << 10) and e["files"] == 4
+    assert e["max_reads_in_flight"] == 1 and e["overlapped_share"] == 0.0
     # cold reads (evicted from the page cache) on the step's critical path
     assert e["input_wait_share"] >= 0.3 and e["io_share_of_wait"] >= 0.3
     ib = ev(a, "input-bound")
     assert ib["io_share_of_wait"] == e["io_share_of_wait"]
     assert "file I/O," in a.finding("input-bound")["statement"] or "mostly file I/O" in a.finding("input-bound")["statement"]
+
+
+def _serial_fifo(a, d, hop=False):
+    """The issue's case: a from_generator pipeline reading a slow named pipe, no prefetch. The
+    reads never overlap; on one thread or several (tf.data's pool picks; with hop, two in turn)."""
+    e = ev(a, "serial-reads")
+    assert e["files"] == 1 and e["max_reads_in_flight"] == 1 and e["overlapped_share"] == 0.0
+    assert e["input_wait_share"] >= 0.3 and e["io_share_of_wait"] >= 0.3
+    fifo = [f for f in a.files if f["path"] == d["fifo"]]
+    assert len(fifo) == 1 and fifo[0]["bytes_read"] == d["fifo_bytes"], fifo
+    assert e["reads"] >= d["fifo_bytes"] // (64 << 10) + 1          # + the EOF read
+    if hop:
+        assert e["reading_threads"] == 2 and e["top_thread_read_share"] <= 0.6, e
+    assert "one at a time" in a.finding("serial-reads")["statement"]
 
 
 def _parallel(a, d):
@@ -197,6 +212,10 @@ CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], Non
     "input_bound_no_steps": ({"input-bound"}, {"serial-reads"}, _input_bound_no_steps),
     "serial": ({"serial-reads", "input-bound"}, {"small-reads", "eof-zero-reads", "many-small-files"}, _serial),
     "parallel": (set(), ALL, _parallel),
+    "serial_fifo": ({"serial-reads", "input-bound"}, {"many-small-files", "random-access", "redundant-reads"},
+                    _serial_fifo),
+    "serial_fifo_hop": ({"serial-reads", "input-bound"}, {"many-small-files", "random-access", "redundant-reads"},
+                        lambda a, d: _serial_fifo(a, d, hop=True)),
     "small_reads": ({"small-reads"}, {"input-bound", "many-small-files", "eof-zero-reads"}, _small_reads),
     "small_files": ({"many-small-files", "eof-zero-reads", "small-reads"}, {"staging-candidates"}, _small_files),
     "metadata": ({"metadata-heavy"}, {"many-small-files", "small-reads"}, _metadata),
@@ -217,7 +236,7 @@ GROUPS = {
     "reads": ["clean", "input_bound", "serial", "parallel", "small_reads", "small_files", "metadata",
               "keras_input_bound", "keras_clean"],
     "files_writes": ["input_bound_no_steps", "random", "sequential", "redundant", "cached", "staging", "blocking_writes",
-                     "async_writes", "small_writes", "big_writes"],
+                     "async_writes", "small_writes", "big_writes", "serial_fifo", "serial_fifo_hop"],
 }
 
 

@@ -303,3 +303,68 @@ def test_events_that_differ_from_their_kind_read_back_exactly(tmp_path) -> None:
         assert np.array_equal(getattr(got, col), getattr(want, col)), col
         assert np.array_equal(getattr(got, col), getattr(tr, col)), col
 
+
+
+# ----------------------------------------------------------------------------- serial-reads: reads in flight
+
+
+def test_calls_in_flight_counted_inside_the_windows() -> None:
+    from tb_iotrace.analysis.intervals import in_flight
+
+    # reads [0,10] [5,15] [15,20] [30,40]; windows [2,18] [35,50]; by hand, inside the windows:
+    # 1 in flight 2-5 (3), 2 in flight 5-10 (5), 1 in 10-15 (5), 1 in 15-18 (3; [5,15] ends as
+    # [15,20] starts: no overlap), none 18-20 and 20-30, 1 in 35-40 (5)
+    n, w = in_flight(np.array([0, 5, 15, 30]), np.array([10, 15, 20, 40]),
+                           (np.array([2, 35]), np.array([18, 50])))
+    got: dict[int, int] = {}
+    for k, t in zip(n.tolist(), w.tolist()):
+        got[k] = got.get(k, 0) + t
+    assert {k: t for k, t in got.items() if t} == {1: 3 + 5 + 3 + 5, 2: 5}
+    assert in_flight(np.zeros(0, np.int64), np.zeros(0, np.int64), (np.array([0]), np.array([9])))[0].size == 0
+
+
+def _stepped_capture(tmp_path, overlap: bool) -> str:
+    """12 steps of 10 ms, each waiting 8 ms in IteratorGetNext; inside each wait two 3 ms reads
+    on two threads: one after the other (a serial reader that hops threads), or at once."""
+    base = 1_700_000_000_000_000_000
+    sp = XSpace()
+    env = sp.planes.add(id=1, name=TASK_ENV_PLANE)
+    env.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="profile_start_time"))
+    env.stats.add(metadata_id=1, uint64_value=base)
+    host = sp.planes.add(id=2, name=HOST_PLANE)
+    for k, name in enumerate(("train", "IteratorGetNext"), 1):
+        host.event_metadata[k].CopyFrom(XEventMetadata(id=k, name=name))
+    host.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="step_num"))
+    line = host.lines.add(id=thread_line_id(77), name="python", timestamp_ns=0)
+    ms_ps, ms_ns = 10**9, 10**6
+    rows = [("open", "/data/a.bin", -1, 3, base, 1000, 100)]
+    for k in range(12):
+        ev = line.events.add(metadata_id=1, offset_ps=10 * k * ms_ps, duration_ps=10 * ms_ps)
+        ev.stats.add(metadata_id=1, int64_value=k)
+        line.events.add(metadata_id=2, offset_ps=10 * k * ms_ps, duration_ps=8 * ms_ps)
+        t = base + 10 * k * ms_ns + ms_ns
+        second = t if overlap else t + 3 * ms_ns
+        rows += [("read", "/data/a.bin", 2 * k * MiB, MiB, t, 3 * ms_ns, 100 + k % 2),
+                 ("read", "/data/a.bin", (2 * k + 1) * MiB, MiB, second, 3 * ms_ns, 101 - k % 2)]
+    tr = make_trace(rows)
+    tr.threads = {100: ThreadInfo(1, "tf_data"), 101: ThreadInfo(2, "tf_data")}
+    add_io_to_space(sp, tr, start_ns=base)
+    path = tmp_path / f"overlap{int(overlap)}.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    return str(path)
+
+
+def test_serial_reads_judges_reads_in_flight_not_threads(tmp_path) -> None:
+    """Reads on two threads that never overlap are one reader: serial-reads, with the evidence
+    by hand (24 reads of 3 ms, all inside the waits, one at a time). The same reads two at a
+    time are parallel: no serial-reads, though the steps wait just as long."""
+    a = analyze(_stepped_capture(tmp_path, overlap=False), mountinfo=MOUNTINFO)
+    e = a.finding("serial-reads")["evidence"]
+    assert (e["reads"], e["reading_threads"], e["top_thread_read_share"]) == (24, 2, 0.5)
+    assert e["max_reads_in_flight"] == 1 and e["overlapped_share"] == 0.0
+    assert e["read_during_wait_s"] == pytest.approx(24 * 3e-3)
+    # the waits: 12 x 8 ms; file I/O in them: 12 x 6 ms of reads and the 1 us open
+    assert e["input_wait_share"] == pytest.approx(0.8) and e["io_share_of_wait"] == pytest.approx((72e6 + 1e3) / 96e6)
+    assert "one at a time (2 threads)" in a.finding("serial-reads")["statement"]
+    b = analyze(_stepped_capture(tmp_path, overlap=True), mountinfo=MOUNTINFO)
+    assert "serial-reads" not in b.ids and "input-bound" in b.ids

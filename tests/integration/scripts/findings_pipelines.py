@@ -8,8 +8,11 @@ Every pipeline runs its steps as ``tf.profiler.experimental.Trace("train", step_
 ``next(iterator)`` (the input wait) and a simulated compute (sleep), like a custom training loop.
 """
 import glob
+import itertools
 import json
 import os
+import queue
+import subprocess
 import sys
 import threading
 import time
@@ -148,8 +151,69 @@ def stat_heavy(i):
     return tf.py_function(f, [i], tf.int64)
 
 
+FIFO_CHUNK = 64 << 10
+FIFO_CHUNKS = 96
+info["fifo"] = os.path.join(work, "slow.fifo")
+info["fifo_bytes"] = FIFO_CHUNK * FIFO_CHUNKS
+# Feeds a named pipe slowly, from a process of its own (not traced): one 64 KiB chunk per 4 ms.
+FIFO_WRITER = """
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY)
+chunk = b"f" * int(sys.argv[2])
+for _ in range(int(sys.argv[3])):
+    time.sleep(0.004)
+    os.write(fd, chunk)
+os.close(fd)
+"""
+
+
+def fifo_ds(hop=False):
+    """A generator reading a slow named pipe, no prefetch: one read in flight at a time, the
+    step waiting on it. tf.data runs the generator on whichever of its threads asks for the
+    next element, so the reads may hop threads by chance (the issue saw 47/121 on two threads;
+    four runs here: 74/23, 44/53, 96/1, 96/1). ``hop=True`` makes that hop certain: each read
+    is handed to one of two reader threads in turn, still one at a time."""
+    fifo = info["fifo"]
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    writer = subprocess.Popen([sys.executable, "-c", FIFO_WRITER, fifo, str(FIFO_CHUNK), str(FIFO_CHUNKS)])
+
+    def reader(fd, inbox, outbox):
+        while inbox.get():
+            outbox.put(os.read(fd, FIFO_CHUNK))
+
+    def gen():
+        fd = os.open(fifo, os.O_RDONLY)
+        inboxes, outbox = [queue.SimpleQueue(), queue.SimpleQueue()], queue.SimpleQueue()
+        readers = [threading.Thread(target=reader, args=(fd, q, outbox)) for q in inboxes] if hop else []
+        for t in readers:
+            t.start()
+        try:
+            for k in itertools.count():
+                if hop:
+                    inboxes[k % 2].put(True)
+                    b = outbox.get()
+                else:
+                    b = os.read(fd, FIFO_CHUNK)
+                if not b:
+                    break
+                yield len(b)
+        finally:
+            for q in inboxes:
+                q.put(False)
+            for t in readers:
+                t.join()
+            os.close(fd)
+            writer.wait()
+
+    return (tf.data.Dataset.from_generator(gen, output_signature=tf.TensorSpec((), tf.int64))
+            .with_options(NO_PREFETCH))
+
+
 def run(name):
     """Build the pipeline and drive it (inside the profile window)."""
+    if name in ("serial_fifo", "serial_fifo_hop"):
+        return steps(fifo_ds(hop=name.endswith("hop")), compute_s=0.001)
     if name == "clean":
         ds = clean_ds()
         it = warm(ds)
