@@ -92,7 +92,8 @@ def host_doc(src: Source) -> dict[str, Any]:
     steps, markers = _steps(src)
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
-        "dropped": src.dropped(), "nevents": src.nevents(), "totals": _totals(files),
+        "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
+        "totals": _totals(files),
         "files": [{"path": f["path"], "module": f["module"], "record_id": rid,
                    **({"rank": f["rank"]} if "rank" in f else {}),
                    "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
@@ -100,6 +101,10 @@ def host_doc(src: Source) -> dict[str, Any]:
         "findings": findings, "steps": steps, "has_step_markers": markers,
         "notes": ([note] if note else []),
     }
+    if src.kind == "xplane" and src.io_trace() is None:
+        from ..xplane.origin import missing_io_reason
+
+        doc["no_io_reason"] = missing_io_reason(src.space().planes)
     if src.kind == "record":
         rec = src.record().doc  # type: ignore[union-attr]
         doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")}
@@ -142,7 +147,9 @@ def render_text(doc: dict[str, Any]) -> str:
                 elif ex.get("code") is not None:
                     how = f"{how}({ex['code']})"
                 title += f"  [ended by {how}]"
-            out.append(textreport.render(h["files"], title=title, dropped=h["dropped"]))
+            out.append(textreport.render(h["files"], title=title, dropped=h["dropped"],
+                                         untracked=h.get("untracked"),
+                                         empty=h.get("no_io_reason", "")))
             if h["steps"]:
                 out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
                 out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'I/O calls':>9} {'I/O bytes':>11}")
@@ -201,6 +208,11 @@ class Report(Command):
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
                             "kind": "xplane"|"record", "source": path, "partial": bool,
                             "dropped": int, "nevents": int,
+                            "untracked": null | {"files", "calls", "bytes_read", "bytes_written",
+                                          "reentrant_calls", "examples"},
+                                                      # counted, not tracked: files past the
+                                                      # file-table bound (TBIO_MAX_FILES), calls
+                                                      # from signal handlers inside the shim
                             "totals": {"POSIX"|"STDIO": {"files", "bytes_read", "bytes_written",
                                        "reads", "writes", "opens", "read_time", "write_time",
                                        "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},
@@ -214,6 +226,8 @@ class Report(Command):
                                        "duration_ps", "input_wait_ps", "input_wait_share",
                                        "io_bytes", "io_calls", "io_time_ps"}],
                             "has_step_markers": bool, "notes": [str],
+                            ["no_io_reason": str,]    # a capture without tb_iotrace's I/O
+                                                      # record: why, as the capture tells
                             "process": {...}}]}]}     # records only: pid, ppid, argv, start_ns,
                                                       # end_ns, exit {how, code, signal, exception}
 
