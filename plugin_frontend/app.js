@@ -134,6 +134,7 @@ export class App {
 
   async loadCapture(keepView = false) {
     const token = (this._token = {});
+    this.eventReq.cancel();  // details of the previous capture's event are not wanted any more
     this.setStatus("Loading capture…");
     this.empty.hidden = true;
     this.banner.hidden = true;

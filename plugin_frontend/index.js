@@ -658,7 +658,8 @@ const BW_DELAY_MS = 150;
 class Loader {
   /**
    * hooks: {
-   *   want() -> {scale, lanes, started} | null   what the view needs now
+   *   want() -> {scale, lanes, started} | null   what the view needs now (called once per timeline request)
+   *   scale() -> TimeScale | null                 the view's window now (for the bandwidth strip)
    *   load(scale, lanes, signal) -> Promise(/timeline answer)
    *   loadBandwidth(scale, bins, signal) -> Promise(/bandwidth answer)   (optional)
    *   onStart(), onData(data, want, fetchMs), onError(error), onBandwidth(bw, scale)
@@ -712,10 +713,9 @@ class Loader {
   async bandwidthNow() {
     const h = this.hooks;
     if (!h.loadBandwidth) return;
-    const want = h.want();
-    if (!want) return;
+    const scale = h.scale();
+    if (!scale) return;
     const ticket = this.bandwidth.begin();
-    const scale = want.scale;
     try {
       const bw = await h.loadBandwidth(scale, Math.max(10, Math.floor(scale.width / 3)), ticket.signal);
       if (ticket.current()) h.onBandwidth(bw, scale);
@@ -913,6 +913,7 @@ class Timeline {
     this.viewHeight = 1;  // CSS px of the track canvas
     this.loader = new Loader({
       want: () => (this.capture ? { scale: this.scale, lanes: this._lanesWanted(), started: this.actionAt } : null),
+      scale: () => (this.capture ? this.scale : null),
       load: (scale, lanes, signal) => load(scale, lanes, signal),
       loadBandwidth,
       onStart: () => {
@@ -924,6 +925,7 @@ class Timeline {
         this._paintData(data, want.started, want.lanes);
       },
       onError: (e) => {
+        this.askedLanes = this.dataLanes;  // what failed is not on its way: a scroll asks again
         this.root.classList.remove("busy");
         this.root.dataset.state = "error";
         this.root.dataset.error = e.message;
@@ -1073,9 +1075,10 @@ class Timeline {
     if (this.capture) this.loader.request(false);
   }
 
-  /** The track canvas's height: the scroll viewport's, at most all lanes'. */
+  /** The track canvas's height: the scroll viewport's, at most all lanes' (the window's while
+   * the tab is not laid out: never as tall as all lanes of a big view). */
   _viewportHeight() {
-    const h = this.scroll.clientHeight || this.layout.height;
+    const h = this.scroll.clientHeight || window.innerHeight || 800;
     return Math.max(1, Math.min(this.layout.height, h));
   }
 
@@ -1905,6 +1908,7 @@ class App {
 
   async loadCapture(keepView = false) {
     const token = (this._token = {});
+    this.eventReq.cancel();  // details of the previous capture's event are not wanted any more
     this.setStatus("Loading capture…");
     this.empty.hidden = true;
     this.banner.hidden = true;

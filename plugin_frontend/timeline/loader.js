@@ -15,7 +15,8 @@ export const BW_DELAY_MS = 150;
 export class Loader {
   /**
    * hooks: {
-   *   want() -> {scale, lanes, started} | null   what the view needs now
+   *   want() -> {scale, lanes, started} | null   what the view needs now (called once per timeline request)
+   *   scale() -> TimeScale | null                 the view's window now (for the bandwidth strip)
    *   load(scale, lanes, signal) -> Promise(/timeline answer)
    *   loadBandwidth(scale, bins, signal) -> Promise(/bandwidth answer)   (optional)
    *   onStart(), onData(data, want, fetchMs), onError(error), onBandwidth(bw, scale)
@@ -69,10 +70,9 @@ export class Loader {
   async bandwidthNow() {
     const h = this.hooks;
     if (!h.loadBandwidth) return;
-    const want = h.want();
-    if (!want) return;
+    const scale = h.scale();
+    if (!scale) return;
     const ticket = this.bandwidth.begin();
-    const scale = want.scale;
     try {
       const bw = await h.loadBandwidth(scale, Math.max(10, Math.floor(scale.width / 3)), ticket.signal);
       if (ticket.current()) h.onBandwidth(bw, scale);

@@ -53,6 +53,7 @@ export class Timeline {
     this.viewHeight = 1;  // CSS px of the track canvas
     this.loader = new Loader({
       want: () => (this.capture ? { scale: this.scale, lanes: this._lanesWanted(), started: this.actionAt } : null),
+      scale: () => (this.capture ? this.scale : null),
       load: (scale, lanes, signal) => load(scale, lanes, signal),
       loadBandwidth,
       onStart: () => {
@@ -64,6 +65,7 @@ export class Timeline {
         this._paintData(data, want.started, want.lanes);
       },
       onError: (e) => {
+        this.askedLanes = this.dataLanes;  // what failed is not on its way: a scroll asks again
         this.root.classList.remove("busy");
         this.root.dataset.state = "error";
         this.root.dataset.error = e.message;
@@ -213,9 +215,10 @@ export class Timeline {
     if (this.capture) this.loader.request(false);
   }
 
-  /** The track canvas's height: the scroll viewport's, at most all lanes'. */
+  /** The track canvas's height: the scroll viewport's, at most all lanes' (the window's while
+   * the tab is not laid out: never as tall as all lanes of a big view). */
   _viewportHeight() {
-    const h = this.scroll.clientHeight || this.layout.height;
+    const h = this.scroll.clientHeight || window.innerHeight || 800;
     return Math.max(1, Math.min(this.layout.height, h));
   }
 

@@ -9,8 +9,9 @@ process, cached), :mod:`.cache` (the logdir scan and loaded captures, cached; th
 is :mod:`tb_iotrace.logdir`), :mod:`.plugin` (the TBPlugin and its thin HTTP handlers),
 :mod:`.synthetic` (synthetic I/O
 merged into real captures, for tests and benchmarks). The frontend lives in
-``plugin_frontend/`` at the repository root: plain ES modules, no build step, nothing
-fetched from outside (``static`` here is a link to it; wheels copy the files through the
+``plugin_frontend/`` at the repository root: plain ES modules, nothing fetched from
+outside; ``/index.js`` is their committed bundle (``tools/bundle_frontend.mjs``, one request
+for the tab's code) (``static`` here is a link to it; wheels copy the files through the
 ``plugin/static/**/*`` package-data glob).
 
 Data flow::
@@ -29,8 +30,10 @@ Data flow::
       v
     impl.*.*_impl (pure)  ->  plugin handlers (JSON, 400/404/422)  ->  plugin_frontend
       /capture once per run/host: lanes, extent, steps, messages
-      /timeline per view change: per row, events in [start, end] merged below one pixel
-      /bandwidth (aligned under the timeline), /files, /histograms, /steps, /findings
+      /timeline per view change: per row, events in [start, end] merged below one pixel,
+        for the lanes on screen (``lanes=``)
+      /bandwidth (aligned under the timeline), /files, /histograms, /steps, /findings,
+      /hosts (the per-host table of "All hosts")
       /event on click (stats of host/device events read back from the file by byte range)
 
 Importing this package never imports TensorFlow or the native shim (tb_iotrace._native).

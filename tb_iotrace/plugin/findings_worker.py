@@ -41,7 +41,10 @@ def findings_of(path: str) -> dict[str, Any]:
     else:
         a = analyze(path)
     if a is None:
-        return {"findings": [], "message": "This capture has no I/O data (captured without tb_iotrace)."}
+        from ..xplane import load_xspace
+        from ..xplane.origin import missing_io_reason
+
+        return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
     d = a.to_dict()
     notes = list(d.get("notes", []))
     if partial:

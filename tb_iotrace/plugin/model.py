@@ -36,6 +36,7 @@ from .._memory import trim_memory
 from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
+from ..xplane.origin import missing_io_reason
 from ..xplane.columnar import PlaneData, SpaceData, decode_xspace, event_stats
 
 # bytes_requested / bytes_returned are left out of events where they equal their event
@@ -228,6 +229,7 @@ class Capture:
     profile_start_ns: int | None
     hostnames: list[str]
     warnings: list[str] = field(default_factory=list)
+    no_io_reason: str = ""   # why a capture without tb_iotrace's record has none (xplane.origin)
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _file_lanes: list[Lane] | None = None
     _counters: Counters | None = None
@@ -476,6 +478,7 @@ def _load_capture(path: str, host: str) -> Capture:
     else:
         lo, hi = 0, 1
     start_ns, _ = _task_env(space)
+    no_io_reason = missing_io_reason(p.meta for p in space.planes) if io_info is None else ""
     counter_records = list((io_info or {}).get("counters", []) or [])
     if io_info is not None:
         # the per-kind tables (~50,000 entries each for a million events) are used up
@@ -485,7 +488,7 @@ def _load_capture(path: str, host: str) -> Capture:
                    lanes=lanes, planes=planes, io=io, io_info=io_info, counter_records=counter_records,
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
                    profile_start_ns=start_ns, hostnames=space.hostnames,
-                   warnings=list(space.warnings) + list(space.errors))
+                   warnings=list(space.warnings) + list(space.errors), no_io_reason=no_io_reason)
 
 
 def _order_lanes(lanes: list[Lane]) -> None:

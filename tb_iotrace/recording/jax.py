@@ -11,16 +11,16 @@ gets the window's I/O plane, exactly as TensorFlow's do (:mod:`.window`).
 
 jaxlib checks the table's size exactly and a mismatch crashes the capture, so
 registration happens only for jaxlib versions whose expected size is known
-(``TABLE_SIZES``); any other version gets one warning and is left untouched.
+(``tb_iotrace.frameworks``); any other version gets one warning and is left untouched.
 Registration is once per process and never undone (jaxlib keeps the factory).
 """
 from __future__ import annotations
 
-import re
 import threading
 from typing import Any
 
 from .._ffi import native
+from ..frameworks import JAXLIB_TABLE_SIZES, jaxlib_range, jaxlib_table_size
 from .importhook import call_after_import
 from .window import ProfileWindow
 
@@ -28,42 +28,17 @@ __all__ = ["STATE", "TABLE_SIZES", "attach", "jaxlib_version", "registered", "ta
 
 STATE = ProfileWindow("JAX")
 
-# jaxlib versions (inclusive range) -> size in bytes of the PLUGIN_Profiler_Api
-# table it checks for (docs/jax.md): the size comparison in PluginTracer's
-# constructor compares with 80 (10 members) in every wheel read (0.4.19,
-# 0.4.20, 0.4.30, 0.4.38, 0.5.0, 0.5.3, 0.6.0, 0.6.1, 0.7.0, 0.7.2, 0.8.0,
-# 0.8.3, 0.9.0, 0.9.2, 0.10.0, 0.10.1, 0.10.2); 0.4.18 has no plugin tracer.
-# Upstream's header has since grown to 13 members (104 bytes), a size
-# native/pjrt.c does not implement.  Extend the range only after reading a new
-# release the same way.
-TABLE_SIZES: tuple[tuple[tuple[int, ...], tuple[int, ...], int], ...] = (
-    ((0, 4, 19), (0, 10, 2), 80),
-)
+# The hooked jaxlib releases and the table size each checks (tb_iotrace.frameworks); a test
+# empties it to play a release tb_iotrace does not know.
+TABLE_SIZES = JAXLIB_TABLE_SIZES
 
 _attach_lock = threading.Lock()
 _attached = False
 
 
-def _parse(version: str) -> tuple[int, ...]:
-    """Release numbers of a version string, up to its first suffix (0.10.2rc1 -> (0, 10, 2))."""
-    parts: list[int] = []
-    for piece in version.split("."):
-        m = re.match(r"\d+", piece)
-        if not m:
-            break
-        parts.append(int(m.group()))
-        if m.end() != len(piece):
-            break
-    return tuple(parts)
-
-
 def table_size_for(version: str) -> int | None:
     """The profiler table size jaxlib ``version`` checks for, None when not known."""
-    v = _parse(version)[:3]
-    for lo, hi, size in TABLE_SIZES:
-        if lo <= v <= hi:
-            return size
-    return None
+    return jaxlib_table_size(version, TABLE_SIZES)
 
 
 def jaxlib_version() -> str:
@@ -119,7 +94,8 @@ def _register_with_jax() -> None:
     api = lib.tbio_jax_api(size) if size is not None else ffi.NULL
     if api == ffi.NULL:
         STATE.warn_once("version", "tb_iotrace: jaxlib %s is not a version tb_iotrace knows how to hook "
-                        "(known: %s); JAX profiles will not carry I/O", version, _known())
+                        "(it hooks jaxlib %s); JAX profiles will not carry I/O", version,
+                        jaxlib_range(TABLE_SIZES))
         return
     try:
         register = _register_function()
@@ -129,10 +105,6 @@ def _register_with_jax() -> None:
                         "JAX profiles will not carry I/O", version, exc)
         return
     lib.tbio_jax_set_registered()
-
-
-def _known() -> str:
-    return ", ".join(f"{'.'.join(map(str, lo))}-{'.'.join(map(str, hi))}" for lo, hi, _ in TABLE_SIZES)
 
 
 def _install_callbacks() -> None:

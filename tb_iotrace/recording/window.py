@@ -35,6 +35,13 @@ class ProfileWindow:
         self.warned: set[str] = set()
         self.windows = 0
 
+    def forget_uncollected(self, window: int) -> None:
+        """Drop window number ``window`` if it is still the last one, stopped and not collected
+        (the framework's stop returned without collecting it: it never will)."""
+        with self.lock:
+            if self.windows == window and self.session is None:
+                self.pending, self.payload = None, None
+
     def warn_once(self, key: str, msg: str, *args: Any) -> None:
         if key not in self.warned:
             self.warned.add(key)

@@ -28,8 +28,10 @@ function loaderWith(overrides = {}) {
   const painted = [];
   const errors = [];
   let view = 0;
+  let wants = 0;
   const loader = new Loader({
-    want: () => ({ scale: { width: 300, view }, lanes: ["a"], started: 0 }),
+    want: () => { wants++; return { scale: { width: 300, view }, lanes: ["a"], started: 0 }; },
+    scale: () => ({ width: 300, view }),
     load: (scale, lanes, signal) => {
       const d = deferred();
       calls.push({ scale, lanes, signal, ...d });
@@ -42,7 +44,7 @@ function loaderWith(overrides = {}) {
     onBandwidth: () => {},
     ...overrides,
   });
-  return { loader, calls, painted, errors, setView: (v) => { view = v; } };
+  return { loader, calls, painted, errors, setView: (v) => { view = v; }, wants: () => wants };
 }
 
 test("a slow older timeline answer is never painted over a newer one", async () => {
@@ -99,7 +101,7 @@ test("continuous input is coalesced into one request", async () => {
 
 test("the bandwidth strip is asked for once the view settles", async () => {
   const asked = [];
-  const { loader, calls } = loaderWith({ loadBandwidth: (scale, bins) => { asked.push(bins); return Promise.resolve({}); } });
+  const { loader, calls, wants } = loaderWith({ loadBandwidth: (scale, bins) => { asked.push(bins); return Promise.resolve({}); } });
   const f = loader.fetchNow();
   calls[0].resolve("data");
   await f;
@@ -109,5 +111,7 @@ test("the bandwidth strip is asked for once the view settles", async () => {
   loader.bandwidthSoon();
   await new Promise((ok) => setTimeout(ok, BW_DELAY_MS + 50));
   assert.deepEqual(asked, [100]);  // width / 3
+  // it reads the window only: want() (which records the lanes of a timeline request) is not called
+  assert.equal(wants(), 1);
   loader.stop();
 });

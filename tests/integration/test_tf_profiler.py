@@ -161,3 +161,14 @@ def test_user_capture_and_tf_window_overlap(tmp_path: Path) -> None:
     assert not any(f["path"] == res["plain"] for f in trace.counters)
     assert res["outer_tfrecord_bytes"] == size
     assert res["outer_plain_bytes"] == 50000
+
+
+def test_unsaved_windows_keep_nothing(tmp_path: Path) -> None:
+    """stop(save=False) (and Keras' warm-up window, which ends that way) is never collected:
+    its capture is dropped when the stop returns, not kept until the next start; a saved
+    window after them still carries its exact bytes."""
+    res = run_window("unsaved", tmp_path)
+    assert res["windows"] == 2                                  # both unsaved windows were recorded
+    assert not res["kept_after_unsaved_stop"] and not res["kept_after_keras_warmup"]
+    trace = read_io_data(load_xspace(res["xplanes"][0]))
+    assert counters_of(trace, res["tfrecord"])["POSIX_BYTES_READ"] == res["tfrecord_size"]

@@ -24,6 +24,7 @@ LAYERS = {
     "tb_iotrace._atomic": "base",
     "tb_iotrace._memory": "base",
     "tb_iotrace.recordid": "base",       # Darshan's record id of a path (pure)
+    "tb_iotrace.frameworks": "base",     # which framework releases tb_iotrace hooks (pure)
     "tb_iotrace._codec": "store",        # the compiled codecs (native/codec: encode.c, xdecode.c)
     "tb_iotrace.codecs": "store",
     "tb_iotrace.xplane": "store",

@@ -11,7 +11,9 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -33,9 +35,10 @@ PY = sys.executable
 
 
 @pytest.fixture(scope="module")
-def logdir(gpu_capture, tmp_path_factory) -> Path:
+def logdir(gpu_capture, jax_captures, tmp_path_factory) -> Path:
     """Run RUN: GPU capture + 20k synthetic calls on host worker0, a second host worker1;
-    run 'plain': the GPU capture without I/O; run 'broken': a corrupt file."""
+    run 'plain': the GPU capture without I/O; run 'broken': a corrupt file; runs 'jax_io' and
+    'jax_plain': JAX captures made with and without tb_iotrace (host 'vm')."""
     d = tmp_path_factory.mktemp("logdir")
     make_logdir(d, gpu_capture, run=RUN, host="worker0", n_events=20_000)
     make_logdir(d, gpu_capture, run=RUN, host="worker1", n_events=5_000, seed=1)
@@ -45,6 +48,9 @@ def logdir(gpu_capture, tmp_path_factory) -> Path:
     broken = d / "train" / "plugins" / "profile" / "broken"
     broken.mkdir(parents=True)
     (broken / "host.xplane.pb").write_bytes(gpu_capture.read_bytes()[:100_000] + b"\xff" * 64)
+    for run, src in zip(("jax_io", "jax_plain"), jax_captures):
+        (d / "plugins" / "profile" / run).mkdir(parents=True)
+        shutil.copyfile(src, d / "plugins" / "profile" / run / "vm.xplane.pb")
     return d
 
 
@@ -262,10 +268,42 @@ def test_capture_without_io_says_so(client):
     code, body = get("/capture", run="plain", host="gpu")
     assert code == 200
     assert body["io"]["has_io"] is False
-    assert any("without tb_iotrace" in m for m in body["messages"])
+    # the capture says TensorFlow made it: so tb_iotrace was not enabled in that process
+    assert any("TensorFlow made it" in m and "tb_iotrace was not enabled" in m for m in body["messages"])
     assert {ln["group"] for ln in body["lanes"]} == {"host", "device"}
     code, files = get("/files", run="plain", host="gpu")
-    assert files["rows"] == 0 and "without tb_iotrace" in files["message"]
+    assert files["rows"] == 0 and "TensorFlow made it" in files["message"]
+
+
+def test_jax_capture_without_io_says_why(client):
+    """A JAX capture names its jax/jaxlib versions: 0.10.2 is hooked, so tb_iotrace was not
+    enabled in that process (not: a framework tb_iotrace does not hook)."""
+    _, get = client
+    code, body = get("/capture", run="jax_plain", host="vm")
+    assert code == 200 and body["io"]["has_io"] is False
+    assert any("JAX 0.10.2 (jaxlib 0.10.2, a version tb_iotrace hooks)" in m and "not enabled" in m
+               for m in body["messages"]), body["messages"]
+    code, files = get("/files", run="jax_plain", host="vm")
+    assert files["rows"] == 0 and "JAX 0.10.2" in files["message"]
+    code, f = get("/findings", run="jax_plain", host="vm")
+    assert code == 200 and f["findings"] == [] and "JAX 0.10.2" in f["message"]
+
+
+def test_jax_capture_with_io(client):
+    """The tab reads a JAX capture as it reads TensorFlow's: I/O lanes beside JAX's host threads,
+    steps from StepTraceAnnotation, the files table with each file's bytes."""
+    _, get = client
+    code, body = get("/capture", run="jax_io", host="vm")
+    assert code == 200 and body["io"]["has_io"] is True and body["messages"] == []
+    assert body["io"]["files"] == 5
+    io_lanes = [ln for ln in body["lanes"] if ln["group"] == "io"]
+    host_keys = {ln["key"] for ln in body["lanes"] if ln["group"] == "host"}
+    assert len(io_lanes) == 2 and all(ln.get("host_lane") in host_keys for ln in io_lanes), io_lanes
+    assert len(body["steps"]) == 4
+    code, files = get("/files", run="jax_io", host="vm")
+    read = dict(zip(files["path"], files["columns"]["traced_bytes"]))
+    assert read == {**{f"/tmp/tbio_jax_data/part{i}.npy": 16384 for i in range(4)},
+                    "/tmp/tbio_jax_data/side.bin": 16384}
 
 
 @pytest.mark.parametrize("params", [{"start": "abc"}, {"width": "x"}, {"start": "nan"}])
@@ -539,14 +577,12 @@ def test_findings_come_from_the_analysis(client, logdir):
 def test_findings_empty_state_without_io(client):
     _, get = client
     code, f = get("/findings", run="plain", host="gpu")
-    assert code == 200 and f["findings"] == [] and "without tb_iotrace" in f["message"]
+    assert code == 200 and f["findings"] == [] and "TensorFlow made it" in f["message"]
 
 
 def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatch):
     """The analysis runs in a child process (not in TensorBoard's), once per capture even
     when several requests ask at the same time; a failing child gives a message, not a 500."""
-    import threading
-
     from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
@@ -559,7 +595,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         return out
 
     monkeypatch.setattr(findings_worker, "run_child", counting)
-    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
     _, get = make_client(tmp_path)
     got = []
     threads = [threading.Thread(target=lambda: got.append(get("/findings", run="r", host="h"))) for _ in range(3)]
@@ -569,7 +605,7 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
         t.join()
     assert [c for c, _ in got] == [200, 200, 200] and pids == [str(path)]
     assert got[0][1] == got[1][1] == got[2][1] and got[0][1]["findings"]
-    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
     failures = []
 
     def failing(p, timeout_s):
@@ -583,12 +619,101 @@ def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatc
     assert failures == [str(path)] and findings_runner._findings_locks == {}
 
 
+def _fake_captures(tmp_path, n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        p = tmp_path / f"c{i}.xplane.pb"
+        p.write_bytes(b"x" * (100 + i))
+        out.append(str(p))
+    return out
+
+
+def test_findings_children_have_a_global_limit(tmp_path, monkeypatch):
+    """Switching between runs asks for one capture after another: at most FINDINGS_CHILDREN
+    (1) children run at once in all, the others wait for the slot and still get their answer."""
+    from tb_iotrace.plugin import findings_runner, findings_worker
+
+    paths = _fake_captures(tmp_path, 4)
+    lock, running, peak, done = threading.Lock(), [0], [0], []
+
+    def slow_child(p, timeout_s):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.2)
+        with lock:
+            running[0] -= 1
+        done.append(p)
+        return {"findings": [], "message": f"analysed {p}"}
+
+    monkeypatch.setattr(findings_worker, "run_child", slow_child)
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
+    got: dict[str, dict] = {}
+    threads = [threading.Thread(target=lambda p=p: got.update({p: findings_runner.findings_for(p)})) for p in paths]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert peak[0] == 1 and findings_runner.FINDINGS_CHILDREN == 1
+    assert sorted(done) == sorted(paths) and all(got[p]["message"] == f"analysed {p}" for p in paths)
+
+
+def test_findings_request_waiting_too_long_gets_busy_not_cached(tmp_path, monkeypatch):
+    from tb_iotrace.plugin import findings_runner, findings_worker
+
+    a, b = _fake_captures(tmp_path, 2)
+    release = threading.Event()
+    started = threading.Event()
+
+    def child(p, timeout_s):
+        if p == a:
+            started.set()
+            release.wait(10)
+        return {"findings": [], "message": f"analysed {p}"}
+
+    monkeypatch.setattr(findings_worker, "run_child", child)
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
+    monkeypatch.setattr(findings_runner, "FINDINGS_WAIT_S", 0.2)
+    t = threading.Thread(target=findings_runner.findings_for, args=(a,))
+    t.start()
+    assert started.wait(10)
+    busy = findings_runner.findings_for(b)         # a's child holds the only slot
+    assert busy["findings"] == [] and "other captures" in busy["message"]
+    release.set()
+    t.join()
+    assert findings_runner.findings_for(b)["message"] == f"analysed {b}"   # asked again, computed
+    assert findings_runner._findings_locks == {}
+
+
+def test_findings_cache_drops_the_least_recently_used(tmp_path, monkeypatch):
+    """A full cache drops its least recently used answer, not every answer."""
+    from tb_iotrace.plugin import findings_runner, findings_worker
+
+    n = 16                                          # FINDINGS_CACHED, checked below
+    paths = _fake_captures(tmp_path, n + 1)
+    children: list[str] = []
+    monkeypatch.setattr(findings_worker, "run_child",
+                        lambda p, t: children.append(p) or {"findings": [], "message": p})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
+    for p in paths[:n]:
+        findings_runner.findings_for(p)
+    findings_runner.findings_for(paths[0])          # used again: now the most recent
+    findings_runner.findings_for(paths[n])          # one more: drops paths[1], the least recent
+    assert children == paths                        # paths[0] came from the cache
+    findings_runner.findings_for(paths[0])
+    findings_runner.findings_for(paths[2])
+    assert children == paths
+    findings_runner.findings_for(paths[1])
+    assert children == paths + [paths[1]]
+    assert findings_runner.FINDINGS_CACHED == n
+
+
 def test_findings_above_the_size_limit_point_to_the_cli(gpu_capture, tmp_path, monkeypatch):
     """A capture above FINDINGS_MAX_BYTES starts no child: the message names the CLI command."""
     from tb_iotrace.plugin import findings_runner, findings_worker
 
     path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=2_000)
-    monkeypatch.setattr(findings_runner, "_findings_cache", {})
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
     monkeypatch.setattr(findings_runner, "FINDINGS_MAX_BYTES", path.stat().st_size - 1)
     monkeypatch.setattr(findings_worker, "run_child", lambda p, t: pytest.fail("a child was started"))
     _, get = make_client(tmp_path)

@@ -97,7 +97,8 @@ def files_impl(view: View) -> dict[str, Any]:
     columns = {k: clean(np.concatenate(v).tolist()) if v else [] for k, v in derived.items()}
     has_io = any(p.capture.io_info is not None for p in view.parts)
     if not rows_path:
-        msg = ("No I/O data in this capture (made without tb_iotrace)." if not has_io else
+        reasons = dict.fromkeys(p.capture.no_io_reason for p in view.parts if p.capture.no_io_reason)
+        msg = (" ".join(reasons) or "No I/O data in this capture." if not has_io else
                "No file was accessed in this capture window (or every access was excluded).")
     else:
         msg = ""

@@ -1,6 +1,6 @@
 """Subprocess workload for test_tf_profiler: one TF profile window, by MODE.
 
-argv: MODE (startstop | profile | keras | keras_warmup) WORKDIR
+argv: MODE (startstop | profile | keras | keras_warmup | cap | failing | overlap | unsaved) WORKDIR
 Writes WORKDIR/result.json with what the test checks.
 """
 import glob
@@ -64,6 +64,20 @@ elif mode == "cap":
     for i in range(5000):
         os.pread(fd, 10, i)
     os.close(fd)
+    tf.profiler.experimental.stop()
+elif mode == "unsaved":
+    # windows stopped with save=False are never collected: nothing of them may stay behind
+    from tb_iotrace.recording import tensorflow as tfhook
+
+    tf.profiler.experimental.start(os.path.join(work, "unsaved"))
+    read_all()
+    tf.profiler.experimental.stop(save=False)
+    result["kept_after_unsaved_stop"] = tfhook.STATE.pending is not None
+    cb = tf.keras.callbacks.TensorBoard(os.path.join(work, "unused"), profile_batch=(3, 4))  # its warm-up window
+    result["kept_after_keras_warmup"] = tfhook.STATE.pending is not None
+    result["windows"] = tfhook.STATE.windows
+    tf.profiler.experimental.start(logdir)                  # a saved window still carries its I/O
+    result["records"] = read_all()
     tf.profiler.experimental.stop()
 elif mode in ("startstop", "profile", "failing"):
     ctx = tf.profiler.experimental.Profile(logdir) if mode == "profile" else None
