@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 
+from ..progress import Progress
 from ._base import Command, UserError
 from ._sources import resolve
 
@@ -52,8 +53,11 @@ class Export(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         sources = resolve(args.path, args.run, args.host)
+        reading = Progress("export: reading", len(sources) if not args.no_progress else 0, unit="hosts", keep=False)
         for s in sources:  # load now: a corrupt input is reported before anything is written
             s.files()
+            reading.add(1, f"{s.run}/{s.host}")
+        reading.close()
         out = args.output
         parent = os.path.dirname(os.path.abspath(out)) if out != "-" else "."
         if not os.path.isdir(parent):
