@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from .. import report as textreport
+from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
 from ._base import Command, UserError
 from ._sources import Source, group_by_run, resolve
@@ -91,7 +92,8 @@ def host_doc(src: Source) -> dict[str, Any]:
     steps, markers = _steps(src)
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
-        "dropped": src.dropped(), "nevents": src.nevents(), "totals": _totals(files),
+        "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
+        "totals": _totals(files),
         "files": [{"path": f["path"], "module": f["module"], "record_id": rid,
                    **({"rank": f["rank"]} if "rank" in f else {}),
                    "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
@@ -111,9 +113,19 @@ def host_doc(src: Source) -> dict[str, Any]:
     return doc
 
 
-def build(sources: list[Source]) -> dict[str, Any]:
-    return {"format": FORMAT,
-            "runs": [{"run": run, "hosts": [host_doc(s) for s in srcs]} for run, srcs in group_by_run(sources).items()]}
+def build(sources: list[Source], progress: bool = False) -> dict[str, Any]:
+    """The JSON report; ``progress``: a progress line per host on stderr when it is a terminal."""
+    prog = Progress("report", len(sources) if progress else 0, unit="hosts", keep=False)
+    runs = []
+    for run, srcs in group_by_run(sources).items():
+        hosts = []
+        for s in srcs:
+            prog.add(0, f"{run}/{s.host}")          # say which host is being read while it is
+            hosts.append(host_doc(s))
+            prog.add(1)
+        runs.append({"run": run, "hosts": hosts})
+    prog.close()
+    return {"format": FORMAT, "runs": runs}
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -136,6 +148,7 @@ def render_text(doc: dict[str, Any]) -> str:
                     how = f"{how}({ex['code']})"
                 title += f"  [ended by {how}]"
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"],
+                                         untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", "")))
             if h["steps"]:
                 out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
@@ -195,6 +208,11 @@ class Report(Command):
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
                             "kind": "xplane"|"record", "source": path, "partial": bool,
                             "dropped": int, "nevents": int,
+                            "untracked": null | {"files", "calls", "bytes_read", "bytes_written",
+                                          "reentrant_calls", "examples"},
+                                                      # counted, not tracked: files past the
+                                                      # file-table bound (TBIO_MAX_FILES), calls
+                                                      # from signal handlers inside the shim
                             "totals": {"POSIX"|"STDIO": {"files", "bytes_read", "bytes_written",
                                        "reads", "writes", "opens", "read_time", "write_time",
                                        "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},
@@ -225,9 +243,10 @@ class Report(Command):
         parser.add_argument("--run", metavar="R", help="only this run")
         parser.add_argument("--host", metavar="H", help="only this host (<host>.<pid> for run records)")
         parser.add_argument("--json", action="store_true", help="print one JSON document")
+        parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
 
     def run(self, args: argparse.Namespace) -> int:
-        doc = build(resolve(args.path, args.run, args.host))
+        doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress)
         if args.json:
             json.dump(doc, sys.stdout, indent=1)
             sys.stdout.write("\n")
