@@ -1,4 +1,4 @@
-/* Hot loops for bench/pread_overhead.py.
+/* Hot loops for bench/pread_overhead.py and bench/scale_files.py.
  *
  * Built by the benchmark with `gcc -O2 -fPIC -shared` and loaded through
  * ctypes, so every pread below is a call through THIS library's PLT/GOT slot
@@ -9,6 +9,7 @@
  *
  * Every function returns the elapsed nanoseconds of its loop, or -1 when a
  * call did not return what was asked for. */
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
@@ -89,5 +90,35 @@ int64_t tb_fgetc_loop(void *stream, int64_t n, int clk) {
         sink += c;
     }
     (void)sink;
+    return clock_ns(clk) - t0;
+}
+
+/* bench/scale_files.py: files <dir>/f<9 digits> numbered first .. first+n-1,
+ * file i holding (i % 13) + 1 bytes.  Create them (open O_CREAT, write, close)... */
+static int64_t file_size(int64_t i) { return i % 13 + 1; }
+
+int64_t tb_create_files(const char *dir, int64_t first, int64_t n, int clk) {
+    char path[4096];
+    static const char data[16] = "xxxxxxxxxxxxxxx";
+    int64_t t0 = clock_ns(clk);
+    for (int64_t i = first; i < first + n; i++) {
+        snprintf(path, sizeof path, "%s/f%09lld", dir, (long long)i);
+        int fd = open(path, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        if (fd < 0) return -1;
+        if (write(fd, data, (size_t)file_size(i)) != (ssize_t)file_size(i)) return -1;
+        if (close(fd) != 0) return -1;
+    }
+    return clock_ns(clk) - t0;
+}
+
+/* ...and open + close each (O_RDONLY): the idle cost of the path calls. */
+int64_t tb_open_close_loop(const char *dir, int64_t first, int64_t n, int clk) {
+    char path[4096];
+    int64_t t0 = clock_ns(clk);
+    for (int64_t i = first; i < first + n; i++) {
+        snprintf(path, sizeof path, "%s/f%09lld", dir, (long long)i);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0 || close(fd) != 0) return -1;
+    }
     return clock_ns(clk) - t0;
 }

@@ -1,88 +1,216 @@
-/* The file registry ((path, module) -> id), path filters, path cleaning and
- * the fd / FILE* tables.  The registry and the tables live as long as the
- * process: wrappers may run at any time, even after disable(). */
+/* The file table ((path, module) -> id) of the recordings running now, path
+ * filters, path cleaning and the fd / FILE* tables (see registry.h).
+ *
+ * The table exists only while something records: made by the first
+ * tbio_begin, filled lazily by recorded calls, dropped (and every fd state
+ * learned from it forgotten) when the last recording ends; sessions that
+ * ended keep it alive, by reference, until they are freed.  Its memory comes
+ * from mmap in blocks: a file costs its entry (32 bytes + the path, 8-byte
+ * aligned), 8 bytes in the id directory and 4 in the hash buckets. */
 #include "shim.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* ---------- registry ---------- */
-#define NBUCKETS 65536u
 #define DIRBITS 10u
 #define DIRSZ (1u << DIRBITS)
 
-static pthread_mutex_t g_reg_mu = PTHREAD_MUTEX_INITIALIZER;
-static tbio_file *g_buckets[NBUCKETS];
-static _Atomic(tbio_file **) g_by_id[DIRSZ];
-static _Atomic uint32_t g_nfiles;
-
-static uint64_t fnv1a(const char *p, size_t n, int module) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ull;
-    }
-    return h ^ (uint64_t)module;
+/* ---------- memory ---------- */
+void *tbio_map(size_t bytes) {
+    void *p = (void *)tbio_sys(SYS_mmap, 0, (long)bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                               -1, 0);
+    return (unsigned long)p >= (unsigned long)-4095 ? NULL : p;
+}
+void tbio_unmap(void *p, size_t bytes) {
+    if (p) tbio_sys(SYS_munmap, (long)p, (long)bytes, 0, 0, 0, 0);
 }
 
-uint32_t tbio_file_intern(const char *path, size_t len, int module) {
-    uint64_t h = fnv1a(path, len, module);
-    uint32_t b = (uint32_t)(h & (NBUCKETS - 1));
-    pthread_mutex_lock(&g_reg_mu);
-    for (tbio_file *f = g_buckets[b]; f; f = f->next) {
-        if (f->module == module && f->len == len && memcmp(f->path, path, len) == 0) {
-            pthread_mutex_unlock(&g_reg_mu);
-            return f->id;
+/* ---------- the file table ---------- */
+#define ARENA_BLOCK ((size_t)1 << 20)
+#define FIRST_BUCKETS 4096u
+
+struct tbio_registry {
+    pthread_mutex_t mu;            /* inserts (lookups of ids are lock-free) */
+    _Atomic int refs;
+    uint32_t max;                  /* the bound: ids 0 .. max-1 */
+    _Atomic uint32_t nfiles;
+    uint32_t *buckets;             /* head id per bucket, TBIO_NO_FILE when empty */
+    uint32_t nbuckets;
+    char *arena;                   /* entries: bump allocation in ARENA_BLOCK blocks */
+    size_t arena_left;
+    void *blocks;                  /* arena blocks, linked through their first word */
+    _Atomic(tbio_file **) by_id[TBIO_FILE_DIRSZ];
+};
+
+static _Atomic uint64_t g_max_files = 1u << 22;
+/* The current table: replaced only with no thread `in` (registry.h). */
+static _Atomic(tbio_registry *) g_reg;
+
+void tbio_set_max_files(uint64_t n) {
+    if (n < 1) n = 1;
+    if (n > TBIO_MAX_FILES_LIMIT) n = TBIO_MAX_FILES_LIMIT;
+    atomic_store(&g_max_files, n);
+}
+uint64_t tbio_get_max_files(void) { return atomic_load(&g_max_files); }
+
+tbio_registry *tbio_registry_acquire(void) {
+    tbio_registry *r = atomic_load(&g_reg);
+    if (!r) {
+        r = tbio_map(sizeof *r);
+        if (!r) return NULL;
+        pthread_mutex_init(&r->mu, NULL);
+        r->max = (uint32_t)atomic_load(&g_max_files);
+        r->nbuckets = FIRST_BUCKETS;
+        r->buckets = tbio_map(r->nbuckets * sizeof *r->buckets);
+        if (!r->buckets) {
+            tbio_unmap(r, sizeof *r);
+            return NULL;
         }
+        memset(r->buckets, 0xff, r->nbuckets * sizeof *r->buckets);
+        atomic_store(&r->refs, 1);   /* the "current" reference */
+        atomic_store(&g_reg, r);
     }
-    uint32_t id = atomic_load_explicit(&g_nfiles, memory_order_relaxed);
-    if (id >= DIRSZ * DIRSZ) {
-        pthread_mutex_unlock(&g_reg_mu);
-        return TBIO_NO_FILE;
-    }
-    tbio_file **blk = atomic_load_explicit(&g_by_id[id >> DIRBITS], memory_order_relaxed);
-    if (!blk) {
-        blk = calloc(DIRSZ, sizeof *blk);
-        if (!blk) { pthread_mutex_unlock(&g_reg_mu); return TBIO_NO_FILE; }
-        atomic_store_explicit(&g_by_id[id >> DIRBITS], blk, memory_order_release);
-    }
-    tbio_file *f = malloc(sizeof *f + len + 1);
-    if (!f) { pthread_mutex_unlock(&g_reg_mu); return TBIO_NO_FILE; }
-    f->id = id;
-    f->module = module;
-    f->hash = tbio_record_id(path, len);  /* Darshan's id: also RENAMED_FROM */
-    f->blksize = 0;
-    f->len = len;
-    memcpy(f->path, path, len);
-    f->path[len] = 0;
-    f->next = g_buckets[b];
-    g_buckets[b] = f;
-    blk[id & (DIRSZ - 1)] = f;
-    atomic_store_explicit(&g_nfiles, id + 1, memory_order_release);
-    pthread_mutex_unlock(&g_reg_mu);
-    return id;
+    atomic_fetch_add(&r->refs, 1);
+    return r;
 }
 
-const tbio_file *tbio_file_get(uint32_t id) {
-    if (id >= atomic_load_explicit(&g_nfiles, memory_order_acquire)) return NULL;
-    tbio_file **blk = atomic_load_explicit(&g_by_id[id >> DIRBITS], memory_order_acquire);
+void tbio_registry_release(tbio_registry *r) {
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1) return;
+    for (void *b = r->blocks; b;) {
+        void *nx = *(void **)b;
+        tbio_unmap(b, ARENA_BLOCK);
+        b = nx;
+    }
+    for (uint32_t d = 0; d < TBIO_FILE_DIRSZ; d++)
+        tbio_unmap(atomic_load(&r->by_id[d]), DIRSZ * sizeof(tbio_file *));
+    tbio_unmap(r->buckets, r->nbuckets * sizeof *r->buckets);
+    pthread_mutex_destroy(&r->mu);
+    tbio_unmap(r, sizeof *r);
+}
+
+void tbio_registry_retire(void) {
+    tbio_registry *r = atomic_exchange(&g_reg, NULL);
+    tbio_fd_scan_existing();
+    tbio_registry_release(r);
+}
+
+const tbio_file *tbio_registry_file(const tbio_registry *r, uint32_t id) {
+    if (!r || id >= atomic_load_explicit(&r->nfiles, memory_order_acquire)) return NULL;
+    tbio_file **blk = atomic_load_explicit(&((tbio_registry *)r)->by_id[id >> DIRBITS], memory_order_acquire);
     return blk ? blk[id & (DIRSZ - 1)] : NULL;
 }
 
-uint32_t tbio_file_count(void) { return atomic_load_explicit(&g_nfiles, memory_order_acquire); }
-
-void tbio_file_set_blksize(uint32_t id, int64_t blksize) {
-    const tbio_file *f = tbio_file_get(id);
-    if (f && f->blksize == 0 && blksize > 0) ((tbio_file *)f)->blksize = blksize;
+const tbio_file *tbio_file_get(uint32_t id) {
+    return tbio_registry_file(atomic_load_explicit(&g_reg, memory_order_acquire), id);
 }
 
-void tbio_registry_atfork_prepare(void) { pthread_mutex_lock(&g_reg_mu); }
-void tbio_registry_atfork_parent(void) { pthread_mutex_unlock(&g_reg_mu); }
-void tbio_registry_atfork_child(void) { pthread_mutex_init(&g_reg_mu, NULL); }
+static void *arena_take(tbio_registry *r, size_t n) {
+    n = (n + 7) & ~(size_t)7;
+    if (n > r->arena_left) {
+        char *b = tbio_map(ARENA_BLOCK);
+        if (!b) return NULL;
+        *(void **)b = r->blocks;
+        r->blocks = b;
+        r->arena = b + 8;
+        r->arena_left = ARENA_BLOCK - 8;
+    }
+    void *p = r->arena;
+    r->arena += n;
+    r->arena_left -= n;
+    return p;
+}
+
+/* Twice the buckets once there are more files than buckets (under r->mu). */
+static void grow_buckets(tbio_registry *r, uint32_t nfiles) {
+    if (nfiles < r->nbuckets || r->nbuckets >= (1u << 26)) return;
+    uint32_t nb = r->nbuckets * 2;
+    uint32_t *b = tbio_map(nb * sizeof *b);
+    if (!b) return;
+    memset(b, 0xff, nb * sizeof *b);
+    for (uint32_t id = 0; id < nfiles; id++) {
+        tbio_file *f = (tbio_file *)tbio_registry_file(r, id);
+        uint32_t k = (uint32_t)(f->hash ^ (uint64_t)f->module) & (nb - 1);
+        f->next = b[k];
+        b[k] = id;
+    }
+    tbio_unmap(r->buckets, r->nbuckets * sizeof *r->buckets);
+    r->buckets = b;
+    r->nbuckets = nb;
+}
+
+uint32_t tbio_file_intern(const char *path, size_t len, int module) {
+    tbio_registry *r = atomic_load_explicit(&g_reg, memory_order_acquire);
+    if (!r || len > 65535) return TBIO_NO_FILE;
+    uint64_t h = tbio_record_id(path, len);   /* Darshan's id: also RENAMED_FROM */
+    pthread_mutex_lock(&r->mu);
+    uint32_t k = (uint32_t)(h ^ (uint64_t)module) & (r->nbuckets - 1);
+    for (uint32_t id = r->buckets[k]; id != TBIO_NO_FILE;) {
+        const tbio_file *f = tbio_registry_file(r, id);
+        if (f->hash == h && f->module == module && f->len == len && memcmp(f->path, path, len) == 0) {
+            pthread_mutex_unlock(&r->mu);
+            return id;
+        }
+        id = f->next;
+    }
+    uint32_t id = atomic_load_explicit(&r->nfiles, memory_order_relaxed);
+    tbio_file **blk = id < r->max ? atomic_load_explicit(&r->by_id[id >> DIRBITS], memory_order_relaxed) : NULL;
+    if (id < r->max && !blk) {
+        blk = tbio_map(DIRSZ * sizeof *blk);
+        if (blk) atomic_store_explicit(&r->by_id[id >> DIRBITS], blk, memory_order_release);
+    }
+    tbio_file *f = blk ? arena_take(r, sizeof *f + len + 1) : NULL;
+    if (!f) {
+        pthread_mutex_unlock(&r->mu);
+        tbio_note_over_file(path, len);
+        return TBIO_OVER_FILE;
+    }
+    f->id = id;
+    f->module = module;
+    f->hash = h;
+    atomic_store_explicit(&f->blksize, 0, memory_order_relaxed);
+    f->len = (uint32_t)len;
+    memcpy(f->path, path, len);
+    f->path[len] = 0;
+    f->next = r->buckets[k];
+    r->buckets[k] = id;
+    blk[id & (DIRSZ - 1)] = f;
+    atomic_store_explicit(&r->nfiles, id + 1, memory_order_release);
+    grow_buckets(r, id + 1);
+    pthread_mutex_unlock(&r->mu);
+    return id;
+}
+
+void tbio_file_set_blksize(uint32_t id, int64_t blksize) {
+    tbio_file *f = (tbio_file *)tbio_file_get(id);
+    if (f && blksize > 0) atomic_store_explicit(&f->blksize, blksize, memory_order_relaxed);
+}
+
+void tbio_file_learn_blksize(uint32_t id, int fd) {
+    tbio_file *f = (tbio_file *)tbio_file_get(id);
+    if (!f || atomic_load_explicit(&f->blksize, memory_order_relaxed) != 0) return;
+    int64_t b = tbio_raw_blksize_fd(fd);
+    if (b > 0) atomic_store_explicit(&f->blksize, b, memory_order_relaxed);
+}
+
+/* Fork: the child records nothing of the parent's; its first capture makes a
+ * fresh table (the parent's copy is left unreferenced in the child). */
+void tbio_registry_atfork_prepare(void) {
+    tbio_registry *r = atomic_load(&g_reg);
+    if (r) pthread_mutex_lock(&r->mu);
+}
+void tbio_registry_atfork_parent(void) {
+    tbio_registry *r = atomic_load(&g_reg);
+    if (r) pthread_mutex_unlock(&r->mu);
+}
+void tbio_registry_atfork_child(void) {
+    atomic_store(&g_reg, NULL);
+    tbio_fd_scan_existing();
+}
 
 /* ---------- filters ---------- */
 /* Darshan's default exclusions, plus /dev/shm which Darshan also hides. */
@@ -169,8 +297,14 @@ static size_t clean_path(char *p, size_t n) {
 }
 
 static ssize_t fd_path(int fd, char *out, size_t cap) {
-    char link[64];
-    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    char link[32] = "/proc/self/fd/";
+    char digits[12];
+    int nd = 0;
+    if (fd < 0) return -1;
+    do digits[nd++] = (char)('0' + fd % 10); while ((fd /= 10) > 0);
+    size_t at = 14;
+    while (nd > 0) link[at++] = digits[--nd];
+    link[at] = 0;
     ssize_t n = tbio_raw_readlink(link, out, cap - 1);
     if (n < 0) return -1;
     out[n] = 0;
@@ -200,9 +334,9 @@ size_t tbio_abspath(int dirfd, const char *path, char *out, size_t cap) {
 }
 
 /* ---------- fd table ---------- */
-_Static_assert(DIRBITS == TBIO_FD_DIRBITS, "fd table geometry (shim.h)");
+_Static_assert(DIRBITS == TBIO_FD_DIRBITS, "fd table geometry (hot.h)");
 typedef tbio_fdent fdent;
-#define g_fds tbio_g_fds   /* in tbio_g_hot (shim.h) */
+#define g_fds tbio_g_fds   /* in tbio_g_hot (hot.h) */
 
 static fdent *fd_slot(int fd, int create) {
     if (fd < 0 || (unsigned)fd >= DIRSZ * DIRSZ) return NULL;
@@ -210,11 +344,11 @@ static fdent *fd_slot(int fd, int create) {
     fdent *blk = atomic_load_explicit(&g_fds[hi], memory_order_acquire);
     if (!blk) {
         if (!create) return NULL;
-        fdent *nb = calloc(DIRSZ, sizeof *nb);
+        fdent *nb = tbio_map(DIRSZ * sizeof *nb);
         if (!nb) return NULL;
         fdent *expect = NULL;
         if (!atomic_compare_exchange_strong(&g_fds[hi], &expect, nb)) {
-            free(nb);
+            tbio_unmap(nb, DIRSZ * sizeof *nb);
             blk = expect;
         } else {
             blk = nb;
@@ -223,8 +357,8 @@ static fdent *fd_slot(int fd, int create) {
     return &blk[(unsigned)fd & (DIRSZ - 1)];
 }
 
-/* Resolve an fd we never saw opened (opened before enable(), or by a path we
- * do not wrap) through /proc/self/fd. */
+/* Name an fd through /proc/self/fd: the first time a recording touches an fd
+ * opened while idle, before enable(), or by a call we do not wrap. */
 static uint32_t resolve_fd(int fd, int module) {
     char path[4096];
     ssize_t n = fd_path(fd, path, sizeof path);
@@ -232,8 +366,16 @@ static uint32_t resolve_fd(int fd, int module) {
     /* deleted files read as "/path (deleted)": keep the name as is */
     if (!tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
     uint32_t id = tbio_file_intern(path, (size_t)n, module);
-    if (id != TBIO_NO_FILE) tbio_file_set_blksize(id, tbio_raw_blksize_fd(fd));
+    if (tbio_tracked(id)) tbio_file_learn_blksize(id, fd);
     return id;
+}
+
+uint32_t tbio_path_id(int dirfd, const char *path, int module) {
+    if (!path) return TBIO_NO_FILE;
+    char abs[4096];
+    size_t n = tbio_abspath(dirfd, path, abs, sizeof abs);
+    if (n == 0 || !tbio_path_traced(abs, n)) return TBIO_NO_FILE;
+    return tbio_file_intern(abs, n, module);
 }
 
 /* fd still names file id (read again through /proc/self/fd) */
@@ -247,14 +389,13 @@ static int fd_still_names(int fd, uint32_t id) {
 uint32_t tbio_fd_posix_slow(int fd) {
     fdent *e = fd_slot(fd, 0);
     uint32_t st = e ? atomic_load_explicit(&e->posix, memory_order_acquire) : TBIO_FD_UNKNOWN;
-    if (st >= 2) return st - 2;
-    if (st == TBIO_FD_UNTRACKED) return TBIO_NO_FILE;
+    if (st != TBIO_FD_UNKNOWN) return tbio_fd_state_id(st);
     uint32_t id = resolve_fd(fd, TBIO_POSIX);
     e = fd_slot(fd, 1);
     if (e) {
         uint32_t expect = TBIO_FD_UNKNOWN;
-        uint32_t nv = id == TBIO_NO_FILE ? TBIO_FD_UNTRACKED : id + 2;
-        if (atomic_compare_exchange_strong(&e->posix, &expect, nv) && id != TBIO_NO_FILE &&
+        uint32_t nv = tbio_fd_id_state(id);
+        if (atomic_compare_exchange_strong(&e->posix, &expect, nv) && tbio_tracked(id) &&
             !fd_still_names(fd, id)) {
             /* ABA: between the readlink and the store the number was closed
              * and made again (a socket: its entry was reset to unknown, so
@@ -269,14 +410,25 @@ uint32_t tbio_fd_posix_slow(int fd) {
 
 void tbio_fd_set_posix(int fd, uint32_t id) {
     fdent *e = fd_slot(fd, 1);
-    if (e) atomic_store_explicit(&e->posix, id == TBIO_NO_FILE ? TBIO_FD_UNTRACKED : id + 2,
-                                 memory_order_release);
+    if (e) atomic_store_explicit(&e->posix, tbio_fd_id_state(id), memory_order_release);
 }
 
 void tbio_fd_forget(int fd) {
     fdent *e = fd_slot(fd, 0);
     if (!e) return;
+    /* idle, the entry is usually clear already: read before writing, so the line stays shared */
+    if (atomic_load_explicit(&e->posix, memory_order_relaxed) == TBIO_FD_UNKNOWN &&
+        atomic_load_explicit(&e->stdio, memory_order_relaxed) == TBIO_FD_UNKNOWN &&
+        atomic_load_explicit(&e->fp, memory_order_relaxed) == NULL)
+        return;
     atomic_store_explicit(&e->posix, TBIO_FD_UNKNOWN, memory_order_release);
+    atomic_store_explicit(&e->stdio, TBIO_FD_UNKNOWN, memory_order_release);
+    atomic_store_explicit(&e->fp, NULL, memory_order_release);
+}
+
+void tbio_fd_forget_stdio(int fd) {
+    fdent *e = fd_slot(fd, 0);
+    if (!e) return;
     atomic_store_explicit(&e->stdio, TBIO_FD_UNKNOWN, memory_order_release);
     atomic_store_explicit(&e->fp, NULL, memory_order_release);
 }
@@ -296,8 +448,7 @@ uint32_t tbio_fp_stdio(FILE *fp) {
     fdent *e = fd_slot(fd, 0);
     if (e && atomic_load_explicit(&e->fp, memory_order_acquire) == fp) {
         uint32_t st = atomic_load_explicit(&e->stdio, memory_order_acquire);
-        if (LIKELY(st >= 2)) return st - 2;
-        if (st == TBIO_FD_UNTRACKED) return TBIO_NO_FILE;
+        if (LIKELY(st != TBIO_FD_UNKNOWN)) return tbio_fd_state_id(st);
     }
     if (fd < 0) return TBIO_NO_FILE;
     uint32_t id = resolve_fd(fd, TBIO_STDIO);
@@ -309,8 +460,7 @@ void tbio_fp_set(FILE *fp, uint32_t id) {
     int fd = fp ? fileno(fp) : -1;
     fdent *e = fd_slot(fd, 1);
     if (!e) return;
-    atomic_store_explicit(&e->stdio, id == TBIO_NO_FILE ? TBIO_FD_UNTRACKED : id + 2,
-                          memory_order_release);
+    atomic_store_explicit(&e->stdio, tbio_fd_id_state(id), memory_order_release);
     atomic_store_explicit(&e->fp, fp, memory_order_release);
 }
 
@@ -326,8 +476,9 @@ void tbio_fp_forget(FILE *fp) {
     atomic_store_explicit(&e->posix, TBIO_FD_UNKNOWN, memory_order_release);
 }
 
-/* Forget every descriptor state learned before: called by enable() so a
- * stale mapping from an earlier enable/disable cycle never names a new file. */
+/* Forget every descriptor state learned before: by enable() (a stale mapping
+ * from an earlier enable/disable cycle must never name a new file) and when
+ * the file table is dropped (its ids mean nothing any more). */
 void tbio_fd_scan_existing(void) {
     for (unsigned hi = 0; hi < DIRSZ; hi++) {
         fdent *blk = atomic_load_explicit(&g_fds[hi], memory_order_acquire);

@@ -1,15 +1,12 @@
-/* Capture sessions: per-thread trace buffers, per-file records, and the
- * in-flight protocol that lets tbio_end() free nothing a wrapper still uses.
- *
- * Hot path protocol: a wrapper marks its thread `in` (relaxed store), then
- * loads the session pointer.  tbio_end() clears the pointer, issues a
- * process-wide memory barrier (membarrier(2), so the hot path needs no fence
- * of its own), then waits until no thread is `in`.  A thread is `in` only
- * around the shim's own work, never across the real call, so a read blocked
- * on a pipe never stalls tbio_end(). */
+/* Capture sessions: per-thread trace buffers, per-file records, what did
+ * not fit, and tbio_end(), which frees nothing a wrapper still uses (the
+ * protocol is in hot.h).  What a wrapper can reach allocates with mmap only
+ * and takes a lock only with its thread `in`; the API blocks signals while it
+ * holds one of those locks (hot.h, "Signals"). */
 #include "shim.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stddef.h>
 #include <linux/membarrier.h>
 #include <sched.h>
@@ -24,11 +21,12 @@ tbio_hot tbio_g_hot __attribute__((aligned(64))) = {.use_tsc = -1, .membarrier =
 static _Atomic uint64_t g_gen;
 static _Atomic uint64_t g_trace_cap = 1000000;   /* events per session, default */
 static pthread_mutex_t g_sess_mu = PTHREAD_MUTEX_INITIALIZER;  /* begin/end */
+/* the thread list and its free list (taken by tbio_thread_new, never with a thread `in`) */
 static pthread_mutex_t g_threads_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(tbio_thread *) g_threads;
-static pthread_key_t g_thread_key;
-static pthread_once_t g_key_once = PTHREAD_ONCE_INIT;
+static tbio_thread *g_threads;
+static tbio_thread *g_thread_free;
 __thread tbio_thread *tbio_tl_thread __attribute__((tls_model("initial-exec")));
+static __thread int tl_registering __attribute__((tls_model("initial-exec")));
 
 /* ---- barrier: membarrier when the kernel has it, else a fence on the hot path ---- */
 #if defined(__SANITIZE_THREAD__)
@@ -49,32 +47,96 @@ static void slow_fence(void) {
     if (tbio_g_membarrier == 1) syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
 }
 
-/* ---- threads ---- */
-static void thread_exit(void *p) {
-    tbio_thread *t = p;
-    if (t) atomic_store_explicit(&t->alive, 0, memory_order_release);
+/* The API holds locks the wrappers take too: a signal handler's I/O on the
+ * same thread must wait until they are released. */
+static void signals_block(sigset_t *old) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, old);
 }
+static void signals_restore(const sigset_t *old) { pthread_sigmask(SIG_SETMASK, old, NULL); }
 
-static void make_key(void) { pthread_key_create(&g_thread_key, thread_exit); }
+/* ---- threads ---- */
+/* A thread's struct comes from an mmap'ed slab (64 per slab) and goes back
+ * to a free list once the thread has exited and no session holds its trace
+ * (tbio_end prunes), so the list publish() walks holds live threads only. */
+#define THREAD_BYTES ((sizeof(tbio_thread) + 63) / 64 * 64)
+#define SLAB_THREADS 64u
 
 tbio_thread *tbio_thread_new(void) {
     tbio_thread *t = tbio_tl_thread;
     if (t) return t;
-    pthread_once(&g_key_once, make_key);
-    t = aligned_alloc(64, (sizeof *t + 63) / 64 * 64);
-    if (!t) return NULL;
-    memset(t, 0, sizeof *t);
-    t->tid = tbio_gettid();
-    t->pself = (uint64_t)pthread_self();
-    prctl(PR_GET_NAME, t->comm, 0, 0, 0);
-    atomic_store(&t->alive, 1);
+    if (tl_registering) return NULL;   /* a signal handler's call while this thread registers */
+    tl_registering = 1;
     pthread_mutex_lock(&g_threads_mu);
-    t->next = atomic_load_explicit(&g_threads, memory_order_relaxed);
-    atomic_store_explicit(&g_threads, t, memory_order_release);
+    t = g_thread_free;
+    if (t) {
+        g_thread_free = t->next;
+    } else {
+        char *slab = tbio_map(SLAB_THREADS * THREAD_BYTES);
+        if (slab) {
+            for (uint32_t i = SLAB_THREADS - 1; i >= 1; i--) {
+                tbio_thread *f = (tbio_thread *)(slab + i * THREAD_BYTES);
+                f->next = g_thread_free;
+                g_thread_free = f;
+            }
+            t = (tbio_thread *)slab;
+        }
+    }
+    if (t) {
+        memset(t, 0, sizeof *t);
+        t->tid = tbio_gettid();
+        t->pself = (uint64_t)pthread_self();
+        prctl(PR_GET_NAME, t->comm, 0, 0, 0);
+        t->next = g_threads;
+        g_threads = t;
+    }
     pthread_mutex_unlock(&g_threads_mu);
-    pthread_setspecific(g_thread_key, t);
     tbio_tl_thread = t;
+    tl_registering = 0;
     return t;
+}
+
+static int thread_alive(const tbio_thread *t) {
+    return !(syscall(SYS_tgkill, (long)getpid(), (long)t->tid, 0) != 0 && errno == ESRCH);
+}
+
+/* Drop the structs of exited threads that hold no session's trace (g_threads_mu held). */
+static void prune_threads(void) {
+    int saved = errno;
+    for (tbio_thread **pp = &g_threads; *pp;) {
+        tbio_thread *t = *pp;
+        int busy = atomic_load(&t->in);
+        for (int j = 0; j < TBIO_MAX_SESSIONS; j++) busy |= t->slot[j].gen != 0;
+        if (!busy && !thread_alive(t)) {
+            *pp = t->next;
+            t->next = g_thread_free;
+            g_thread_free = t;
+        } else {
+            pp = &t->next;
+        }
+    }
+    errno = saved;
+}
+
+void tbio_note_reentrant(void) {
+    /* the interrupted code has this thread `in`: any set loaded now stays valid until it leaves */
+    tbio_actset *set = atomic_load_explicit(&tbio_g_active, memory_order_acquire);
+    for (int i = 0; set && i < set->n; i++)
+        atomic_fetch_add_explicit(&set->s[i]->reentrant, 1, memory_order_relaxed);
+}
+
+void tbio_note_over_file(const char *path, size_t len) {
+    tbio_actset *set = atomic_load_explicit(&tbio_g_active, memory_order_acquire);   /* thread `in` */
+    for (int i = 0; set && i < set->n; i++) {
+        tbio_session *s = set->s[i];
+        atomic_fetch_add_explicit(&s->over_files, 1, memory_order_relaxed);
+        uint32_t k = atomic_fetch_add_explicit(&s->over_nex, 1, memory_order_relaxed);
+        if (k >= TBIO_OVER_EXAMPLES) continue;
+        size_t n = len < TBIO_OVER_EXAMPLE_LEN ? len : TBIO_OVER_EXAMPLE_LEN;
+        memcpy(s->over_path[k], path, n);
+        s->over_len[k] = (uint16_t)n;
+    }
 }
 
 /* ---- records ---- */
@@ -84,32 +146,63 @@ tbio_thread *tbio_thread_new(void) {
  * lines): 7 cache lines of the record per call. */
 _Static_assert(offsetof(tbio_rec, u.p.access.e[1]) <= 64, "hot record state in the first line");
 _Static_assert(offsetof(tbio_rec, u.p.counters) % 64 == 16, "counter array phase");
+#define REC_BYTES ((sizeof(tbio_rec) + 63) / 64 * 64)
+#define REC_BLOCK ((size_t)2 << 20)   /* records are carved from blocks; the first 64 bytes link them */
+static tbio_rec g_trace_only;         /* dir mark (tbio_end): named by the trace only, no record */
+
+static tbio_rec *rec_alloc(tbio_session *s) {
+    if (s->arena_left < REC_BYTES) {
+        char *b = tbio_map(REC_BLOCK);
+        if (!b) return NULL;
+        *(void **)b = s->arena_blocks;
+        s->arena_blocks = b;
+        s->arena = b + 64;
+        s->arena_left = REC_BLOCK - 64;
+    }
+    tbio_rec *r = (tbio_rec *)s->arena;   /* 64-byte aligned: see the layout notes above */
+    s->arena += REC_BYTES;
+    s->arena_left -= REC_BYTES;
+    return r;
+}
+
+static int touched_push(tbio_session *s, uint32_t file) {
+    if (s->ntouched == s->touched_cap) {
+        uint32_t cap = s->touched_cap ? s->touched_cap * 2 : 1024;
+        uint32_t *n = tbio_map(cap * sizeof *n);
+        if (!n) return -1;
+        if (s->touched) memcpy(n, s->touched, s->ntouched * sizeof *n);
+        tbio_unmap(s->touched, s->touched_cap * sizeof *n);
+        s->touched = n;
+        s->touched_cap = cap;
+    }
+    s->touched[s->ntouched++] = file;
+    return 0;
+}
+
 tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
-    if (file == TBIO_NO_FILE || file >= 1024u * 1024u) return NULL;
+    if (!tbio_tracked(file) || file >= TBIO_MAX_FILES_LIMIT) return NULL;
+    const tbio_file *f = tbio_registry_file(s->reg, file);
+    if (!f) return NULL;
     tbio_rec **blk;
     tbio_rec *r;
     pthread_mutex_lock(&s->mu);
     blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_relaxed);
     if (!blk) {
-        blk = calloc(1024, sizeof *blk);
+        blk = tbio_map(1024 * sizeof *blk);
         if (!blk) { pthread_mutex_unlock(&s->mu); return NULL; }
         atomic_store_explicit(&s->dir[file >> 10], blk, memory_order_release);
     }
     r = blk[file & 1023];
     if (!r) {
-        const tbio_file *f = tbio_file_get(file);
-        /* 64-byte aligned: see the layout notes above (at malloc's 16-byte
-         * alignment a pread touched 8 to 11 lines, depending on the address) */
-        r = aligned_alloc(64, (sizeof *r + 63) / 64 * 64);
-        if (r) memset(r, 0, sizeof *r);
-        if (r && f) {
+        r = rec_alloc(s);   /* zero-filled by mmap, never reused */
+        if (r && touched_push(s, file) == 0) {
             atomic_flag_clear(&r->lock);
             r->file = file;
-            if (f->module == TBIO_POSIX) tbio_posix_rec_init(&r->u.p, f->blksize);
+            if (f->module == TBIO_POSIX)
+                tbio_posix_rec_init(&r->u.p, atomic_load_explicit(&((tbio_file *)f)->blksize, memory_order_relaxed));
             else tbio_stdio_rec_init(&r->u.s);
             __atomic_store_n(&blk[file & 1023], r, __ATOMIC_RELEASE);
         } else {
-            free(r);
             r = NULL;
         }
     }
@@ -123,8 +216,10 @@ tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
  * instead of per 4 KiB).  Every chunk of a growth-step size goes back to a
  * pool (one free list per size, POOL_BYTES in all) when its session is freed,
  * so the next capture writes to warm memory: a first touch costs ~2 us per
- * 4 KiB page on a VM, i.e. ~25 ns per 56-byte event. */
+ * 4 KiB page on a VM, i.e. ~25 ns per 56-byte event.  Chunks are mmap'ed: a
+ * wrapper may need one, and a wrapper never calls malloc. */
 #define BIG_BYTES ((size_t)4 << 20)
+#define BIG_ALIGN ((size_t)2 << 20)
 #define BIG_CAP ((uint32_t)((BIG_BYTES - sizeof(tbio_chunk)) / sizeof(tbio_event)))
 #define FIRST_CAP 256u
 #define NCLASS 10                       /* 256 << 0..8, then BIG_CAP */
@@ -136,6 +231,7 @@ static tbio_chunk *g_pool[NCLASS];
 static size_t g_pool_bytes;
 
 static size_t chunk_bytes(uint32_t cap) { return sizeof(tbio_chunk) + (size_t)cap * sizeof(tbio_event); }
+static size_t chunk_mapped(uint32_t cap) { return cap == BIG_CAP ? BIG_BYTES : chunk_bytes(cap); }
 
 /* Pool class of a chunk capacity, -1 for a capacity that is no growth step
  * (the last chunk of a session whose event budget ran out). */
@@ -154,17 +250,20 @@ static tbio_chunk *chunk_new(uint32_t cap) {
         if (g_pool[cls]) {
             k = g_pool[cls];
             g_pool[cls] = k->next;
-            g_pool_bytes -= chunk_bytes(cap);
+            g_pool_bytes -= chunk_mapped(cap);
         }
         pthread_mutex_unlock(&g_pool_mu);
     }
     if (!k && cap == BIG_CAP) {
-        void *p = NULL;
-        if (posix_memalign(&p, (size_t)2 << 20, BIG_BYTES) != 0) return NULL;
-        madvise(p, BIG_BYTES, MADV_HUGEPAGE);
-        k = p;
+        char *p = tbio_map(BIG_BYTES + BIG_ALIGN);
+        if (!p) return NULL;
+        char *a = (char *)(((uintptr_t)p + BIG_ALIGN - 1) & ~(uintptr_t)(BIG_ALIGN - 1));
+        tbio_unmap(p, (size_t)(a - p));                                   /* trim to the alignment */
+        tbio_unmap(a + BIG_BYTES, (size_t)(p + BIG_BYTES + BIG_ALIGN - (a + BIG_BYTES)));
+        tbio_sys(SYS_madvise, (long)a, (long)BIG_BYTES, MADV_HUGEPAGE, 0, 0, 0);
+        k = (tbio_chunk *)a;
     } else if (!k) {
-        k = malloc(chunk_bytes(cap));
+        k = tbio_map(chunk_bytes(cap));
         if (!k) return NULL;
     }
     k->next = NULL;
@@ -177,15 +276,15 @@ static void chunk_free(tbio_chunk *k) {
     int cls = chunk_class(k->cap);
     if (cls >= 0) {
         pthread_mutex_lock(&g_pool_mu);
-        if (g_pool_bytes + chunk_bytes(k->cap) <= POOL_BYTES) {
+        if (g_pool_bytes + chunk_mapped(k->cap) <= POOL_BYTES) {
             k->next = g_pool[cls];
             g_pool[cls] = k;
-            g_pool_bytes += chunk_bytes(k->cap);
+            g_pool_bytes += chunk_mapped(k->cap);
             k = NULL;
         }
         pthread_mutex_unlock(&g_pool_mu);
     }
-    free(k);
+    if (k) tbio_unmap(k, chunk_mapped(k->cap));
 }
 static int64_t reserve(tbio_session *s, int64_t want) {
     int64_t have = atomic_load_explicit(&s->budget, memory_order_relaxed);
@@ -250,7 +349,7 @@ static void publish(tbio_actset *next, tbio_actset *old) {
     atomic_store_explicit(&tbio_g_active, next, memory_order_seq_cst);
     slow_fence();
     pthread_mutex_lock(&g_threads_mu);
-    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next) {
+    for (tbio_thread *t = g_threads; t; t = t->next) {
         uint64_t seen = atomic_load_explicit(&t->seq, memory_order_acquire);
         while (atomic_load_explicit(&t->in, memory_order_seq_cst) &&
                atomic_load_explicit(&t->seq, memory_order_acquire) == seen)
@@ -263,10 +362,13 @@ static void publish(tbio_actset *next, tbio_actset *old) {
 tbio_session *tbio_begin(void) {
     tbio_clock_init();
     barrier_init();
+    sigset_t sig;
+    signals_block(&sig);
     pthread_mutex_lock(&g_sess_mu);
     tbio_actset *old = atomic_load(&tbio_g_active);
     if (old && old->n >= TBIO_MAX_SESSIONS) {
         pthread_mutex_unlock(&g_sess_mu);
+        signals_restore(&sig);
         tbio_set_error("%d captures are already recording in this process (the most at once)",
                        TBIO_MAX_SESSIONS);
         return NULL;
@@ -274,13 +376,16 @@ tbio_session *tbio_begin(void) {
     tbio_session *s = aligned_alloc(64, (sizeof *s + 63) / 64 * 64);   /* hot fields: one line */
     tbio_actset *next = calloc(1, sizeof *next);
     if (s) memset(s, 0, sizeof *s);
-    if (!s || !next) {
+    tbio_registry *reg = s && next ? tbio_registry_acquire() : NULL;
+    if (!s || !next || !reg) {
         free(s);
         free(next);
         pthread_mutex_unlock(&g_sess_mu);
+        signals_restore(&sig);
         tbio_set_error("out of memory");
         return NULL;
     }
+    s->reg = reg;
     pthread_mutex_init(&s->mu, NULL);
     s->gen = atomic_fetch_add(&g_gen, 1) + 1;
     uint64_t cap = atomic_load(&g_trace_cap);
@@ -292,10 +397,57 @@ tbio_session *tbio_begin(void) {
     s->start_epoch = atomic_fetch_add(&tbio_g_epoch, 1) + 1;
     publish(next, old);
     pthread_mutex_unlock(&g_sess_mu);
+    signals_restore(&sig);
     return s;
 }
 
+/* The ids the session names: those with a record (in creation order), then
+ * those only its trace names (failed calls), each once: a stop costs what
+ * the window touched. */
+static void list_files(tbio_session *s) {
+    uint64_t extra = 0;
+    for (uint32_t i = 0; i < s->nthreads; i++)
+        for (tbio_chunk *k = s->thread_chunks[i]; k; k = k->next)
+            for (uint32_t j = 0; j < k->n; j++) {
+                uint32_t id = k->ev[j].file;
+                if (!tbio_tracked(id)) continue;
+                tbio_rec **blk = atomic_load(&s->dir[id >> 10]);
+                if (!blk) {
+                    blk = tbio_map(1024 * sizeof *blk);
+                    if (!blk) continue;
+                    atomic_store(&s->dir[id >> 10], blk);
+                }
+                if (blk[id & 1023]) continue;
+                blk[id & 1023] = &g_trace_only;
+                extra++;
+            }
+    s->files = malloc((s->ntouched + extra + 1) * sizeof *s->files);
+    if (!s->files) return;
+    if (s->ntouched) memcpy(s->files, s->touched, s->ntouched * sizeof *s->files);
+    uint32_t n = s->ntouched;
+    for (uint32_t i = 0; i < s->nthreads && extra; i++)
+        for (tbio_chunk *k = s->thread_chunks[i]; k; k = k->next)
+            for (uint32_t j = 0; j < k->n; j++) {
+                uint32_t id = k->ev[j].file;
+                if (!tbio_tracked(id)) continue;
+                tbio_rec **blk = atomic_load(&s->dir[id >> 10]);
+                if (!blk || blk[id & 1023] != &g_trace_only) continue;
+                s->files[n++] = id;
+                blk[id & 1023] = (tbio_rec *)&g_trace_only + 1;   /* listed */
+            }
+    s->nfiles = n;
+}
+
+static const tbio_rec *rec_of(const tbio_session *s, uint32_t id) {
+    if (!tbio_tracked(id) || id >= TBIO_MAX_FILES_LIMIT) return NULL;
+    tbio_rec **blk = atomic_load(&((tbio_session *)s)->dir[id >> 10]);
+    tbio_rec *r = blk ? blk[id & 1023] : NULL;
+    return r == &g_trace_only || r == &g_trace_only + 1 ? NULL : r;
+}
+
 tbio_session *tbio_end(tbio_session *s) {
+    sigset_t sig;
+    signals_block(&sig);
     pthread_mutex_lock(&g_sess_mu);
     tbio_actset *old = atomic_load(&tbio_g_active);
     int at = -1;
@@ -303,6 +455,7 @@ tbio_session *tbio_end(tbio_session *s) {
         if (old->s[i] == s) at = i;
     if (!s || at < 0) {
         pthread_mutex_unlock(&g_sess_mu);
+        signals_restore(&sig);
         tbio_set_error("that capture is not recording");
         return NULL;
     }
@@ -311,6 +464,7 @@ tbio_session *tbio_end(tbio_session *s) {
         next = calloc(1, sizeof *next);
         if (!next) {
             pthread_mutex_unlock(&g_sess_mu);
+            signals_restore(&sig);
             tbio_set_error("out of memory");
             return NULL;
         }
@@ -319,15 +473,17 @@ tbio_session *tbio_end(tbio_session *s) {
     }
     tbio_clock_pair(&s->t1_ticks, &s->t1_ns);
     publish(next, old);
+    /* nothing records now: the file table goes (s keeps its own reference) */
+    if (!next) tbio_registry_retire();
     /* no thread is inside the accounting for s any more: take its chunks */
     pthread_mutex_lock(&g_threads_mu);
     uint32_t n = 0;
-    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next)
+    for (tbio_thread *t = g_threads; t; t = t->next)
         for (int j = 0; j < TBIO_MAX_SESSIONS; j++) n += t->slot[j].gen == s->gen;
     s->threads = calloc(n ? n : 1, sizeof *s->threads);
     s->thread_chunks = calloc(n ? n : 1, sizeof *s->thread_chunks);
     uint32_t i = 0;
-    for (tbio_thread *t = atomic_load(&g_threads); t && s->threads && s->thread_chunks; t = t->next) {
+    for (tbio_thread *t = g_threads; t && s->threads && s->thread_chunks; t = t->next) {
         tbio_tslot *sl = NULL;
         for (int j = 0; j < TBIO_MAX_SESSIONS; j++)
             if (t->slot[j].gen == s->gen) sl = &t->slot[j];
@@ -335,7 +491,7 @@ tbio_session *tbio_end(tbio_session *s) {
         tbio_thread_info *ti = &s->threads[i];
         ti->tid = t->tid;
         ti->pthread_self = t->pself;
-        if (atomic_load(&t->alive)) {
+        if (thread_alive(t)) {
             char p[64];
             snprintf(p, sizeof p, "/proc/self/task/%d/comm", (int)t->tid);
             size_t len = 0;
@@ -362,14 +518,18 @@ tbio_session *tbio_end(tbio_session *s) {
         i++;
     }
     s->nthreads = i;
+    prune_threads();
     pthread_mutex_unlock(&g_threads_mu);
-    s->nfiles = tbio_file_count();
     pthread_mutex_unlock(&g_sess_mu);
+    signals_restore(&sig);
+    list_files(s);
     return s;
 }
 
 void tbio_session_free(tbio_session *s) {
     if (!s) return;
+    sigset_t sig;
+    signals_block(&sig);
     for (uint32_t i = 0; i < s->nthreads; i++) {
         tbio_chunk *k = s->thread_chunks[i];
         while (k) {
@@ -378,14 +538,18 @@ void tbio_session_free(tbio_session *s) {
             k = nx;
         }
     }
+    signals_restore(&sig);
     free(s->thread_chunks);
     free(s->threads);
-    for (int d = 0; d < 1024; d++) {
-        tbio_rec **blk = atomic_load(&s->dir[d]);
-        if (!blk) continue;
-        for (int j = 0; j < 1024; j++) free(blk[j]);
-        free(blk);
+    free(s->files);
+    for (uint32_t d = 0; d < TBIO_FILE_DIRSZ; d++) tbio_unmap(atomic_load(&s->dir[d]), 1024 * sizeof(tbio_rec *));
+    for (void *b = s->arena_blocks; b;) {
+        void *nx = *(void **)b;
+        tbio_unmap(b, REC_BLOCK);
+        b = nx;
     }
+    tbio_unmap(s->touched, s->touched_cap * sizeof *s->touched);
+    tbio_registry_release(s->reg);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -393,15 +557,29 @@ void tbio_session_free(tbio_session *s) {
 uint64_t tbio_trace_bytes(void) {
     /* live figure: every thread's buffers for every recording session */
     uint64_t b = 0;
+    sigset_t sig;
+    signals_block(&sig);
     pthread_mutex_lock(&g_sess_mu);
     pthread_mutex_lock(&g_threads_mu);
-    for (tbio_thread *t = atomic_load(&g_threads); t; t = t->next)
+    for (tbio_thread *t = g_threads; t; t = t->next)
         for (int j = 0; j < TBIO_MAX_SESSIONS; j++)
             for (tbio_chunk *k = t->slot[j].gen ? t->slot[j].head : NULL; k; k = k->next)
                 b += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
     pthread_mutex_unlock(&g_threads_mu);
     pthread_mutex_unlock(&g_sess_mu);
+    signals_restore(&sig);
     return b;
+}
+
+uint32_t tbio_threads_held(void) {
+    uint32_t n = 0;
+    sigset_t sig;
+    signals_block(&sig);
+    pthread_mutex_lock(&g_threads_mu);
+    for (tbio_thread *t = g_threads; t; t = t->next) n++;
+    pthread_mutex_unlock(&g_threads_mu);
+    signals_restore(&sig);
+    return n;
 }
 
 /* ---- inspection ---- */
@@ -412,8 +590,8 @@ uint32_t tbio_session_nthreads(const tbio_session *s) { return s->nthreads; }
 uint64_t tbio_session_nevents(const tbio_session *s) { return s->nevents; }
 uint64_t tbio_session_dropped(const tbio_session *s) { return s->dropped; }
 
-int tbio_session_file(const tbio_session *s, uint32_t id, tbio_file_info *out) {
-    const tbio_file *f = id < s->nfiles ? tbio_file_get(id) : NULL;
+int tbio_session_file_by_id(const tbio_session *s, uint32_t id, tbio_file_info *out) {
+    const tbio_file *f = tbio_registry_file(s->reg, id);
     if (!f) return -1;
     memset(out, 0, sizeof *out);
     out->id = id;
@@ -421,14 +599,38 @@ int tbio_session_file(const tbio_session *s, uint32_t id, tbio_file_info *out) {
     out->path = f->path;
     out->path_len = f->len;
     out->record_id = f->hash;
-    tbio_rec **blk = atomic_load(&((tbio_session *)s)->dir[id >> 10]);
-    tbio_rec *r = blk ? blk[id & 1023] : NULL;
+    const tbio_rec *r = rec_of(s, id);
     if (r) {
         out->has_record = 1;
         out->counters = f->module == TBIO_POSIX ? r->u.p.counters : r->u.s.counters;
         out->fcounters = f->module == TBIO_POSIX ? r->u.p.fcounters : r->u.s.fcounters;
     }
     return 0;
+}
+
+int tbio_session_file(const tbio_session *s, uint32_t i, tbio_file_info *out) {
+    if (i >= s->nfiles || !s->files) return -1;
+    return tbio_session_file_by_id(s, s->files[i], out);
+}
+
+int tbio_session_untracked(const tbio_session *s, tbio_untracked_info *out) {
+    if (!s || !out) return -1;
+    tbio_session *m = (tbio_session *)s;
+    out->files = atomic_load(&m->over_files);
+    out->calls = atomic_load(&m->over_calls);
+    out->bytes_read = atomic_load(&m->over_read);
+    out->bytes_written = atomic_load(&m->over_written);
+    out->reentrant_calls = atomic_load(&m->reentrant);
+    uint32_t n = atomic_load(&m->over_nex);
+    out->nexamples = n < TBIO_OVER_EXAMPLES ? n : TBIO_OVER_EXAMPLES;
+    return 0;
+}
+
+const char *tbio_session_untracked_path(const tbio_session *s, uint32_t i, size_t *len) {
+    uint32_t n = atomic_load(&((tbio_session *)s)->over_nex);
+    if (i >= n || i >= TBIO_OVER_EXAMPLES) return NULL;
+    if (len) *len = s->over_len[i];
+    return s->over_path[i];
 }
 
 int tbio_session_thread(const tbio_session *s, uint32_t i, tbio_thread_info *out) {
@@ -493,8 +695,10 @@ void tbio_session_atfork_child(void) {
     pthread_mutex_init(&g_threads_mu, NULL);
     pthread_mutex_init(&g_pool_mu, NULL);
     atomic_store(&tbio_g_active, NULL);
-    atomic_store(&g_threads, NULL);
+    g_threads = NULL;       /* the parent's thread structs stay where they are, unused */
+    g_thread_free = NULL;
     tbio_tl_thread = NULL;
+    tl_registering = 0;
     tbio_g_membarrier = -1;
     barrier_init();
 }

@@ -35,6 +35,18 @@ typedef struct tbio_file_info {
     const double *fcounters;
 } tbio_file_info;
 
+/* What a session saw but could not track: files past the file-table bound
+ * (their opens, then every call and byte on them) and calls a signal
+ * handler made while its thread was inside the shim (passed through). */
+typedef struct tbio_untracked_info {
+    uint64_t files;             /* opens (or first uses) of files that did not fit */
+    uint64_t calls;             /* calls on such files */
+    uint64_t bytes_read;
+    uint64_t bytes_written;
+    uint64_t reentrant_calls;   /* calls from a signal handler inside the shim: not traced */
+    uint32_t nexamples;         /* paths kept as examples (tbio_session_untracked_path) */
+} tbio_untracked_info;
+
 typedef struct tbio_thread_info {
     int64_t tid;                /* OS thread id */
     uint64_t pthread_self;      /* pthread_t value (TF hashes it for line ids) */
@@ -56,6 +68,12 @@ TBIO_API const char *tbio_last_error(void);
  * traced unless it matches an exclude prefix and no longer include prefix. */
 TBIO_API int tbio_set_filters(const char *include_prefixes, const char *exclude_prefixes);
 TBIO_API const char *tbio_get_excludes(void);
+/* Most distinct files (path, module) the recordings running at once can
+ * track; a file past it is counted, not tracked (tbio_session_untracked).
+ * Applies from the next time recording starts with none running.  Default
+ * 4194304, at most 16777216. */
+TBIO_API void tbio_set_max_files(uint64_t n);
+TBIO_API uint64_t tbio_get_max_files(void);
 /* Maximum trace events kept per session (counters stay exact beyond it). */
 TBIO_API void tbio_set_trace_cap(uint64_t max_events);
 TBIO_API uint64_t tbio_get_trace_cap(void);
@@ -75,8 +93,15 @@ TBIO_API void tbio_session_free(tbio_session *s);
 
 TBIO_API uint64_t tbio_session_start_ns(const tbio_session *s);
 TBIO_API uint64_t tbio_session_end_ns(const tbio_session *s);
+/* The files the session touched (a record) or named in its trace: index i
+ * in 0 .. nfiles-1; out->id is the id its events carry. */
 TBIO_API uint32_t tbio_session_nfiles(const tbio_session *s);
-TBIO_API int tbio_session_file(const tbio_session *s, uint32_t id, tbio_file_info *out);
+TBIO_API int tbio_session_file(const tbio_session *s, uint32_t i, tbio_file_info *out);
+/* The file of an event's id (0 or -1). */
+TBIO_API int tbio_session_file_by_id(const tbio_session *s, uint32_t id, tbio_file_info *out);
+TBIO_API int tbio_session_untracked(const tbio_session *s, tbio_untracked_info *out);
+/* Example path i of the untracked files (bytes, *len of them; at most 512), NULL past the end. */
+TBIO_API const char *tbio_session_untracked_path(const tbio_session *s, uint32_t i, size_t *len);
 TBIO_API uint32_t tbio_session_nthreads(const tbio_session *s);
 TBIO_API int tbio_session_thread(const tbio_session *s, uint32_t i, tbio_thread_info *out);
 TBIO_API uint64_t tbio_session_nevents(const tbio_session *s);
@@ -97,6 +122,9 @@ TBIO_API uint64_t tbio_patched_objects(void);
 /* Address of the wrapper installed for a hooked symbol name, 0 if none. */
 TBIO_API uintptr_t tbio_wrapper_address(const char *name);
 TBIO_API uintptr_t tbio_real_address(const char *name);
+/* Threads the shim keeps state for (those that made a recorded call and
+ * have not been found exited by a tbio_end since), for tests and diagnostics. */
+TBIO_API uint32_t tbio_threads_held(void);
 /* Bytes held by the trace buffers of the active session (0 if none). */
 TBIO_API uint64_t tbio_trace_bytes(void);
 

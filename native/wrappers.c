@@ -2,7 +2,10 @@
  * real function, a wrapper with the same signature (checked against libc's
  * prototype where glibc declares one) and an entry in the patch table.
  *
- * Idle cost: a data call checks one global and tail-calls the real function.
+ * Idle cost: a call checks one global and calls the real function; an open,
+ * dup or close also forgets what the fd table knew of that number (a store).
+ * Nothing is looked up, locked or allocated: a recording names an fd when it
+ * first touches it (registry.h).
  * Recording: take a tick count, call, take another, then (under the file's
  * record lock) update the Darshan counters and append one trace row. */
 #include "shim.h"
@@ -76,7 +79,8 @@ static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
     uint32_t id = tbio_fd_posix(fd);
-    if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
+    if (id == TBIO_OVER_FILE) TBIO_EACH_SESSION(c) tbio_count_over(c, kind == K_READ ? ret : 0, kind == K_WRITE ? ret : 0);
+    if (tbio_tracked(id)) TBIO_EACH_SESSION(c) {
         int64_t used = off;
         tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
         if (r) {
@@ -207,12 +211,42 @@ static ssize_t tbio_w_pwritev64v2(int fd, const struct iovec *iov, int cnt, off6
 /* ---------------- fd metadata calls ---------------- */
 enum { M_SEEK, M_CLOSE, M_FSYNC, M_FDSYNC, M_STAT, M_MMAP, M_DUP, M_NONE };
 
-/* After a metadata call on a known file id (already looked up). */
-static void meta_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64_t off, int64_t req,
+/* What a metadata call names: looked up only once the call is recorded, never while idle. */
+typedef struct names {
+    uint32_t id;                /* known already (close: named before the call) */
+    int fd;                     /* else this fd, if >= 0 */
+    int dirfd;
+    const char *path;           /* else this path, relative to dirfd */
+} names;
+#define NAMES_ID(i) ((names){(i), -1, 0, NULL})
+#define NAMES_FD(f) ((names){TBIO_NO_FILE, (f), 0, NULL})
+#define NAMES_PATH(d, p) ((names){TBIO_NO_FILE, -1, (d), (p)})
+static uint32_t names_id(const names *n) {
+    if (n->path) return tbio_path_id(n->dirfd, n->path, TBIO_POSIX);
+    if (n->fd >= 0) return tbio_fd_posix(n->fd);
+    return n->id;
+}
+
+/* The id of fd before a call that closes it: named inside the shim's accounting. */
+static uint32_t peek_fd(tbio_call *c, int fd) {
+    uint32_t id = tbio_enter_and_load(c->th) ? tbio_fd_posix(fd) : TBIO_NO_FILE;
+    tbio_call_leave(c);
+    c->t0 = tbio_ticks();
+    return id;
+}
+
+/* After a metadata call.  M_DUP: fd is the new descriptor, which names what nm names. */
+static void meta_done(tbio_call *c, int op, int kind, names nm, int fd, int64_t off, int64_t req,
                       int64_t ret, int ok, int err) {
     uint64_t t1;
-    if (!tbio_call_post(c, &t1)) return;
-    if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
+    if (!tbio_call_post(c, &t1)) {
+        if (kind == M_DUP && ok) tbio_fd_forget(fd);
+        return;
+    }
+    uint32_t id = names_id(&nm);
+    if (kind == M_DUP && ok) tbio_fd_set_posix(fd, id);
+    if (id == TBIO_OVER_FILE) TBIO_EACH_SESSION(c) tbio_count_over(c, 0, 0);
+    if (tbio_tracked(id)) TBIO_EACH_SESSION(c) {
         tbio_rec *r = ok ? tbio_rec_get(c->s, id) : NULL;
         if (r) {
             double a = tbio_sec(c->s, c->t0), b = tbio_sec(c->s, t1);
@@ -241,8 +275,7 @@ static void meta_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int64
         if (!tbio_call_pre(&c)) return CALL;                                    \
         RTYPE ret = CALL;                                                       \
         int err_ = errno;                                                       \
-        uint32_t id_ = tbio_fd_posix(FD);                                       \
-        meta_done(&c, OP, KIND, id_, FD, OFF, REQ, (int64_t)ret, (OKEXPR), err_); \
+        meta_done(&c, OP, KIND, NAMES_FD(FD), FD, OFF, REQ, (int64_t)ret, (OKEXPR), err_); \
         errno = err_;                                                           \
         return ret;                                                             \
     } while (0)
@@ -277,8 +310,7 @@ static void *mmap_common(int op, void *addr, size_t len, int prot, int flags, in
     if (!tbio_call_pre(&c)) return call(addr, len, prot, flags, fd, off);
     void *ret = call(addr, len, prot, flags, fd, off);
     int err = errno;
-    uint32_t id = tbio_fd_posix(fd);
-    meta_done(&c, op, M_MMAP, id, fd, off, (int64_t)len, ret == MAP_FAILED ? -1 : (int64_t)len,
+    meta_done(&c, op, M_MMAP, NAMES_FD(fd), fd, off, (int64_t)len, ret == MAP_FAILED ? -1 : (int64_t)len,
               ret != MAP_FAILED, err);
     errno = err;
     return ret;
@@ -298,13 +330,16 @@ static int tbio_w_close(int fd) {
         tbio_fd_forget(fd);
         return real_close(fd);
     }
-    uint32_t id = tbio_fd_posix(fd);
-    tbio_fd_forget(fd);
     tbio_call c;
-    if (!tbio_call_pre(&c)) return real_close(fd);
+    if (!tbio_call_pre(&c)) {
+        tbio_fd_forget(fd);
+        return real_close(fd);
+    }
+    uint32_t id = peek_fd(&c, fd);
+    tbio_fd_forget(fd);
     int ret = real_close(fd);
     int err = errno;
-    meta_done(&c, TBIO_OP_close, M_CLOSE, id, fd, -1, -1, ret, ret == 0, err);
+    meta_done(&c, TBIO_OP_close, M_CLOSE, NAMES_ID(id), fd, -1, -1, ret, ret == 0, err);
     errno = err;
     return ret;
 }
@@ -320,9 +355,8 @@ static int tbio_w_close_range(unsigned int first, unsigned int last, int flags) 
 /* dup family: the new descriptor names the same file; counted as open + dup. */
 static int dup_common(int op, int oldfd, int newfd_wanted, int ret, int err, tbio_call *c, int rec) {
     (void)newfd_wanted;
-    uint32_t id = tbio_fd_posix(oldfd);
-    if (ret >= 0) tbio_fd_set_posix(ret, id);
-    if (rec) meta_done(c, op, M_DUP, id, ret >= 0 ? ret : oldfd, -1, -1, ret, ret >= 0, err);
+    if (rec) meta_done(c, op, M_DUP, NAMES_FD(oldfd), ret >= 0 ? ret : oldfd, -1, -1, ret, ret >= 0, err);
+    else if (ret >= 0) tbio_fd_forget(ret);   /* idle: a recording names it when it first touches it */
     errno = err;
     return ret;
 }
@@ -357,38 +391,34 @@ static int tbio_w_fcntl64(int fd, int cmd, ...) {
 }
 
 /* ---------------- path calls: open family, stat family, rename ---------------- */
-/* Intern path (relative to dirfd) if traced; TBIO_NO_FILE otherwise. */
-static uint32_t path_id(int dirfd, const char *path, int module) {
-    if (!path) return TBIO_NO_FILE;
-    char abs[4096];
-    size_t n = tbio_abspath(dirfd, path, abs, sizeof abs);
-    if (n == 0 || !tbio_path_traced(abs, n)) return TBIO_NO_FILE;
-    return tbio_file_intern(abs, n, module);
-}
-
 static int open_done(int op, int dirfd, const char *path, int mode, int ret, int err, tbio_call *c,
                      int rec) {
+    uint64_t t1;
+    if (!rec || !tbio_call_post(c, &t1)) {
+        /* idle: nothing is learned now; a recording names the fd when it first touches it */
+        if (ret >= 0) tbio_fd_forget(ret);
+        errno = err;
+        return ret;
+    }
     uint32_t id = TBIO_NO_FILE;
     /* EFAULT: the kernel could not read the path, and neither may we */
-    if (ret >= 0 || (rec && err != EFAULT)) id = path_id(dirfd, path, TBIO_POSIX);
+    if (ret >= 0 || err != EFAULT) id = tbio_path_id(dirfd, path, TBIO_POSIX);
     if (ret >= 0) {
-        tbio_fd_set_posix(ret, id);
-        if (id != TBIO_NO_FILE) tbio_file_set_blksize(id, tbio_raw_blksize_fd(ret));
+        tbio_fd_set_posix(ret, id);   /* counters go to the path it was opened with */
+        if (tbio_tracked(id)) tbio_file_learn_blksize(id, ret);
     }
-    uint64_t t1;
-    if (rec && tbio_call_post(c, &t1)) {
-        if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
-            tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
-            if (r) {
-                tbio_rec_lock(r);
-                tbio_posix_on_open(&r->u.p, mode, tbio_sec(c->s, c->t0), tbio_sec(c->s, t1));
-                r->offset_known = 1;
-                tbio_rec_unlock(r);
-            }
-            tbio_trace_add(c, t1, op, id, ret >= 0 ? ret : -1, -1, -1, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+    if (id == TBIO_OVER_FILE) TBIO_EACH_SESSION(c) tbio_count_over(c, 0, 0);
+    if (tbio_tracked(id)) TBIO_EACH_SESSION(c) {
+        tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
+        if (r) {
+            tbio_rec_lock(r);
+            tbio_posix_on_open(&r->u.p, mode, tbio_sec(c->s, c->t0), tbio_sec(c->s, t1));
+            r->offset_known = 1;
+            tbio_rec_unlock(r);
         }
-        tbio_call_leave(c);
+        tbio_trace_add(c, t1, op, id, ret >= 0 ? ret : -1, -1, -1, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
     }
+    tbio_call_leave(c);
     errno = err;
     return ret;
 }
@@ -460,9 +490,9 @@ static int tbio_w___openat64_2(int dirfd, const char *path, int flags) {
         if (!tbio_call_pre(&c)) return CALL;                                     \
         int ret = CALL;                                                          \
         int err_ = errno;                                                        \
-        uint32_t id_ = ret != 0 && err_ == EFAULT ? TBIO_NO_FILE                 \
-                                                  : path_id(DIRFD, PATH, TBIO_POSIX); \
-        meta_done(&c, OP, M_STAT, id_, -1, -1, -1, ret, ret == 0, err_);         \
+        names nm_ = ret != 0 && err_ == EFAULT ? NAMES_ID(TBIO_NO_FILE)          \
+                                               : NAMES_PATH(DIRFD, PATH);        \
+        meta_done(&c, OP, M_STAT, nm_, -1, -1, -1, ret, ret == 0, err_);         \
         errno = err_;                                                            \
         return ret;                                                              \
     } while (0)
@@ -498,17 +528,17 @@ static int tbio_w___lxstat64(int v, const char *p, struct stat64 *st) {
         if (!tbio_call_pre(&c)) return CALL;                                     \
         int ret = CALL;                                                          \
         int err_ = errno;                                                        \
-        uint32_t id_ = TBIO_NO_FILE;                                             \
+        names nm_ = NAMES_ID(TBIO_NO_FILE);                                      \
         int fd_ = -1;                                                            \
         if (!(ret != 0 && err_ == EFAULT)) {                                     \
             if ((PATH) && (PATH)[0] == 0 && ((FLAGS) & AT_EMPTY_PATH)) {         \
-                id_ = tbio_fd_posix(DIRFD);                                      \
+                nm_ = NAMES_FD(DIRFD);                                           \
                 fd_ = DIRFD;                                                     \
             } else {                                                             \
-                id_ = path_id(DIRFD, PATH, TBIO_POSIX);                          \
+                nm_ = NAMES_PATH(DIRFD, PATH);                                   \
             }                                                                    \
         }                                                                        \
-        meta_done(&c, OP, M_STAT, id_, fd_, -1, -1, ret, ret == 0, err_);        \
+        meta_done(&c, OP, M_STAT, nm_, fd_, -1, -1, ret, ret == 0, err_);        \
         errno = err_;                                                            \
         return ret;                                                              \
     } while (0)
@@ -535,10 +565,17 @@ static int tbio_w_rename(const char *from, const char *to) {
     int ret = real_rename(from, to);
     int err = errno;
     int unreadable = ret != 0 && err == EFAULT;   /* a path the kernel could not read */
-    uint32_t src = unreadable ? TBIO_NO_FILE : path_id(AT_FDCWD, from, TBIO_POSIX);
-    uint32_t dst = unreadable ? TBIO_NO_FILE : path_id(AT_FDCWD, to, TBIO_POSIX);
     uint64_t t1;
-    if (tbio_call_post(&c, &t1)) TBIO_EACH_SESSION(&c) {
+    if (!tbio_call_post(&c, &t1)) {
+        errno = err;
+        return ret;
+    }
+    uint32_t src = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, from, TBIO_POSIX);
+    uint32_t dst = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, to, TBIO_POSIX);
+    if (src == TBIO_OVER_FILE || dst == TBIO_OVER_FILE) TBIO_EACH_SESSION(&c) tbio_count_over(&c, 0, 0);
+    if (!tbio_tracked(src)) src = TBIO_NO_FILE;
+    if (!tbio_tracked(dst)) dst = TBIO_NO_FILE;
+    TBIO_EACH_SESSION(&c) {
         if (ret == 0 && src != TBIO_NO_FILE && dst != TBIO_NO_FILE) {
             tbio_rec *rs = tbio_rec_get(c.s, src), *rd = tbio_rec_get(c.s, dst);
             const tbio_file *fs = tbio_file_get(src);
@@ -557,7 +594,7 @@ static int tbio_w_rename(const char *from, const char *to) {
             tbio_trace_add(&c, t1, TBIO_OP_rename, src != TBIO_NO_FILE ? src : dst, -1, -1, -1, ret,
                            ret == 0 ? 0 : err);
     }
-    if (c.set) tbio_call_leave(&c);
+    tbio_call_leave(&c);
     errno = err;
     return ret;
 }
@@ -571,7 +608,8 @@ static void copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int6
     int fds[2] = {in, out};
     int64_t offs[2] = {inoff, outoff};
     TBIO_EACH_SESSION(c) for (int k = 0; k < 2; k++) {
-        if (ids[k] == TBIO_NO_FILE) continue;
+        if (ids[k] == TBIO_OVER_FILE) tbio_count_over(c, k == 0 ? ret : 0, k == 1 ? ret : 0);
+        if (!tbio_tracked(ids[k])) continue;
         tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, ids[k]) : NULL;
         int64_t used = offs[k];
         if (r) {
@@ -638,6 +676,7 @@ enum { S_READ, S_WRITE, S_SEEK, S_FLUSH, S_CLOSE, S_TELL };
  * end of file, fwrite of 0 items) did not fail: Darshan does not count it,
  * but its trace row says 0 bytes and no errno.  It failed only when the
  * stream's error flag is set and the call set errno (the caller zeroes it). */
+#define FP_LOOKUP 0xfffffffdu   /* stdio_done's id: the stream's, looked up once recorded */
 /* The stream's position, never waiting for its lock (another thread blocked
  * in fread on a pipe holds it for as long as the pipe stays empty, and the
  * caller is inside the shim).  POS_BUSY: the lock was taken. */
@@ -654,8 +693,14 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
                        int ok, int err, FILE *fp) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
+    if (id == FP_LOOKUP) {
+        id = tbio_fp_stdio(fp);
+        fd = tbio_tracked(id) ? fileno(fp) : -1;
+    }
+    if (id == TBIO_OVER_FILE && ok) TBIO_EACH_SESSION(c)
+        tbio_count_over(c, kind == S_READ ? bytes : 0, kind == S_WRITE ? bytes : 0);
     long pos = POS_UNREAD;
-    if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
+    if (tbio_tracked(id)) TBIO_EACH_SESSION(c) {
         int data = kind == S_READ || kind == S_WRITE;
         /* ferror_unlocked: ferror would wait for the stream's lock */
         int failed = !ok && (!data || (err != 0 && fp && ferror_unlocked(fp)));
@@ -706,11 +751,7 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
         errno = 0; /* so that err_ is this call's errno, not a stale one */            \
         RTYPE ret = CALL;                                                              \
         int err_ = errno;                                                              \
-        uint32_t id_ = tbio_fp_stdio(FP);                                              \
-        if (id_ != TBIO_NO_FILE)                                                       \
-            stdio_done(&c, OP, KIND, id_, fileno(FP), REQ, (int64_t)(BYTES), (OK), err_, FP); \
-        else                                                                           \
-            stdio_done(&c, OP, KIND, id_, -1, 0, 0, 0, 0, NULL);                       \
+        stdio_done(&c, OP, KIND, FP_LOOKUP, -1, REQ, (int64_t)(BYTES), (OK), err_, FP); \
         errno = err_ ? err_ : saved_;                                                  \
         return ret;                                                                    \
     } while (0)
@@ -772,11 +813,9 @@ static int fmt_io(int op, int kind, FILE *fp, int (*call)(FILE *, const char *, 
     int ret = FMT_REAL();
     int err = errno;
     long after = real_ftell(fp);
-    uint32_t id = tbio_fp_stdio(fp);
     int ok = kind == S_READ ? ret != 0 : ret > 0;
     int64_t bytes = (before >= 0 && after >= before) ? after - before : (ret > 0 ? ret : 0);
-    if (id != TBIO_NO_FILE) stdio_done(&c, op, kind, id, fileno(fp), -1, bytes, ok, err, fp);
-    else stdio_done(&c, op, kind, id, -1, 0, 0, 0, 0, NULL);
+    stdio_done(&c, op, kind, FP_LOOKUP, -1, -1, bytes, ok, err, fp);
     errno = err;
     return ret;
 #undef FMT_REAL
@@ -856,8 +895,7 @@ static void tbio_w_rewind(FILE *fp) {
     }
     int ret = rewind_call(fp);
     int err = errno;
-    uint32_t id = tbio_fp_stdio(fp);
-    stdio_done(&c, TBIO_OP_rewind, S_SEEK, id, id != TBIO_NO_FILE ? fileno(fp) : -1, -1, 0, ret == 0, err, fp);
+    stdio_done(&c, TBIO_OP_rewind, S_SEEK, FP_LOOKUP, -1, -1, 0, ret == 0, err, fp);
     errno = err;
 }
 static long tbio_w_ftell(FILE *fp) {
@@ -872,33 +910,40 @@ static int tbio_w_fflush(FILE *fp) {
 /* opens: fopen / fopen64 / freopen / fdopen */
 static FILE *stdio_open_done(int op, const char *path, int fd_for_fdopen, FILE *ret, int err, tbio_call *c,
                              int rec) {
+    uint64_t t1;
+    if (!rec || !tbio_call_post(c, &t1)) {
+        /* idle: forget what the number meant; a recording names the stream when it first touches it */
+        if (ret && path) tbio_fd_forget(fileno(ret));
+        else if (ret) tbio_fd_forget_stdio(fileno(ret));
+        errno = err;
+        return ret;
+    }
     uint32_t id = TBIO_NO_FILE;
-    if (ret || (rec && !(path && err == EFAULT))) {
-        if (path) id = path_id(AT_FDCWD, path, TBIO_STDIO);
+    if (ret || !(path && err == EFAULT)) {
+        if (path) id = tbio_path_id(AT_FDCWD, path, TBIO_STDIO);
         else {
             uint32_t pid = tbio_fd_posix(fd_for_fdopen);
-            const tbio_file *pf = pid != TBIO_NO_FILE ? tbio_file_get(pid) : NULL;
+            const tbio_file *pf = tbio_tracked(pid) ? tbio_file_get(pid) : NULL;
             if (pf) id = tbio_file_intern(pf->path, pf->len, TBIO_STDIO);
+            else if (pid == TBIO_OVER_FILE) id = TBIO_OVER_FILE;
         }
     }
     if (ret) {
         if (path) tbio_fd_forget(fileno(ret));   /* libc opened the fd where we cannot see it */
         tbio_fp_set(ret, id);
     }
-    uint64_t t1;
-    if (rec && tbio_call_post(c, &t1)) {
-        if (id != TBIO_NO_FILE) TBIO_EACH_SESSION(c) {
-            tbio_rec *r = ret ? tbio_rec_get(c->s, id) : NULL;
-            if (r) {
-                tbio_rec_lock(r);
-                tbio_stdio_on_open(&r->u.s, path == NULL, tbio_sec(c->s, c->t0), tbio_sec(c->s, t1));
-                r->offset_known = 1;
-                tbio_rec_unlock(r);
-            }
-            tbio_trace_add(c, t1, op, id, ret ? fileno(ret) : -1, -1, -1, ret ? 0 : -1, ret ? 0 : err);
+    if (id == TBIO_OVER_FILE) TBIO_EACH_SESSION(c) tbio_count_over(c, 0, 0);
+    if (tbio_tracked(id)) TBIO_EACH_SESSION(c) {
+        tbio_rec *r = ret ? tbio_rec_get(c->s, id) : NULL;
+        if (r) {
+            tbio_rec_lock(r);
+            tbio_stdio_on_open(&r->u.s, path == NULL, tbio_sec(c->s, c->t0), tbio_sec(c->s, t1));
+            r->offset_known = 1;
+            tbio_rec_unlock(r);
         }
-        tbio_call_leave(c);
+        tbio_trace_add(c, t1, op, id, ret ? fileno(ret) : -1, -1, -1, ret ? 0 : -1, ret ? 0 : err);
     }
+    tbio_call_leave(c);
     errno = err;
     return ret;
 }
@@ -930,11 +975,19 @@ static int tbio_w_fclose(FILE *fp) {
         tbio_fp_forget(fp);
         return real_fclose(fp);
     }
-    uint32_t id = fp ? tbio_fp_stdio(fp) : TBIO_NO_FILE;
+    tbio_call c;
+    if (!tbio_call_pre(&c)) {
+        tbio_fp_forget(fp);
+        return real_fclose(fp);
+    }
+    /* the stream's id before the call that closes it, named inside the shim's accounting */
+    uint32_t id = fp && tbio_enter_and_load(c.th) ? tbio_fp_stdio(fp) : TBIO_NO_FILE;
+    if (fp) {
+        tbio_call_leave(&c);
+        c.t0 = tbio_ticks();
+    }
     int fd = fp ? fileno(fp) : -1;
     tbio_fp_forget(fp);
-    tbio_call c;
-    if (!tbio_call_pre(&c)) return real_fclose(fp);
     int ret = real_fclose(fp);
     int err = errno;
     stdio_done(&c, TBIO_OP_fclose, S_CLOSE, id, fd, -1, 0, ret == 0, err, NULL);

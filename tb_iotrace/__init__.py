@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 __all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap",
-           "NativeError"]
+           "set_max_files", "NativeError"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .recording.api import Capture, NativeError, capture, disable, enable, is_enabled, set_filters, set_trace_cap
+    from .recording.api import (Capture, NativeError, capture, disable, enable, is_enabled, set_filters,
+                                set_max_files, set_trace_cap)
 
 
 def __getattr__(name: str) -> Any:

@@ -82,12 +82,33 @@ def human_bytes(n: float) -> str:
     return f"{n} B"
 
 
+def untracked_note(untracked: Mapping[str, Any] | None) -> str:
+    """One line on what a capture counted but could not track ("" when nothing was)."""
+    u = untracked or {}
+    files, calls, reentrant = int(u.get("files") or 0), int(u.get("calls") or 0), int(u.get("reentrant_calls") or 0)
+    parts = []
+    if files or calls:
+        moved = int(u.get("bytes_read") or 0) + int(u.get("bytes_written") or 0)
+        examples = [str(e) for e in (u.get("examples") or [])][:3]
+        parts.append(f"files not tracked (the file table was full: raise TBIO_MAX_FILES): "
+                     f"{files} opens, {calls} calls, {human_bytes(int(u.get('bytes_read') or 0))} read, "
+                     f"{human_bytes(int(u.get('bytes_written') or 0))} written on them"
+                     + (f" ({human_bytes(moved)} in all)" if moved else "")
+                     + (f"; e.g. {', '.join(examples)}" if examples else ""))
+    if reentrant:
+        parts.append(f"{reentrant} calls from signal handlers inside the shim passed through untraced")
+    return "; ".join(parts)
+
+
 def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
-           empty: str = "") -> str:
+           empty: str = "", untracked: Mapping[str, Any] | None = None) -> str:
     """The report a user reads first, as text (``empty``: what to say when there are no files)."""
     lines: list[str] = []
     if title:
         lines += [title, "=" * len(title)]
+    note = untracked_note(untracked)
+    if note:
+        lines.append(f"NOT TRACKED: {note}")
     if not files:
         lines.append(empty or "No file I/O was recorded (nothing traced, or every path was excluded).")
         return "\n".join(lines) + "\n"

@@ -19,6 +19,10 @@ The JSON document (format ``tb_iotrace.run/1``)::
       "files": [{"path", "module", "record_id", "counters": {...}, "fcounters": {...}}],
       "threads": [{"index", "tid", "pthread_self", "name", "nevents", "dropped"}],
       "nevents": int, "dropped": int,
+      "untracked": {"files", "calls", "bytes_read", "bytes_written", "reentrant_calls",
+                    "examples"},                # only when something was counted but not
+                                                # tracked (files past TBIO_MAX_FILES, calls
+                                                # from signal handlers inside the shim)
       "trace": "<host>.<pid>.npz" | null        # beside the JSON
     }
 
@@ -89,7 +93,8 @@ def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
 
 def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
                  files: list[dict[str, Any]] | None = None, start_ns: int | None = None,
-                 end_ns: int | None = None, with_trace: bool = True, suffix: str = "") -> Path:
+                 end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
+                 untracked: dict[str, Any] | None = None) -> Path:
     """Write the record of this process from a recorder Capture (or explicit ``files``).
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec)."""
@@ -113,6 +118,10 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "dropped": int(cap.dropped) if cap is not None else 0,
         "trace": trace_name,
     }
+    if cap is not None and cap.untracked:
+        untracked = cap.untracked.to_dict()
+    if untracked:
+        doc["untracked"] = dict(untracked)
     data = json.dumps(doc, separators=(",", ":")).encode()
     atomic_write(jpath, lambda fh: fh.write(data))
     return jpath
@@ -194,6 +203,13 @@ def find_records(directory: str | os.PathLike[str]) -> list[Path]:
 
 
 # --------------------------------------------------------------------------- merging flushes
+
+def merge_untracked(acc: dict[str, Any], more: dict[str, Any]) -> None:
+    """Add one flush window's untracked counts (Capture.untracked.to_dict()) to ``acc``."""
+    for k in ("files", "calls", "bytes_read", "bytes_written", "reentrant_calls"):
+        acc[k] = int(acc.get(k, 0)) + int(more.get(k) or 0)
+    acc["examples"] = (list(acc.get("examples", [])) + list(more.get("examples") or []))[:8]
+
 
 _MAX_KEYS = ("MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
 _LAST_KEYS = ("MODE", "FILE_ALIGNMENT", "MEM_ALIGNMENT", "ACCESS", "STRIDE", "FASTEST_RANK", "SLOWEST_RANK",

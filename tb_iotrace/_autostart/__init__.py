@@ -52,6 +52,7 @@ class _Run:
         self.sess: Any = None
         self.flush_sess: Any = None
         self.acc: dict[tuple[str, str], dict[str, Any]] = {}
+        self.acc_untracked: dict[str, Any] = {}
         self.start_ns = time.time_ns()
         self.done = False
         self.exc: str | None = None
@@ -106,16 +107,19 @@ class _Run:
             if old is not None and new is not None:
                 cap = session.Capture()
                 session.end_session(old, cap)
-                from ..runrecord import merge_files
+                from ..runrecord import merge_files, merge_untracked
 
                 merge_files(self.acc, [f.to_dict() for f in cap.files])
+                if cap.untracked:
+                    merge_untracked(self.acc_untracked, cap.untracked.to_dict())
                 self._write_partial()
 
     def _write_partial(self) -> None:
         from ..runrecord import write_record
 
         write_record(self.run_dir, None, partial=True, exit={"how": "flush"}, files=list(self.acc.values()),
-                     start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False)
+                     start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
+                     untracked=self.acc_untracked or None)
 
     def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
         from ..recording import session

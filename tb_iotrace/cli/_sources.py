@@ -85,6 +85,15 @@ class Source:
         tr = self.io_trace()
         return int(tr.dropped) if tr is not None else 0
 
+    def untracked(self) -> dict[str, Any] | None:
+        """What the capture counted but could not track (files past the table bound, ...)."""
+        if self.kind == "record":
+            u = self.record().doc.get("untracked")  # type: ignore[union-attr]
+        else:
+            tr = self.io_trace()
+            u = tr.untracked if tr is not None else None
+        return dict(u) if isinstance(u, dict) else None
+
     def nevents(self) -> int:
         if self.kind == "record":
             return int(self.record().doc.get("nevents", 0))  # type: ignore[union-attr]

@@ -91,7 +91,8 @@ def host_doc(src: Source) -> dict[str, Any]:
     steps, markers = _steps(src)
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
-        "dropped": src.dropped(), "nevents": src.nevents(), "totals": _totals(files),
+        "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
+        "totals": _totals(files),
         "files": [{"path": f["path"], "module": f["module"], "record_id": rid,
                    **({"rank": f["rank"]} if "rank" in f else {}),
                    "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
@@ -136,6 +137,7 @@ def render_text(doc: dict[str, Any]) -> str:
                     how = f"{how}({ex['code']})"
                 title += f"  [ended by {how}]"
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"],
+                                         untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", "")))
             if h["steps"]:
                 out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
@@ -195,6 +197,11 @@ class Report(Command):
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
                             "kind": "xplane"|"record", "source": path, "partial": bool,
                             "dropped": int, "nevents": int,
+                            "untracked": null | {"files", "calls", "bytes_read", "bytes_written",
+                                          "reentrant_calls", "examples"},
+                                                      # counted, not tracked: files past the
+                                                      # file-table bound (TBIO_MAX_FILES), calls
+                                                      # from signal handlers inside the shim
                             "totals": {"POSIX"|"STDIO": {"files", "bytes_read", "bytes_written",
                                        "reads", "writes", "opens", "read_time", "write_time",
                                        "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},

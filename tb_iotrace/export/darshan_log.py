@@ -26,7 +26,8 @@ Conventions:
 - Record ids are Darshan's (:mod:`tb_iotrace.recordid`); records imported from a Darshan log
   keep their ids and ranks. ``POSIX_RENAMED_FROM`` carries the same kind of id.
 - Times are seconds from the job start: the earliest process start (a whole-run record's
-  ``start_ns``, which is the zero of its counters; a capture's profile start), so a
+  ``start_ns``, which is the zero of its counters; a capture's profile start, which TensorFlow
+  takes in the same start call as the shim's zero of the counters), so a
   single process's counters are written as recorded and other ranks' timestamps are
   shifted by their start's distance from the job start.
 - DXT segments are the trace's POSIX reads and writes that did not fail (zero-length EOF
@@ -47,7 +48,7 @@ import os
 import struct
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata
 from typing import Any, BinaryIO
 
@@ -56,7 +57,7 @@ import numpy as np
 from .._atomic import atomic_write
 from ..analysis.mounts import Mount, parse_mountinfo, read_mountinfo
 from ..recordid import darshan_ids, path_bytes, renamed_from
-from ..xplane import profile_start_ns, profile_stop_ns
+from ..xplane import profile_start_ns, profile_stop_ns, read_io_info
 from ._common import io_columns
 
 FORMAT_VERSION = b"3.41"
@@ -110,7 +111,7 @@ class Process:
     trace: dict[str, np.ndarray] | None = None
     base_rank: int = 0
     nranks: int = 1
-    dxt: list[tuple[int, int, np.ndarray, np.ndarray]] = field(default_factory=list)
+    imported: bool = False     # records of a Darshan log (import-darshan): they carry their rank
 
 
 # --------------------------------------------------------------------------- gathering
@@ -126,7 +127,9 @@ def _process(src: Any) -> Process:
         host, jobid, mounts = str(doc.get("host") or src.host), int(doc.get("pid") or 0), read_mountinfo()
     else:
         space, tr = src.space(), src.io_trace()
-        start = profile_start_ns(space) or 0
+        info = read_io_info(space) or {}
+        # the capture's clock: TensorFlow's profile start, else the one the I/O was written on
+        start = profile_start_ns(space) or int(info.get("profile_start_ns") or 0)
         end = profile_stop_ns(space) or 0
         if not start and tr is not None and len(tr):
             start = int(tr.start_ns.min())
@@ -154,7 +157,7 @@ def gather(sources: list[Any]) -> list[Process]:
     rank = 0
     for p in procs:
         given = [int(f["rank"]) for f in p.files if isinstance(f, dict) and "rank" in f]
-        p.base_rank, p.nranks = rank, max(given, default=0) + 1
+        p.base_rank, p.nranks, p.imported = rank, max(given, default=0) + 1, bool(given)
         rank += p.nranks
     return procs
 
@@ -180,37 +183,44 @@ def _pack_record(module: str, rid: int, rank: int, f: dict[str, Any], remap: dic
     return _BASE.pack(rid, rank) + struct.pack(f"<{len(ints)}q{len(floats)}d", *cv, *fv)
 
 
-def _dxt(p: Process, posix_ids: dict[str, int], job_start_ns: int, rank: int) -> list[bytes]:
-    """DXT_POSIX records of one process: per file, its writes then its reads."""
+def _dxt(p: Process, posix_ids: dict[str, int], job_start_ns: int) -> list[bytes]:
+    """DXT_POSIX records of one process: per (rank, file), its writes then its reads, each in
+    time order. A Darshan import's trace keeps each segment's rank as its thread id."""
     t = p.trace
     if t is None or not len(t["start_ns"]):
         return []
-    ops = t["op"]
+    op_names, op_code = np.unique(np.asarray(t["op"], dtype=object).astype(str), return_inverse=True)
+    w_ops = np.array([o in DXT_WRITES for o in op_names.tolist()], bool)
+    r_ops = np.array([o in DXT_READS for o in op_names.tolist()], bool)
     ok = np.asarray(t["returned"]) >= 0
-    is_w = np.isin(ops, list(DXT_WRITES)) & ok
-    is_r = np.isin(ops, list(DXT_READS)) & ok
-    keep = np.flatnonzero(is_w | is_r)
+    is_w = w_ops[op_code] & ok
+    keep = np.flatnonzero((is_w | r_ops[op_code]) & ok)
     if not len(keep):
         return []
-    keep = keep[np.argsort(np.asarray(t["start_ns"])[keep], kind="stable")]
-    paths = t["path"][keep]
-    names, code = np.unique(paths.astype(str) if paths.dtype != object else paths, return_inverse=True)
+    names, code = np.unique(np.asarray(t["path"], dtype=object)[keep].astype(str), return_inverse=True)
+    ranks = (np.asarray(t["tid"])[keep].astype(np.int64) if p.imported else np.zeros(len(keep), np.int64))
+    start = np.asarray(t["start_ns"])[keep]
+    order = np.lexsort((start, code, ranks))            # by rank, then file, then time
+    keep, code, ranks = keep[order], code[order], ranks[order]
+    cut = np.flatnonzero((np.diff(code) != 0) | (np.diff(ranks) != 0)) + 1
     host = path_bytes(p.host)[:HOSTNAME_LEN - 1]
+    offset, returned = np.asarray(t["offset"]), np.asarray(t["returned"])
+    t0, t1 = np.asarray(t["start_ns"]), np.asarray(t["end_ns"])
     out = []
-    for j, name in enumerate(names.tolist()):
-        rid = posix_ids.get(name)
+    for lo, hi in zip(np.r_[0, cut].tolist(), np.r_[cut, len(keep)].tolist()):
+        rid = posix_ids.get(str(names[code[lo]]))
         if rid is None:
             continue
-        rows = keep[code == j]
+        rows = keep[lo:hi]
+        w = is_w[rows]
         segs = []
-        for sel in (rows[is_w[rows]], rows[is_r[rows]]):
-            s = np.empty(len(sel), _SEGMENT)
-            s["offset"] = np.asarray(t["offset"])[sel]
-            s["length"] = np.asarray(t["returned"])[sel]
-            s["start"] = (np.asarray(t["start_ns"])[sel] - job_start_ns) / 1e9
-            s["end"] = (np.asarray(t["end_ns"])[sel] - job_start_ns) / 1e9
-            segs.append(s)
-        out.append(_DXT_FILE.pack(rid, rank, 0, host, len(segs[0]), len(segs[1]))
+        for sel in (rows[w], rows[~w]):
+            seg = np.empty(len(sel), _SEGMENT)
+            seg["offset"], seg["length"] = offset[sel], returned[sel]
+            seg["start"] = (t0[sel] - job_start_ns) / 1e9
+            seg["end"] = (t1[sel] - job_start_ns) / 1e9
+            segs.append(seg)
+        out.append(_DXT_FILE.pack(rid, p.base_rank + int(ranks[lo]), 0, host, len(segs[0]), len(segs[1]))
                    + segs[0].tobytes() + segs[1].tobytes())
     return out
 
@@ -293,7 +303,7 @@ def build(procs: list[Process], layout: Layout) -> bytes:
             names.setdefault(rid, _text(str(f["path"])))
             if module == "POSIX":
                 posix_ids[str(f["path"])] = rid
-        mods[DXT_POSIX_ID] += _dxt(p, posix_ids, job_start, p.base_rank)
+        mods[DXT_POSIX_ID] += _dxt(p, posix_ids, job_start)
         if p.dropped:
             partial |= 1 << DXT_POSIX_ID
         if p.partial:
@@ -327,13 +337,13 @@ def build(procs: list[Process], layout: Layout) -> bytes:
 def write(sources: list[Any], out: str, layout: Layout) -> dict[str, int]:
     """Write the sources as one Darshan log at ``out`` (atomically: nothing is left on failure).
     Returns counts: ``ranks``, ``posix`` and ``stdio`` records, ``bytes``."""
-    procs = gather(sources)
     try:
+        procs = gather(sources)
         data = build(procs, layout)
     except LogError:
         raise
     except (KeyError, TypeError, ValueError, struct.error, OverflowError) as exc:
-        raise LogError(f"a file record cannot be written ({type(exc).__name__}: {exc})") from None
+        raise LogError(f"a record cannot be written ({type(exc).__name__}: {exc})") from None
 
     def put(fh: BinaryIO) -> None:
         fh.write(data)

@@ -137,6 +137,7 @@ def _load_record(path: str, host: str) -> Capture:
     dropped = int(doc.get("dropped") or 0)
     io_info: dict[str, Any] = {
         "source": "record", "dropped": dropped, "capped": 0, "partial": partial,
+        "untracked": doc.get("untracked") if isinstance(doc.get("untracked"), dict) else None,
         "process": {k: doc.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")},
         "threads": [[tid, int(th.get("pthread_self") or 0), str(th.get("name") or "")]
                     for tid, th in sorted(threads.items())],
@@ -145,6 +146,11 @@ def _load_record(path: str, host: str) -> Capture:
                    planes={}, io=io, io_info=io_info, counter_records=list(rec.files), steps=[],
                    steps_source="", extent=(lo, max(hi, lo + 1)), profile_start_ns=t0,
                    hostnames=[str(doc.get("host") or "")], warnings=warnings)
+
+
+def _untracked(doc: dict[str, Any]) -> dict[str, Any] | None:
+    u = doc.get("untracked")
+    return dict(u) if isinstance(u, dict) else None
 
 
 def record_trace(path: str) -> Any:
@@ -161,7 +167,8 @@ def record_trace(path: str) -> Any:
         z = np.zeros(0, np.int64)
         return IoTrace(op=np.zeros(0, object), path=np.zeros(0, object), offset=z, requested=z, returned=z,
                        fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=threads, dropped=dropped,
-                       counters=list(rec.files))
+                       counters=list(rec.files),
+                       untracked=_untracked(rec.doc))
     ops = np.append(t["op_names"].astype(object), "?")
     paths = np.append(t["paths"].astype(object), "")
     op_id = t["op_id"]
@@ -170,7 +177,8 @@ def record_trace(path: str) -> Any:
                    path=paths[np.where((file_id >= 0) & (file_id < len(paths) - 1), file_id, len(paths) - 1)],
                    offset=t["offset"], requested=t["requested"], returned=t["returned"], fd=t["fd"],
                    errno=t["errno"], start_ns=t["start_ns"], end_ns=t["end_ns"], tid=t["tid"],
-                   threads=threads, dropped=dropped, counters=list(rec.files))
+                   threads=threads, dropped=dropped, counters=list(rec.files),
+                       untracked=_untracked(rec.doc))
 
 
 __all__ = ["cache_key", "load_record", "record_trace", "total_size", "trace_path"]

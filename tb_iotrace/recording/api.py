@@ -8,9 +8,10 @@ from contextlib import contextmanager
 
 from .._ffi import NativeError, last_error, native
 from . import jax, session, tensorflow
-from .session import Capture, begin_session, check_layout, end_session, set_filters, set_trace_cap
+from .session import Capture, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
 
-__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "NativeError"]
+__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "set_max_files",
+           "NativeError"]
 
 _lock = threading.Lock()
 
@@ -37,9 +38,9 @@ def enable() -> None:
     JAX as a PJRT profiler plugin (now, or when they are imported), so every
     TensorFlow and JAX profile carries I/O.
 
-    Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes)
-    and TBIO_TRACE_CAP are applied on the first call; TBIO_TENSORFLOW=0 and
-    TBIO_JAX=0 skip the TensorFlow and JAX registrations."""
+    Environment: TBIO_INCLUDE / TBIO_EXCLUDE (os.pathsep-separated prefixes),
+    TBIO_TRACE_CAP and TBIO_MAX_FILES are applied on the first call;
+    TBIO_TENSORFLOW=0 and TBIO_JAX=0 skip the TensorFlow and JAX registrations."""
     with _lock:
         ffi, lib = native()
         check_layout()
@@ -51,6 +52,9 @@ def enable() -> None:
         cap = os.environ.get("TBIO_TRACE_CAP")
         if cap:
             set_trace_cap(int(cap))
+        most = os.environ.get("TBIO_MAX_FILES")
+        if most:
+            set_max_files(int(most))
         if lib.tbio_enable() != 0:
             raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
         if os.environ.get("TBIO_TENSORFLOW", "1") != "0":

@@ -14,8 +14,9 @@ import numpy as np
 from .._ffi import NativeError, last_error, native
 from ..names import MODULES, counter_names, op_names
 
-__all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "begin_session", "check_layout", "excludes",
-           "end_all_and_disable", "end_session", "forget", "set_filters", "set_trace_cap"]
+__all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "Untracked", "begin_session",
+           "check_layout", "end_all_and_disable", "end_session", "excludes", "forget", "set_filters",
+           "set_max_files", "set_trace_cap"]
 
 # The layout of struct tbio_event (native/tbio.h); checked against cffi's
 # offsets at first use.
@@ -122,6 +123,16 @@ def set_trace_cap(max_events: int) -> None:
     native()[1].tbio_set_trace_cap(int(max_events))
 
 
+def set_max_files(n: int) -> None:
+    """Most distinct files (path, module) the captures running at once track
+    (default 4,194,304; each costs about 1.8 KB per capture that touched it, see
+    the README).  A file past it is not tracked but counted: ``Capture.untracked``.
+    Takes effect the next time recording starts with no capture running."""
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    native()[1].tbio_set_max_files(int(n))
+
+
 @dataclass(frozen=True)
 class FileRecord:
     """Darshan counters of one file in one module."""
@@ -208,6 +219,44 @@ class EventTable:
         return self._by_file(self.modules)
 
 
+@dataclass(frozen=True)
+class Untracked:
+    """What a capture saw but could not track, counted instead of dropped:
+    files past the file-table bound (``set_max_files``; their opens, calls and
+    bytes) and calls a signal handler made while its thread was inside the
+    shim (passed through untraced)."""
+
+    files: int = 0              # opens (or first uses) of files that did not fit
+    calls: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    reentrant_calls: int = 0
+    examples: tuple[str, ...] = ()   # a few of the paths
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.calls or self.reentrant_calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"files": self.files, "calls": self.calls, "bytes_read": self.bytes_read,
+                "bytes_written": self.bytes_written, "reentrant_calls": self.reentrant_calls,
+                "examples": list(self.examples)}
+
+
+def _untracked_of(sess: Any) -> Untracked:
+    ffi, lib = native()
+    u = ffi.new("tbio_untracked_info *")
+    if lib.tbio_session_untracked(sess, u) != 0:
+        return Untracked()
+    size = ffi.new("size_t *")
+    examples = []
+    for i in range(int(u.nexamples)):
+        p = lib.tbio_session_untracked_path(sess, i, size)
+        if p != ffi.NULL:
+            examples.append(os.fsdecode(bytes(ffi.buffer(p, size[0]))))
+    return Untracked(int(u.files), int(u.calls), int(u.bytes_read), int(u.bytes_written),
+                     int(u.reentrant_calls), tuple(examples))
+
+
 def _empty_events() -> EventTable:
     z = np.zeros(0, EVENT_DTYPE)
     return _events_from(z, [], {}, {})
@@ -233,6 +282,7 @@ class Capture:
         self.events: EventTable = _empty_events()
         self.threads: list[ThreadInfo] = []
         self.dropped: int = 0
+        self.untracked: Untracked = Untracked()
         self.start_ns: int = 0
         self.end_ns: int = 0
         self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
@@ -243,6 +293,7 @@ class Capture:
         self.start_ns = int(lib.tbio_session_start_ns(sess))
         self.end_ns = int(lib.tbio_session_end_ns(sess))
         self.dropped = int(lib.tbio_session_dropped(sess))
+        self.untracked = _untracked_of(sess)
         info = ffi.new("tbio_thread_info *")
         for i in range(lib.tbio_session_nthreads(sess)):
             lib.tbio_session_thread(sess, i, info)
@@ -254,17 +305,14 @@ class Capture:
         if n:
             got = lib.tbio_session_copy_events(sess, ffi.cast("tbio_event *", raw.ctypes.data), n)
             raw = raw[:got]
-        files = raw["file"]
-        used = files[files != NO_FILE]    # file ids are small: a bincount, not a sort of every row
-        wanted = set(np.flatnonzero(np.bincount(used)).tolist()) if len(used) else set()
         fi = ffi.new("tbio_file_info *")
         paths: dict[int, str] = {}
         modules: dict[int, str] = {}
-        for fid in range(lib.tbio_session_nfiles(sess)):
-            if lib.tbio_session_file(sess, fid, fi) != 0:
+        # only the files this window touched or its trace names (not every file the process knows)
+        for i in range(lib.tbio_session_nfiles(sess)):
+            if lib.tbio_session_file(sess, i, fi) != 0:
                 continue
-            if not fi.has_record and fid not in wanted:
-                continue
+            fid = int(fi.id)
             pb = bytes(ffi.buffer(fi.path, fi.path_len))
             module = MODULES[fi.module]
             path = os.fsdecode(pb)
@@ -304,7 +352,8 @@ class Capture:
                        returned=ev.returned, fd=ev.fd, errno=ev.errno, start_ns=ev.start_ns,
                        end_ns=ev.end_ns, tid=ev.tid,
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
-                       dropped=self.dropped, counters=[f.to_dict() for f in self.files],
+                       dropped=self.dropped, untracked=self.untracked.to_dict() if self.untracked else None,
+                       counters=[f.to_dict() for f in self.files],
                        mounts=self.mounts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -314,4 +363,5 @@ class Capture:
             "files": [f.to_dict() for f in self.files],
             "threads": [t.__dict__ for t in self.threads],
             "nevents": len(self.events), "dropped": self.dropped,
+            "untracked": self.untracked.to_dict(),
         }

@@ -96,6 +96,8 @@ class IoTrace:
 
     threads    tid -> ThreadInfo(pthread_id, comm)
     dropped    operations the capture could not record (buffer full, cap, ...)
+    untracked  what the capture saw but could not track, counted (None: nothing):
+               {"files", "calls", "bytes_read", "bytes_written", "reentrant_calls", "examples"}
     mounts     the traced process's /proc/self/mountinfo at capture time ("" if unknown)
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
@@ -117,6 +119,7 @@ class IoTrace:
     threads: dict[int, ThreadInfo] = field(default_factory=dict)
     dropped: int = 0
     counters: list[dict] = field(default_factory=list)
+    untracked: dict | None = None
     mounts: str = ""    # /proc/self/mountinfo of the traced process at capture time ("" unknown)
 
     def __post_init__(self) -> None:
@@ -171,7 +174,7 @@ class IoTrace:
         cols = {name: (self.labels(name).take(index) if self.labels(name) is not None  # type: ignore[union-attr]
                        else getattr(self, name)[index]) for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
-                       counters=list(self.counters), mounts=self.mounts)
+                       counters=list(self.counters), mounts=self.mounts, untracked=self.untracked)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}

@@ -21,12 +21,15 @@ from tb_iotrace.recordid import record_id
 from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
 from tb_iotrace.runrecord import read_record
 
+from test_cli_report import GPU_HOST, T0, logdir, small_trace  # noqa: F401  (fixture)
+
 darshan = pytest.importorskip("darshan")
 
 PY = sys.executable
 BIN = Path(PY).parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TIMESTAMPS = "TIMESTAMP"
+RUN = "2020_01_01_00_00_00"
 
 
 def cli(*args: str, timeout: int = 300) -> subprocess.CompletedProcess:
@@ -290,9 +293,22 @@ def test_bad_input(tmp_path):
     err = one_line_error(cli("export", str(record(tmp_path / "empty", [])), "--format", "darshan-log", "-o",
                              str(out)), out)
     assert "no I/O recorded" in err
+    from tb_iotrace import xplane as X
+
+    plain = tmp_path / "run" / "plain.xplane.pb"      # a capture without I/O data
+    plain.parent.mkdir()
+    sp = X.XSpace()
+    sp.planes.add(id=2, name=X.HOST_PLANE).lines.add(id=1, name="python")
+    plain.write_bytes(sp.SerializeToString())
+    err = one_line_error(cli("export", str(plain), "--format", "darshan-log", "-o", str(out)), out)
+    assert "no I/O recorded" in err
     bad = dict(X_FILE, counters={"POSIX_READS": "many"})
     err = one_line_error(cli("export", str(record(tmp_path / "corrupt", [bad])), "--format", "darshan-log", "-o",
                              str(out)), out)
+    assert "cannot be written" in err
+    doc = record(tmp_path / "badpid", [X_FILE]) / "plugins" / "iotrace" / "h.7.json"
+    doc.write_text(doc.read_text().replace('"pid": 7', '"pid": "seven"'))
+    err = one_line_error(cli("export", str(doc), "--format", "darshan-log", "-o", str(out)), out)
     assert "cannot be written" in err
     err = one_line_error(cli("export", str(tmp_path / "missing"), "--format", "darshan-log", "-o", str(out)), out)
     assert "no such file" in err
@@ -308,3 +324,115 @@ def test_several_runs_need_a_run(tmp_path):
     err = one_line_error(cli("export", str(root), "--format", "darshan-log", "-o", str(out)), out)
     assert "--run" in err
     assert cli("export", str(root), "--run", "iotrace", "--format", "darshan-log", "-o", str(out)).returncode == 0
+
+
+# --------------------------------------------------------------------------- a TensorFlow capture
+
+
+def test_tensorflow_capture(logdir, tmp_path):  # noqa: F811
+    """A .xplane.pb capture (I/O merged into the shared GPU capture): counters as `report --json`
+    gives them, its 50 preads as DXT segments on the capture's clock, STDIO too."""
+    out = tmp_path / "tf.darshan"
+    r = cli("export", str(logdir), "--run", RUN, "--format", "darshan-log", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    got = read_log(out)
+    rep = cli("report", str(logdir), "--run", RUN, "--json")
+    (h,) = hosts(json.loads(rep.stdout))
+    want = {(f["module"], record_id(f["path"])): f for f in h["files"]}
+    assert {(m, r["id"]) for m, recs in got["records"].items() for r in recs} == set(want)
+    for m, recs in got["records"].items():
+        for r in recs:
+            f = want[(m, r["id"])]
+            assert r["rank"] == 0 and r["counters"] == {**r["counters"], **f["counters"]}
+            assert all(v == 0 for k, v in r["counters"].items() if k not in f["counters"])
+            assert r["fcounters"] == pytest.approx({**r["fcounters"], **f["fcounters"]})
+    job_start = got["job"]["start_time_sec"] * 10**9 + got["job"]["start_time_nsec"]
+    assert job_start == T0      # no Task Environment plane: the clock the I/O was merged on
+    trace = small_trace()
+    (e,) = got["dxt"]
+    assert e["id"] == record_id("/data/a.tfrecord") and e["hostname"] == GPU_HOST and not e["write"]["offset"]
+    assert e["read"]["offset"] == trace.offset.tolist() and e["read"]["length"] == trace.returned.tolist()
+    assert e["read"]["start_time"] == pytest.approx(((trace.start_ns - job_start) / 1e9).tolist(), abs=1e-9)
+    assert got["exe"].startswith("tb_iotrace-capture ")
+
+
+# --------------------------------------------------------------------------- Darshan's own logs
+
+
+LOG_COMPARE = r'''
+import json, sys, darshan
+def load(p):
+    r = darshan.DarshanReport(p, read_all=True)
+    recs = {}
+    for m in ("POSIX", "STDIO"):
+        for x in (r.records[m].to_dict() if m in r.records else []):
+            recs[f"{m} {int(x['rank'])} {int(x['id'])}"] = [{k: int(v) for k, v in x["counters"].items()},
+                                                           {k: float(v) for k, v in x["fcounters"].items()}]
+    dxt = {}
+    for e in (r.records["DXT_POSIX"].to_df() if "DXT_POSIX" in r.records else []):
+        dxt[f"{int(e['rank'])} {int(e['id'])}"] = [e[k + "_segments"][c].tolist() if len(e[k + "_segments"]) else []
+                                                  for k in ("write", "read") for c in ("offset", "length", "start_time")]
+    return {"nprocs": r.metadata["job"]["nprocs"], "recs": recs, "dxt": dxt, "names": {str(k): v for k, v in r.name_records.items()}}
+print(json.dumps([load(sys.argv[1]), load(sys.argv[2])]))
+'''
+
+
+@pytest.mark.parametrize("name", ["dxt.darshan", "sample-badost.darshan"])
+def test_darshan_log_round_trip(tmp_path, name):
+    """Darshan's log -> import-darshan -> export darshan-log: the same records (ranks, shared
+    rank -1 records, ids, every counter) and the same DXT segments."""
+    log = Path(darshan.__file__).parent / "examples" / "example_logs" / name
+    assert cli("import-darshan", str(log), "--logdir", str(tmp_path / "imp")).returncode == 0
+    out = tmp_path / "back.darshan"
+    r = cli("export", str(tmp_path / "imp"), "--format", "darshan-log", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    a, b = json.loads(in_child(LOG_COMPARE, str(log), str(out)))
+    assert a["nprocs"] == b["nprocs"] and a["recs"].keys() == b["recs"].keys() and len(a["recs"]) > 200
+    for k, (c, fc) in a["recs"].items():
+        assert b["recs"][k][0] == c, k
+        assert b["recs"][k][1] == pytest.approx(fc, abs=1e-6), k
+    assert a["dxt"].keys() == b["dxt"].keys()
+    for k, segs in a["dxt"].items():
+        for x, y in zip(segs, b["dxt"][k]):
+            assert y == pytest.approx(x, abs=1e-6), k   # times went through ns on the way
+    assert {k: v for k, v in b["names"].items() if k in a["names"]} == {k: a["names"][k] for k in b["names"]}
+
+
+# --------------------------------------------------------------------------- size
+
+
+PEAK = r'''
+import resource, sys, time
+from tb_iotrace.cli import main
+t = time.perf_counter()
+rc = main(sys.argv[1:])
+print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+sys.exit(rc)
+'''
+
+
+def test_million_events(tmp_path):
+    """A 1,000,000-call trace: 32 MB of DXT segments, written in seconds, memory a few times the
+    trace's columns."""
+    from test_cli_export import big_record
+
+    n = 1_000_000
+    root = big_record(tmp_path / "big", n)
+    doc_path = root / "plugins" / "iotrace" / "h.1.json"
+    doc = json.loads(doc_path.read_text())
+    doc["files"] = [dict(X_FILE, path=f"/d/f{i}") for i in range(7)]
+    doc_path.write_text(json.dumps(doc))
+    out = tmp_path / "big.darshan"
+    r = subprocess.run([PY, "-c", PEAK, "export", str(root), "--format", "darshan-log", "-o", str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    secs, peak_mb = r.stdout.split()
+    assert float(secs) < 60 and int(peak_mb) < 1500, r.stdout
+    got = json.loads(in_child(r'''
+import json, sys, darshan
+r = darshan.DarshanReport(sys.argv[1], read_all=False)
+r.mod_read_all_dxt_records("DXT_POSIX")
+print(json.dumps(sum(e["read_count"] + e["write_count"] for e in r.records["DXT_POSIX"].to_df())))
+''', str(out)))
+    # big_record: ops read, pread64, write in turn over 7 files: every call is a DXT segment
+    assert got == n

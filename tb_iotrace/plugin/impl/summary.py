@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...report import untracked_note
 from ..view import View, io_by_choice, lane_json, view_steps
 
 
@@ -25,6 +26,9 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
     if dropped:
         messages.append(f"{dropped} I/O operations were not recorded (trace buffer full or "
                         "capped); counters in the files table are still exact.")
+    untracked = _untracked_total(view)
+    if untracked:
+        messages.append(untracked_note(untracked) + ".")
     steps, source = view_steps(view)
     processes = [dict((p.capture.io_info or {}).get("process") or {}, host=p.host) for p in view.parts
                  if (p.capture.io_info or {}).get("source") == "record"]
@@ -39,7 +43,20 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
         "steps": steps,
         "steps_source": source,
         "io": {"has_io": has_io, "events": io_events, "dropped": dropped, "capped": capped,
-               "files": files},
+               "files": files, "untracked": untracked},
         "messages": messages,
         "warnings": [w for p in view.parts for w in p.capture.warnings][:20],
     }
+
+
+def _untracked_total(view: View) -> dict[str, Any] | None:
+    """What the captures of a view counted but could not track, summed (None: nothing)."""
+    total: dict[str, Any] = {}
+    for p in view.parts:
+        u = (p.capture.io_info or {}).get("untracked")
+        if not isinstance(u, dict):
+            continue
+        for k in ("files", "calls", "bytes_read", "bytes_written", "reentrant_calls"):
+            total[k] = int(total.get(k, 0)) + int(u.get(k) or 0)
+        total["examples"] = (list(total.get("examples", [])) + [str(e) for e in u.get("examples") or []])[:8]
+    return total or None

@@ -1,0 +1,113 @@
+/* The file table of the recordings running now ((path, module) -> id), the
+ * path filters and the fd / FILE* tables.
+ *
+ * Nothing here runs while idle: the table is filled lazily, only by calls a
+ * session records (an open names its path; an fd opened earlier is named
+ * through /proc/self/fd the first time a recording touches it), and dropped
+ * when the last recording ends.  It is bounded (tbio_set_max_files): a file
+ * that does not fit is TBIO_OVER_FILE, and its opens, calls and bytes are
+ * counted in every session that sees them, never dropped silently.
+ *
+ * Every function that takes the table's lock or grows it must run with the
+ * calling thread `in` (hot.h) and a recording active; it allocates with mmap
+ * only, never malloc. */
+#ifndef TBIO_REGISTRY_H
+#define TBIO_REGISTRY_H
+
+#include "hot.h"
+
+enum { TBIO_POSIX = 0, TBIO_STDIO = 1 };
+#define TBIO_NO_FILE 0xffffffffu     /* no traced file: excluded, a socket or pipe, no path */
+#define TBIO_OVER_FILE 0xfffffffeu   /* a traced file the full table could not take */
+static inline int tbio_tracked(uint32_t id) { return id < TBIO_OVER_FILE; }
+
+#define TBIO_MAX_FILES_LIMIT (1u << 24)   /* the most tbio_set_max_files accepts */
+#define TBIO_FILE_DIRSZ (TBIO_MAX_FILES_LIMIT >> 10)
+
+typedef struct tbio_file {      /* lives in the table's arena until the table is freed */
+    uint32_t id;
+    uint32_t next;              /* hash chain: id of the next entry, TBIO_NO_FILE ends it */
+    int module;
+    uint32_t len;
+    uint64_t hash;              /* Darshan's record id of the path (tbio_record_id); also the hash */
+    _Atomic int64_t blksize;    /* file system block size, 0 unknown */
+    char path[];
+} tbio_file;
+
+typedef struct tbio_registry tbio_registry;
+
+/* (path, module) -> id in the current table: TBIO_OVER_FILE when full (the
+ * overflow is noted in the recording sessions). */
+TBIO_HIDDEN uint32_t tbio_file_intern(const char *path, size_t len, int module);
+TBIO_HIDDEN const tbio_file *tbio_file_get(uint32_t id);            /* current table */
+TBIO_HIDDEN const tbio_file *tbio_registry_file(const tbio_registry *r, uint32_t id);
+TBIO_HIDDEN void tbio_file_set_blksize(uint32_t id, int64_t blksize);
+/* Learn the block size of a file just opened as fd, once (one fstat per file, not per open). */
+TBIO_HIDDEN void tbio_file_learn_blksize(uint32_t id, int fd);
+
+/* tbio_begin: the current table (made if none), one reference more. */
+TBIO_HIDDEN tbio_registry *tbio_registry_acquire(void);
+TBIO_HIDDEN void tbio_registry_release(tbio_registry *r);
+/* tbio_end of the last recording, once no thread is `in`: drop the current
+ * table and forget every fd state learned from it. */
+TBIO_HIDDEN void tbio_registry_retire(void);
+TBIO_HIDDEN void tbio_registry_atfork_prepare(void);
+TBIO_HIDDEN void tbio_registry_atfork_parent(void);
+TBIO_HIDDEN void tbio_registry_atfork_child(void);
+
+/* Anonymous memory straight from the kernel (signal-safe; zero-filled). */
+TBIO_HIDDEN void *tbio_map(size_t bytes);
+TBIO_HIDDEN void tbio_unmap(void *p, size_t bytes);
+
+TBIO_HIDDEN int tbio_path_traced(const char *abs, size_t len);
+/* Absolute, cleaned path of `path` relative to dirfd (AT_FDCWD or a directory fd). */
+TBIO_HIDDEN size_t tbio_abspath(int dirfd, const char *path, char *out, size_t cap);
+/* Id of a path named by a recorded call (relative to dirfd): interned if
+ * traced, TBIO_NO_FILE if not, TBIO_OVER_FILE if the table is full. */
+TBIO_HIDDEN uint32_t tbio_path_id(int dirfd, const char *path, int module);
+
+/* ---- fd table: fd -> file ids ---- */
+/* state: 0 unknown, 1 untracked, 2 over the bound, id + 3 tracked */
+#define TBIO_FD_UNKNOWN 0u
+#define TBIO_FD_UNTRACKED 1u
+#define TBIO_FD_OVER 2u
+#define TBIO_FD_BASE 3u
+/* fd -> entry: a directory (tbio_g_fds) of 1024 blocks of 1024 entries, blocks made on first use */
+struct tbio_fdent {
+    _Atomic uint32_t posix;   /* TBIO_FD_* state or id + TBIO_FD_BASE */
+    _Atomic uint32_t stdio;
+    _Atomic(FILE *) fp;
+};
+static inline uint32_t tbio_fd_state_id(uint32_t st) {
+    return st >= TBIO_FD_BASE ? st - TBIO_FD_BASE : st == TBIO_FD_OVER ? TBIO_OVER_FILE : TBIO_NO_FILE;
+}
+static inline uint32_t tbio_fd_id_state(uint32_t id) {
+    return tbio_tracked(id) ? id + TBIO_FD_BASE : id == TBIO_OVER_FILE ? TBIO_FD_OVER : TBIO_FD_UNTRACKED;
+}
+/* Resolves an unknown fd through /proc/self/fd: only inside a recorded call. */
+TBIO_HIDDEN uint32_t tbio_fd_posix_slow(int fd);
+/* file id, TBIO_NO_FILE or TBIO_OVER_FILE; a known fd is an inline lookup.
+ * Only inside a recorded call (thread `in`, a session active). */
+static inline uint32_t tbio_fd_posix(int fd) {
+    if (LIKELY((unsigned)fd < (1u << (2 * TBIO_FD_DIRBITS)))) {
+        tbio_fdent *blk = atomic_load_explicit(&tbio_g_fds[(unsigned)fd >> TBIO_FD_DIRBITS],
+                                               memory_order_acquire);
+        if (LIKELY(blk != NULL)) {
+            uint32_t st = atomic_load_explicit(&blk[(unsigned)fd & ((1u << TBIO_FD_DIRBITS) - 1)].posix,
+                                               memory_order_acquire);
+            if (LIKELY(st != TBIO_FD_UNKNOWN)) return tbio_fd_state_id(st);
+        }
+    }
+    return tbio_fd_posix_slow(fd);
+}
+TBIO_HIDDEN void tbio_fd_set_posix(int fd, uint32_t id);  /* inside a recorded call */
+/* Idle-safe (a few stores, no lock, no allocation, no system call): */
+TBIO_HIDDEN void tbio_fd_forget(int fd);
+TBIO_HIDDEN void tbio_fd_forget_stdio(int fd);
+TBIO_HIDDEN void tbio_fd_forget_range(unsigned first, unsigned last);
+TBIO_HIDDEN void tbio_fp_forget(FILE *fp);
+TBIO_HIDDEN uint32_t tbio_fp_stdio(FILE *fp);      /* inside a recorded call; resolves lazily */
+TBIO_HIDDEN void tbio_fp_set(FILE *fp, uint32_t id);
+TBIO_HIDDEN void tbio_fd_scan_existing(void);
+
+#endif
