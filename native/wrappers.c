@@ -99,7 +99,8 @@ static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t
             else tbio_posix_on_write(&r->u.p, used, ret, aligned, a, b);
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, fd, used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+        tbio_trace_add(c, t1, op, id, fd, used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err,
+                       r && kind == K_READ ? ret : 0, r && kind == K_WRITE ? ret : 0);
     }
     tbio_call_leave(c);
 }
@@ -263,7 +264,7 @@ static void meta_done(tbio_call *c, int op, int kind, names nm, int fd, int64_t 
             }
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, fd, off, req, ok ? ret : -1, ok ? 0 : err);
+        tbio_trace_add(c, t1, op, id, fd, off, req, ok ? ret : -1, ok ? 0 : err, 0, 0);
     }
     tbio_call_leave(c);
 }
@@ -416,7 +417,7 @@ static int open_done(int op, int dirfd, const char *path, int mode, int ret, int
             r->offset_known = 1;
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, ret >= 0 ? ret : -1, -1, -1, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+        tbio_trace_add(c, t1, op, id, ret >= 0 ? ret : -1, -1, -1, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err, 0, 0);
     }
     tbio_call_leave(c);
     errno = err;
@@ -592,7 +593,7 @@ static int tbio_w_rename(const char *from, const char *to) {
         }
         if (src != TBIO_NO_FILE || dst != TBIO_NO_FILE)
             tbio_trace_add(&c, t1, TBIO_OP_rename, src != TBIO_NO_FILE ? src : dst, -1, -1, -1, ret,
-                           ret == 0 ? 0 : err);
+                           ret == 0 ? 0 : err, 0, 0);
     }
     tbio_call_leave(&c);
     errno = err;
@@ -627,7 +628,8 @@ static void copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int6
             else tbio_posix_on_write(&r->u.p, used, ret, 1, a, b);
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, ids[k], fds[k], used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+        tbio_trace_add(c, t1, op, ids[k], fds[k], used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err,
+                       r && k == 0 ? ret : 0, r && k == 1 ? ret : 0);
     }
     tbio_call_leave(c);
 }
@@ -736,7 +738,8 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
             }
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, fd, off, req, failed ? -1 : ok ? bytes : 0, failed ? err : 0);
+        tbio_trace_add(c, t1, op, id, fd, off, req, failed ? -1 : ok ? bytes : 0, failed ? err : 0,
+                       r && ok && kind == S_READ ? bytes : 0, r && ok && kind == S_WRITE ? bytes : 0);
     }
     tbio_call_leave(c);
 }
@@ -941,7 +944,7 @@ static FILE *stdio_open_done(int op, const char *path, int fd_for_fdopen, FILE *
             r->offset_known = 1;
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, ret ? fileno(ret) : -1, -1, -1, ret ? 0 : -1, ret ? 0 : err);
+        tbio_trace_add(c, t1, op, id, ret ? fileno(ret) : -1, -1, -1, ret ? 0 : -1, ret ? 0 : err, 0, 0);
     }
     tbio_call_leave(c);
     errno = err;
