@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from .. import report as textreport
+from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
 from ._base import Command, UserError
 from ._sources import Source, group_by_run, resolve
@@ -112,9 +113,19 @@ def host_doc(src: Source) -> dict[str, Any]:
     return doc
 
 
-def build(sources: list[Source]) -> dict[str, Any]:
-    return {"format": FORMAT,
-            "runs": [{"run": run, "hosts": [host_doc(s) for s in srcs]} for run, srcs in group_by_run(sources).items()]}
+def build(sources: list[Source], progress: bool = False) -> dict[str, Any]:
+    """The JSON report; ``progress``: a progress line per host on stderr when it is a terminal."""
+    prog = Progress("report", len(sources) if progress else 0, unit="hosts", keep=False)
+    runs = []
+    for run, srcs in group_by_run(sources).items():
+        hosts = []
+        for s in srcs:
+            prog.add(0, f"{run}/{s.host}")          # say which host is being read while it is
+            hosts.append(host_doc(s))
+            prog.add(1)
+        runs.append({"run": run, "hosts": hosts})
+    prog.close()
+    return {"format": FORMAT, "runs": runs}
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -232,9 +243,10 @@ class Report(Command):
         parser.add_argument("--run", metavar="R", help="only this run")
         parser.add_argument("--host", metavar="H", help="only this host (<host>.<pid> for run records)")
         parser.add_argument("--json", action="store_true", help="print one JSON document")
+        parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
 
     def run(self, args: argparse.Namespace) -> int:
-        doc = build(resolve(args.path, args.run, args.host))
+        doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress)
         if args.json:
             json.dump(doc, sys.stdout, indent=1)
             sys.stdout.write("\n")
