@@ -10,7 +10,11 @@ set(TBIO_SOURCES
   native/timeseries.c
   native/got.c
   native/dlsearch.c
-  native/wrappers.c
+  native/hooks.c
+  native/wrap_posix.c
+  native/wrap_stdio.c
+  native/wrap_dl.c
+  native/wrap_fd.c
   native/api.c
   native/tfprof.c
   native/pjrt.c
