@@ -43,6 +43,9 @@ setup() {
         pipq "$VENV/bin/pip" install -q -r requirements-dev.txt
         touch "$VENV/.ready"
     fi
+    # a venv made before the build needed setuptools 77 (`license` as an SPDX string)
+    "$VENV/bin/python" -c 'import sys, setuptools; sys.exit(int(setuptools.__version__.split(".")[0]) < 77)' \
+        2>/dev/null || pipq "$VENV/bin/pip" install -q "setuptools>=77"
     log "building the native shim"
     pipq "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e .
     "$VENV/bin/python" -c 'import tb_iotrace._native, tb_iotrace._codec' || { log "native build failed"; exit 1; }

@@ -1,84 +1,139 @@
-"""The demo behind `./dev.sh demo`.
+"""The demo behind `./dev.sh demo`: the same Keras model trained twice on the same images.
 
-Writes a small TFRecord dataset and a folder of small files, trains a small
-Keras model for a few epochs with tb_iotrace enabled and the TensorBoard
-callback profiling a few steps, prints the I/O report of the profiled window,
-then serves TensorBoard on localhost with the logdir (Ctrl-C stops it).
+First on the input pipeline people write first (one file per image, a sequential `map`, no
+prefetch), then on the one tb_iotrace's findings suggest (TFRecord shards, parallel `interleave`
+and `map`, `prefetch`). Both runs read their files from a cold page cache, as the first epoch
+of a real job or a data set larger than memory does. The TensorBoard callback profiles a few
+steps of each; the demo prints both windows' findings side by side and the speedup measured
+from the step times of the two runs, then serves TensorBoard with both runs (Ctrl-C stops it).
 """
 from __future__ import annotations
 
 import argparse
-import glob
+import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
-import numpy as np
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")      # TensorFlow's start-up chatter
 
-import tb_iotrace
-
-tb_iotrace.enable()           # before TensorFlow: its own reads are traced too
-
-import tensorflow as tf  # noqa: E402
-
-from tb_iotrace.cli import main as tb_iotrace_cli  # noqa: E402
-
-IMAGE = (32, 32, 3)
+IMAGE = (32, 32, 3)                        # 3 KiB per image file
+PROFILE = (6, 15)                          # the profiled batches (Keras counts from 1)
+WARMUP = 3                                 # first batches left out of the step times (tracing)
+RUNS = {
+    "naive": "one file per image, sequential map, no prefetch",
+    "tuned": "TFRecord shards, parallel interleave, batched parallel map, prefetch",
+}
 
 
-def write_data(root: Path, shards: int, per_shard: int, small_files: int) -> tuple[list[str], list[str]]:
-    """TFRecord shards of raw 32x32x3 images and a folder of small .raw files, same content."""
+class Stop(Exception):
+    """SIGTERM or SIGHUP arrived: stop serving like Ctrl-C does."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_stop(signum: int, _frame: FrameType | None) -> None:
+    raise Stop(signum)
+
+
+# ---------------------------------------------------------------- data
+
+def write_data(root: Path, images: int, shards: int) -> tuple[list[str], list[str]]:
+    """The same images twice: one raw file each, and TFRecord shards. Synced to disk."""
+    import numpy as np
+    import tensorflow as tf
+
     rng = np.random.default_rng(0)
-    rec_dir, img_dir = root / "tfrecords", root / "images"
-    rec_dir.mkdir(parents=True, exist_ok=True)
+    img_dir, rec_dir = root / "images", root / "tfrecords"
     img_dir.mkdir(parents=True, exist_ok=True)
-    shard_paths = []
-    for s in range(shards):
-        path = rec_dir / f"train-{s:03d}.tfrecord"
-        shard_paths.append(str(path))
-        with tf.io.TFRecordWriter(str(path)) as w:
-            for _ in range(per_shard):
-                img = rng.integers(0, 255, IMAGE, dtype=np.uint8)
-                label = int(img.mean() > 127)
-                ex = tf.train.Example(features=tf.train.Features(feature={
-                    "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[img.tobytes()])),
-                    "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
-                }))
-                w.write(ex.SerializeToString())
-    file_paths = []
-    for i in range(small_files):
-        path = img_dir / f"img-{i:05d}.raw"
-        path.write_bytes(rng.integers(0, 255, IMAGE, dtype=np.uint8).tobytes())
-        file_paths.append(str(path))
-    return shard_paths, file_paths
+    rec_dir.mkdir(parents=True, exist_ok=True)
+    files = [str(img_dir / f"img-{i:05d}.raw") for i in range(images)]
+    shard_paths = [str(rec_dir / f"train-{s:03d}-of-{shards:03d}.tfrecord") for s in range(shards)]
+    writers = [tf.io.TFRecordWriter(p) for p in shard_paths]
+    for i, path in enumerate(files):
+        img = rng.integers(0, 255, IMAGE, dtype=np.uint8)
+        label = int(img[..., 0].mean() > img[..., 1].mean())
+        raw = img.tobytes() + bytes([label])           # the label is the file's last byte
+        with open(path, "wb") as f:
+            f.write(raw)
+        ex = tf.train.Example(features=tf.train.Features(feature={
+            "raw": tf.train.Feature(bytes_list=tf.train.BytesList(value=[raw]))}))
+        writers[i % shards].write(ex.SerializeToString())
+    for w in writers:
+        w.close()
+    os.sync()
+    return files, shard_paths
 
 
-def datasets(shards: list[str], files: list[str], batch: int) -> tf.data.Dataset:
-    spec = {"image": tf.io.FixedLenFeature([], tf.string), "label": tf.io.FixedLenFeature([], tf.int64)}
-
-    def parse(rec):
-        ex = tf.io.parse_single_example(rec, spec)
-        img = tf.reshape(tf.io.decode_raw(ex["image"], tf.uint8), IMAGE)
-        return tf.cast(img, tf.float32) / 255.0, ex["label"]
-
-    def load_file(path):
-        img = tf.reshape(tf.io.decode_raw(tf.io.read_file(path), tf.uint8), IMAGE)
-        return tf.cast(img, tf.float32) / 255.0, tf.cast(tf.reduce_mean(tf.cast(img, tf.float32)) > 127.0, tf.int64)
-
-    records = (tf.data.Dataset.from_tensor_slices(shards)
-               .interleave(tf.data.TFRecordDataset, cycle_length=2, num_parallel_calls=2)
-               .map(parse, num_parallel_calls=2))
-    small = tf.data.Dataset.from_tensor_slices(files).map(load_file)   # per-sample files, serial
-    return records.concatenate(small).shuffle(256, seed=0).batch(batch).prefetch(2)
+def drop_page_cache(paths: list[str]) -> None:
+    """Evict the files from the page cache: the next reads go to the disk."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
-def model() -> tf.keras.Model:
+# ---------------------------------------------------------------- the two pipelines
+
+def _decode(raw: Any) -> tuple[Any, Any]:
+    import tensorflow as tf
+
+    data = tf.io.decode_raw(raw, tf.uint8)
+    img = tf.reshape(data[:-1], IMAGE)
+    return tf.cast(img, tf.float32) / 255.0, tf.cast(data[-1], tf.int64)
+
+
+def naive_pipeline(files: list[str], batch: int) -> Any:
+    """What people write first: read each image file in a sequential map, no prefetch."""
+    import tensorflow as tf
+
+    # tf.data's default rewrites would quietly parallelize this map (map_parallelization,
+    # map_and_batch_fusion) and add a prefetch (inject_prefetch): off, so it runs as written
+    options = tf.data.Options()
+    options.experimental_optimization.apply_default_optimizations = False
+    return (tf.data.Dataset.from_tensor_slices(files)
+            .map(lambda p: _decode(tf.io.read_file(p)))
+            .batch(batch)
+            .with_options(options))
+
+
+def tuned_pipeline(shards: list[str], batch: int) -> Any:
+    """What the findings suggest: shards read in parallel, decoded a batch at a time in parallel
+    (vectorized), prefetched."""
+    import tensorflow as tf
+
+    spec = {"raw": tf.io.FixedLenFeature([], tf.string)}
+
+    def decode_batch(records: Any) -> tuple[Any, Any]:
+        data = tf.io.decode_raw(tf.io.parse_example(records, spec)["raw"], tf.uint8)
+        img = tf.reshape(data[:, :-1], (-1, *IMAGE))
+        return tf.cast(img, tf.float32) / 255.0, tf.cast(data[:, -1], tf.int64)
+
+    return (tf.data.Dataset.from_tensor_slices(shards)
+            .interleave(tf.data.TFRecordDataset, cycle_length=len(shards), num_parallel_calls=tf.data.AUTOTUNE,
+                        deterministic=False)
+            .batch(batch)
+            .map(decode_batch, num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def model() -> Any:
+    import tensorflow as tf
+
     m = tf.keras.Sequential([
         tf.keras.layers.Input(IMAGE),
-        tf.keras.layers.Conv2D(8, 3, activation="relu"),
+        tf.keras.layers.Conv2D(8, 3, strides=2, activation="relu"),
+        tf.keras.layers.Conv2D(16, 3, strides=2, activation="relu"),
         tf.keras.layers.GlobalAveragePooling2D(),
         tf.keras.layers.Dense(2),
     ])
@@ -86,52 +141,183 @@ def model() -> tf.keras.Model:
     return m
 
 
-def latest_capture(logdir: Path) -> str | None:
-    found = sorted(glob.glob(str(logdir / "**" / "plugins" / "profile" / "*" / "*.xplane.pb"), recursive=True),
-                   key=os.path.getmtime)
-    return found[-1] if found else None
+# ---------------------------------------------------------------- training and timing
 
+def train(pipelines: dict[str, tuple[Any, list[str]]], logdir: Path, steps: int, rounds: int) -> dict[str, Any]:
+    """One model per pipeline, trained an epoch at a time in turns (naive, tuned, naive, ...), each
+    epoch from a cold page cache, so both see the same machine load; the first epoch of each
+    profiles the batches PROFILE. Returns each run's step times per epoch and its capture."""
+    import tensorflow as tf
+
+    class StepTimer(tf.keras.callbacks.Callback):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ends: list[float] = []
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.ends.append(time.perf_counter())
+
+    tf.keras.utils.set_random_seed(0)
+    models = {name: model() for name in pipelines}
+    runs: dict[str, dict[str, Any]] = {name: {"pipeline": RUNS[name], "step_s": [], "epoch_s": []}
+                                       for name in pipelines}
+    for r in range(rounds):
+        for name, (dataset, inputs) in pipelines.items():
+            drop_page_cache(inputs)
+            timer = StepTimer()
+            callbacks: list[Any] = [timer]
+            if r == 0:      # first, so a profiled step's trace ends before the timer reads the clock
+                callbacks.insert(0, tf.keras.callbacks.TensorBoard(log_dir=str(logdir / name), profile_batch=PROFILE))
+            t0 = time.perf_counter()
+            models[name].fit(dataset, epochs=1, steps_per_epoch=steps, shuffle=False, callbacks=callbacks,
+                             verbose=0)
+            ends = [t0] + timer.ends
+            runs[name]["step_s"].append([b - a for a, b in zip(ends, ends[1:])])
+            runs[name]["epoch_s"].append(time.perf_counter() - t0)
+    for name in pipelines:
+        captures = sorted((logdir / name).glob("**/plugins/profile/*/*.xplane.pb"))
+        runs[name]["capture"] = str(captures[-1]) if captures else None
+    return runs
+
+
+def timed_steps(step_s: list[list[float]]) -> list[float]:
+    """The step times that count: each epoch's after its warm-up, none of the profiled ones."""
+    lo, hi = PROFILE
+    return [t for r, epoch in enumerate(step_s) for i, t in enumerate(epoch, start=1)
+            if i > WARMUP and not (r == 0 and lo <= i <= hi)]
+
+
+def median_step(run: dict[str, Any]) -> float:
+    return statistics.median(timed_steps(run["step_s"]))
+
+
+def speedup(runs: dict[str, dict[str, Any]]) -> float:
+    return median_step(runs["naive"]) / median_step(runs["tuned"])
+
+
+# ---------------------------------------------------------------- what is printed
+
+def findings_of(capture: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from tb_iotrace.analysis import analyze
+
+    a = analyze(capture) if capture else None
+    if a is None:
+        return [], {}
+    return a.findings, a.summary
+
+
+def side_by_side(runs: dict[str, dict[str, Any]]) -> str:
+    cols = list(runs)
+    width = 60
+    rows: list[tuple[str, list[str]]] = [("pipeline", [runs[c]["pipeline"] for c in cols])]
+    rows.append(("step time (median)", [f"{1e3 * median_step(runs[c]):.1f} ms" for c in cols]))
+    waits = []
+    for c in cols:
+        s = runs[c]["summary"]
+        waits.append(f"{s['input_wait_ps'] / s['step_time_ps']:.0%} of the step, "
+                     f"{s['io_during_wait_ps'] / max(s['input_wait_ps'], 1):.0%} of it file I/O"
+                     if s.get("step_time_ps") else "-")
+    rows.append(("input wait (profiled)", waits))
+    found = [[f"[{f['severity']}] {f['id']}" for f in runs[c]["findings"]] or ["none"] for c in cols]
+    for i in range(max(len(f) for f in found)):
+        rows.append(("findings" if i == 0 else "", [f[i] if i < len(f) else "" for f in found]))
+    head = f"{'':<22}" + "".join(f"{c:<{width}}" for c in cols)
+    head = head.rstrip()
+    lines = [head, "-" * len(head)]
+    lines += [f"{label:<22}" + "".join(f"{v:<{width}}" for v in vals).rstrip() for label, vals in rows]
+    return "\n".join(lines)
+
+
+def story(runs: dict[str, dict[str, Any]]) -> str:
+    lines = ["", "What the findings said about the naive pipeline:"]
+    for f in runs["naive"]["findings"]:
+        lines.append(f"  [{f['severity']}] {f['id']}: {f['statement']}")
+        lines.append(f"      suggestion: {f['suggestion']}")
+    x = speedup(runs)
+    lines += ["", f"The tuned pipeline trains {x:.1f}x faster "
+                  f"(median step {1e3 * median_step(runs['naive']):.1f} ms -> {1e3 * median_step(runs['tuned']):.1f} ms, "
+                  f"{len(runs['naive']['step_s'])} epochs each, taken in turns)."]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- TensorBoard
 
 def serve(logdir: Path, port: int) -> int:
-    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1",
-           "--port", str(port)]
-    proc = subprocess.Popen(cmd)
-    print(f"\nTensorBoard: http://localhost:{port}/#iotrace   (Profile tab: http://localhost:{port}/#profile)")
-    print("Ctrl-C stops it.", flush=True)
+    """TensorBoard on the logdir until Ctrl-C, SIGTERM or SIGHUP; it never outlives the demo."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _raise_stop)
+    proc = None
+    rc = 0
     try:
-        return proc.wait()
+        proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir),
+                                 "--host", "127.0.0.1", "--port", str(port)])
+        print(f"\nTensorBoard: http://localhost:{port}/#iotrace   (runs naive/train and tuned/train; "
+              f"Profile tab: http://localhost:{port}/#profile)")
+        print("Ctrl-C stops it.", flush=True)
+        proc.wait()
+        rc = proc.returncode
     except KeyboardInterrupt:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        return 0
+        rc = 0
+    except Stop as stop:
+        rc = 128 + stop.signum
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):    # a second one must not cut this short
+            signal.signal(sig, signal.SIG_IGN)
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    return rc
 
+
+# ---------------------------------------------------------------- main
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--workdir", type=Path, default=Path("demo-run"), help="where data and logs go")
-    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument("--workdir", type=Path, default=Path("demo-run"), help="where data and logs go (default: %(default)s)")
+    ap.add_argument("--images", type=int, default=2048, help="images in the data set (default: %(default)s)")
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--epochs", type=int, default=3, help="epochs per pipeline (default: %(default)s)")
     ap.add_argument("--port", type=int, default=6006)
-    ap.add_argument("--no-serve", action="store_true", help="print the report and exit")
+    ap.add_argument("--no-serve", action="store_true", help="print the comparison and exit")
+    ap.add_argument("--serve-only", action="store_true", help="serve the logs of an earlier run, train nothing")
     args = ap.parse_args(argv)
     work = args.workdir.resolve()
     logdir = work / "logs"
-    shards, files = write_data(work / "data", shards=4, per_shard=256, small_files=256)
-    ds = datasets(shards, files, batch=32)
-    cb = tf.keras.callbacks.TensorBoard(log_dir=str(logdir), profile_batch=(4, 8))
-    t0 = time.time()
-    model().fit(ds, epochs=args.epochs, callbacks=[cb], verbose=2)
-    print(f"trained {args.epochs} epochs in {time.time() - t0:.1f} s")
-    path = latest_capture(logdir)
-    if path is None:
-        print("no profile was written", file=sys.stderr)
-        return 1
-    print(f"\n$ tb-iotrace report {logdir}", flush=True)
-    rc = tb_iotrace_cli(["report", str(logdir)])
-    if rc != 0:
-        return rc
+    if args.serve_only:
+        return serve(logdir, args.port)
+    steps = args.images // args.batch
+    if steps < PROFILE[1] + 3:
+        ap.error(f"--images must give at least {PROFILE[1] + 3} batches")
+
+    import tb_iotrace
+
+    tb_iotrace.enable()
+    import tensorflow as tf
+
+    tf.get_logger().setLevel("ERROR")
+    print(f"writing {args.images} images to {work / 'data'} (one file each, and 4 TFRecord shards)", flush=True)
+    files, shards = write_data(work / "data", args.images, shards=4)
+    pipelines = {"naive": (naive_pipeline(files, args.batch), files),
+                 "tuned": (tuned_pipeline(shards, args.batch), shards)}
+    print(f"training one model per pipeline, {args.epochs} epochs of {steps} steps each, in turns; the first "
+          f"epoch of each profiles batches {PROFILE[0]}-{PROFILE[1]}", flush=True)
+    runs = train(pipelines, logdir, steps, args.epochs)
+    for run in runs.values():
+        run["findings"], run["summary"] = findings_of(run["capture"])
+    print()
+    print(side_by_side(runs))
+    print(story(runs))
+    summary = {name: {k: r[k] for k in ("pipeline", "epoch_s", "step_s", "capture", "findings")}
+               for name, r in runs.items()}
+    summary["profile_batches"] = list(PROFILE)
+    summary["warmup_batches"] = WARMUP
+    summary["speedup"] = speedup(runs)
+    (work / "demo.json").write_text(json.dumps(summary, indent=1))
+    print(f"(step times and findings: {work / 'demo.json'})", flush=True)
     if args.no_serve:
         return 0
     return serve(logdir, args.port)

@@ -5,6 +5,7 @@ import argparse
 import os
 import sys
 
+from ..progress import Progress
 from ._base import Command, UserError
 from ._sources import resolve
 
@@ -26,8 +27,8 @@ class Export(Command):
                module, rank, record id, counter, value, file name, mount point, fs type.
                Each exported process/host is one rank (see the "# rank" comments).
       darshan-log  a binary Darshan log (format 3.41, Darshan 3.5.0's module
-               versions: POSIX, STDIO, DXT_POSIX from the trace) for PyDarshan,
-               `python -m darshan summary`, darshan-parser, Drishti, DXT Explorer.
+               versions: POSIX, STDIO, DXT_POSIX from the trace), tested with
+               PyDarshan, `python -m darshan summary`, Drishti and DXT Explorer.
                One log is one job: PATH (after --run/--host) must hold one run;
                its processes/hosts are ranks 0..N-1 of the log in (run, host)
                order (metadata "rankN=<run>/<host>"). Record ids are Darshan's
@@ -52,8 +53,11 @@ class Export(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         sources = resolve(args.path, args.run, args.host)
+        reading = Progress("export: reading", len(sources) if not args.no_progress else 0, unit="hosts", keep=False)
         for s in sources:  # load now: a corrupt input is reported before anything is written
             s.files()
+            reading.add(1, f"{s.run}/{s.host}")
+        reading.close()
         out = args.output
         parent = os.path.dirname(os.path.abspath(out)) if out != "-" else "."
         if not os.path.isdir(parent):

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from .. import report as textreport
+from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
 from ._base import Command, UserError
 from ._sources import Source, group_by_run, resolve
@@ -92,6 +93,7 @@ def host_doc(src: Source) -> dict[str, Any]:
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
+        "timeseries": src.timeseries(),
         "totals": _totals(files),
         "files": [{"path": f["path"], "module": f["module"], "record_id": rid,
                    **({"rank": f["rank"]} if "rank" in f else {}),
@@ -112,9 +114,19 @@ def host_doc(src: Source) -> dict[str, Any]:
     return doc
 
 
-def build(sources: list[Source]) -> dict[str, Any]:
-    return {"format": FORMAT,
-            "runs": [{"run": run, "hosts": [host_doc(s) for s in srcs]} for run, srcs in group_by_run(sources).items()]}
+def build(sources: list[Source], progress: bool = False) -> dict[str, Any]:
+    """The JSON report; ``progress``: a progress line per host on stderr when it is a terminal."""
+    prog = Progress("report", len(sources) if progress else 0, unit="hosts", keep=False)
+    runs = []
+    for run, srcs in group_by_run(sources).items():
+        hosts = []
+        for s in srcs:
+            prog.add(0, f"{run}/{s.host}")          # say which host is being read while it is
+            hosts.append(host_doc(s))
+            prog.add(1)
+        runs.append({"run": run, "hosts": hosts})
+    prog.close()
+    return {"format": FORMAT, "runs": runs}
 
 
 def render_text(doc: dict[str, Any]) -> str:
@@ -139,6 +151,8 @@ def render_text(doc: dict[str, Any]) -> str:
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"],
                                          untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", "")))
+            if h.get("timeseries"):
+                out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
                 out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
                 out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'I/O calls':>9} {'I/O bytes':>11}")
@@ -197,6 +211,14 @@ class Report(Command):
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
                             "kind": "xplane"|"record", "source": path, "partial": bool,
                             "dropped": int, "nevents": int,
+                            "timeseries": null | {"start_ns": int, "bin_ns": float,
+                                          "bytes_read": [int], "bytes_written": [int],
+                                          "calls": [int], "io_time_s": [float]},
+                                                      # whole-run records: the process's life
+                                                      # in at most 256 bins (they widen as it
+                                                      # runs), independent of the trace cap;
+                                                      # bytes_read sums to the files' POSIX +
+                                                      # STDIO bytes read
                             "untracked": null | {"files", "calls", "bytes_read", "bytes_written",
                                           "reentrant_calls", "examples"},
                                                       # counted, not tracked: files past the
@@ -232,9 +254,10 @@ class Report(Command):
         parser.add_argument("--run", metavar="R", help="only this run")
         parser.add_argument("--host", metavar="H", help="only this host (<host>.<pid> for run records)")
         parser.add_argument("--json", action="store_true", help="print one JSON document")
+        parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
 
     def run(self, args: argparse.Namespace) -> int:
-        doc = build(resolve(args.path, args.run, args.host))
+        doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress)
         if args.json:
             json.dump(doc, sys.stdout, indent=1)
             sys.stdout.write("\n")

@@ -1,38 +1,13 @@
-"""Chunked access to the I/O trace of a source, and terminal progress."""
+"""Chunked access to the I/O trace of a source."""
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Iterator
-from typing import Any, TextIO
+from typing import Any
 
 import numpy as np
 
 CHUNK = 100_000
 IO_COLUMNS = ("start_ns", "end_ns", "op", "path", "offset", "requested", "returned", "fd", "errno", "tid")
-
-
-class Progress:
-    """``\\r``-updated progress line on stderr when it is a terminal (silent otherwise)."""
-
-    def __init__(self, what: str, total: int, stream: TextIO | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.on = bool(getattr(self.stream, "isatty", lambda: False)()) and total > 0
-        self.what, self.total, self.done, self.last = what, total, 0, 0.0
-
-    def add(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if self.on and (now - self.last > 0.2 or self.done >= self.total):
-            self.last = now
-            pct = 100.0 * self.done / self.total
-            self.stream.write(f"\r{self.what}: {self.done:,}/{self.total:,} events ({pct:.0f}%)")
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.on:
-            self.stream.write("\n")
-            self.stream.flush()
 
 
 def io_columns(src: Any) -> tuple[dict[str, np.ndarray], dict[int, str]] | None:

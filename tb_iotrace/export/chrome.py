@@ -25,7 +25,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ._common import Progress, io_columns, io_rows
+from ..progress import Progress
+from ._common import io_columns, io_rows
 
 PID_STRIDE = 1000
 MAX_TID = 0x7FFFFFFF

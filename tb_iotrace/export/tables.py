@@ -19,8 +19,9 @@ import csv
 import os
 from typing import Any
 
+from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
-from ._common import CHUNK, IO_COLUMNS, Progress, io_columns, io_rows
+from ._common import CHUNK, IO_COLUMNS, io_columns, io_rows
 
 OPS_COLUMNS = ("run", "host") + IO_COLUMNS
 INT_OPS = ("start_ns", "end_ns", "offset", "requested", "returned", "fd", "errno", "tid")

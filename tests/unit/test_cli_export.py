@@ -16,7 +16,7 @@ import pytest
 from tb_iotrace import xplane as X
 from tb_iotrace.cli import main
 from tb_iotrace.export import darshan
-from tb_iotrace.export._common import Progress
+from tb_iotrace.progress import Progress
 from tb_iotrace.recordid import record_id
 from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
 

@@ -1,6 +1,7 @@
 """tb-iotrace report, and the CLI's exit codes and bad-input handling (no TensorFlow)."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
@@ -150,3 +151,30 @@ def test_run_bad_inputs(tmp_path):
     f.write_text("x")
     r = cli("run", "--logdir", str(f), "--", "true")
     assert r.returncode == 1 and "not a directory" in r.stderr
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("command", ["report", "export"])
+def test_progress_on_stderr_of_a_terminal_only(logdir, tmp_path, capsys, monkeypatch, command):
+    """Long work over many hosts shows which host it is on, on stderr, only on a terminal, and
+    erases the line before the result; a pipe or --no-progress gets none."""
+    args = [command, str(logdir)] + (["--format", "csv", "-o", str(tmp_path / "t")] if command == "export" else [])
+    tty = Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    shown = tty.getvalue()
+    assert "2/2 hosts (100%)" in shown, shown
+    assert f"{command}" in shown.split(":")[0]
+    assert "\r\x1b[K" in shown and "hosts" not in out
+    if command == "report":
+        assert shown.endswith("\r\x1b[K") and "/data/a.tfrecord" in out
+    for quiet in ([*args, "--no-progress"], None):
+        pipe = io.StringIO()
+        monkeypatch.setattr(sys, "stderr", pipe)
+        assert main(quiet or args) == 0
+        assert "hosts" not in pipe.getvalue()
