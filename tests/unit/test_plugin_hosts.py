@@ -186,3 +186,41 @@ def test_findings_each_child_matches_one_child_per_capture(tmp_path):
     for p in paths:
         assert got[p] == findings_worker.run_child(p, 120)
         assert "findings" in got[p]
+
+
+def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
+    """``tb-iotrace report`` decodes hosts in parallel (same document as one at a time) and its
+    per-host rows are the captures' counters summed (POSIX + STDIO), equal to the tab's
+    /hosts rows; the text table marks the host with the slowest reads."""
+    from tb_iotrace.cli import report as cli_report
+    from tb_iotrace.cli._sources import resolve
+    from tb_iotrace.plugin.synthetic import make_logdir
+
+    for i, n in enumerate((1_000, 6_000, 2_000)):
+        make_logdir(tmp_path, DATA / "gpu_multi_worker.xplane.pb", run=RUN, host=f"w{i}", n_events=n, seed=i)
+    sources = resolve(str(tmp_path), None, None)
+    doc = cli_report.build(sources, jobs=2)
+    assert doc == cli_report.build(resolve(str(tmp_path), None, None), jobs=1)
+    hosts = doc["runs"][0]["hosts"]
+    assert [h["host"] for h in hosts] == ["w0", "w1", "w2"]
+    _, get = make_client(tmp_path)
+    tab = {r["host"]: r for r in get("/hosts", run=RUN, host="__all__")[1]["hosts"]}
+    for h in hosts:
+        row = h["summary"]
+        truth = {k: sum(f["counters"].get(f"{m}_{k.upper()}", 0) for f in h["files"] for m in ("POSIX", "STDIO")
+                        if f["module"] == m) for k in ("bytes_read", "bytes_written")}
+        rtime = sum(f["fcounters"].get(f"{f['module']}_F_READ_TIME", 0.0) for f in h["files"])
+        assert row["bytes_read"] == truth["bytes_read"] > 0
+        assert row["bytes_written"] == truth["bytes_written"]
+        assert row["read_time_s"] == pytest.approx(rtime) and rtime > 0
+        assert row["io_calls"] == h["nevents"] > 0 and row["source"] == "counters"
+        for k in ("bytes_read", "bytes_written", "io_calls", "files", "source"):
+            assert row[k] == tab[h["host"]][k], k
+        assert row["read_time_s"] == pytest.approx(tab[h["host"]]["read_time_s"])
+    text = cli_report.render_text(doc)
+    table = text[text.index("Per host"):].splitlines()
+    slow = max(hosts, key=lambda h: h["summary"]["read_time_s"])["host"]
+    assert slow == "w1"
+    marked = [ln for ln in table if "slowest reads" in ln]
+    assert len(marked) == 1 and marked[0].split()[0] == slow
+    assert sum(1 for ln in table if ln.split()[:1] in (["w0"], ["w1"], ["w2"])) == 3
