@@ -107,7 +107,9 @@ elif mode == "twice":
     load(files[1])
     jax.profiler.stop_trace()
 else:
-    for _ in range(2 if mode == "unknown" else 1):
+    for i in range(2 if mode == "unknown" else 1):
+        if i:
+            time.sleep(1.1)   # JAX names a window's folder by the second: two in one second share it
         jax.profiler.start_trace(logdir)
         window(logdir)
         jax.profiler.stop_trace()
