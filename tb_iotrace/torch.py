@@ -15,18 +15,28 @@ and bytes, on Kineto's clock, and the window's Darshan counters under the ``tb_i
 """
 from __future__ import annotations
 
+import logging
+
 from .recording import api
 from .recording import torch as torch_capture
 
 __all__ = ["TraceHandler", "trace_handler"]
 
 TraceHandler = torch_capture.TraceHandler
+log = logging.getLogger("tb_iotrace")
 
 
 def trace_handler(dir_name: str, worker_name: str | None = None, use_gzip: bool = False) -> TraceHandler:
     """``on_trace_ready`` for ``torch.profiler.profile``: enables tb_iotrace, hooks the
     profiler's window and the DataLoader workers' fork, and returns the handler. Call it
-    before the DataLoader's workers start (they inherit the hook at fork)."""
-    api.enable()
-    torch_capture.install()
-    return torch_capture.TraceHandler(dir_name, worker_name=worker_name, use_gzip=use_gzip)
+    before the DataLoader's workers start (they inherit the hook at fork). When tb_iotrace
+    cannot be enabled, the handler still writes PyTorch's trace, with the reason under
+    ``tb_iotrace.notes``."""
+    handler = torch_capture.TraceHandler(dir_name, worker_name=worker_name, use_gzip=use_gzip)
+    try:
+        api.enable()
+        torch_capture.install()
+    except Exception as exc:   # the profile goes on, written as PyTorch's handler would
+        handler.unavailable = f"I/O capture unavailable: {exc}"
+        log.warning("tb_iotrace: %s; the trace is written without I/O", handler.unavailable)
+    return handler

@@ -24,6 +24,7 @@ Not covered yet: ``spawn``/``forkserver`` workers (fresh interpreters without tb
 """
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -342,6 +343,11 @@ def installed() -> bool:
     return _installed
 
 
+def _remove_spool(path: str, owner: int) -> None:
+    if os.getpid() == owner:     # a forked child exiting normally leaves its parent's folder
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _copy(src: str, dst: str) -> None:
     """PyTorch's export as it is (gzip-compressed for a ``.gz`` name)."""
     if dst.endswith(".gz"):
@@ -365,12 +371,14 @@ class TraceHandler:
         self.wait_s = wait_s
         self.pending: _Window | None = None
         self.notes: list[str] = []
+        self.unavailable: str | None = None   # why this process records no I/O at all
         self.written: list[str] = []       # trace files written, in order
         self._spool: str | None = None
 
     def spool(self) -> str:
         if self._spool is None or not os.path.isdir(self._spool):
             self._spool = tempfile.mkdtemp(prefix="tb_iotrace-torch-")
+            atexit.register(_remove_spool, self._spool, os.getpid())
         return self._spool
 
     def note(self, text: str) -> None:
@@ -388,6 +396,8 @@ class TraceHandler:
         out = os.path.join(self.dir_name, self._file_name())
         win, self.pending = self.pending, None
         notes, self.notes = self.notes, []
+        if self.unavailable:
+            notes.append(self.unavailable)
         procs: list[dict[str, Any]] = []
         if win is not None:
             late = _await_answers(win.waiting, time.monotonic() + self.wait_s)
@@ -396,7 +406,7 @@ class TraceHandler:
             if win.main is not None:
                 procs.append(win.main)
             procs.extend(self._side_records(win))
-        else:
+        elif not self.unavailable:
             notes.append("no I/O recorded for this window (its start was not seen)")
         tmp = os.path.join(self.spool(), f"export.{os.getpid()}.json")
         prof.export_chrome_trace(tmp)

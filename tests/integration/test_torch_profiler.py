@@ -27,7 +27,7 @@ def run_loop(mode: str, work: Path) -> tuple[dict, dict]:
     result = json.loads((work / "result.json").read_text())
     assert len(result["written"]) == 1, result
     assert Path(result["written"][0]).parent == work / "log"
-    assert result["written"][0].endswith(".pt.trace.json")
+    assert result["written"][0].endswith(".pt.trace.json.gz" if mode == "main" else ".pt.trace.json")
     return result, read_trace(result["written"][0])
 
 
@@ -85,3 +85,16 @@ def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
         assert (e["pid"], e["tid"]) in names
     procnames = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
     assert set(workers) <= procnames
+
+
+def test_main_process_reads_gzip_trace(tmp_path: Path) -> None:
+    result, trace = run_loop("main", tmp_path)
+    main, files = result["main_pid"], result["files"]
+    rec = io_record(trace)
+    assert rec is not None and [p["role"] for p in rec["processes"]] == ["main"]
+    got: dict[str, int] = defaultdict(int)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == CATEGORY and op_kind(e["name"]) == "read" and e["args"].get("path") in files:
+            assert e["pid"] == main and e["tid"] == main
+            got[e["args"]["path"]] += e["args"]["bytes"]
+    assert got == files

@@ -5,7 +5,8 @@ torch.profiler with tb_iotrace.torch.trace_handler (tests/integration/test_torch
 
 MODE ``inside``: the workers start inside the profiled window (the epoch is iterated after the
 profile starts) and exit inside it. MODE ``before``: persistent workers forked in an
-unprofiled first epoch; the second epoch is profiled. Writes WORK/result.json: the files and
+unprofiled first epoch; the second epoch is profiled. MODE ``main``: no workers (the main
+process reads), the trace gzip-compressed. Writes WORK/result.json: the files and
 their sizes, the pids, the trace files written and the handler's notes."""
 from __future__ import annotations
 
@@ -44,9 +45,12 @@ def main() -> None:
         with open(p, "wb") as fh:
             fh.write(bytes([i]) * (1000 + 37 * i))
         paths.append(p)
-    handler = tbt.trace_handler(os.path.join(work, "log"))
-    loader = DataLoader(Files(paths), batch_size=2, num_workers=2, multiprocessing_context="fork",
-                        persistent_workers=(mode == "before"))
+    handler = tbt.trace_handler(os.path.join(work, "log"), use_gzip=(mode == "main"))
+    if mode == "main":
+        loader = DataLoader(Files(paths), batch_size=2)
+    else:
+        loader = DataLoader(Files(paths), batch_size=2, num_workers=2, multiprocessing_context="fork",
+                            persistent_workers=(mode == "before"))
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     pids: set[int] = set()
