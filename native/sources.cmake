@@ -9,7 +9,11 @@ set(TBIO_SOURCES
   native/session.c
   native/got.c
   native/dlsearch.c
-  native/wrappers.c
+  native/hooks.c
+  native/wrap_posix.c
+  native/wrap_stdio.c
+  native/wrap_dl.c
+  native/wrap_fd.c
   native/api.c
   native/tfprof.c
   native/pjrt.c

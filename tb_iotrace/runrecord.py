@@ -73,7 +73,7 @@ def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
 
 
 def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
-    """Columns of a recorder Capture's trace, as stored in the .npz."""
+    """Columns of a recording.session.Capture's trace, as stored in the .npz."""
     ev = cap.events
     n = len(ev)
     file_id = ev.file_id.astype(np.int64)
@@ -98,7 +98,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
                  files: list[dict[str, Any]] | None = None, start_ns: int | None = None,
                  end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
                  untracked: dict[str, Any] | None = None) -> Path:
-    """Write the record of this process from a recorder Capture (or explicit ``files``).
+    """Write the record of this process from a recording.session.Capture (or explicit ``files``).
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec)."""
     jpath, npath = record_paths(run_dir, suffix=suffix)

@@ -27,8 +27,8 @@ class Export(Command):
                module, rank, record id, counter, value, file name, mount point, fs type.
                Each exported process/host is one rank (see the "# rank" comments).
       darshan-log  a binary Darshan log (format 3.41, Darshan 3.5.0's module
-               versions: POSIX, STDIO, DXT_POSIX from the trace) for PyDarshan,
-               `python -m darshan summary`, darshan-parser, Drishti, DXT Explorer.
+               versions: POSIX, STDIO, DXT_POSIX from the trace), tested with
+               PyDarshan, `python -m darshan summary`, Drishti and DXT Explorer.
                One log is one job: PATH (after --run/--host) must hold one run;
                its processes/hosts are ranks 0..N-1 of the log in (run, host)
                order (metadata "rankN=<run>/<host>"). Record ids are Darshan's

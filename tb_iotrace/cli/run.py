@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..runrecord import find_records, record_dir
 from ._base import Command, UserError
 
 AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "_autostart")
@@ -73,7 +74,7 @@ class Run(Command):
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         try:
-            os.makedirs(os.path.join(logdir, "plugins", "iotrace"), exist_ok=True)
+            os.makedirs(record_dir(logdir), exist_ok=True)
         except OSError as exc:
             raise UserError(f"{args.logdir}: cannot create: {exc.strerror or exc}") from None
         env = child_env(logdir, args.flush)
@@ -112,7 +113,7 @@ class Run(Command):
             for sig, h in previous.items():
                 signal.signal(sig, h)
         if not args.quiet:
-            n = len([p for p in os.listdir(os.path.join(logdir, "plugins", "iotrace")) if p.endswith(".json")])
-            print(f"tb-iotrace: {n} process record(s) in {os.path.join(logdir, 'plugins', 'iotrace')}; "
+            n = len(find_records(record_dir(logdir)))
+            print(f"tb-iotrace: {n} process record(s) in {record_dir(logdir)}; "
                   f"see: tb-iotrace report {logdir}", file=sys.stderr)
         return 128 - rc if rc < 0 else rc

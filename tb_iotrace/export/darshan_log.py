@@ -1,7 +1,8 @@
 """Binary Darshan logs (log format 3.41, as Darshan 3.5.0 writes them), in pure Python.
 
-What the Darshan tool chain (PyDarshan, ``python -m darshan summary``, ``darshan-parser``,
-Drishti, DXT Explorer) opens. Layout (``../shared/notes/darshan-log.md``; the header is
+What the Darshan tool chain opens: tested with PyDarshan 3.5.0 (libdarshan-util, which
+``darshan-parser`` is built on; the parser itself is not packaged for Debian 12 or PyPI),
+``python -m darshan summary``, Drishti 0.8 and DXT Explorer 0.4. Layout (``../shared/notes/darshan-log.md``; the header is
 written uncompressed, every region after it is one zlib stream)::
 
     header (1328 B)  version "3.41", magic, comp type 0 (zlib), partial flags,

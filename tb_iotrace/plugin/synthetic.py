@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..xplane import IoTrace, ThreadInfo, load_xspace, merge_into_capture
+from ..logdir import PROFILE_DIR
+from ..xplane import XPLANE_SUFFIX, IoTrace, ThreadInfo, load_xspace, merge_into_capture
 from ..xplane.reader import profile_start_ns
 
 HOSTILE_NAME = "/data/<img src=x onerror=alert(1)>.tfrecord"
@@ -127,7 +128,7 @@ def make_logdir(dst: str | os.PathLike, source: str | os.PathLike, *, run: str =
                 host: str = "worker0", n_events: int = 20_000, seed: int = 0, **kw) -> Path:
     """Copy ``source`` into ``<dst>/plugins/profile/<run>/<host>.xplane.pb`` and merge a
     synthetic trace of ``n_events`` calls spanning the capture. Returns the file's path."""
-    out = Path(dst) / "plugins" / "profile" / run / f"{host}.xplane.pb"
+    out = Path(dst) / PROFILE_DIR / run / f"{host}{XPLANE_SUFFIX}"
     out.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(source, out)
     os.chmod(out, 0o644)

@@ -285,3 +285,41 @@ def test_report_findings_on_run_records(tmp_path):
     assert "small-reads" in ids, (ids, host["notes"])
     txt = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir)], capture_output=True, text=True, timeout=120)
     assert "Findings" in txt.stdout and "Most reads are small" in txt.stdout
+
+
+def test_files_past_the_bound_are_in_the_record_and_the_report(tmp_path):
+    """TBIO_MAX_FILES=4: the run record carries what did not fit (counted, never silent)
+    and `tb-iotrace report` prints it, text and JSON."""
+    data = tmp_path / "data"
+    data.mkdir()
+    script = tmp_path / "many.py"
+    script.write_text(textwrap.dedent(r'''
+        import os, sys, time
+        D = sys.argv[1]
+        for i in range(10):
+            fd = os.open(os.path.join(D, f"f{i}"), os.O_CREAT | os.O_WRONLY, 0o644)
+            os.write(fd, b"x" * (100 + i))
+            os.close(fd)
+        time.sleep(1.0)      # a periodic flush sees them too
+    '''))
+    logdir = tmp_path / "logs"
+    env = dict(__import__("os").environ, TBIO_MAX_FILES="4", TBIO_INCLUDE=str(data) + "/", TBIO_EXCLUDE="/")
+    r = subprocess.run([PY, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--flush", "0.3", "--",
+                        PY, str(script), str(data)], capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (rec,) = (logdir / "plugins" / "iotrace").glob("*.json")
+    doc = json.loads(rec.read_text())
+    assert not doc["partial"]
+    tracked = [f for f in doc["files"] if f["module"] == "POSIX"]
+    assert len(tracked) == 4
+    u = doc["untracked"]
+    assert (u["files"], u["calls"], u["bytes_written"], u["bytes_read"]) == (6, 18, sum(range(104, 110)), 0)
+    assert sum(f["counters"]["POSIX_BYTES_WRITTEN"] for f in tracked) + u["bytes_written"] == sum(range(100, 110))
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    (host,) = [h for run in json.loads(rep.stdout)["runs"] for h in run["hosts"]]
+    assert host["untracked"] == u
+    text = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir)], capture_output=True, text=True,
+                          timeout=300).stdout
+    assert "files not tracked" in text and "6 opens, 18 calls" in text, text

@@ -436,3 +436,27 @@ print(json.dumps(sum(e["read_count"] + e["write_count"] for e in r.records["DXT_
 ''', str(out)))
     # big_record: ops read, pread64, write in turn over 7 files: every call is a DXT segment
     assert got == n
+
+
+def test_older_ids_are_translated(tmp_path):
+    """A record from before the shim stored Darshan's ids (another hash in record_id and in
+    POSIX_RENAMED_FROM): every surface shows Darshan's ids, the rename's source included."""
+    old_a, old_b = 12666943987099423862, 1234
+    files = [dict(X_FILE, path="/d/a", record_id=old_a),
+             dict(X_FILE, path="/d/b", record_id=old_b,
+                  counters={"POSIX_RENAME_TARGETS": 1, "POSIX_RENAMED_FROM": old_a - (1 << 64)})]
+    root = record(tmp_path / "old", files)
+    out = tmp_path / "old.darshan"
+    assert cli("export", str(root), "--format", "darshan-log", "-o", str(out)).returncode == 0
+    recs = {r["id"]: r for r in read_log(out)["records"]["POSIX"]}
+    assert set(recs) == {record_id("/d/a"), record_id("/d/b")}
+    assert recs[record_id("/d/b")]["counters"]["POSIX_RENAMED_FROM"] % (1 << 64) == record_id("/d/a")
+    rep = cli("report", str(root), "--json")
+    (h,) = hosts(json.loads(rep.stdout))
+    by = {f["path"]: f for f in h["files"]}
+    assert by["/d/a"]["record_id"] == record_id("/d/a")
+    assert by["/d/b"]["counters"]["POSIX_RENAMED_FROM"] % (1 << 64) == record_id("/d/a")
+    txt = tmp_path / "old.txt"
+    assert cli("export", str(root), "--format", "darshan", "-o", str(txt)).returncode == 0
+    line = next(ln for ln in txt.read_text().splitlines() if "\tPOSIX_RENAMED_FROM\t" in ln)
+    assert line.split("\t")[2] == str(record_id("/d/b")) and int(line.split("\t")[4]) % (1 << 64) == record_id("/d/a")

@@ -487,3 +487,21 @@ def test_cache_follows_the_json_and_the_trace(tmp_path, logdir):
     st = npz.stat()
     os.utime(npz, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     assert plugin.index.capture(str(jpath), host) is not c2
+
+
+def test_untracked_files_are_shown(tmp_path, logdir):
+    """A record that counted files past the file-table bound says so in the tab's messages."""
+    src = sorted((logdir / "capped" / "plugins" / "iotrace").glob("*.json"))[0]
+    rec = tmp_path / "ld" / "over" / "plugins" / "iotrace"
+    rec.mkdir(parents=True)
+    doc = json.loads(src.read_text())
+    doc["untracked"] = {"files": 3, "calls": 9, "bytes_read": 0, "bytes_written": 300, "reentrant_calls": 0,
+                        "examples": ["/data/f7", "/data/f8"]}
+    (rec / src.name).write_text(json.dumps(doc))
+    shutil.copyfile(src.with_suffix(".npz"), rec / src.with_suffix(".npz").name)
+    _, get = make_client(tmp_path / "ld")
+    code, cap = get("/capture", run="over/iotrace", host=src.name[:-5])
+    assert code == 200
+    assert cap["io"]["untracked"]["files"] == 3
+    (msg,) = [m for m in cap["messages"] if "files not tracked" in m]
+    assert "3 opens, 9 calls" in msg and "300 B written" in msg and "/data/f7" in msg
