@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .timeseries import TimeSeries, sparkline
+
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
              "100M_1G", "1G_PLUS")
 
@@ -169,3 +171,32 @@ def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0,
                       f"{100 * pat['SEQ_READS'] / pat['READS']:.0f}% sequential, "
                       f"{100 * pat['CONSEC_READS'] / pat['READS']:.0f}% consecutive"]
     return "\n".join(lines) + "\n"
+
+
+def render_timeseries(ts: Mapping[str, Any], width: int = 64) -> str:
+    """Text lines: the read and write bandwidth over the window, one sparkline each."""
+    series = TimeSeries.from_dict(ts)
+    if not len(series):
+        return ""
+    secs = series.bin_ns / 1e9
+    span = len(series) * secs
+    lines = [f"I/O over the whole run: {span:.1f} s in {len(series)} bins of {_duration(secs)} "
+             f"(one character: max of {max(1, -(-len(series) // width))} bins)"]
+    for name, arr in (("read", series.bytes_read), ("write", series.bytes_written)):
+        if not any(arr):
+            continue
+        peak = max(arr) / secs
+        busiest = max(range(len(arr)), key=arr.__getitem__)
+        lines.append(f"  {name:<5} |{sparkline(arr, width)}| peak {human_bytes(peak)}/s "
+                     f"at +{busiest * secs:.1f} s, total {human_bytes(sum(arr))}")
+    lines.append(f"  calls |{sparkline(series.calls, width)}| {sum(series.calls)} calls, "
+                 f"{sum(series.io_time_s):.3f} s in I/O")
+    return "\n".join(lines) + "\n"
+
+
+def _duration(s: float) -> str:
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    if s >= 1:
+        return f"{s:.2f} s"
+    return f"{s * 1e3:.1f} ms"

@@ -24,6 +24,11 @@ The JSON document (format ``tb_iotrace.run/1``)::
                                                 # tracked (files past TBIO_MAX_FILES, calls
                                                 # from signal handlers inside the shim)
       "trace": "<host>.<pid>.npz" | null,       # beside the JSON
+      "timeseries": {"start_ns", "bin_ns", "bytes_read": [...], "bytes_written": [...],
+                     "calls": [...], "io_time_s": [...]},
+                                                # the whole window in at most 256 bins, however
+                                                # long (tb_iotrace.timeseries); whatever the
+                                                # trace cap kept; absent from periodic flushes
       "python": {"prefixes": [str], "path": [str]}   # sys.*prefix and sys.path: which paths
                                                 # are code loading (tb_iotrace.codepaths)
     }
@@ -122,6 +127,9 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "trace": trace_name,
         "python": this_python(),
     }
+    ts = getattr(cap, "timeseries", None)
+    if ts is not None:
+        doc["timeseries"] = ts.to_dict()
     if cap is not None and cap.untracked:
         untracked = cap.untracked.to_dict()
     if untracked:

@@ -106,6 +106,7 @@ def host_doc(src: Source) -> dict[str, Any]:
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
+        "timeseries": src.timeseries(),
         "totals": _totals(files),
         "files": listed, "code_loading": textreport.code_summary(listed),
         "findings": findings, "steps": steps, "has_step_markers": markers,
@@ -160,6 +161,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"],
                                          untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", ""), all_files=all_files))
+            if h.get("timeseries"):
+                out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
                 out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
                 out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'I/O calls':>9} {'I/O bytes':>11}")
@@ -218,6 +221,14 @@ class Report(Command):
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
                             "kind": "xplane"|"record", "source": path, "partial": bool,
                             "dropped": int, "nevents": int,
+                            "timeseries": null | {"start_ns": int, "bin_ns": float,
+                                          "bytes_read": [int], "bytes_written": [int],
+                                          "calls": [int], "io_time_s": [float]},
+                                                      # whole-run records: the process's life
+                                                      # in at most 256 bins (they widen as it
+                                                      # runs), independent of the trace cap;
+                                                      # bytes_read sums to the files' POSIX +
+                                                      # STDIO bytes read
                             "untracked": null | {"files", "calls", "bytes_read", "bytes_written",
                                           "reentrant_calls", "examples"},
                                                       # counted, not tracked: files past the

@@ -254,6 +254,50 @@ class Capture:
             got = self._counters
             return len(got.paths) if got is not None else len(self.counter_records)
 
+    def nbytes(self) -> int:
+        """About how much memory the loaded capture holds: its arrays (lanes, I/O table,
+        counters) plus the strings and stored records, counted as CPython stores them. What the
+        plugin's cache budget (:mod:`.cache`) is measured in."""
+        seen: set[int] = set()
+        total = 0
+
+        def arr(a: Any) -> None:
+            nonlocal total
+            if isinstance(a, np.ndarray):
+                base = a if a.base is None else a.base
+                if id(base) not in seen:
+                    seen.add(id(base))
+                    total += base.nbytes if isinstance(base, np.ndarray) else a.nbytes
+
+        def strs(xs: list[str]) -> None:
+            nonlocal total
+            total += 8 * len(xs) + sum(49 + len(x) for x in xs)  # list slot + str object
+
+        with self._lock:
+            lanes = list(self.lanes) + list(self._file_lanes or [])
+            counters, records = self._counters, self.counter_records
+        for ln in lanes:
+            for a in (ln.start, ln.end, ln.name_id, ln.row_bounds, ln.maxend, ln.src, ln.fpos, ln.flen):
+                arr(a)
+            total += 600  # the Lane object and its small fields
+        strs(self.names)
+        io = self.io
+        if io is not None:
+            for a in (io.start, io.end, io.op, io.path, io.offset, io.requested, io.returned, io.fd,
+                      io.errno, io.tid):
+                arr(a)
+            strs(io.paths)
+            strs(io.ops)
+        if counters is not None:
+            arr(counters.values)
+            strs(counters.paths)
+        # a stored Darshan record: a dict of ~60 counters (~100 bytes each as Python objects)
+        total += sum(150 + 100 * (len(r.get("counters") or {}) + len(r.get("fcounters") or {}))
+                     for r in records)
+        # the planes' metadata (protobuf messages: about their serialized size in memory)
+        total += sum(m.ByteSize() for m in self.planes.values() if hasattr(m, "ByteSize"))
+        return total + 4096
+
     # -- lanes
     def io_lanes(self, io_by: str) -> list[Lane]:
         if io_by == "file":
