@@ -7,6 +7,7 @@ set(TBIO_SOURCES
   native/registry.c
   native/recordid.c
   native/session.c
+  native/timeseries.c
   native/got.c
   native/dlsearch.c
   native/hooks.c

@@ -32,7 +32,8 @@ static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t
             else tbio_posix_on_write(&r->u.p, used, ret, aligned, a, b);
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, fd, used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+        tbio_trace_add(c, t1, op, id, fd, used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err,
+                       r && kind == K_READ ? ret : 0, r && kind == K_WRITE ? ret : 0);
     }
     tbio_call_leave(c);
 }
@@ -196,7 +197,7 @@ static void meta_done(tbio_call *c, int op, int kind, names nm, int fd, int64_t 
             }
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, fd, off, req, ok ? ret : -1, ok ? 0 : err);
+        tbio_trace_add(c, t1, op, id, fd, off, req, ok ? ret : -1, ok ? 0 : err, 0, 0);
     }
     tbio_call_leave(c);
 }
@@ -349,7 +350,7 @@ static int open_done(int op, int dirfd, const char *path, int mode, int ret, int
             r->offset_known = 1;
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, ret >= 0 ? ret : -1, -1, -1, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+        tbio_trace_add(c, t1, op, id, ret >= 0 ? ret : -1, -1, -1, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err, 0, 0);
     }
     tbio_call_leave(c);
     errno = err;
@@ -525,7 +526,7 @@ int tbio_w_rename(const char *from, const char *to) {
         }
         if (src != TBIO_NO_FILE || dst != TBIO_NO_FILE)
             tbio_trace_add(&c, t1, TBIO_OP_rename, src != TBIO_NO_FILE ? src : dst, -1, -1, -1, ret,
-                           ret == 0 ? 0 : err);
+                           ret == 0 ? 0 : err, 0, 0);
     }
     tbio_call_leave(&c);
     errno = err;
@@ -560,7 +561,8 @@ static void copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int6
             else tbio_posix_on_write(&r->u.p, used, ret, 1, a, b);
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, ids[k], fds[k], used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err);
+        tbio_trace_add(c, t1, op, ids[k], fds[k], used, req, ret >= 0 ? ret : -1, ret >= 0 ? 0 : err,
+                       r && k == 0 ? ret : 0, r && k == 1 ? ret : 0);
     }
     tbio_call_leave(c);
 }
