@@ -80,10 +80,12 @@ TBIO_HIDDEN void tbio_clock_pair(uint64_t *ticks, uint64_t *ns);
 #define TBIO_MAX_SESSIONS 4
 
 struct tbio_chunk;
+struct tbio_tsbins;
 typedef struct tbio_tslot {     /* one thread's trace for one session */
     uint64_t gen;               /* 0 = free */
     struct tbio_chunk *head, *tail;
     uint64_t nevents, dropped;
+    struct tbio_tsbins *ts;     /* its time-series bins (timeseries.h), NULL: no memory */
 } tbio_tslot;
 
 typedef struct tbio_thread {    /* 64-byte aligned, from an mmap'ed slab (session.c) */

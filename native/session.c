@@ -295,8 +295,10 @@ static int64_t reserve(tbio_session *s, int64_t want) {
     return 0;
 }
 
+#define TS_BYTES ((sizeof(tbio_tsbins) + 4095) / 4096 * 4096)
+
 void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
-                         int64_t requested, int64_t returned, int err) {
+                         int64_t requested, int64_t returned, int err, int64_t rd, int64_t wr) {
     tbio_tslot *t = NULL;
     uint64_t gen = c->s->gen;
     for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
@@ -314,6 +316,13 @@ void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int f
         t->gen = gen;
         t->head = t->tail = NULL;
         t->nevents = t->dropped = 0;
+        /* this thread's bins for the session: written by it alone, merged by tbio_end */
+        t->ts = tbio_map(TS_BYTES);
+        if (t->ts) {
+            t->ts->origin = c->s->t0_ticks;
+            t->ts->lg = c->s->ts_lg0;
+            tbio_ts_add(t->ts, c->t0, t1, rd, wr);
+        }
     }
     tbio_chunk *k = t->tail;
     if (UNLIKELY(!k || k->n == k->cap)) {
@@ -392,6 +401,9 @@ tbio_session *tbio_begin(void) {
     atomic_store(&s->budget, cap > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)cap);
     tbio_clock_pair(&s->t0_ticks, &s->t0_ns);
     s->sec_per_tick = tbio_ns_per_tick() * 1e-9;
+    s->ts_lg0 = tbio_ts_base_lg(tbio_ns_per_tick());
+    s->ts.lg = s->ts_lg0;
+    s->ts.origin = s->t0_ticks;
     if (old) *next = *old;
     next->s[next->n++] = s;
     s->start_epoch = atomic_fetch_add(&tbio_g_epoch, 1) + 1;
@@ -514,10 +526,21 @@ tbio_session *tbio_end(tbio_session *s) {
         }
         s->nevents += sl->nevents;
         s->dropped += sl->dropped;
+        if (sl->ts) {
+            tbio_ts_merge(&s->ts, sl->ts);
+            tbio_unmap(sl->ts, TS_BYTES);
+        }
         memset(sl, 0, sizeof *sl);
         i++;
     }
     s->nthreads = i;
+    /* the series covers the whole session, however long its last quiet stretch */
+    uint64_t span = s->t1_ticks > s->t0_ticks ? s->t1_ticks - s->t0_ticks : 0;
+    tbio_ts_rebin(&s->ts, tbio_ts_lg_for(&s->ts, span));
+    uint64_t nb = (span >> s->ts.lg) + 1;
+    for (uint32_t b = TBIO_TS_BINS; b > nb; b--)   /* a call that began after t1 was read */
+        if (s->ts.bin[b - 1].calls) { nb = b; break; }
+    s->ts_nbins = (uint32_t)(nb < TBIO_TS_BINS ? nb : TBIO_TS_BINS);
     prune_threads();
     pthread_mutex_unlock(&g_threads_mu);
     pthread_mutex_unlock(&g_sess_mu);
@@ -653,12 +676,35 @@ static uint64_t to_ns(const tbio_session *s, uint64_t ticks, double npt) {
     return ns;
 }
 
-uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64_t max) {
-    /* ticks -> CLOCK_REALTIME ns, interpolated between the session's own
-     * (ticks, ns) pairs when it lasted long enough to calibrate on them */
+/* ns per tick of a session: interpolated between its own (ticks, ns) pairs
+ * when it lasted long enough to calibrate on them */
+static double session_npt(const tbio_session *s) {
     double npt = tbio_ns_per_tick();
     if (s->t1_ticks > s->t0_ticks && s->t1_ns > s->t0_ns + 20000000u)
         npt = (double)(s->t1_ns - s->t0_ns) / (double)(s->t1_ticks - s->t0_ticks);
+    return npt;
+}
+
+int tbio_session_timeseries(const tbio_session *s, tbio_timeseries_info *info, uint64_t *bytes_read,
+                            uint64_t *bytes_written, uint64_t *calls, double *io_time_s, uint32_t max) {
+    if (!s || !info) return -1;
+    double npt = session_npt(s);
+    info->start_ns = s->t0_ns;
+    info->bin_ns = (double)((uint64_t)1 << s->ts.lg) * npt;
+    info->nbins = s->ts_nbins;
+    for (uint32_t i = 0; i < s->ts_nbins && i < max; i++) {
+        const tbio_tsbin *b = &s->ts.bin[i];
+        if (bytes_read) bytes_read[i] = b->bytes_read;
+        if (bytes_written) bytes_written[i] = b->bytes_written;
+        if (calls) calls[i] = b->calls;
+        if (io_time_s) io_time_s[i] = (double)b->ticks * npt * 1e-9;
+    }
+    return 0;
+}
+
+uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64_t max) {
+    /* ticks -> CLOCK_REALTIME ns */
+    double npt = session_npt(s);
     uint64_t n = 0;
     for (uint32_t i = 0; i < s->nthreads; i++) {
         for (tbio_chunk *k = s->thread_chunks[i]; k; k = k->next) {

@@ -7,6 +7,7 @@
 #include "hot.h"
 #include "registry.h"
 #include "counters.h"
+#include "timeseries.h"
 
 typedef struct tbio_rec {       /* 64-byte aligned, from the session's mmap'ed arena */
     atomic_flag lock;
@@ -56,6 +57,9 @@ struct tbio_session {
     tbio_thread_info *threads;
     tbio_chunk **thread_chunks;
     uint64_t nevents, dropped, trace_bytes;
+    uint32_t ts_lg0;            /* base bin width of the threads' time series (log2 ticks) */
+    uint32_t ts_nbins;          /* filled by tbio_end: bins from start to end */
+    tbio_tsbins ts;             /* filled by tbio_end: every thread's bins merged */
 };
 
 /* Select session k of the post-call set if it was also recording when the call began. */
@@ -106,10 +110,14 @@ static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uin
 
 /* Append one trace row for session c->s.  The common case (this thread's
  * buffer for the session has room) is inline; the rest is tbio_trace_add_slow. */
+/* rd, wr: the bytes the file's record counted for this call (0 when none),
+ * added with the call to this thread's time-series bins for the session. */
 TBIO_HIDDEN void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
-                                     int64_t offset, int64_t requested, int64_t returned, int err);
+                                     int64_t offset, int64_t requested, int64_t returned, int err,
+                                     int64_t rd, int64_t wr);
 static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
-                                  int64_t offset, int64_t requested, int64_t returned, int err) {
+                                  int64_t offset, int64_t requested, int64_t returned, int err,
+                                  int64_t rd, int64_t wr) {
     uint64_t gen = c->s->gen;
     tbio_tslot *t = NULL;
     for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
@@ -118,9 +126,11 @@ static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t fi
             break;
         }
     }
+    if (LIKELY(t != NULL) && LIKELY(t->ts != NULL)) tbio_ts_add(t->ts, c->t0, t1, rd, wr);
     tbio_chunk *k = t ? t->tail : NULL;
     if (UNLIKELY(!k || k->n == k->cap)) {
-        tbio_trace_add_slow(c, t1, op, file, fd, offset, requested, returned, err);
+        /* with no slot yet, the slow path takes one and counts the call in its bins */
+        tbio_trace_add_slow(c, t1, op, file, fd, offset, requested, returned, err, rd, wr);
         return;
     }
     tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);

@@ -7,9 +7,14 @@ set(TBIO_SOURCES
   native/registry.c
   native/recordid.c
   native/session.c
+  native/timeseries.c
   native/got.c
   native/dlsearch.c
-  native/wrappers.c
+  native/hooks.c
+  native/wrap_posix.c
+  native/wrap_stdio.c
+  native/wrap_dl.c
+  native/wrap_fd.c
   native/api.c
   native/tfprof.c
   native/pjrt.c

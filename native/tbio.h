@@ -55,6 +55,15 @@ typedef struct tbio_thread_info {
     uint64_t dropped;
 } tbio_thread_info;
 
+/* A session's time series (native/timeseries.h): nbins bins of bin_ns from
+ * start_ns, covering the session from its start to its end, in fixed memory
+ * (at most 256 bins: they widen as the session grows). */
+typedef struct tbio_timeseries_info {
+    uint64_t start_ns;          /* CLOCK_REALTIME ns of the session's start */
+    double bin_ns;              /* width of a bin */
+    uint32_t nbins;
+} tbio_timeseries_info;
+
 typedef struct tbio_session tbio_session;
 
 /* Patch every loaded object (and later dlopen'ed ones); idempotent. 0 or -1. */
@@ -106,6 +115,12 @@ TBIO_API uint32_t tbio_session_nthreads(const tbio_session *s);
 TBIO_API int tbio_session_thread(const tbio_session *s, uint32_t i, tbio_thread_info *out);
 TBIO_API uint64_t tbio_session_nevents(const tbio_session *s);
 TBIO_API uint64_t tbio_session_dropped(const tbio_session *s);
+/* The time series of an ended session: info, then up to max bins into each
+ * array that is not NULL.  Per bin: bytes read and written as the files'
+ * records count them (POSIX + STDIO), traced calls (trace rows kept or
+ * dropped) and their summed duration; a call counts in the bin it began in. */
+TBIO_API int tbio_session_timeseries(const tbio_session *s, tbio_timeseries_info *info, uint64_t *bytes_read,
+                                     uint64_t *bytes_written, uint64_t *calls, double *io_time_s, uint32_t max);
 /* Copy up to max events (thread by thread, each in call order); returns the number copied. */
 TBIO_API uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64_t max);
 

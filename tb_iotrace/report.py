@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .timeseries import TimeSeries, sparkline
+
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
              "100M_1G", "1G_PLUS")
 
@@ -100,17 +102,42 @@ def untracked_note(untracked: Mapping[str, Any] | None) -> str:
     return "; ".join(parts)
 
 
+def code_summary(files: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Files, bytes, calls and time of the code-loading files (marked ``"code": true``)."""
+    code = [f for f in files if f.get("code")]
+    t = totals(code).values()
+    return {"files": len({f["path"] for f in code}), "bytes_read": sum(m.bytes_read for m in t),
+            "bytes_written": sum(m.bytes_written for m in t),
+            "calls": sum(m.reads + m.writes + m.opens for m in t),
+            "time_s": sum(m.read_time + m.write_time + m.meta_time for m in t)}
+
+
+def code_line(summary: Mapping[str, Any], shown: bool) -> str:
+    """The one line the report gives code loading."""
+    return (f"Code loading (Python imports, shared libraries, interpreter, framework config): "
+            f"{summary['files']} files, {human_bytes(summary['bytes_read'])} read, "
+            f"{summary['time_s']:.4f} s in calls" + ("" if shown else "; left out below (--all-files shows them)"))
+
+
 def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
-           empty: str = "", untracked: Mapping[str, Any] | None = None) -> str:
-    """The report a user reads first, as text (``empty``: what to say when there are no files)."""
+           empty: str = "", untracked: Mapping[str, Any] | None = None, all_files: bool = False) -> str:
+    """The report a user reads first, as text (``empty``: what to say when there are no files).
+    Files marked ``"code": true`` (tb_iotrace.codepaths) are one line and left out of the
+    tables unless ``all_files``."""
     lines: list[str] = []
     if title:
         lines += [title, "=" * len(title)]
     note = untracked_note(untracked)
     if note:
         lines.append(f"NOT TRACKED: {note}")
+    code = code_summary(files)
+    if code["files"]:
+        lines.append(code_line(code, all_files))
+    if not all_files:
+        files = [f for f in files if not f.get("code")]
     if not files:
-        lines.append(empty or "No file I/O was recorded (nothing traced, or every path was excluded).")
+        lines.append(empty or ("No data file I/O was recorded." if code["files"] else
+                               "No file I/O was recorded (nothing traced, or every path was excluded)."))
         return "\n".join(lines) + "\n"
     lines.append(f"{'module':<7} {'files':>6} {'read':>11} {'written':>11} {'reads':>9} {'writes':>9} "
                  f"{'opens':>7} {'read s':>9} {'write s':>9} {'meta s':>9} {'read MiB/s':>11}")
@@ -144,3 +171,32 @@ def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0,
                       f"{100 * pat['SEQ_READS'] / pat['READS']:.0f}% sequential, "
                       f"{100 * pat['CONSEC_READS'] / pat['READS']:.0f}% consecutive"]
     return "\n".join(lines) + "\n"
+
+
+def render_timeseries(ts: Mapping[str, Any], width: int = 64) -> str:
+    """Text lines: the read and write bandwidth over the window, one sparkline each."""
+    series = TimeSeries.from_dict(ts)
+    if not len(series):
+        return ""
+    secs = series.bin_ns / 1e9
+    span = len(series) * secs
+    lines = [f"I/O over the whole run: {span:.1f} s in {len(series)} bins of {_duration(secs)} "
+             f"(one character: max of {max(1, -(-len(series) // width))} bins)"]
+    for name, arr in (("read", series.bytes_read), ("write", series.bytes_written)):
+        if not any(arr):
+            continue
+        peak = max(arr) / secs
+        busiest = max(range(len(arr)), key=arr.__getitem__)
+        lines.append(f"  {name:<5} |{sparkline(arr, width)}| peak {human_bytes(peak)}/s "
+                     f"at +{busiest * secs:.1f} s, total {human_bytes(sum(arr))}")
+    lines.append(f"  calls |{sparkline(series.calls, width)}| {sum(series.calls)} calls, "
+                 f"{sum(series.io_time_s):.3f} s in I/O")
+    return "\n".join(lines) + "\n"
+
+
+def _duration(s: float) -> str:
+    if s >= 60:
+        return f"{s / 60:.1f} min"
+    if s >= 1:
+        return f"{s:.2f} s"
+    return f"{s * 1e3:.1f} ms"

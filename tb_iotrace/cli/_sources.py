@@ -94,6 +94,20 @@ class Source:
             u = tr.untracked if tr is not None else None
         return dict(u) if isinstance(u, dict) else None
 
+    def timeseries(self) -> dict[str, Any] | None:
+        """A whole-run record's time series (tb_iotrace.timeseries JSON form), else None."""
+        if self.kind != "record":
+            return None
+        ts = self.record().doc.get("timeseries")  # type: ignore[union-attr]
+        if ts is None:
+            return None
+        from ..timeseries import TimeSeries, TimeSeriesError
+
+        try:
+            return TimeSeries.from_dict(ts).to_dict()
+        except TimeSeriesError as exc:
+            raise UserError(f"{self.path}: {exc}") from None
+
     def nevents(self) -> int:
         if self.kind == "record":
             return int(self.record().doc.get("nevents", 0))  # type: ignore[union-attr]

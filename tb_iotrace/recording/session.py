@@ -13,6 +13,7 @@ import numpy as np
 
 from .._ffi import NativeError, last_error, native
 from ..names import MODULES, counter_names, op_names
+from ..timeseries import TimeSeries
 
 __all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "Untracked", "begin_session",
            "check_layout", "end_all_and_disable", "end_session", "excludes", "forget", "set_filters",
@@ -257,6 +258,20 @@ def _untracked_of(sess: Any) -> Untracked:
                      int(u.reentrant_calls), tuple(examples))
 
 
+def _timeseries_of(sess: Any) -> TimeSeries | None:
+    """The series of an ended native session (None when the shim cannot say)."""
+    ffi, lib = native()
+    info = ffi.new("tbio_timeseries_info *")
+    if lib.tbio_session_timeseries(sess, info, ffi.NULL, ffi.NULL, ffi.NULL, ffi.NULL, 0) != 0:
+        return None
+    n = int(info.nbins)
+    rd, wr, calls = (ffi.new("uint64_t[]", max(n, 1)) for _ in range(3))
+    io = ffi.new("double[]", max(n, 1))
+    lib.tbio_session_timeseries(sess, info, rd, wr, calls, io, n)
+    return TimeSeries(int(info.start_ns), float(info.bin_ns), tuple(ffi.unpack(rd, n)), tuple(ffi.unpack(wr, n)),
+                      tuple(ffi.unpack(calls, n)), tuple(ffi.unpack(io, n)))
+
+
 def _empty_events() -> EventTable:
     z = np.zeros(0, EVENT_DTYPE)
     return _events_from(z, [], {}, {})
@@ -286,6 +301,8 @@ class Capture:
         self.start_ns: int = 0
         self.end_ns: int = 0
         self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
+        # the whole window in fixed memory, whatever the trace cap kept (tb_iotrace.timeseries)
+        self.timeseries: TimeSeries | None = None
         self.closed = False
 
     def _fill(self, sess: Any) -> None:
@@ -294,6 +311,7 @@ class Capture:
         self.end_ns = int(lib.tbio_session_end_ns(sess))
         self.dropped = int(lib.tbio_session_dropped(sess))
         self.untracked = _untracked_of(sess)
+        self.timeseries = _timeseries_of(sess)
         info = ffi.new("tbio_thread_info *")
         for i in range(lib.tbio_session_nthreads(sess)):
             lib.tbio_session_thread(sess, i, info)
@@ -364,4 +382,5 @@ class Capture:
             "threads": [t.__dict__ for t in self.threads],
             "nevents": len(self.events), "dropped": self.dropped,
             "untracked": self.untracked.to_dict(),
+            "timeseries": self.timeseries.to_dict() if self.timeseries is not None else None,
         }

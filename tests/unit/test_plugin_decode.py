@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import tb_iotrace.xplane.columnar as D
+from tb_iotrace.xplane.columnar import tokens
 from tb_iotrace.plugin import lod
 from tb_iotrace.plugin.model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
@@ -96,9 +97,9 @@ def test_generic_and_scalar_paths_agree(gpu_capture, tmp_path, monkeypatch):
     columns."""
     path = make_logdir(tmp_path, gpu_capture, n_events=20_000)
     fast = D.decode_xspace(path, **KW)
-    monkeypatch.setattr(D, "_template_chunk", lambda *a, **k: None)
+    monkeypatch.setattr(tokens, "_template_chunk", lambda *a, **k: None)
     generic = D.decode_xspace(path, **KW)
-    monkeypatch.setattr(D, "_token_run", lambda *a, **k: None)
+    monkeypatch.setattr(D, "token_run", lambda *a, **k: None)
     scalar = D.decode_xspace(path, **KW)
     for other in (generic, scalar):
         for a, b in zip(fast.planes, other.planes):
@@ -112,7 +113,7 @@ def test_small_chunks_and_threads(gpu_capture, tmp_path, monkeypatch):
     """Chunk boundaries everywhere (tiny chunks) and lines decoded on threads."""
     path = make_logdir(tmp_path, gpu_capture, n_events=5_000)
     ref = D.decode_xspace(path, **KW)
-    monkeypatch.setattr(D, "TOKEN_CHUNK", 97)
+    monkeypatch.setattr(tokens, "TOKEN_CHUNK", 97)
     monkeypatch.setattr(D, "PARALLEL_LINE_BYTES", 1)
     monkeypatch.setattr(D, "THREADS", 3)
     got = D.decode_xspace(path, **KW)

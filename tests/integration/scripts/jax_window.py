@@ -107,10 +107,9 @@ elif mode == "twice":
     load(files[1])
     jax.profiler.stop_trace()
 else:
-    for i in range(2 if mode == "unknown" else 1):
-        if i:
-            time.sleep(1.1)   # JAX names a window's folder by the second: two in one second share it
-        jax.profiler.start_trace(logdir)
+    for k in range(2 if mode == "unknown" else 1):
+        # a logdir per window: two windows in one second would share a run directory
+        jax.profiler.start_trace(logdir + (str(k) if k else ""))
         window(logdir)
         jax.profiler.stop_trace()
 

@@ -1,0 +1,45 @@
+/* What the wrapper families (wrap_posix.c, wrap_stdio.c, wrap_dl.c,
+ * wrap_fd.c) share: the real functions and the wrappers generated from
+ * hooks.def (defined in hooks.c and in the families), and the idle test. */
+#ifndef TBIO_WRAP_H
+#define TBIO_WRAP_H
+#include "shim.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* glibc 2.36 headers no longer declare these; they are still exported. */
+struct stat;
+struct stat64;
+
+/* ---- generated from hooks.def: real pointers (hooks.c) and wrappers ---- */
+#define H(ret, name, params, check) TBIO_HIDDEN extern ret(*real_##name) params;
+#include "hooks.def"
+#undef H
+#define H(ret, name, params, check) TBIO_HIDDEN ret tbio_w_##name params;
+#include "hooks.def"
+#undef H
+
+#define IDLE() LIKELY(atomic_load_explicit(&tbio_g_active, memory_order_relaxed) == NULL)
+
+static inline int mem_aligned(const void *p) {
+    return ((uintptr_t)p & (TBIO_MEM_ALIGNMENT - 1)) == 0;
+}
+#endif

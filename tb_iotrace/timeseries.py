@@ -1,0 +1,79 @@
+"""The time series a recording keeps of its whole window in fixed memory (native/timeseries.h):
+``nbins`` bins of ``bin_ns`` from ``start_ns`` (at most 256: they widen, pairs merging, as the
+window grows), each with the bytes read and written (as the files' POSIX plus STDIO counters
+count them), the traced calls (trace rows kept or dropped: independent of the trace cap) and
+their summed duration. A call counts in the bin it began in.
+
+JSON form (run records, ``tb-iotrace report --json``)::
+
+    {"start_ns": int, "bin_ns": float, "bytes_read": [int], "bytes_written": [int],
+     "calls": [int], "io_time_s": [float]}
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+_ARRAYS = ("bytes_read", "bytes_written", "calls", "io_time_s")
+SPARK = " ▁▂▃▄▅▆▇█"
+
+
+class TimeSeriesError(ValueError):
+    """A stored time series that is not one."""
+
+
+@dataclass(frozen=True)
+class TimeSeries:
+    start_ns: int
+    bin_ns: float
+    bytes_read: tuple[int, ...]
+    bytes_written: tuple[int, ...]
+    calls: tuple[int, ...]
+    io_time_s: tuple[float, ...]
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+    @property
+    def end_ns(self) -> float:
+        return self.start_ns + len(self) * self.bin_ns
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"start_ns": self.start_ns, "bin_ns": self.bin_ns, "bytes_read": list(self.bytes_read),
+                "bytes_written": list(self.bytes_written), "calls": list(self.calls),
+                "io_time_s": list(self.io_time_s)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "TimeSeries":
+        """Validate a stored series (a record from elsewhere may hold anything)."""
+        if not isinstance(d, Mapping):
+            raise TimeSeriesError("timeseries: not an object")
+        try:
+            start = int(d["start_ns"])
+            width = float(d["bin_ns"])
+            arrays = [list(d[k]) for k in _ARRAYS]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TimeSeriesError(f"timeseries: {exc.__class__.__name__}: {exc}") from None
+        if not width > 0 or width == float("inf"):
+            raise TimeSeriesError("timeseries: bin_ns must be a positive number")
+        if len({len(a) for a in arrays}) != 1:
+            raise TimeSeriesError("timeseries: its arrays differ in length")
+        try:
+            ints = [tuple(int(v) for v in a) for a in arrays[:3]]
+            times = tuple(float(v) for v in arrays[3])
+        except (TypeError, ValueError) as exc:
+            raise TimeSeriesError(f"timeseries: a bin is not a number ({exc})") from None
+        return cls(start, width, ints[0], ints[1], ints[2], times)
+
+
+def sparkline(values: list[float] | tuple[float, ...], width: int = 64) -> str:
+    """``values`` squeezed into at most ``width`` characters (each the max of its group)."""
+    if not values:
+        return ""
+    groups = max(1, -(-len(values) // width))
+    cols = [max(values[i:i + groups]) for i in range(0, len(values), groups)]
+    top = max(cols)
+    if top <= 0:
+        return SPARK[0] * len(cols)
+    return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(8, round(8 * v / top)))] for v in cols)
