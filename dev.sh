@@ -50,6 +50,40 @@ setup() {
     pipq "$VENV/bin/pip" install -q --no-build-isolation --no-deps -e .
     "$VENV/bin/python" -c 'import tb_iotrace._native, tb_iotrace._codec' || { log "native build failed"; exit 1; }
     export PATH="$VENV/bin:$PATH"
+    setup_py312
+}
+
+# Keras 3 profiles the JAX backend only on Python >= 3.12: a small second venv (keras, jax and
+# what Keras's TensorBoard callback needs; tb_iotrace itself comes from this tree on PYTHONPATH,
+# its abi3 modules built above) for tests/integration/test_jax_keras.py, which finds it through
+# TBIO_PY312 (or the same cache key).
+find_py312() {
+    # pyenv's own interpreters first: its python3.12 shim fails unless 3.12 is a selected version
+    local root c
+    root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+    for c in $(ls -d "$root"/versions/3.12*/bin/python3.12 2>/dev/null | sort -rV) $(command -v python3.12 2>/dev/null); do
+        "$c" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' 2>/dev/null && { echo "$c"; return 0; }
+    done
+    return 0
+}
+
+setup_py312() {
+    local py key
+    py=$(find_py312)
+    if [ -z "$py" ]; then
+        log "no Python 3.12 found (PATH, pyenv): the Keras-on-JAX test will fail and say so"
+        return 0
+    fi
+    key=$(sha256sum requirements-py312.txt | cut -c1-16)
+    local venv=$HOME/.cache/tb_iotrace/venv312-$key
+    if [ ! -f "$venv/.ready" ]; then
+        log "creating venv $venv (Keras on JAX, Python 3.12)"
+        rm -rf "$venv"
+        "$py" -m venv "$venv"
+        pipq "$venv/bin/pip" install -q -r requirements-py312.txt
+        touch "$venv/.ready"
+    fi
+    export TBIO_PY312="$venv/bin/python"
 }
 
 c_tests() {

@@ -24,6 +24,7 @@ from tab import APP, D, W, ink, tensorboard  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
 RUN = "2024_01_01_00_00_00"
+JAX_IO, JAX_PLAIN = "2022_jax_io", "2022_jax_plain"
 
 pytestmark = [
     pytest.mark.browser,
@@ -42,11 +43,15 @@ def capture(tmp_path_factory, gpu_capture):
 
 
 @pytest.fixture(scope="module")
-def server(capture):
+def server(capture, jax_captures):
     logdir = capture.parents[3]
     broken = logdir / "plugins" / "profile" / "2023_broken"
     broken.mkdir(parents=True)
     (broken / "host.xplane.pb").write_bytes(b"\x0a\xff\xff\xff\x0fgarbage")
+    # two real JAX captures (tests/data), made with and without tb_iotrace
+    for run, src in zip((JAX_IO, JAX_PLAIN), jax_captures):
+        (logdir / "plugins" / "profile" / run).mkdir(parents=True)
+        (logdir / "plugins" / "profile" / run / "vm.xplane.pb").write_bytes(src.read_bytes())
     with tensorboard(logdir, logdir / "tensorboard.log") as base:
         yield base
 
@@ -286,7 +291,7 @@ def test_hostile_file_name_renders_as_text(page, capture):
 def test_corrupt_run_shows_an_error_and_the_others_still_load(page):
     p = page
     runs = p.evaluate(f"[...{D}.querySelectorAll('.run-select option')].map((o) => o.value)")
-    assert runs == ["2023_broken", RUN]
+    assert runs == [JAX_IO, JAX_PLAIN, "2023_broken", RUN]
     p.evaluate(f"(() => {{ const s = {D}.querySelector('.run-select'); s.value = '2023_broken'; s.dispatchEvent(new Event('change')); }})()")
     p.wait_for(f"!{D}.querySelector('.empty-state.big').hidden")
     msg = p.evaluate(f"{D}.querySelector('.empty-state.big').textContent")
@@ -395,3 +400,32 @@ def test_the_access_size_chart_shows_the_file_picked_last(page):
         assert p.evaluate(f"{APP}.selectedFile") == fast
     finally:
         _restore_fetch(p)
+
+
+def _select_run(p, run: str) -> None:
+    p.evaluate(f"(() => {{ const s = {D}.querySelector('.run-select'); s.value = {run!r}; s.dispatchEvent(new Event('change')); }})()")
+    p.wait_for(f"{APP}.capture && {APP}.capture.run === {run!r}"
+               f" && {D}.querySelector('.timeline').dataset.state === 'ready'"
+               f" && {D}.querySelector('#iotrace-root').dataset.panels === 'ready'", timeout=60)
+
+
+def test_jax_capture_draws_io_beside_jax_threads_and_a_plain_one_says_why(page):
+    """A JAX capture made with tb_iotrace: its I/O lanes sit under JAX's host threads, with ink,
+    and the files table lists the five files it read; one made without says why it has none."""
+    p = page
+    _select_run(p, JAX_IO)
+    lanes = p.evaluate(f"[...{D}.querySelectorAll('.tl-label')].map((e) => [e.dataset.key, e.dataset.group, e.textContent])")
+    io = [k for k, g, _ in lanes if g == "io"]
+    assert len(io) == 2 and any(g == "host" for _, g, _ in lanes)
+    for key in io:
+        assert ink(p, key) > 0.0005, key
+    rows = p.evaluate(f"[...{D}.querySelectorAll('.files-table tbody tr:not(.detail)')].map((r) => r.dataset.path)")
+    assert sorted(rows) == sorted([f"/tmp/tbio_jax_data/part{i}.npy" for i in range(4)] + ["/tmp/tbio_jax_data/side.bin"])
+    assert p.evaluate(f"{D}.querySelector('.banner').hidden")
+    p.screenshot(ARTIFACTS / "browser-jax-capture.png")
+    _select_run(p, JAX_PLAIN)
+    p.wait_for(f"!{D}.querySelector('.banner').hidden")
+    msg = p.evaluate(f"{D}.querySelector('.banner').textContent")
+    assert "JAX 0.10.2 (jaxlib 0.10.2, a version tb_iotrace hooks)" in msg and "not enabled" in msg
+    assert not any(g == "io" for g in p.evaluate(f"[...{D}.querySelectorAll('.tl-label')].map((e) => e.dataset.group)"))
+    p.screenshot(ARTIFACTS / "browser-jax-plain.png")

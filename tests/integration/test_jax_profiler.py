@@ -185,3 +185,29 @@ def test_remote_capture_of_a_profiler_server(tmp_path: Path) -> None:
     start = profile_start_ns(space)
     assert start is not None and (trace.start_ns >= start).all()
     assert moved >= 2 * size
+
+
+def test_grain_pipeline_reads_under_its_read_stage(tmp_path: Path) -> None:
+    """grain's ArrayRecord reads run on its prefetch threads: each lands on that thread's JAX
+    host line, inside grain's own read-stage event (TraceMe with _ipl_stage_cat=read)."""
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "jax_grain.py"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=240, env=ENV)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    res = json.loads((tmp_path / "result.json").read_text())
+    assert res["total"] == 64 * 4000 and len(res["xplanes"]) == 1
+    space = load_xspace(res["xplanes"][0])
+    trace = read_io_data(space)
+    assert trace is not None
+    att = attribute(space, trace)
+    rows = reads_of(trace, res["path"])
+    assert len(rows) >= 64                      # one read of the file per record at least
+    assert int(trace.returned[rows].sum()) == counters_of(trace, res["path"])["POSIX_BYTES_READ"]
+    # on grain's threads' host lines, not on the line of the step loop (the main thread)
+    pc = columns(find_plane(space, "/host:CPU"))
+    step_lines = {k for k, ln in enumerate(pc.lines) if (pc.event_names(ln) == "train").any()}
+    assert len(step_lines) == 1
+    assert (att.host_line[rows] >= 0).all() and not set(att.host_line[rows].tolist()) & step_lines
+    ln = pc.lines[int(att.host_line[rows[0]])]
+    i = int(np.flatnonzero(pc.event_names(ln) == "ArrayRecordDataSource.__getitem__")[0])
+    assert pc.event_stats(ln, i).get("_ipl_stage_cat") == "read"
+    assert len(att.steps) == 64

@@ -107,8 +107,9 @@ elif mode == "twice":
     load(files[1])
     jax.profiler.stop_trace()
 else:
-    for _ in range(2 if mode == "unknown" else 1):
-        jax.profiler.start_trace(logdir)
+    for k in range(2 if mode == "unknown" else 1):
+        # a logdir per window: two windows in one second would share a run directory
+        jax.profiler.start_trace(logdir + (str(k) if k else ""))
         window(logdir)
         jax.profiler.stop_trace()
 
