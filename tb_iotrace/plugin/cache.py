@@ -1,8 +1,16 @@
 """The plugin's view of a logdir: the scan (:mod:`tb_iotrace.logdir`) cached for a few
-seconds, and a cache of loaded captures.
+seconds, a cache of loaded captures, and a cache of the views built from them.
 
-Loading: a capture is decoded when first asked for and kept (up to ``max_captures``) while
-its size and mtime stay the same. Two moments start it early, on a background thread: when
+Loading: a capture is decoded when first asked for and kept while its size and mtime stay the
+same, least recently used dropped first once the loaded captures hold more than the cache's
+byte budget (``TBIO_PLUGIN_CACHE_BYTES``; by default a quarter of the machine's memory, at most
+2 GiB), measured as :meth:`.model.Capture.nbytes` (what the decoded capture holds, ~1.3x its
+file). A budget in bytes, not in entries: an "All hosts" view of a 64-host run is 64 captures
+asked for in turn, and an LRU of a few entries missed on every one of them.
+
+Views: the :class:`.view.View` of a request (one host, or every host of a run) is kept too,
+with the answers memoized on it (:meth:`.view.View.memo`), while each of its captures is the
+one the cache holds: a changed file or an evicted capture drops the views built on it. Two moments start it early, on a background thread: when
 TensorBoard lists its plugins (``prefetch_latest``: the newest run, unless
 ``TBIO_PLUGIN_PREFETCH=0``), and when the tab's entry module is served (``warm_default``:
 the capture the tab shows first).
@@ -20,11 +28,43 @@ from ..logdir import RunInfo, is_record_path
 from ..xplane import XPlaneError
 from .model import Capture, load_capture
 from .records import cache_key, load_record, total_size
+from .view import View, make_view
 
 ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
 ACTIVE_TTL_S = 30.0
 RUNS_TTL_S = 5.0
 PREFETCH_MAX_BYTES = 256 << 20  # newest run only, up to this much xplane in total
+CACHE_BYTES_ENV = "TBIO_PLUGIN_CACHE_BYTES"
+CACHE_MAX_DEFAULT = 2 << 30
+CACHE_MIN_DEFAULT = 256 << 20
+ERROR_NBYTES = 1024     # what a cached decoding error counts against the budget
+VIEWS_KEPT = 8          # views (with their memoized answers) kept, least recently used dropped
+
+
+def cache_budget() -> int:
+    """The capture cache's budget in bytes: ``TBIO_PLUGIN_CACHE_BYTES`` (an integer, with an
+    optional K/M/G suffix), else a quarter of physical memory within [256 MiB, 2 GiB]."""
+    raw = os.environ.get(CACHE_BYTES_ENV, "").strip()
+    if raw:
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1].upper(), 1)
+        try:
+            return max(0, int(float(raw[:-1] if mult > 1 else raw) * mult))
+        except ValueError:
+            raise ValueError(f"{CACHE_BYTES_ENV}={raw!r}: expected a byte count such as 2G or 536870912") from None
+    try:
+        phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        phys = 4 * CACHE_MAX_DEFAULT
+    return max(CACHE_MIN_DEFAULT, min(CACHE_MAX_DEFAULT, phys // 4))
+
+
+def _nbytes(value: Capture | XPlaneError) -> int:
+    if isinstance(value, Exception):
+        return ERROR_NBYTES
+    try:
+        return int(value.nbytes())
+    except Exception:  # a loader's stand-in without the method: count it as its file
+        return int(getattr(value, "size", 0) or 0) + ERROR_NBYTES
 
 
 def file_key(path: str) -> tuple[int, ...]:
@@ -44,7 +84,7 @@ def load_any(path: str, host: str) -> Capture:
 class LogdirIndex:
     """Cached view of a logdir's runs and a cache of loaded captures."""
 
-    def __init__(self, logdir: str, max_captures: int = 4,
+    def __init__(self, logdir: str, max_bytes: int | None = None,
                  loader: Callable[[str, str], Capture] | None = None):
         self.logdir = logdir or ""
         self._lock = threading.Lock()
@@ -53,9 +93,12 @@ class LogdirIndex:
         self._truncated = False
         self._active: bool | None = None
         self._active_at = -1e9
-        self._captures: OrderedDict[str, tuple[tuple[int, ...], Capture | XPlaneError]] = OrderedDict()
+        # path -> (file key, capture or its decoding error, bytes counted)
+        self._captures: OrderedDict[str, tuple[tuple[int, ...], Capture | XPlaneError, int]] = OrderedDict()
+        self._cached_bytes = 0
         self._loading: dict[str, threading.Lock] = {}
-        self.max_captures = max_captures
+        self.max_bytes = cache_budget() if max_bytes is None else max_bytes
+        self._views: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], View] = OrderedDict()
         self.loader = loader or load_any
         self._prefetched = False
         self._warming = False
@@ -123,9 +166,12 @@ class LogdirIndex:
                 if not runs:
                     return
                 newest = max(runs, key=lambda r: (r.mtime, r.run))
-                files = sorted(newest.hosts.items())[:self.max_captures]
-                if sum(total_size(p) if is_record_path(p) else os.path.getsize(p) for _, p in files) > max_bytes:
-                    return
+                files, total = [], 0
+                for host, path in sorted(newest.hosts.items()):  # as many hosts as fit
+                    total += total_size(path) if is_record_path(path) else os.path.getsize(path)
+                    if total > min(max_bytes, self.max_bytes):
+                        break
+                    files.append((host, path))
                 for host, path in files:
                     try:
                         self.capture(path, host)
@@ -173,6 +219,12 @@ class LogdirIndex:
         return t
 
     # -- captures
+    @property
+    def cached_bytes(self) -> int:
+        """What the cached captures count against the budget (see :meth:`.model.Capture.nbytes`)."""
+        with self._lock:
+            return self._cached_bytes
+
     def capture(self, path: str, host: str) -> Capture:
         """The loaded capture for a file found by the scan (cached by size and mtime);
         raises XPlaneError for unreadable or corrupt files."""
@@ -198,7 +250,7 @@ class LogdirIndex:
                     if isinstance(hit[1], Exception):
                         raise hit[1]
                     return hit[1]
-                self._captures.pop(path, None)
+                self._drop(path)
             try:
                 value: Capture | XPlaneError = self.loader(path, host)
             except XPlaneError as exc:
@@ -207,13 +259,48 @@ class LogdirIndex:
             # record's JSON; cached like any corrupt file, so it is not decoded again per request
             except (ValueError, IndexError, KeyError, OverflowError, TypeError, AttributeError) as exc:
                 value = XPlaneError(path, f"cannot decode: {exc}")
+            size = _nbytes(value)
             with self._lock:
-                self._captures[path] = (key, value)
-                while len(self._captures) > self.max_captures:
-                    self._captures.popitem(last=False)
+                self._drop(path)
+                self._captures[path] = (key, value, size)
+                self._cached_bytes += size
+                # least recently used first; the one just loaded stays (it is being answered)
+                while self._cached_bytes > self.max_bytes and len(self._captures) > 1:
+                    self._drop(next(iter(self._captures)))
         if isinstance(value, Exception):
             raise value
         return value
 
+    def _drop(self, path: str) -> None:
+        """Forget a cached capture and the views built on it (holding ``_lock``)."""
+        got = self._captures.pop(path, None)
+        if got is None:
+            return
+        self._cached_bytes -= got[2]
+        for k in [k for k, v in self._views.items() if any(p.capture is got[1] for p in v.parts)]:
+            del self._views[k]
 
-__all__ = ["LogdirIndex", "file_key", "load_any"]
+    def view(self, run: str, files: list[tuple[str, str]]) -> View:
+        """The view of ``files`` ((host, path) pairs of one run, in order), built once and
+        kept while each of its captures is the cached one (same file size and mtime, not
+        evicted): answers memoized on it are then reused by later requests."""
+        caps = [(host, self.capture(path, host)) for host, path in files]
+        key = (run, tuple(files))
+        with self._lock:
+            got = self._views.get(key)
+            if got is not None and all(p.capture is c for p, (_, c) in zip(got.parts, caps)):
+                self._views.move_to_end(key)
+                return got
+        built = make_view(run, caps)
+        with self._lock:
+            # kept only while every capture is still the cached one (an eviction meanwhile
+            # must not leave a view holding a capture the budget no longer counts)
+            if all(self._captures.get(path, (None, None))[1] is c for (_, path), (_, c) in zip(files, caps)):
+                self._views[key] = built
+                self._views.move_to_end(key)
+                while len(self._views) > VIEWS_KEPT:
+                    self._views.popitem(last=False)
+        return built
+
+
+__all__ = ["CACHE_BYTES_ENV", "LogdirIndex", "cache_budget", "file_key", "load_any"]

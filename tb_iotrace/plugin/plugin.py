@@ -8,7 +8,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
                     the tab shows first); ``/static/*`` the rest of ``plugin_frontend/``
 ``/runs``           ``{runs: [{run, hosts, kind}], message}`` (kind: ``profile``, or
                     ``record`` for the whole-run records of ``tb-iotrace run``)
-``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``)
+``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``), and
+                    ``run_series``: each whole-run record's time series on the view's clock
 ``/timeline``       level-of-detail items for ``start``, ``end`` (ns), ``width`` (px),
                     ``io_by`` (thread|file), optional ``lanes`` (comma-separated keys)
 ``/files``          per-file Darshan counters (POSIX and STDIO rows)
@@ -45,7 +46,7 @@ from ..logdir import BadName
 from ..xplane import XPlaneError
 from .cache import LogdirIndex
 from .impl import event, files, findings, hosts, summary, timeline, timeseries
-from .view import NotFound, View, make_view
+from .view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
 
@@ -219,11 +220,11 @@ class IoTracePlugin(base_plugin.TBPlugin):
             raise HttpError(400, "missing host")
         if host == ALL_HOSTS:
             info, _ = self.index.find(run)
-            caps = [(h, self.index.capture(p, h)) for h, p in sorted(info.hosts.items())]
+            files = sorted(info.hosts.items())
         else:
             _, path = self.index.find(run, host)
-            caps = [(host, self.index.capture(path, host))]
-        return make_view(run, caps)
+            files = [(host, path)]
+        return self.index.view(run, files)
 
     def _runs(self, args) -> dict[str, Any]:
         runs = self.index.runs(refresh=args.get("refresh") == "1")
@@ -242,7 +243,8 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return {"runs": out, "message": msg, "truncated": self.index.truncated}
 
     def _capture(self, args):
-        return summary.capture_impl(self._view(args), args.get("io_by", "thread"))
+        view, io_by = self._view(args), args.get("io_by", "thread")
+        return view.memo(("capture", io_by), lambda: summary.capture_impl(view, io_by))
 
     def _timeline(self, args):
         view = self._view(args)
@@ -252,20 +254,25 @@ class IoTracePlugin(base_plugin.TBPlugin):
                                      lanes.split(",") if lanes else None)
 
     def _files(self, args):
-        return files.files_impl(self._view(args))
+        view = self._view(args)
+        return view.memo(("files",), lambda: files.files_impl(view))
 
     def _histograms(self, args):
         return files.histograms_impl(self._view(args), args.get("path") or None)
 
     def _bandwidth(self, args):
-        return timeseries.bandwidth_impl(self._view(args), _num(args, "start"), _num(args, "end"),
-                                      _num(args, "bins", 200, int))
+        view = self._view(args)
+        start, end, bins = _num(args, "start"), _num(args, "end"), _num(args, "bins", 200, int)
+        return view.memo(("bandwidth", start, end, bins),
+                         lambda: timeseries.bandwidth_impl(view, start, end, bins))
 
     def _steps(self, args):
-        return timeseries.steps_impl(self._view(args))
+        view = self._view(args)
+        return view.memo(("steps",), lambda: timeseries.steps_impl(view))
 
     def _hosts(self, args):
-        return hosts.hosts_impl(self._view(args))
+        view = self._view(args)
+        return view.memo(("hosts",), lambda: hosts.hosts_impl(view))
 
     def _findings(self, args):
         return findings.findings_impl(self._view(args))

@@ -4,10 +4,15 @@ clock, and the helpers every endpoint shares. Times are ns on the view's clock (
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from .model import Capture, Lane
+
+
+MEMO_KEPT = 16  # answers kept per view
 
 
 class NotFound(KeyError):
@@ -28,6 +33,25 @@ class View:
 
     run: str
     parts: list[Part]
+    _memo: OrderedDict[tuple[Any, ...], Any] = field(default_factory=OrderedDict, repr=False)
+    _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def memo(self, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """``compute()``'s answer, kept on the view for the same ``key`` (the least recently
+        used of more than :data:`MEMO_KEPT` dropped). The view is cached while its captures
+        are (:meth:`.cache.LogdirIndex.view`), so an "All hosts" answer that sums every host
+        (``/files``, ``/hosts``, ``/steps``) is computed once per run, not per request. The
+        answer is shared: callers must not change it."""
+        with self._memo_lock:
+            if key in self._memo:
+                self._memo.move_to_end(key)
+                return self._memo[key]
+        value = compute()
+        with self._memo_lock:
+            self._memo[key] = value
+            while len(self._memo) > MEMO_KEPT:
+                self._memo.popitem(last=False)
+        return value
 
     @property
     def single(self) -> Capture:
