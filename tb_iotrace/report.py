@@ -165,17 +165,42 @@ def untracked_note(untracked: Mapping[str, Any] | None) -> str:
     return "; ".join(parts)
 
 
+def code_summary(files: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Files, bytes, calls and time of the code-loading files (marked ``"code": true``)."""
+    code = [f for f in files if f.get("code")]
+    t = totals(code).values()
+    return {"files": len({f["path"] for f in code}), "bytes_read": sum(m.bytes_read for m in t),
+            "bytes_written": sum(m.bytes_written for m in t),
+            "calls": sum(m.reads + m.writes + m.opens for m in t),
+            "time_s": sum(m.read_time + m.write_time + m.meta_time for m in t)}
+
+
+def code_line(summary: Mapping[str, Any], shown: bool) -> str:
+    """The one line the report gives code loading."""
+    return (f"Code loading (Python imports, shared libraries, interpreter, framework config): "
+            f"{summary['files']} files, {human_bytes(summary['bytes_read'])} read, "
+            f"{summary['time_s']:.4f} s in calls" + ("" if shown else "; left out below (--all-files shows them)"))
+
+
 def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
-           empty: str = "", untracked: Mapping[str, Any] | None = None) -> str:
-    """The report a user reads first, as text (``empty``: what to say when there are no files)."""
+           empty: str = "", untracked: Mapping[str, Any] | None = None, all_files: bool = False) -> str:
+    """The report a user reads first, as text (``empty``: what to say when there are no files).
+    Files marked ``"code": true`` (tb_iotrace.codepaths) are one line and left out of the
+    tables unless ``all_files``."""
     lines: list[str] = []
     if title:
         lines += [title, "=" * len(title)]
     note = untracked_note(untracked)
     if note:
         lines.append(f"NOT TRACKED: {note}")
+    code = code_summary(files)
+    if code["files"]:
+        lines.append(code_line(code, all_files))
+    if not all_files:
+        files = [f for f in files if not f.get("code")]
     if not files:
-        lines.append(empty or "No file I/O was recorded (nothing traced, or every path was excluded).")
+        lines.append(empty or ("No data file I/O was recorded." if code["files"] else
+                               "No file I/O was recorded (nothing traced, or every path was excluded)."))
         return "\n".join(lines) + "\n"
     lines.append(f"{'module':<7} {'files':>6} {'read':>11} {'written':>11} {'reads':>9} {'writes':>9} "
                  f"{'opens':>7} {'read s':>9} {'write s':>9} {'meta s':>9} {'read MiB/s':>11}")

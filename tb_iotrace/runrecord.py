@@ -25,10 +25,12 @@ The JSON document (format ``tb_iotrace.run/1``)::
                                                 # from signal handlers inside the shim)
       "trace": "<host>.<pid>.npz" | null,       # beside the JSON
       "timeseries": {"start_ns", "bin_ns", "bytes_read": [...], "bytes_written": [...],
-                     "calls": [...], "io_time_s": [...]}
+                     "calls": [...], "io_time_s": [...]},
                                                 # the whole window in at most 256 bins, however
                                                 # long (tb_iotrace.timeseries); whatever the
                                                 # trace cap kept; absent from periodic flushes
+      "python": {"prefixes": [str], "path": [str]}   # sys.*prefix and sys.path: which paths
+                                                # are code loading (tb_iotrace.codepaths)
     }
 
 The ``.npz`` holds one array per trace column (``start_ns``, ``end_ns``, ``offset``,
@@ -48,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from ._atomic import atomic_write
+from .codepaths import this_python
 
 FORMAT = "tb_iotrace.run/1"
 RECORD_RUN = "iotrace"  # the folder under plugins/, and the run name it gets at a logdir's top
@@ -122,6 +125,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "nevents": len(cap.events) if cap is not None else 0,
         "dropped": int(cap.dropped) if cap is not None else 0,
         "trace": trace_name,
+        "python": this_python(),
     }
     ts = getattr(cap, "timeseries", None)
     if ts is not None:

@@ -78,12 +78,13 @@ class Analysis:
 
 
 def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thresholds | None = None,
-            mountinfo: str | None = None) -> Analysis | None:
+            mountinfo: str | None = None, python: dict[str, Any] | None = None) -> Analysis | None:
     """Analyse a capture: ``space`` is an XSpace (or a path to ``*.xplane.pb``); ``trace`` an
     ``IoTrace`` (read from ``space`` when not given). None when there is no I/O data at all.
 
     The mount table comes from the capture when it carries one (``trace.mounts``: mountinfo
     text), else from ``mountinfo`` (text), else from this process's /proc/self/mountinfo.
+    ``python``: a whole-run record's interpreter prefixes and sys.path (tb_iotrace.codepaths).
     """
     th = thresholds or DEFAULT
     if isinstance(space, (str, os.PathLike)):
@@ -118,7 +119,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     if trace.dropped:
         notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
                      "window; per-file counters are exact")
-    ctx = Context(trace, att, space, mounts, th)
+    ctx = Context(trace, att, space, mounts, th, python)
     steps = steps_table(ctx)
     files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))
     summary = {

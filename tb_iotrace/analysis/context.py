@@ -2,9 +2,9 @@
 metadata), per file, per thread, with the host timeline's input waits (``Context``), and
 the per-step, per-stage and per-file-system tables built from it.
 
-Only *data files* count: files of the Python/TF installation that TensorFlow or autograph
-read while building functions (``.py``, ``.so``, ``site-packages`` ...) are left out, as
-Darshan leaves out /usr and /lib.
+Only *data files* count: the process loading its code (Python imports, ``.so``,
+``site-packages``, the directories the import system scans, ``~/.keras/keras.json``: the
+rule is :mod:`tb_iotrace.codepaths`) is left out, as Darshan leaves out /usr and /lib.
 """
 from __future__ import annotations
 
@@ -15,13 +15,12 @@ from typing import Any
 import numpy as np
 
 from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, innermost, op_kind
+from ..codepaths import code_paths, is_code_path
 from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
 from .intervals import clip, merge, overlap
 from .mounts import Mount, MountTable
 from .thresholds import Thresholds
 
-LIBRARY_MARKERS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/__pycache__/")
-LIBRARY_SUFFIXES = (".py", ".pyc", ".so", ".pth")
 SYNC_OPS = ("fsync", "fdatasync")
 OPEN_OPS = ("open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2",
             "__openat64_2", "creat", "creat64", "fopen", "fopen64", "fdopen", "freopen", "freopen64")
@@ -29,7 +28,8 @@ _INDEX = re.compile(r"\[\d+\]")
 
 
 def is_library_path(path: str) -> bool:
-    return (not path) or path.endswith(LIBRARY_SUFFIXES) or any(m in path for m in LIBRARY_MARKERS)
+    """The path rule of :mod:`tb_iotrace.codepaths` on its own (no directories, no sys.path)."""
+    return is_code_path(path)
 
 
 def stage_name(event: str) -> str:
@@ -86,7 +86,7 @@ class Context:
     """Everything the finding rules look at (built once per analysis)."""
 
     def __init__(self, trace: IoTrace, att: Attribution | None, space: Any, mounts: MountTable,
-                 th: Thresholds):
+                 th: Thresholds, python: dict[str, Any] | None = None):
         self.trace, self.att, self.th, self.mounts = trace, att, th, mounts
         n = len(trace)
         # per distinct op / path, then spread to rows (a capture has few of each, many rows)
@@ -95,7 +95,8 @@ class Context:
         op_kinds = np.array(["write" if o in SYNC_OPS else op_kind(o) for o in ops] or [""], dtype=object)
         self.kind = op_kinds[op_code] if n else np.zeros(0, object)
         self.is_sync = np.isin(np.asarray(ops or [""], dtype=object), SYNC_OPS)[op_code] if n else np.zeros(0, bool)
-        path_data = np.array([not is_library_path(p) for p in self.paths] or [False], bool)
+        self.code = code_paths([*self.paths, *(str(r["path"]) for r in trace.counters)], python)
+        path_data = np.array([p not in self.code for p in self.paths] or [False], bool)
         self.data = path_data[self.path_code] if n else np.zeros(0, bool)
         self.path_mount = [mounts.lookup(p) for p in self.paths]
         self.ok = trace.errno == 0
@@ -128,7 +129,7 @@ class Context:
         out: dict[str, FileStats] = {}
         for rec in self.trace.counters:
             path = str(rec["path"])
-            if is_library_path(path):
+            if path in self.code:
                 continue
             m, c, fc = rec["module"], rec["counters"], rec["fcounters"]
             f = out.get(path)

@@ -11,6 +11,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from .. import report as textreport
+from ..codepaths import code_paths
 from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
 from ._base import Command, UserError
@@ -33,6 +34,13 @@ def _record_trace(src: Source) -> Any:
                    counters=src.files())
 
 
+def _python(src: Source) -> dict[str, Any] | None:
+    """A record's interpreter prefixes and sys.path (None for captures and older records)."""
+    if src.kind != "record":
+        return None
+    return src.record().doc.get("python")  # type: ignore[union-attr]
+
+
 def _findings(src: Source) -> tuple[list[Any], str | None]:
     """Findings from tb_iotrace.analysis when it is installed: captures, and run records
     that kept their trace."""
@@ -49,7 +57,7 @@ def _findings(src: Source) -> tuple[list[Any], str | None]:
             trace = _record_trace(src)
             if trace is None:
                 return [], None
-            result = analysis.analyze(None, trace=trace)
+            result = analysis.analyze(None, trace=trace, python=_python(src))
         found = list(getattr(result, "findings", []) or []) if result is not None else []
         return json.loads(json.dumps(found, default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o))), None
     except UserError:
@@ -109,15 +117,17 @@ def host_doc(src: Source) -> dict[str, Any]:
     ids, remap = darshan_ids(files)
     findings, note = _findings(src)
     steps, markers = _steps(src)
+    code = code_paths([f["path"] for f in files], _python(src))
+    listed = [{"path": f["path"], "module": f["module"], "record_id": rid,
+               **({"rank": f["rank"]} if "rank" in f else {}), "code": f["path"] in code,
+               "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
+              for f, rid in zip(files, ids)]
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
         "timeseries": src.timeseries(),
         "totals": _totals(files),
-        "files": [{"path": f["path"], "module": f["module"], "record_id": rid,
-                   **({"rank": f["rank"]} if "rank" in f else {}),
-                   "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
-                  for f, rid in zip(files, ids)],
+        "files": listed, "code_loading": textreport.code_summary(listed),
         "findings": findings, "steps": steps, "has_step_markers": markers,
         "summary": host_summary(src, files, steps),
         "notes": ([note] if note else []),
@@ -172,7 +182,7 @@ def build(sources: list[Source], progress: bool = False, jobs: int | None = None
     return {"format": FORMAT, "runs": runs}
 
 
-def render_text(doc: dict[str, Any]) -> str:
+def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
     out: list[str] = []
     for run in doc["runs"]:
         hosts = run["hosts"]
@@ -193,7 +203,7 @@ def render_text(doc: dict[str, Any]) -> str:
                 title += f"  [ended by {how}]"
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"],
                                          untracked=h.get("untracked"),
-                                         empty=h.get("no_io_reason", "")))
+                                         empty=h.get("no_io_reason", ""), all_files=all_files))
             if h.get("timeseries"):
                 out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
@@ -273,7 +283,10 @@ class Report(Command):
                                        "reads", "writes", "opens", "read_time", "write_time",
                                        "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},
                             "files": [{"path", "module", "record_id", ["rank",]
+                                       "code": bool,  # code loading (tb_iotrace.codepaths)
                                        "counters": {NAME: int}, "fcounters": {NAME: float}}],
+                            "code_loading": {"files", "bytes_read", "bytes_written",
+                                             "calls", "time_s"},   # the files marked code
                             "findings": [{"id", "severity", "title", "statement", "suggestion",
                                           "evidence", "files", "ops", ...}],
                                                       # tb_iotrace.analysis (captures, and
@@ -307,6 +320,9 @@ class Report(Command):
         parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
         parser.add_argument("--jobs", type=int, metavar="N", default=None,
                             help="hosts decoded at once (default: the cores this process may use)")
+        parser.add_argument("--all-files", action="store_true",
+                            help="list code loading (Python imports, .so, interpreter, framework config) with "
+                                 "the data files instead of as one line")
 
     def run(self, args: argparse.Namespace) -> int:
         doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress, jobs=args.jobs)
@@ -314,6 +330,6 @@ class Report(Command):
             json.dump(doc, sys.stdout, indent=1)
             sys.stdout.write("\n")
         else:
-            sys.stdout.write(render_text(doc))
+            sys.stdout.write(render_text(doc, all_files=args.all_files))
         sys.stdout.flush()
         return 0

@@ -118,6 +118,24 @@ def _planes(w: _Writer, src: Any, base_pid: int, shift_us: float, label: str, pr
                 prog.add(hi - lo)
 
 
+def _steps(w: _Writer, src: Any, pid: int, shift_us: float, label: str) -> None:
+    """A "Steps" track: one span per training step, named as the report and the I/O tab name it
+    (``step <step_num>`` as TensorFlow recorded it, else ``step <position>``)."""
+    from ..attribution import attribute
+
+    try:
+        att = attribute(src.space(), src.io_trace())
+    except Exception:       # no host timeline to read steps from: no track
+        return
+    if att is None or not att.steps:
+        return
+    w.meta(pid, None, "process_name", f"{label}Steps", sort=pid)
+    w.meta(pid, 0, "thread_name", "steps" if att.has_step_markers else "time windows (no step markers)")
+    w.write([f'{{"ph":"X","pid":{pid},"tid":0,"name":{w.name(f"step {st.step_num if st.step_num is not None else st.index}")},'
+             f'"ts":{st.start_ps / 1e6 + shift_us:.6f},"dur":{st.duration_ps / 1e6:.6f},'
+             f'"args":{{"step_num":{json.dumps(st.step_num)},"index":{st.index}}}}}' for st in att.steps])
+
+
 def _io(w: _Writer, src: Any, pid: int, origin_ns: int, label: str, prog: Progress) -> None:
     got = io_columns(src)
     if got is None:
@@ -165,6 +183,7 @@ def export(sources: list[Any], out: str, progress: bool = True) -> int:
             src_origin = o or origin
             if src.kind == "xplane":
                 _planes(w, src, base, (src_origin - origin) / 1e3, label, prog)
+                _steps(w, src, base + PID_STRIDE - 2, (src_origin - origin) / 1e3, label)
             _io(w, src, base + PID_STRIDE - 1, origin if origin else src_origin, label or f"{src.host}", prog)
         text.write("\n],\n")
         text.write(f'"displayTimeUnit":"ns","otherData":{{"clock_origin_ns":{origin},'

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._memory import trim_memory
+from ..attribution import STEP_STATS
 from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
@@ -47,6 +48,7 @@ STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: ABSENT, ST
 MAX_FILE_LANES = 48
 MAX_ROWS = 24
 TF_DATA_RE = re.compile(r"^tf_data|Iterator::")
+MAX_STEP_STATS = 20_000   # step markers whose step_num is read back from the file (one read each)
 STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|Profiled batch)(\b|$)")
 INPUT_WAIT_RE = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
 READ_OPS_RE = re.compile(r"read|recv", re.I)
@@ -496,21 +498,23 @@ def _load_capture(path: str, host: str) -> Capture:
     # most often (train / test / predict TraceMe, Keras "Profiled batch"), non-overlapping.
     if not steps:
         marker = [i for i, n in enumerate(names) if STEP_NAME_RE.search(n)]
-        found: dict[str, list[tuple[int, int]]] = {}
+        found: dict[str, list[tuple[int, int, Lane, int]]] = {}
         if marker:
             mset = np.array(marker, dtype=np.int32)
             for ln in lanes:
                 if ln.group != "host":
                     continue
-                m = np.isin(ln.name_id, mset)
-                for s0, e0, i in zip(ln.start[m].tolist(), ln.end[m].tolist(), ln.name_id[m].tolist()):
-                    found.setdefault(names[i], []).append((int(s0), int(e0)))
+                m = np.flatnonzero(np.isin(ln.name_id, mset))
+                for k in m.tolist():
+                    found.setdefault(names[int(ln.name_id[k])], []).append(
+                        (int(ln.start[k]), int(ln.end[k]), ln, k))
         if found:
             name, spans = max(found.items(), key=lambda kv: (len(kv[1]), kv[0]))
             last_end = None
-            for s0, e0 in sorted(spans):
+            for s0, e0, ln, k in sorted(spans, key=lambda x: (x[0], x[1])):
                 if last_end is None or s0 >= last_end:
-                    steps.append({"start": s0, "end": e0, "name": str(len(steps))})
+                    num = _step_num(path, planes, ln, k) if len(spans) <= MAX_STEP_STATS else None
+                    steps.append({"start": s0, "end": e0, "name": str(len(steps) if num is None else num)})
                     last_end = e0
             steps_source = f"host step markers ({name!r} events)"
     for k, s in enumerate(steps):
@@ -533,6 +537,23 @@ def _load_capture(path: str, host: str) -> Capture:
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
                    profile_start_ns=start_ns, hostnames=space.hostnames,
                    warnings=list(space.warnings) + list(space.errors), no_io_reason=no_io_reason)
+
+
+def _step_num(path: str, planes: dict[int, Any], lane: Lane, k: int) -> int | None:
+    """The step number TensorFlow recorded on a step marker (``step_num``, ``iter_num``; Keras
+    numbers a window's batches within the epoch from 0), None without one."""
+    meta = planes.get(lane.plane_index)
+    if meta is None or lane.fpos is None:
+        return None
+    try:
+        stats = event_stats(path, meta, int(lane.fpos[k]), int(lane.flen[k]))
+    except Exception:  # best effort: the step keeps its position as its name
+        return None
+    for key in STEP_STATS:
+        v = stats.get(key)
+        if isinstance(v, int) or (isinstance(v, str) and v.lstrip("-").isdigit()):
+            return int(v)
+    return None
 
 
 def _order_lanes(lanes: list[Lane]) -> None:

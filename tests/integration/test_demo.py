@@ -86,6 +86,39 @@ def timed(step_s: list[list[float]], warmup: int, profile: list[int]) -> list[fl
             if i > warmup and not (r == 0 and lo <= i <= hi)]
 
 
+def check_step_numbering(capture: str, nums: list[int], tmp: Path) -> None:
+    """The report (JSON and text), the Chrome export and the I/O tab number a Keras window's
+    steps alike: the step_num TensorFlow recorded (Keras: the batch's index in its epoch)."""
+    import contextlib
+    import io
+
+    from tb_iotrace.cli import main
+    from tb_iotrace.plugin.model import load_capture
+
+    def cli(*args: str) -> str:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main([*args, "--no-progress"]) == 0
+        return out.getvalue()
+
+    doc = json.loads(cli("report", capture, "--json"))
+    steps = doc["runs"][0]["hosts"][0]["steps"]
+    assert [s["step_num"] for s in steps] == nums
+    text = cli("report", capture)
+    table = text.split("Per-step I/O")[1].split("\n\n")[0].splitlines()[2:]
+    assert [int(ln.split()[0]) for ln in table] == nums, table
+    out = tmp / "trace.json"
+    cli("export", capture, "--format", "chrome", "-o", str(out))
+    events = json.loads(out.read_text())["traceEvents"]
+    procs = {e["pid"]: e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    exported = sorted((e for e in events if e["ph"] == "X" and procs.get(e["pid"]) == "Steps"), key=lambda e: e["ts"])
+    assert [e["name"] for e in exported] == [f"step {n}" for n in nums]
+    batches = sorted(e["ts"] for e in events if e["ph"] == "X" and e["name"] == "Profiled batch")
+    assert [round(e["ts"], 3) for e in exported] == [round(t, 3) for t in batches]
+    tab = load_capture(capture, "host")
+    assert [s["name"] for s in tab.steps] == [str(n) for n in nums]      # the tab shows "step <name>"
+
+
 @pytest.mark.tf
 def test_demo_compares_two_pipelines_and_serves_both(tmp_path: Path) -> None:
     from tb_iotrace.analysis import analyze
@@ -132,6 +165,7 @@ def test_demo_compares_two_pipelines_and_serves_both(tmp_path: Path) -> None:
             # lies inside the interval the demo measured for it
             for s in got[name].steps:
                 assert summary[name]["step_s"][0][s["step_num"]] > s["duration_ps"] / 1e12 - 1e-4, (name, s)
+        check_step_numbering(summary["naive"]["capture"], list(range(lo - 1, hi)), tmp_path)
         # TensorBoard serves both runs in the I/O tab
         assert b'"iotrace"' in get(port, "/data/plugins_listing")
         runs = json.loads(get(port, "/data/plugin/iotrace/runs"))

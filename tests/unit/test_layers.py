@@ -25,12 +25,14 @@ LAYERS = {
     "tb_iotrace._memory": "base",
     "tb_iotrace.recordid": "base",       # Darshan's record id of a path (pure)
     "tb_iotrace.frameworks": "base",     # which framework releases tb_iotrace hooks (pure)
+    "tb_iotrace.codepaths": "base",      # which recorded paths are code loading, not data (pure)
     "tb_iotrace._codec": "store",        # the compiled codecs (native/codec: encode.c, xdecode.c)
     "tb_iotrace.codecs": "store",
     "tb_iotrace.xplane": "store",
     "tb_iotrace.runrecord": "store",
     "tb_iotrace.timeseries": "store",    # a recording's time series: data and JSON form (pure)
     "tb_iotrace.logdir": "store",
+    "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events
     "tb_iotrace.xplane.columnar": "model",
     "tb_iotrace._native": "capture",     # the interposer
     "tb_iotrace._ffi": "capture",
@@ -43,6 +45,7 @@ LAYERS = {
     "tb_iotrace": "surface",             # the facade: enable()/capture() for users
     "tb_iotrace.__main__": "surface",
     "tb_iotrace.cli": "surface",
+    "tb_iotrace.progress": "surface",    # the terminal progress line of long CLI work
     "tb_iotrace.export": "surface",
     "tb_iotrace.plugin": "surface",
 }
@@ -57,7 +60,7 @@ LOWER = {
 MAY_IMPORT = {layer: lower | {layer} for layer, lower in LOWER.items()}
 # Only these surfaces start a capture; TensorBoard's plugin and the exporters never load the
 # interposer.
-CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli")
+CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch")
 # Surfaces stand side by side: one uses another only where listed (the CLI's ``export`` verb
 # drives the exporters; ``python -m tb_iotrace`` is the CLI).
 SURFACES = ("tb_iotrace.cli", "tb_iotrace.export", "tb_iotrace.plugin", "tb_iotrace.__main__")
