@@ -28,7 +28,7 @@ FINDINGS_WAIT_S = float(os.environ.get("TBIO_PLUGIN_FINDINGS_WAIT_S", 60))
 # "All hosts" asks for every host's findings: they are computed in one child for all the hosts
 # not cached yet (findings_worker --each), in the background; the request waits up to this long
 # and answers with the hosts done so far ("pending": the others; asking again shows more).
-FINDINGS_ALL_WAIT_S = float(os.environ.get("TBIO_PLUGIN_FINDINGS_ALL_WAIT_S", 20))
+FINDINGS_ALL_WAIT_S = float(os.environ.get("TBIO_PLUGIN_FINDINGS_ALL_WAIT_S", 5))
 FINDINGS_CACHED = 256           # answers kept (a few KB each), least recently used dropped first
 _findings_cache: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
 _findings_locks: dict[tuple[Any, ...], threading.Lock] = {}

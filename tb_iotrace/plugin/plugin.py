@@ -258,7 +258,8 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return view.memo(("files",), lambda: files.files_impl(view))
 
     def _histograms(self, args):
-        return files.histograms_impl(self._view(args), args.get("path") or None)
+        view, path = self._view(args), args.get("path") or None
+        return view.memo(("histograms", path), lambda: files.histograms_impl(view, path))
 
     def _bandwidth(self, args):
         view = self._view(args)
