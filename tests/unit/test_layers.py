@@ -32,6 +32,7 @@ LAYERS = {
     "tb_iotrace.runrecord": "store",
     "tb_iotrace.timeseries": "store",    # a recording's time series: data and JSON form (pure)
     "tb_iotrace.logdir": "store",
+    "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events
     "tb_iotrace.xplane.columnar": "model",
     "tb_iotrace._native": "capture",     # the interposer
     "tb_iotrace._ffi": "capture",
@@ -59,7 +60,7 @@ LOWER = {
 MAY_IMPORT = {layer: lower | {layer} for layer, lower in LOWER.items()}
 # Only these surfaces start a capture; TensorBoard's plugin and the exporters never load the
 # interposer.
-CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli")
+CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch")
 # Surfaces stand side by side: one uses another only where listed (the CLI's ``export`` verb
 # drives the exporters; ``python -m tb_iotrace`` is the CLI).
 SURFACES = ("tb_iotrace.cli", "tb_iotrace.export", "tb_iotrace.plugin", "tb_iotrace.__main__")

@@ -1,0 +1,139 @@
+"""Kineto traces (PyTorch's ``*.pt.trace.json[.gz]``) carrying tb_iotrace's I/O.
+
+The capture (``tb_iotrace.recording.torch``) hands over one *process record* per process
+that recorded the profiled window (the main process, each DataLoader worker): a JSON-ready
+dict::
+
+    {"pid", "role" ("main" | "worker"), "start_ns", "end_ns",
+     "threads": [[tid, pthread_id, comm], ...],
+     "events": {"op", "path", "offset", "requested", "returned", "fd", "errno",
+                "start_ns", "end_ns", "tid": equal-length lists},
+     "counters": [Darshan file records], "dropped", "untracked" (optional)}
+
+:func:`add_io` turns them into trace events: one complete event (``"ph": "X"``) per call on
+the OS pid/tid that made it, named by the call, ``args`` holding path, offset and bytes.
+Kineto's ``ts`` is microseconds relative to the trace's ``baseTimeNanoseconds`` (both
+CLOCK_REALTIME, the shim's clock), so ``ts = (start_ns - baseTimeNanoseconds) / 1000``.
+The counters and per-process facts go under the top-level key ``"tb_iotrace"`` (format
+``tb_iotrace.kineto/1``); Perfetto and HTA ignore keys they do not know.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from typing import Any
+
+from ._atomic import atomic_write
+
+__all__ = ["CATEGORY", "FORMAT", "KEY", "KinetoTraceError", "add_io", "io_record", "read_trace",
+           "write_trace"]
+
+KEY = "tb_iotrace"
+FORMAT = "tb_iotrace.kineto/1"
+CATEGORY = "tb_iotrace.io"
+EVENT_COLUMNS = ("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid")
+
+
+class KinetoTraceError(ValueError):
+    """A file that is not a readable Kineto trace (says which file and why)."""
+
+
+def read_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A Kineto trace file (``.json`` or ``.json.gz``) as a dict; KinetoTraceError when the
+    file is not one (unreadable, not JSON, no ``traceEvents`` list)."""
+    p = os.fspath(path)
+    try:
+        with open(p, "rb") as fh:
+            raw = fh.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        data = json.loads(raw)
+    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise KinetoTraceError(f"{p}: not a readable Kineto trace ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
+        raise KinetoTraceError(f"{p}: not a Kineto trace (no top-level 'traceEvents' list)")
+    return data
+
+
+def write_trace(path: str | os.PathLike[str], trace: dict[str, Any]) -> None:
+    """Write ``trace`` atomically; gzip-compressed when ``path`` ends with ``.gz``."""
+    p = os.fspath(path)
+    body = json.dumps(trace, separators=(",", ":")).encode("utf-8")
+    if p.endswith(".gz"):
+        body = gzip.compress(body, compresslevel=6)
+    atomic_write(p, lambda fh: fh.write(body))
+
+
+def _us(ns: int) -> float:
+    return round(ns / 1000.0, 3)
+
+
+def _events_of(proc: dict[str, Any], base_ns: int) -> list[dict[str, Any]]:
+    ev = proc.get("events") or {}
+    cols = [ev.get(c, []) for c in EVENT_COLUMNS]
+    n = len(cols[0])
+    if any(len(c) != n for c in cols):
+        raise ValueError(f"process record of pid {proc.get('pid')}: event columns of unequal length")
+    pid = int(proc["pid"])
+    out = []
+    for op, path, offset, req, ret, fd, err, s, e, tid in zip(*cols):
+        args: dict[str, Any] = {"fd": int(fd)}
+        if path:
+            args["path"] = path
+        if offset >= 0:
+            args["offset"] = int(offset)
+        if req >= 0:
+            args["bytes_requested"] = int(req)
+            args["bytes"] = int(ret)
+        if err:
+            args["errno"] = int(err)
+        out.append({"ph": "X", "cat": CATEGORY, "name": op, "pid": pid, "tid": int(tid),
+                    "ts": _us(int(s) - base_ns), "dur": _us(max(0, int(e) - int(s))), "args": args})
+    return out
+
+
+def _metadata_events(proc: dict[str, Any], known_pids: set[int]) -> list[dict[str, Any]]:
+    """Name the tracks Kineto did not: a worker's process, and every I/O thread."""
+    pid = int(proc["pid"])
+    out: list[dict[str, Any]] = []
+    if pid not in known_pids:
+        role = "DataLoader worker" if proc.get("role") == "worker" else "process"
+        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+                    "args": {"name": f"{role} (pid {pid})"}})
+    for tid, _pthread, comm in proc.get("threads", []):
+        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": int(tid),
+                    "args": {"name": f"I/O: {comm} ({tid})"}})
+    return out
+
+
+def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[str] | None = None
+           ) -> dict[str, Any]:
+    """Add the I/O of ``procs`` (process records, see the module doc) to a Kineto trace, in
+    place, and return it. Kineto's own events are left as they are."""
+    events = trace.setdefault("traceEvents", [])
+    base_ns = int(trace.get("baseTimeNanoseconds", 0) or 0)
+    known = {e.get("pid") for e in events if isinstance(e, dict) and e.get("name") == "process_name"}
+    for proc in procs:
+        events.extend(_metadata_events(proc, known))
+        events.extend(_events_of(proc, base_ns))
+    trace[KEY] = {
+        "format": FORMAT,
+        "base_time_ns": base_ns,
+        "processes": [{k: v for k, v in p.items() if k != "events"}
+                      | {"num_events": len((p.get("events") or {}).get("op", []))} for p in procs],
+        "notes": list(notes or []),
+    }
+    return trace
+
+
+def io_record(trace: dict[str, Any], source: str = "trace") -> dict[str, Any] | None:
+    """The ``tb_iotrace`` record of a trace (None when it has none); KinetoTraceError when
+    the record is there but not one this version reads."""
+    rec = trace.get(KEY)
+    if rec is None:
+        return None
+    if not isinstance(rec, dict) or rec.get("format") != FORMAT or not isinstance(rec.get("processes"), list):
+        raise KinetoTraceError(f"{source}: '{KEY}' record of an unknown format "
+                               f"({rec.get('format') if isinstance(rec, dict) else type(rec).__name__})")
+    return rec

@@ -1,0 +1,445 @@
+"""PyTorch profiler integration: the I/O of a ``torch.profiler`` window, DataLoader workers
+included, for :class:`TraceHandler` (``tb_iotrace.torch.trace_handler``).
+
+PyTorch tells ``on_trace_ready`` about a window only after it ended, so the window's
+start and stop are taken from the profiler itself: :func:`install` wraps
+``_KinetoProfile.start_trace`` / ``stop_trace`` (class attributes; ``profile.__init__``
+binds them into its action map, and the handler is built before the profile, as the
+argument of ``on_trace_ready``). The wrappers record only for a profile whose
+``on_trace_ready`` is a :class:`TraceHandler`; every other profile is untouched.
+
+Forked children (DataLoader workers with the ``fork`` start method) start with no capture
+(the shim drops the parent's sessions at fork). While installed, each fork gets a socket
+pair: the child keeps one end and a daemon thread (``tb_iotrace-torch``) that waits on it,
+the parent the other. At window start the parent sends ``S``; the child begins a session.
+At window stop it sends ``E``; the child ends the session, writes its process record
+(:mod:`tb_iotrace.kineto`) to ``<spool>/<window>.<pid>.json`` and answers. A child forked
+inside a window starts recording at once (it inherits the window), and one that exits
+inside a window (end of an epoch) writes its record at exit (a ``multiprocessing``
+finalizer). Both ``S`` and ``E`` are answered; the window start waits for
+the ``S`` answers (at most :data:`START_WAIT_S`), the handler for every ``E`` answer or end-of-file (a worker that died), at most
+:data:`WAIT_S` seconds, then merges the records it finds.
+
+Not covered yet: ``spawn``/``forkserver`` workers (fresh interpreters without tb_iotrace).
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import select
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from typing import Any
+
+from .._atomic import atomic_write
+from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
+from .session import Capture, begin_session, end_session, forget
+
+__all__ = ["TraceHandler", "WAIT_S", "install", "installed", "process_record"]
+
+log = logging.getLogger("tb_iotrace")
+
+WAIT_S = 10.0   # how long a handler waits for the workers' records
+START_WAIT_S = 2.0   # how long a window's start waits for the workers to begin recording
+
+_lock = threading.Lock()
+_installed = False
+# The window recording now in this process: (window id, spool dir), or None. A forked child
+# inherits it and starts recording at once.
+_window: tuple[int, str] | None = None
+_session: Any = None            # this process's native session for the window
+_session_start_ns = 0
+_role = "main"
+_channels: list[socket.socket] = []   # parent ends, one per forked child still alive
+_pending_pair: tuple[socket.socket, socket.socket] | None = None
+_child_sock: socket.socket | None = None
+_window_counter = 0
+
+
+def process_record(cap: Capture, role: str, start_ns: int) -> dict[str, Any]:
+    """A capture as the process record :mod:`tb_iotrace.kineto` writes."""
+    ev = cap.events
+    events = {
+        "op": ev.op.tolist(), "path": ev.path.tolist(),
+        "offset": ev.offset.tolist(), "requested": ev.requested.tolist(), "returned": ev.returned.tolist(),
+        "fd": ev.fd.tolist(), "errno": ev.errno.tolist(), "start_ns": ev.start_ns.tolist(),
+        "end_ns": ev.end_ns.tolist(), "tid": ev.tid.tolist(),
+    }
+    rec: dict[str, Any] = {
+        "pid": os.getpid(), "role": role, "start_ns": int(cap.start_ns or start_ns), "end_ns": int(cap.end_ns),
+        "threads": [[t.tid, t.pthread_self, t.name] for t in cap.threads if t.nevents or t.dropped],
+        "events": events, "counters": [f.to_dict() for f in cap.files], "dropped": int(cap.dropped),
+    }
+    if cap.untracked:
+        rec["untracked"] = cap.untracked.to_dict()
+    return rec
+
+
+# ------------------------------------------------------------------ this process's window
+
+
+def _begin() -> None:
+    global _session, _session_start_ns
+    if _session is None:
+        _session_start_ns = time.time_ns()
+        _session = begin_session()
+
+
+def _end() -> Capture | None:
+    global _session
+    sess, _session = _session, None
+    if sess is None:
+        return None
+    cap = Capture()
+    end_session(sess, cap)
+    return cap
+
+
+def _write_side_record(window: int, spool: str) -> str | None:
+    """End this (child) process's session and write its record; the path, None if none."""
+    cap = _end()
+    if cap is None:
+        return None
+    path = os.path.join(spool, f"{window}.{os.getpid()}.json")
+    body = json.dumps(process_record(cap, _role, _session_start_ns), separators=(",", ":")).encode()
+    atomic_write(path, lambda fh: fh.write(body))
+    return path
+
+
+# ------------------------------------------------------------------ forked children
+
+
+def _before_fork() -> None:
+    global _pending_pair
+    if _installed:
+        try:
+            _pending_pair = socket.socketpair()
+        except OSError:
+            _pending_pair = None
+
+
+def _after_fork_in_parent() -> None:
+    global _pending_pair
+    pair, _pending_pair = _pending_pair, None
+    if pair is not None:
+        pair[1].close()
+        _channels.append(pair[0])
+
+
+def _after_fork_in_child() -> None:
+    global _pending_pair, _child_sock, _session, _role, _lock
+    _lock = threading.Lock()
+    pair, _pending_pair = _pending_pair, None
+    for ch in _channels:
+        ch.close()
+    _channels.clear()
+    if _session is not None:
+        forget(_session)    # the shim dropped the parent's sessions in the child
+        _session = None
+    if pair is None:
+        return
+    pair[0].close()
+    _child_sock = pair[1]
+    _role = "worker"
+    try:
+        if _window is not None:
+            _begin()
+        _register_exit_record()
+        threading.Thread(target=_serve, args=(pair[1],), name="tb_iotrace-torch", daemon=True).start()
+    except Exception as exc:
+        log.warning("tb_iotrace: no I/O capture in forked pid %d: %s", os.getpid(), exc)
+
+
+def _exit_record() -> None:
+    with _lock:
+        win = _window
+        if win is not None and _session is not None:
+            try:
+                _write_side_record(*win)
+            except Exception as exc:
+                log.warning("tb_iotrace: pid %d could not write its I/O record: %s", os.getpid(), exc)
+
+
+def _register_exit_record() -> None:
+    """Write the window's record when a ``multiprocessing`` child exits inside the window
+    (it ends with ``os._exit``: atexit never runs, its finalizers do). The registry is
+    cleared after this hook runs, hence the after-fork registration."""
+    import sys
+
+    util = sys.modules.get("multiprocessing.util")
+    if util is None:
+        return
+
+    def register(_obj: object) -> None:
+        util.Finalize(None, _exit_record, exitpriority=100)
+
+    util.register_after_fork(_ExitHook, register)
+
+
+class _ExitHook:
+    """A weak-referenceable key for ``multiprocessing.util.register_after_fork``."""
+
+
+def _serve(sock: socket.socket) -> None:
+    """The child's thread: S begins recording the window, E ends it and answers."""
+    global _window
+    buf = b""
+    while True:
+        try:
+            data = sock.recv(4096)
+        except OSError:
+            return
+        if not data:
+            return
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            parts = line.decode("utf-8", "replace").split(" ", 2)
+            reply = b"N\n"
+            try:
+                with _lock:
+                    if parts[0] == "S" and len(parts) == 3:
+                        _window = (int(parts[1]), parts[2])
+                        _begin()
+                        sock.sendall(b"R\n")
+                    elif parts[0] == "E":
+                        win, _window = _window, None
+                        if win is not None and _write_side_record(*win):
+                            reply = b"D\n"
+                        sock.sendall(reply)
+            except Exception as exc:
+                log.warning("tb_iotrace: pid %d I/O capture: %s", os.getpid(), exc)
+                if parts[0] == "E":
+                    try:
+                        sock.sendall(b"N\n")
+                    except OSError:
+                        return
+
+
+def _broadcast(msg: bytes) -> list[socket.socket]:
+    """Send ``msg`` to every live child; the channels it reached (dead ones are dropped)."""
+    reached = []
+    for ch in list(_channels):
+        try:
+            ch.sendall(msg)
+            reached.append(ch)
+        except OSError:
+            _channels.remove(ch)
+            ch.close()
+    return reached
+
+
+def _await_answers(channels: list[socket.socket], deadline: float) -> int:
+    """Wait until each channel answered or closed (or the deadline); the number that did not."""
+    left = {ch.fileno(): ch for ch in channels if ch.fileno() >= 0}
+    while left:
+        timeout = deadline - time.monotonic()
+        if timeout <= 0:
+            break
+        ready, _, _ = select.select(list(left), [], [], timeout)
+        for fd in ready:
+            ch = left.pop(fd)
+            try:
+                got = ch.recv(64)
+            except OSError:
+                got = b""
+            if not got:          # the child exited (its exit record, if any, is written)
+                if ch in _channels:
+                    _channels.remove(ch)
+                ch.close()
+    return len(left)
+
+
+# ------------------------------------------------------------------ the profiler's window
+
+
+class _Window:
+    """What a stopped window leaves for its handler."""
+
+    def __init__(self, number: int, spool: str, main: dict[str, Any] | None, waiting: list[socket.socket],
+                 stop_ns: int) -> None:
+        self.number = number
+        self.spool = spool
+        self.main = main
+        self.waiting = waiting
+        self.stop_ns = stop_ns
+
+
+def _start_window(handler: "TraceHandler") -> None:
+    global _window, _window_counter
+    with _lock:
+        if _window is not None:
+            return
+        _window_counter += 1
+        _window = (_window_counter, handler.spool())
+        # workers first, and waited for: the window is exact in every process (a worker
+        # busy with a batch answers within the interpreter's switch interval)
+        started = _broadcast(f"S {_window[0]} {_window[1]}\n".encode())
+        late = _await_answers(started, time.monotonic() + START_WAIT_S)
+        if late:
+            handler.note(f"{late} worker process(es) did not start recording within {START_WAIT_S:g} s")
+        _begin()
+
+
+def _stop_window(handler: "TraceHandler") -> None:
+    global _window
+    with _lock:
+        if _window is None:
+            return
+        number, spool = _window
+        cap = _end()
+        main = process_record(cap, "main", _session_start_ns) if cap is not None else None
+        _window = None
+        waiting = _broadcast(b"E\n")
+        handler.pending = _Window(number, spool, main, waiting, time.time_ns())
+
+
+def _wrap(real: Any, action: Any) -> Any:
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        handler = getattr(self, "on_trace_ready", None)
+        if not isinstance(handler, TraceHandler):
+            return real(self, *args, **kwargs)
+        if action is _start_window:
+            try:
+                action(handler)
+            except Exception as exc:
+                handler.note(f"I/O capture not started: {exc}")
+            return real(self, *args, **kwargs)
+        try:
+            return real(self, *args, **kwargs)
+        finally:
+            try:
+                action(handler)
+            except Exception as exc:
+                handler.note(f"I/O capture not stopped cleanly: {exc}")
+    wrapper.__wrapped__ = real  # type: ignore[attr-defined]
+    wrapper.__tbio_wrapper__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def install() -> None:
+    """Hook torch.profiler's window start/stop and the fork of workers (idempotent)."""
+    global _installed
+    with _lock:
+        if _installed:
+            return
+        from torch.profiler import profiler as tp
+
+        cls = tp._KinetoProfile
+        if not getattr(cls.start_trace, "__tbio_wrapper__", False):
+            cls.start_trace = _wrap(cls.start_trace, _start_window)
+            cls.stop_trace = _wrap(cls.stop_trace, _stop_window)
+        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                            after_in_child=_after_fork_in_child)
+        _installed = True
+
+
+def installed() -> bool:
+    return _installed
+
+
+def _remove_spool(path: str, owner: int) -> None:
+    if os.getpid() == owner:     # a forked child exiting normally leaves its parent's folder
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _copy(src: str, dst: str) -> None:
+    """PyTorch's export as it is (gzip-compressed for a ``.gz`` name)."""
+    if dst.endswith(".gz"):
+        import gzip
+
+        with open(src, "rb") as fin, gzip.open(dst, "wb") as fout:
+            shutil.copyfileobj(fin, fout)
+    else:
+        shutil.copyfile(src, dst)
+
+
+class TraceHandler:
+    """``on_trace_ready`` callable: PyTorch's ``tensorboard_trace_handler`` output with the
+    window's I/O added (see :func:`tb_iotrace.kineto.add_io`)."""
+
+    def __init__(self, dir_name: str, worker_name: str | None = None, use_gzip: bool = False,
+                 wait_s: float = WAIT_S) -> None:
+        self.dir_name = os.fspath(dir_name)
+        self.worker_name = worker_name
+        self.use_gzip = use_gzip
+        self.wait_s = wait_s
+        self.pending: _Window | None = None
+        self.notes: list[str] = []
+        self.unavailable: str | None = None   # why this process records no I/O at all
+        self.written: list[str] = []       # trace files written, in order
+        self._spool: str | None = None
+
+    def spool(self) -> str:
+        if self._spool is None or not os.path.isdir(self._spool):
+            self._spool = tempfile.mkdtemp(prefix="tb_iotrace-torch-")
+            atexit.register(_remove_spool, self._spool, os.getpid())
+        return self._spool
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+        log.warning("tb_iotrace: %s", text)
+
+    def _file_name(self) -> str:
+        if not self.worker_name:
+            self.worker_name = f"{socket.gethostname()}_{os.getpid()}"
+        name = f"{self.worker_name}.{time.time_ns()}.pt.trace.json"
+        return name + ".gz" if self.use_gzip else name
+
+    def __call__(self, prof: Any) -> None:
+        os.makedirs(self.dir_name, exist_ok=True)
+        out = os.path.join(self.dir_name, self._file_name())
+        win, self.pending = self.pending, None
+        notes, self.notes = self.notes, []
+        if self.unavailable:
+            notes.append(self.unavailable)
+        procs: list[dict[str, Any]] = []
+        if win is not None:
+            late = _await_answers(win.waiting, time.monotonic() + self.wait_s)
+            if late:
+                notes.append(f"{late} worker process(es) did not hand over their I/O within {self.wait_s:g} s")
+            if win.main is not None:
+                procs.append(win.main)
+            procs.extend(self._side_records(win))
+        elif not self.unavailable:
+            notes.append("no I/O recorded for this window (its start was not seen)")
+        tmp = os.path.join(self.spool(), f"export.{os.getpid()}.json")
+        prof.export_chrome_trace(tmp)
+        try:
+            try:
+                trace = read_trace(tmp)
+            except KinetoTraceError as exc:   # never lose PyTorch's own trace
+                log.warning("tb_iotrace: cannot add I/O to the trace: %s", exc)
+                _copy(tmp, out)
+                return
+            write_trace(out, add_io(trace, procs, notes=notes))
+            self.written.append(out)
+        finally:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+    def _side_records(self, win: _Window) -> list[dict[str, Any]]:
+        recs = []
+        prefix = f"{win.number}."
+        for name in sorted(os.listdir(win.spool)):
+            if not (name.startswith(prefix) and name.endswith(".json")):
+                continue
+            path = os.path.join(win.spool, name)
+            try:
+                with open(path, "rb") as fh:
+                    recs.append(json.load(fh))
+            except (OSError, ValueError) as exc:
+                self.note(f"worker record {name} unreadable: {exc}")
+            finally:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+        return recs

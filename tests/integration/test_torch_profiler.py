@@ -1,0 +1,100 @@
+"""``tb_iotrace.torch.trace_handler`` (issue 16): the Kineto trace PyTorch writes, with the
+profiled window's I/O of the main process and of its DataLoader workers (fork), checked on a
+real CPU torch run in a subprocess against ground truth: the files it reads and their sizes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tb_iotrace.attribution import op_kind
+from tb_iotrace.kineto import CATEGORY, io_record, read_trace
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def run_loop(mode: str, work: Path) -> tuple[dict, dict]:
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "torch_loader.py"), mode, str(work)],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads((work / "result.json").read_text())
+    assert len(result["written"]) == 1, result
+    assert Path(result["written"][0]).parent == work / "log"
+    assert result["written"][0].endswith(".pt.trace.json.gz" if mode == "main" else ".pt.trace.json")
+    return result, read_trace(result["written"][0])
+
+
+@pytest.mark.parametrize("mode", ["inside", "before"])
+def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
+    result, trace = run_loop(mode, tmp_path)
+    main = result["main_pid"]
+    files = result["files"]
+    base = int(trace["baseTimeNanoseconds"])
+    events = trace["traceEvents"]
+
+    steps = [e for e in events if str(e.get("name", "")).startswith("ProfilerStep#") and e.get("ph") == "X"]
+    assert len(steps) >= result["steps"], [e["name"] for e in steps]
+    lo = min(e["ts"] for e in steps)
+    hi = max(e["ts"] + e["dur"] for e in steps)
+
+    rec = io_record(trace)
+    assert rec is not None and rec["notes"] == []
+    procs = {p["pid"]: p for p in rec["processes"]}
+    assert procs[main]["role"] == "main"
+    workers = sorted(pid for pid, p in procs.items() if p["role"] == "worker")
+    assert len(workers) == 2 and main not in workers
+    if mode == "before":
+        assert workers == result["worker_pids"]   # the persistent workers, forked before the window
+
+    io = [e for e in events if e.get("cat") == CATEGORY]
+    read_bytes: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for e in io:
+        assert e["ph"] == "X" and e["pid"] in procs
+        # on Kineto's clock, inside the profiled steps and the process's own window
+        assert lo <= e["ts"] and e["ts"] + e["dur"] <= hi, (e, lo, hi)
+        start_ns = base + round(e["ts"] * 1000)
+        assert procs[e["pid"]]["start_ns"] - 1000 <= start_ns <= procs[e["pid"]]["end_ns"] + 1000
+        path = e["args"].get("path")
+        if path in files and op_kind(e["name"]) == "read":
+            read_bytes[path][e["pid"]] += e["args"]["bytes"]
+    # every file read whole, by exactly one worker, and by neither the main process nor twice
+    assert set(read_bytes) == set(files)
+    for path, by_pid in read_bytes.items():
+        assert len(by_pid) == 1 and next(iter(by_pid)) in workers, (path, dict(by_pid))
+        assert sum(by_pid.values()) == files[path], (path, dict(by_pid))
+    assert {pid for by_pid in read_bytes.values() for pid in by_pid} == set(workers)
+
+    # the window's Darshan counters say the same
+    for path, size in files.items():
+        recs = [c for pid in workers for c in procs[pid]["counters"] if c["path"] == path and c["module"] == "POSIX"]
+        assert len(recs) == 1, path
+        assert recs[0]["counters"]["POSIX_BYTES_READ"] == size
+        assert recs[0]["counters"]["POSIX_OPENS"] == 1
+
+    # one named track per worker and I/O thread
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    for e in io:
+        assert (e["pid"], e["tid"]) in names
+    procnames = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    assert set(workers) <= procnames
+
+
+def test_main_process_reads_gzip_trace(tmp_path: Path) -> None:
+    result, trace = run_loop("main", tmp_path)
+    main, files = result["main_pid"], result["files"]
+    rec = io_record(trace)
+    assert rec is not None and [p["role"] for p in rec["processes"]] == ["main"]
+    got: dict[str, int] = defaultdict(int)
+    for e in trace["traceEvents"]:
+        if e.get("cat") == CATEGORY and op_kind(e["name"]) == "read" and e["args"].get("path") in files:
+            assert e["pid"] == main and e["tid"] == main
+            got[e["args"]["path"]] += e["args"]["bytes"]
+    assert got == files
