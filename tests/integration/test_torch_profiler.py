@@ -1,5 +1,6 @@
 """``tb_iotrace.torch.trace_handler`` (issue 16): the Kineto trace PyTorch writes, with the
-profiled window's I/O of the main process and of its DataLoader workers (fork), checked on a
+profiled window's I/O of the main process and of its DataLoader workers (fork, spawn and
+forkserver; started before the window or inside it), checked on a
 real CPU torch run in a subprocess against ground truth: the files it reads and their sizes."""
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def run_loop(mode: str, work: Path) -> tuple[dict, dict]:
     return result, read_trace(result["written"][0])
 
 
-@pytest.mark.parametrize("mode", ["inside", "before"])
+@pytest.mark.parametrize("mode", ["inside", "before", "spawn", "forkserver"])
 def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
     result, trace = run_loop(mode, tmp_path)
     main = result["main_pid"]
@@ -50,7 +51,7 @@ def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
     assert procs[main]["role"] == "main"
     workers = sorted(pid for pid, p in procs.items() if p["role"] == "worker")
     assert len(workers) == 2 and main not in workers
-    if mode == "before":
+    if mode in ("before", "spawn"):
         assert workers == result["worker_pids"]   # the persistent workers, forked before the window
 
     io = [e for e in events if e.get("cat") == CATEGORY]
