@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.attribution import op_kind
+from tb_iotrace.cli import main as cli_main
 from tb_iotrace.kineto import CATEGORY, io_record, read_trace
 
 pytest.importorskip("torch")
@@ -33,7 +34,7 @@ def run_loop(mode: str, work: Path) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("mode", ["inside", "before", "spawn", "forkserver"])
-def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
+def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path, capsys) -> None:
     result, trace = run_loop(mode, tmp_path)
     main = result["main_pid"]
     files = result["files"]
@@ -86,6 +87,14 @@ def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
         assert (e["pid"], e["tid"]) in names
     procnames = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
     assert set(workers) <= procnames
+
+    # tb-iotrace report reads the folder: one host per process, the workers' bytes
+    assert cli_main(["report", str(tmp_path / "log"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    hosts = {h["process"]["pid"]: h for r in doc["runs"] for h in r["hosts"]}
+    assert set(hosts) == set(procs)
+    got = sum(f["counters"]["POSIX_BYTES_READ"] for pid in workers for f in hosts[pid]["files"] if f["path"] in files)
+    assert got == sum(files.values())
 
 
 def test_main_process_reads_gzip_trace(tmp_path: Path) -> None:
