@@ -1,7 +1,7 @@
 // GENERATED from plugin_frontend/main.js, the modules it imports and style.css by
 // tools/bundle_frontend.mjs: do not edit; change the sources and run
 // `node tools/bundle_frontend.mjs` (tests/frontend/bundle.test.mjs checks it is fresh).
-// Modules, in evaluation order: api.js, lib/dom.js, lib/format.js, lib/latest.js, timeline/coords.js, timeline/tracks.js, lib/colors.js, timeline/view.js, timeline/loader.js, timeline/input.js, timeline/tooltip.js, timeline/timeline.js, views/table.js, views/charts.js, views/findings.js, views/details.js, views/hosts.js, app.js, main.js
+// Modules, in evaluation order: api.js, lib/dom.js, lib/format.js, lib/latest.js, timeline/coords.js, timeline/tracks.js, lib/colors.js, timeline/view.js, timeline/loader.js, timeline/input.js, timeline/tooltip.js, timeline/timeline.js, views/table.js, views/charts.js, views/runseries.js, views/findings.js, views/details.js, views/hosts.js, app.js, main.js
 
 // ---- api.js
 const __m_api_js = (() => {
@@ -1540,6 +1540,70 @@ function renderTopFiles(root, files, onSelect, selected) {
 return { renderHistograms, renderSteps, renderTopFiles };
 })();
 
+// ---- views/runseries.js
+const __m_views_runseries_js = (() => {
+// "Whole run": the time series a whole-run record keeps of its process's life (at most
+// 256 bins, whatever the trace kept), one strip per process: read bandwidth up, write
+// down. A column is the max of the bins it covers; a click zooms the timeline there.
+
+const { el, clear } = __m_lib_dom_js;
+const { fmtBytes, fmtInt, fmtNs, fmtRateShort } = __m_lib_format_js;
+
+/** Squeeze a series into at most `maxCols` columns: per column its time range (view clock
+ * ns), the max read/write rate of its bins, and its calls. Pure. */
+function seriesColumns(s, maxCols = 256) {
+  const n = s.read_bps.length;
+  const per = Math.max(1, Math.ceil(n / Math.max(1, maxCols)));
+  const cols = [];
+  for (let i = 0; i < n; i += per) {
+    const j = Math.min(n, i + per);
+    let r = 0, w = 0, c = 0;
+    for (let k = i; k < j; k++) {
+      r = Math.max(r, s.read_bps[k]);
+      w = Math.max(w, s.write_bps[k]);
+      c += s.calls[k];
+    }
+    cols.push({ start: s.start + i * s.bin_ns, end: s.start + j * s.bin_ns, read: r, write: w, calls: c });
+  }
+  return cols;
+}
+
+/** Peak rate over every series (one scale for all strips, so processes compare). */
+function seriesPeak(list) {
+  let p = 0;
+  for (const s of list) for (const v of [...s.read_bps, ...s.write_bps]) p = Math.max(p, v);
+  return p;
+}
+
+function strip(s, peak, onRange) {
+  const cols = seriesColumns(s);
+  const max = Math.max(1, peak);
+  const bars = el("div", { class: "rs-bars" }, cols.map((c) => el("span", {
+    class: "rs-col",
+    title: `${fmtNs(c.start)} – ${fmtNs(c.end)}: read ${fmtRateShort(c.read)}, write ${fmtRateShort(c.write)}, ${fmtInt(c.calls)} calls`,
+    onclick: onRange ? () => onRange(c.start, c.end) : undefined,
+  }, el("span", { class: "rs-up" }, el("span", { class: "rs-read", style: { height: `${(100 * c.read) / max}%` } })),
+     el("span", { class: "rs-down" }, el("span", { class: "rs-write", style: { height: `${(100 * c.write) / max}%` } })))));
+  const n = s.read_bps.length;
+  return el("div", { class: "rs-row" },
+    el("div", { class: "rs-label" }, el("span", { class: "rs-host", text: s.host }),
+      el("span", { class: "rs-meta", text: `${fmtNs(n * s.bin_ns)} · ${n} bins of ${fmtNs(s.bin_ns)} · `
+        + `read ${fmtBytes(s.bytes_read)}, written ${fmtBytes(s.bytes_written)}` })),
+    bars);
+}
+
+function renderRunSeries(root, list, onRange) {
+  clear(root);
+  if (!list || !list.length) return;
+  const peak = seriesPeak(list);
+  root.appendChild(el("div", { class: "chart-note", text:
+    `The whole life of each process, kept in fixed memory whatever the trace kept (read ↑, write ↓; `
+    + `peak ${fmtRateShort(peak)}). Click a column to show that stretch in the timeline.` }));
+  list.forEach((s) => root.appendChild(strip(s, peak, onRange)));
+}
+return { seriesColumns, seriesPeak, renderRunSeries };
+})();
+
 // ---- views/findings.js
 const __m_views_findings_js = (() => {
 // The findings panel: what the backend's analysis reports, with its evidence. Accepts the
@@ -1786,6 +1850,7 @@ const { Latest } = __m_lib_latest_js;
 const { Timeline } = __m_timeline_timeline_js;
 const { FilesTable } = __m_views_table_js;
 const { renderHistograms, renderSteps, renderTopFiles } = __m_views_charts_js;
+const { renderRunSeries } = __m_views_runseries_js;
 const { renderFindings } = __m_views_findings_js;
 const { renderDetailsMessage, renderEvent, renderProcesses } = __m_views_details_js;
 const { HostsTable } = __m_views_hosts_js;
@@ -1830,12 +1895,16 @@ class App {
     this.topRoot = el("div", { class: "topfiles" });
     this.findingsRoot = el("div", { class: "findings" });
     this.hostsTable = new HostsTable({ onPickHost: (h) => this.pickHost(h) });
+    this.runSeriesRoot = el("div", { class: "runseries" });
+    this.runSeriesSection = section("Whole run: bandwidth over the process's life", this.runSeriesRoot, "runseries-section");
+    this.runSeriesSection.hidden = true;
     this.hostsSection = section("Hosts", this.hostsTable.root, "hosts-section");
     this.hostsSection.hidden = true;
     this.fileChip = el("div", { class: "file-chip", hidden: true });
     this.content = el("div", { class: "content" },
       el("div", { class: "main-row" }, this.timeline.root, this.details),
       this.fileChip,
+      this.runSeriesSection,
       this.hostsSection,
       el("div", { class: "grid2" },
         section("Findings", this.findingsRoot, "findings-section"),
@@ -1948,6 +2017,9 @@ class App {
     this.timeline.setClock(record ? "time since process start" : "time since profile start",
       record && !cap.lanes.length ? "No per-call trace in this record: its per-file counters are in the files table below." : "");
     this.timeline.setCapture(cap, keepView, first);
+    const series = cap.run_series || [];
+    this.runSeriesSection.hidden = !series.length;
+    renderRunSeries(this.runSeriesRoot, series, cap.lanes.length ? (a, b) => this.timeline.zoomTo(a, b) : null);
     this._renderFileChip();
     if (!keepView) this._loadPanels(token);
   }
@@ -2047,7 +2119,7 @@ const __m_main_js = (() => {
 
 const { App } = __m_app_js;
 
-const INLINE_CSS = "/* The I/O tab. System fonts only (nothing fetched from outside). */\n[hidden] { display: none !important; }\n:root { --border: #d6dbe1; --muted: #66717d; --accent: #1a73e8; --read: #2b7bb9; --write: #e8853a; --hl: #c2185b; }\nhtml, body { margin: 0; padding: 0; }\nbody { font: 13px/1.4 system-ui, -apple-system, \"Segoe UI\", Roboto, sans-serif; color: #1f262d; background: #f4f6f8; }\n.iotrace { padding: 10px 14px 40px; }\n.topbar { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; margin-bottom: 8px; }\n.topbar h1 { font-size: 18px; margin: 0 8px 0 0; }\n.topbar label { color: var(--muted); }\nselect, input[type=search] { font: inherit; padding: 3px 6px; border: 1px solid var(--border); border-radius: 4px; background: #fff; }\n.status { color: var(--muted); margin-left: auto; }\n.banner { background: #fff8e1; border: 1px solid #f0d58a; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.empty-state { color: var(--muted); padding: 16px; text-align: center; }\n.empty-state.big { font-size: 15px; padding: 60px 20px; background: #fff; border: 1px dashed var(--border); border-radius: 6px; white-space: pre-wrap; }\n.finding-note { color: var(--muted); font-size: 12px; padding: 4px 8px; border-left: 3px solid var(--border); margin: 4px 0; }\n.notice { background: #eef4fd; border: 1px solid #c9dcf7; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.muted { color: var(--muted); }\n.error { color: #b00020; }\n.main-row { display: grid; grid-template-columns: minmax(0, 1fr) 300px; gap: 10px; align-items: start; }\n.panel { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; margin-top: 10px; min-width: 0; }\n.panel h2 { font-size: 14px; margin: 2px 0 8px; }\n.grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 10px; }\n.tl-btn { font: inherit; padding: 2px 9px; border: 1px solid var(--border); border-radius: 4px; background: #fff; cursor: pointer; }\n.tl-btn:hover { background: #f0f3f7; }\n.tl-btn.active { background: #dbe8fb; border-color: var(--accent); }\nbutton.link { background: none; border: none; color: var(--accent); cursor: pointer; padding: 0; font: inherit; text-decoration: underline; }\n\n/* timeline */\n.timeline { position: relative; background: #fff; border: 1px solid var(--border); border-radius: 6px; outline: none; min-width: 0; }\n.timeline:focus-visible { box-shadow: 0 0 0 2px #a8c7fa; }\n.timeline.busy .tl-range::after { content: \" · loading\"; color: var(--muted); }\n.tl-toolbar { display: flex; align-items: center; gap: 6px; padding: 6px 8px; border-bottom: 1px solid var(--border); flex-wrap: wrap; }\n.tl-help { color: var(--muted); font-size: 11px; }\n.tl-range { margin-left: auto; font-variant-numeric: tabular-nums; color: #37414b; }\n.tl-axis-row, .tl-bw-row { display: flex; border-bottom: 1px solid var(--border); }\n.tl-bw-row { border-bottom: none; border-top: 1px solid var(--border); }\n.tl-corner { width: 250px; flex: 0 0 250px; box-sizing: border-box; padding: 4px 8px; color: var(--muted); font-size: 11px; border-right: 1px solid var(--border); }\n.tl-scroll { max-height: 62vh; overflow-y: auto; overflow-x: hidden; }\n.tl-body { display: flex; position: relative; }\n.tl-labels { position: relative; width: 250px; flex: 0 0 250px; border-right: 1px solid var(--border); box-sizing: border-box; }\n.tl-label, .tl-header { position: absolute; left: 0; right: 0; box-sizing: border-box; padding: 0 8px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; font-size: 11.5px; display: flex; align-items: flex-start; gap: 4px; }\n.tl-label { padding-top: 3px; border-bottom: 1px solid #f0f2f5; }\n.tl-label-text { overflow: hidden; text-overflow: ellipsis; }\n.tl-header { background: #eef1f5; font-weight: 600; align-items: center; cursor: pointer; user-select: none; color: #3c4650; }\n.tl-label.tl-io { color: #1d5d8e; }\n.tl-label.tl-device { color: #4b3a8a; }\n.badge { font-size: 9.5px; background: #e6f4ea; color: #137333; border: 1px solid #b7e1c1; border-radius: 3px; padding: 0 3px; flex: 0 0 auto; }\n.tl-plot { position: relative; flex: 1 1 auto; }\n/* the track canvas is as tall as the viewport and stays in it while the lanes scroll */\n.tl-canvas { display: block; cursor: default; position: sticky; top: 0; }\n.tl-box { position: absolute; background: rgba(26, 115, 232, 0.12); border: 1px solid rgba(26, 115, 232, 0.8); pointer-events: none; }\n.tl-tooltip { position: absolute; z-index: 5; max-width: 320px; background: rgba(32, 38, 44, 0.94); color: #fff; border-radius: 4px; padding: 6px 8px; font-size: 11.5px; pointer-events: none; word-break: break-all; }\n.tl-tooltip .tt-title { font-weight: 600; }\n\n/* details */\n.details { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; min-height: 120px; word-break: break-all; }\n.details h3 { font-size: 14px; margin: 2px 0 8px; }\n.ev-fields { display: grid; grid-template-columns: 80px minmax(0, 1fr); gap: 3px 8px; margin: 0 0 8px; }\n.ev-fields dt { color: var(--muted); }\n.ev-fields dd { margin: 0; }\n.path, code.path { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.file-chip { margin-top: 8px; background: #fce4ec; border: 1px solid #f4b6c9; border-radius: 4px; padding: 4px 8px; display: flex; gap: 8px; align-items: center; }\n\n/* tables */\n.files-controls { display: flex; gap: 8px; align-items: center; margin-bottom: 6px; }\n.files-search { width: 280px; }\n.files-count { color: var(--muted); }\n.files-scroll { max-height: 420px; overflow: auto; }\ntable { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }\nth, td { padding: 3px 8px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }\nth { position: sticky; top: 0; background: #f7f9fb; cursor: pointer; user-select: none; font-weight: 600; }\nth.sorted { color: var(--accent); }\nth.text, td.text { text-align: left; }\ntd.text { max-width: 520px; overflow: hidden; text-overflow: ellipsis; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.files-table tbody tr { cursor: pointer; }\n.files-table tbody tr:hover { background: #f5f8fc; }\n.files-table tbody tr.selected { background: #fce4ec; }\ntr.detail td { background: #fafbfc; white-space: normal; text-align: left; }\n.counter-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 2px 12px; font-size: 11px; }\n.counter { display: flex; justify-content: space-between; gap: 8px; border-bottom: 1px dotted #e4e8ec; }\n.cname { color: var(--muted); }\n.steps-table td:first-child, .steps-table th:first-child { text-align: left; }\n.steps-table tbody tr { cursor: pointer; }\n\n/* bars */\n.bars h4 { margin: 6px 0 4px; font-size: 12px; }\n.bar-row { display: grid; grid-template-columns: 130px minmax(0, 1fr) 110px; gap: 6px; align-items: center; font-size: 11.5px; padding: 1px 0; }\n.top-files .bar-row { grid-template-columns: minmax(0, 1.4fr) minmax(0, 1fr) 80px; }\n.bar-row.clickable { cursor: pointer; }\n.bar-row.selected .bar-label { color: var(--hl); font-weight: 600; }\n.bar-label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n.bar-value { text-align: right; color: #37414b; font-variant-numeric: tabular-nums; }\n.bar-track { display: block; background: #f1f3f6; height: 10px; border-radius: 2px; overflow: hidden; }\n.bar { display: block; height: 100%; background: #7aa7d6; }\n.bars.read .bar { background: var(--read); }\n.bars.write .bar { background: var(--write); }\n.bars.pattern .bar { background: #5aa469; }\n.bar-cell { width: 140px; }\n.hist-pair { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }\n.chart-note { color: var(--muted); font-size: 11.5px; margin-bottom: 4px; }\n\n/* findings */\n.finding { border-left: 4px solid #8ab4f8; padding: 4px 8px; margin-bottom: 6px; background: #fafbfc; }\n.finding.warning { border-color: #f9ab00; }\n.finding.critical { border-color: #d93025; }\n.finding .sev { text-transform: uppercase; font-size: 10px; color: var(--muted); margin-right: 6px; }\n.finding-title { font-weight: 600; }\n.evidence { margin: 4px 0 0; padding-left: 18px; }\n.finding .suggestion { color: #37414b; font-style: italic; }\n.proc-info .proc { margin: 2px 0; }\n.proc-info .argv { word-break: break-all; }\n.tl-nolanes { padding: 12px; }\n\n/* per-host table (All hosts) */\n.hosts-scroll { max-height: 360px; overflow: auto; }\n.hosts-table tbody tr { cursor: pointer; }\n.hosts-table tbody tr:hover { background: #f5f8fc; }\n.hosts-table tbody tr.slowest { background: #fff3e0; font-weight: 600; }\n"; // the bundle puts style.css here
+const INLINE_CSS = "/* The I/O tab. System fonts only (nothing fetched from outside). */\n[hidden] { display: none !important; }\n:root { --border: #d6dbe1; --muted: #66717d; --accent: #1a73e8; --read: #2b7bb9; --write: #e8853a; --hl: #c2185b; }\nhtml, body { margin: 0; padding: 0; }\nbody { font: 13px/1.4 system-ui, -apple-system, \"Segoe UI\", Roboto, sans-serif; color: #1f262d; background: #f4f6f8; }\n.iotrace { padding: 10px 14px 40px; }\n.topbar { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; margin-bottom: 8px; }\n.topbar h1 { font-size: 18px; margin: 0 8px 0 0; }\n.topbar label { color: var(--muted); }\nselect, input[type=search] { font: inherit; padding: 3px 6px; border: 1px solid var(--border); border-radius: 4px; background: #fff; }\n.status { color: var(--muted); margin-left: auto; }\n.banner { background: #fff8e1; border: 1px solid #f0d58a; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.empty-state { color: var(--muted); padding: 16px; text-align: center; }\n.empty-state.big { font-size: 15px; padding: 60px 20px; background: #fff; border: 1px dashed var(--border); border-radius: 6px; white-space: pre-wrap; }\n.finding-note { color: var(--muted); font-size: 12px; padding: 4px 8px; border-left: 3px solid var(--border); margin: 4px 0; }\n.notice { background: #eef4fd; border: 1px solid #c9dcf7; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.muted { color: var(--muted); }\n.error { color: #b00020; }\n.main-row { display: grid; grid-template-columns: minmax(0, 1fr) 300px; gap: 10px; align-items: start; }\n.panel { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; margin-top: 10px; min-width: 0; }\n.panel h2 { font-size: 14px; margin: 2px 0 8px; }\n.grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 10px; }\n.tl-btn { font: inherit; padding: 2px 9px; border: 1px solid var(--border); border-radius: 4px; background: #fff; cursor: pointer; }\n.tl-btn:hover { background: #f0f3f7; }\n.tl-btn.active { background: #dbe8fb; border-color: var(--accent); }\nbutton.link { background: none; border: none; color: var(--accent); cursor: pointer; padding: 0; font: inherit; text-decoration: underline; }\n\n/* timeline */\n.timeline { position: relative; background: #fff; border: 1px solid var(--border); border-radius: 6px; outline: none; min-width: 0; }\n.timeline:focus-visible { box-shadow: 0 0 0 2px #a8c7fa; }\n.timeline.busy .tl-range::after { content: \" · loading\"; color: var(--muted); }\n.tl-toolbar { display: flex; align-items: center; gap: 6px; padding: 6px 8px; border-bottom: 1px solid var(--border); flex-wrap: wrap; }\n.tl-help { color: var(--muted); font-size: 11px; }\n.tl-range { margin-left: auto; font-variant-numeric: tabular-nums; color: #37414b; }\n.tl-axis-row, .tl-bw-row { display: flex; border-bottom: 1px solid var(--border); }\n.tl-bw-row { border-bottom: none; border-top: 1px solid var(--border); }\n.tl-corner { width: 250px; flex: 0 0 250px; box-sizing: border-box; padding: 4px 8px; color: var(--muted); font-size: 11px; border-right: 1px solid var(--border); }\n.tl-scroll { max-height: 62vh; overflow-y: auto; overflow-x: hidden; }\n.tl-body { display: flex; position: relative; }\n.tl-labels { position: relative; width: 250px; flex: 0 0 250px; border-right: 1px solid var(--border); box-sizing: border-box; }\n.tl-label, .tl-header { position: absolute; left: 0; right: 0; box-sizing: border-box; padding: 0 8px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; font-size: 11.5px; display: flex; align-items: flex-start; gap: 4px; }\n.tl-label { padding-top: 3px; border-bottom: 1px solid #f0f2f5; }\n.tl-label-text { overflow: hidden; text-overflow: ellipsis; }\n.tl-header { background: #eef1f5; font-weight: 600; align-items: center; cursor: pointer; user-select: none; color: #3c4650; }\n.tl-label.tl-io { color: #1d5d8e; }\n.tl-label.tl-device { color: #4b3a8a; }\n.badge { font-size: 9.5px; background: #e6f4ea; color: #137333; border: 1px solid #b7e1c1; border-radius: 3px; padding: 0 3px; flex: 0 0 auto; }\n.tl-plot { position: relative; flex: 1 1 auto; }\n/* the track canvas is as tall as the viewport and stays in it while the lanes scroll */\n.tl-canvas { display: block; cursor: default; position: sticky; top: 0; }\n.tl-box { position: absolute; background: rgba(26, 115, 232, 0.12); border: 1px solid rgba(26, 115, 232, 0.8); pointer-events: none; }\n.tl-tooltip { position: absolute; z-index: 5; max-width: 320px; background: rgba(32, 38, 44, 0.94); color: #fff; border-radius: 4px; padding: 6px 8px; font-size: 11.5px; pointer-events: none; word-break: break-all; }\n.tl-tooltip .tt-title { font-weight: 600; }\n\n/* details */\n.details { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; min-height: 120px; word-break: break-all; }\n.details h3 { font-size: 14px; margin: 2px 0 8px; }\n.ev-fields { display: grid; grid-template-columns: 80px minmax(0, 1fr); gap: 3px 8px; margin: 0 0 8px; }\n.ev-fields dt { color: var(--muted); }\n.ev-fields dd { margin: 0; }\n.path, code.path { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.file-chip { margin-top: 8px; background: #fce4ec; border: 1px solid #f4b6c9; border-radius: 4px; padding: 4px 8px; display: flex; gap: 8px; align-items: center; }\n\n/* tables */\n.files-controls { display: flex; gap: 8px; align-items: center; margin-bottom: 6px; }\n.files-search { width: 280px; }\n.files-count { color: var(--muted); }\n.files-scroll { max-height: 420px; overflow: auto; }\ntable { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }\nth, td { padding: 3px 8px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }\nth { position: sticky; top: 0; background: #f7f9fb; cursor: pointer; user-select: none; font-weight: 600; }\nth.sorted { color: var(--accent); }\nth.text, td.text { text-align: left; }\ntd.text { max-width: 520px; overflow: hidden; text-overflow: ellipsis; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.files-table tbody tr { cursor: pointer; }\n.files-table tbody tr:hover { background: #f5f8fc; }\n.files-table tbody tr.selected { background: #fce4ec; }\ntr.detail td { background: #fafbfc; white-space: normal; text-align: left; }\n.counter-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 2px 12px; font-size: 11px; }\n.counter { display: flex; justify-content: space-between; gap: 8px; border-bottom: 1px dotted #e4e8ec; }\n.cname { color: var(--muted); }\n.steps-table td:first-child, .steps-table th:first-child { text-align: left; }\n.steps-table tbody tr { cursor: pointer; }\n\n/* bars */\n.bars h4 { margin: 6px 0 4px; font-size: 12px; }\n.bar-row { display: grid; grid-template-columns: 130px minmax(0, 1fr) 110px; gap: 6px; align-items: center; font-size: 11.5px; padding: 1px 0; }\n.top-files .bar-row { grid-template-columns: minmax(0, 1.4fr) minmax(0, 1fr) 80px; }\n.bar-row.clickable { cursor: pointer; }\n.bar-row.selected .bar-label { color: var(--hl); font-weight: 600; }\n.bar-label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n.bar-value { text-align: right; color: #37414b; font-variant-numeric: tabular-nums; }\n.bar-track { display: block; background: #f1f3f6; height: 10px; border-radius: 2px; overflow: hidden; }\n.bar { display: block; height: 100%; background: #7aa7d6; }\n.bars.read .bar { background: var(--read); }\n.bars.write .bar { background: var(--write); }\n.bars.pattern .bar { background: #5aa469; }\n.bar-cell { width: 140px; }\n.hist-pair { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }\n.chart-note { color: var(--muted); font-size: 11.5px; margin-bottom: 4px; }\n\n/* findings */\n.finding { border-left: 4px solid #8ab4f8; padding: 4px 8px; margin-bottom: 6px; background: #fafbfc; }\n.finding.warning { border-color: #f9ab00; }\n.finding.critical { border-color: #d93025; }\n.finding .sev { text-transform: uppercase; font-size: 10px; color: var(--muted); margin-right: 6px; }\n.finding-title { font-weight: 600; }\n.evidence { margin: 4px 0 0; padding-left: 18px; }\n.finding .suggestion { color: #37414b; font-style: italic; }\n.proc-info .proc { margin: 2px 0; }\n.proc-info .argv { word-break: break-all; }\n.tl-nolanes { padding: 12px; }\n\n/* per-host table (All hosts) */\n.hosts-scroll { max-height: 360px; overflow: auto; }\n.hosts-table tbody tr { cursor: pointer; }\n.hosts-table tbody tr:hover { background: #f5f8fc; }\n.hosts-table tbody tr.slowest { background: #fff3e0; font-weight: 600; }\n\n/* whole-run time series (views/runseries.js) */\n.rs-row { display: grid; grid-template-columns: 220px 1fr; gap: 8px; align-items: center; margin: 4px 0; }\n.rs-label { display: flex; flex-direction: column; font-size: 11px; min-width: 0; }\n.rs-host { font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n.rs-meta { color: #56606b; }\n.rs-bars { display: flex; height: 48px; background: #f7f8fa; border-bottom: 1px solid #e3e7ec; }\n.rs-col { flex: 1 1 0; display: flex; flex-direction: column; min-width: 1px; cursor: pointer; }\n.rs-col:hover { background: #e8edf3; }\n.rs-up, .rs-down { flex: 1 1 0; display: flex; flex-direction: column; }\n.rs-up { justify-content: flex-end; border-bottom: 1px solid #e3e7ec; }\n.rs-read { display: block; background: var(--read); }\n.rs-write { display: block; background: var(--write); }\n"; // the bundle puts style.css here
 
 async function render() {
   if (INLINE_CSS === null) {
