@@ -13,6 +13,7 @@ import { Timeline } from "./timeline/timeline.js";
 import { FilesTable } from "./views/table.js";
 import { renderHistograms, renderSteps, renderTopFiles } from "./views/charts.js";
 import { codeLine, dataFiles } from "./views/codefiles.js";
+import { renderRunSeries } from "./views/runseries.js";
 import { renderFindings } from "./views/findings.js";
 import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
 import { HostsTable } from "./views/hosts.js";
@@ -62,12 +63,16 @@ export class App {
       el("label", { title: "List the files of code loading with the data files" }, this.codeToggle, " show them"));
     this.findingsRoot = el("div", { class: "findings" });
     this.hostsTable = new HostsTable({ onPickHost: (h) => this.pickHost(h) });
+    this.runSeriesRoot = el("div", { class: "runseries" });
+    this.runSeriesSection = section("Whole run: bandwidth over the process's life", this.runSeriesRoot, "runseries-section");
+    this.runSeriesSection.hidden = true;
     this.hostsSection = section("Hosts", this.hostsTable.root, "hosts-section");
     this.hostsSection.hidden = true;
     this.fileChip = el("div", { class: "file-chip", hidden: true });
     this.content = el("div", { class: "content" },
       el("div", { class: "main-row" }, this.timeline.root, this.details),
       this.fileChip,
+      this.runSeriesSection,
       this.hostsSection,
       el("div", { class: "grid2" },
         section("Findings", this.findingsRoot, "findings-section"),
@@ -181,6 +186,9 @@ export class App {
     this.timeline.setClock(record ? "time since process start" : "time since profile start",
       record && !cap.lanes.length ? "No per-call trace in this record: its per-file counters are in the files table below." : "");
     this.timeline.setCapture(cap, keepView, first);
+    const series = cap.run_series || [];
+    this.runSeriesSection.hidden = !series.length;
+    renderRunSeries(this.runSeriesRoot, series, cap.lanes.length ? (a, b) => this.timeline.zoomTo(a, b) : null);
     this._renderFileChip();
     if (!keepView) this._loadPanels(token);
   }

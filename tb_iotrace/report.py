@@ -5,9 +5,11 @@ Input is the JSON form every part of tb_iotrace shares:
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from .timeseries import TimeSeries, sparkline
 
@@ -53,6 +55,67 @@ def totals(files: Iterable[Mapping[str, Any]]) -> dict[str, ModuleTotals]:
         t.write_time += float(fc.get(f"{m}_F_WRITE_TIME", 0.0))
         t.meta_time += float(fc.get(f"{m}_F_META_TIME", 0.0))
     return out
+
+
+# (row field, POSIX counter, STDIO counter) of a host's row in the "All hosts" table
+HOST_COUNTERS = (("bytes_read", "POSIX_BYTES_READ", "STDIO_BYTES_READ"),
+                 ("bytes_written", "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"),
+                 ("read_time_s", "POSIX_F_READ_TIME", "STDIO_F_READ_TIME"))
+
+
+def host_row(host: str, modules: Sequence[str], counter: Callable[[str], Sequence[float]], *,
+             trace: tuple[float, float, float] | None = None, io_calls: int = 0,
+             input_wait_ns: float = 0.0, span_ns: float = 0.0) -> dict[str, Any]:
+    """One host's row of the per-host table (the tab's ``/hosts`` and ``tb-iotrace report``),
+    so that a slow worker stands out: ``bytes_read``/``bytes_written``/``read_time_s`` summed
+    over the host's POSIX and STDIO counter records (``modules[i]`` the module of record ``i``,
+    ``counter(name)`` that counter per record, NaN where absent; ``source`` "counters"), else
+    ``trace`` = (bytes read, bytes written, read seconds) of the traced calls ("trace");
+    ``input_wait_pct`` the input wait against ``span_ns`` (at most 100)."""
+    if len(modules):
+        mods = np.asarray(modules, dtype=object)
+        got = {}
+        for name, posix, stdio in HOST_COUNTERS:
+            v = np.where(mods == "POSIX", np.asarray(counter(posix), dtype=np.float64),
+                         np.where(mods == "STDIO", np.asarray(counter(stdio), dtype=np.float64), np.nan))
+            got[name] = float(np.nansum(v))
+        source = "counters"
+    elif trace is not None and io_calls:
+        got = dict(zip(("bytes_read", "bytes_written", "read_time_s"), map(float, trace)))
+        source = "trace"
+    else:
+        got = dict.fromkeys(("bytes_read", "bytes_written", "read_time_s"), 0.0)
+        source = "none"
+    span = max(float(span_ns), 1.0)
+    rt = got["read_time_s"]
+    return {"host": host, "source": source, "bytes_read": int(got["bytes_read"]),
+            "bytes_written": int(got["bytes_written"]), "read_time_s": rt if np.isfinite(rt) else 0.0,
+            "io_calls": int(io_calls), "files": len(modules), "input_wait_ns": int(input_wait_ns),
+            "input_wait_pct": round(100.0 * min(float(input_wait_ns), span) / span, 2) if span_ns else 0.0,
+            "span_ns": int(span_ns)}
+
+
+def render_hosts(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The per-host table: one line per host, the slowest reader and the longest input wait
+    marked."""
+    if not rows:
+        return ""
+    slow_read = max(range(len(rows)), key=lambda i: rows[i]["read_time_s"])
+    slow_wait = max(range(len(rows)), key=lambda i: rows[i]["input_wait_ns"])
+    width = max(6, max(len(str(r["host"])) for r in rows))
+    lines = [f"  {'host':<{width}} {'bytes read':>11} {'written':>11} {'read time':>10} {'I/O calls':>9} "
+             f"{'input wait':>11} {'wait %':>6}"]
+    for i, r in enumerate(rows):
+        mark = []
+        if len(rows) > 1 and r["read_time_s"] > 0 and i == slow_read:
+            mark.append("slowest reads")
+        if len(rows) > 1 and r["input_wait_ns"] > 0 and i == slow_wait:
+            mark.append("longest input wait")
+        lines.append(f"  {str(r['host']):<{width}} {human_bytes(r['bytes_read']):>11} "
+                     f"{human_bytes(r['bytes_written']):>11} {r['read_time_s']:>9.3f}s {r['io_calls']:>9} "
+                     f"{r['input_wait_ns'] / 1e6:>9.1f}ms {r['input_wait_pct']:>5.1f}%"
+                     + (f"  <- {', '.join(mark)}" if mark else ""))
+    return "\n".join(lines)
 
 
 def size_histogram(files: Iterable[Mapping[str, Any]], kind: str = "READ") -> dict[str, int]:

@@ -28,7 +28,9 @@ The JSON document (format ``tb_iotrace.run/1``)::
                      "calls": [...], "io_time_s": [...]},
                                                 # the whole window in at most 256 bins, however
                                                 # long (tb_iotrace.timeseries); whatever the
-                                                # trace cap kept; absent from periodic flushes
+                                                # trace cap kept; in a periodic flush, the
+                                                # flushed windows' bins each placed whole at
+                                                # its start (timeseries.accumulate)
       "python": {"prefixes": [str], "path": [str]}   # sys.*prefix and sys.path: which paths
                                                 # are code loading (tb_iotrace.codepaths)
     }
@@ -102,7 +104,7 @@ def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
 def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
                  files: list[dict[str, Any]] | None = None, start_ns: int | None = None,
                  end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
-                 untracked: dict[str, Any] | None = None) -> Path:
+                 untracked: dict[str, Any] | None = None, timeseries: Any = None) -> Path:
     """Write the record of this process from a recording.session.Capture (or explicit ``files``).
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec)."""
@@ -127,7 +129,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "trace": trace_name,
         "python": this_python(),
     }
-    ts = getattr(cap, "timeseries", None)
+    ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
     if ts is not None:
         doc["timeseries"] = ts.to_dict()
     if cap is not None and cap.untracked:

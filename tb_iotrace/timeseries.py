@@ -77,3 +77,29 @@ def sparkline(values: list[float] | tuple[float, ...], width: int = 64) -> str:
     if top <= 0:
         return SPARK[0] * len(cols)
     return "".join(SPARK[0] if v <= 0 else SPARK[max(1, min(8, round(8 * v / top)))] for v in cols)
+
+
+def accumulate(acc: TimeSeries | None, add: TimeSeries, start_ns: int, nbins: int = 256,
+               base_ns: float = 1e6) -> TimeSeries:
+    """``add`` (a later window's series) folded into ``acc``, a series of the same run from
+    ``start_ns`` in at most ``nbins`` bins of ``base_ns * 2**k`` (k grows as needed, pairs
+    merging, as the native bins do). Each of ``add``'s bins lands whole in the bin holding
+    its start, so totals stay exact and a time is off by at most one of ``add``'s bins.
+    What a periodic flush of a whole-run record keeps of the windows before it."""
+    width = acc.bin_ns if acc is not None else base_ns
+    end = max(add.end_ns, acc.end_ns if acc is not None else start_ns)
+    while (end - start_ns) / width > nbins:
+        width *= 2
+    n = max(1, min(nbins, int(-(-(end - start_ns) // width))))
+    cols: list[list[float]] = [[0] * n, [0] * n, [0] * n, [0.0] * n]
+    for src in (acc, add):
+        if src is None:
+            continue
+        arrays = (src.bytes_read, src.bytes_written, src.calls, src.io_time_s)
+        for i in range(len(src)):
+            t = src.start_ns + i * src.bin_ns
+            j = min(n - 1, max(0, int((t - start_ns) // width)))
+            for col, arr in zip(cols, arrays):
+                col[j] += arr[i]
+    return TimeSeries(int(start_ns), float(width), tuple(int(v) for v in cols[0]), tuple(int(v) for v in cols[1]),
+                      tuple(int(v) for v in cols[2]), tuple(float(v) for v in cols[3]))

@@ -53,6 +53,7 @@ class _Run:
         self.flush_sess: Any = None
         self.acc: dict[tuple[str, str], dict[str, Any]] = {}
         self.acc_untracked: dict[str, Any] = {}
+        self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
         self.start_ns = time.time_ns()
         self.done = False
         self.exc: str | None = None
@@ -112,6 +113,10 @@ class _Run:
                 merge_files(self.acc, [f.to_dict() for f in cap.files])
                 if cap.untracked:
                     merge_untracked(self.acc_untracked, cap.untracked.to_dict())
+                if cap.timeseries is not None:
+                    from ..timeseries import accumulate
+
+                    self.acc_series = accumulate(self.acc_series, cap.timeseries, self.start_ns)
                 self._write_partial()
 
     def _write_partial(self) -> None:
@@ -119,7 +124,7 @@ class _Run:
 
         write_record(self.run_dir, None, partial=True, exit={"how": "flush"}, files=list(self.acc.values()),
                      start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
-                     untracked=self.acc_untracked or None)
+                     untracked=self.acc_untracked or None, timeseries=self.acc_series)
 
     def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
         from ..recording import session

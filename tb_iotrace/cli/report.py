@@ -3,7 +3,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import multiprocessing
+import os
 import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from .. import report as textreport
@@ -43,6 +47,8 @@ def _findings(src: Source) -> tuple[list[Any], str | None]:
     try:
         from .. import analysis  # type: ignore[attr-defined]
     except ImportError:
+        return [], None
+    if src.kind == "kineto":   # not yet: findings from a Kineto trace's events
         return [], None
     try:
         if src.kind == "xplane":
@@ -92,6 +98,21 @@ def _renamed(counters: dict[str, Any], remap: dict[int, int]) -> dict[str, Any]:
     return {**counters, "POSIX_RENAMED_FROM": renamed_from(counters["POSIX_RENAMED_FROM"], remap)}
 
 
+def _counter(files: list[dict[str, Any]], name: str) -> list[float]:
+    return [float(f["counters"][name]) if name in f["counters"] else float(f["fcounters"].get(name, math.nan))
+            for f in files]
+
+
+def host_summary(src: Source, files: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The host's row of the per-host table (:func:`tb_iotrace.report.host_row`, as the tab's
+    /hosts): its counters' bytes and read time, its traced calls, and the input wait of its
+    steps against their span."""
+    wait_ps = sum(int(s["input_wait_ps"]) for s in steps)
+    span_ps = (steps[-1]["end_ps"] - steps[0]["start_ps"]) if steps else 0
+    return textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
+                               io_calls=src.nevents(), input_wait_ns=wait_ps / 1000, span_ns=span_ps / 1000)
+
+
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
     files = src.files()
@@ -110,12 +131,16 @@ def host_doc(src: Source) -> dict[str, Any]:
         "totals": _totals(files),
         "files": listed, "code_loading": textreport.code_summary(listed),
         "findings": findings, "steps": steps, "has_step_markers": markers,
+        "summary": host_summary(src, files, steps),
         "notes": ([note] if note else []),
     }
     if src.kind == "xplane" and src.io_trace() is None:
         from ..xplane.origin import missing_io_reason
 
         doc["no_io_reason"] = missing_io_reason(src.space().planes)
+    if src.kind == "kineto" and src.process is not None:
+        doc["process"] = {k: src.process.get(k) for k in ("pid", "role", "start_ns", "end_ns")}
+        doc["notes"].extend(src.notes)
     if src.kind == "record":
         rec = src.record().doc  # type: ignore[union-attr]
         doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")}
@@ -124,18 +149,41 @@ def host_doc(src: Source) -> dict[str, Any]:
     return doc
 
 
-def build(sources: list[Source], progress: bool = False) -> dict[str, Any]:
-    """The JSON report; ``progress``: a progress line per host on stderr when it is a terminal."""
+def default_jobs() -> int:
+    """Hosts decoded at once: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def build(sources: list[Source], progress: bool = False, jobs: int | None = None) -> dict[str, Any]:
+    """The JSON report; ``progress``: a progress line per host on stderr when it is a terminal.
+    Several hosts are decoded in parallel, in up to ``jobs`` processes (default: the cores);
+    the document keeps the hosts' order."""
     prog = Progress("report", len(sources) if progress else 0, unit="hosts", keep=False)
-    runs = []
-    for run, srcs in group_by_run(sources).items():
-        hosts = []
-        for s in srcs:
+    groups = group_by_run(sources)
+    order = [(run, s) for run, srcs in groups.items() for s in srcs]
+    jobs = min(default_jobs() if jobs is None else max(1, jobs), len(order))
+    docs: list[dict[str, Any] | None] = [None] * len(order)
+    if jobs > 1:
+        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+        with ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+            futures = {pool.submit(host_doc, s): i for i, (_, s) in enumerate(order)}
+            for fut in as_completed(futures):
+                i = futures[fut]
+                docs[i] = fut.result()        # a UserError raised in a worker comes back here
+                prog.add(1, f"{order[i][0]}/{order[i][1].host}")
+    else:
+        for i, (run, s) in enumerate(order):
             prog.add(0, f"{run}/{s.host}")          # say which host is being read while it is
-            hosts.append(host_doc(s))
+            docs[i] = host_doc(s)
             prog.add(1)
-        runs.append({"run": run, "hosts": hosts})
     prog.close()
+    runs, k = [], 0
+    for run, srcs in groups.items():
+        runs.append({"run": run, "hosts": docs[k:k + len(srcs)]})
+        k += len(srcs)
     return {"format": FORMAT, "runs": runs}
 
 
@@ -203,6 +251,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             for t in textreport.totals(files).values():
                 lines.append(f"{t.module:<7} {t.files:>6} {t.bytes_read:>14} {t.bytes_written:>14} {t.reads:>9} "
                              f"{t.writes:>9}")
+            lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
+                      textreport.render_hosts([h["summary"] for h in hosts if "summary" in h])]
             out.append("\n".join(lines) + "\n")
     text = "\n".join(out)
     return text if text.endswith("\n") else text + "\n"
@@ -219,7 +269,7 @@ class Report(Command):
       {"format": "tb_iotrace.report/1",
        "runs": [{"run": str,
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
-                            "kind": "xplane"|"record", "source": path, "partial": bool,
+                            "kind": "xplane"|"record"|"kineto", "source": path, "partial": bool,
                             "dropped": int, "nevents": int,
                             "timeseries": null | {"start_ns": int, "bin_ns": float,
                                           "bytes_read": [int], "bytes_written": [int],
@@ -250,6 +300,11 @@ class Report(Command):
                                        "duration_ps", "input_wait_ps", "input_wait_share",
                                        "io_bytes", "io_calls", "io_time_ps"}],
                             "has_step_markers": bool, "notes": [str],
+                            "summary": {"host", "source", "bytes_read", "bytes_written",
+                                        "read_time_s", "io_calls", "files", "input_wait_ns",
+                                        "input_wait_pct", "span_ns"},
+                                                      # the per-host table's row (as the
+                                                      # tab's /hosts; input wait: the steps')
                             ["no_io_reason": str,]    # a capture without tb_iotrace's I/O
                                                       # record: why, as the capture tells
                             "process": {...}}]}]}     # records only: pid, ppid, argv, start_ns,
@@ -268,12 +323,14 @@ class Report(Command):
         parser.add_argument("--host", metavar="H", help="only this host (<host>.<pid> for run records)")
         parser.add_argument("--json", action="store_true", help="print one JSON document")
         parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
+        parser.add_argument("--jobs", type=int, metavar="N", default=None,
+                            help="hosts decoded at once (default: the cores this process may use)")
         parser.add_argument("--all-files", action="store_true",
                             help="list code loading (Python imports, .so, interpreter, framework config) with "
                                  "the data files instead of as one line")
 
     def run(self, args: argparse.Namespace) -> int:
-        doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress)
+        doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress, jobs=args.jobs)
         if args.json:
             json.dump(doc, sys.stdout, indent=1)
             sys.stdout.write("\n")

@@ -8,7 +8,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
                     the tab shows first); ``/static/*`` the rest of ``plugin_frontend/``
 ``/runs``           ``{runs: [{run, hosts, kind}], message}`` (kind: ``profile``, or
                     ``record`` for the whole-run records of ``tb-iotrace run``)
-``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``)
+``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``), and
+                    ``run_series``: each whole-run record's time series on the view's clock
 ``/timeline``       level-of-detail items for ``start``, ``end`` (ns), ``width`` (px),
                     ``io_by`` (thread|file), optional ``lanes`` (comma-separated keys)
 ``/files``          per-file Darshan counters (POSIX and STDIO rows)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record
+from ..timeseries import TimeSeries, TimeSeriesError
 from .._memory import trim_memory
 from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane
 
@@ -114,6 +115,12 @@ def _load_record(path: str, host: str) -> Capture:
         warnings.append(f"The record's trace cannot be read ({exc}): showing its per-file counters only.")
     if trace is None and not partial and int(doc.get("nevents") or 0) > 0 and not warnings:
         warnings.append("This record kept no per-call trace: showing its per-file counters only.")
+    series = None
+    if doc.get("timeseries") is not None:
+        try:
+            series = TimeSeries.from_dict(doc["timeseries"]).to_dict()
+        except TimeSeriesError as exc:
+            warnings.append(f"The record's time series cannot be read ({exc}).")
     io = _io_table(trace, t0) if trace is not None else None
     del trace
     threads = {int(th.get("tid", 0)): th for th in doc.get("threads", []) if isinstance(th, dict)}
@@ -141,6 +148,7 @@ def _load_record(path: str, host: str) -> Capture:
         "process": {k: doc.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")},
         "threads": [[tid, int(th.get("pthread_self") or 0), str(th.get("name") or "")]
                     for tid, th in sorted(threads.items())],
+        "timeseries": series,   # tb_iotrace.timeseries JSON form, or None
     }
     return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=[], lanes=lanes,
                    planes={}, io=io, io_info=io_info, counter_records=list(rec.files), steps=[],

@@ -136,6 +136,12 @@ def test_tab_shows_a_whole_run_record(server, browser):
         cells = p.evaluate(f"[...{D}.querySelectorAll('.files-table tbody tr td:first-child')].map((td) => td.textContent)")
         assert str(data / EVIL_FILE) in cells
         assert p.evaluate(f"{D}.querySelectorAll('img').length") == 0
+        # the whole-run series: one strip, columns with read bars, a click zooms the timeline there
+        assert not p.evaluate(f"{D}.querySelector('.runseries-section').hidden")
+        assert p.evaluate(f"{D}.querySelectorAll('.runseries .rs-row').length") == 1
+        assert p.evaluate(f"[...{D}.querySelectorAll('.runseries .rs-read')].some((b) => parseFloat(b.style.height) > 0)")
+        p.evaluate(f"(() => {{ const c = [...{D}.querySelectorAll('.runseries .rs-col')]; c[c.length - 1].click(); }})()")
+        p.wait_for(f"{APP}.timeline.scale && {APP}.timeline.scale.t0 > 0", timeout=10)
         # per-step panel: equal windows, saying why; findings from the record's trace
         assert "whole-run record" in p.evaluate(f"{D}.querySelector('.steps').textContent")
         p.wait_for(f"{D}.querySelector('.findings').textContent.includes('Most reads are small')", timeout=30)

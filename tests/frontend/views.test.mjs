@@ -39,3 +39,15 @@ test("tooltip lines: name, time, bytes, file, errno, lane", () => {
   assert.deepEqual(itemLines(data, 1), ["7 events (merged; click to zoom in)", "first: pread64", "3.00 µs at 20.0 µs",
                                         "errno 5", "[w0] reader"]);
 });
+
+test("whole-run series: columns are the max rate of their bins, calls summed, on the view clock", async () => {
+  const { seriesColumns, seriesPeak } = await import("../../plugin_frontend/views/runseries.js");
+  const s = { host: "h.1", start: 1000, bin_ns: 10, read_bps: [1, 5, 0, 2, 7], write_bps: [0, 0, 3, 0, 1],
+              calls: [1, 2, 3, 4, 5] };
+  assert.deepEqual(seriesColumns(s, 10).map((c) => c.read), [1, 5, 0, 2, 7]);
+  const cols = seriesColumns(s, 2);
+  assert.deepEqual(cols.map((c) => [c.start, c.end, c.read, c.write, c.calls]),
+                   [[1000, 1030, 5, 3, 6], [1030, 1050, 7, 1, 9]]);
+  assert.equal(seriesPeak([s, { ...s, read_bps: [9], write_bps: [0] }]), 9);
+  assert.deepEqual(seriesColumns({ ...s, read_bps: [], write_bps: [], calls: [] }), []);
+});

@@ -123,3 +123,53 @@ def test_run_record_time_series_covers_the_run_with_exact_bytes(tmp_path):
                          timeout=120)
     assert txt.returncode == 0, txt.stderr
     assert "I/O over the whole run" in txt.stdout and "read  |" in txt.stdout
+
+
+KILLED = textwrap.dedent(r'''
+    import os, sys, time
+    t = time.time_ns()
+    for k, n in enumerate((11111, 22222)):
+        while time.time_ns() < t + k * 1_200_000_000:
+            time.sleep(0.01)
+        fd = os.open(os.path.join(sys.argv[1], f"w{k}"), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"k" * n)
+        os.close(fd)
+    print("ok", flush=True)
+    time.sleep(60)
+''')
+
+
+def test_a_killed_process_keeps_the_series_of_its_flushed_windows(tmp_path):
+    """SIGKILL leaves the last periodic flush: its series folds the flushed windows onto
+    one grid from the process's start, bytes equal to the partial record's counters."""
+    import os
+    import signal
+    import time
+
+    data = tmp_path / "data"
+    data.mkdir()
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    logdir = tmp_path / "logs"
+    env = {**os.environ, "TBIO_INCLUDE": f"{data}/", "TBIO_EXCLUDE": "/"}
+    p = subprocess.Popen([PY, "-m", "tb_iotrace", "run", "--flush", "0.3", "--logdir", str(logdir), "--",
+                          PY, str(script), str(data)], stdout=subprocess.PIPE, start_new_session=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == b"ok"
+        time.sleep(1.0)  # flushes after the last write
+        os.killpg(p.pid, signal.SIGKILL)
+    finally:
+        p.wait(timeout=30)
+        p.stdout.close()
+    (rec,) = (logdir / "plugins" / "iotrace").glob("*.json")
+    doc = json.loads(rec.read_text())
+    assert doc["partial"] is True and doc["trace"] is None
+    ts = doc["timeseries"]
+    written = sum(f["counters"][f"{f['module']}_BYTES_WRITTEN"] for f in doc["files"])
+    assert written == 11111 + 22222 == sum(ts["bytes_written"])
+    assert ts["start_ns"] == doc["start_ns"] and len(ts["calls"]) <= 256
+    # the two writes 1.2 s apart land about 1.2 s apart (a window bin's worth of error)
+    hit = [i for i, v in enumerate(ts["bytes_written"]) if v]
+    assert [ts["bytes_written"][i] for i in hit] == [11111, 22222]
+    gap = (hit[1] - hit[0]) * ts["bin_ns"]
+    assert 1.0e9 < gap < 1.4e9, gap

@@ -124,3 +124,103 @@ def test_capture_nbytes_counts_its_arrays():
     arrays = sum(a.nbytes for ln in cap.lanes for a in (ln.start, ln.end, ln.name_id))
     assert cap.io is not None and arrays > 0
     assert cap.nbytes() >= arrays + cap.io.start.nbytes + cap.io.end.nbytes
+
+
+def test_all_hosts_findings_answer_in_bounded_time_from_one_child(tmp_path, monkeypatch):
+    """64 hosts: one child analyses every host (not 64 children one after another inside the
+    request); the request answers within FINDINGS_ALL_WAIT_S with the hosts done so far and
+    ``pending`` for the others; asking again once the child is done gives every host."""
+    from collections import OrderedDict
+    import threading
+    import time
+
+    from tb_iotrace.plugin import findings_runner, findings_worker
+
+    root = _hosts_logdir(tmp_path, 64)
+    children: list[list[str]] = []
+    release = threading.Event()
+
+    def each(paths, timeout_s, on_result):
+        children.append(list(paths))
+        for k, p in enumerate(paths):
+            if k == 10:
+                release.wait(20)            # the rest takes long
+            on_result(p, {"findings": [{"id": "x", "statement": os.path.basename(p)}], "notes": [],
+                          "message": ""}, None)
+
+    monkeypatch.setattr(findings_worker, "run_child_each", each)
+    monkeypatch.setattr(findings_worker, "run_child", lambda p, t: pytest.fail("one child per host"))
+    monkeypatch.setattr(findings_runner, "_findings_cache", OrderedDict())
+    monkeypatch.setattr(findings_runner, "FINDINGS_ALL_WAIT_S", 0.5)
+    plugin, get = make_client(root)
+    t = time.monotonic()
+    code, first = get("/findings", run=RUN, host="__all__")
+    assert code == 200 and time.monotonic() - t < 5
+    assert first["pending"] == 54 and len(first["findings"]) == 10
+    assert "10 of 64 hosts" in first["notes"][0]
+    again = get("/findings", run=RUN, host="__all__")[1]        # still running: no second child
+    assert again["pending"] == 54 and len(children) == 1
+    release.set()
+    deadline = time.monotonic() + 20
+    while findings_runner._in_batch and time.monotonic() < deadline:
+        time.sleep(0.05)
+    done = get("/findings", run=RUN, host="__all__")[1]
+    assert done["pending"] == 0 and len(children) == 1 and len(children[0]) == 64
+    assert sorted(f["host"] for f in done["findings"]) == [f"w{i:02d}" for i in range(64)]
+    assert all(f["statement"] == f"{f['host']}.xplane.pb" for f in done["findings"])
+
+
+def test_findings_each_child_matches_one_child_per_capture(tmp_path):
+    """The real ``--each`` child answers every file as the one-file child does, and a bad file
+    gets its own error without costing the others theirs."""
+    from tb_iotrace.plugin import findings_worker
+
+    root = _hosts_logdir(tmp_path, 2)
+    paths = sorted(str(p) for p in (root / "plugins" / "profile" / RUN).glob("*.pb"))
+    bad = tmp_path / "bad.xplane.pb"
+    bad.write_bytes(b"\xff" * 64)
+    got: dict[str, object] = {}
+    findings_worker.run_child_each(paths[:1] + [str(bad)] + paths[1:], 120,
+                                   lambda p, out, err: got.__setitem__(p, out if out is not None else err))
+    assert isinstance(got[str(bad)], str)
+    for p in paths:
+        assert got[p] == findings_worker.run_child(p, 120)
+        assert "findings" in got[p]
+
+
+def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
+    """``tb-iotrace report`` decodes hosts in parallel (same document as one at a time) and its
+    per-host rows are the captures' counters summed (POSIX + STDIO), equal to the tab's
+    /hosts rows; the text table marks the host with the slowest reads."""
+    from tb_iotrace.cli import report as cli_report
+    from tb_iotrace.cli._sources import resolve
+    from tb_iotrace.plugin.synthetic import make_logdir
+
+    for i, n in enumerate((1_000, 6_000, 2_000)):
+        make_logdir(tmp_path, DATA / "gpu_multi_worker.xplane.pb", run=RUN, host=f"w{i}", n_events=n, seed=i)
+    sources = resolve(str(tmp_path), None, None)
+    doc = cli_report.build(sources, jobs=2)
+    assert doc == cli_report.build(resolve(str(tmp_path), None, None), jobs=1)
+    hosts = doc["runs"][0]["hosts"]
+    assert [h["host"] for h in hosts] == ["w0", "w1", "w2"]
+    _, get = make_client(tmp_path)
+    tab = {r["host"]: r for r in get("/hosts", run=RUN, host="__all__")[1]["hosts"]}
+    for h in hosts:
+        row = h["summary"]
+        truth = {k: sum(f["counters"].get(f"{m}_{k.upper()}", 0) for f in h["files"] for m in ("POSIX", "STDIO")
+                        if f["module"] == m) for k in ("bytes_read", "bytes_written")}
+        rtime = sum(f["fcounters"].get(f"{f['module']}_F_READ_TIME", 0.0) for f in h["files"])
+        assert row["bytes_read"] == truth["bytes_read"] > 0
+        assert row["bytes_written"] == truth["bytes_written"]
+        assert row["read_time_s"] == pytest.approx(rtime) and rtime > 0
+        assert row["io_calls"] == h["nevents"] > 0 and row["source"] == "counters"
+        for k in ("bytes_read", "bytes_written", "io_calls", "files", "source"):
+            assert row[k] == tab[h["host"]][k], k
+        assert row["read_time_s"] == pytest.approx(tab[h["host"]]["read_time_s"])
+    text = cli_report.render_text(doc)
+    table = text[text.index("Per host"):].splitlines()
+    slow = max(hosts, key=lambda h: h["summary"]["read_time_s"])["host"]
+    assert slow == "w1"
+    marked = [ln for ln in table if "slowest reads" in ln]
+    assert len(marked) == 1 and marked[0].split()[0] == slow
+    assert sum(1 for ln in table if ln.split()[:1] in (["w0"], ["w1"], ["w2"])) == 3

@@ -371,6 +371,41 @@ def test_dropped_calls_are_reported(client, logdir):
     assert any(f"{doc['dropped']} I/O operations were not recorded" in m for m in cap["messages"])
 
 
+def test_whole_run_series_is_served_past_the_trace_cap(client, logdir):
+    """The capped record (20 trace rows) still serves its whole-run series with every byte,
+    on the record's clock; "All hosts" has one series per process."""
+    _, get = client
+    host = next(h for h in _hosts(logdir, "capped")
+                if read_record(logdir / "capped" / "plugins" / "iotrace" / f"{h}.json").doc["dropped"])
+    doc = read_record(logdir / "capped" / "plugins" / "iotrace" / f"{host}.json").doc
+    code, cap = get("/capture", run="capped/iotrace", host=host)
+    assert code == 200
+    (rs,) = cap["run_series"]
+    ts = doc["timeseries"]
+    assert rs["host"] == host and rs["bin_ns"] == ts["bin_ns"]
+    assert rs["start"] == ts["start_ns"] - doc["start_ns"]
+    assert rs["calls"] == ts["calls"] and sum(rs["calls"]) == doc["nevents"] + doc["dropped"] > 20
+    read = sum(f["counters"][f"{f['module']}_BYTES_READ"] for f in doc["files"])
+    assert rs["bytes_read"] == read >= DATA_BYTES
+    assert abs(sum(rs["read_bps"]) * rs["bin_ns"] / 1e9 - read) < 1e-6 * read
+    code, allh = get("/capture", run="capped/iotrace", host="__all__")
+    assert code == 200 and [r["host"] for r in allh["run_series"]] == _hosts(logdir, "capped")
+
+
+def test_a_bad_series_is_a_warning_not_a_failure(tmp_path, logdir):
+    ld = tmp_path / "ld"
+    shutil.copytree(logdir / "train", ld / "train")
+    host = _main_host(ld)
+    jpath = ld / "train" / "plugins" / "iotrace" / f"{host}.json"
+    doc = json.loads(jpath.read_text())
+    doc["timeseries"]["calls"] = doc["timeseries"]["calls"][:-1]
+    jpath.write_text(json.dumps(doc))
+    _, get = make_client(ld)
+    code, cap = get("/capture", run="train/iotrace", host=host)
+    assert code == 200 and cap["run_series"] == [] and cap["io"]["events"] > 0
+    assert any("time series cannot be read" in w for w in cap["warnings"]), cap["warnings"]
+
+
 def test_hostile_record_name_is_served_as_data(client):
     _, get = client
     code, cap = get("/capture", run="hostile/iotrace", host=EVIL_HOST)

@@ -4,26 +4,49 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..findings_runner import findings_for
+from ..findings_runner import findings_for, findings_for_all
 from ..view import View
 
 
 def findings_impl(view: View) -> dict[str, Any]:
     """Findings from tb_iotrace.analysis, per host of the view:
     ``{"findings": [{"id", "severity", "title", "statement", "evidence", "files", "ops",
-    "suggestion", "host"?}], "message", "notes"}``."""
+    "suggestion", "host"?}], "message", "notes", "pending"}``. For several hosts the answer
+    comes within ``FINDINGS_ALL_WAIT_S``: ``pending`` counts the hosts still being analysed
+    (in one background child for all of them); asking again adds them."""
+    multi = len(view.parts) > 1
+    try:
+        got_all = findings_for_all([p.capture.path for p in view.parts]) if multi else {}
+    except Exception as exc:  # a finding failure never breaks the tab
+        got_all = {p.capture.path: {"findings": [], "message": f"Findings could not be computed: {exc}"}
+                   for p in view.parts}
     findings: list[dict[str, Any]] = []
     notes: list[str] = []
     messages: list[str] = []
+    pending = 0
     for part in view.parts:
-        try:
-            got = findings_for(part.capture.path)
-        except Exception as exc:  # a finding failure never breaks the tab
-            got = {"findings": [], "message": f"Findings could not be computed: {exc}"}
+        if multi:
+            got = got_all.get(part.capture.path)
+            if got is None:
+                pending += 1
+                continue
+        else:
+            try:
+                got = findings_for(part.capture.path)
+            except Exception as exc:  # a finding failure never breaks the tab
+                got = {"findings": [], "message": f"Findings could not be computed: {exc}"}
         for f in got["findings"]:
-            findings.append(dict(f, host=part.host) if len(view.parts) > 1 else f)
+            findings.append(dict(f, host=part.host) if multi else f)
         notes += got.get("notes", [])
         if got.get("message"):
             messages.append(got["message"])
-    message = "" if findings else (messages[0] if messages else "No findings for this capture.")
-    return {"findings": findings, "message": message, "notes": notes}
+    if pending:
+        notes.insert(0, f"Findings of {len(view.parts) - pending} of {len(view.parts)} hosts: the other "
+                        f"{pending} are still being analysed; open the findings again in a moment.")
+    if findings:
+        message = ""
+    elif pending:
+        message = f"Findings are being computed for {pending} hosts: open the findings again in a moment."
+    else:
+        message = messages[0] if messages else "No findings for this capture."
+    return {"findings": findings, "message": message, "notes": notes, "pending": pending}

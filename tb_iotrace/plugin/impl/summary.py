@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...report import untracked_note
-from ..view import View, io_by_choice, lane_json, view_steps
+from ..view import View, fmt_float, io_by_choice, lane_json, view_steps
 
 
 def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
@@ -46,7 +46,26 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
                "files": files, "untracked": untracked},
         "messages": messages,
         "warnings": [w for p in view.parts for w in p.capture.warnings][:20],
+        "run_series": run_series(view),
     }
+
+
+def run_series(view: View) -> list[dict[str, Any]]:
+    """The whole-run time series of each record in the view, on the view's clock (ns):
+    ``{host, start, bin_ns, read_bps, write_bps, calls, io_time_s}`` (empty for captures)."""
+    out = []
+    for p in view.parts:
+        ts = (p.capture.io_info or {}).get("timeseries")
+        if not ts:
+            continue
+        width = float(ts["bin_ns"])
+        out.append({"host": p.host, "start": int(ts["start_ns"]) - int(p.capture.profile_start_ns) + p.offset,
+                    "bin_ns": width,
+                    "read_bps": [fmt_float(b * 1e9 / width) for b in ts["bytes_read"]],
+                    "write_bps": [fmt_float(b * 1e9 / width) for b in ts["bytes_written"]],
+                    "bytes_read": sum(ts["bytes_read"]), "bytes_written": sum(ts["bytes_written"]),
+                    "calls": list(ts["calls"]), "io_time_s": [fmt_float(t) for t in ts["io_time_s"]]})
+    return out
 
 
 def _untracked_total(view: View) -> dict[str, Any] | None:

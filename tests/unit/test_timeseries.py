@@ -1,0 +1,54 @@
+"""tb_iotrace.timeseries: the stored form is validated, and a periodic flush folds its
+windows' series onto one grid of the run with exact totals (the native widening itself is
+native/tests/test_timeseries.c)."""
+from __future__ import annotations
+
+import pytest
+
+from tb_iotrace.report import render_timeseries
+from tb_iotrace.timeseries import TimeSeries, TimeSeriesError, accumulate, sparkline
+
+
+def series(start: int, width: float, reads: list[int]) -> TimeSeries:
+    n = len(reads)
+    return TimeSeries(start, width, tuple(reads), tuple(r // 2 for r in reads), tuple(1 for _ in reads),
+                      tuple(0.001 for _ in reads))
+
+
+def test_windows_fold_onto_one_grid_with_exact_totals_and_widen():
+    ms = 1_000_000
+    # three 1-second windows of 1 ms bins, each with one burst, folded from run start 0
+    wins = [series(k * 1000 * ms, ms, [0] * (500 + k) + [100 * (k + 1)] + [0] * (499 - k)) for k in range(3)]
+    acc = None
+    for w in wins:
+        acc = accumulate(acc, w, 0)
+    assert len(acc) <= 256
+    assert acc.bin_ns == 16 * ms            # 1 ms doubled until 3 s fits in 256 bins
+    assert sum(acc.bytes_read) == 600 and sum(acc.bytes_written) == 300 and sum(acc.calls) == 3000
+    assert sum(acc.io_time_s) == pytest.approx(3.0)
+    # each burst in the bin of its time: 0.500 s, 1.501 s, 2.502 s
+    hit = [i for i, v in enumerate(acc.bytes_read) if v]
+    assert hit == [500 // 16, 1501 // 16, 2502 // 16]
+    assert [acc.bytes_read[i] for i in hit] == [100, 200, 300]
+    # a later, much longer window: the grid widens again, nothing is lost
+    acc = accumulate(acc, series(3000 * ms, 100 * ms, [7] * 256), 0)
+    assert len(acc) <= 256 and acc.bin_ns == 128 * ms
+    assert sum(acc.bytes_read) == 600 + 7 * 256 and sum(acc.calls) == 3000 + 256
+
+
+def test_the_stored_form_is_checked():
+    good = series(5, 2.0, [1, 2, 3]).to_dict()
+    assert TimeSeries.from_dict(good).to_dict() == good
+    for bad, why in (([], "not an object"), ({**good, "bin_ns": 0}, "positive"),
+                     ({**good, "calls": [1]}, "differ in length"), ({**good, "bytes_read": ["x", 1, 2]}, "not a number"),
+                     ({k: v for k, v in good.items() if k != "start_ns"}, "KeyError")):
+        with pytest.raises(TimeSeriesError, match=why):
+            TimeSeries.from_dict(bad)
+
+
+def test_text_sparklines():
+    assert sparkline([0, 1, 2, 8]) == " ▁▂█"
+    assert len(sparkline(list(range(256)), 64)) == 64
+    txt = render_timeseries(series(0, 1e9, [0, 1 << 20, 0, 4 << 20]).to_dict())
+    assert "4.0 s in 4 bins of 1.00 s" in txt
+    assert "read  | ▂ █| peak 4.0 MiB/s at +3.0 s, total 5.0 MiB" in txt
