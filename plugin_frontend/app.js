@@ -12,6 +12,7 @@ import { Latest } from "./lib/latest.js";
 import { Timeline } from "./timeline/timeline.js";
 import { FilesTable } from "./views/table.js";
 import { renderHistograms, renderSteps, renderTopFiles } from "./views/charts.js";
+import { codeLine, dataFiles } from "./views/codefiles.js";
 import { renderRunSeries } from "./views/runseries.js";
 import { renderFindings } from "./views/findings.js";
 import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
@@ -27,7 +28,8 @@ export class App {
     this.host = null;
     this.ioBy = "thread";
     this.capture = null;
-    this.files = null;
+    this.files = null;       // what the tables show: data files, or all with the toggle
+    this.allFiles = null;    // the /files answer
     this.selectedFile = null;
     this.eventReq = new Latest();
     this.histReq = new Latest();
@@ -55,6 +57,10 @@ export class App {
     this.histRoot = el("div", { class: "histograms" });
     this.stepsRoot = el("div", { class: "steps" });
     this.topRoot = el("div", { class: "topfiles" });
+    this.codeToggle = el("input", { type: "checkbox", class: "code-toggle", onchange: () => this._showFiles() });
+    this.codeNote = el("div", { class: "notice code-loading", hidden: true },
+      el("span", { class: "code-line" }), " ",
+      el("label", { title: "List the files of code loading with the data files" }, this.codeToggle, " show them"));
     this.findingsRoot = el("div", { class: "findings" });
     this.hostsTable = new HostsTable({ onPickHost: (h) => this.pickHost(h) });
     this.runSeriesRoot = el("div", { class: "runseries" });
@@ -71,6 +77,7 @@ export class App {
       el("div", { class: "grid2" },
         section("Findings", this.findingsRoot, "findings-section"),
         section("Top files (bytes moved)", this.topRoot, "top-section")),
+      this.codeNote,
       section("Files (Darshan counters)", this.filesTable.root, "files-section"),
       el("div", { class: "grid2" },
         section("Access sizes", this.histRoot, "hist-section"),
@@ -208,9 +215,8 @@ export class App {
     const hist = this.histReq.begin();  // a file picked meanwhile wins (selectFile)
     await Promise.all([
       show("files", p, (files) => {
-        this.files = files.error ? null : files;
-        this.filesTable.setData(this.files || { rows: 0, message: files.error });
-        renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
+        this.allFiles = files.error ? null : files;
+        this._showFiles(files.error);
       }),
       show("histograms", p, (h) => {
         if (!hist.current()) return;
@@ -227,6 +233,16 @@ export class App {
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
     ]);
     if (token === this._token) this.root.dataset.panels = "ready";
+  }
+
+  /** Files table and top files: data files only unless the code-loading toggle is on. */
+  _showFiles(error = undefined) {
+    this.files = dataFiles(this.allFiles, this.codeToggle.checked);
+    const line = codeLine(this.allFiles);
+    this.codeNote.hidden = !line;
+    this.codeNote.querySelector(".code-line").textContent = line ? `${line}${this.codeToggle.checked ? "." : ": not listed below."}` : "";
+    this.filesTable.setData(this.files || { rows: 0, message: error });
+    renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
   }
 
   async selectFile(path) {

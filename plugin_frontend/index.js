@@ -1,7 +1,7 @@
 // GENERATED from plugin_frontend/main.js, the modules it imports and style.css by
 // tools/bundle_frontend.mjs: do not edit; change the sources and run
 // `node tools/bundle_frontend.mjs` (tests/frontend/bundle.test.mjs checks it is fresh).
-// Modules, in evaluation order: api.js, lib/dom.js, lib/format.js, lib/latest.js, timeline/coords.js, timeline/tracks.js, lib/colors.js, timeline/view.js, timeline/loader.js, timeline/input.js, timeline/tooltip.js, timeline/timeline.js, views/table.js, views/charts.js, views/runseries.js, views/findings.js, views/details.js, views/hosts.js, app.js, main.js
+// Modules, in evaluation order: api.js, lib/dom.js, lib/format.js, lib/latest.js, timeline/coords.js, timeline/tracks.js, lib/colors.js, timeline/view.js, timeline/loader.js, timeline/input.js, timeline/tooltip.js, timeline/timeline.js, views/table.js, views/charts.js, views/codefiles.js, views/runseries.js, views/findings.js, views/details.js, views/hosts.js, app.js, main.js
 
 // ---- api.js
 const __m_api_js = (() => {
@@ -1540,6 +1540,35 @@ function renderTopFiles(root, files, onSelect, selected) {
 return { renderHistograms, renderSteps, renderTopFiles };
 })();
 
+// ---- views/codefiles.js
+const __m_views_codefiles_js = (() => {
+// Code loading apart from data files in the /files answer (the rule is the backend's,
+// tb_iotrace/codepaths.py: `files.code[i]`): pure, so node tests it.
+const { fmtBytes } = __m_lib_format_js;
+
+/** The /files answer with only the rows of data files (or all rows when `showAll`). */
+function dataFiles(files, showAll = false) {
+  if (!files || !files.rows || showAll || !files.code) return files;
+  const keep = [];
+  for (let i = 0; i < files.rows; i++) if (!files.code[i]) keep.push(i);
+  const pick = (a) => keep.map((i) => a[i]);
+  const columns = {};
+  for (const [k, v] of Object.entries(files.columns)) columns[k] = pick(v);
+  return { ...files, rows: keep.length, path: pick(files.path), module: pick(files.module), host: pick(files.host),
+           code: pick(files.code), values: pick(files.values), columns,
+           message: keep.length ? files.message : "Only code loading in this capture: no data file was read or written." };
+}
+
+/** One line on the code loading the tables leave out ("" when there is none). */
+function codeLine(files) {
+  const c = files && files.code_loading;
+  if (!c || !c.files) return "";
+  return `Code loading (Python imports, shared libraries, interpreter, framework config): ${c.files} files, ` +
+         `${fmtBytes(c.bytes_read)} read, ${c.time_s.toFixed(3)} s in calls`;
+}
+return { dataFiles, codeLine };
+})();
+
 // ---- views/runseries.js
 const __m_views_runseries_js = (() => {
 // "Whole run": the time series a whole-run record keeps of its process's life (at most
@@ -1850,6 +1879,7 @@ const { Latest } = __m_lib_latest_js;
 const { Timeline } = __m_timeline_timeline_js;
 const { FilesTable } = __m_views_table_js;
 const { renderHistograms, renderSteps, renderTopFiles } = __m_views_charts_js;
+const { codeLine, dataFiles } = __m_views_codefiles_js;
 const { renderRunSeries } = __m_views_runseries_js;
 const { renderFindings } = __m_views_findings_js;
 const { renderDetailsMessage, renderEvent, renderProcesses } = __m_views_details_js;
@@ -1865,7 +1895,8 @@ class App {
     this.host = null;
     this.ioBy = "thread";
     this.capture = null;
-    this.files = null;
+    this.files = null;       // what the tables show: data files, or all with the toggle
+    this.allFiles = null;    // the /files answer
     this.selectedFile = null;
     this.eventReq = new Latest();
     this.histReq = new Latest();
@@ -1893,6 +1924,10 @@ class App {
     this.histRoot = el("div", { class: "histograms" });
     this.stepsRoot = el("div", { class: "steps" });
     this.topRoot = el("div", { class: "topfiles" });
+    this.codeToggle = el("input", { type: "checkbox", class: "code-toggle", onchange: () => this._showFiles() });
+    this.codeNote = el("div", { class: "notice code-loading", hidden: true },
+      el("span", { class: "code-line" }), " ",
+      el("label", { title: "List the files of code loading with the data files" }, this.codeToggle, " show them"));
     this.findingsRoot = el("div", { class: "findings" });
     this.hostsTable = new HostsTable({ onPickHost: (h) => this.pickHost(h) });
     this.runSeriesRoot = el("div", { class: "runseries" });
@@ -1909,6 +1944,7 @@ class App {
       el("div", { class: "grid2" },
         section("Findings", this.findingsRoot, "findings-section"),
         section("Top files (bytes moved)", this.topRoot, "top-section")),
+      this.codeNote,
       section("Files (Darshan counters)", this.filesTable.root, "files-section"),
       el("div", { class: "grid2" },
         section("Access sizes", this.histRoot, "hist-section"),
@@ -2046,9 +2082,8 @@ class App {
     const hist = this.histReq.begin();  // a file picked meanwhile wins (selectFile)
     await Promise.all([
       show("files", p, (files) => {
-        this.files = files.error ? null : files;
-        this.filesTable.setData(this.files || { rows: 0, message: files.error });
-        renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
+        this.allFiles = files.error ? null : files;
+        this._showFiles(files.error);
       }),
       show("histograms", p, (h) => {
         if (!hist.current()) return;
@@ -2065,6 +2100,16 @@ class App {
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
     ]);
     if (token === this._token) this.root.dataset.panels = "ready";
+  }
+
+  /** Files table and top files: data files only unless the code-loading toggle is on. */
+  _showFiles(error = undefined) {
+    this.files = dataFiles(this.allFiles, this.codeToggle.checked);
+    const line = codeLine(this.allFiles);
+    this.codeNote.hidden = !line;
+    this.codeNote.querySelector(".code-line").textContent = line ? `${line}${this.codeToggle.checked ? "." : ": not listed below."}` : "";
+    this.filesTable.setData(this.files || { rows: 0, message: error });
+    renderTopFiles(this.topRoot, this.files, (path) => this.selectFile(path), this.selectedFile);
   }
 
   async selectFile(path) {

@@ -6,7 +6,11 @@ PATH may be:
   ``[<tb run>/]<session>``) and every whole-run record folder
   (``[<dir>/]plugins/iotrace/<host>.<pid>.json``, run ``[<dir>/]iotrace``, one host per process);
 - a run directory (holding ``*.xplane.pb``) or a ``plugins/iotrace`` folder;
-- one capture file (``<host>.xplane.pb``) or one whole-run record (``<host>.<pid>.json``).
+- one capture file (``<host>.xplane.pb``) or one whole-run record (``<host>.<pid>.json``);
+- a PyTorch Kineto trace written by ``tb_iotrace.torch.trace_handler``
+  (``<worker>.<ns>.pt.trace.json[.gz]``), or the folder of such traces: one host per process
+  that recorded I/O (``<trace name>/pid<N>``, ``<worker>`` for the main process), counters only
+  (the per-call events are in the trace; findings and steps are not computed for it yet).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..kineto import KinetoTraceError, io_record, read_trace
 from ..logdir import XPLANE_SUFFIX, scan
 from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
 from ._base import UserError
@@ -24,13 +29,14 @@ from ._base import UserError
 class Source:
     run: str
     host: str
-    kind: str                       # "xplane" or "record"
+    kind: str                       # "xplane", "record" or "kineto"
     path: str
     _space: Any = None
     _record: RunRecord | None = None
     _trace: Any = None
     _loaded: bool = False
     notes: list[str] = field(default_factory=list)
+    process: dict[str, Any] | None = None   # kineto: this process's part of the tb_iotrace record
 
     # ------------------------------------------------------------------ loading
     def space(self) -> Any:
@@ -71,6 +77,8 @@ class Source:
         return self._trace
 
     def files(self) -> list[dict[str, Any]]:
+        if self.kind == "kineto":
+            return list((self.process or {}).get("counters", []))
         if self.kind == "record":
             return list(self.record().files)  # type: ignore[union-attr]
         tr = self.io_trace()
@@ -80,6 +88,8 @@ class Source:
         return self.kind == "record" and self.record().partial  # type: ignore[union-attr]
 
     def dropped(self) -> int:
+        if self.kind == "kineto":
+            return int((self.process or {}).get("dropped", 0))
         if self.kind == "record":
             return int(self.record().doc.get("dropped", 0))  # type: ignore[union-attr]
         tr = self.io_trace()
@@ -87,7 +97,9 @@ class Source:
 
     def untracked(self) -> dict[str, Any] | None:
         """What the capture counted but could not track (files past the table bound, ...)."""
-        if self.kind == "record":
+        if self.kind == "kineto":
+            u = (self.process or {}).get("untracked")
+        elif self.kind == "record":
             u = self.record().doc.get("untracked")  # type: ignore[union-attr]
         else:
             tr = self.io_trace()
@@ -109,10 +121,61 @@ class Source:
             raise UserError(f"{self.path}: {exc}") from None
 
     def nevents(self) -> int:
+        if self.kind == "kineto":
+            return int((self.process or {}).get("num_events", 0))
         if self.kind == "record":
             return int(self.record().doc.get("nevents", 0))  # type: ignore[union-attr]
         tr = self.io_trace()
         return len(tr) if tr is not None else 0
+
+
+KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+
+
+def is_kineto_name(name: str) -> bool:
+    return name.endswith(KINETO_SUFFIXES) and not name.startswith(".")
+
+
+def kineto_sources(path: Path, run: str) -> list[Source]:
+    """One source per process of a Kineto trace's tb_iotrace record; UserError when the file
+    is not a Kineto trace or carries no I/O record."""
+    try:
+        trace = read_trace(path)
+        rec = io_record(trace, str(path))
+    except KinetoTraceError as exc:
+        raise UserError(str(exc)) from None
+    if rec is None:
+        raise UserError(f"{path}: a Kineto trace without tb_iotrace I/O (written by "
+                        f"torch.profiler.tensorboard_trace_handler, not tb_iotrace.torch.trace_handler?)")
+    name = next((path.name[: -len(sfx)] for sfx in KINETO_SUFFIXES[::-1] if path.name.endswith(sfx)), path.name)
+    out = []
+    for proc in rec["processes"]:
+        if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
+            raise UserError(f"{path}: malformed tb_iotrace record (a process without a pid)")
+        host = name if proc.get("role") == "main" else f"{name}/pid{proc['pid']}"
+        out.append(Source(run=run, host=host, kind="kineto", path=str(path), process=proc,
+                          notes=[str(n) for n in rec.get("notes", [])]))
+    return out
+
+
+def _kineto_folder(folder: Path, run: str) -> list[Source]:
+    """The traces of a trace_handler folder; a foreign or corrupt one is skipped with a note
+    on stderr (UserError only when none loads)."""
+    import sys
+
+    out: list[Source] = []
+    errors = []
+    for p in sorted(folder.iterdir()):
+        if is_kineto_name(p.name) and p.is_file():
+            try:
+                out.extend(kineto_sources(p, run))
+            except UserError as exc:
+                errors.append(str(exc))
+    if errors and not out:
+        raise UserError("; ".join(errors))
+    for e in errors:
+        sys.stderr.write(f"tb-iotrace: skipped {e}\n")
+    return out
 
 
 def _record_sources(folder: Path, run: str) -> list[Source]:
@@ -162,7 +225,9 @@ def resolve(path: str, run: str | None = None, host: str | None = None) -> list[
     p = Path(path)
     if not p.exists():
         raise UserError(f"{path}: no such file or directory")
-    if p.is_file():
+    if p.is_file() and is_kineto_name(p.name):
+        sources = kineto_sources(p, p.parent.name or ".")
+    elif p.is_file():
         kind = _sniff(p)
         if not kind:
             raise UserError(f"{path}: unknown format (expected a logdir, a run directory, "
@@ -178,6 +243,8 @@ def resolve(path: str, run: str | None = None, host: str | None = None) -> list[
         raise UserError(f"{path}: permission denied")
     else:
         sources = _xplane_sources(p, p.name)
+        if not sources:
+            sources = _kineto_folder(p, p.name)
         if not sources and p.name == "iotrace" and p.parent.name == "plugins":
             sources = _record_sources(p, RECORD_RUN)
         if not sources:

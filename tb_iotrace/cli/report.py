@@ -48,6 +48,8 @@ def _findings(src: Source) -> tuple[list[Any], str | None]:
         from .. import analysis  # type: ignore[attr-defined]
     except ImportError:
         return [], None
+    if src.kind == "kineto":   # not yet: findings from a Kineto trace's events
+        return [], None
     try:
         if src.kind == "xplane":
             if src.io_trace() is None:
@@ -136,6 +138,9 @@ def host_doc(src: Source) -> dict[str, Any]:
         from ..xplane.origin import missing_io_reason
 
         doc["no_io_reason"] = missing_io_reason(src.space().planes)
+    if src.kind == "kineto" and src.process is not None:
+        doc["process"] = {k: src.process.get(k) for k in ("pid", "role", "start_ns", "end_ns")}
+        doc["notes"].extend(src.notes)
     if src.kind == "record":
         rec = src.record().doc  # type: ignore[union-attr]
         doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")}
@@ -264,7 +269,7 @@ class Report(Command):
       {"format": "tb_iotrace.report/1",
        "runs": [{"run": str,
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
-                            "kind": "xplane"|"record", "source": path, "partial": bool,
+                            "kind": "xplane"|"record"|"kineto", "source": path, "partial": bool,
                             "dropped": int, "nevents": int,
                             "timeseries": null | {"start_ns": int, "bin_ns": float,
                                           "bytes_read": [int], "bytes_written": [int],

@@ -20,7 +20,15 @@ finalizer). Both ``S`` and ``E`` are answered; the window start waits for
 the ``S`` answers (at most :data:`START_WAIT_S`), the handler for every ``E`` answer or end-of-file (a worker that died), at most
 :data:`WAIT_S` seconds, then merges the records it finds.
 
-Not covered yet: ``spawn``/``forkserver`` workers (fresh interpreters without tb_iotrace).
+``spawn``/``forkserver`` workers are fresh interpreters (or forks of one) that inherit none of
+this. :func:`install` replaces the DataLoader's worker function
+(``torch.utils.data._utils.worker._worker_loop``) with a :class:`WorkerEntry`, pickled into
+each worker with the address of a Unix socket this process listens on. In the worker it enables
+tb_iotrace, connects, reads the current window from ``<control>/window`` (so a worker started
+inside a window records at once) and serves ``S``/``E`` as a forked child does. The parent
+takes new connections (non-blocking ``accept``) right before each ``S``/``E`` broadcast, after
+rewriting ``<control>/window``: a worker that connected before sees the message, one that
+connects after reads the new state.
 """
 from __future__ import annotations
 
@@ -40,7 +48,7 @@ from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
 from .session import Capture, begin_session, end_session, forget
 
-__all__ = ["TraceHandler", "WAIT_S", "install", "installed", "process_record"]
+__all__ = ["START_WAIT_S", "TraceHandler", "WAIT_S", "WorkerEntry", "install", "installed", "process_record"]
 
 log = logging.getLogger("tb_iotrace")
 
@@ -59,6 +67,9 @@ _channels: list[socket.socket] = []   # parent ends, one per forked child still 
 _pending_pair: tuple[socket.socket, socket.socket] | None = None
 _child_sock: socket.socket | None = None
 _window_counter = 0
+_control: str | None = None                 # this process's control folder (spawned workers)
+_listener: socket.socket | None = None      # where spawned workers connect
+_real_loop: Any = None                      # torch's own worker function
 
 
 def process_record(cap: Capture, role: str, start_ns: int) -> dict[str, Any]:
@@ -138,6 +149,7 @@ def _after_fork_in_child() -> None:
     for ch in _channels:
         ch.close()
     _channels.clear()
+    _close_listener()
     if _session is not None:
         forget(_session)    # the shim dropped the parent's sessions in the child
         _session = None
@@ -153,6 +165,107 @@ def _after_fork_in_child() -> None:
         threading.Thread(target=_serve, args=(pair[1],), name="tb_iotrace-torch", daemon=True).start()
     except Exception as exc:
         log.warning("tb_iotrace: no I/O capture in forked pid %d: %s", os.getpid(), exc)
+
+
+def _close_listener() -> None:
+    global _listener, _control
+    if _listener is not None:
+        _listener.close()
+    _listener, _control = None, None
+
+
+def _read_window_file(control: str) -> tuple[int, str] | None:
+    try:
+        with open(os.path.join(control, "window"), encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    number, _, spool = text.partition(" ")
+    return (int(number), spool) if number.isdigit() and spool else None
+
+
+def _write_window_file() -> None:
+    if _control is None:
+        return
+    text = f"{_window[0]} {_window[1]}\n" if _window is not None else "none\n"
+    atomic_write(os.path.join(_control, "window"), lambda fh: fh.write(text.encode()))
+
+
+def _accept_pending() -> None:
+    """Take the connections spawned/forkserver workers made since the last broadcast."""
+    if _listener is None:
+        return
+    while True:
+        try:
+            conn, _ = _listener.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return
+        conn.setblocking(True)
+        _channels.append(conn)
+
+
+class WorkerEntry:
+    """The DataLoader worker function, wrapped: pickled by value into ``spawn``/``forkserver``
+    workers with this process's control folder; a forked worker (already set up) goes
+    straight to torch's function."""
+
+    def __init__(self, control: str) -> None:
+        self.control = control
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        real = _real_loop
+        if real is None or isinstance(real, WorkerEntry):
+            from torch.utils.data._utils import worker
+
+            real = worker.__dict__["_worker_loop"]
+            if isinstance(real, WorkerEntry):   # the worker's __main__ installed us at import
+                real = _real_loop
+        if _child_sock is None:
+            _start_spawned(self.control)
+        return real(*args, **kwargs)
+
+
+def _start_spawned(control: str) -> None:
+    """In a spawn/forkserver worker: enable, connect, record the current window, serve."""
+    global _child_sock, _role, _window
+    try:
+        from . import api
+
+        api.enable()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(os.path.join(control, "ctl.sock"))
+        _child_sock, _role = sock, "worker"
+        with _lock:
+            _window = _read_window_file(control)
+            if _window is not None:
+                _begin()
+        import multiprocessing.util as util
+
+        util.Finalize(None, _exit_record, exitpriority=100)
+        threading.Thread(target=_serve, args=(sock,), name="tb_iotrace-torch", daemon=True).start()
+    except Exception as exc:
+        log.warning("tb_iotrace: no I/O capture in DataLoader worker pid %d: %s", os.getpid(), exc)
+
+
+def _install_worker_entry() -> None:
+    """Listen for spawned workers and put :class:`WorkerEntry` in torch's worker function."""
+    global _control, _listener, _real_loop
+    from torch.utils.data._utils import worker
+
+    current = worker.__dict__.get("_worker_loop")
+    if current is None or isinstance(current, WorkerEntry):
+        return
+    control = tempfile.mkdtemp(prefix="tb_iotrace-torch-ctl-")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(control, "ctl.sock"))
+    listener.listen(64)
+    listener.setblocking(False)
+    atexit.register(_remove_spool, control, os.getpid())
+    _control, _listener, _real_loop = control, listener, current
+    _write_window_file()
+    worker._worker_loop = WorkerEntry(control)
 
 
 def _exit_record() -> None:
@@ -223,6 +336,7 @@ def _serve(sock: socket.socket) -> None:
 
 def _broadcast(msg: bytes) -> list[socket.socket]:
     """Send ``msg`` to every live child; the channels it reached (dead ones are dropped)."""
+    _accept_pending()
     reached = []
     for ch in list(_channels):
         try:
@@ -277,6 +391,7 @@ def _start_window(handler: "TraceHandler") -> None:
             return
         _window_counter += 1
         _window = (_window_counter, handler.spool())
+        _write_window_file()
         # workers first, and waited for: the window is exact in every process (a worker
         # busy with a batch answers within the interpreter's switch interval)
         started = _broadcast(f"S {_window[0]} {_window[1]}\n".encode())
@@ -295,6 +410,7 @@ def _stop_window(handler: "TraceHandler") -> None:
         cap = _end()
         main = process_record(cap, "main", _session_start_ns) if cap is not None else None
         _window = None
+        _write_window_file()
         waiting = _broadcast(b"E\n")
         handler.pending = _Window(number, spool, main, waiting, time.time_ns())
 
@@ -337,6 +453,10 @@ def install() -> None:
         os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                             after_in_child=_after_fork_in_child)
         _installed = True
+        try:
+            _install_worker_entry()
+        except Exception as exc:
+            log.warning("tb_iotrace: spawn/forkserver DataLoader workers will not carry I/O: %s", exc)
 
 
 def installed() -> bool:

@@ -1,5 +1,6 @@
 """``tb_iotrace.torch.trace_handler`` (issue 16): the Kineto trace PyTorch writes, with the
-profiled window's I/O of the main process and of its DataLoader workers (fork), checked on a
+profiled window's I/O of the main process and of its DataLoader workers (fork, spawn and
+forkserver; started before the window or inside it), checked on a
 real CPU torch run in a subprocess against ground truth: the files it reads and their sizes."""
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.attribution import op_kind
+from tb_iotrace.cli import main as cli_main
 from tb_iotrace.kineto import CATEGORY, io_record, read_trace
 
 pytest.importorskip("torch")
@@ -31,8 +33,8 @@ def run_loop(mode: str, work: Path) -> tuple[dict, dict]:
     return result, read_trace(result["written"][0])
 
 
-@pytest.mark.parametrize("mode", ["inside", "before"])
-def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["inside", "before", "spawn", "forkserver"])
+def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path, capsys) -> None:
     result, trace = run_loop(mode, tmp_path)
     main = result["main_pid"]
     files = result["files"]
@@ -50,7 +52,7 @@ def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
     assert procs[main]["role"] == "main"
     workers = sorted(pid for pid, p in procs.items() if p["role"] == "worker")
     assert len(workers) == 2 and main not in workers
-    if mode == "before":
+    if mode in ("before", "spawn"):
         assert workers == result["worker_pids"]   # the persistent workers, forked before the window
 
     io = [e for e in events if e.get("cat") == CATEGORY]
@@ -85,6 +87,14 @@ def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path) -> None:
         assert (e["pid"], e["tid"]) in names
     procnames = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
     assert set(workers) <= procnames
+
+    # tb-iotrace report reads the folder: one host per process, the workers' bytes
+    assert cli_main(["report", str(tmp_path / "log"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    hosts = {h["process"]["pid"]: h for r in doc["runs"] for h in r["hosts"]}
+    assert set(hosts) == set(procs)
+    got = sum(f["counters"]["POSIX_BYTES_READ"] for pid in workers for f in hosts[pid]["files"] if f["path"] in files)
+    assert got == sum(files.values())
 
 
 def test_main_process_reads_gzip_trace(tmp_path: Path) -> None:

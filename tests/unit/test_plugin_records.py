@@ -265,6 +265,14 @@ def test_files_table_has_the_records_counters(client, logdir):
     assert files["columns"]["traced_calls"][i] >= DATA_BYTES // READ_SIZE
     evil = next(p for p in rows if p.endswith(EVIL_FILE))
     assert files["columns"]["bytes_written"][rows[evil]] == EVIL_BYTES
+    # code loading is marked (the tab lists it only on request) and summed; data is not code
+    assert not files["code"][i] and not files["code"][rows[evil]]
+    code = {p for p, c in zip(files["path"], files["code"]) if c}
+    assert any(p.endswith(".py") for p in code)                     # at least the script itself
+    assert all(c for p, c in zip(files["path"], files["code"]) if p.endswith((".py", ".pyc", ".so")))
+    assert files["code_loading"]["files"] == len(code)
+    assert files["code_loading"]["bytes_read"] == sum(files["columns"]["bytes_read"][k] or 0
+                                                      for k, c in enumerate(files["code"]) if c)
     # the child process read it: its own host
     child = next(h for h in _hosts(logdir, "train") if h != host)
     code, cf = get("/files", run="train/iotrace", host=child)

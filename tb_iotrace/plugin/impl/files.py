@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...codepaths import code_paths
 from ..model import Capture
 from ..view import View
 
@@ -45,7 +46,9 @@ def files_impl(view: View) -> dict[str, Any]:
     bytes / (read + write time) in bytes/s, ``seq_pct`` = sequential reads / reads); all
     raw counters per row are in ``counters`` (names) / ``values`` (rows x names, null when
     a module lacks the counter). ``traced_calls`` / ``traced_bytes`` come from the per-call
-    trace (0 when events were dropped or capped)."""
+    trace (0 when events were dropped or capped). ``code``: per row, whether the path is the
+    process loading its code (tb_iotrace.codepaths); ``code_loading`` sums those rows (the tab
+    shows it as one line and hides the rows unless asked)."""
     rows_path: list[str] = []
     rows_module: list[str] = []
     rows_host: list[str] = []
@@ -102,8 +105,18 @@ def files_impl(view: View) -> dict[str, Any]:
                "No file was accessed in this capture window (or every access was excluded).")
     else:
         msg = ""
+    code = code_paths(rows_path)
+    is_code = [p in code for p in rows_path]
+    rows_code = [i for i, c in enumerate(is_code) if c]
+
+    def total(col: str) -> float:
+        return float(sum(columns[col][i] or 0 for i in rows_code))
+
+    code_loading = {"files": len({rows_path[i] for i in rows_code}), "bytes_read": int(total("bytes_read")),
+                    "bytes_written": int(total("bytes_written")),
+                    "time_s": total("read_time") + total("write_time") + total("meta_time")}
     return {"rows": len(rows_path), "path": rows_path, "module": rows_module, "host": rows_host,
-            "columns": columns, "counters": names,
+            "code": is_code, "code_loading": code_loading, "columns": columns, "counters": names,
             "values": [clean(row) for row in values.tolist()], "message": msg}
 
 

@@ -6,7 +6,8 @@ torch.profiler with tb_iotrace.torch.trace_handler (tests/integration/test_torch
 MODE ``inside``: the workers start inside the profiled window (the epoch is iterated after the
 profile starts) and exit inside it. MODE ``before``: persistent workers forked in an
 unprofiled first epoch; the second epoch is profiled. MODE ``main``: no workers (the main
-process reads), the trace gzip-compressed. Writes WORK/result.json: the files and
+process reads), the trace gzip-compressed. MODE ``spawn``: as ``before`` with the ``spawn``
+start method; MODE ``forkserver``: as ``inside`` with ``forkserver``. Writes WORK/result.json: the files and
 their sizes, the pids, the trace files written and the handler's notes."""
 from __future__ import annotations
 
@@ -49,12 +50,13 @@ def main() -> None:
     if mode == "main":
         loader = DataLoader(Files(paths), batch_size=2)
     else:
-        loader = DataLoader(Files(paths), batch_size=2, num_workers=2, multiprocessing_context="fork",
-                            persistent_workers=(mode == "before"))
+        context = {"spawn": "spawn", "forkserver": "forkserver"}.get(mode, "fork")
+        loader = DataLoader(Files(paths), batch_size=2, num_workers=2, multiprocessing_context=context,
+                            persistent_workers=(mode in ("before", "spawn")))
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     pids: set[int] = set()
-    if mode == "before":
+    if mode in ("before", "spawn"):
         for _ in loader:   # unprofiled epoch: the persistent workers start here
             pass
         pids = {w.pid for w in loader._iterator._workers}  # type: ignore[union-attr]
@@ -68,7 +70,7 @@ def main() -> None:
             loss.backward()
             opt.step()
             prof.step()
-    if mode == "inside":
+    if mode in ("inside", "forkserver"):
         pids = set()   # the workers are gone: the trace names them
     result = {"main_pid": os.getpid(), "worker_pids": sorted(pids),
               "files": {p: os.path.getsize(p) for p in paths},

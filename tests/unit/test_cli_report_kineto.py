@@ -1,0 +1,69 @@
+"""tb-iotrace report on PyTorch Kineto traces written by tb_iotrace.torch.trace_handler
+(issue 16): one host per process, counters as recorded; foreign or corrupt traces give a
+clear error, and beside good ones are skipped while the good ones load (no torch needed)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tb_iotrace.cli import main
+from tb_iotrace.kineto import add_io, write_trace
+
+BASE = 1_790_857_026_000_000_000
+
+
+def proc(pid: int, role: str, nbytes: int) -> dict:
+    return {"pid": pid, "role": role, "start_ns": BASE + 1000, "end_ns": BASE + 9000,
+            "threads": [[pid, 1, "python"]],
+            "events": {"op": ["read"], "path": [f"/d/{pid}"], "offset": [0], "requested": [nbytes],
+                       "returned": [nbytes], "fd": [3], "errno": [0], "start_ns": [BASE + 2000],
+                       "end_ns": [BASE + 3000], "tid": [pid]},
+            "counters": [{"path": f"/d/{pid}", "module": "POSIX", "record_id": 1,
+                          "counters": {"POSIX_OPENS": 1, "POSIX_READS": 1, "POSIX_BYTES_READ": nbytes},
+                          "fcounters": {"POSIX_F_READ_TIME": 0.001}}],
+            "dropped": 0}
+
+
+def make_trace(path: Path) -> None:
+    trace = {"baseTimeNanoseconds": BASE, "traceEvents": []}
+    write_trace(path, add_io(trace, [proc(10, "main", 5), proc(11, "worker", 700), proc(12, "worker", 900)]))
+
+
+def test_report_one_host_per_process(tmp_path: Path, capsys) -> None:
+    make_trace(tmp_path / "h_10.1.pt.trace.json.gz")
+    assert main(["report", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    hosts = {h["host"]: h for r in doc["runs"] for h in r["hosts"]}
+    assert set(hosts) == {"h_10.1", "h_10.1/pid11", "h_10.1/pid12"}
+    assert {h["kind"] for h in hosts.values()} == {"kineto"}
+    assert hosts["h_10.1/pid11"]["totals"]["POSIX"]["bytes_read"] == 700
+    assert hosts["h_10.1/pid12"]["process"] == {"pid": 12, "role": "worker", "start_ns": BASE + 1000,
+                                                "end_ns": BASE + 9000}
+    assert hosts["h_10.1"]["nevents"] == 1
+    # the file itself is a path too
+    assert main(["report", str(tmp_path / "h_10.1.pt.trace.json.gz"), "--host", "h_10.1/pid12"]) == 0
+    assert "/d/12" in capsys.readouterr().out
+
+
+def test_corrupt_trace_skipped_beside_good_one(tmp_path: Path, capsys) -> None:
+    make_trace(tmp_path / "good.pt.trace.json")
+    (tmp_path / "bad.pt.trace.json").write_text("{\"traceEvents\": [")
+    assert main(["report", str(tmp_path), "--json"]) == 0
+    out = capsys.readouterr()
+    assert len(json.loads(out.out)["runs"][0]["hosts"]) == 3
+    assert "bad.pt.trace.json: not a readable Kineto trace" in out.err
+
+
+def test_corrupt_or_foreign_trace_clear_error(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.pt.trace.json"
+    bad.write_bytes(b"\x1f\x8b\x08garbage")
+    assert main(["report", str(bad)]) == 1
+    assert "not a readable Kineto trace" in capsys.readouterr().err
+    plain = tmp_path / "plain.pt.trace.json"
+    plain.write_text(json.dumps({"traceEvents": [], "baseTimeNanoseconds": BASE}))
+    assert main(["report", str(plain)]) == 1
+    assert "without tb_iotrace I/O" in capsys.readouterr().err
+    foreign = tmp_path / "x.pt.trace.json"
+    foreign.write_text(json.dumps({"traceEvents": [], "tb_iotrace": {"format": "nope/3"}}))
+    assert main(["report", str(foreign)]) == 1
+    assert "unknown format" in capsys.readouterr().err
