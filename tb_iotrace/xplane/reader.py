@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, BinaryIO, Iterable
 
 import numpy as np
 
@@ -66,18 +66,28 @@ def parse_xspace(data: bytes, path: Any = "<bytes>") -> XSpace:
     return space
 
 
-def load_xspace(path: str | os.PathLike) -> XSpace:
-    """Read ``<host>.xplane.pb``; raise :class:`XPlaneError` for a missing, unreadable,
-    empty, truncated or corrupt file."""
+def open_capture(path: str) -> BinaryIO:
+    """Open an ``.xplane.pb`` for reading; a missing, directory or unreadable path is an
+    :class:`XPlaneError` naming it (the object and the columnar readers say the same)."""
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
+        return open(path, "rb")
     except FileNotFoundError:
         raise XPlaneError(path, "no such file") from None
     except IsADirectoryError:
         raise XPlaneError(path, "is a directory, not an .xplane.pb file") from None
     except OSError as exc:
         raise XPlaneError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def load_xspace(path: str | os.PathLike) -> XSpace:
+    """Read ``<host>.xplane.pb``; raise :class:`XPlaneError` for a missing, unreadable,
+    empty, truncated or corrupt file."""
+    path = os.fspath(path)
+    with open_capture(path) as fh:
+        try:
+            data = fh.read()
+        except OSError as exc:
+            raise XPlaneError(path, f"cannot read: {exc.strerror or exc}") from None
     return parse_xspace(data, path)
 
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from ...codecs import codec
 from .._proto import XEvent, XPlane
-from ..reader import XPlaneError, stats_dict
+from ..reader import XPlaneError, open_capture, stats_dict
 from .native_scan import NativeScan, decode_plane_native
 from .tables import LineInfo, PlaneData, SpaceData
 from .tokens import Run, token_run
@@ -234,15 +234,7 @@ def decode_xspace(path: str | os.PathLike, *,
     ``stats_for(plane_name, plane_meta, line)`` says for which lines the event stats named
     ``stat_names`` are decoded (int64 columns, ``stat_defaults`` where absent)."""
     path = os.fspath(path)
-    try:
-        fh = open(path, "rb")
-    except FileNotFoundError:
-        raise XPlaneError(path, "no such file") from None
-    except IsADirectoryError:
-        raise XPlaneError(path, "is a directory, not an .xplane.pb file") from None
-    except OSError as exc:
-        raise XPlaneError(path, f"cannot read: {exc.strerror or exc}") from None
-    with fh:
+    with open_capture(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         if size == 0:
             raise XPlaneError(path, "file is empty (0 bytes): not an XSpace")
