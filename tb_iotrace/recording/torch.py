@@ -55,6 +55,7 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
+from . import torch_loaders
 from .session import Capture, begin_session, end_session, forget
 
 __all__ = ["START_WAIT_S", "TraceHandler", "WAIT_S", "WorkerEntry", "install", "installed", "process_record"]
@@ -441,7 +442,7 @@ class _Window:
     """What a stopped window leaves for its handler."""
 
     def __init__(self, number: int, spool: str, main: dict[str, Any] | None, waiting: list[_Peer],
-                 stop_ns: int, start_ns: int, late: dict[int, str]) -> None:
+                 stop_ns: int, start_ns: int, late: dict[int, str], loaders: list[dict[str, Any]]) -> None:
         self.number = number
         self.spool = spool
         self.main = main
@@ -449,6 +450,7 @@ class _Window:
         self.stop_ns = stop_ns
         self.start_ns = start_ns     # when the window's start was sent to the workers
         self.late = late             # pid -> name of the workers that did not begin in time
+        self.loaders = loaders       # the DataLoaders iterated in the window (torch_loaders)
 
 
 # The window now open: when its start was sent, and the workers that did not answer it in time.
@@ -474,6 +476,7 @@ def _start_window(handler: "TraceHandler") -> None:
             log.warning("tb_iotrace: DataLoader worker(s) %s did not begin recording within %g s; "
                         "the window goes on, they record from when they do", _pids_of(late),
                         handler.start_wait_s)
+        _loaders_started()
         _begin()
 
 
@@ -489,7 +492,31 @@ def _stop_window(handler: "TraceHandler") -> None:
         _write_window_file()
         waiting = _broadcast(f"E {number}\n".encode())
         handler.pending = _Window(number, spool, main, waiting, time.time_ns(), _window_start_ns,
-                                  dict(_late_start))
+                                  dict(_late_start), _loaders_stopped())
+
+
+def _loaders_started() -> None:
+    try:
+        torch_loaders.window_started()
+    except Exception as exc:   # the settings are advice's details: never fail the window for them
+        log.warning("tb_iotrace: DataLoader settings not noted: %s", exc)
+
+
+def _loaders_stopped() -> list[dict[str, Any]]:
+    try:
+        return torch_loaders.window_stopped()
+    except Exception as exc:
+        log.warning("tb_iotrace: DataLoader settings not noted: %s", exc)
+        return []
+
+
+def _pytorch_facts(loaders: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version and the
+    DataLoaders the window iterated (:func:`torch_loaders.window_stopped`)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return {"version": str(getattr(torch, "__version__", "")), "dataloaders": loaders}
 
 
 def _wrap(real: Any, action: Any) -> Any:
@@ -530,6 +557,10 @@ def install() -> None:
         os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                             after_in_child=_after_fork_in_child)
         _installed = True
+        try:
+            torch_loaders.install()
+        except Exception as exc:
+            log.warning("tb_iotrace: DataLoader settings will not be noted: %s", exc)
         try:
             _install_worker_entry()
         except Exception as exc:
@@ -619,6 +650,7 @@ class TraceHandler:
                 procs.append(win.main)
             procs.extend(self._side_records(win, notes))
             extra["window_start_ns"] = win.start_ns
+            extra["pytorch"] = _pytorch_facts(win.loaders)
             _mark_late(procs, win, notes)
             if missing:
                 extra["workers_missing"] = [p.pid or 0 for p in missing]

@@ -88,6 +88,21 @@ def test_worker_reads_are_in_the_trace(mode: str, tmp_path: Path, capsys) -> Non
     procnames = {e["pid"] for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
     assert set(workers) <= procnames
 
+    # the DataLoader the window iterated, with its settings and its workers
+    (dl,) = rec["pytorch"]["dataloaders"]
+    assert rec["pytorch"]["version"].startswith("2.")
+    persistent = mode in ("before", "spawn")
+    assert {k: dl[k] for k in ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory",
+                               "batch_size", "start_method", "iterator")} == {
+        "num_workers": 2, "prefetch_factor": 2, "persistent_workers": persistent, "pin_memory": False,
+        "batch_size": 2, "start_method": {"inside": "fork", "before": "fork"}.get(mode, mode),
+        "iterator": "_MultiProcessingDataLoaderIter"}
+    assert dl["worker_pids"] == workers
+    (epoch,) = dl["epochs"]
+    assert epoch["new_iterator"] is not persistent
+    assert epoch["workers_started"] == ([] if persistent else workers)
+    assert procs[main]["start_ns"] <= epoch["start_ns"] <= epoch["end_ns"] <= procs[main]["end_ns"]
+
     # tb-iotrace report reads the folder: one host per process, the workers' bytes
     assert cli_main(["report", str(tmp_path / "log"), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -155,6 +170,10 @@ def test_main_process_reads_gzip_trace(tmp_path: Path) -> None:
     main, files = result["main_pid"], result["files"]
     rec = io_record(trace)
     assert rec is not None and [p["role"] for p in rec["processes"]] == ["main"]
+    (dl,) = rec["pytorch"]["dataloaders"]
+    assert (dl["num_workers"], dl["prefetch_factor"], dl["persistent_workers"], dl["worker_pids"], dl["iterator"],
+            dl["start_method"]) == (0, None, False, [], "_SingleProcessDataLoaderIter", None)
+    assert [e["new_iterator"] for e in dl["epochs"]] == [True]
     got: dict[str, int] = defaultdict(int)
     for e in trace["traceEvents"]:
         if e.get("cat") == CATEGORY and op_kind(e["name"]) == "read" and e["args"].get("path") in files:
