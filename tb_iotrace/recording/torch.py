@@ -511,12 +511,17 @@ def _loaders_stopped() -> list[dict[str, Any]]:
 
 
 def _pytorch_facts(loaders: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version and the
-    DataLoaders the window iterated (:func:`torch_loaders.window_stopped`)."""
+    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
+    this process may use, and the DataLoaders the window iterated
+    (:func:`torch_loaders.window_stopped`)."""
     import sys
 
     torch = sys.modules.get("torch")
-    return {"version": str(getattr(torch, "__version__", "")), "dataloaders": loaders}
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 0
+    return {"version": str(getattr(torch, "__version__", "")), "cpus": cpus, "dataloaders": loaders}
 
 
 def _wrap(real: Any, action: Any) -> Any:

@@ -4,8 +4,10 @@ findings need to name PyTorch's knobs (``num_workers``, ``prefetch_factor``,
 
 ``DataLoader.__iter__`` (a class attribute, called once per epoch) is wrapped: it notes the
 loader and its iterator, and, inside a window, when each epoch's iterator was made and which
-workers it started (a non-persistent loader starts new ones every epoch). Nothing runs per
-batch: a loader counts as iterated in the window when an epoch began in it, or its iterator
+workers it started (a non-persistent loader starts new ones every epoch). So is the worker
+iterator's ``_shutdown_workers`` (once per iterator: a non-persistent loader's at the end of
+each epoch, inside the ``__next__`` that ends it), to time stopping the workers. Nothing runs
+per batch: a loader counts as iterated in the window when an epoch began in it, or its iterator
 from before the window yielded batches (or ended) during it.
 """
 from __future__ import annotations
@@ -35,9 +37,11 @@ class _Loader:
         self.iter_at_start: weakref.ref[Any] | None = None
         self.epochs: list[dict[str, Any]] = []        # epochs begun inside the window
         self.pids: list[int] = []                     # workers seen serving it in the window
+        self.stops: list[dict[str, Any]] = []         # worker shutdowns inside the window
 
 
 _loaders: "weakref.WeakKeyDictionary[Any, _Loader]" = weakref.WeakKeyDictionary()
+_of_iterator: "weakref.WeakKeyDictionary[Any, _Loader]" = weakref.WeakKeyDictionary()
 
 
 def _yielded(it: Any) -> int:
@@ -67,6 +71,7 @@ def _wrap(real: Any) -> Any:
                 st = _state(self)
                 prev = st.iterator() if st.iterator is not None else None
                 st.iterator = weakref.ref(it)
+                _of_iterator[it] = st
                 st.iter_class = type(it).__name__
                 if _window_on:
                     new = it is not prev
@@ -82,16 +87,42 @@ def _wrap(real: Any) -> Any:
     return __iter__
 
 
+def _wrap_shutdown(real: Any) -> Any:
+    def _shutdown_workers(self: Any) -> Any:
+        if not _window_on or getattr(self, "_shutdown", True):   # nothing to stop, or not timed
+            return real(self)
+        pids = _worker_pids(self)
+        start = time.time_ns()
+        try:
+            return real(self)
+        finally:
+            end = time.time_ns()
+            try:
+                with _lock:
+                    st = _of_iterator.get(self)
+                    if st is not None and _window_on and pids:
+                        st.stops.append({"start_ns": start, "end_ns": end, "workers": pids})
+            except Exception:
+                pass
+    _shutdown_workers.__wrapped__ = real  # type: ignore[attr-defined]
+    _shutdown_workers.__tbio_wrapper__ = True  # type: ignore[attr-defined]
+    return _shutdown_workers
+
+
 def install() -> None:
-    """Wrap ``DataLoader.__iter__`` (idempotent)."""
+    """Wrap ``DataLoader.__iter__`` and the worker iterator's ``_shutdown_workers`` (idempotent)."""
     global _installed
     with _lock:
         if _installed:
             return
-        from torch.utils.data import DataLoader
+        from torch.utils.data import DataLoader, dataloader
 
         if not getattr(DataLoader.__iter__, "__tbio_wrapper__", False):
             DataLoader.__iter__ = _wrap(DataLoader.__iter__)
+        it_cls = getattr(dataloader, "_MultiProcessingDataLoaderIter", None)
+        real = getattr(it_cls, "_shutdown_workers", None)
+        if real is not None and not getattr(real, "__tbio_wrapper__", False):
+            it_cls._shutdown_workers = _wrap_shutdown(real)  # type: ignore[union-attr]
         _installed = True
 
 
@@ -101,7 +132,7 @@ def window_started() -> None:
         _window_on = True
         for st in list(_loaders.values()):
             it = st.iterator() if st.iterator is not None else None
-            st.epochs, st.pids = [], []
+            st.epochs, st.pids, st.stops = [], [], []
             st.iter_at_start = st.iterator if it is not None else None
             st.yielded_at_start = _yielded(it) if it is not None else None
             if it is not None:
@@ -136,7 +167,8 @@ def window_stopped() -> list[dict[str, Any]]:
     ``iterator`` (the iterator class: ``_SingleProcessDataLoaderIter`` /
     ``_MultiProcessingDataLoaderIter``), ``worker_pids`` (workers that served them in the
     window) and ``epochs`` (epochs begun in the window: ``start_ns``/``end_ns`` of the
-    ``__iter__`` call, CLOCK_REALTIME; ``new_iterator``; ``workers_started``, pids)."""
+    ``__iter__`` call, CLOCK_REALTIME; ``new_iterator``; ``workers_started``, pids) and
+    ``worker_stops`` (workers stopped in the window: ``start_ns``/``end_ns``, ``workers``)."""
     global _window_on
     out = []
     with _lock:
@@ -146,13 +178,13 @@ def window_stopped() -> list[dict[str, Any]]:
             old = st.iter_at_start() if st.iter_at_start is not None else None
             advanced = st.iter_at_start is not None and (
                 old is None or old is not it or _yielded(old) != st.yielded_at_start)
-            if not (st.epochs or advanced):
+            if not (st.epochs or advanced or st.stops):
                 continue
             if it is not None:
                 st.pids.extend(p for p in _worker_pids(it) if p not in st.pids)
             d = {"id": st.ident, **_settings(loader),
                  "iterator": st.iter_class,
-                 "worker_pids": sorted(st.pids), "epochs": list(st.epochs)}
+                 "worker_pids": sorted(st.pids), "epochs": list(st.epochs), "worker_stops": list(st.stops)}
             out.append(d)
-            st.epochs, st.pids, st.iter_at_start, st.yielded_at_start = [], [], None, None
+            st.epochs, st.pids, st.stops, st.iter_at_start, st.yielded_at_start = [], [], [], None, None
     return sorted(out, key=lambda d: d["id"])
