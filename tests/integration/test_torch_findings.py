@@ -60,10 +60,16 @@ def test_main_process_reading_names_num_workers(tmp_path: Path) -> None:
     """num_workers=0: the main process reads every sample inside __next__ while the step waits:
     input-bound, in PyTorch's terms, with the wait share and the bytes the trace holds."""
     result, trace = run_loop("main", tmp_path)
-    a = analyze(to_xspace(trace))
+    space = to_xspace(trace)
+    a = analyze(space)
     assert a is not None
     f = a.finding("input-bound")
     assert f is not None, a.text()
+    # the tab's findings read the converted file column-wise: the same finding
+    converted = tmp_path / "converted.xplane.pb"
+    converted.write_bytes(space.SerializeToString())
+    from_file = analyze(str(converted))
+    assert from_file is not None and from_file.finding("input-bound") == f
     ev = f["evidence"]
     steps, waits = kineto_times(trace)
     assert ev["steps"] == len(steps) == result["steps"] + 1
