@@ -143,7 +143,7 @@ def test_capture_has_op_io_lanes_and_profiler_steps(client, manifest):
     io = [ln for ln in cap["lanes"] if ln["group"] == "io"]
     assert sorted(ln["tid"] for ln in io) == manifest["worker_pids"]
     for ln in io:
-        assert f"(worker pid {ln['tid']})" in ln["name"]
+        assert ln["name"] == f"worker {ln['tid']}: pt_data_worker (tid {ln['tid']})"
     assert [s["name"] for s in cap["steps"]] == ["0", "1", "2", "3", "4"]
     assert "ProfilerStep#" in cap["steps_source"]
     assert cap["io"]["has_io"] and cap["io"]["events"] == 64 and cap["messages"] == []
