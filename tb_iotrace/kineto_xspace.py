@@ -316,7 +316,8 @@ def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
         add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),
                         extra={KINETO_KEY: {"format": rec.get("format"), "base_time_ns": base,
                                             "processes": summary,
-                                            "notes": [str(n) for n in rec.get("notes") or []]}})
+                                            "notes": [str(n) for n in rec.get("notes") or []],
+                                            "pytorch": rec.get("pytorch")}})
     return space
 
 
