@@ -207,3 +207,51 @@ def test_memoized_answers_are_encoded_and_gzipped_once(logdir, monkeypatch):
     assert len(made) == 1
 
 
+
+
+# ----------------------------------------------------------------------------- one trim per view
+
+
+def test_one_trim_defers_this_threads_trims_to_its_end(monkeypatch):
+    import threading
+
+    from tb_iotrace import _memory
+
+    class Libc:
+        calls = 0
+
+        def malloc_trim(self, pad):
+            Libc.calls += 1
+
+    monkeypatch.setattr(_memory, "_libc", Libc())
+    with _memory.one_trim():
+        _memory.trim_memory()
+        with _memory.one_trim():
+            _memory.trim_memory()
+        assert Libc.calls == 0  # the inner block's end is not the end
+        other = threading.Thread(target=_memory.trim_memory)  # another thread trims at once
+        other.start()
+        other.join()
+        assert Libc.calls == 1
+    assert Libc.calls == 2  # this thread's, once
+    with _memory.one_trim():
+        pass
+    assert Libc.calls == 2  # nothing to give back: no trim
+    _memory.trim_memory()
+    assert Libc.calls == 3
+
+
+def test_an_all_hosts_view_trims_once_not_per_capture(logdir, monkeypatch):
+    from tb_iotrace import _memory
+
+    class Libc:
+        calls = 0
+
+        def malloc_trim(self, pad):
+            Libc.calls += 1
+
+    monkeypatch.setattr(_memory, "_libc", Libc())
+    plugin, _ = _client(logdir)
+    info, _ = plugin.index.find(RUN)
+    plugin.index.view(RUN, sorted(info.hosts.items()))
+    assert Libc.calls == 1  # three captures decoded
