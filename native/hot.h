@@ -34,6 +34,9 @@
 #define TBIO_HIDDEN __attribute__((visibility("hidden")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* For the few helpers of the traced path that the compiler would otherwise
+ * call out of line (many arguments, inlined into many wrappers). */
+#define TBIO_INLINE static inline __attribute__((always_inline))
 
 /* ---- the globals every traced call reads, in one cache line ----
  * (a traced call is a few hundred ns apart from the next: under load its
@@ -80,11 +83,17 @@ TBIO_HIDDEN void tbio_clock_pair(uint64_t *ticks, uint64_t *ns);
 #define TBIO_MAX_SESSIONS 4
 
 struct tbio_chunk;
+struct tbio_tsbin;
 struct tbio_tsbins;
 typedef struct tbio_tslot {     /* one thread's trace for one session */
+    /* what every traced call reads and writes (40 bytes) */
     uint64_t gen;               /* 0 = free */
-    struct tbio_chunk *head, *tail;
-    uint64_t nevents, dropped;
+    struct tbio_chunk *tail;
+    struct tbio_tsbin *bin;     /* the time-series bin of this thread's last call ... */
+    uint64_t bin_lo, bin_w;     /* ... and its ticks [bin_lo, bin_lo + bin_w); bin_w 0: look it up */
+    /* the first call, a full chunk, tbio_end */
+    struct tbio_chunk *head;
+    uint64_t dropped;
     struct tbio_tsbins *ts;     /* its time-series bins (timeseries.h), NULL: no memory */
 } tbio_tslot;
 

@@ -296,6 +296,18 @@ static int64_t reserve(tbio_session *s, int64_t want) {
 }
 
 #define TS_BYTES ((sizeof(tbio_tsbins) + 4095) / 4096 * 4096)
+_Static_assert(offsetof(tbio_thread, slot[0].head) <= 64, "a traced call's thread state in one cache line");
+
+void tbio_ts_add_slot(tbio_tslot *t, uint64_t t0, uint64_t t1, int64_t rd, int64_t wr) {
+    tbio_tsbins *b = t->ts;
+    if (!b) return;   /* no memory for the bins: bin_w stays 0 */
+    tbio_tsbin *x = tbio_ts_bin(b, t0);   /* may widen every bin: the cached one moves too */
+    tbio_tsbin_add(x, t0, t1, rd, wr);
+    uint64_t i = (uint64_t)(x - b->bin);
+    t->bin = x;
+    t->bin_lo = b->origin + (i << b->lg);
+    t->bin_w = (uint64_t)1 << b->lg;
+}
 
 void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
                          int64_t requested, int64_t returned, int err, int64_t rd, int64_t wr) {
@@ -315,14 +327,16 @@ void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int f
         if (!t) return;
         t->gen = gen;
         t->head = t->tail = NULL;
-        t->nevents = t->dropped = 0;
+        t->dropped = 0;
+        t->bin = NULL;
+        t->bin_lo = t->bin_w = 0;
         /* this thread's bins for the session: written by it alone, merged by tbio_end */
         t->ts = tbio_map(TS_BYTES);
         if (t->ts) {
             t->ts->origin = c->s->t0_ticks;
             t->ts->lg = c->s->ts_lg0;
-            tbio_ts_add(t->ts, c->t0, t1, rd, wr);
         }
+        tbio_ts_add_slot(t, c->t0, t1, rd, wr);
     }
     tbio_chunk *k = t->tail;
     if (UNLIKELY(!k || k->n == k->cap)) {
@@ -339,7 +353,7 @@ void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int f
         else t->head = nk;
         t->tail = k = nk;
     }
-    tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
+    tbio_event_put(&k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
 }
 
 /* ---- sessions ---- */
@@ -517,14 +531,15 @@ tbio_session *tbio_end(tbio_session *s) {
             free(name);
         }
         memcpy(ti->comm, t->comm, sizeof ti->comm);
-        ti->nevents = sl->nevents;
+        ti->nevents = 0;
         ti->dropped = sl->dropped;
         s->thread_chunks[i] = sl->head;
         for (tbio_chunk *k = sl->head; k; k = k->next) {
             for (uint32_t j = 0; j < k->n; j++) k->ev[j].thread = (uint16_t)(i < 65535 ? i : 65535);
+            ti->nevents += k->n;
             s->trace_bytes += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
         }
-        s->nevents += sl->nevents;
+        s->nevents += ti->nevents;
         s->dropped += sl->dropped;
         if (sl->ts) {
             tbio_ts_merge(&s->ts, sl->ts);

@@ -93,7 +93,7 @@ static inline void tbio_count_over(tbio_call *c, int64_t read, int64_t written) 
 TBIO_HIDDEN void tbio_note_over_file(const char *path, size_t len);
 
 /* Fill one trace row (the fast and the slow append path share it). */
-static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uint64_t t1, int op, uint32_t file,
+static inline void tbio_event_put(tbio_event *e, uint64_t t0, uint64_t t1, int op, uint32_t file,
                                   int fd, int64_t offset, int64_t requested, int64_t returned, int err) {
     e->start_ns = t0;
     e->end_ns = t1;
@@ -105,7 +105,6 @@ static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uin
     e->err = err;
     e->op = (uint16_t)op;
     e->thread = 0;
-    t->nevents++;
 }
 
 /* Append one trace row for session c->s.  The common case (this thread's
@@ -115,9 +114,13 @@ static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uin
 TBIO_HIDDEN void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
                                      int64_t offset, int64_t requested, int64_t returned, int err,
                                      int64_t rd, int64_t wr);
-static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
-                                  int64_t offset, int64_t requested, int64_t returned, int err,
-                                  int64_t rd, int64_t wr) {
+/* A call outside the slot's cached bin: find its bin (widening if needed) and cache it. */
+TBIO_HIDDEN void tbio_ts_add_slot(tbio_tslot *t, uint64_t t0, uint64_t t1, int64_t rd, int64_t wr);
+/* Inlined into every wrapper's accounting (a call out of line with eleven
+ * arguments cost ~50 instructions a traced call). */
+TBIO_INLINE void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
+                                int64_t offset, int64_t requested, int64_t returned, int err,
+                                int64_t rd, int64_t wr) {
     uint64_t gen = c->s->gen;
     tbio_tslot *t = NULL;
     for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
@@ -126,14 +129,18 @@ static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t fi
             break;
         }
     }
-    if (LIKELY(t != NULL) && LIKELY(t->ts != NULL)) tbio_ts_add(t->ts, c->t0, t1, rd, wr);
+    if (LIKELY(t != NULL)) {
+        /* unsigned: a t0 before bin_lo wraps and misses too */
+        if (LIKELY(c->t0 - t->bin_lo < t->bin_w)) tbio_tsbin_add(t->bin, c->t0, t1, rd, wr);
+        else tbio_ts_add_slot(t, c->t0, t1, rd, wr);
+    }
     tbio_chunk *k = t ? t->tail : NULL;
     if (UNLIKELY(!k || k->n == k->cap)) {
         /* with no slot yet, the slow path takes one and counts the call in its bins */
         tbio_trace_add_slow(c, t1, op, file, fd, offset, requested, returned, err, rd, wr);
         return;
     }
-    tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
+    tbio_event_put(&k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
 }
 static inline double tbio_sec(const tbio_session *s, uint64_t t) {
     return (double)(int64_t)(t - s->t0_ticks) * s->sec_per_tick;
