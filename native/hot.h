@@ -61,16 +61,20 @@ TBIO_HIDDEN extern tbio_hot tbio_g_hot;
 /* ---- clock ---- */
 TBIO_HIDDEN uint64_t tbio_realtime_ns(void);
 /* A cheap tick counter (calibrated against CLOCK_REALTIME by tbio_clock_init). */
-static inline uint64_t tbio_ticks(void) {
+/* The TSC / generic timer itself (0 where there is none: tbio_clock_init never picks it). */
+static inline uint64_t tbio_tsc(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    if (LIKELY(tbio_g_use_tsc == 1)) return __builtin_ia32_rdtsc();
+    return __builtin_ia32_rdtsc();
 #elif defined(__aarch64__)
-    if (LIKELY(tbio_g_use_tsc == 1)) {
-        uint64_t v;
-        __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
-        return v;
-    }
+    uint64_t v;
+    __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return 0;
 #endif
+}
+static inline uint64_t tbio_ticks(void) {
+    if (LIKELY(tbio_g_use_tsc == 1)) return tbio_tsc();
     return tbio_realtime_ns();
 }
 TBIO_HIDDEN void tbio_clock_init(void);
