@@ -82,6 +82,8 @@ TBIO_HIDDEN double tbio_ns_per_tick(void);
 TBIO_HIDDEN void tbio_clock_pair(uint64_t *ticks, uint64_t *ns);
 
 /* ---- threads ---- */
+/* The longest path a recorded call names (PATH_MAX, the terminating NUL included). */
+#define TBIO_PATH_BUF 4096
 /* At most this many captures record at once (e.g. a whole-run record, a
  * TensorFlow profile window and a user capture()). */
 #define TBIO_MAX_SESSIONS 4
@@ -110,6 +112,11 @@ typedef struct tbio_thread {    /* 64-byte aligned, from an mmap'ed slab (sessio
     pid_t tid;
     uint64_t pself;
     char comm[16];
+    /* Where the recorded call names its path (cleaned absolute path, /proc
+     * link target): here, not on the stack, so a signal handler's I/O on a
+     * small sigaltstack does not overflow it (4 KB more a frame).  Used only
+     * with the thread `in`, so a handler's call never reaches it meanwhile. */
+    char path[TBIO_PATH_BUF];
 } tbio_thread;
 
 /* The sessions recording now; replaced (never changed in place) by

@@ -369,9 +369,12 @@ static fdent *fd_slot(int fd, int create) {
 
 /* Name an fd through /proc/self/fd: the first time a recording touches an fd
  * opened while idle, before enable(), or by a call we do not wrap. */
+/* The calling thread's path buffer (hot.h): inside a recorded call only. */
+static char *path_buf(void) { return tbio_tl_thread->path; }
+
 static uint32_t resolve_fd(int fd, int module) {
-    char path[4096];
-    ssize_t n = fd_path(fd, path, sizeof path);
+    char *path = path_buf();
+    ssize_t n = fd_path(fd, path, TBIO_PATH_BUF);
     if (n <= 0 || path[0] != '/') return TBIO_NO_FILE;  /* socket:, pipe:, anon_inode: */
     /* deleted files read as "/path (deleted)": keep the name as is */
     if (!tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
@@ -382,16 +385,16 @@ static uint32_t resolve_fd(int fd, int module) {
 
 uint32_t tbio_path_id(int dirfd, const char *path, int module) {
     if (!path) return TBIO_NO_FILE;
-    char abs[4096];
-    size_t n = tbio_abspath(dirfd, path, abs, sizeof abs);
+    char *abs = path_buf();
+    size_t n = tbio_abspath(dirfd, path, abs, TBIO_PATH_BUF);
     if (n == 0 || !tbio_path_traced(abs, n)) return TBIO_NO_FILE;
     return tbio_file_intern(abs, n, module);
 }
 
 /* fd still names file id (read again through /proc/self/fd) */
 static int fd_still_names(int fd, uint32_t id) {
-    char path[4096];
-    ssize_t n = fd_path(fd, path, sizeof path);
+    char *path = path_buf();
+    ssize_t n = fd_path(fd, path, TBIO_PATH_BUF);
     const tbio_file *f = tbio_file_get(id);
     return n > 0 && f && f->len == (size_t)n && memcmp(f->path, path, (size_t)n) == 0;
 }
