@@ -3,8 +3,10 @@
 PATH may be:
 
 - a logdir: every profile run (``[<tb run>/]plugins/profile/<session>/<host>.xplane.pb``, run
-  ``[<tb run>/]<session>``) and every whole-run record folder
-  (``[<dir>/]plugins/iotrace/<host>.<pid>.json``, run ``[<dir>/]iotrace``, one host per process);
+  ``[<tb run>/]<session>``), every whole-run record folder
+  (``[<dir>/]plugins/iotrace/<host>.<pid>.json``, run ``[<dir>/]iotrace``, one host per process)
+  and every folder of PyTorch traces (run ``<dir>``, as the I/O tab names it; a foreign or
+  corrupt trace is skipped with a note);
 - a run directory (holding ``*.xplane.pb``) or a ``plugins/iotrace`` folder;
 - one capture file (``<host>.xplane.pb``) or one whole-run record (``<host>.<pid>.json``);
 - a PyTorch Kineto trace written by ``tb_iotrace.torch.trace_handler``
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..kineto import KinetoTraceError, io_record, read_trace
-from ..logdir import XPLANE_SUFFIX, scan
+from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, scan
 from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
 from ._base import UserError
 
@@ -129,13 +131,6 @@ class Source:
         return len(tr) if tr is not None else 0
 
 
-KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
-
-
-def is_kineto_name(name: str) -> bool:
-    return name.endswith(KINETO_SUFFIXES) and not name.startswith(".")
-
-
 def kineto_sources(path: Path, run: str) -> list[Source]:
     """One source per process of a Kineto trace's tb_iotrace record; UserError when the file
     is not a Kineto trace or carries no I/O record."""
@@ -195,9 +190,18 @@ def _xplane_sources(folder: Path, run: str) -> list[Source]:
 
 def _scan_logdir(root: Path) -> list[Source]:
     """Every profile run and whole-run record folder under ``root``, as the plugin sees them."""
+    import sys
+
     out: list[Source] = []
-    runs, _ = scan(str(root), records=True)
+    runs, _ = scan(str(root), records=True, kineto=True)
     for r in runs:
+        if r.kind == "kineto":
+            for _, fpath in sorted(r.hosts.items()):
+                try:
+                    out.extend(kineto_sources(Path(fpath), r.run))
+                except UserError as exc:
+                    sys.stderr.write(f"tb-iotrace: skipped {exc}\n")
+            continue
         for host, fpath in sorted(r.hosts.items()):
             out.append(Source(run=r.run, host=host, kind=r.kind if r.kind == "record" else "xplane", path=fpath))
     out.sort(key=lambda s: (s.run, s.host))

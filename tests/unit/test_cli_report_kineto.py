@@ -67,3 +67,18 @@ def test_corrupt_or_foreign_trace_clear_error(tmp_path: Path, capsys) -> None:
     foreign.write_text(json.dumps({"traceEvents": [], "tb_iotrace": {"format": "nope/3"}}))
     assert main(["report", str(foreign)]) == 1
     assert "unknown format" in capsys.readouterr().err
+
+
+def test_logdir_with_trace_folders_as_the_tab_lists_them(tmp_path: Path, capsys) -> None:
+    """A logdir holding run folders of traces (where the tab finds them): each folder a run,
+    its traces' processes the hosts; a corrupt trace in another run is skipped with a note."""
+    (tmp_path / "exp1").mkdir()
+    make_trace(tmp_path / "exp1" / "h_10.1.pt.trace.json.gz")
+    (tmp_path / "exp2").mkdir()
+    (tmp_path / "exp2" / "w.1.pt.trace.json").write_text("{\"traceEvents\": [")
+    assert main(["report", str(tmp_path), "--json"]) == 0
+    out = capsys.readouterr()
+    runs = {r["run"]: r for r in json.loads(out.out)["runs"]}
+    assert set(runs) == {"exp1"}
+    assert {h["host"] for h in runs["exp1"]["hosts"]} == {"h_10.1", "h_10.1/pid11", "h_10.1/pid12"}
+    assert "w.1.pt.trace.json: not a readable Kineto trace" in out.err
