@@ -47,15 +47,16 @@ typedef struct tbio_fdent tbio_fdent;
 typedef struct tbio_hot {
     _Atomic(struct tbio_actset *) active;   /* the sessions recording now, NULL when idle */
     _Atomic uint64_t epoch;                 /* bumped by every tbio_begin (session.c) */
-    int use_tsc;                            /* 1: ticks are the TSC / generic timer (sys.c) */
-    int membarrier;                         /* 1: membarrier(2) orders the hot path, 0: fences */
+    _Atomic int use_tsc;                    /* 1: ticks are the TSC / generic timer (sys.c) */
+    _Atomic int membarrier;                 /* 1: membarrier(2) orders the hot path, 0: fences */
     _Atomic(tbio_fdent *) fds[1u << TBIO_FD_DIRBITS];   /* fd table directory (registry.c) */
 } tbio_hot;
 TBIO_HIDDEN extern tbio_hot tbio_g_hot;
 #define tbio_g_active (tbio_g_hot.active)
 #define tbio_g_epoch (tbio_g_hot.epoch)
-#define tbio_g_use_tsc (tbio_g_hot.use_tsc)
-#define tbio_g_membarrier (tbio_g_hot.membarrier)
+/* set once by their init functions (atomics: another thread may init at the same time) */
+#define tbio_g_use_tsc atomic_load_explicit(&tbio_g_hot.use_tsc, memory_order_relaxed)
+#define tbio_g_membarrier atomic_load_explicit(&tbio_g_hot.membarrier, memory_order_relaxed)
 #define tbio_g_fds (tbio_g_hot.fds)
 
 /* ---- clock ---- */

@@ -36,10 +36,10 @@ static __thread int tl_registering __attribute__((tls_model("initial-exec")));
 static void barrier_init(void) {
     if (tbio_g_membarrier != -1) return;
 #ifdef TBIO_TSAN
-    tbio_g_membarrier = 0;   /* TSan cannot see membarrier: use plain seq_cst fences */
+    atomic_store(&tbio_g_hot.membarrier, 0);   /* TSan cannot see membarrier: use plain seq_cst fences */
 #else
     long r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
-    tbio_g_membarrier = r == 0 ? 1 : 0;
+    atomic_store(&tbio_g_hot.membarrier, r == 0 ? 1 : 0);
 #endif
 }
 
@@ -376,6 +376,7 @@ static void publish(tbio_actset *next, tbio_actset *old) {
 }
 
 tbio_session *tbio_begin(void) {
+    tbio_atfork_ensure();
     tbio_clock_init();
     barrier_init();
     sigset_t sig;
@@ -588,6 +589,7 @@ void tbio_session_free(tbio_session *s) {
 uint64_t tbio_trace_bytes(void) {
     /* live figure: every thread's buffers for every recording session */
     uint64_t b = 0;
+    tbio_atfork_ensure();
     sigset_t sig;
     signals_block(&sig);
     pthread_mutex_lock(&g_sess_mu);
@@ -604,6 +606,7 @@ uint64_t tbio_trace_bytes(void) {
 
 uint32_t tbio_threads_held(void) {
     uint32_t n = 0;
+    tbio_atfork_ensure();
     sigset_t sig;
     signals_block(&sig);
     pthread_mutex_lock(&g_threads_mu);
@@ -763,6 +766,6 @@ void tbio_session_atfork_child(void) {
     g_thread_free = NULL;
     tbio_tl_thread = NULL;
     tl_registering = 0;
-    tbio_g_membarrier = -1;
+    atomic_store(&tbio_g_hot.membarrier, -1);
     barrier_init();
 }

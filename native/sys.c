@@ -78,7 +78,7 @@ uint64_t tbio_realtime_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-double tbio_ns_per_tick(void) { return g_ns_per_tick; }
+double tbio_ns_per_tick(void) { return atomic_load(&g_ns_per_tick); }
 
 /* A (ticks, realtime ns) pair taken close together: the read of the clock is
  * bracketed by two tick reads and the tightest of a few tries wins, so a
@@ -138,9 +138,8 @@ void tbio_clock_init(void) {
             npt = 1.0;
         }
     }
-    atomic_store(&g_ns_per_tick, npt);
-    atomic_thread_fence(memory_order_release);   /* the rate before the choice */
-    tbio_g_use_tsc = use;
+    atomic_store(&g_ns_per_tick, npt);   /* the rate before the choice */
+    atomic_store_explicit(&tbio_g_hot.use_tsc, use, memory_order_release);
 }
 
 /* ---- errors ---- */
