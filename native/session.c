@@ -297,33 +297,26 @@ static int64_t reserve(tbio_session *s, int64_t want) {
 
 #define TS_BYTES ((sizeof(tbio_tsbins) + 4095) / 4096 * 4096)
 
-void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
-                         int64_t requested, int64_t returned, int err, int64_t rd, int64_t wr) {
+tbio_tslot *tbio_trace_slot_new(tbio_call *c) {
+    /* a free slot (a slot's chunks are taken, and the slot freed, by its session's tbio_end) */
     tbio_tslot *t = NULL;
-    uint64_t gen = c->s->gen;
-    for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
-        if (c->th->slot[i].gen == gen) {
-            t = &c->th->slot[i];
-            break;
-        }
+    for (int i = 0; i < TBIO_MAX_SESSIONS && !t; i++)
+        if (c->th->slot[i].gen == 0) t = &c->th->slot[i];
+    if (!t) return NULL;
+    t->gen = c->s->gen;
+    t->head = t->tail = NULL;
+    t->nevents = t->dropped = 0;
+    /* this thread's bins for the session: written by it alone, merged by tbio_end */
+    t->ts = tbio_map(TS_BYTES);
+    if (t->ts) {
+        t->ts->origin = c->s->t0_ticks;
+        t->ts->lg = c->s->ts_lg0;
     }
-    if (UNLIKELY(!t)) {
-        /* first event of this thread in this session: a free slot (a slot's
-         * chunks are taken, and the slot freed, by its session's tbio_end) */
-        for (int i = 0; i < TBIO_MAX_SESSIONS && !t; i++)
-            if (c->th->slot[i].gen == 0) t = &c->th->slot[i];
-        if (!t) return;
-        t->gen = gen;
-        t->head = t->tail = NULL;
-        t->nevents = t->dropped = 0;
-        /* this thread's bins for the session: written by it alone, merged by tbio_end */
-        t->ts = tbio_map(TS_BYTES);
-        if (t->ts) {
-            t->ts->origin = c->s->t0_ticks;
-            t->ts->lg = c->s->ts_lg0;
-            tbio_ts_add(t->ts, c->t0, t1, rd, wr);
-        }
-    }
+    return t;
+}
+
+void tbio_trace_add_slow(tbio_call *c, tbio_tslot *t, uint64_t t1, int op, uint32_t file, int fd, int64_t offset,
+                         int64_t requested, int64_t returned, int err) {
     tbio_chunk *k = t->tail;
     if (UNLIKELY(!k || k->n == k->cap)) {
         int64_t want = k ? (int64_t)k->cap * 2 : FIRST_CAP;
@@ -738,10 +731,20 @@ int tbio_session_timeseries(const tbio_session *s, tbio_timeseries_info *info, u
     info->nbins = s->ts_nbins;
     for (uint32_t i = 0; i < s->ts_nbins && i < max; i++) {
         const tbio_tsbin *b = &s->ts.bin[i];
-        if (bytes_read) bytes_read[i] = b->bytes_read;
-        if (bytes_written) bytes_written[i] = b->bytes_written;
+        if (bytes_read) bytes_read[i] = b->io[TBIO_TS_POSIX].read + b->io[TBIO_TS_STDIO].read;
+        if (bytes_written) bytes_written[i] = b->io[TBIO_TS_POSIX].written + b->io[TBIO_TS_STDIO].written;
         if (calls) calls[i] = b->calls;
         if (io_time_s) io_time_s[i] = (double)b->ticks * npt * 1e-9;
+    }
+    return 0;
+}
+
+int tbio_session_timeseries_module(const tbio_session *s, int module, uint64_t *bytes_read,
+                                   uint64_t *bytes_written, uint32_t max) {
+    if (!s || module < 0 || module >= TBIO_TS_MODS) return -1;
+    for (uint32_t i = 0; i < s->ts_nbins && i < max; i++) {
+        if (bytes_read) bytes_read[i] = s->ts.bin[i].io[module].read;
+        if (bytes_written) bytes_written[i] = s->ts.bin[i].io[module].written;
     }
     return 0;
 }

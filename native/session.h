@@ -108,16 +108,21 @@ static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uin
     t->nevents++;
 }
 
-/* Append one trace row for session c->s.  The common case (this thread's
- * buffer for the session has room) is inline; the rest is tbio_trace_add_slow. */
+/* Append one trace row for session c->s, and count the call in this thread's
+ * time-series bins for the session.  The common case (this thread's buffer
+ * for the session has room) is inline; a thread's first call in a session
+ * takes a slot (tbio_trace_slot_new: NULL when none is free, and the call is
+ * not recorded), a full buffer grows in tbio_trace_add_slow. */
+TBIO_HIDDEN tbio_tslot *tbio_trace_slot_new(tbio_call *c);
+TBIO_HIDDEN void tbio_trace_add_slow(tbio_call *c, tbio_tslot *t, uint64_t t1, int op, uint32_t file, int fd,
+                                     int64_t offset, int64_t requested, int64_t returned, int err);
 /* rd, wr: the bytes the file's record counted for this call (0 when none),
- * added with the call to this thread's time-series bins for the session. */
-TBIO_HIDDEN void tbio_trace_add_slow(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
-                                     int64_t offset, int64_t requested, int64_t returned, int err,
-                                     int64_t rd, int64_t wr);
-static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
-                                  int64_t offset, int64_t requested, int64_t returned, int err,
-                                  int64_t rd, int64_t wr) {
+ * added to the bins under module mod (TBIO_TS_POSIX, TBIO_TS_STDIO: a
+ * constant at each call site; tbio_trace_add is the POSIX wrappers' form,
+ * tbio_trace_add_mod the STDIO wrappers'). */
+static inline void tbio_trace_add_mod(tbio_call *c, int mod, uint64_t t1, int op, uint32_t file, int fd,
+                                      int64_t offset, int64_t requested, int64_t returned, int err,
+                                      int64_t rd, int64_t wr) {
     uint64_t gen = c->s->gen;
     tbio_tslot *t = NULL;
     for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
@@ -126,14 +131,19 @@ static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t fi
             break;
         }
     }
-    if (LIKELY(t != NULL) && LIKELY(t->ts != NULL)) tbio_ts_add(t->ts, c->t0, t1, rd, wr);
-    tbio_chunk *k = t ? t->tail : NULL;
+    if (UNLIKELY(t == NULL) && (t = tbio_trace_slot_new(c)) == NULL) return;
+    if (LIKELY(t->ts != NULL)) tbio_ts_add(t->ts, mod, c->t0, t1, rd, wr);
+    tbio_chunk *k = t->tail;
     if (UNLIKELY(!k || k->n == k->cap)) {
-        /* with no slot yet, the slow path takes one and counts the call in its bins */
-        tbio_trace_add_slow(c, t1, op, file, fd, offset, requested, returned, err, rd, wr);
+        tbio_trace_add_slow(c, t, t1, op, file, fd, offset, requested, returned, err);
         return;
     }
     tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
+}
+static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
+                                  int64_t offset, int64_t requested, int64_t returned, int err,
+                                  int64_t rd, int64_t wr) {
+    tbio_trace_add_mod(c, TBIO_TS_POSIX, t1, op, file, fd, offset, requested, returned, err, rd, wr);
 }
 static inline double tbio_sec(const tbio_session *s, uint64_t t) {
     return (double)(int64_t)(t - s->t0_ticks) * s->sec_per_tick;

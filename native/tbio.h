@@ -135,6 +135,10 @@ TBIO_API uint64_t tbio_session_dropped(const tbio_session *s);
  * dropped) and their summed duration; a call counts in the bin it began in. */
 TBIO_API int tbio_session_timeseries(const tbio_session *s, tbio_timeseries_info *info, uint64_t *bytes_read,
                                      uint64_t *bytes_written, uint64_t *calls, double *io_time_s, uint32_t max);
+/* The same bins' bytes of one module (0 = POSIX, 1 = STDIO, as
+ * tbio_file_info.module): the two modules' bins sum to the totals above. */
+TBIO_API int tbio_session_timeseries_module(const tbio_session *s, int module, uint64_t *bytes_read,
+                                            uint64_t *bytes_written, uint32_t max);
 /* Copy up to max events (thread by thread, each in call order); returns the number copied. */
 TBIO_API uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64_t max);
 

@@ -13,8 +13,10 @@ void tbio_ts_rebin(tbio_tsbins *b, uint32_t lg) {
         uint32_t j = i >> k;
         tbio_tsbin *from = &b->bin[i], *to = &b->bin[j];
         if (j == i) continue;
-        to->bytes_read += from->bytes_read;
-        to->bytes_written += from->bytes_written;
+        for (int m = 0; m < TBIO_TS_MODS; m++) {
+            to->io[m].read += from->io[m].read;
+            to->io[m].written += from->io[m].written;
+        }
         to->calls += from->calls;
         to->ticks += from->ticks;
         memset(from, 0, sizeof *from);
@@ -33,8 +35,10 @@ void tbio_ts_merge(tbio_tsbins *dst, tbio_tsbins *src) {
     tbio_ts_rebin(dst, lg);
     tbio_ts_rebin(src, lg);
     for (uint32_t i = 0; i < TBIO_TS_BINS; i++) {
-        dst->bin[i].bytes_read += src->bin[i].bytes_read;
-        dst->bin[i].bytes_written += src->bin[i].bytes_written;
+        for (int m = 0; m < TBIO_TS_MODS; m++) {
+            dst->bin[i].io[m].read += src->bin[i].io[m].read;
+            dst->bin[i].io[m].written += src->bin[i].io[m].written;
+        }
         dst->bin[i].calls += src->bin[i].calls;
         dst->bin[i].ticks += src->bin[i].ticks;
     }

@@ -15,11 +15,13 @@
  * start tick at the final width, whatever thread and width it was added
  * with (no error from concurrent widening).
  *
- * Per bin: bytes read and written (exactly the bytes the session's file
- * records count: POSIX plus STDIO, which do not overlap, since a libc
- * stream's own read(2) never goes through a patched slot), calls (trace rows,
- * kept or dropped: the bins do not depend on the trace cap) and the summed
- * duration of those calls in ticks. */
+ * Per bin: bytes read and written per module (exactly the bytes the
+ * session's POSIX and STDIO file records count; they do not overlap, since a
+ * libc stream's own read(2) never goes through a patched slot), kept apart as
+ * Darshan's HEATMAP keeps one record per module; calls (trace rows, kept or
+ * dropped: the bins do not depend on the trace cap) and the summed duration
+ * of those calls in ticks.  The module is a constant at every call site, so
+ * keeping them apart costs an index, no branch. */
 #ifndef TBIO_TIMESERIES_H
 #define TBIO_TIMESERIES_H
 
@@ -33,8 +35,16 @@
 #define TBIO_INTERNAL_API __attribute__((visibility("default")))
 #endif
 
-typedef struct tbio_tsbin {     /* 32 bytes: a call touches one cache line */
-    uint64_t bytes_read, bytes_written, calls, ticks;
+/* modules of the bins: as tbio_file_info.module */
+enum { TBIO_TS_POSIX = 0, TBIO_TS_STDIO = 1, TBIO_TS_MODS = 2 };
+
+typedef struct tbio_tsio {
+    uint64_t read, written;
+} tbio_tsio;
+
+typedef struct tbio_tsbin {     /* 48 bytes */
+    tbio_tsio io[TBIO_TS_MODS]; /* bytes by module */
+    uint64_t calls, ticks;
 } tbio_tsbin;
 
 typedef struct tbio_tsbins {
@@ -53,7 +63,8 @@ TBIO_INTERNAL_API void tbio_ts_merge(tbio_tsbins *dst, tbio_tsbins *src);
 /* Base width: the smallest power of two ticks >= 1 ms. */
 TBIO_INTERNAL_API uint32_t tbio_ts_base_lg(double ns_per_tick);
 
-static inline void tbio_ts_add(tbio_tsbins *b, uint64_t t0, uint64_t t1, int64_t rd, int64_t wr) {
+/* mod: TBIO_TS_POSIX or TBIO_TS_STDIO */
+static inline void tbio_ts_add(tbio_tsbins *b, int mod, uint64_t t0, uint64_t t1, int64_t rd, int64_t wr) {
     uint64_t d = t0 > b->origin ? t0 - b->origin : 0;
     uint64_t i = d >> b->lg;
     if (UNLIKELY(i >= TBIO_TS_BINS)) {
@@ -61,8 +72,8 @@ static inline void tbio_ts_add(tbio_tsbins *b, uint64_t t0, uint64_t t1, int64_t
         i = d >> b->lg;
     }
     tbio_tsbin *x = &b->bin[i];
-    x->bytes_read += (uint64_t)(rd > 0 ? rd : 0);
-    x->bytes_written += (uint64_t)(wr > 0 ? wr : 0);
+    x->io[mod].read += (uint64_t)(rd > 0 ? rd : 0);
+    x->io[mod].written += (uint64_t)(wr > 0 ? wr : 0);
     x->calls += 1;
     x->ticks += t1 > t0 ? t1 - t0 : 0;
 }

@@ -69,8 +69,9 @@ static void stdio_done(tbio_call *c, int op, int kind, uint32_t id, int fd, int6
             }
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, fd, off, req, failed ? -1 : ok ? bytes : 0, failed ? err : 0,
-                       r && ok && kind == S_READ ? bytes : 0, r && ok && kind == S_WRITE ? bytes : 0);
+        tbio_trace_add_mod(c, TBIO_TS_STDIO, t1, op, id, fd, off, req, failed ? -1 : ok ? bytes : 0,
+                           failed ? err : 0, r && ok && kind == S_READ ? bytes : 0,
+                           r && ok && kind == S_WRITE ? bytes : 0);
     }
     tbio_call_leave(c);
 }
@@ -275,7 +276,8 @@ static FILE *stdio_open_done(int op, const char *path, int fd_for_fdopen, FILE *
             r->offset_known = 1;
             tbio_rec_unlock(r);
         }
-        tbio_trace_add(c, t1, op, id, ret ? fileno(ret) : -1, -1, -1, ret ? 0 : -1, ret ? 0 : err, 0, 0);
+        tbio_trace_add_mod(c, TBIO_TS_STDIO, t1, op, id, ret ? fileno(ret) : -1, -1, -1, ret ? 0 : -1,
+                           ret ? 0 : err, 0, 0);
     }
     tbio_call_leave(c);
     errno = err;

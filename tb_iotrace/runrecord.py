@@ -29,7 +29,8 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # from signal handlers inside the shim)
       "trace": "<host>.<pid>.npz" | null,       # beside the JSON
       "timeseries": {"start_ns", "bin_ns", "bytes_read": [...], "bytes_written": [...],
-                     "calls": [...], "io_time_s": [...]},
+                     "calls": [...], "io_time_s": [...],
+                     "modules": {"POSIX": {"bytes_read", "bytes_written"}, "STDIO": {...}}},
                                                 # the whole window in at most 256 bins, however
                                                 # long (tb_iotrace.timeseries); whatever the
                                                 # trace cap kept; in a periodic flush, the

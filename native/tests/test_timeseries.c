@@ -40,7 +40,7 @@ static void test_widen_matches_reference(void) {
         len[i] = rnd(&x) % 50;
         rd[i] = rnd(&x) % 4096;
         if (t[i] - 1000 > maxd) maxd = t[i] - 1000;
-        tbio_ts_add(&b, t[i], t[i] + len[i], (int64_t)rd[i], i % 3 == 0 ? 7 : 0);
+        tbio_ts_add(&b, i % 2, t[i], t[i] + len[i], (int64_t)rd[i], i % 3 == 0 ? 7 : 0);
     }
     /* the narrowest width that holds the farthest call */
     uint32_t want = 3;
@@ -48,28 +48,32 @@ static void test_widen_matches_reference(void) {
     CHECK_EQ_I64(b.lg, want);
     CHECK(b.lg > 3);
     memset(&ref, 0, sizeof ref);
-    uint64_t calls = 0, bytes = 0;
-    for (int i = 0; i < N; i++) {
+    uint64_t calls = 0, bytes[2] = {0, 0};
+    for (int i = 0; i < N; i++) {   /* odd calls are STDIO's, even ones POSIX's */
         tbio_tsbin *r = &ref.bin[(t[i] - 1000) >> want];
         r->calls++;
-        r->bytes_read += rd[i];
-        r->bytes_written += i % 3 == 0 ? 7 : 0;
+        r->io[i % 2].read += rd[i];
+        r->io[i % 2].written += i % 3 == 0 ? 7 : 0;
         r->ticks += len[i];
     }
     for (uint32_t i = 0; i < TBIO_TS_BINS; i++) {
         CHECK_EQ_I64(b.bin[i].calls, ref.bin[i].calls);
-        CHECK_EQ_I64(b.bin[i].bytes_read, ref.bin[i].bytes_read);
-        CHECK_EQ_I64(b.bin[i].bytes_written, ref.bin[i].bytes_written);
+        for (int m = 0; m < TBIO_TS_MODS; m++) {
+            CHECK_EQ_I64(b.bin[i].io[m].read, ref.bin[i].io[m].read);
+            CHECK_EQ_I64(b.bin[i].io[m].written, ref.bin[i].io[m].written);
+            bytes[m] += b.bin[i].io[m].read;
+        }
         CHECK_EQ_I64(b.bin[i].ticks, ref.bin[i].ticks);
         calls += b.bin[i].calls;
-        bytes += b.bin[i].bytes_read;
     }
     CHECK_EQ_I64(calls, N);
-    uint64_t want_bytes = 0;
-    for (int i = 0; i < N; i++) want_bytes += rd[i];
-    CHECK_EQ_I64(bytes, want_bytes);
+    uint64_t want_bytes[2] = {0, 0};
+    for (int i = 0; i < N; i++) want_bytes[i % 2] += rd[i];
+    CHECK_EQ_I64(bytes[TBIO_TS_POSIX], want_bytes[0]);
+    CHECK_EQ_I64(bytes[TBIO_TS_STDIO], want_bytes[1]);
+    CHECK(want_bytes[0] > 0 && want_bytes[1] > 0);
     /* a call before the origin counts in bin 0 */
-    tbio_ts_add(&b, 10, 20, 5, 0);
+    tbio_ts_add(&b, TBIO_TS_POSIX, 10, 20, 5, 0);
     CHECK_EQ_I64(b.bin[0].calls, ref.bin[0].calls + 1);
 }
 
@@ -91,22 +95,30 @@ static void test_rebin_and_merge(void) {
     tbio_ts_rebin(&a, 1);   /* no narrowing, no change */
     CHECK_EQ_I64(a.bin[1].calls, 7);
     c.lg = 3;
-    c.bin[0].bytes_read = 10;
-    c.bin[31].bytes_read = 20;   /* ticks [248, 256) */
+    c.bin[0].io[TBIO_TS_POSIX].read = 10;
+    c.bin[31].io[TBIO_TS_POSIX].read = 20;   /* ticks [248, 256) */
+    c.bin[31].io[TBIO_TS_STDIO].written = 30;
     tbio_ts_merge(&a, &c);
     CHECK_EQ_I64(a.lg, 3);
     CHECK_EQ_I64(a.bin[0].calls, 1 + 2 + 3 + 4 + 5 + 6 + 7 + 8);
     CHECK_EQ_I64(a.bin[31].calls, 249 + 250 + 251 + 252 + 253 + 254 + 255 + 256);
-    CHECK_EQ_I64(a.bin[0].bytes_read, 10);
-    CHECK_EQ_I64(a.bin[31].bytes_read, 20);
+    CHECK_EQ_I64(a.bin[0].io[TBIO_TS_POSIX].read, 10);
+    CHECK_EQ_I64(a.bin[31].io[TBIO_TS_POSIX].read, 20);
+    CHECK_EQ_I64(a.bin[31].io[TBIO_TS_STDIO].written, 30);
+    CHECK_EQ_I64(a.bin[31].io[TBIO_TS_STDIO].read, 0);
+    tbio_ts_rebin(&a, 4);   /* bins 30 and 31 merge into 15 */
+    CHECK_EQ_I64(a.bin[15].io[TBIO_TS_POSIX].read, 20);
+    CHECK_EQ_I64(a.bin[15].io[TBIO_TS_STDIO].written, 30);
+    CHECK_EQ_I64(a.bin[31].io[TBIO_TS_STDIO].written, 0);
     uint64_t total = 0;
     for (uint32_t i = 0; i < TBIO_TS_BINS; i++) total += a.bin[i].calls;
+    CHECK_EQ_I64(a.lg, 4);
     CHECK_EQ_I64(total, 256 * 257 / 2);
     /* the base width is the smallest power of two ticks of at least 1 ms */
     CHECK_EQ_I64(tbio_ts_base_lg(1.0), 20);
     CHECK_EQ_I64(tbio_ts_base_lg(0.25), 22);
-    CHECK_EQ_I64(tbio_ts_lg_for(&a, 255u << 3), 3);
-    CHECK_EQ_I64(tbio_ts_lg_for(&a, 256u << 3), 4);
+    CHECK_EQ_I64(tbio_ts_lg_for(&a, 255u << 4), 4);
+    CHECK_EQ_I64(tbio_ts_lg_for(&a, 256u << 4), 5);
 }
 
 typedef struct worker {
@@ -161,15 +173,21 @@ static void test_session_series(void) {
     tbio_session *e = tbio_end(s);
     tbio_set_trace_cap(cap);
     CHECK(e == s);
-    uint64_t rd_files = 0, wr_files = 0;
+    uint64_t rd_files = 0, wr_files = 0, rd_mod[2] = {0, 0}, wr_mod[2] = {0, 0};
     tbio_file_info fi;
     for (uint32_t i = 0; i < tbio_session_nfiles(e); i++) {
         if (tbio_session_file(e, i, &fi) != 0 || !fi.has_record) continue;
-        rd_files += (uint64_t)counter(&fi, fi.module == 0 ? "POSIX_BYTES_READ" : "STDIO_BYTES_READ");
-        wr_files += (uint64_t)counter(&fi, fi.module == 0 ? "POSIX_BYTES_WRITTEN" : "STDIO_BYTES_WRITTEN");
+        uint64_t fr = (uint64_t)counter(&fi, fi.module == 0 ? "POSIX_BYTES_READ" : "STDIO_BYTES_READ");
+        uint64_t fw = (uint64_t)counter(&fi, fi.module == 0 ? "POSIX_BYTES_WRITTEN" : "STDIO_BYTES_WRITTEN");
+        rd_files += fr;
+        wr_files += fw;
+        rd_mod[fi.module] += fr;
+        wr_mod[fi.module] += fw;
     }
     CHECK_EQ_I64(rd_files, 1200 * 100 + 300);
     CHECK_EQ_I64(wr_files, 1000 + 333);
+    CHECK_EQ_I64(rd_mod[1], 300);
+    CHECK_EQ_I64(wr_mod[1], 333);
     tbio_timeseries_info info;
     static uint64_t r[TBIO_TS_BINS], wr[TBIO_TS_BINS], calls[TBIO_TS_BINS];
     static double io[TBIO_TS_BINS];
@@ -189,6 +207,19 @@ static void test_session_series(void) {
     }
     CHECK_EQ_I64(sr, rd_files);
     CHECK_EQ_I64(sw, wr_files);
+    /* per module: the STDIO wrappers' bytes in the STDIO bins, the rest in POSIX's */
+    static uint64_t mr[TBIO_TS_BINS], mw[TBIO_TS_BINS];
+    for (int m = 0; m < 2; m++) {
+        CHECK(tbio_session_timeseries_module(e, m, mr, mw, TBIO_TS_BINS) == 0);
+        uint64_t a = 0, b = 0;
+        for (uint32_t i = 0; i < info.nbins; i++) {
+            a += mr[i];
+            b += mw[i];
+        }
+        CHECK_EQ_I64(a, rd_mod[m]);
+        CHECK_EQ_I64(b, wr_mod[m]);
+    }
+    CHECK(tbio_session_timeseries_module(e, 2, mr, mw, TBIO_TS_BINS) == -1);
     CHECK(tbio_session_dropped(e) > 0);
     CHECK_EQ_I64(sc, tbio_session_nevents(e) + tbio_session_dropped(e));
     CHECK(sc >= 1200 + 6);

@@ -273,12 +273,16 @@ class Report(Command):
                             "dropped": int, "nevents": int,
                             "timeseries": null | {"start_ns": int, "bin_ns": float,
                                           "bytes_read": [int], "bytes_written": [int],
-                                          "calls": [int], "io_time_s": [float]},
+                                          "calls": [int], "io_time_s": [float],
+                                          "modules"?: {"POSIX"|"STDIO": {"bytes_read": [int],
+                                                                         "bytes_written": [int]}}},
                                                       # whole-run records: the process's life
                                                       # in at most 256 bins (they widen as it
                                                       # runs), independent of the trace cap;
                                                       # bytes_read sums to the files' POSIX +
-                                                      # STDIO bytes read
+                                                      # STDIO bytes read; "modules" (records
+                                                      # from this version on) splits the bytes
+                                                      # per module, bin by bin
                             "untracked": null | {"files", "calls", "bytes_read", "bytes_written",
                                           "reentrant_calls", "examples"},
                                                       # counted, not tracked: files past the

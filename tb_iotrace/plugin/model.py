@@ -50,7 +50,10 @@ MAX_FILE_LANES = 48
 MAX_ROWS = 24
 TF_DATA_RE = re.compile(r"^tf_data|Iterator::")
 MAX_STEP_STATS = 20_000   # step markers whose step_num is read back from the file (one read each)
-STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|Profiled batch)(\b|$)")
+STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|Profiled batch)(\b|$)"
+                          r"|^ProfilerStep#\d+$")
+# PyTorch names each step ``ProfilerStep#<n>``: one kind of marker whatever the number.
+NUMBERED_STEP_RE = re.compile(r"^(ProfilerStep#)\d+$")
 INPUT_WAIT_RE = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
 READ_OPS_RE = re.compile(r"read|recv", re.I)
 WRITE_OPS_RE = re.compile(r"write|send|sync", re.I)
@@ -532,7 +535,7 @@ def _load_capture(path: str, host: str) -> Capture:
                     continue
                 m = np.flatnonzero(np.isin(ln.name_id, mset))
                 for k in m.tolist():
-                    found.setdefault(names[int(ln.name_id[k])], []).append(
+                    found.setdefault(NUMBERED_STEP_RE.sub(r"\1", names[int(ln.name_id[k])]), []).append(
                         (int(ln.start[k]), int(ln.end[k]), ln, k))
         if found:
             name, spans = max(found.items(), key=lambda kv: (len(kv[1]), kv[0]))

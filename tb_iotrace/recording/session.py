@@ -388,8 +388,13 @@ def _timeseries_of(sess: Any) -> TimeSeries | None:
     rd, wr, calls = (ffi.new("uint64_t[]", max(n, 1)) for _ in range(3))
     io = ffi.new("double[]", max(n, 1))
     lib.tbio_session_timeseries(sess, info, rd, wr, calls, io, n)
+    modules = {}
+    mr, mw = ffi.new("uint64_t[]", max(n, 1)), ffi.new("uint64_t[]", max(n, 1))
+    for k, name in enumerate(MODULES):   # the native module numbers, in order
+        lib.tbio_session_timeseries_module(sess, k, mr, mw, n)
+        modules[name] = (tuple(ffi.unpack(mr, n)), tuple(ffi.unpack(mw, n)))
     return TimeSeries(int(info.start_ns), float(info.bin_ns), tuple(ffi.unpack(rd, n)), tuple(ffi.unpack(wr, n)),
-                      tuple(ffi.unpack(calls, n)), tuple(ffi.unpack(io, n)))
+                      tuple(ffi.unpack(calls, n)), tuple(ffi.unpack(io, n)), modules)
 
 
 def _copy_files(sess: Any, module: str, has_record: bool) -> ModuleRows:

@@ -663,15 +663,21 @@ def start_clock(space, start_ns: int | None, where: str) -> int:
 
 
 def add_io_to_space(space, trace: IoTrace, *, start_ns: int | None = None,
-                    max_events: int = DEFAULT_MAX_EVENTS) -> dict[str, Any]:
+                    max_events: int = DEFAULT_MAX_EVENTS, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Add ``trace`` to ``space`` (in memory) as I/O lines of its ``/host:CPU`` plane,
-    replacing I/O data added before. Returns the JSON record written (see :func:`_info_json`).
+    replacing I/O data added before. Returns the JSON record written (see :func:`_info_json`);
+    ``extra`` adds keys of the caller's to it (a key of the record's own is refused).
 
     ``space`` may be our XSpace or TensorFlow's (only the protobuf API is used)."""
     start = start_clock(space, start_ns, "XSpace")
     remove_io_data(space)
     host, _ = host_plane(space)
     enc = encode_trace(trace, host, start, max_events)
+    if extra:
+        clash = sorted(set(extra) & set(enc.info))
+        if clash:
+            raise ValueError(f"extra keys {clash} are the I/O record's own")
+        enc.info.update(extra)
     apply_metadata(host, enc)
     host.MergeFromString(enc.lines_blob)
     return enc.info

@@ -1,7 +1,8 @@
 """Which framework made a capture, as the capture itself tells, and why one holds no I/O.
 
 JAX writes a ``/host:metadata`` plane whose stats name ``jax_version`` and ``jaxlib_version``
-(jaxlib 0.10; older releases write the plane without them). TensorFlow writes no such plane;
+(jaxlib 0.10; older releases write the plane without them). A PyTorch (Kineto) trace converted by
+:mod:`tb_iotrace.kineto_xspace` has that plane with ``framework`` = ``PyTorch``. TensorFlow writes no such plane;
 its host events carry names no JAX capture has (eager execution, tf.function, tf.data). Only
 plane stats and event *metadata* names are read, never the events: the planes may be full
 protobuf ``XPlane``s or the plugin's line-less copies.
@@ -29,7 +30,7 @@ HOW_TO_ENABLE = ("Call tb_iotrace.enable() in the process that profiles (before 
 
 @dataclass(frozen=True)
 class Origin:
-    framework: str           # "JAX", "TensorFlow" or "" (the capture does not say)
+    framework: str           # "JAX", "TensorFlow", "PyTorch" or "" (the capture does not say)
     version: str = ""        # the framework's version when the capture records it
     jaxlib: str = ""         # JAX: jaxlib's version when recorded
 
@@ -62,6 +63,8 @@ def capture_origin(planes: Iterable[Any]) -> Origin:
     for p in planes:
         if p.name == METADATA_PLANE:
             st = _stat_strings(p)
+            if st.get("framework") == "PyTorch":
+                return Origin("PyTorch")
             if st.get("jax_version") or st.get("jaxlib_version"):
                 return Origin("JAX", st.get("jax_version", ""), st.get("jaxlib_version", ""))
     if any(_has_event_prefix(p, JAX_EVENT_PREFIXES) for p in host):
@@ -84,6 +87,10 @@ def missing_io_reason(planes: Iterable[Any]) -> str:
         return (head + "JAX made it, in a release that does not record its version: either tb_iotrace was "
                 f"not enabled in that process, or that jaxlib is not one tb_iotrace hooks ({jaxlib_range()}). "
                 + HOW_TO_ENABLE)
+    if o.framework == "PyTorch":
+        return (head + "PyTorch wrote this trace without tb_iotrace's I/O (torch.profiler's own "
+                "tensorboard_trace_handler?). Profile with on_trace_ready=tb_iotrace.torch.trace_handler(dir) "
+                "instead.")
     if o.framework == "TensorFlow":
         return (head + "TensorFlow made it in a process where tb_iotrace was not enabled (or TBIO_TENSORFLOW=0 "
                 "turned its TensorFlow hook off). " + HOW_TO_ENABLE)

@@ -94,6 +94,14 @@ def test_run_record_time_series_covers_the_run_with_exact_bytes(tmp_path):
     wr = sum(f["counters"][f"{f['module']}_BYTES_WRITTEN"] for f in files)
     assert rd == sum(b[2] for b in bursts) == sum(ts["bytes_read"])
     assert wr == sum(b[2] for b in bursts) == sum(ts["bytes_written"])
+    # and per module (Darshan's HEATMAP records): each module's bins sum to its files' bytes
+    for mod in ("POSIX", "STDIO"):
+        mine = [f["counters"] for f in files if f["module"] == mod]
+        got = ts["modules"][mod]
+        assert sum(got["bytes_read"]) == sum(c[f"{mod}_BYTES_READ"] for c in mine)
+        assert sum(got["bytes_written"]) == sum(c[f"{mod}_BYTES_WRITTEN"] for c in mine)
+    assert sum(ts["modules"]["STDIO"]["bytes_read"]) == bursts[2][2]   # the fread burst
+    assert sum(ts["modules"]["POSIX"]["bytes_read"]) == sum(b[2] for b in bursts) - bursts[2][2]
 
     # from the process's start to its end, in at most 256 bins that widened from 1 ms
     proc = host["process"]

@@ -34,6 +34,7 @@ LAYERS = {
     "tb_iotrace.timeseries": "store",    # a recording's time series: data and JSON form (pure)
     "tb_iotrace.logdir": "store",
     "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events
+    "tb_iotrace.kineto_xspace": "store", # a Kineto trace as an XSpace shaped like a TF capture
     "tb_iotrace.xplane.columnar": "model",
     "tb_iotrace._native": "capture",     # the interposer
     "tb_iotrace._ffi": "capture",

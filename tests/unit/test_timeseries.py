@@ -52,3 +52,43 @@ def test_text_sparklines():
     txt = render_timeseries(series(0, 1e9, [0, 1 << 20, 0, 4 << 20]).to_dict())
     assert "4.0 s in 4 bins of 1.00 s" in txt
     assert "read  | ▂ █| peak 4.0 MiB/s at +3.0 s, total 5.0 MiB" in txt
+
+
+def split(s: TimeSeries, stdio_every: int) -> TimeSeries:
+    """``s`` with every ``stdio_every``-th bin's bytes counted as STDIO's, the rest POSIX's."""
+    zero = tuple(0 for _ in s.bytes_read)
+    st = [i % stdio_every == 0 for i in range(len(s))]
+    pick = lambda arr, on: tuple(v if f == on else 0 for v, f in zip(arr, st))  # noqa: E731
+    return TimeSeries(s.start_ns, s.bin_ns, s.bytes_read, s.bytes_written, s.calls, s.io_time_s,
+                      {"POSIX": (pick(s.bytes_read, False), pick(s.bytes_written, False)),
+                       "STDIO": (pick(s.bytes_read, True), pick(s.bytes_written, True)) if any(st) else (zero, zero)})
+
+
+def test_module_split_is_stored_checked_and_folded_exactly():
+    ms = 1_000_000
+    a = split(series(0, ms, [10, 20, 30, 40]), 2)
+    d = a.to_dict()
+    assert d["modules"]["STDIO"]["bytes_read"] == [10, 0, 30, 0]
+    assert TimeSeries.from_dict(d) == a
+    # a split that does not add up, an unknown module, a short array: refused
+    bad = {**d, "modules": {**d["modules"], "STDIO": {"bytes_read": [10, 0, 31, 0], "bytes_written": [5, 0, 15, 0]}}}
+    with pytest.raises(TimeSeriesError, match="do not sum"):
+        TimeSeries.from_dict(bad)
+    with pytest.raises(TimeSeriesError, match="unknown module"):
+        TimeSeries.from_dict({**d, "modules": {"MPIIO": d["modules"]["POSIX"]}})
+    with pytest.raises(TimeSeriesError, match="differ in length"):
+        TimeSeries.from_dict({**d, "modules": {"POSIX": {"bytes_read": [1], "bytes_written": [1]}}})
+    # a series without the split (recorded before it existed) still reads
+    old = {k: v for k, v in d.items() if k != "modules"}
+    assert TimeSeries.from_dict(old).modules is None
+    # folding keeps the split, bin for bin, with exact totals per module
+    b = split(series(3 * ms, ms, [1000] * 300), 3)
+    acc = accumulate(accumulate(None, a, 0), b, 0)
+    assert acc.bin_ns == 2 * ms
+    r, w = acc.modules["STDIO"]
+    assert sum(r) == 10 + 30 + 1000 * 100 and sum(w) == sum(r) // 2
+    assert sum(acc.modules["POSIX"][0]) == 20 + 40 + 1000 * 200
+    assert [p + s for p, s in zip(acc.modules["POSIX"][0], r)] == list(acc.bytes_read)
+    assert TimeSeries.from_dict(acc.to_dict()) == acc
+    # folding a series without the split into one with it: the split is unknown from then on
+    assert accumulate(acc, series(400 * ms, ms, [5]), 0).modules is None

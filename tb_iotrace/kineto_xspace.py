@@ -1,0 +1,325 @@
+"""A Kineto trace (PyTorch's ``*.pt.trace.json[.gz]``) as an XSpace shaped like the
+TensorFlow and JAX captures, so that everything built on those (the I/O tab's model, the
+analysis, the exports) reads PyTorch runs unchanged.
+
+    space = to_xspace(read_trace(path))        # or read_xspace(path)
+
+What goes where:
+
+- ``Task Environment``: ``profile_start_time`` / ``profile_stop_time`` (CLOCK_REALTIME epoch
+  ns): the earliest start and the latest end of the trace's events. Every time below is
+  relative to that start, as in a saved TensorFlow capture.
+- ``/host:metadata``: ``framework`` = ``PyTorch`` and the trace's own facts (``trace_id``,
+  ``schemaVersion``, ``host_name``), so :mod:`tb_iotrace.xplane.origin` can tell.
+- ``/host:CPU``: one line per (pid, tid) of the CPU events (``cpu_op``, ``user_annotation``,
+  ``python_function``, ``cuda_runtime``...; nested events stay nested). A line whose thread
+  also did I/O gets TensorFlow's host line id of that thread (``thread_line_id`` of its
+  ``pthread_self``), so the I/O lines and the attribution find it exactly as in a TF capture.
+  Each ``ProfilerStep#N`` carries the stats ``step_num`` = N and ``_r`` = 1 (a step root, as
+  ``jax.profiler.StepTraceAnnotation`` writes): :mod:`tb_iotrace.attribution` takes them as steps.
+  The event's scalar ``args`` become its stats (lists as JSON text).
+- ``/device:GPU:<device>``: one line ``Stream #<stream>`` per CUDA stream, from the
+  ``kernel``, ``gpu_memcpy``, ``gpu_memset`` and ``gpu_user_annotation`` events.
+- the I/O (``tb_iotrace.io`` events that :func:`tb_iotrace.kineto.add_io` wrote) goes in as the
+  TensorFlow path encodes it (:func:`tb_iotrace.xplane.add_io_to_space`): one I/O line per
+  thread, the Darshan counters of every process merged per file (counts and bytes add up, as
+  Darshan reduces a file shared by ranks), and under the record's key ``kineto`` the
+  processes (``pid``, ``role`` main/worker, their ``tids``). A DataLoader worker's threads are
+  named ``<comm> (worker pid N)``. A call's return value is in the trace only as ``bytes`` for
+  data calls; for other calls it reads back as 0 (-1 when it failed).
+
+Clock: Kineto's ``ts`` is microseconds since ``baseTimeNanoseconds`` (older traces: since the
+epoch, without that key); ``base + ts * 1000`` is CLOCK_REALTIME, the shim's clock.
+
+A trace without the ``tb_iotrace`` record (PyTorch's own ``tensorboard_trace_handler``) converts
+without I/O; one whose events are not Kineto's raises :class:`~tb_iotrace.kineto.KinetoTraceError`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+from .kineto import CATEGORY, KinetoTraceError, io_record, read_trace
+from .runrecord import merge_files, merge_untracked
+from .xplane import HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XSpace, add_io_to_space, thread_line_id
+
+__all__ = ["DEVICE_CATEGORIES", "FRAMEWORK", "KINETO_KEY", "METADATA_PLANE", "read_xspace", "to_xspace"]
+
+FRAMEWORK = "PyTorch"
+METADATA_PLANE = "/host:metadata"
+KINETO_KEY = "kineto"            # key of the I/O record holding the processes
+DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"})
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+MAX_STAT_TEXT = 1024
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if v == v and abs(v) != float("inf") else None
+
+
+def _int_id(v: Any) -> int | None:
+    """A pid/tid/device/stream as an int (Kineto writes ints; GPU traces may write ``"stream 7"``)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, str):
+        m = re.fullmatch(r"\s*(?:stream\s+)?(-?\d+)\s*", v)
+        return int(m.group(1)) if m else None
+    return None
+
+
+class _Plane:
+    """An XPlane under construction: metadata interned by name, events grouped by line."""
+
+    def __init__(self, plane: Any) -> None:
+        self.plane = plane
+        self.event_ids: dict[str, int] = {}
+        self.stat_ids: dict[str, int] = {}
+        self.lines: dict[Any, list[tuple[int, int, str, dict[str, Any]]]] = {}
+
+    def event_id(self, name: str) -> int:
+        got = self.event_ids.get(name)
+        if got is None:
+            got = self.event_ids[name] = len(self.event_ids) + 1
+            md = self.plane.event_metadata[got]
+            md.id = got
+            md.name = name
+            md.display_name = name
+        return got
+
+    def stat_id(self, name: str) -> int:
+        got = self.stat_ids.get(name)
+        if got is None:
+            got = self.stat_ids[name] = len(self.stat_ids) + 1
+            md = self.plane.stat_metadata[got]
+            md.id = got
+            md.name = name
+        return got
+
+    def set_stat(self, stats: Any, name: str, value: Any) -> None:
+        if isinstance(value, bool):
+            value = int(value)
+        if isinstance(value, int) and -(1 << 63) <= value < (1 << 63):
+            stats.add(metadata_id=self.stat_id(name), int64_value=value)
+        elif isinstance(value, float):
+            stats.add(metadata_id=self.stat_id(name), double_value=value)
+        elif value is not None:
+            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+            stats.add(metadata_id=self.stat_id(name), str_value=text[:MAX_STAT_TEXT])
+
+    def add_line(self, key: Any, line_id: int, display_id: int, name: str, start_ns: int) -> None:
+        events = sorted(self.lines.get(key, []), key=lambda e: (e[0], -e[1]))
+        if not events:
+            return
+        ln = self.plane.lines.add()
+        ln.id = line_id
+        ln.display_id = display_id
+        ln.name = ln.display_name = name
+        t0 = events[0][0]
+        ln.timestamp_ns = t0 - start_ns
+        for s, d, nm, args in events:
+            ev = ln.events.add()
+            ev.metadata_id = self.event_id(nm)
+            ev.offset_ps = (s - t0) * 1000
+            ev.duration_ps = d * 1000
+            m = STEP_RE.match(nm)
+            if m:
+                self.set_stat(ev.stats, "step_num", int(m.group(1)))
+                self.set_stat(ev.stats, "_r", 1)
+            for k, v in args.items():
+                self.set_stat(ev.stats, str(k), v)
+
+
+def _plane(space: XSpace, name: str) -> Any:
+    p = space.planes.add()
+    p.id = len(space.planes) - 1
+    p.name = name
+    return p
+
+
+def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: list[dict[str, Any]],
+              linked: set[tuple[int, int]]) -> tuple[IoTrace, list[dict[str, Any]]]:
+    """The I/O events as an IoTrace (absolute ns) and the processes' summary for the record.
+    Only the threads in ``linked`` ((pid, tid) with a host line named by their pthread) keep
+    their ``pthread_self``: a forked worker's main thread has its parent's."""
+    n = len(io)
+    op = np.empty(n, dtype=object)
+    path = np.empty(n, dtype=object)
+    offset = np.full(n, -1, dtype=np.int64)
+    requested = np.full(n, -1, dtype=np.int64)
+    returned = np.zeros(n, dtype=np.int64)
+    fd = np.full(n, -1, dtype=np.int32)
+    errno = np.zeros(n, dtype=np.int32)
+    start = np.zeros(n, dtype=np.int64)
+    end = np.zeros(n, dtype=np.int64)
+    tid = np.zeros(n, dtype=np.int64)
+    tids_of: dict[int, set[int]] = {}
+    for i, (s, d, pid, t, name, args) in enumerate(io):
+        op[i] = name
+        path[i] = str(args.get("path") or "")
+        for col, key in ((offset, "offset"), (requested, "bytes_requested"), (fd, "fd"), (errno, "errno")):
+            v = args.get(key)
+            if isinstance(v, int) and not isinstance(v, bool):
+                col[i] = v
+        b = args.get("bytes")
+        returned[i] = b if isinstance(b, int) and not isinstance(b, bool) else (-1 if errno[i] else 0)
+        start[i], end[i], tid[i] = s, s + d, t
+        tids_of.setdefault(pid, set()).add(t)
+    threads: dict[int, ThreadInfo] = {}
+    files: dict[tuple[str, str], dict[str, Any]] = {}
+    untracked: dict[str, Any] = {}
+    dropped = 0
+    summary = []
+    for p in procs:
+        if not isinstance(p, dict) or not isinstance(p.get("pid"), int):
+            raise KinetoTraceError("malformed tb_iotrace record: a process without a pid")
+        pid, role = int(p["pid"]), str(p.get("role") or "main")
+        for entry in p.get("threads") or []:
+            t, pthread, comm = int(entry[0]), int(entry[1]), str(entry[2])
+            threads[t] = ThreadInfo(pthread if (pid, t) in linked else 0,
+                                    f"{comm} (worker pid {pid})" if role == "worker" else comm)
+        merge_files(files, list(p.get("counters") or []))
+        if isinstance(p.get("untracked"), dict):
+            merge_untracked(untracked, p["untracked"])
+        dropped += int(p.get("dropped") or 0)
+        summary.append({"pid": pid, "role": role, "start_ns": int(p.get("start_ns") or 0),
+                        "end_ns": int(p.get("end_ns") or 0), "dropped": int(p.get("dropped") or 0),
+                        "tids": sorted(tids_of.get(pid, set()) | {int(e[0]) for e in p.get("threads") or []})})
+    known = {s["pid"] for s in summary}
+    for pid, ts in sorted(tids_of.items()):   # I/O events of a process the record does not list
+        if pid not in known:
+            summary.append({"pid": pid, "role": "", "start_ns": 0, "end_ns": 0, "dropped": 0, "tids": sorted(ts)})
+    for t in np.unique(tid).tolist():
+        threads.setdefault(int(t), ThreadInfo(0, "thread"))
+    order = np.lexsort((start, tid))
+    trace = IoTrace(op=op[order], path=path[order], offset=offset[order], requested=requested[order],
+                    returned=returned[order], fd=fd[order], errno=errno[order], start_ns=start[order],
+                    end_ns=end[order], tid=tid[order], threads=threads, dropped=dropped,
+                    counters=list(files.values()), untracked=untracked or None)
+    return trace, summary
+
+
+def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
+    """The Kineto trace ``trace`` (as :func:`tb_iotrace.kineto.read_trace` returns it) as an
+    XSpace (see the module doc); KinetoTraceError (naming ``source``) when it is not one."""
+    events = trace.get("traceEvents") if isinstance(trace, dict) else None
+    if not isinstance(events, list):
+        raise KinetoTraceError(f"{source}: not a Kineto trace (no top-level 'traceEvents' list)")
+    rec = io_record(trace, source)
+    base = trace.get("baseTimeNanoseconds", 0) or 0
+    if not isinstance(base, int) or isinstance(base, bool):
+        raise KinetoTraceError(f"{source}: baseTimeNanoseconds is not an integer ({base!r})")
+    host: dict[tuple[int, int], list] = {}
+    device: dict[int, dict[int, list]] = {}
+    io: list[tuple[int, int, int, int, str, dict[str, Any]]] = []
+    thread_names: dict[tuple[int, int], str] = {}
+    lo = hi = None
+    complete = 0
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        ph = e.get("ph")
+        if ph == "M":
+            if e.get("name") == "thread_name":
+                pid, tid = _int_id(e.get("pid")), _int_id(e.get("tid"))
+                args = e.get("args") if isinstance(e.get("args"), dict) else {}
+                if pid is not None and tid is not None and isinstance(args.get("name"), str):
+                    thread_names.setdefault((pid, tid), args["name"])
+            continue
+        if ph != "X":
+            continue
+        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
+        name = e.get("name")
+        if ts is None or not isinstance(name, str):
+            continue
+        complete += 1
+        s = base + round(ts * 1000)
+        d = max(0, round((dur or 0.0) * 1000))
+        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        cat = e.get("cat")
+        pid, tid = _int_id(e.get("pid")), _int_id(e.get("tid"))
+        if cat == CATEGORY:
+            if pid is None or tid is None:
+                continue
+            io.append((s, d, pid, tid, name, args))
+        elif cat in DEVICE_CATEGORIES:
+            dev = _int_id(args.get("device", e.get("pid")))
+            stream = _int_id(args.get("stream", e.get("tid")))
+            if dev is None or stream is None:
+                continue
+            device.setdefault(dev, {}).setdefault(stream, []).append((s, d, name, args))
+        elif pid is not None and tid is not None:
+            host.setdefault((pid, tid), []).append((s, d, name, args))
+        else:
+            continue   # Kineto's own spans ("Spans", "Traces" pseudo-processes)
+        lo = s if lo is None else min(lo, s)
+        hi = s + d if hi is None else max(hi, s + d)
+    if complete == 0 and events:
+        raise KinetoTraceError(f"{source}: no complete ('ph': 'X') events with a name and a numeric 'ts': "
+                               "not a Kineto trace")
+    start = int(lo if lo is not None else base)
+    stop = int(hi if hi is not None else start)
+
+    space = XSpace()
+    if isinstance(trace.get("host_name"), str):
+        space.hostnames.append(trace["host_name"])
+    meta = _Plane(_plane(space, METADATA_PLANE))
+    meta.set_stat(meta.plane.stats, "framework", FRAMEWORK)
+    for key in ("schemaVersion", "trace_id", "host_name"):
+        if isinstance(trace.get(key), (int, str)):
+            meta.set_stat(meta.plane.stats, key, trace[key])
+
+    procs = list(rec["processes"]) if rec is not None else []
+    pthreads: dict[tuple[int, int], int] = {}
+    for p in procs:
+        if isinstance(p, dict) and isinstance(p.get("pid"), int):
+            for entry in p.get("threads") or []:
+                try:
+                    pthreads[(int(p["pid"]), int(entry[0]))] = int(entry[1])
+                except (TypeError, ValueError, IndexError):
+                    raise KinetoTraceError(f"{source}: malformed tb_iotrace record (thread {entry!r})") from None
+
+    cpu = _Plane(_plane(space, HOST_PLANE))
+    cpu.lines = host
+    pids = {pid for pid, _ in host}
+    # host lines named as TensorFlow names them (by pthread_self) where that is unambiguous
+    seen = [pthreads[k] for k in host if k in pthreads]
+    linked = {k for k in host if k in pthreads and seen.count(pthreads[k]) == 1}
+    for (pid, tid) in sorted(host):
+        name = thread_names.get((pid, tid)) or f"thread {tid}"
+        if len(pids) > 1:
+            name = f"{name} [pid {pid}]"
+        line_id = thread_line_id(pthreads[(pid, tid)]) if (pid, tid) in linked else tid
+        cpu.add_line((pid, tid), line_id, tid, name, start)
+    for dev in sorted(device):
+        gpu = _Plane(_plane(space, f"/device:GPU:{dev}"))
+        gpu.lines = device[dev]
+        for stream in sorted(device[dev]):
+            gpu.add_line(stream, stream, stream, f"Stream #{stream}", start)
+
+    env = _Plane(_plane(space, TASK_ENV_PLANE))
+    env.set_stat(env.plane.stats, "profile_start_time", start)
+    env.set_stat(env.plane.stats, "profile_stop_time", stop)
+
+    if rec is not None:
+        try:
+            iot, summary = _io_trace(io, procs, linked)
+        except (TypeError, ValueError, IndexError, KeyError) as exc:
+            raise KinetoTraceError(f"{source}: malformed tb_iotrace record ({exc})") from None
+        add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),
+                        extra={KINETO_KEY: {"format": rec.get("format"), "base_time_ns": base,
+                                            "processes": summary,
+                                            "notes": [str(n) for n in rec.get("notes") or []]}})
+    return space
+
+
+def read_xspace(path: str | os.PathLike[str]) -> XSpace:
+    """:func:`to_xspace` of the trace file at ``path``."""
+    return to_xspace(read_trace(path), os.fspath(path))
