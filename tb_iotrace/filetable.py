@@ -9,10 +9,14 @@ not once per file, and nothing holds a Python object per file until someone asks
 
 Stored as an ``.npz`` (:meth:`FileTable.save`, :func:`load_table`), one array per column:
 ``paths.data`` (uint8), ``paths.end`` (int64, the end of each path in ``paths.data``), and per
-module ``<M>.path`` (int64 index into the paths), ``<M>.record_id`` (uint64), ``<M>.counters``
-(int64, n x k), ``<M>.fcounters`` (float64, n x j), ``<M>.names`` and ``<M>.fnames`` (str: the
-columns' counter names). A path both modules name is stored once. The archive is deflated at
-level 1 (counters are mostly zeros: about a tenth of their size, written at memory speed).
+module ``<M>.path`` (int64 index into the paths), ``<M>.record_id`` (uint64), ``<M>.names`` and
+``<M>.fnames`` (str: every counter name of the module, in order), ``<M>.c.<NAME>`` (one int
+counter, in the smallest integer type that holds its values exactly) and ``<M>.f.<NAME>`` (one
+float counter, float64). A counter that is 0 in every row is not stored (most of Darshan's are,
+in most runs). A path both modules name is stored once. Integer columns and paths are deflated
+(level 1), floats and record ids stored as they are (they hardly deflate).
+A loaded table keeps its matrices column-major, so the pages of the columns that were not
+stored are never touched (no memory).
 """
 from __future__ import annotations
 
@@ -51,10 +55,13 @@ class PathTable:
 
     def strings(self, idx: np.ndarray | None = None) -> list[str]:
         """Paths as str (``os.fsdecode``: odd bytes as surrogates), all or those at ``idx``."""
-        blob = self.data.tobytes()
         end = self.end.tolist()
         start = [0] + end[:-1]
         rows = range(len(end)) if idx is None else np.asarray(idx).tolist()
+        if not len(self.data) or int(self.data.max()) < 0x80:   # ASCII: one decode, str slices
+            text = self.data.tobytes().decode("ascii")
+            return [text[start[i]:end[i]] for i in rows]
+        blob = self.data.tobytes()
         return [os.fsdecode(blob[start[i]:end[i]]) for i in rows]
 
     @classmethod
@@ -162,10 +169,15 @@ class FileTable:
             for m, t in self.modules.items():
                 _put(z, f"{m}.path", index[m])
                 _put(z, f"{m}.record_id", t.record_id.astype(np.uint64, copy=False))
-                _put(z, f"{m}.counters", t.counters.astype(np.int64, copy=False))
-                _put(z, f"{m}.fcounters", t.fcounters.astype(np.float64, copy=False))
                 _put(z, f"{m}.names", np.array(t.names, dtype=str))
                 _put(z, f"{m}.fnames", np.array(t.fnames, dtype=str))
+                if len(t):
+                    c = t.counters
+                    lo, hi, used = c.min(axis=0), c.max(axis=0), c.any(axis=0)
+                    for j in np.nonzero(used)[0].tolist():
+                        _put(z, f"{m}.c.{t.names[j]}", c[:, j].astype(_int_type(int(lo[j]), int(hi[j]))))
+                    for j in np.nonzero(t.fcounters.any(axis=0))[0].tolist():
+                        _put(z, f"{m}.f.{t.fnames[j]}", t.fcounters[:, j].astype(np.float64, copy=False))
 
     @classmethod
     def from_dicts(cls, records: Sequence[Mapping[str, Any]]) -> "FileTable":
@@ -252,8 +264,21 @@ def load_table(fh: BinaryIO, where: str = "file table") -> FileTable:
             n = len(idx)
             names = tuple(str(x) for x in cols[f"{m}.names"].tolist())
             fnames = tuple(str(x) for x in cols[f"{m}.fnames"].tolist())
-            c, f, rid = cols[f"{m}.counters"], cols[f"{m}.fcounters"], cols[f"{m}.record_id"]
-            if c.shape != (n, len(names)) or f.shape != (n, len(fnames)) or rid.shape != (n,):
+            rid = cols[f"{m}.record_id"]
+            c = np.zeros((n, len(names)), np.int64, order="F")
+            f = np.zeros((n, len(fnames)), np.float64, order="F")
+            for mat, kind, nm in ((c, "c", names), (f, "f", fnames)):
+                at = {k: j for j, k in enumerate(nm)}
+                for key in [k for k in cols if k.startswith(f"{m}.{kind}.")]:
+                    name = key[len(m) + 3:]
+                    if name not in at:
+                        raise TableError(f"{where}: column {key} is not one of the {m} counters")
+                    col = cols.pop(key)
+                    if col.shape != (n,) or col.dtype.kind not in ("iu" if kind == "c" else "f"):
+                        raise TableError(f"{where}: column {key} has {col.shape[0] if col.ndim else 0} rows "
+                                         f"of {col.dtype}, expected {n} of numbers")
+                    mat[:, at[name]] = col
+            if rid.shape != (n,):
                 raise TableError(f"{where}: {m} columns have different lengths")
             if n and (idx.min() < 0 or idx.max() >= len(paths)):
                 raise TableError(f"{where}: a {m} row names a path that is not stored")
@@ -266,7 +291,17 @@ def load_table(fh: BinaryIO, where: str = "file table") -> FileTable:
     return FileTable(out)
 
 
+def _int_type(lo: int, hi: int) -> type:
+    for t in (np.int8, np.int16, np.int32):
+        info = np.iinfo(t)
+        if info.min <= lo and hi <= info.max:
+            return t
+    return np.int64
+
+
 def _put(z: zipfile.ZipFile, name: str, a: np.ndarray) -> None:
+    # floats and hashes hardly deflate (a few percent, at 60 MB/s): stored as they are
+    z.compression = zipfile.ZIP_STORED if a.dtype.kind == "f" or a.dtype == np.uint64 else zipfile.ZIP_DEFLATED
     with z.open(name + ".npy", "w", force_zip64=True) as out:
         np.lib.format.write_array(out, np.ascontiguousarray(a), allow_pickle=False)
 

@@ -226,14 +226,16 @@ class _FileNames(Mapping[int, str]):
         self._dict: dict[int, str] | None = None
 
     def _values(self, rows: np.ndarray) -> list[str]:
-        out: list[str] = []
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty(len(rows), dtype=object)
         ends = np.cumsum([len(t) for t, _ in self._parts])
-        for r in rows.tolist():
-            k = int(np.searchsorted(ends, r, side="right"))
-            t, is_module = self._parts[k]
-            j = r - (int(ends[k - 1]) if k else 0)
-            out.append(t.module if is_module else os.fsdecode(t.path_bytes(j)))
-        return out
+        part = np.searchsorted(ends, rows, side="right")
+        for k, (t, is_module) in enumerate(self._parts):
+            sel = np.nonzero(part == k)[0]
+            if len(sel):
+                local = rows[sel] - (int(ends[k - 1]) if k else 0)
+                out[sel] = [t.module] * len(sel) if is_module else t.paths.strings(t.path[local])
+        return out.tolist()
 
     def lookup(self, ids: np.ndarray) -> list[str]:
         ids = np.asarray(ids, dtype=np.int64)
