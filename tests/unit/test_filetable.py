@@ -231,3 +231,41 @@ def test_old_records_in_report_exports_and_plugin(v1, tmp_path):
     ct = cap.counters
     assert sorted(zip(ct.modules, ct.paths)) == sorted((f["module"], f["path"]) for f in raw["files"])
     assert np.nansum(ct.col("POSIX_BYTES_WRITTEN")) == 1300
+
+
+def test_report_from_columns_equals_report_from_records(only, tmp_path):
+    """report --json and the text report of a run/2 record (columns, entries streamed) say
+    exactly what they say of the same record with its files inline (the per-record path)."""
+    only.enable()
+    data = tmp_path / "d"
+    data.mkdir()
+    with only.capture() as cap:
+        for i in range(30):
+            p = data / (f"f{i}.py" if i % 10 == 0 else f"f{i}.bin")   # a few "code" files
+            p.write_bytes(b"x" * (100 * i + 1))
+            with open(p, "rb") as fh:
+                fh.read()
+        fd = os.open(os.fsencode(data) + b"/odd-\xff.bin", os.O_CREAT | os.O_WRONLY, 0o600)
+        os.write(fd, b"q" * 5000)
+        os.close(fd)
+    cols = write_record(tmp_path / "cols", cap, partial=False, exit={"how": "exit"})
+    inline = tmp_path / "inline" / "plugins" / "iotrace" / cols.name
+    inline.parent.mkdir(parents=True)
+    doc = json.loads(cols.read_text())
+    doc.pop("file_table")
+    doc["files"] = list(read_record(cols).files)
+    doc["python"] = {"prefixes": [str(data / "f0.py")], "path": []}
+    inline.write_text(json.dumps(doc))
+    shutil.copyfile(cols.with_suffix(".npz"), inline.with_suffix(".npz"))   # the same trace
+    d2 = json.loads(cols.read_text())
+    d2["python"] = doc["python"]
+    cols.write_text(json.dumps(d2))
+    a, b = cli("report", str(cols), "--json"), cli("report", str(inline), "--json")
+    assert a.returncode == 0 and b.returncode == 0, a.stderr + b.stderr
+    ha, hb = json.loads(a.stdout)["runs"][0]["hosts"][0], json.loads(b.stdout)["runs"][0]["hosts"][0]
+    for k in ("files", "totals", "code_loading", "summary"):
+        assert ha[k] == hb[k], k
+    assert len(ha["files"]) == 31 and sum(f["code"] for f in ha["files"]) == 3, [f["path"] for f in ha["files"] if f["code"]]
+    ta, tb = cli("report", str(cols)), cli("report", str(inline))
+    assert ta.returncode == 0 and ta.stdout.replace(str(cols), "X") == tb.stdout.replace(str(inline), "X")
+    assert "Busiest files" in ta.stdout and "Code loading" in ta.stdout
