@@ -30,8 +30,8 @@ import numpy as np
 
 MODULE_ORDER = ("POSIX", "STDIO")
 # merge rules of consecutive windows (Darshan semantics, by counter name)
-_MAX_KEYS = ("MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
-_LAST_KEYS = ("MODE", "FILE_ALIGNMENT", "MEM_ALIGNMENT", "ACCESS", "STRIDE", "FASTEST_RANK", "SLOWEST_RANK",
+MAX_KEYS = ("MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
+LAST_KEYS = ("MODE", "FILE_ALIGNMENT", "MEM_ALIGNMENT", "ACCESS", "STRIDE", "FASTEST_RANK", "SLOWEST_RANK",
               "RENAMED_FROM")
 
 
@@ -413,7 +413,7 @@ class Accumulator:
 
 def _int_rules(names: tuple[str, ...]) -> np.ndarray:
     """Per int counter: 0 add, 1 max, 2 keep the latest."""
-    return np.array([1 if any(k.endswith(m) for m in _MAX_KEYS) else 2 if any(m in k for m in _LAST_KEYS) else 0
+    return np.array([1 if any(k.endswith(m) for m in MAX_KEYS) else 2 if any(m in k for m in LAST_KEYS) else 0
                      for k in names], dtype=np.int8)
 
 

@@ -25,7 +25,7 @@ What goes where:
   thread, the Darshan counters of every process merged per file (counts and bytes add up, as
   Darshan reduces a file shared by ranks), and under the record's key ``kineto`` the
   processes (``pid``, ``role`` main/worker, their ``tids``). A DataLoader worker's threads are
-  named ``<comm> (worker pid N)``. A call's return value is in the trace only as ``bytes`` for
+  named ``worker <pid>: <comm>``. A call's return value is in the trace only as ``bytes`` for
   data calls; for other calls it reads back as 0 (-1 when it failed).
 
 Clock: Kineto's ``ts`` is microseconds since ``baseTimeNanoseconds`` (older traces: since the
@@ -184,7 +184,7 @@ def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: l
         for entry in p.get("threads") or []:
             t, pthread, comm = int(entry[0]), int(entry[1]), str(entry[2])
             threads[t] = ThreadInfo(pthread if (pid, t) in linked else 0,
-                                    f"{comm} (worker pid {pid})" if role == "worker" else comm)
+                                    f"worker {pid}: {comm}" if role == "worker" else comm)
         merge_files(files, list(p.get("counters") or []))
         if isinstance(p.get("untracked"), dict):
             merge_untracked(untracked, p["untracked"])
@@ -316,7 +316,8 @@ def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
         add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),
                         extra={KINETO_KEY: {"format": rec.get("format"), "base_time_ns": base,
                                             "processes": summary,
-                                            "notes": [str(n) for n in rec.get("notes") or []]}})
+                                            "notes": [str(n) for n in rec.get("notes") or []],
+                                            "pytorch": rec.get("pytorch")}})
     return space
 
 

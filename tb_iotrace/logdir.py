@@ -9,7 +9,13 @@ Layouts:
 - whole-run records (``tb-iotrace run``): ``<logdir>/[<dir>/]plugins/iotrace/<host>.<pid>[.execN].json``.
   The folder is the run ``<dir>/iotrace`` (just ``iotrace`` at the top level; the name
   ``tb-iotrace report`` uses), each record a host ``<host>.<pid>[.execN]``. Should a profile
-  session be named ``iotrace`` too, the records' run is ``<dir>/iotrace (records)``.
+  session be named ``iotrace`` too, the records' run is ``<dir>/iotrace (records)``;
+- PyTorch (Kineto) traces, where ``tensorboard_trace_handler(dir)`` and
+  ``tb_iotrace.torch.trace_handler(dir)`` put them: ``<logdir>/[<dir>/]<worker>.<ts>.pt.trace.json[.gz]``
+  (older torch: ``<worker>.<step>.<ts>``). The folder is the run ``<dir>`` (the logdir's own
+  name at the top level), each trace file a host: its worker name (the file name without the
+  numeric fields), or the whole stem where one worker wrote several traces. Only names are
+  looked at here: a corrupt trace is listed, and its error shows when it is opened.
 
 Security: a run or host given by a request is only ever used after it matched, as a
 string, one found by the scan; the scan never follows a directory symlink and drops any
@@ -19,6 +25,7 @@ leading ``/``, backslashes or NUL are refused before any lookup (400).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from .runrecord import RECORD_RUN, RECORD_SUFFIX, is_record_file
@@ -54,7 +61,7 @@ class RunInfo:
     directory: str
     hosts: dict[str, str] = field(default_factory=dict)  # host -> file path
     mtime: float = 0.0
-    kind: str = "profile"  # or "record": whole-run records of `tb-iotrace run`
+    kind: str = "profile"  # or "record": whole-run records of `tb-iotrace run`; "kineto": PyTorch traces
 
 
 def inside(root_real: str, path: str) -> bool:
@@ -63,9 +70,9 @@ def inside(root_real: str, path: str) -> bool:
 
 
 def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False,
-         records: bool = False) -> tuple[list[RunInfo], bool]:
-    """Profile runs under ``logdir`` (with ``records``, whole-run record folders too), sorted
-    by name, and whether the scan was cut short."""
+         records: bool = False, kineto: bool = False) -> tuple[list[RunInfo], bool]:
+    """Profile runs under ``logdir`` (with ``records``, whole-run record folders too; with
+    ``kineto``, folders of PyTorch traces), sorted by name, and whether the scan was cut short."""
     runs: list[RunInfo] = []
     if not logdir or not os.path.isdir(logdir):
         return runs, False
@@ -85,6 +92,12 @@ def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False,
         except OSError:
             continue
         sub = []
+        if kineto:
+            got = _kineto_run(logdir, root_real, d, entries)
+            if got is not None:
+                runs.append(got)
+                if stop_at_first:
+                    return runs, False
         for e in entries:
             try:
                 if not e.is_dir(follow_symlinks=False):
@@ -112,6 +125,10 @@ def scan(logdir: str, max_dirs: int = MAX_DIRS, stop_at_first: bool = False,
     for r in runs:
         if r.kind == "record" and r.run in names:
             r.run += " (records)"
+    names = {r.run for r in runs if r.kind != "kineto"}
+    for r in runs:
+        if r.kind == "kineto" and r.run in names:
+            r.run += " (PyTorch)"
     runs.sort(key=lambda r: r.run)
     return runs, truncated
 
@@ -141,6 +158,60 @@ def _records(logdir: str, root_real: str, folder: str, stop_at_first: bool = Fal
         info.hosts[host] = f.path
         if stop_at_first:
             break
+    return info if info.hosts else None
+
+
+KINETO_SUFFIXES = (".pt.trace.json", ".pt.trace.json.gz")
+_NUMERIC_TAIL = re.compile(r"(\.\d+){1,2}$")
+
+
+def is_kineto_name(name: str) -> bool:
+    """A PyTorch (Kineto) trace file name: ``*.pt.trace.json`` or ``*.pt.trace.json.gz``."""
+    return name.endswith(KINETO_SUFFIXES) and not name.startswith(".")
+
+
+def kineto_stem(name: str) -> str:
+    """The file name without ``.pt.trace.json[.gz]``."""
+    for sfx in KINETO_SUFFIXES[::-1]:
+        if name.endswith(sfx):
+            return name[: -len(sfx)]
+    return name
+
+
+def kineto_worker(name: str) -> str:
+    """The worker name of a trace file ``<worker>.<ts>.pt.trace.json[.gz]`` (or
+    ``<worker>.<step>.<ts>``): the stem without its trailing numeric fields."""
+    stem = kineto_stem(name)
+    return _NUMERIC_TAIL.sub("", stem) or stem
+
+
+def _kineto_run(logdir: str, root_real: str, d: str, entries: list[os.DirEntry]) -> RunInfo | None:
+    """The run of the PyTorch traces directly in folder ``d`` (None when it has none)."""
+    found: list[tuple[str, str]] = []
+    mtime = 0.0
+    for f in entries:
+        if not is_kineto_name(f.name):
+            continue
+        try:
+            if not f.is_file() or not inside(root_real, f.path):
+                continue
+            mtime = max(mtime, f.stat().st_mtime)
+        except OSError:
+            continue
+        found.append((f.name, f.path))
+    if not found:
+        return None
+    rel = os.path.relpath(d, logdir)
+    if rel in (".", ""):
+        run = os.path.basename(os.path.realpath(logdir).rstrip(os.sep)) or "pytorch"
+    else:
+        run = rel.replace(os.sep, "/")
+    workers = [kineto_worker(n) for n, _ in found]
+    info = RunInfo(run=run, directory=d, kind="kineto", mtime=mtime)
+    for (name, path), worker in zip(found, workers):
+        host = worker if workers.count(worker) == 1 else kineto_stem(name)
+        if host and "/" not in host:
+            info.hosts[host] = path
     return info if info.hosts else None
 
 
@@ -182,7 +253,11 @@ def _sessions(logdir: str, root_real: str, prof: str) -> list[RunInfo]:
 
 
 def is_record_path(path: str) -> bool:
-    return path.endswith(RECORD_SUFFIX)
+    return path.endswith(RECORD_SUFFIX) and not is_kineto_path(path)
+
+
+def is_kineto_path(path: str) -> bool:
+    return is_kineto_name(os.path.basename(path))
 
 
 def run_name(rel_parent: str, name: str) -> str:
@@ -190,5 +265,6 @@ def run_name(rel_parent: str, name: str) -> str:
     return name if rel_parent in (".", "") else f"{rel_parent.replace(os.sep, '/')}/{name}"
 
 
-__all__ = ["BadName", "MAX_DEPTH", "RECORD_RUN", "RunInfo", "XPLANE_SUFFIX", "check_name", "inside",
-           "is_record_path", "run_name", "scan"]
+__all__ = ["BadName", "KINETO_SUFFIXES", "MAX_DEPTH", "RECORD_RUN", "RunInfo", "XPLANE_SUFFIX", "check_name",
+           "inside", "is_kineto_name", "is_kineto_path", "is_record_path", "kineto_stem", "kineto_worker",
+           "run_name", "scan"]

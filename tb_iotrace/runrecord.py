@@ -64,7 +64,7 @@ import numpy as np
 
 from ._atomic import atomic_write
 from .codepaths import this_python
-from .filetable import FileTable, TableError, load_table
+from .filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
 
 FORMAT = "tb_iotrace.run/2"
 FORMAT_V1 = "tb_iotrace.run/1"
@@ -298,3 +298,33 @@ def merge_untracked(acc: dict[str, Any], more: dict[str, Any]) -> None:
     for k in ("files", "calls", "bytes_read", "bytes_written", "reentrant_calls"):
         acc[k] = int(acc.get(k, 0)) + int(more.get(k) or 0)
     acc["examples"] = (list(acc.get("examples", [])) + list(more.get("examples") or []))[:8]
+
+
+def merge_files(acc: dict[tuple[str, str], dict[str, Any]], files: list[dict[str, Any]]) -> None:
+    """Add consecutive windows' per-file records into ``acc`` (keyed by (module, path)), as
+    dicts (tb_iotrace.filetable.Accumulator does it on columns, with the same rules).
+
+    Counts, bytes and times add up; maxima take the max; start timestamps the first, end
+    timestamps the last; settings and common-value slots keep the latest window's value."""
+    for f in files:
+        key = (f["module"], f["path"])
+        cur = acc.get(key)
+        if cur is None:
+            acc[key] = {"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
+                        "counters": dict(f["counters"]), "fcounters": dict(f["fcounters"])}
+            continue
+        for k, v in f["counters"].items():
+            if any(k.endswith(m) for m in MAX_KEYS):
+                cur["counters"][k] = max(cur["counters"].get(k, v), v)
+            elif any(m in k for m in LAST_KEYS):
+                cur["counters"][k] = v
+            else:
+                cur["counters"][k] = cur["counters"].get(k, 0) + v
+        for k, v in f["fcounters"].items():
+            old = cur["fcounters"].get(k, 0.0)
+            if "START_TIMESTAMP" in k:
+                cur["fcounters"][k] = min(x for x in (old, v) if x > 0) if (old > 0 or v > 0) else 0.0
+            elif "END_TIMESTAMP" in k or "MAX_" in k:
+                cur["fcounters"][k] = max(old, v)
+            else:
+                cur["fcounters"][k] = old + v

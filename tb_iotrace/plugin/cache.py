@@ -24,8 +24,9 @@ from collections import OrderedDict
 from typing import Callable
 
 from .. import logdir
-from ..logdir import RunInfo, is_record_path
+from ..logdir import RunInfo, is_kineto_path, is_record_path
 from ..xplane import XPlaneError
+from .kineto import load_kineto
 from .model import Capture, load_capture
 from .records import cache_key, load_record, total_size
 from .view import View, make_view
@@ -77,7 +78,10 @@ def file_key(path: str) -> tuple[int, ...]:
 
 
 def load_any(path: str, host: str) -> Capture:
-    """A profile capture (``.xplane.pb``) or a whole-run record (``.json``), loaded."""
+    """A profile capture (``.xplane.pb``), a whole-run record (``.json``) or a PyTorch trace
+    (``.pt.trace.json[.gz]``), loaded."""
+    if is_kineto_path(path):
+        return load_kineto(path, host)
     return load_record(path, host) if is_record_path(path) else load_capture(path, host)
 
 
@@ -109,7 +113,8 @@ class LogdirIndex:
         with self._lock:
             if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
                 return self._active
-        found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True)
+        found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True,
+                               kineto=True)
         with self._lock:
             self._active = bool(found)
             self._active_at = now
@@ -121,7 +126,7 @@ class LogdirIndex:
             # refresh (asked for, or an unknown name looked up) at most once a second
             if now - self._runs_at < (1.0 if refresh else RUNS_TTL_S):
                 return self._runs
-        runs, truncated = logdir.scan(self.logdir, records=True)
+        runs, truncated = logdir.scan(self.logdir, records=True, kineto=True)
         with self._lock:
             self._runs, self._runs_at, self._truncated = runs, now, truncated
             if runs:

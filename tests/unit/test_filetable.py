@@ -269,3 +269,29 @@ def test_report_from_columns_equals_report_from_records(only, tmp_path):
     ta, tb = cli("report", str(cols)), cli("report", str(inline))
     assert ta.returncode == 0 and ta.stdout.replace(str(cols), "X") == tb.stdout.replace(str(inline), "X")
     assert "Busiest files" in ta.stdout and "Code loading" in ta.stdout
+
+
+def test_accumulator_agrees_with_the_dict_merge():
+    """The columnar merge of flush windows and runrecord.merge_files (dicts) give the same records."""
+    from tb_iotrace.runrecord import merge_files
+
+    rng = np.random.default_rng(7)
+    names = ["POSIX_OPENS", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_MODE", "POSIX_ACCESS1_ACCESS"]
+    fnames = ["POSIX_F_OPEN_START_TIMESTAMP", "POSIX_F_READ_END_TIMESTAMP", "POSIX_F_MAX_READ_TIME",
+              "POSIX_F_READ_TIME"]
+    windows = []
+    for _ in range(4):
+        files = []
+        for p in rng.choice(12, size=8, replace=False).tolist():
+            vals = {k: int(v) for k, v in zip(names, rng.integers(0, 1000, len(names)))}
+            vals.update({k: float(v) for k, v in zip(fnames, rng.choice([0.0, 1.5, 2.5, 7.25], len(fnames)))})
+            files.append(rec(f"/d/{p}", "POSIX", **vals))
+        windows.append(files)
+    acc, dicts = Accumulator(), {}
+    for w in windows:
+        acc.add(FileTable.from_dicts(w))
+        merge_files(dicts, w)
+    got = {f["path"]: f for f in acc.table().dicts()}
+    assert got.keys() == {p for _, p in dicts}
+    for (_, p), want in dicts.items():
+        assert got[p]["counters"] == want["counters"] and got[p]["fcounters"] == want["fcounters"], p

@@ -65,7 +65,7 @@ def test_worker_bytes_per_pid_equal_the_files(space, manifest) -> None:
     # a worker's I/O thread is named after its process
     for tid, th in trace.threads.items():
         if roles.get(pid_of.get(tid)) == "worker":
-            assert th.comm.endswith(f"(worker pid {pid_of[tid]})") and th.pthread_id == 0
+            assert th.comm.startswith(f"worker {pid_of[tid]}: ") and th.pthread_id == 0
 
 
 def test_io_on_kineto_clock_inside_the_steps(space) -> None:
@@ -102,7 +102,7 @@ def test_host_plane_shape(space) -> None:
     # the I/O lines are one per thread, named like a TF capture's
     io_lines = [ln.name for ln in host.lines if ln.name.startswith("I/O ")]
     assert len(io_lines) == len(set(io_lines)) >= 2
-    assert all("(worker pid " in n for n in io_lines)
+    assert all(n.startswith("I/O worker ") for n in io_lines)
 
 
 def test_gpu_lanes_from_kernel_memcpy_memset() -> None:
