@@ -647,6 +647,50 @@ int tbio_session_file(const tbio_session *s, uint32_t i, tbio_file_info *out) {
     return tbio_session_file_by_id(s, s->files[i], out);
 }
 
+int tbio_session_files_size(const tbio_session *s, int module, int has_record, uint64_t *nrows,
+                            uint64_t *path_bytes) {
+    uint64_t n = 0, b = 0;
+    if (!s) return -1;
+    for (uint32_t i = 0; i < s->nfiles && s->files; i++) {
+        const tbio_file *f = tbio_registry_file(s->reg, s->files[i]);
+        if (!f || f->module != module || (rec_of(s, s->files[i]) != NULL) != (has_record != 0)) continue;
+        n++;
+        b += f->len;
+    }
+    if (nrows) *nrows = n;
+    if (path_bytes) *path_bytes = b;
+    return 0;
+}
+
+uint64_t tbio_session_copy_files(const tbio_session *s, int module, int has_record, uint64_t max,
+                                 uint32_t *id, uint64_t *record_id, int64_t *counters,
+                                 double *fcounters, uint64_t *path_end, char *path_data,
+                                 uint64_t path_cap) {
+    if (!s || (module != TBIO_POSIX && module != TBIO_STDIO)) return 0;
+    const size_t nc = module == TBIO_POSIX ? POSIX_NUM_INDICES : STDIO_NUM_INDICES;
+    const size_t nf = module == TBIO_POSIX ? POSIX_F_NUM_INDICES : STDIO_F_NUM_INDICES;
+    uint64_t n = 0, b = 0;
+    for (uint32_t i = 0; i < s->nfiles && s->files && n < max; i++) {
+        uint32_t fid = s->files[i];
+        const tbio_file *f = tbio_registry_file(s->reg, fid);
+        if (!f || f->module != module) continue;
+        const tbio_rec *r = rec_of(s, fid);
+        if ((r != NULL) != (has_record != 0)) continue;
+        if (path_data && b + f->len > path_cap) break;
+        if (id) id[n] = fid;
+        if (record_id) record_id[n] = f->hash;
+        if (r && counters)
+            memcpy(counters + n * nc, module == TBIO_POSIX ? r->u.p.counters : r->u.s.counters, nc * sizeof(int64_t));
+        if (r && fcounters)
+            memcpy(fcounters + n * nf, module == TBIO_POSIX ? r->u.p.fcounters : r->u.s.fcounters, nf * sizeof(double));
+        if (path_data) memcpy(path_data + b, f->path, f->len);
+        b += f->len;
+        if (path_end) path_end[n] = b;
+        n++;
+    }
+    return n;
+}
+
 int tbio_session_untracked(const tbio_session *s, tbio_untracked_info *out) {
     if (!s || !out) return -1;
     tbio_session *m = (tbio_session *)s;

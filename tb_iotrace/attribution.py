@@ -28,9 +28,11 @@ KERAS_BATCH_PREFIX = "Profiled batch "
 # TraceMe stat of a step root: jax.profiler.StepTraceAnnotation and TF's Trace(..., _r=1) set it,
 # whatever the step's name.
 STEP_ROOT_STAT = "_r"
-# Host events that mean "the step is waiting for its input".
+# Host events that mean "the step is waiting for its input": tf.data's, and PyTorch's DataLoader
+# iterator's __next__ as Kineto names it (enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__,
+# enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__).
 INPUT_WAIT_PREFIXES = ("IteratorGetNext", "IteratorGetNextOp", "IteratorGetNextAsOptional",
-                       "MultiDeviceIteratorGetNextFromShard")
+                       "MultiDeviceIteratorGetNextFromShard", "enumerate(DataLoader)#")
 DATA_OPS_READ = ("read", "pread", "readv", "preadv", "fread", "fgets", "fgetc", "getc", "fscanf",
                  "__read", "__pread", "__fread", "__fgets", "_IO_getc", "vfscanf", "__isoc99")
 DATA_OPS_WRITE = ("write", "pwrite", "writev", "pwritev", "fwrite", "fputs", "fputc", "putc",

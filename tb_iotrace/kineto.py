@@ -15,7 +15,10 @@ the OS pid/tid that made it, named by the call, ``args`` holding path, offset an
 Kineto's ``ts`` is microseconds relative to the trace's ``baseTimeNanoseconds`` (both
 CLOCK_REALTIME, the shim's clock), so ``ts = (start_ns - baseTimeNanoseconds) / 1000``.
 The counters and per-process facts go under the top-level key ``"tb_iotrace"`` (format
-``tb_iotrace.kineto/1``); Perfetto and HTA ignore keys they do not know.
+``tb_iotrace.kineto/1``); Perfetto and HTA ignore keys they do not know. A process record may
+also hold ``late_start_ns`` (a worker that began recording that long after the window's start,
+``window_start_ns`` in the record); ``workers_missing`` lists the pids of workers whose I/O
+never came.
 """
 from __future__ import annotations
 
@@ -107,10 +110,12 @@ def _metadata_events(proc: dict[str, Any], known_pids: set[int]) -> list[dict[st
     return out
 
 
-def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[str] | None = None
-           ) -> dict[str, Any]:
+def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[str] | None = None,
+           extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Add the I/O of ``procs`` (process records, see the module doc) to a Kineto trace, in
-    place, and return it. Kineto's own events are left as they are."""
+    place, and return it. Kineto's own events are left as they are. ``extra``: more keys of
+    the ``tb_iotrace`` record (the capture's facts: ``window_start_ns``, ``workers_missing``,
+    ``pytorch``)."""
     events = trace.setdefault("traceEvents", [])
     base_ns = int(trace.get("baseTimeNanoseconds", 0) or 0)
     known = {e.get("pid") for e in events if isinstance(e, dict) and e.get("name") == "process_name"}
@@ -123,7 +128,7 @@ def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[st
         "processes": [{k: v for k, v in p.items() if k != "events"}
                       | {"num_events": len((p.get("events") or {}).get("op", []))} for p in procs],
         "notes": list(notes or []),
-    }
+    } | dict(extra or {})
     return trace
 
 

@@ -26,13 +26,18 @@ TraceHandler = torch_capture.TraceHandler
 log = logging.getLogger("tb_iotrace")
 
 
-def trace_handler(dir_name: str, worker_name: str | None = None, use_gzip: bool = False) -> TraceHandler:
+def trace_handler(dir_name: str, worker_name: str | None = None, use_gzip: bool = False, *,
+                  start_wait_s: float = torch_capture.START_WAIT_S,
+                  wait_s: float = torch_capture.WAIT_S) -> TraceHandler:
     """``on_trace_ready`` for ``torch.profiler.profile``: enables tb_iotrace, hooks the
     profiler's window and the DataLoader workers' fork, and returns the handler. Call it
     before the DataLoader's workers start (they inherit the hook at fork). When tb_iotrace
     cannot be enabled, the handler still writes PyTorch's trace, with the reason under
-    ``tb_iotrace.notes``."""
-    handler = torch_capture.TraceHandler(dir_name, worker_name=worker_name, use_gzip=use_gzip)
+    ``tb_iotrace.notes``. ``start_wait_s``/``wait_s``: at most how long a window's start waits
+    for the workers to begin recording, and the handler for their records (a worker the
+    machine does not run; what it misses is counted and said in the trace)."""
+    handler = torch_capture.TraceHandler(dir_name, worker_name=worker_name, use_gzip=use_gzip,
+                                         wait_s=wait_s, start_wait_s=start_wait_s)
     try:
         api.enable()
         torch_capture.install()

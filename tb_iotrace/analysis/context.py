@@ -19,6 +19,7 @@ from ..codepaths import code_paths, is_code_path
 from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
 from .intervals import clip, merge, overlap
 from .mounts import Mount, MountTable
+from .pytorch import TorchRun, torch_run
 from .thresholds import Thresholds
 
 SYNC_OPS = ("fsync", "fdatasync")
@@ -110,6 +111,7 @@ class Context:
         self.write_rows = np.flatnonzero(self.data & self.ok & (self.kind == "write"))
         self.meta_rows = np.flatnonzero(self.data & self.ok & (self.kind == "meta"))
         self.files = self._files()
+        self.torch: TorchRun | None = torch_run(space)    # None: not a PyTorch (Kineto) capture
         self._host(space)
 
     # ------------------------------------------------------------------ files

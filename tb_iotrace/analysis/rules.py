@@ -14,9 +14,12 @@ import numpy as np
 
 from .context import Context, fs_table
 from .intervals import in_flight, merge, overlap
+from .pytorch import (NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, worker_starts,
+                      worker_stops)
 
 TITLES = {
     "input-bound": "Steps wait for input",
+    "worker-restarts": "DataLoader workers started anew each epoch",
     "small-reads": "Most reads are small",
     "eof-zero-reads": "One extra zero-length read per file",
     "many-small-files": "Many small files, one per sample",
@@ -52,6 +55,11 @@ def _finding(fid: str, severity: str, statement: str, evidence: dict[str, Any], 
     return {"id": fid, "severity": severity, "title": TITLES[fid], "statement": statement,
             "evidence": evidence, "files": list(files or [])[:20], "ops": list(ops or [])[:20],
             "suggestion": suggestion}
+
+
+def _sug(ctx: Context, fid: str, text: str) -> str:
+    """A finding's suggestion, in PyTorch's terms on a PyTorch run (pytorch.SUGGESTIONS)."""
+    return (SUGGESTIONS.get(fid) or text) if ctx.torch is not None else text
 
 
 def _top(counter: Counter, n: int = 20) -> list[str]:
@@ -111,12 +119,81 @@ def input_bound(ctx: Context, steps: list[dict[str, Any]]) -> dict[str, Any] | N
                "vectorize per-batch work (batch before map), avoid py_function, cache() after expensive "
                "deterministic steps and end with prefetch(tf.data.AUTOTUNE).")
     over = f"over {len(steps)} steps" if steps else f"between the first and last of {count} input waits"
+    where = "input" if ctx.torch is None else "the DataLoader's __next__"
+    what = f" ({what})" if ctx.torch is None else " (in any process)"   # PyTorch: the cause follows
     stmt = (f"{'Steps' if steps else 'The training loop'} spent {_pct(share)} of {'their' if steps else 'its'} "
-            f"time ({_ms(wait / 1e12)} of {_ms(total / 1e12)} {over}) waiting for input; file I/O covered "
-            f"{_pct(io_share)} of that wait ({what}).")
+            f"time ({_ms(wait / 1e12)} of {_ms(total / 1e12)} {over}) waiting for {where}; file I/O covered "
+            f"{_pct(io_share)} of that wait{what}.")
     rows = ctx.read_rows
     sev = "critical" if share >= th.input_wait_critical_share else "warning"
-    return _finding("input-bound", sev, stmt, ev, sug, ops=_stages_of(ctx, rows) or ["IteratorGetNext"])
+    ops = _stages_of(ctx, rows) or ["IteratorGetNext"]
+    if ctx.torch is not None:
+        more, sug, ops = _torch_input_bound(ctx, ctx.torch, steps, ev, wait)
+        stmt = f"{stmt} {more}"
+    return _finding("input-bound", sev, stmt, ev, sug, ops=ops)
+
+
+def _torch_input_bound(ctx: Context, run: TorchRun, steps: list[dict[str, Any]], ev: dict[str, Any],
+                       wait: int) -> tuple[str, str, list[str]]:
+    """input-bound on a PyTorch run: who read during the wait (the main process or the
+    DataLoader workers), what the workers' restarts cost; adds to ``ev``; (sentence,
+    suggestion, ops)."""
+    io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
+    main = run.rows_of_main(ctx.trace.tid[io_rows])
+    mine, theirs = io_rows[main], io_rows[~main]
+    bursty = bool(steps) and ev["steps_over_threshold"] * 2 <= len(steps)
+    restart = sum(s["first_wait_ps"] for s in worker_starts(run, ctx.wait_iv) if not s["persistent_workers"])
+    restart += round(1e12 * sum(s["cost_s"] for s in worker_stops(run) if not s["persistent_workers"]))
+    more, sug, extra = input_bound_advice(
+        run, wait_ps=wait, main_io_ps=io_during(ctx.wait_iv, ctx.s_ps[mine], ctx.e_ps[mine]),
+        worker_io_ps=io_during(ctx.wait_iv, ctx.s_ps[theirs], ctx.e_ps[theirs]), restart_wait_ps=restart,
+        bursty=bursty, io_share_floor=ctx.th.serial_io_share_of_wait)
+    ret = np.clip(ctx.trace.returned[ctx.read_rows], 0, None)
+    on_main = run.rows_of_main(ctx.trace.tid[ctx.read_rows])
+    extra.update({"main_process_bytes_read": int(ret[on_main].sum()), "worker_bytes_read": int(ret[~on_main].sum())})
+    ev.update(extra)
+    d = run.loader()
+    return more, sug, [f"{NEXT_EVENT}{(d or {}).get('iterator') or '_BaseDataLoaderIter'}.__next__"]
+
+
+def worker_restarts(ctx: Context, steps: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """PyTorch: a DataLoader without persistent_workers starts its workers at every epoch; the
+    time until the epoch's first batch is paid again each time."""
+    run = ctx.torch
+    if run is None:
+        return None
+    starts = [s for s in worker_starts(run, ctx.wait_iv) if not s["persistent_workers"]]
+    stops = [s for s in worker_stops(run) if not s["persistent_workers"]]
+    if not starts:
+        return None
+    start_cost = sum(s["cost_s"] for s in starts)
+    stop_cost = sum(s["cost_s"] for s in stops)
+    cost = start_cost + stop_cost
+    if steps:
+        total, basis = sum(s["duration_ps"] for s in steps) / 1e12, "steps"
+    else:
+        total, basis = float(ctx.e_ps.max() - ctx.s_ps.min()) / 1e12 if len(ctx.s_ps) else 0.0, "I/O span"
+    share = cost / total if total > 0 else 0.0
+    if share < ctx.th.worker_restart_share:
+        return None
+    d = next((x for x in run.loaders if x.get("id") == starts[0]["dataloader"]), None)
+    method = starts[0]["start_method"]
+    ev = {"framework": "PyTorch", "epoch_starts": len(starts), "workers_per_start": starts[0]["workers"],
+          "cost_s": cost, "start_cost_s": start_cost, "per_start_s": [s["cost_s"] for s in starts],
+          "worker_stops": len(stops), "stop_cost_s": stop_cost, "per_stop_s": [s["cost_s"] for s in stops],
+          "iter_call_s": [s["iter_s"] for s in starts], "time_s": total, "basis": basis, "share": share,
+          "start_method": method, "num_workers": d.get("num_workers") if d else None,
+          "persistent_workers": False}
+    stmt = (f"{loader_text(d)} started its {starts[0]['workers']} worker processes anew at "
+            f"{len(starts)} epoch start(s) in this window: {_ms(start_cost)} from iter() to the first batch"
+            + (f", and {_ms(stop_cost)} stopping them at {len(stops)} epoch end(s)" if stops else "")
+            + f" ({_pct(share)} of {'step time' if steps else 'the window'}).")
+    dear = (f" With the {method} start method every start also launches fresh interpreters that import "
+            "torch and unpickle the Dataset." if method in ("spawn", "forkserver") else "")
+    sug = ("DataLoader(..., persistent_workers=True) starts the workers once and keeps them, with what the "
+           "Dataset holds in them (open files, caches), across epochs." + dear)
+    return _finding("worker-restarts", "warning", stmt, ev, sug,
+                    ops=[f"{NEXT_EVENT}{(d or {}).get('iterator') or '_MultiProcessingDataLoaderIter'}.__next__"])
 
 
 def small_reads(ctx: Context, steps) -> dict[str, Any] | None:
@@ -141,7 +218,7 @@ def small_reads(ctx: Context, steps) -> dict[str, Any] | None:
             f"({_ms(t_small)}).")
     sug = ("Read in larger requests: TFRecordDataset(..., buffer_size=1 << 20 or more), larger records or "
            "shards, batch reads in custom readers; for per-sample files pack them into TFRecord shards.")
-    return _finding("small-reads", "warning", stmt, ev, sug,
+    return _finding("small-reads", "warning", stmt, ev, _sug(ctx, "small-reads", sug),
                     files=_top(Counter(tr.path[small].tolist())), ops=_stages_of(ctx, small))
 
 
@@ -163,7 +240,7 @@ def eof_zero_reads(ctx: Context, steps) -> dict[str, Any] | None:
             f"{per_file:.2f} per file over {files_read} files: the reader's end-of-file probe.")
     sug = ("Each file costs one extra read at EOF; it matters when files are small: pack samples into "
            "fewer, larger TFRecord shards so the probe is paid once per shard.")
-    return _finding("eof-zero-reads", "info", stmt, ev, sug,
+    return _finding("eof-zero-reads", "info", stmt, ev, _sug(ctx, "eof-zero-reads", sug),
                     files=_top(Counter(tr.path[zero].tolist())), ops=_stages_of(ctx, zero))
 
 
@@ -187,7 +264,8 @@ def many_small_files(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Pack per-sample files into TFRecord shards of 100 MB or more (tf.io.TFRecordWriter) and read "
            "them with interleave(TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE).")
     small = sorted(opened, key=lambda f: f.bytes_read)
-    return _finding("many-small-files", "warning", stmt, ev, sug, files=[f.path for f in small])
+    return _finding("many-small-files", "warning", stmt, ev, _sug(ctx, "many-small-files", sug),
+                    files=[f.path for f in small])
 
 
 def metadata_heavy(ctx: Context, steps) -> dict[str, Any] | None:
@@ -206,7 +284,7 @@ def metadata_heavy(ctx: Context, steps) -> dict[str, Any] | None:
             f"{len(ctx.meta_rows)} calls ({top}).")
     sug = ("Open each file once and keep it open, drop per-sample exists/stat checks (list files once with "
            "tf.data.Dataset.list_files), avoid seeks by reading sequentially, and pack small files.")
-    return _finding("metadata-heavy", "warning", stmt, ev, sug,
+    return _finding("metadata-heavy", "warning", stmt, ev, _sug(ctx, "metadata-heavy", sug),
                     files=_top(Counter(tr.path[ctx.meta_rows].tolist())), ops=_stages_of(ctx, ctx.meta_rows))
 
 
@@ -232,7 +310,8 @@ def random_access(ctx: Context, steps) -> dict[str, Any] | None:
            "records with Dataset.shuffle), or read whole shards sequentially and shuffle in memory.")
     files.sort(reverse=True)
     rows = ctx.rows_of_files(ctx.read_rows, [p for _, p in files])
-    return _finding("random-access", "warning", stmt, ev, sug, files=[p for _, p in files],
+    return _finding("random-access", "warning", stmt, ev, _sug(ctx, "random-access", sug),
+                    files=[p for _, p in files],
                     ops=_stages_of(ctx, rows))
 
 
@@ -259,7 +338,8 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Cache what is re-read: Dataset.cache() (in memory, or cache(filename) on a fast local disk) "
            "before repeat(), or stage the files on a faster tier.")
     rows = ctx.rows_of_files(ctx.read_rows, [f.path for _, f in hits])
-    return _finding("redundant-reads", "warning", stmt, ev, sug, files=[f.path for _, f in hits],
+    return _finding("redundant-reads", "warning", stmt, ev, _sug(ctx, "redundant-reads", sug),
+                    files=[f.path for _, f in hits],
                     ops=_stages_of(ctx, rows))
 
 
@@ -294,7 +374,7 @@ def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Read files in parallel and ahead of the step: Dataset.from_tensor_slices(files).interleave("
            "TFRecordDataset, cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE), map(..., "
            "num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE).")
-    return _finding("serial-reads", "warning", stmt, ev, sug,
+    return _finding("serial-reads", "warning", stmt, ev, _sug(ctx, "serial-reads", sug),
                     files=_top(Counter(tr.path[rows].tolist())), ops=_stages_of(ctx, rows))
 
 
@@ -349,7 +429,7 @@ def blocking_writes(ctx: Context, steps) -> dict[str, Any] | None:
             f"{len(steps)} steps.")
     sug = ("Move checkpoints, summaries and logs off the step: write them every N steps, asynchronously "
            "(tf.train.CheckpointOptions(enable_async=True), a background thread), and avoid fsync per step.")
-    return _finding("blocking-writes", "warning", stmt, ev, sug,
+    return _finding("blocking-writes", "warning", stmt, ev, _sug(ctx, "blocking-writes", sug),
                     files=_top(Counter(tr.path[rows].tolist())),
                     ops=_top(Counter(str(x) for x in ctx.att.enclosing[rows])))
 
@@ -371,7 +451,8 @@ def small_writes(ctx: Context, steps) -> dict[str, Any] | None:
             f"(median {_b(ev['median_bytes'])}, {_ms(ev['write_time_s'])} in all).")
     sug = ("Buffer the output: open log files with a large buffer instead of line buffering/unbuffered, "
            "write summaries through tf.summary (buffered, flushed periodically), batch metrics per N steps.")
-    return _finding("small-writes", "info", stmt, ev, sug, files=_top(Counter(tr.path[small].tolist())),
+    return _finding("small-writes", "info", stmt, ev, _sug(ctx, "small-writes", sug),
+                    files=_top(Counter(tr.path[small].tolist())),
                     ops=_stages_of(ctx, small))
 
 
@@ -413,11 +494,12 @@ def slow_filesystem(ctx: Context, steps, fs_table: list[dict[str, Any]] | None =
            "(or cache(filename) on local disk), and read it with more parallel requests "
            "(interleave/num_parallel_calls) to hide its latency.")
     files = [f.path for f in ctx.files.values() if f.fs.mount_point == slow["mount_point"]]
-    return _finding("slow-filesystem", "warning", stmt, ev, sug, files=files)
+    return _finding("slow-filesystem", "warning", stmt, ev, _sug(ctx, "slow-filesystem", sug), files=files)
 
 
 RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
-    "input-bound": input_bound, "small-reads": small_reads, "eof-zero-reads": eof_zero_reads,
+    "input-bound": input_bound, "worker-restarts": worker_restarts, "small-reads": small_reads,
+    "eof-zero-reads": eof_zero_reads,
     "many-small-files": many_small_files, "metadata-heavy": metadata_heavy,
     "random-access": random_access, "redundant-reads": redundant_reads, "serial-reads": serial_reads,
     "staging-candidates": staging_candidates, "blocking-writes": blocking_writes,

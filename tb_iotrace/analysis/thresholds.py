@@ -17,6 +17,8 @@ class Thresholds:
     input_wait_share: float = 0.30
     input_wait_critical_share: float = 0.60
     min_steps: int = 3
+    # --- worker-restarts (PyTorch): epoch starts of non-persistent DataLoader workers, share of step time
+    worker_restart_share: float = 0.05
     # --- small-reads: a read moving fewer bytes than this is small
     small_read_bytes: int = 64 * KiB
     small_read_call_share: float = 0.50      # of non-empty read calls

@@ -17,6 +17,9 @@ written uncompressed, every region after it is one zlib stream)::
     DXT_POSIX (10, v1)  per file with POSIX reads/writes in the trace: id, rank,
                      shared flag, hostname[64], write count, read count, then the
                      write segments and the read segments (offset, length, start, end)
+    HEATMAP (15, v1) per process and module (POSIX, STDIO) that moved bytes: id of
+                     "heatmap:<MODULE>", rank, bin width (s), bin count, two pointer
+                     slots, then the write bins and the read bins (bytes)
 
 Conventions:
 
@@ -34,14 +37,17 @@ Conventions:
 - DXT segments are the trace's POSIX reads and writes that did not fail (zero-length EOF
   reads included, as Darshan's DXT does), in time order, length = bytes returned; STDIO
   calls have no DXT module in Darshan and are left out.
-- Partial flags: DXT_POSIX's bit when the trace dropped calls (cap reached), POSIX's and
-  STDIO's when a whole-run record is partial (the process was killed).
+- Partial flags: DXT_POSIX's bit when the trace dropped calls (cap reached), POSIX's,
+  STDIO's and HEATMAP's when a whole-run record is partial (the process was killed).
 - Names that are not valid UTF-8 are written with ``\\xNN`` escapes (PyDarshan decodes
   names strictly); their ids are the hash of the real bytes.
 - Mount entries: the capture's mount table (a whole-run record has none: the exporting
   machine's), mounts holding the log's files first, longest first, as many as fit
   Darshan's 3015-byte command-line-and-mounts budget; entries with whitespace are skipped.
-- No HEATMAP module: tb_iotrace has no whole-run time series to fill it from yet.
+- HEATMAP from the whole-run records' time series, every rank on one grid from the job
+  start (:mod:`tb_iotrace.export.darshan_heatmap`); processes without a series split by
+  module (captures, records written before the split, Darshan imports) have no heatmap
+  record, and a log with none has no HEATMAP region.
 """
 from __future__ import annotations
 
@@ -57,8 +63,10 @@ import numpy as np
 
 from .._atomic import atomic_write
 from ..analysis.mounts import Mount, parse_mountinfo, read_mountinfo
-from ..recordid import darshan_ids, path_bytes, renamed_from
+from ..recordid import darshan_ids, path_bytes, record_id, renamed_from
+from ..timeseries import TimeSeries
 from ..xplane import profile_start_ns, profile_stop_ns, read_io_info
+from . import darshan_heatmap as heatmap
 from ._common import io_columns
 
 FORMAT_VERSION = b"3.41"
@@ -113,6 +121,7 @@ class Process:
     base_rank: int = 0
     nranks: int = 1
     imported: bool = False     # records of a Darshan log (import-darshan): they carry their rank
+    series: TimeSeries | None = None   # a whole-run record's time series
 
 
 # --------------------------------------------------------------------------- gathering
@@ -141,9 +150,10 @@ def _process(src: Any) -> Process:
         mounts = parse_mountinfo(tr.mounts) if tr is not None and tr.mounts else read_mountinfo()
     got = io_columns(src)
     trace = got[0] if got is not None else None
+    ts = src.timeseries()
     return Process(label=f"{src.run}/{src.host}", host=host, start_ns=start, end_ns=max(end, start), exe=exe,
                    jobid=jobid, files=files, partial=bool(src.partial()), dropped=int(src.dropped()),
-                   mounts=mounts, trace=trace)
+                   mounts=mounts, trace=trace, series=TimeSeries.from_dict(ts) if ts else None)
 
 
 def gather(sources: list[Any]) -> list[Process]:
@@ -288,7 +298,8 @@ def build(procs: list[Process], layout: Layout) -> bytes:
     job_end = max([p.end_ns for p in procs] + [job_start])
     nprocs = sum(p.nranks for p in procs)
     names: dict[int, bytes] = {}
-    mods: dict[int, list[bytes]] = {POSIX_ID: [], STDIO_ID: [], DXT_POSIX_ID: []}
+    mods: dict[int, list[bytes]] = {POSIX_ID: [], STDIO_ID: [], DXT_POSIX_ID: [], heatmap.HEATMAP_ID: []}
+    g = heatmap.grid((job_end - job_start) / 1e9)
     partial = 0
     for p in procs:
         ids, remap = darshan_ids(p.files)
@@ -308,8 +319,15 @@ def build(procs: list[Process], layout: Layout) -> bytes:
         if p.dropped:
             partial |= 1 << DXT_POSIX_ID
         if p.partial:
-            partial |= (1 << POSIX_ID) | (1 << STDIO_ID)
-    versions = {POSIX_ID: MODULES["POSIX"][1], STDIO_ID: MODULES["STDIO"][1], DXT_POSIX_ID: DXT_POSIX_VER}
+            partial |= (1 << POSIX_ID) | (1 << STDIO_ID) | (1 << heatmap.HEATMAP_ID)
+        for module in MODULES if p.series is not None else ():
+            got = heatmap.module_bins(p.series, module, job_start, g)
+            if got is not None:
+                name = f"heatmap:{module}"
+                mods[heatmap.HEATMAP_ID].append(heatmap.pack(record_id(name), p.base_rank, g, *got))
+                names.setdefault(record_id(name), name.encode())
+    versions = {POSIX_ID: MODULES["POSIX"][1], STDIO_ID: MODULES["STDIO"][1], DXT_POSIX_ID: DXT_POSIX_VER,
+                heatmap.HEATMAP_ID: heatmap.HEATMAP_VER}
 
     body = bytearray()
 

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._memory import trim_memory
+from ..filetable import FileTable
 from ..attribution import STEP_STATS
 from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
@@ -54,6 +55,10 @@ STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|
 # PyTorch names each step ``ProfilerStep#<n>``: one kind of marker whatever the number.
 NUMBERED_STEP_RE = re.compile(r"^(ProfilerStep#)\d+$")
 INPUT_WAIT_RE = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
+# PyTorch's input wait, the DataLoader iterator's __next__ as Kineto names it
+# (enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__): it sits inside ProfilerStep#N,
+# so it counts at any depth (tf.data's waits only where outermost)
+NESTED_INPUT_WAIT_RE = re.compile(r"^enumerate\(DataLoader\)#")
 READ_OPS_RE = re.compile(r"read|recv", re.I)
 WRITE_OPS_RE = re.compile(r"write|send|sync", re.I)
 
@@ -193,7 +198,27 @@ class Counters:
             return np.full(len(self.paths), np.nan)
 
 
-def _counters_from(records: list[dict]) -> Counters:
+def _counters_from_table(table: FileTable) -> Counters:
+    """Counters straight from a whole-run record's columns (no dict per file)."""
+    names: list[str] = []
+    for t in table.modules.values():
+        names += [k for k in (*t.names, *t.fnames) if k not in names]
+    at = {k: i for i, k in enumerate(names)}
+    values = np.full((len(table), len(names)), np.nan)
+    r = 0
+    paths: list[str] = []
+    for t in table.modules.values():
+        n = len(t)
+        values[r:r + n, [at[k] for k in t.names]] = t.counters
+        values[r:r + n, [at[k] for k in t.fnames]] = t.fcounters
+        paths += t.path_strings()
+        r += n
+    return Counters(paths=paths, modules=table.module_names(), names=names, values=values)
+
+
+def _counters_from(records: list[dict] | FileTable) -> Counters:
+    if isinstance(records, FileTable):
+        return _counters_from_table(records)
     names: list[str] = []
     seen: dict[str, int] = {}
     for rec in records:
@@ -227,7 +252,7 @@ class Capture:
     planes: dict[int, Any]  # index -> XPlane metadata (names, stats; no lines)
     io: IoTable | None
     io_info: dict[str, Any] | None
-    counter_records: list[dict[str, Any]]  # Darshan records as stored; see ``counters``
+    counter_records: list[dict[str, Any]] | FileTable  # Darshan records as stored; see ``counters``
     steps: list[dict[str, Any]]
     steps_source: str
     extent: tuple[int, int]
@@ -295,8 +320,13 @@ class Capture:
             arr(counters.values)
             strs(counters.paths)
         # a stored Darshan record: a dict of ~60 counters (~100 bytes each as Python objects)
-        total += sum(150 + 100 * (len(r.get("counters") or {}) + len(r.get("fcounters") or {}))
-                     for r in records)
+        if isinstance(records, FileTable):
+            for t in records.modules.values():
+                for a in (t.path, t.record_id, t.counters, t.fcounters, t.paths.data, t.paths.end):
+                    arr(a)
+        else:
+            total += sum(150 + 100 * (len(r.get("counters") or {}) + len(r.get("fcounters") or {}))
+                         for r in records)
         # the planes' metadata (protobuf messages: about their serialized size in memory)
         total += sum(m.ByteSize() for m in self.planes.values() if hasattr(m, "ByteSize"))
         return total + 4096

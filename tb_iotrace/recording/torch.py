@@ -11,14 +11,23 @@ argument of ``on_trace_ready``). The wrappers record only for a profile whose
 Forked children (DataLoader workers with the ``fork`` start method) start with no capture
 (the shim drops the parent's sessions at fork). While installed, each fork gets a socket
 pair: the child keeps one end and a daemon thread (``tb_iotrace-torch``) that waits on it,
-the parent the other. At window start the parent sends ``S``; the child begins a session.
-At window stop it sends ``E``; the child ends the session, writes its process record
-(:mod:`tb_iotrace.kineto`) to ``<spool>/<window>.<pid>.json`` and answers. A child forked
-inside a window starts recording at once (it inherits the window), and one that exits
-inside a window (end of an epoch) writes its record at exit (a ``multiprocessing``
-finalizer). Both ``S`` and ``E`` are answered; the window start waits for
-the ``S`` answers (at most :data:`START_WAIT_S`), the handler for every ``E`` answer or end-of-file (a worker that died), at most
-:data:`WAIT_S` seconds, then merges the records it finds.
+the parent the other. The protocol is lines: the child first says ``H <pid>``. At window
+start the parent sends ``S <window> <spool>``; the child begins a session and answers
+``R <window>``. At window stop it sends ``E <window>``; the child ends the session, writes
+its process record (:mod:`tb_iotrace.kineto`) to ``<spool>/<window>.<pid>.json`` and answers
+``D <window>`` (``N <window>``: nothing recorded). A child forked inside a window starts
+recording at once (it inherits the window), and one that exits inside a window (end of an
+epoch) writes its record at exit (a ``multiprocessing`` finalizer); end-of-file on its
+channel says it is gone. Answers name their window, so a late answer to a start is never
+taken for a hand-over.
+
+A loaded machine may not run a worker for seconds. The window start waits for every ``R``
+answer (at most :data:`START_WAIT_S`, generous: answers take milliseconds when the worker
+runs); a worker that answers later still records, from when it began: its record says by
+how much it began late (``late_start_ns``) and the trace's notes say so. The handler waits
+for every hand-over (at most :data:`WAIT_S`); a worker that missed it is named in the notes
+and in the record's ``workers_missing``, and its record, if it comes later, is reported by
+the next window's handler and dropped.
 
 ``spawn``/``forkserver`` workers are fresh interpreters (or forks of one) that inherit none of
 this. :func:`install` replaces the DataLoader's worker function
@@ -46,14 +55,17 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
+from . import torch_loaders
 from .session import Capture, begin_session, end_session, forget
 
 __all__ = ["START_WAIT_S", "TraceHandler", "WAIT_S", "WorkerEntry", "install", "installed", "process_record"]
 
 log = logging.getLogger("tb_iotrace")
 
-WAIT_S = 10.0   # how long a handler waits for the workers' records
-START_WAIT_S = 2.0   # how long a window's start waits for the workers to begin recording
+# Upper bounds for a worker the machine does not run (answers take milliseconds otherwise);
+# what a worker misses by them is counted and said in the trace, never dropped silently.
+WAIT_S = 60.0         # how long a handler waits for the workers' records
+START_WAIT_S = 30.0   # how long a window's start waits for the workers to begin recording
 
 _lock = threading.Lock()
 _installed = False
@@ -63,7 +75,7 @@ _window: tuple[int, str] | None = None
 _session: Any = None            # this process's native session for the window
 _session_start_ns = 0
 _role = "main"
-_channels: list[socket.socket] = []   # parent ends, one per forked child still alive
+_channels: list["_Peer"] = []   # parent ends, one per child (forked or connected) still alive
 _pending_pair: tuple[socket.socket, socket.socket] | None = None
 _child_sock: socket.socket | None = None
 _window_counter = 0
@@ -139,7 +151,7 @@ def _after_fork_in_parent() -> None:
     pair, _pending_pair = _pending_pair, None
     if pair is not None:
         pair[1].close()
-        _channels.append(pair[0])
+        _channels.append(_Peer(pair[0]))
 
 
 def _after_fork_in_child() -> None:
@@ -147,7 +159,7 @@ def _after_fork_in_child() -> None:
     _lock = threading.Lock()
     pair, _pending_pair = _pending_pair, None
     for ch in _channels:
-        ch.close()
+        ch.sock.close()
     _channels.clear()
     _close_listener()
     if _session is not None:
@@ -159,6 +171,7 @@ def _after_fork_in_child() -> None:
     _child_sock = pair[1]
     _role = "worker"
     try:
+        pair[1].sendall(f"H {os.getpid()}\n".encode())
         if _window is not None:
             _begin()
         _register_exit_record()
@@ -203,7 +216,7 @@ def _accept_pending() -> None:
         except OSError:
             return
         conn.setblocking(True)
-        _channels.append(conn)
+        _channels.append(_Peer(conn))
 
 
 class WorkerEntry:
@@ -236,6 +249,7 @@ def _start_spawned(control: str) -> None:
         api.enable()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.connect(os.path.join(control, "ctl.sock"))
+        sock.sendall(f"H {os.getpid()}\n".encode())
         _child_sock, _role = sock, "worker"
         with _lock:
             _window = _read_window_file(control)
@@ -299,7 +313,8 @@ class _ExitHook:
 
 
 def _serve(sock: socket.socket) -> None:
-    """The child's thread: S begins recording the window, E ends it and answers."""
+    """The child's thread: ``S`` begins recording the window, ``E`` ends it; both answered
+    with the window's number."""
     global _window
     buf = b""
     while True:
@@ -313,60 +328,111 @@ def _serve(sock: socket.socket) -> None:
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
             parts = line.decode("utf-8", "replace").split(" ", 2)
-            reply = b"N\n"
+            number = parts[1] if len(parts) > 1 else "0"
+            reply = f"N {number}\n".encode()
             try:
                 with _lock:
                     if parts[0] == "S" and len(parts) == 3:
                         _window = (int(parts[1]), parts[2])
                         _begin()
-                        sock.sendall(b"R\n")
+                        sock.sendall(f"R {number}\n".encode())
                     elif parts[0] == "E":
                         win, _window = _window, None
                         if win is not None and _write_side_record(*win):
-                            reply = b"D\n"
+                            reply = f"D {number}\n".encode()
                         sock.sendall(reply)
             except Exception as exc:
                 log.warning("tb_iotrace: pid %d I/O capture: %s", os.getpid(), exc)
                 if parts[0] == "E":
                     try:
-                        sock.sendall(b"N\n")
+                        sock.sendall(reply)
                     except OSError:
                         return
 
 
-def _broadcast(msg: bytes) -> list[socket.socket]:
+class _Peer:
+    """The parent's end of one child's channel: the lines it sent, its pid once it said it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+        self.pid: int | None = None
+        self.answers: set[str] = set()     # "R 3", "D 3": answers read and not yet awaited
+
+    def name(self) -> str:
+        return f"pid {self.pid}" if self.pid else "pid unknown"
+
+    def read(self) -> bool:
+        """Take what the child sent (the socket is readable); False at end-of-file."""
+        try:
+            data = self.sock.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            return False
+        self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            kind, _, arg = line.decode("utf-8", "replace").partition(" ")
+            if kind == "H" and arg.isdigit():
+                self.pid = int(arg)
+            elif kind in ("R", "D", "N"):
+                self.answers.add(f"{'D' if kind == 'N' else kind} {arg}")
+        return True
+
+    def close(self) -> None:
+        if self in _channels:
+            _channels.remove(self)
+        self.sock.close()
+
+
+def _broadcast(msg: bytes) -> list[_Peer]:
     """Send ``msg`` to every live child; the channels it reached (dead ones are dropped)."""
     _accept_pending()
     reached = []
     for ch in list(_channels):
         try:
-            ch.sendall(msg)
+            ch.sock.sendall(msg)
             reached.append(ch)
         except OSError:
-            _channels.remove(ch)
             ch.close()
     return reached
 
 
-def _await_answers(channels: list[socket.socket], deadline: float) -> int:
-    """Wait until each channel answered or closed (or the deadline); the number that did not."""
-    left = {ch.fileno(): ch for ch in channels if ch.fileno() >= 0}
+def _await_answers(channels: list[_Peer], answer: str, deadline: float) -> list[_Peer]:
+    """Wait until each channel gave ``answer`` (e.g. ``"R 3"``; ``N`` counts as ``D``) or
+    closed (a child that exited: its exit record, if any, is written), or the deadline; the
+    channels still open that did not. Other lines (a late answer to an earlier message) are
+    read and left aside. ``poll``: a training process may hold more than FD_SETSIZE files."""
+    left = {ch.sock.fileno(): ch for ch in channels if ch.sock.fileno() >= 0}
+    for fd, ch in list(left.items()):
+        if answer in ch.answers:
+            ch.answers.discard(answer)
+            del left[fd]
+    poller = select.poll()
+    for fd in left:
+        poller.register(fd, select.POLLIN)
     while left:
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             break
-        ready, _, _ = select.select(list(left), [], [], timeout)
-        for fd in ready:
-            ch = left.pop(fd)
-            try:
-                got = ch.recv(64)
-            except OSError:
-                got = b""
-            if not got:          # the child exited (its exit record, if any, is written)
-                if ch in _channels:
-                    _channels.remove(ch)
+        for fd, _ in poller.poll(max(1, int(timeout * 1000))):
+            ch = left.get(fd)
+            if ch is None:
+                continue
+            if not ch.read():
+                poller.unregister(fd)
+                del left[fd]
                 ch.close()
-    return len(left)
+            elif answer in ch.answers:
+                ch.answers.discard(answer)
+                poller.unregister(fd)
+                del left[fd]
+    return list(left.values())
+
+
+def _pids_of(peers: list[_Peer]) -> str:
+    return ", ".join(p.name() for p in peers)
 
 
 # ------------------------------------------------------------------ the profiler's window
@@ -375,17 +441,25 @@ def _await_answers(channels: list[socket.socket], deadline: float) -> int:
 class _Window:
     """What a stopped window leaves for its handler."""
 
-    def __init__(self, number: int, spool: str, main: dict[str, Any] | None, waiting: list[socket.socket],
-                 stop_ns: int) -> None:
+    def __init__(self, number: int, spool: str, main: dict[str, Any] | None, waiting: list[_Peer],
+                 stop_ns: int, start_ns: int, late: dict[int, str], loaders: list[dict[str, Any]]) -> None:
         self.number = number
         self.spool = spool
         self.main = main
         self.waiting = waiting
         self.stop_ns = stop_ns
+        self.start_ns = start_ns     # when the window's start was sent to the workers
+        self.late = late             # pid -> name of the workers that did not begin in time
+        self.loaders = loaders       # the DataLoaders iterated in the window (torch_loaders)
+
+
+# The window now open: when its start was sent, and the workers that did not answer it in time.
+_window_start_ns = 0
+_late_start: dict[int, str] = {}
 
 
 def _start_window(handler: "TraceHandler") -> None:
-    global _window, _window_counter
+    global _window, _window_counter, _window_start_ns, _late_start
     with _lock:
         if _window is not None:
             return
@@ -394,10 +468,15 @@ def _start_window(handler: "TraceHandler") -> None:
         _write_window_file()
         # workers first, and waited for: the window is exact in every process (a worker
         # busy with a batch answers within the interpreter's switch interval)
+        _window_start_ns = time.time_ns()
         started = _broadcast(f"S {_window[0]} {_window[1]}\n".encode())
-        late = _await_answers(started, time.monotonic() + START_WAIT_S)
+        late = _await_answers(started, f"R {_window[0]}", time.monotonic() + handler.start_wait_s)
+        _late_start = {p.pid or 0: p.name() for p in late}
         if late:
-            handler.note(f"{late} worker process(es) did not start recording within {START_WAIT_S:g} s")
+            log.warning("tb_iotrace: DataLoader worker(s) %s did not begin recording within %g s; "
+                        "the window goes on, they record from when they do", _pids_of(late),
+                        handler.start_wait_s)
+        _loaders_started()
         _begin()
 
 
@@ -411,8 +490,38 @@ def _stop_window(handler: "TraceHandler") -> None:
         main = process_record(cap, "main", _session_start_ns) if cap is not None else None
         _window = None
         _write_window_file()
-        waiting = _broadcast(b"E\n")
-        handler.pending = _Window(number, spool, main, waiting, time.time_ns())
+        waiting = _broadcast(f"E {number}\n".encode())
+        handler.pending = _Window(number, spool, main, waiting, time.time_ns(), _window_start_ns,
+                                  dict(_late_start), _loaders_stopped())
+
+
+def _loaders_started() -> None:
+    try:
+        torch_loaders.window_started()
+    except Exception as exc:   # the settings are advice's details: never fail the window for them
+        log.warning("tb_iotrace: DataLoader settings not noted: %s", exc)
+
+
+def _loaders_stopped() -> list[dict[str, Any]]:
+    try:
+        return torch_loaders.window_stopped()
+    except Exception as exc:
+        log.warning("tb_iotrace: DataLoader settings not noted: %s", exc)
+        return []
+
+
+def _pytorch_facts(loaders: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
+    this process may use, and the DataLoaders the window iterated
+    (:func:`torch_loaders.window_stopped`)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 0
+    return {"version": str(getattr(torch, "__version__", "")), "cpus": cpus, "dataloaders": loaders}
 
 
 def _wrap(real: Any, action: Any) -> Any:
@@ -454,6 +563,10 @@ def install() -> None:
                             after_in_child=_after_fork_in_child)
         _installed = True
         try:
+            torch_loaders.install()
+        except Exception as exc:
+            log.warning("tb_iotrace: DataLoader settings will not be noted: %s", exc)
+        try:
             _install_worker_entry()
         except Exception as exc:
             log.warning("tb_iotrace: spawn/forkserver DataLoader workers will not carry I/O: %s", exc)
@@ -479,16 +592,32 @@ def _copy(src: str, dst: str) -> None:
         shutil.copyfile(src, dst)
 
 
+def _mark_late(procs: list[dict[str, Any]], win: _Window, notes: list[str]) -> None:
+    """Count and say how late the workers that missed the window's start began recording."""
+    for rec in procs:
+        pid = int(rec.get("pid", 0))
+        if rec.get("role") != "worker" or pid not in win.late:
+            continue
+        late_ns = int(rec["start_ns"]) - win.start_ns
+        rec["late_start_ns"] = late_ns
+        notes.append(f"DataLoader worker pid {pid} began recording {late_ns / 1e9:.3f} s after the window "
+                     "started (the machine did not run it sooner): its I/O before then is not in this trace")
+    for pid, name in win.late.items():
+        if not any(int(r.get("pid", 0)) == pid for r in procs) and pid:
+            notes.append(f"DataLoader worker {name} did not begin recording this window")
+
+
 class TraceHandler:
     """``on_trace_ready`` callable: PyTorch's ``tensorboard_trace_handler`` output with the
     window's I/O added (see :func:`tb_iotrace.kineto.add_io`)."""
 
     def __init__(self, dir_name: str, worker_name: str | None = None, use_gzip: bool = False,
-                 wait_s: float = WAIT_S) -> None:
+                 wait_s: float = WAIT_S, start_wait_s: float = START_WAIT_S) -> None:
         self.dir_name = os.fspath(dir_name)
         self.worker_name = worker_name
         self.use_gzip = use_gzip
         self.wait_s = wait_s
+        self.start_wait_s = start_wait_s
         self.pending: _Window | None = None
         self.notes: list[str] = []
         self.unavailable: str | None = None   # why this process records no I/O at all
@@ -519,13 +648,19 @@ class TraceHandler:
         if self.unavailable:
             notes.append(self.unavailable)
         procs: list[dict[str, Any]] = []
+        extra: dict[str, Any] = {}
         if win is not None:
-            late = _await_answers(win.waiting, time.monotonic() + self.wait_s)
-            if late:
-                notes.append(f"{late} worker process(es) did not hand over their I/O within {self.wait_s:g} s")
+            missing = _await_answers(win.waiting, f"D {win.number}", time.monotonic() + self.wait_s)
             if win.main is not None:
                 procs.append(win.main)
-            procs.extend(self._side_records(win))
+            procs.extend(self._side_records(win, notes))
+            extra["window_start_ns"] = win.start_ns
+            extra["pytorch"] = _pytorch_facts(win.loaders)
+            _mark_late(procs, win, notes)
+            if missing:
+                extra["workers_missing"] = [p.pid or 0 for p in missing]
+                notes.append(f"DataLoader worker(s) {_pids_of(missing)} did not hand over their I/O within "
+                             f"{self.wait_s:g} s of the window's end: their I/O is missing from this trace")
         elif not self.unavailable:
             notes.append("no I/O recorded for this window (its start was not seen)")
         tmp = os.path.join(self.spool(), f"export.{os.getpid()}.json")
@@ -537,7 +672,7 @@ class TraceHandler:
                 log.warning("tb_iotrace: cannot add I/O to the trace: %s", exc)
                 _copy(tmp, out)
                 return
-            write_trace(out, add_io(trace, procs, notes=notes))
+            write_trace(out, add_io(trace, procs, notes=notes, extra=extra))
             self.written.append(out)
         finally:
             try:
@@ -545,18 +680,25 @@ class TraceHandler:
             except OSError:
                 pass
 
-    def _side_records(self, win: _Window) -> list[dict[str, Any]]:
+    def _side_records(self, win: _Window, notes: list[str]) -> list[dict[str, Any]]:
+        """The workers' records of ``win``; one of an earlier window (handed over after its
+        trace was written) is reported and dropped."""
         recs = []
         prefix = f"{win.number}."
         for name in sorted(os.listdir(win.spool)):
-            if not (name.startswith(prefix) and name.endswith(".json")):
+            if not name.endswith(".json") or name.startswith("export."):
                 continue
             path = os.path.join(win.spool, name)
             try:
+                if not name.startswith(prefix):
+                    number, _, pid = name[:-len(".json")].partition(".")
+                    notes.append(f"DataLoader worker pid {pid} handed over its I/O of an earlier window "
+                                 f"({number}) after that window's trace was written; dropped")
+                    continue
                 with open(path, "rb") as fh:
                     recs.append(json.load(fh))
             except (OSError, ValueError) as exc:
-                self.note(f"worker record {name} unreadable: {exc}")
+                notes.append(f"worker record {name} unreadable: {exc}")
             finally:
                 try:
                     os.unlink(path)

@@ -163,8 +163,8 @@ def test_eof_and_redundant_and_random_from_trace_only() -> None:
 def test_stage_names_drop_indices() -> None:
     assert stage_name("Iterator::Root::Prefetch::ParallelInterleaveV4[12]::FlatMap[0]::TFRecord") == \
         "Iterator::Root::Prefetch::ParallelInterleaveV4::FlatMap::TFRecord"
-    assert FINDING_IDS == ["input-bound", "small-reads", "eof-zero-reads", "many-small-files", "metadata-heavy",
-                           "random-access", "redundant-reads", "serial-reads", "staging-candidates",
+    assert FINDING_IDS == ["input-bound", "worker-restarts", "small-reads", "eof-zero-reads", "many-small-files",
+                           "metadata-heavy", "random-access", "redundant-reads", "serial-reads", "staging-candidates",
                            "blocking-writes", "small-writes", "slow-filesystem"]
 
 

@@ -8,6 +8,7 @@ counters back. The workload (fixtures/darshan_workload.py) runs under `tb-iotrac
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -184,6 +185,74 @@ def test_dxt_segments_are_the_trace(exported, run_dir):
     assert not got["modules"]["DXT_POSIX"]["partial_flag"]
 
 
+READ_HEATMAP = r'''
+import json, sys, darshan
+rep = darshan.DarshanReport(sys.argv[1], read_all=False)
+out = {}
+if "HEATMAP" in rep.modules:
+    rep.read_all_heatmap_records()
+    for mod, hm in rep.heatmaps.items():
+        cols = hm.to_df(ops=["read"]).columns          # IntervalIndex of the bins, in seconds
+        # the first bin's right edge, from np.linspace(0, nbins * width): rounded off its last bits
+        out[mod] = {"nbins": len(cols), "width": round(float(cols[0].right), 12),
+                    "read": {str(r): [int(v) for v in row] for r, row in hm.to_df(ops=["read"], interval_index=False).iterrows()},
+                    "write": {str(r): [int(v) for v in row] for r, row in hm.to_df(ops=["write"], interval_index=False).iterrows()}}
+print(json.dumps(out))
+'''
+
+
+def read_heatmaps(path: Path) -> dict:
+    """PyDarshan's heatmaps: module -> {nbins, width, read/write: rank -> bins}."""
+    return json.loads(in_child(READ_HEATMAP, str(path)))
+
+
+def job_seconds(got: dict) -> tuple[int, float]:
+    j = got["job"]
+    start = j["start_time_sec"] * 10**9 + j["start_time_nsec"]
+    return start, (j["end_time_sec"] * 10**9 + j["end_time_nsec"] - start) / 1e9
+
+
+def test_heatmap_bins_sum_to_the_files_bytes(exported, run_dir):
+    """Both processes (parent: os.write/os.read/os.pread and libio's fwrite/fread; child:
+    os.pwrite/os.pread) on one grid; each module's bins sum to its files' bytes, per rank."""
+    log, got, report = exported
+    hm = read_heatmaps(log)
+    assert set(hm) == {"POSIX", "STDIO"}
+    assert got["modules"]["HEATMAP"]["ver"] == 1 and not got["modules"]["HEATMAP"]["partial_flag"]
+    assert got["names"][str(record_id("heatmap:POSIX"))] == "heatmap:POSIX"
+    assert got["names"][str(record_id("heatmap:STDIO"))] == "heatmap:STDIO"
+    # Darshan's grid: 0.1 s doubled until the job fits 200 bins, then ceil(job / width) bins
+    job_start, dur = job_seconds(got)
+    width = hm["POSIX"]["width"]
+    assert hm["STDIO"]["width"] == width and width in {0.1 * 2**k for k in range(40)}
+    assert dur <= 200 * width and (width == 0.1 or dur > 100 * width)
+    assert hm["POSIX"]["nbins"] == hm["STDIO"]["nbins"] == max(1, math.ceil(dur / width))
+    ranks = rank_of(got)
+    seen = 0
+    for h in hosts(report):
+        rank = str(ranks[h["host"]])
+        for mod in ("POSIX", "STDIO"):
+            rd = sum(f["counters"][f"{mod}_BYTES_READ"] for f in h["files"] if f["module"] == mod)
+            wr = sum(f["counters"][f"{mod}_BYTES_WRITTEN"] for f in h["files"] if f["module"] == mod)
+            if not rd and not wr:          # Darshan writes no empty heatmap
+                assert rank not in hm[mod]["read"]
+                continue
+            assert sum(hm[mod]["read"][rank]) == rd and sum(hm[mod]["write"][rank]) == wr
+            # nothing before the process started
+            first = min(i for i, (a, b) in enumerate(zip(hm[mod]["read"][rank], hm[mod]["write"][rank])) if a or b)
+            assert first >= int((h["process"]["start_ns"] - job_start) / 1e9 // width)
+            seen += 1
+    assert seen == 3   # the parent's POSIX and STDIO, the child's POSIX
+    # the workload's own bytes (fixtures/darshan_workload.py): 16 x 4 KiB + 10 bytes written and
+    # 64 KiB + 4 x 1000 read through POSIX, 3000 bytes through fwrite and read back with fread;
+    # the child: 8 KiB pwrite, 4 KiB pread
+    (parent,) = [str(ranks[h["host"]]) for h in hosts(report) if any(f["module"] == "STDIO" for f in h["files"])]
+    (child,) = [str(r) for r in ranks.values() if str(r) != parent]
+    assert (sum(hm["POSIX"]["write"][parent]), sum(hm["POSIX"]["read"][parent])) == (16 * 4096 + 10, 65536 + 4000)
+    assert (sum(hm["STDIO"]["write"][parent]), sum(hm["STDIO"]["read"][parent])) == (3000, 3000)
+    assert (sum(hm["POSIX"]["write"][child]), sum(hm["POSIX"]["read"][child])) == (8192, 4096)
+
+
 def test_summary_writes_html(exported, tmp_path):
     log, _, _ = exported
     out = tmp_path / "summary.html"
@@ -192,8 +261,10 @@ def test_summary_writes_html(exported, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     html = out.read_text()
     assert "<html" in html.lower() and "darshan_workload.py" in html
-    for section in ("Per-Module Statistics: POSIX", "Per-Module Statistics: STDIO", "Heat Map: DXT_POSIX"):
+    for section in ("Per-Module Statistics: POSIX", "Per-Module Statistics: STDIO", "Heat Map: DXT_POSIX",
+                    "Heat Map: HEATMAP POSIX", "Heat Map: HEATMAP STDIO"):
         assert section in html
+    assert "Heatmap data is not available" not in html
 
 
 def test_drishti_flags_small_reads(exported):
@@ -276,6 +347,7 @@ def test_partial_flags(tmp_path):
                "-o", str(out2)).returncode == 0
     got = read_log(out2)
     assert got["modules"]["POSIX"]["partial_flag"] and "DXT_POSIX" not in got["modules"]
+    assert "HEATMAP" not in got["modules"] and "HEATMAP" not in read_log(out)["modules"]   # records without a series
 
 
 def one_line_error(r: subprocess.CompletedProcess, out: Path) -> str:
@@ -315,6 +387,66 @@ def test_bad_input(tmp_path):
     (tmp_path / "junk.json").write_text("{not json")
     err = one_line_error(cli("export", str(tmp_path / "junk.json"), "--format", "darshan-log", "-o", str(out)), out)
     assert "junk.json" in err
+
+
+def series(start: int, bin_ns: float, n: int, put: dict[tuple[str, str, int], int] | None) -> dict:
+    """A stored time series of n bins with bytes at (module, "bytes_read"/"bytes_written", bin);
+    put None: one recorded before the split by module."""
+    mods = {m: {k: [0] * n for k in ("bytes_read", "bytes_written")} for m in ("POSIX", "STDIO")}
+    for (m, k, i), v in (put or {}).items():
+        mods[m][k][i] += v
+    tot = {k: [a + b for a, b in zip(mods["POSIX"][k], mods["STDIO"][k])] for k in ("bytes_read", "bytes_written")}
+    d = {"start_ns": start, "bin_ns": bin_ns, **tot, "calls": [1] * n, "io_time_s": [0.0] * n}
+    return d if put is None else {**d, "modules": mods}
+
+
+def test_heatmap_ranks_share_one_grid(tmp_path):
+    """Four processes of one run: two with series of different bin widths and starts, one
+    without a series, one whose series predates the split by module. The log's heatmaps put
+    the first two on Darshan's grid from the job start, each bin where its time falls."""
+    rec = tmp_path / "l" / "plugins" / "iotrace"
+    rec.mkdir(parents=True)
+    t0, s = 1_700_000_000_000_000_000, 10**9
+    procs = {  # pid: (start, end, series, partial)
+        1: (t0, t0 + 30_050_000_000, series(t0, 1e6, 256, {("POSIX", "bytes_read", 0): 100,
+                                                            ("STDIO", "bytes_written", 250): 7}), False),
+        2: (t0 + 2 * s, t0 + 10 * s, series(t0 + 2 * s, 64e6, 160, {("POSIX", "bytes_read", 0): 1,
+                                                                     ("POSIX", "bytes_written", 100): 5000}), True),
+        3: (t0 + 1 * s, t0 + 5 * s, None, False),
+        4: (t0 + 3 * s, t0 + 6 * s, series(t0 + 3 * s, 1e6, 10, None), False),
+    }
+    for pid, (start, end, ts, partial) in procs.items():
+        doc = {"format": RECORD_FORMAT, "host": "h", "pid": pid, "ppid": 1, "argv": ["train.py"], "start_ns": start,
+               "end_ns": end, "partial": partial, "exit": {"how": "exit"}, "files": [dict(X_FILE, path=f"/d/{pid}")],
+               "threads": [], "nevents": 0, "dropped": 0, "trace": None}
+        if ts is not None:
+            doc["timeseries"] = ts
+        (rec / f"h.{pid}.json").write_text(json.dumps(doc))
+    out = tmp_path / "g.darshan"
+    r = cli("export", str(tmp_path / "l"), "--format", "darshan-log", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    got = read_log(out)
+    assert got["job"]["nprocs"] == 4 and len(got["records"]["POSIX"]) == 4
+    assert got["modules"]["HEATMAP"]["partial_flag"]          # process 2 was killed: its series is partial
+    rank = {int(h.split(".")[1]): str(r) for h, r in rank_of(got).items()}
+    hm = read_heatmaps(out)
+    # a 30.05 s job: 0.1 s bins do not fit 200, 0.2 s do; ceil(30.05 / 0.2) = 151 bins
+    assert {(m["width"], m["nbins"]) for m in hm.values()} == {(0.2, 151)}
+    assert set(hm["POSIX"]["read"]) == {rank[1], rank[2]} and set(hm["STDIO"]["read"]) == {rank[1]}
+
+    def nonzero(bins: list[int]) -> dict[int, int]:
+        return {i: v for i, v in enumerate(bins) if v}
+
+    assert nonzero(hm["POSIX"]["read"][rank[1]]) == {0: 100}
+    assert nonzero(hm["STDIO"]["write"][rank[1]]) == {1: 7}          # 0.25 s
+    assert nonzero(hm["POSIX"]["read"][rank[2]]) == {10: 1}          # 2.0 s from the job start
+    assert nonzero(hm["POSIX"]["write"][rank[2]]) == {42: 5000}      # 2 s + 100 x 64 ms = 8.4 s
+    assert not any(hm["STDIO"]["read"][rank[1]]) and not any(hm["POSIX"]["write"][rank[1]])
+    html = tmp_path / "g.html"
+    r = subprocess.run([PY, "-m", "darshan", "summary", str(out), "--output", str(html)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "Heat Map: HEATMAP POSIX" in html.read_text() and "Heat Map: HEATMAP STDIO" in html.read_text()
 
 
 def test_several_runs_need_a_run(tmp_path):

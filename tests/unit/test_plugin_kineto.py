@@ -183,6 +183,17 @@ def test_per_step_io_all_inside_steps(client, manifest):
     code, st = get("/steps", run="train", host="worker0")
     assert code == 200 and st["has_steps"]
     assert sum(s["bytes_read"] for s in st["steps"]) == sum(manifest["files"].values())
+    # the main process waited in the DataLoader's __next__ (Kineto's enumerate(DataLoader)#...)
+    code, cap = get("/capture", run="train", host="worker0")
+    lane = next(ln for ln in cap["lanes"] if ln["group"] == "host")
+    waits = [get("/event", run="train", host="worker0", lane=lane["key"], index=i)[1] for i in range(lane["events"])]
+    waits = [d for d in waits if d["name"].startswith("enumerate(DataLoader)#")]
+    assert waits
+    for s in st["steps"]:
+        inside = sum(min(d["start"] + d["dur"], s["end"]) - max(d["start"], s["start"]) for d in waits
+                     if d["start"] < s["end"] and d["start"] + d["dur"] > s["start"])
+        assert s["input_wait_ns"] == inside, (s, inside)
+    assert any(s["input_wait_ns"] > 0 for s in st["steps"])
 
 
 def test_gpu_lanes(client):
@@ -242,3 +253,23 @@ def test_findings_of_a_pytorch_run(client):
     assert code == 200, fi
     assert set(fi) >= {"findings", "message"}
     assert not any("no TensorFlow host timeline" in n for n in fi.get("notes", []))
+
+
+def test_all_hosts_of_a_pytorch_run_on_one_clock(client, manifest):
+    """The run's two traces (the same window under two worker names) on one clock: both
+    hosts' lanes, the same times, and the files table counts each host's bytes."""
+    _, get = client
+    code, cap = get("/capture", run="train", host="__all__")
+    assert code == 200, cap
+    assert cap["hosts"] == ["trainer.example.com_77", "worker0"]
+    io = [ln for ln in cap["lanes"] if ln["group"] == "io"]
+    assert len(io) == 4 and cap["io"]["events"] == 128
+    code, files = get("/files", run="train", host="__all__")
+    assert code == 200
+    for host in cap["hosts"]:
+        got = {p: files["columns"]["bytes_read"][i] for i, p in enumerate(files["path"])
+               if files["host"][i] == host and files["module"][i] == "POSIX"}
+        assert got == manifest["files"]
+    code, hosts = get("/hosts", run="train", host="__all__")
+    assert code == 200
+    assert [r["bytes_read"] for r in hosts["hosts"]] == [sum(manifest["files"].values())] * 2

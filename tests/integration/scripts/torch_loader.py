@@ -7,13 +7,20 @@ MODE ``inside``: the workers start inside the profiled window (the epoch is iter
 profile starts) and exit inside it. MODE ``before``: persistent workers forked in an
 unprofiled first epoch; the second epoch is profiled. MODE ``main``: no workers (the main
 process reads), the trace gzip-compressed. MODE ``spawn``: as ``before`` with the ``spawn``
-start method; MODE ``forkserver``: as ``inside`` with ``forkserver``. Writes WORK/result.json: the files and
-their sizes, the pids, the trace files written and the handler's notes."""
+start method; MODE ``forkserver``: as ``inside`` with ``forkserver``. MODE ``stopped``: as ``before``,
+with the first worker stopped (SIGSTOP) for STOP_S seconds when the window starts, as a loaded
+machine may not run it (longer than the 2 s the window start used to wait), and again for 1 s
+as the window stops; MODE ``stopped-short``:
+the same with a handler that waits only SHORT_WAIT_S for the workers to begin. Writes
+WORK/result.json: the files and their sizes, the pids, the trace files written and the handler's
+notes."""
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -21,6 +28,8 @@ from torch.utils.data import DataLoader, Dataset
 import tb_iotrace.torch as tbt
 
 NFILES = 12
+STOP_S = 3.0
+SHORT_WAIT_S = 0.3
 
 
 class Files(Dataset):
@@ -46,20 +55,29 @@ def main() -> None:
         with open(p, "wb") as fh:
             fh.write(bytes([i]) * (1000 + 37 * i))
         paths.append(p)
-    handler = tbt.trace_handler(os.path.join(work, "log"), use_gzip=(mode == "main"))
+    if mode == "stopped-short":
+        handler = tbt.trace_handler(os.path.join(work, "log"), start_wait_s=SHORT_WAIT_S)
+    else:
+        handler = tbt.trace_handler(os.path.join(work, "log"), use_gzip=(mode == "main"))
     if mode == "main":
         loader = DataLoader(Files(paths), batch_size=2)
     else:
         context = {"spawn": "spawn", "forkserver": "forkserver"}.get(mode, "fork")
         loader = DataLoader(Files(paths), batch_size=2, num_workers=2, multiprocessing_context=context,
-                            persistent_workers=(mode in ("before", "spawn")))
+                            persistent_workers=(mode in ("before", "spawn", "stopped", "stopped-short")))
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     pids: set[int] = set()
-    if mode in ("before", "spawn"):
+    stopped: list[int] = []
+    if mode in ("before", "spawn", "stopped", "stopped-short"):
         for _ in loader:   # unprofiled epoch: the persistent workers start here
             pass
-        pids = {w.pid for w in loader._iterator._workers}  # type: ignore[union-attr]
+        workers = loader._iterator._workers  # type: ignore[union-attr]
+        pids = {w.pid for w in workers}
+        if mode.startswith("stopped"):
+            stopped = [workers[0].pid]
+            os.kill(stopped[0], signal.SIGSTOP)
+            threading.Timer(STOP_S, os.kill, (stopped[0], signal.SIGCONT)).start()
     steps = len(loader)
     sched = torch.profiler.schedule(wait=0, warmup=0, active=steps + 1, repeat=1)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
@@ -70,11 +88,14 @@ def main() -> None:
             loss.backward()
             opt.step()
             prof.step()
+        if stopped:
+            os.kill(stopped[0], signal.SIGSTOP)
+            threading.Timer(1.0, os.kill, (stopped[0], signal.SIGCONT)).start()
     if mode in ("inside", "forkserver"):
         pids = set()   # the workers are gone: the trace names them
     result = {"main_pid": os.getpid(), "worker_pids": sorted(pids),
               "files": {p: os.path.getsize(p) for p in paths},
-              "written": handler.written, "steps": steps}
+              "written": handler.written, "steps": steps, "stopped": stopped, "stop_s": STOP_S}
     with open(os.path.join(work, "result.json"), "w") as fh:
         json.dump(result, fh)
 
