@@ -229,7 +229,7 @@ def main() -> int:
         print(f"  {label:<9} /capture server {cap.get('server', float('nan')):7.0f} + transfer {cap.get('transfer', float('nan')):4.0f}"
               f" ({cap.get('decoded', 0) / 1024:.0f} KiB) | page layout {st.get('layout', float('nan')):4.0f} | /timeline server "
               f"{tl.get('server', float('nan')):4.0f} + transfer {tl.get('transfer', float('nan')):3.0f} ({tl.get('decoded', 0) / 1024:.0f} KiB"
-              f" packed) | draw {st['draw']:4.0f} | TensorBoard CPU {cpu:.2f} s")
+              f") | draw {st['draw']:4.0f} | TensorBoard CPU {cpu:.2f} s")
     print(f"  zoom steps: fetch {med(res['zoom_fetch_ms']):.0f} ms median (request to answer parsed), draw "
           f"{med(res['zoom_draw_ms']):.0f} ms median")
     print(f"\nServer alone, All-hosts requests after the page (median of {args.repeats}, s): byte budget (default) "
