@@ -11,15 +11,20 @@ PATH may be:
 - one capture file (``<host>.xplane.pb``) or one whole-run record (``<host>.<pid>.json``);
 - a PyTorch Kineto trace written by ``tb_iotrace.torch.trace_handler``
   (``<worker>.<ns>.pt.trace.json[.gz]``), or the folder of such traces: one host per process
-  that recorded I/O (``<trace name>/pid<N>``, ``<worker>`` for the main process), counters only
-  (the per-call events are in the trace; findings and steps are not computed for it yet).
+  that recorded I/O (``<trace name>/pid<N>``, ``<worker>`` for the main process). Its
+  :meth:`Source.space` is the trace converted by :mod:`tb_iotrace.kineto_xspace` (one conversion
+  shared by the processes of a file), its :meth:`Source.io_trace` that process's calls with its
+  own counters.
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..kineto import KinetoTraceError, io_record, read_trace
 from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, scan
@@ -42,7 +47,11 @@ class Source:
 
     # ------------------------------------------------------------------ loading
     def space(self) -> Any:
-        """The XSpace (xplane sources only)."""
+        """The XSpace (xplane sources; a Kineto trace's converted one, shared by its processes)."""
+        if self.kind == "kineto":
+            if self._space is None:
+                self._space = _kineto_space(self.path)
+            return self._space
         if self.kind != "xplane":
             return None
         if self._space is None:
@@ -65,7 +74,13 @@ class Source:
         return self._record
 
     def io_trace(self) -> Any:
-        """The IoTrace stored in a capture (None when it holds no I/O)."""
+        """The IoTrace stored in a capture (None when it holds no I/O); a Kineto source's: its
+        process's calls and counters."""
+        if self.kind == "kineto":
+            if not self._loaded:
+                self._trace = _process_trace(self.space(), self.process or {})
+                self._loaded = True
+            return self._trace
         if self.kind != "xplane":
             return None
         if not self._loaded:
@@ -129,6 +144,41 @@ class Source:
             return int(self.record().doc.get("nevents", 0))  # type: ignore[union-attr]
         tr = self.io_trace()
         return len(tr) if tr is not None else 0
+
+
+@functools.lru_cache(maxsize=2)
+def _converted(path: str, size: int, mtime_ns: int) -> Any:
+    from ..kineto_xspace import read_xspace
+
+    return read_xspace(path)
+
+
+def _kineto_space(path: str) -> Any:
+    """The converted XSpace of a Kineto trace (the last two kept: a file's processes share it)."""
+    try:
+        st = os.stat(path)
+        return _converted(path, st.st_size, st.st_mtime_ns)
+    except KinetoTraceError as exc:
+        raise UserError(str(exc)) from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _process_trace(space: Any, proc: dict[str, Any]) -> Any:
+    """One process's part of a converted Kineto trace: its threads' calls, its own counters."""
+    from ..kineto_xspace import KINETO_KEY
+    from ..xplane import read_io_data, read_io_info
+
+    tr = read_io_data(space)
+    if tr is None:
+        return None
+    info = (read_io_info(space) or {}).get(KINETO_KEY) or {}
+    tids = next((p.get("tids") or [] for p in info.get("processes", []) if p.get("pid") == proc.get("pid")), [])
+    out = tr.take(np.isin(tr.tid, np.asarray(tids, dtype=np.int64)))
+    out.counters = list(proc.get("counters") or [])
+    out.dropped = int(proc.get("dropped") or 0)
+    out.untracked = proc.get("untracked") if isinstance(proc.get("untracked"), dict) else None
+    return out
 
 
 def kineto_sources(path: Path, run: str) -> list[Source]:

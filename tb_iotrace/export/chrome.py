@@ -47,9 +47,15 @@ def _origin(src: Any) -> int:
     return int(start)
 
 
+def _has_planes(src: Any) -> bool:
+    """Whether the source's host and device planes are drawn: a capture's; of a Kineto trace's
+    processes, the main one's (the timeline Kineto recorded is that process's)."""
+    return src.kind == "xplane" or (src.kind == "kineto" and (src.process or {}).get("role") == "main")
+
+
 def _count(src: Any) -> int:
     n = src.nevents()
-    if src.kind == "xplane":
+    if _has_planes(src):
         from ..xplane.schema import LINE_PREFIX
 
         for p in src.space().planes:
@@ -181,7 +187,7 @@ def export(sources: list[Any], out: str, progress: bool = True) -> int:
             label = f"{src.run}/{src.host} " if several else ""
             base = k * PID_STRIDE
             src_origin = o or origin
-            if src.kind == "xplane":
+            if _has_planes(src):
                 _planes(w, src, base, (src_origin - origin) / 1e3, label, prog)
                 _steps(w, src, base + PID_STRIDE - 2, (src_origin - origin) / 1e3, label)
             _io(w, src, base + PID_STRIDE - 1, origin if origin else src_origin, label or f"{src.host}", prog)

@@ -54,6 +54,10 @@ STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|
 # PyTorch names each step ``ProfilerStep#<n>``: one kind of marker whatever the number.
 NUMBERED_STEP_RE = re.compile(r"^(ProfilerStep#)\d+$")
 INPUT_WAIT_RE = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
+# PyTorch's input wait, the DataLoader iterator's __next__ as Kineto names it
+# (enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__): it sits inside ProfilerStep#N,
+# so it counts at any depth (tf.data's waits only where outermost)
+NESTED_INPUT_WAIT_RE = re.compile(r"^enumerate\(DataLoader\)#")
 READ_OPS_RE = re.compile(r"read|recv", re.I)
 WRITE_OPS_RE = re.compile(r"write|send|sync", re.I)
 

@@ -82,3 +82,37 @@ def test_logdir_with_trace_folders_as_the_tab_lists_them(tmp_path: Path, capsys)
     assert set(runs) == {"exp1"}
     assert {h["host"] for h in runs["exp1"]["hosts"]} == {"h_10.1", "h_10.1/pid11", "h_10.1/pid12"}
     assert "w.1.pt.trace.json: not a readable Kineto trace" in out.err
+
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_exports_of_a_real_pytorch_trace(tmp_path: Path, capsys) -> None:
+    """The exports read a Kineto trace's events through its conversion: the chrome export has
+    the main process's aten ops and steps and each worker's reads (bytes equal the files); the
+    ops table one row per call (the chrome export crashed on a Kineto trace before)."""
+    import csv
+    from collections import defaultdict
+
+    man = json.loads((DATA / "torch_loader.json").read_text())
+    src = tmp_path / "worker0.1.pt.trace.json.gz"
+    src.write_bytes((DATA / "torch_loader.pt.trace.json.gz").read_bytes())
+    out = tmp_path / "chrome.json"
+    assert main(["export", str(src), "--format", "chrome", "-o", str(out), "--no-progress"]) == 0
+    ev = json.loads(out.read_text())["traceEvents"]
+    names = {e["name"] for e in ev if e["ph"] == "X"}
+    assert {"aten::linear", "ProfilerStep#0", "step 4"} <= names
+    procs = {e["pid"]: e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "process_name"}
+    got: dict[int, dict[str, int]] = defaultdict(dict)
+    for e in ev:
+        if e.get("cat") == "io" and e["name"] == "read" and e["args"]["file"] in man["files"]:
+            pid = int(procs[e["pid"]].rsplit("pid", 1)[1])
+            got[pid][e["args"]["file"]] = got[pid].get(e["args"]["file"], 0) + e["args"]["bytes"]
+    assert sorted(got) == man["worker_pids"]
+    assert {f: n for by in got.values() for f, n in by.items()} == man["files"]
+    table = tmp_path / "tables"
+    assert main(["export", str(src), "--format", "csv", "-o", str(table), "--no-progress"]) == 0
+    with open(table / "ops.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 64 and {r["host"] for r in rows} == {f"worker0.1/pid{p}" for p in man["worker_pids"]}
+    assert main(["export", str(src), "--format", "darshan-log", "-o", str(tmp_path / "x.darshan"), "--no-progress"]) == 0

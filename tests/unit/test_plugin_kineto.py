@@ -183,6 +183,17 @@ def test_per_step_io_all_inside_steps(client, manifest):
     code, st = get("/steps", run="train", host="worker0")
     assert code == 200 and st["has_steps"]
     assert sum(s["bytes_read"] for s in st["steps"]) == sum(manifest["files"].values())
+    # the main process waited in the DataLoader's __next__ (Kineto's enumerate(DataLoader)#...)
+    code, cap = get("/capture", run="train", host="worker0")
+    lane = next(ln for ln in cap["lanes"] if ln["group"] == "host")
+    waits = [get("/event", run="train", host="worker0", lane=lane["key"], index=i)[1] for i in range(lane["events"])]
+    waits = [d for d in waits if d["name"].startswith("enumerate(DataLoader)#")]
+    assert waits
+    for s in st["steps"]:
+        inside = sum(min(d["start"] + d["dur"], s["end"]) - max(d["start"], s["start"]) for d in waits
+                     if d["start"] < s["end"] and d["start"] + d["dur"] > s["start"])
+        assert s["input_wait_ns"] == inside, (s, inside)
+    assert any(s["input_wait_ns"] > 0 for s in st["steps"])
 
 
 def test_gpu_lanes(client):

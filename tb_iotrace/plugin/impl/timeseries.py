@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import lod
-from ..model import INPUT_WAIT_RE, Capture, Lane
+from ..model import INPUT_WAIT_RE, NESTED_INPUT_WAIT_RE, Capture, Lane
 from ..view import View, fmt_float, view_steps
 
 MAX_BINS = 4096
@@ -166,6 +166,10 @@ def _input_mask(cap: Capture, lane: Lane) -> np.ndarray:
         # only outermost events (row 0) so nested ones are not counted twice
         if lane.rows > 1:
             got &= np.arange(len(lane)) < lane.row_bounds[1]
+        # PyTorch's at any depth (inside ProfilerStep#N); _covered takes the union
+        nested = [i for i in ids.tolist() if i >= 0 and NESTED_INPUT_WAIT_RE.search(cap.names[i])]
+        if nested:
+            got |= np.isin(lane.name_id, np.array(nested, dtype=np.int32))
         lane.cache["_input"] = got
     return got
 
@@ -188,7 +192,8 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
 
 def input_wait_ns(cap: Capture, lo: float, hi: float) -> float:
     """How long the capture's host waited on input inside [lo, hi] (capture clock): per host
-    thread, the union of its outermost IteratorGetNext-like events, summed over threads (the
+    thread, the union of its outermost IteratorGetNext-like events and of PyTorch's DataLoader
+    ``__next__`` events, summed over threads (the
     measure of /steps' ``input_wait_ns``)."""
     edges_lo = np.array([lo], dtype=np.float64)
     edges_hi = np.array([hi], dtype=np.float64)
