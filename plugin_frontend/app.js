@@ -1,11 +1,11 @@
 // The "I/O" tab: run/host pickers, the combined timeline with its details panel, the
 // files table, charts and findings. Data flow: /runs -> /capture (lanes, extent, steps)
-// -> /timeline per view change (level of detail), /bandwidth aligned under it, and
+// -> /timeline per view change (level of detail, packed: lib/packed.js), /bandwidth aligned under it, and
 // /files, /histograms, /steps, /findings (and /hosts for "All hosts") once per capture;
 // /event on click. A pick that supersedes an earlier one (an event, a file) drops the
 // earlier answer, whichever comes first (lib/latest.js).
 
-import { getJson } from "./api.js";
+import { getJson, getPacked } from "./api.js";
 import { el, clear, section } from "./lib/dom.js";
 import { fmtInt } from "./lib/format.js";
 import { Latest } from "./lib/latest.js";
@@ -14,11 +14,12 @@ import { FilesTable } from "./views/table.js";
 import { renderHistograms, renderSteps, renderTopFiles } from "./views/charts.js";
 import { codeLine, dataFiles } from "./views/codefiles.js";
 import { renderRunSeries } from "./views/runseries.js";
-import { renderFindings } from "./views/findings.js";
+import { pollFindings, renderFindings } from "./views/findings.js";
 import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
 import { HostsTable } from "./views/hosts.js";
 
 const ALL_HOSTS = "__all__";
+const PANELS_WAIT_MS = 3000;  // the panels wait at most this long for the timeline's first paint
 
 export class App {
   constructor(root) {
@@ -119,8 +120,11 @@ export class App {
       return;
     }
     for (const x of this.runs) {
-      // whole-run records of `tb-iotrace run` (one host per process) next to profile runs
-      const text = x.kind === "record" ? `${x.run} (whole run, ${x.hosts.length} process${x.hosts.length === 1 ? "" : "es"})` : x.run;
+      // whole-run records of `tb-iotrace run` (one host per process) and folders of PyTorch
+      // traces (one host per trace file) next to profile runs
+      const n = x.hosts.length;
+      const text = x.kind === "record" ? `${x.run} (whole run, ${n} process${n === 1 ? "" : "es"})`
+        : x.kind === "kineto" ? `${x.run} (PyTorch, ${n} trace${n === 1 ? "" : "s"})` : x.run;
       this.runSel.appendChild(el("option", { value: x.run, text }));
     }
     const keep = this.runs.find((x) => x.run === this.run);
@@ -158,8 +162,8 @@ export class App {
       // The home window's timeline is fetched alongside the capture summary (the server
       // picks the window when start/end are left out). Not for "All hosts": that asks for
       // every lane, and the view asks for the visible ones once it knows them.
-      const firstReq = keepView || this.host === ALL_HOSTS ? null : getJson("timeline", { ...this._params(), io_by: this.ioBy,
-                                                                width: this.timeline.plotWidth() }).catch(() => null);
+      const firstReq = keepView || this.host === ALL_HOSTS ? null : getPacked("timeline", { ...this._params(), io_by: this.ioBy,
+                                                                  width: this.timeline.plotWidth(), enc: "bin" }).catch(() => null);
       cap = await getJson("capture", { ...this._params(), io_by: this.ioBy });
       first = firstReq ? await firstReq : null;
     } catch (e) {
@@ -193,20 +197,34 @@ export class App {
     if (!keepView) this._loadPanels(token);
   }
 
-  /** `lanes`: the lane keys to draw (null: all of them). */
+  /** `lanes`: the lane keys to draw (null: all of them). The packed answer carries no lane
+   * descriptions: its segments index the lanes of /capture. */
   async _loadTimeline(scale, lanes, signal) {
-    return getJson("timeline", { ...this._params(), start: scale.t0, end: scale.t1, width: Math.round(scale.width),
-                                 io_by: this.ioBy, lanes: lanes === null ? undefined : lanes.join(",") || "none" }, signal);
+    return getPacked("timeline", { ...this._params(), start: scale.t0, end: scale.t1, width: Math.round(scale.width),
+                                   io_by: this.ioBy, lanes: lanes === null ? undefined : lanes.join(",") || "none",
+                                   enc: "bin" }, signal);
   }
 
   // Each panel is drawn when its own answer comes (the findings of a big run can take
-  // seconds longer than the rest); data-panels is "ready" once all have come.
+  // seconds longer than the rest); data-panels is "ready" once all have come. They are
+  // asked for once the timeline has painted (at most PANELS_WAIT_MS later), so that the
+  // server answers the timeline first. Findings still `pending` (hosts being analysed in
+  // the background) are asked for again until complete (data-findings).
   async _loadPanels(token) {
     const p = this._params();
     this.root.dataset.panels = "loading";
+    this.root.dataset.findings = "loading";
     const multi = this.host === ALL_HOSTS;
     this.hostsSection.hidden = !multi;
     if (multi) this.hostsTable.setData(null);
+    await this.timeline.painted(PANELS_WAIT_MS);
+    if (token !== this._token) return;
+    const drawFindings = (findings) => {
+      if (findings.error) this.findingsRoot.textContent = findings.error;
+      else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+      this.root.dataset.findings = findings.pending > 0 && !findings.error ? "pending" : "complete";
+    };
+    let firstFindings = null;
     const show = async (route, params, draw, signal = undefined) => {
       let r;
       try { r = await getJson(route, params, signal); } catch (e) { r = { error: e.message, aborted: e.name === "AbortError" }; }
@@ -227,12 +245,18 @@ export class App {
         else renderSteps(this.stepsRoot, steps, (st) => this.timeline.zoomTo(st.start - (st.end - st.start) * 0.05, st.end + (st.end - st.start) * 0.05));
       }),
       show("findings", p, (findings) => {
-        if (findings.error) this.findingsRoot.textContent = findings.error;
-        else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+        firstFindings = findings;
+        drawFindings(findings);
       }),
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
     ]);
-    if (token === this._token) this.root.dataset.panels = "ready";
+    if (token !== this._token) return;
+    this.root.dataset.panels = "ready";
+    if (firstFindings && firstFindings.pending > 0 && !firstFindings.error) {
+      const current = () => token === this._token;
+      const load = () => getJson("findings", p).catch((e) => ({ error: e.message }));
+      await pollFindings(load, drawFindings, current, { first: firstFindings });
+    }
   }
 
   /** Files table and top files: data files only unless the code-loading toggle is on. */

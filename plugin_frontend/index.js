@@ -1,11 +1,70 @@
 // GENERATED from plugin_frontend/main.js, the modules it imports and style.css by
 // tools/bundle_frontend.mjs: do not edit; change the sources and run
 // `node tools/bundle_frontend.mjs` (tests/frontend/bundle.test.mjs checks it is fresh).
-// Modules, in evaluation order: api.js, lib/dom.js, lib/format.js, lib/latest.js, timeline/coords.js, timeline/tracks.js, lib/colors.js, timeline/view.js, timeline/loader.js, timeline/input.js, timeline/tooltip.js, timeline/timeline.js, views/table.js, views/charts.js, views/codefiles.js, views/runseries.js, views/findings.js, views/details.js, views/hosts.js, app.js, main.js
+// Modules, in evaluation order: lib/packed.js, api.js, lib/dom.js, lib/format.js, lib/latest.js, timeline/coords.js, timeline/tracks.js, lib/colors.js, timeline/view.js, timeline/loader.js, timeline/input.js, timeline/tooltip.js, timeline/timeline.js, views/table.js, views/charts.js, views/codefiles.js, views/runseries.js, views/findings.js, views/details.js, views/hosts.js, app.js, main.js
+
+// ---- lib/packed.js
+const __m_lib_packed_js = (() => {
+// Decoder of the server's packed answers (tb_iotrace/plugin/packed.py): "TBIO", a uint32
+// header length, a JSON header, then columns of little-endian numbers at 8-byte aligned
+// offsets. Each column becomes a typed-array view on the received buffer (no copy).
+
+const MAGIC = [0x54, 0x42, 0x49, 0x4f]; // "TBIO"
+const TYPES = { i8: Int8Array, i16: Int16Array, i32: Int32Array, f64: Float64Array };
+const LITTLE = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** {fields, columns: {name: TypedArray}} of a packed answer (an ArrayBuffer). */
+function unpack(buffer) {
+  const bytes = new Uint8Array(buffer);
+  if (bytes.length < 8 || MAGIC.some((b, i) => bytes[i] !== b)) throw new Error("not a packed answer");
+  const n = new DataView(buffer).getUint32(4, true);
+  if (8 + n > bytes.length) throw new Error("packed answer truncated");
+  const fields = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + n)));
+  const base = Math.ceil((8 + n) / 8) * 8;
+  const columns = {};
+  for (const [name, dtype, length, offset] of fields.columns) {
+    const T = TYPES[dtype];
+    if (!T) throw new Error(`packed answer: unknown column type ${dtype}`);
+    const at = base + offset;
+    if (at + length * T.BYTES_PER_ELEMENT > buffer.byteLength) throw new Error("packed answer truncated");
+    columns[name] = LITTLE || T.BYTES_PER_ELEMENT === 1 ? new T(buffer, at, length) : swapped(buffer, at, length, dtype);
+  }
+  delete fields.columns;
+  return { fields, columns };
+}
+
+/** A column read value by value (a big-endian machine). */
+function swapped(buffer, at, length, dtype) {
+  const dv = new DataView(buffer, at);
+  const T = TYPES[dtype];
+  const out = new T(length);
+  const get = { i16: (i) => dv.getInt16(2 * i, true), i32: (i) => dv.getInt32(4 * i, true), f64: (i) => dv.getFloat64(8 * i, true) }[dtype];
+  for (let i = 0; i < length; i++) out[i] = get(i);
+  return out;
+}
+
+/**
+ * Columns named "<group>.<key>" gathered into objects: {segments: {lane, ...}, items: {...}}
+ * merged into the fields (the shape of the JSON answer).
+ */
+function nest({ fields, columns }) {
+  const out = { ...fields };
+  for (const [name, col] of Object.entries(columns)) {
+    const dot = name.indexOf(".");
+    if (dot < 0) { out[name] = col; continue; }
+    const g = name.slice(0, dot);
+    (out[g] || (out[g] = {}))[name.slice(dot + 1)] = col;
+  }
+  return out;
+}
+return { unpack, nest };
+})();
 
 // ---- api.js
 const __m_api_js = (() => {
 // Fetches the plugin's routes (relative URLs: the page's <base> is plugin/iotrace/).
+
+const { nest, unpack } = __m_lib_packed_js;
 
 class ApiError extends Error {
   constructor(status, message, body) {
@@ -15,19 +74,31 @@ class ApiError extends Error {
   }
 }
 
-async function getJson(route, params = {}, signal = undefined) {
+function fetchRoute(route, params, signal, accept) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
     if (v !== undefined && v !== null && v !== "") q.set(k, String(v));
   }
   const url = `./${route}${q.toString() ? "?" + q.toString() : ""}`;
-  let resp;
-  try {
-    resp = await fetch(url, { signal, headers: { Accept: "application/json" } });
-  } catch (e) {
+  return fetch(url, { signal, headers: { Accept: accept } }).catch((e) => {
     if (e.name === "AbortError") throw e;
     throw new ApiError(0, `cannot reach TensorBoard (${e.message})`);
+  });
+}
+
+/** A packed answer (lib/packed.js), nested into the JSON answer's shape; errors come as JSON. */
+async function getPacked(route, params = {}, signal = undefined) {
+  const resp = await fetchRoute(route, params, signal, "application/octet-stream, application/json");
+  if (!resp.ok) {
+    let body = null;
+    try { body = await resp.json(); } catch (_) { body = null; }
+    throw new ApiError(resp.status, (body && body.error) || `${resp.status} ${resp.statusText}`, body);
   }
+  return nest(unpack(await resp.arrayBuffer()));
+}
+
+async function getJson(route, params = {}, signal = undefined) {
+  const resp = await fetchRoute(route, params, signal, "application/json");
   let body = null;
   try { body = await resp.json(); } catch (_) { body = null; }
   if (!resp.ok) {
@@ -36,7 +107,7 @@ async function getJson(route, params = {}, signal = undefined) {
   }
   return body;
 }
-return { ApiError, getJson };
+return { ApiError, getPacked, getJson };
 })();
 
 // ---- lib/dom.js
@@ -348,7 +419,9 @@ function itemAt(data, byLane, layout, scale, x, y, slop = 2) {
 
 /**
  * Expand a /timeline response in place into per-item typed arrays: items.lane/row/index
- * (from the segments and counts) and items.start/dur in ns (start deltas in units of q).
+ * (from the segments and counts) and items.start/dur in ns (start deltas in units of q;
+ * a segment's first item counts from segments.start when the answer has it, the packed
+ * answer, else from the window's start).
  */
 function decodeTimeline(data) {
   const it = data.items;
@@ -364,10 +437,10 @@ function decodeTimeline(data) {
   let i = 0;
   for (let s = 0; s < seg.length.length; s++) {
     const end = i + seg.length[s];
-    let sq = 0;
+    let sq = seg.start ? seg.start[s] : 0;
     let ev = seg.first[s];
     for (let k = i; k < end; k++) {
-      sq = k === i ? it.start[k] : sq + it.start[k];
+      sq += it.start[k];
       lane[k] = seg.lane[s];
       row[k] = seg.row[s];
       index[k] = ev;
@@ -876,13 +949,14 @@ const __m_timeline_timeline_js = (() => {
 const { el, clear } = __m_lib_dom_js;
 const { fmtInt, fmtNs } = __m_lib_format_js;
 const { TimeScale } = __m_timeline_coords_js;
-const { buildTracks, decodeTimeline, itemAt, itemsByLane, lanesCovered, lanesToRequest, LANE_PAD, ROW_H } = __m_timeline_tracks_js;
+const { buildTracks, decodeTimeline, itemAt, itemsByLane, lanesCovered, lanesToRequest, LANE_PAD, ROW_H, tracksIn } = __m_timeline_tracks_js;
 const { drawAxis, drawBandwidth, drawTimeline } = __m_timeline_view_js;
 const { Loader } = __m_timeline_loader_js;
 const { wireInput } = __m_timeline_input_js;
 const { itemLines, Tooltip } = __m_timeline_tooltip_js;
 
 const LABEL_W = 250;
+const LABELS_ALL_PX = 8000;  // lanes up to this tall: every label in the DOM (see _renderLabels)
 const AXIS_H = 34;
 const BW_H = 70;
 
@@ -909,6 +983,8 @@ class Timeline {
     this.paintSeq = 0;
     this.actionAt = performance.now();
     this.boxMode = false;
+    this._painted = false;    // has the current capture been painted with data (or failed)?
+    this._paintWaiters = [];  // painted() promises waiting for that
     this.viewTop = 0;     // content y at the canvas's top edge
     this.viewHeight = 1;  // CSS px of the track canvas
     this.loader = new Loader({
@@ -929,6 +1005,7 @@ class Timeline {
         this.root.classList.remove("busy");
         this.root.dataset.state = "error";
         this.root.dataset.error = e.message;
+        this._paintDone();
       },
       onBandwidth: (bw) => {
         this.bw = bw;
@@ -981,6 +1058,8 @@ class Timeline {
     const keep = keepView && this.capture && this.capture.extent[0] === cap.extent[0]
       && this.capture.extent[1] === cap.extent[1];
     this.loader.stop();
+    this._paintDone();  // whoever waited for the previous capture's paint stops waiting
+    this._painted = false;
     this.capture = cap;
     this.data = null;
     this.dataLanes = null;
@@ -1030,30 +1109,49 @@ class Timeline {
     this.layout = buildTracks(lanes, this.collapsed);
     this.noLanes.hidden = !this.capture || lanes.length > 0;
     this.noLanes.textContent = this._noLanesText || "No lanes to draw in this capture.";
-    clear(this.labels);
-    for (const t of this.layout.tracks) {
-      if (t.kind === "header") {
-        const arrow = t.collapsed ? "▸" : "▾";
-        this.labels.appendChild(el("div", {
-          class: "tl-header", role: "button", tabindex: "0",
-          dataset: { group: t.group, y: t.y, h: t.h },
-          style: { top: `${t.y}px`, height: `${t.h}px` },
-          onclick: () => this.toggleGroup(t.group),
-        }, `${arrow} ${t.title} (${t.count})`));
-      } else {
-        const lane = t.lane;
-        const title = [lane.name, lane.plane, lane.events !== undefined ? `${fmtInt(lane.events)} events` : ""].filter(Boolean).join("\n");
-        this.labels.appendChild(el("div", {
-          class: `tl-label tl-${t.group}`, role: "listitem", title,
-          dataset: { key: lane.key, group: t.group, y: t.y, h: t.h, rows: t.rows },
-          style: { top: `${t.y}px`, height: `${t.h}px` },
-        }, lane.tf_data ? el("span", { class: "badge", text: "tf.data", title: "tf.data thread" }) : null,
-           el("span", { class: "tl-label-text", text: lane.name })));
-      }
-    }
+    this._labelRange = null;
     this.labels.style.height = `${this.layout.height}px`;
     this.plot.style.height = `${this.layout.height}px`;
     this._sizeCanvas();
+  }
+
+  /**
+   * The lane labels in the DOM: every one while all lanes are at most LABELS_ALL_PX tall,
+   * else those on screen and a viewport above and below (an "All hosts" view of 64 hosts
+   * has ~2,600 lanes: building all their labels took ~150 ms of each switch). Called again
+   * on scroll; rebuilds only when the visible lanes leave the range built.
+   */
+  _renderLabels() {
+    const all = this.layout.height <= LABELS_ALL_PX;
+    const top = this.viewTop;
+    const bottom = top + this.viewHeight;
+    const r = this._labelRange;
+    if (r && (all || (top >= r[0] && bottom <= r[1]))) return;
+    const range = all ? [-Infinity, Infinity] : [top - this.viewHeight, bottom + this.viewHeight];
+    this._labelRange = range;
+    clear(this.labels);
+    const tracks = all ? this.layout.tracks : tracksIn(this.layout, range[0], range[1]);
+    for (const t of tracks) this.labels.appendChild(this._label(t));
+  }
+
+  _label(t) {
+    if (t.kind === "header") {
+      const arrow = t.collapsed ? "▸" : "▾";
+      return el("div", {
+        class: "tl-header", role: "button", tabindex: "0",
+        dataset: { group: t.group, y: t.y, h: t.h },
+        style: { top: `${t.y}px`, height: `${t.h}px` },
+        onclick: () => this.toggleGroup(t.group),
+      }, `${arrow} ${t.title} (${t.count})`);
+    }
+    const lane = t.lane;
+    const title = [lane.name, lane.plane, lane.events !== undefined ? `${fmtInt(lane.events)} events` : ""].filter(Boolean).join("\n");
+    return el("div", {
+      class: `tl-label tl-${t.group}`, role: "listitem", title,
+      dataset: { key: lane.key, group: t.group, y: t.y, h: t.h, rows: t.rows },
+      style: { top: `${t.y}px`, height: `${t.h}px` },
+    }, lane.tf_data ? el("span", { class: "badge", text: "tf.data", title: "tf.data thread" }) : null,
+       el("span", { class: "tl-label-text", text: lane.name }));
   }
 
   // ---------------------------------------------------------------- sizing
@@ -1170,6 +1268,7 @@ class Timeline {
   /** Adopt a /timeline answer asked for `lanes` (null: all), draw it, and record the latency since `started`. */
   _paintData(data, started, lanes) {
     const t1 = performance.now();
+    if (!data.lanes) data.lanes = this.capture.lanes;  // a packed answer indexes /capture's lanes
     this.data = decodeTimeline(data);
     this.dataLanes = lanes === null ? null : new Set(lanes);
     this.byLane = itemsByLane(data.items);
@@ -1182,12 +1281,34 @@ class Timeline {
     this.root.dataset.paintSeq = String(this.paintSeq);
     this.root.dataset.state = "ready";
     if (this.paintSeq === 1) performance.mark("iotrace-first-paint");
+    this._paintDone();
+  }
+
+  /**
+   * Resolves once the current capture has been painted with data (at once if it has), or
+   * its request failed, or `ms` passed: the app asks for the panels' data after that, so
+   * their answers do not compete with the timeline's on the server.
+   */
+  painted(ms) {
+    if (this._painted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this._paintWaiters.push(() => { clearTimeout(timer); resolve(); });
+    });
+  }
+
+  _paintDone() {
+    this._painted = true;
+    const waiters = this._paintWaiters;
+    this._paintWaiters = [];
+    waiters.forEach((f) => f());
   }
 
   // ---------------------------------------------------------------- drawing
   draw() {
     const dpr = window.devicePixelRatio || 1;
     this._clampViewTop();
+    this._renderLabels();
     const top = this.viewTop;
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, -top * dpr);
@@ -1287,7 +1408,7 @@ class Timeline {
     return t || null;
   }
 }
-return { LABEL_W, Timeline };
+return { LABEL_W, LABELS_ALL_PX, Timeline };
 })();
 
 // ---- views/table.js
@@ -1666,8 +1787,53 @@ function evidenceItems(item, onFile, onRange) {
   return out;
 }
 
+// "All hosts" findings come in as a background child analyses the hosts: while an answer
+// says some are `pending`, the tab asks again after these delays (the last one repeated; the
+// server itself holds each request up to a few seconds for news).
+const FINDINGS_POLL_MS = [500, 1000, 2000, 4000];
+const FINDINGS_MAX_POLLS = 150;
+
+/**
+ * Ask for the findings until none is pending. `load()` -> a /findings answer (or {error});
+ * `show(answer)` after each one; `current()` false stops it (another capture was picked);
+ * `first`: an answer already shown (the next ask waits the first delay). Returns the last
+ * answer, or null when stopped.
+ */
+async function pollFindings(load, show, current, {
+  first = null, delays = FINDINGS_POLL_MS, maxPolls = FINDINGS_MAX_POLLS,
+  sleep = (ms) => new Promise((r) => setTimeout(r, ms)),
+} = {}) {
+  let f = first;
+  for (let k = 0; ; k++) {
+    if (f === null) {
+      f = await load();
+      if (!current()) return null;
+      show(f);
+    }
+    if (!f || f.error || !(f.pending > 0) || k >= maxPolls) return f;
+    await sleep(delays[Math.min(k, delays.length - 1)]);
+    if (!current()) return null;
+    f = null;
+  }
+}
+
+/** The progress line of an answer with hosts still being analysed: {done, total, text} or null. */
+function findingsProgress(f) {
+  const pending = (f && f.pending) || 0;
+  if (!(pending > 0)) return null;
+  const total = f.hosts > 0 ? f.hosts : null;
+  const done = total === null ? null : total - pending;
+  return { done, total, text: total === null ? `Analysing ${pending} more hosts…` : `Analysing hosts: ${done} of ${total} done…` };
+}
+
 function renderFindings(root, f, { onFile, onRange } = {}) {
   clear(root);
+  const progress = findingsProgress(f);
+  if (progress) {
+    root.appendChild(el("div", { class: "findings-progress", role: "status" },
+      progress.total === null ? null : el("progress", { max: String(progress.total), value: String(progress.done) }),
+      el("span", { text: ` ${progress.text}` })));
+  }
   const list = (f && f.findings) || [];
   // the analysis's notes (what it could not see: no step markers, a partial record...)
   for (const note of (f && f.notes) || []) {
@@ -1687,7 +1853,7 @@ function renderFindings(root, f, { onFile, onRange } = {}) {
       ev.length ? el("ul", { class: "evidence" }, ev.map((x) => el("li", {}, x))) : null));
   }
 }
-return { renderFindings };
+return { FINDINGS_POLL_MS, FINDINGS_MAX_POLLS, pollFindings, findingsProgress, renderFindings };
 })();
 
 // ---- views/details.js
@@ -1867,12 +2033,12 @@ return { HOST_COLUMNS, sortHosts, slowestHost, HostsTable };
 const __m_app_js = (() => {
 // The "I/O" tab: run/host pickers, the combined timeline with its details panel, the
 // files table, charts and findings. Data flow: /runs -> /capture (lanes, extent, steps)
-// -> /timeline per view change (level of detail), /bandwidth aligned under it, and
+// -> /timeline per view change (level of detail, packed: lib/packed.js), /bandwidth aligned under it, and
 // /files, /histograms, /steps, /findings (and /hosts for "All hosts") once per capture;
 // /event on click. A pick that supersedes an earlier one (an event, a file) drops the
 // earlier answer, whichever comes first (lib/latest.js).
 
-const { getJson } = __m_api_js;
+const { getJson, getPacked } = __m_api_js;
 const { el, clear, section } = __m_lib_dom_js;
 const { fmtInt } = __m_lib_format_js;
 const { Latest } = __m_lib_latest_js;
@@ -1881,11 +2047,12 @@ const { FilesTable } = __m_views_table_js;
 const { renderHistograms, renderSteps, renderTopFiles } = __m_views_charts_js;
 const { codeLine, dataFiles } = __m_views_codefiles_js;
 const { renderRunSeries } = __m_views_runseries_js;
-const { renderFindings } = __m_views_findings_js;
+const { pollFindings, renderFindings } = __m_views_findings_js;
 const { renderDetailsMessage, renderEvent, renderProcesses } = __m_views_details_js;
 const { HostsTable } = __m_views_hosts_js;
 
 const ALL_HOSTS = "__all__";
+const PANELS_WAIT_MS = 3000;  // the panels wait at most this long for the timeline's first paint
 
 class App {
   constructor(root) {
@@ -1986,8 +2153,11 @@ class App {
       return;
     }
     for (const x of this.runs) {
-      // whole-run records of `tb-iotrace run` (one host per process) next to profile runs
-      const text = x.kind === "record" ? `${x.run} (whole run, ${x.hosts.length} process${x.hosts.length === 1 ? "" : "es"})` : x.run;
+      // whole-run records of `tb-iotrace run` (one host per process) and folders of PyTorch
+      // traces (one host per trace file) next to profile runs
+      const n = x.hosts.length;
+      const text = x.kind === "record" ? `${x.run} (whole run, ${n} process${n === 1 ? "" : "es"})`
+        : x.kind === "kineto" ? `${x.run} (PyTorch, ${n} trace${n === 1 ? "" : "s"})` : x.run;
       this.runSel.appendChild(el("option", { value: x.run, text }));
     }
     const keep = this.runs.find((x) => x.run === this.run);
@@ -2025,8 +2195,8 @@ class App {
       // The home window's timeline is fetched alongside the capture summary (the server
       // picks the window when start/end are left out). Not for "All hosts": that asks for
       // every lane, and the view asks for the visible ones once it knows them.
-      const firstReq = keepView || this.host === ALL_HOSTS ? null : getJson("timeline", { ...this._params(), io_by: this.ioBy,
-                                                                width: this.timeline.plotWidth() }).catch(() => null);
+      const firstReq = keepView || this.host === ALL_HOSTS ? null : getPacked("timeline", { ...this._params(), io_by: this.ioBy,
+                                                                  width: this.timeline.plotWidth(), enc: "bin" }).catch(() => null);
       cap = await getJson("capture", { ...this._params(), io_by: this.ioBy });
       first = firstReq ? await firstReq : null;
     } catch (e) {
@@ -2060,20 +2230,34 @@ class App {
     if (!keepView) this._loadPanels(token);
   }
 
-  /** `lanes`: the lane keys to draw (null: all of them). */
+  /** `lanes`: the lane keys to draw (null: all of them). The packed answer carries no lane
+   * descriptions: its segments index the lanes of /capture. */
   async _loadTimeline(scale, lanes, signal) {
-    return getJson("timeline", { ...this._params(), start: scale.t0, end: scale.t1, width: Math.round(scale.width),
-                                 io_by: this.ioBy, lanes: lanes === null ? undefined : lanes.join(",") || "none" }, signal);
+    return getPacked("timeline", { ...this._params(), start: scale.t0, end: scale.t1, width: Math.round(scale.width),
+                                   io_by: this.ioBy, lanes: lanes === null ? undefined : lanes.join(",") || "none",
+                                   enc: "bin" }, signal);
   }
 
   // Each panel is drawn when its own answer comes (the findings of a big run can take
-  // seconds longer than the rest); data-panels is "ready" once all have come.
+  // seconds longer than the rest); data-panels is "ready" once all have come. They are
+  // asked for once the timeline has painted (at most PANELS_WAIT_MS later), so that the
+  // server answers the timeline first. Findings still `pending` (hosts being analysed in
+  // the background) are asked for again until complete (data-findings).
   async _loadPanels(token) {
     const p = this._params();
     this.root.dataset.panels = "loading";
+    this.root.dataset.findings = "loading";
     const multi = this.host === ALL_HOSTS;
     this.hostsSection.hidden = !multi;
     if (multi) this.hostsTable.setData(null);
+    await this.timeline.painted(PANELS_WAIT_MS);
+    if (token !== this._token) return;
+    const drawFindings = (findings) => {
+      if (findings.error) this.findingsRoot.textContent = findings.error;
+      else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+      this.root.dataset.findings = findings.pending > 0 && !findings.error ? "pending" : "complete";
+    };
+    let firstFindings = null;
     const show = async (route, params, draw, signal = undefined) => {
       let r;
       try { r = await getJson(route, params, signal); } catch (e) { r = { error: e.message, aborted: e.name === "AbortError" }; }
@@ -2094,12 +2278,18 @@ class App {
         else renderSteps(this.stepsRoot, steps, (st) => this.timeline.zoomTo(st.start - (st.end - st.start) * 0.05, st.end + (st.end - st.start) * 0.05));
       }),
       show("findings", p, (findings) => {
-        if (findings.error) this.findingsRoot.textContent = findings.error;
-        else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+        firstFindings = findings;
+        drawFindings(findings);
       }),
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
     ]);
-    if (token === this._token) this.root.dataset.panels = "ready";
+    if (token !== this._token) return;
+    this.root.dataset.panels = "ready";
+    if (firstFindings && firstFindings.pending > 0 && !firstFindings.error) {
+      const current = () => token === this._token;
+      const load = () => getJson("findings", p).catch((e) => ({ error: e.message }));
+      await pollFindings(load, drawFindings, current, { first: firstFindings });
+    }
   }
 
   /** Files table and top files: data files only unless the code-loading toggle is on. */
@@ -2164,7 +2354,7 @@ const __m_main_js = (() => {
 
 const { App } = __m_app_js;
 
-const INLINE_CSS = "/* The I/O tab. System fonts only (nothing fetched from outside). */\n[hidden] { display: none !important; }\n:root { --border: #d6dbe1; --muted: #66717d; --accent: #1a73e8; --read: #2b7bb9; --write: #e8853a; --hl: #c2185b; }\nhtml, body { margin: 0; padding: 0; }\nbody { font: 13px/1.4 system-ui, -apple-system, \"Segoe UI\", Roboto, sans-serif; color: #1f262d; background: #f4f6f8; }\n.iotrace { padding: 10px 14px 40px; }\n.topbar { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; margin-bottom: 8px; }\n.topbar h1 { font-size: 18px; margin: 0 8px 0 0; }\n.topbar label { color: var(--muted); }\nselect, input[type=search] { font: inherit; padding: 3px 6px; border: 1px solid var(--border); border-radius: 4px; background: #fff; }\n.status { color: var(--muted); margin-left: auto; }\n.banner { background: #fff8e1; border: 1px solid #f0d58a; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.empty-state { color: var(--muted); padding: 16px; text-align: center; }\n.empty-state.big { font-size: 15px; padding: 60px 20px; background: #fff; border: 1px dashed var(--border); border-radius: 6px; white-space: pre-wrap; }\n.finding-note { color: var(--muted); font-size: 12px; padding: 4px 8px; border-left: 3px solid var(--border); margin: 4px 0; }\n.notice { background: #eef4fd; border: 1px solid #c9dcf7; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.muted { color: var(--muted); }\n.error { color: #b00020; }\n.main-row { display: grid; grid-template-columns: minmax(0, 1fr) 300px; gap: 10px; align-items: start; }\n.panel { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; margin-top: 10px; min-width: 0; }\n.panel h2 { font-size: 14px; margin: 2px 0 8px; }\n.grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 10px; }\n.tl-btn { font: inherit; padding: 2px 9px; border: 1px solid var(--border); border-radius: 4px; background: #fff; cursor: pointer; }\n.tl-btn:hover { background: #f0f3f7; }\n.tl-btn.active { background: #dbe8fb; border-color: var(--accent); }\nbutton.link { background: none; border: none; color: var(--accent); cursor: pointer; padding: 0; font: inherit; text-decoration: underline; }\n\n/* timeline */\n.timeline { position: relative; background: #fff; border: 1px solid var(--border); border-radius: 6px; outline: none; min-width: 0; }\n.timeline:focus-visible { box-shadow: 0 0 0 2px #a8c7fa; }\n.timeline.busy .tl-range::after { content: \" · loading\"; color: var(--muted); }\n.tl-toolbar { display: flex; align-items: center; gap: 6px; padding: 6px 8px; border-bottom: 1px solid var(--border); flex-wrap: wrap; }\n.tl-help { color: var(--muted); font-size: 11px; }\n.tl-range { margin-left: auto; font-variant-numeric: tabular-nums; color: #37414b; }\n.tl-axis-row, .tl-bw-row { display: flex; border-bottom: 1px solid var(--border); }\n.tl-bw-row { border-bottom: none; border-top: 1px solid var(--border); }\n.tl-corner { width: 250px; flex: 0 0 250px; box-sizing: border-box; padding: 4px 8px; color: var(--muted); font-size: 11px; border-right: 1px solid var(--border); }\n.tl-scroll { max-height: 62vh; overflow-y: auto; overflow-x: hidden; }\n.tl-body { display: flex; position: relative; }\n.tl-labels { position: relative; width: 250px; flex: 0 0 250px; border-right: 1px solid var(--border); box-sizing: border-box; }\n.tl-label, .tl-header { position: absolute; left: 0; right: 0; box-sizing: border-box; padding: 0 8px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; font-size: 11.5px; display: flex; align-items: flex-start; gap: 4px; }\n.tl-label { padding-top: 3px; border-bottom: 1px solid #f0f2f5; }\n.tl-label-text { overflow: hidden; text-overflow: ellipsis; }\n.tl-header { background: #eef1f5; font-weight: 600; align-items: center; cursor: pointer; user-select: none; color: #3c4650; }\n.tl-label.tl-io { color: #1d5d8e; }\n.tl-label.tl-device { color: #4b3a8a; }\n.badge { font-size: 9.5px; background: #e6f4ea; color: #137333; border: 1px solid #b7e1c1; border-radius: 3px; padding: 0 3px; flex: 0 0 auto; }\n.tl-plot { position: relative; flex: 1 1 auto; }\n/* the track canvas is as tall as the viewport and stays in it while the lanes scroll */\n.tl-canvas { display: block; cursor: default; position: sticky; top: 0; }\n.tl-box { position: absolute; background: rgba(26, 115, 232, 0.12); border: 1px solid rgba(26, 115, 232, 0.8); pointer-events: none; }\n.tl-tooltip { position: absolute; z-index: 5; max-width: 320px; background: rgba(32, 38, 44, 0.94); color: #fff; border-radius: 4px; padding: 6px 8px; font-size: 11.5px; pointer-events: none; word-break: break-all; }\n.tl-tooltip .tt-title { font-weight: 600; }\n\n/* details */\n.details { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; min-height: 120px; word-break: break-all; }\n.details h3 { font-size: 14px; margin: 2px 0 8px; }\n.ev-fields { display: grid; grid-template-columns: 80px minmax(0, 1fr); gap: 3px 8px; margin: 0 0 8px; }\n.ev-fields dt { color: var(--muted); }\n.ev-fields dd { margin: 0; }\n.path, code.path { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.file-chip { margin-top: 8px; background: #fce4ec; border: 1px solid #f4b6c9; border-radius: 4px; padding: 4px 8px; display: flex; gap: 8px; align-items: center; }\n\n/* tables */\n.files-controls { display: flex; gap: 8px; align-items: center; margin-bottom: 6px; }\n.files-search { width: 280px; }\n.files-count { color: var(--muted); }\n.files-scroll { max-height: 420px; overflow: auto; }\ntable { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }\nth, td { padding: 3px 8px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }\nth { position: sticky; top: 0; background: #f7f9fb; cursor: pointer; user-select: none; font-weight: 600; }\nth.sorted { color: var(--accent); }\nth.text, td.text { text-align: left; }\ntd.text { max-width: 520px; overflow: hidden; text-overflow: ellipsis; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.files-table tbody tr { cursor: pointer; }\n.files-table tbody tr:hover { background: #f5f8fc; }\n.files-table tbody tr.selected { background: #fce4ec; }\ntr.detail td { background: #fafbfc; white-space: normal; text-align: left; }\n.counter-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 2px 12px; font-size: 11px; }\n.counter { display: flex; justify-content: space-between; gap: 8px; border-bottom: 1px dotted #e4e8ec; }\n.cname { color: var(--muted); }\n.steps-table td:first-child, .steps-table th:first-child { text-align: left; }\n.steps-table tbody tr { cursor: pointer; }\n\n/* bars */\n.bars h4 { margin: 6px 0 4px; font-size: 12px; }\n.bar-row { display: grid; grid-template-columns: 130px minmax(0, 1fr) 110px; gap: 6px; align-items: center; font-size: 11.5px; padding: 1px 0; }\n.top-files .bar-row { grid-template-columns: minmax(0, 1.4fr) minmax(0, 1fr) 80px; }\n.bar-row.clickable { cursor: pointer; }\n.bar-row.selected .bar-label { color: var(--hl); font-weight: 600; }\n.bar-label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n.bar-value { text-align: right; color: #37414b; font-variant-numeric: tabular-nums; }\n.bar-track { display: block; background: #f1f3f6; height: 10px; border-radius: 2px; overflow: hidden; }\n.bar { display: block; height: 100%; background: #7aa7d6; }\n.bars.read .bar { background: var(--read); }\n.bars.write .bar { background: var(--write); }\n.bars.pattern .bar { background: #5aa469; }\n.bar-cell { width: 140px; }\n.hist-pair { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }\n.chart-note { color: var(--muted); font-size: 11.5px; margin-bottom: 4px; }\n\n/* findings */\n.finding { border-left: 4px solid #8ab4f8; padding: 4px 8px; margin-bottom: 6px; background: #fafbfc; }\n.finding.warning { border-color: #f9ab00; }\n.finding.critical { border-color: #d93025; }\n.finding .sev { text-transform: uppercase; font-size: 10px; color: var(--muted); margin-right: 6px; }\n.finding-title { font-weight: 600; }\n.evidence { margin: 4px 0 0; padding-left: 18px; }\n.finding .suggestion { color: #37414b; font-style: italic; }\n.proc-info .proc { margin: 2px 0; }\n.proc-info .argv { word-break: break-all; }\n.tl-nolanes { padding: 12px; }\n\n/* per-host table (All hosts) */\n.hosts-scroll { max-height: 360px; overflow: auto; }\n.hosts-table tbody tr { cursor: pointer; }\n.hosts-table tbody tr:hover { background: #f5f8fc; }\n.hosts-table tbody tr.slowest { background: #fff3e0; font-weight: 600; }\n\n/* whole-run time series (views/runseries.js) */\n.rs-row { display: grid; grid-template-columns: 220px 1fr; gap: 8px; align-items: center; margin: 4px 0; }\n.rs-label { display: flex; flex-direction: column; font-size: 11px; min-width: 0; }\n.rs-host { font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n.rs-meta { color: #56606b; }\n.rs-bars { display: flex; height: 48px; background: #f7f8fa; border-bottom: 1px solid #e3e7ec; }\n.rs-col { flex: 1 1 0; display: flex; flex-direction: column; min-width: 1px; cursor: pointer; }\n.rs-col:hover { background: #e8edf3; }\n.rs-up, .rs-down { flex: 1 1 0; display: flex; flex-direction: column; }\n.rs-up { justify-content: flex-end; border-bottom: 1px solid #e3e7ec; }\n.rs-read { display: block; background: var(--read); }\n.rs-write { display: block; background: var(--write); }\n"; // the bundle puts style.css here
+const INLINE_CSS = "/* The I/O tab. System fonts only (nothing fetched from outside). */\n[hidden] { display: none !important; }\n:root { --border: #d6dbe1; --muted: #66717d; --accent: #1a73e8; --read: #2b7bb9; --write: #e8853a; --hl: #c2185b; }\nhtml, body { margin: 0; padding: 0; }\nbody { font: 13px/1.4 system-ui, -apple-system, \"Segoe UI\", Roboto, sans-serif; color: #1f262d; background: #f4f6f8; }\n.iotrace { padding: 10px 14px 40px; }\n.topbar { display: flex; align-items: center; gap: 12px; flex-wrap: wrap; margin-bottom: 8px; }\n.topbar h1 { font-size: 18px; margin: 0 8px 0 0; }\n.topbar label { color: var(--muted); }\nselect, input[type=search] { font: inherit; padding: 3px 6px; border: 1px solid var(--border); border-radius: 4px; background: #fff; }\n.status { color: var(--muted); margin-left: auto; }\n.banner { background: #fff8e1; border: 1px solid #f0d58a; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.empty-state { color: var(--muted); padding: 16px; text-align: center; }\n.empty-state.big { font-size: 15px; padding: 60px 20px; background: #fff; border: 1px dashed var(--border); border-radius: 6px; white-space: pre-wrap; }\n.finding-note { color: var(--muted); font-size: 12px; padding: 4px 8px; border-left: 3px solid var(--border); margin: 4px 0; }\n.findings-progress { display: flex; align-items: center; gap: 6px; font-size: 12px; color: var(--muted); padding: 4px 8px; }\n.findings-progress progress { width: 120px; height: 10px; }\n.notice { background: #eef4fd; border: 1px solid #c9dcf7; border-radius: 4px; padding: 6px 10px; margin-bottom: 8px; }\n.muted { color: var(--muted); }\n.error { color: #b00020; }\n.main-row { display: grid; grid-template-columns: minmax(0, 1fr) 300px; gap: 10px; align-items: start; }\n.panel { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; margin-top: 10px; min-width: 0; }\n.panel h2 { font-size: 14px; margin: 2px 0 8px; }\n.grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 10px; }\n.tl-btn { font: inherit; padding: 2px 9px; border: 1px solid var(--border); border-radius: 4px; background: #fff; cursor: pointer; }\n.tl-btn:hover { background: #f0f3f7; }\n.tl-btn.active { background: #dbe8fb; border-color: var(--accent); }\nbutton.link { background: none; border: none; color: var(--accent); cursor: pointer; padding: 0; font: inherit; text-decoration: underline; }\n\n/* timeline */\n.timeline { position: relative; background: #fff; border: 1px solid var(--border); border-radius: 6px; outline: none; min-width: 0; }\n.timeline:focus-visible { box-shadow: 0 0 0 2px #a8c7fa; }\n.timeline.busy .tl-range::after { content: \" · loading\"; color: var(--muted); }\n.tl-toolbar { display: flex; align-items: center; gap: 6px; padding: 6px 8px; border-bottom: 1px solid var(--border); flex-wrap: wrap; }\n.tl-help { color: var(--muted); font-size: 11px; }\n.tl-range { margin-left: auto; font-variant-numeric: tabular-nums; color: #37414b; }\n.tl-axis-row, .tl-bw-row { display: flex; border-bottom: 1px solid var(--border); }\n.tl-bw-row { border-bottom: none; border-top: 1px solid var(--border); }\n.tl-corner { width: 250px; flex: 0 0 250px; box-sizing: border-box; padding: 4px 8px; color: var(--muted); font-size: 11px; border-right: 1px solid var(--border); }\n.tl-scroll { max-height: 62vh; overflow-y: auto; overflow-x: hidden; }\n.tl-body { display: flex; position: relative; }\n.tl-labels { position: relative; width: 250px; flex: 0 0 250px; border-right: 1px solid var(--border); box-sizing: border-box; }\n.tl-label, .tl-header { position: absolute; left: 0; right: 0; box-sizing: border-box; padding: 0 8px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; font-size: 11.5px; display: flex; align-items: flex-start; gap: 4px; }\n.tl-label { padding-top: 3px; border-bottom: 1px solid #f0f2f5; }\n.tl-label-text { overflow: hidden; text-overflow: ellipsis; }\n.tl-header { background: #eef1f5; font-weight: 600; align-items: center; cursor: pointer; user-select: none; color: #3c4650; }\n.tl-label.tl-io { color: #1d5d8e; }\n.tl-label.tl-device { color: #4b3a8a; }\n.badge { font-size: 9.5px; background: #e6f4ea; color: #137333; border: 1px solid #b7e1c1; border-radius: 3px; padding: 0 3px; flex: 0 0 auto; }\n.tl-plot { position: relative; flex: 1 1 auto; }\n/* the track canvas is as tall as the viewport and stays in it while the lanes scroll */\n.tl-canvas { display: block; cursor: default; position: sticky; top: 0; }\n.tl-box { position: absolute; background: rgba(26, 115, 232, 0.12); border: 1px solid rgba(26, 115, 232, 0.8); pointer-events: none; }\n.tl-tooltip { position: absolute; z-index: 5; max-width: 320px; background: rgba(32, 38, 44, 0.94); color: #fff; border-radius: 4px; padding: 6px 8px; font-size: 11.5px; pointer-events: none; word-break: break-all; }\n.tl-tooltip .tt-title { font-weight: 600; }\n\n/* details */\n.details { background: #fff; border: 1px solid var(--border); border-radius: 6px; padding: 8px 12px; min-height: 120px; word-break: break-all; }\n.details h3 { font-size: 14px; margin: 2px 0 8px; }\n.ev-fields { display: grid; grid-template-columns: 80px minmax(0, 1fr); gap: 3px 8px; margin: 0 0 8px; }\n.ev-fields dt { color: var(--muted); }\n.ev-fields dd { margin: 0; }\n.path, code.path { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.file-chip { margin-top: 8px; background: #fce4ec; border: 1px solid #f4b6c9; border-radius: 4px; padding: 4px 8px; display: flex; gap: 8px; align-items: center; }\n\n/* tables */\n.files-controls { display: flex; gap: 8px; align-items: center; margin-bottom: 6px; }\n.files-search { width: 280px; }\n.files-count { color: var(--muted); }\n.files-scroll { max-height: 420px; overflow: auto; }\ntable { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }\nth, td { padding: 3px 8px; border-bottom: 1px solid #edf0f3; text-align: right; white-space: nowrap; }\nth { position: sticky; top: 0; background: #f7f9fb; cursor: pointer; user-select: none; font-weight: 600; }\nth.sorted { color: var(--accent); }\nth.text, td.text { text-align: left; }\ntd.text { max-width: 520px; overflow: hidden; text-overflow: ellipsis; font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 11.5px; }\n.files-table tbody tr { cursor: pointer; }\n.files-table tbody tr:hover { background: #f5f8fc; }\n.files-table tbody tr.selected { background: #fce4ec; }\ntr.detail td { background: #fafbfc; white-space: normal; text-align: left; }\n.counter-grid { display: grid; grid-template-columns: repeat(auto-fill, minmax(260px, 1fr)); gap: 2px 12px; font-size: 11px; }\n.counter { display: flex; justify-content: space-between; gap: 8px; border-bottom: 1px dotted #e4e8ec; }\n.cname { color: var(--muted); }\n.steps-table td:first-child, .steps-table th:first-child { text-align: left; }\n.steps-table tbody tr { cursor: pointer; }\n\n/* bars */\n.bars h4 { margin: 6px 0 4px; font-size: 12px; }\n.bar-row { display: grid; grid-template-columns: 130px minmax(0, 1fr) 110px; gap: 6px; align-items: center; font-size: 11.5px; padding: 1px 0; }\n.top-files .bar-row { grid-template-columns: minmax(0, 1.4fr) minmax(0, 1fr) 80px; }\n.bar-row.clickable { cursor: pointer; }\n.bar-row.selected .bar-label { color: var(--hl); font-weight: 600; }\n.bar-label { overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n.bar-value { text-align: right; color: #37414b; font-variant-numeric: tabular-nums; }\n.bar-track { display: block; background: #f1f3f6; height: 10px; border-radius: 2px; overflow: hidden; }\n.bar { display: block; height: 100%; background: #7aa7d6; }\n.bars.read .bar { background: var(--read); }\n.bars.write .bar { background: var(--write); }\n.bars.pattern .bar { background: #5aa469; }\n.bar-cell { width: 140px; }\n.hist-pair { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }\n.chart-note { color: var(--muted); font-size: 11.5px; margin-bottom: 4px; }\n\n/* findings */\n.finding { border-left: 4px solid #8ab4f8; padding: 4px 8px; margin-bottom: 6px; background: #fafbfc; }\n.finding.warning { border-color: #f9ab00; }\n.finding.critical { border-color: #d93025; }\n.finding .sev { text-transform: uppercase; font-size: 10px; color: var(--muted); margin-right: 6px; }\n.finding-title { font-weight: 600; }\n.evidence { margin: 4px 0 0; padding-left: 18px; }\n.finding .suggestion { color: #37414b; font-style: italic; }\n.proc-info .proc { margin: 2px 0; }\n.proc-info .argv { word-break: break-all; }\n.tl-nolanes { padding: 12px; }\n\n/* per-host table (All hosts) */\n.hosts-scroll { max-height: 360px; overflow: auto; }\n.hosts-table tbody tr { cursor: pointer; }\n.hosts-table tbody tr:hover { background: #f5f8fc; }\n.hosts-table tbody tr.slowest { background: #fff3e0; font-weight: 600; }\n\n/* whole-run time series (views/runseries.js) */\n.rs-row { display: grid; grid-template-columns: 220px 1fr; gap: 8px; align-items: center; margin: 4px 0; }\n.rs-label { display: flex; flex-direction: column; font-size: 11px; min-width: 0; }\n.rs-host { font-weight: 600; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }\n.rs-meta { color: #56606b; }\n.rs-bars { display: flex; height: 48px; background: #f7f8fa; border-bottom: 1px solid #e3e7ec; }\n.rs-col { flex: 1 1 0; display: flex; flex-direction: column; min-width: 1px; cursor: pointer; }\n.rs-col:hover { background: #e8edf3; }\n.rs-up, .rs-down { flex: 1 1 0; display: flex; flex-direction: column; }\n.rs-up { justify-content: flex-end; border-bottom: 1px solid #e3e7ec; }\n.rs-read { display: block; background: var(--read); }\n.rs-write { display: block; background: var(--write); }\n"; // the bundle puts style.css here
 
 async function render() {
   if (INLINE_CSS === null) {

@@ -46,6 +46,7 @@ import numpy as np
 from .kineto import CATEGORY, KinetoTraceError, io_record, read_trace
 from .runrecord import merge_files, merge_untracked
 from .xplane import HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XSpace, add_io_to_space, thread_line_id
+from .xplane.iotrace import Labels
 
 __all__ = ["DEVICE_CATEGORIES", "FRAMEWORK", "KINETO_KEY", "METADATA_PLANE", "read_xspace", "to_xspace"]
 
@@ -83,6 +84,7 @@ class _Plane:
         self.event_ids: dict[str, int] = {}
         self.stat_ids: dict[str, int] = {}
         self.lines: dict[Any, list[tuple[int, int, str, dict[str, Any]]]] = {}
+        self.steps: set[int] = set()     # event metadata ids of ProfilerStep#N
 
     def event_id(self, name: str) -> int:
         got = self.event_ids.get(name)
@@ -124,17 +126,29 @@ class _Plane:
         ln.name = ln.display_name = name
         t0 = events[0][0]
         ln.timestamp_ns = t0 - start_ns
+        add = ln.events.add
+        ids = self.event_ids
+        stat_ids = self.stat_ids
         for s, d, nm, args in events:
-            ev = ln.events.add()
-            ev.metadata_id = self.event_id(nm)
-            ev.offset_ps = (s - t0) * 1000
-            ev.duration_ps = d * 1000
-            m = STEP_RE.match(nm)
-            if m:
-                self.set_stat(ev.stats, "step_num", int(m.group(1)))
+            mid = ids.get(nm)
+            if mid is None:
+                mid = self.event_id(nm)
+                if STEP_RE.match(nm):
+                    self.steps.add(mid)
+            ev = add(metadata_id=mid, offset_ps=(s - t0) * 1000, duration_ps=d * 1000)
+            if mid in self.steps:
+                self.set_stat(ev.stats, "step_num", int(nm[len("ProfilerStep#"):]))
                 self.set_stat(ev.stats, "_r", 1)
+            if not args:
+                continue
+            stats = ev.stats
             for k, v in args.items():
-                self.set_stat(ev.stats, str(k), v)
+                t = type(v)
+                sid = stat_ids.get(k)
+                if sid is not None and t is int and -(1 << 63) <= v < (1 << 63):   # the usual case
+                    stats.add(metadata_id=sid, int64_value=v)
+                else:
+                    self.set_stat(stats, str(k), v)
 
 
 def _plane(space: XSpace, name: str) -> Any:
@@ -149,28 +163,29 @@ def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: l
     """The I/O events as an IoTrace (absolute ns) and the processes' summary for the record.
     Only the threads in ``linked`` ((pid, tid) with a host line named by their pthread) keep
     their ``pthread_self``: a forked worker's main thread has its parent's."""
-    n = len(io)
-    op = np.empty(n, dtype=object)
-    path = np.empty(n, dtype=object)
-    offset = np.full(n, -1, dtype=np.int64)
-    requested = np.full(n, -1, dtype=np.int64)
-    returned = np.zeros(n, dtype=np.int64)
-    fd = np.full(n, -1, dtype=np.int32)
-    errno = np.zeros(n, dtype=np.int32)
-    start = np.zeros(n, dtype=np.int64)
-    end = np.zeros(n, dtype=np.int64)
-    tid = np.zeros(n, dtype=np.int64)
+    argl = [x[5] for x in io]
+
+    def ints(key: str, default: int) -> np.ndarray:
+        return np.fromiter((v if type(v) is int else default for v in (a.get(key, default) for a in argl)),
+                           dtype=np.int64, count=len(argl))
+
+    def labels(values: Any) -> Labels:
+        table: dict[str, int] = {}
+        codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(io))
+        return Labels(codes, tuple(table))
+
+    op = labels(x[4] for x in io)
+    path = labels(p if type(p) is str else "" for p in (a.get("path") for a in argl))
+    offset, requested = ints("offset", -1), ints("bytes_requested", -1)
+    fd, errno = ints("fd", -1), ints("errno", 0)
+    returned = ints("bytes", -(1 << 62))
+    unknown = returned == -(1 << 62)     # not a data call: the trace has no return value
+    returned[unknown] = np.where(errno[unknown] != 0, -1, 0)
+    start = np.fromiter((x[0] for x in io), dtype=np.int64, count=len(io))
+    end = start + np.fromiter((x[1] for x in io), dtype=np.int64, count=len(io))
+    tid = np.fromiter((x[3] for x in io), dtype=np.int64, count=len(io))
     tids_of: dict[int, set[int]] = {}
-    for i, (s, d, pid, t, name, args) in enumerate(io):
-        op[i] = name
-        path[i] = str(args.get("path") or "")
-        for col, key in ((offset, "offset"), (requested, "bytes_requested"), (fd, "fd"), (errno, "errno")):
-            v = args.get(key)
-            if isinstance(v, int) and not isinstance(v, bool):
-                col[i] = v
-        b = args.get("bytes")
-        returned[i] = b if isinstance(b, int) and not isinstance(b, bool) else (-1 if errno[i] else 0)
-        start[i], end[i], tid[i] = s, s + d, t
+    for pid, t in {(x[2], x[3]) for x in io}:
         tids_of.setdefault(pid, set()).add(t)
     threads: dict[int, ThreadInfo] = {}
     files: dict[tuple[str, str], dict[str, Any]] = {}
@@ -199,7 +214,7 @@ def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: l
     for t in np.unique(tid).tolist():
         threads.setdefault(int(t), ThreadInfo(0, "thread"))
     order = np.lexsort((start, tid))
-    trace = IoTrace(op=op[order], path=path[order], offset=offset[order], requested=requested[order],
+    trace = IoTrace(op=op.take(order), path=path.take(order), offset=offset[order], requested=requested[order],
                     returned=returned[order], fd=fd[order], errno=errno[order], start_ns=start[order],
                     end_ns=end[order], tid=tid[order], threads=threads, dropped=dropped,
                     counters=list(files.values()), untracked=untracked or None)
@@ -222,8 +237,9 @@ def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
     thread_names: dict[tuple[int, int], str] = {}
     lo = hi = None
     complete = 0
+    empty: dict[str, Any] = {}
     for e in events:
-        if not isinstance(e, dict):
+        if type(e) is not dict:
             continue
         ph = e.get("ph")
         if ph == "M":
@@ -235,16 +251,27 @@ def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
             continue
         if ph != "X":
             continue
-        ts, dur = _num(e.get("ts")), _num(e.get("dur"))
-        name = e.get("name")
-        if ts is None or not isinstance(name, str):
+        ts, dur, name = e.get("ts"), e.get("dur"), e.get("name")
+        if type(ts) is not float:      # Kineto writes floats; anything else goes the slow way
+            ts = _num(ts)
+            if ts is None:
+                continue
+        if type(name) is not str:
             continue
+        if type(dur) is not float:
+            dur = _num(dur) or 0.0
         complete += 1
         s = base + round(ts * 1000)
-        d = max(0, round((dur or 0.0) * 1000))
-        args = e.get("args") if isinstance(e.get("args"), dict) else {}
+        d = round(dur * 1000) if dur > 0 else 0
+        args = e.get("args", empty)
+        if type(args) is not dict:
+            args = empty
         cat = e.get("cat")
-        pid, tid = _int_id(e.get("pid")), _int_id(e.get("tid"))
+        pid, tid = e.get("pid"), e.get("tid")
+        if type(pid) is not int:
+            pid = _int_id(pid)
+        if type(tid) is not int:
+            tid = _int_id(tid)
         if cat == CATEGORY:
             if pid is None or tid is None:
                 continue
@@ -256,11 +283,16 @@ def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
                 continue
             device.setdefault(dev, {}).setdefault(stream, []).append((s, d, name, args))
         elif pid is not None and tid is not None:
-            host.setdefault((pid, tid), []).append((s, d, name, args))
+            got = host.get((pid, tid))
+            if got is None:
+                got = host[(pid, tid)] = []
+            got.append((s, d, name, args))
         else:
             continue   # Kineto's own spans ("Spans", "Traces" pseudo-processes)
-        lo = s if lo is None else min(lo, s)
-        hi = s + d if hi is None else max(hi, s + d)
+        if lo is None or s < lo:
+            lo = s
+        if hi is None or s + d > hi:
+            hi = s + d
     if complete == 0 and events:
         raise KinetoTraceError(f"{source}: no complete ('ph': 'X') events with a name and a numeric 'ts': "
                                "not a Kineto trace")
@@ -311,8 +343,8 @@ def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
     if rec is not None:
         try:
             iot, summary = _io_trace(io, procs, linked)
-        except (TypeError, ValueError, IndexError, KeyError) as exc:
-            raise KinetoTraceError(f"{source}: malformed tb_iotrace record ({exc})") from None
+        except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:
+            raise KinetoTraceError(f"{source}: malformed tb_iotrace record or I/O event ({exc})") from None
         add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),
                         extra={KINETO_KEY: {"format": rec.get("format"), "base_time_ns": base,
                                             "processes": summary,

@@ -16,13 +16,14 @@
 import { el, clear } from "../lib/dom.js";
 import { fmtInt, fmtNs } from "../lib/format.js";
 import { TimeScale } from "./coords.js";
-import { buildTracks, decodeTimeline, itemAt, itemsByLane, lanesCovered, lanesToRequest, LANE_PAD, ROW_H } from "./tracks.js";
+import { buildTracks, decodeTimeline, itemAt, itemsByLane, lanesCovered, lanesToRequest, LANE_PAD, ROW_H, tracksIn } from "./tracks.js";
 import { drawAxis, drawBandwidth, drawTimeline } from "./view.js";
 import { Loader } from "./loader.js";
 import { wireInput } from "./input.js";
 import { itemLines, Tooltip } from "./tooltip.js";
 
 export const LABEL_W = 250;
+export const LABELS_ALL_PX = 8000;  // lanes up to this tall: every label in the DOM (see _renderLabels)
 const AXIS_H = 34;
 const BW_H = 70;
 
@@ -49,6 +50,8 @@ export class Timeline {
     this.paintSeq = 0;
     this.actionAt = performance.now();
     this.boxMode = false;
+    this._painted = false;    // has the current capture been painted with data (or failed)?
+    this._paintWaiters = [];  // painted() promises waiting for that
     this.viewTop = 0;     // content y at the canvas's top edge
     this.viewHeight = 1;  // CSS px of the track canvas
     this.loader = new Loader({
@@ -69,6 +72,7 @@ export class Timeline {
         this.root.classList.remove("busy");
         this.root.dataset.state = "error";
         this.root.dataset.error = e.message;
+        this._paintDone();
       },
       onBandwidth: (bw) => {
         this.bw = bw;
@@ -121,6 +125,8 @@ export class Timeline {
     const keep = keepView && this.capture && this.capture.extent[0] === cap.extent[0]
       && this.capture.extent[1] === cap.extent[1];
     this.loader.stop();
+    this._paintDone();  // whoever waited for the previous capture's paint stops waiting
+    this._painted = false;
     this.capture = cap;
     this.data = null;
     this.dataLanes = null;
@@ -170,30 +176,49 @@ export class Timeline {
     this.layout = buildTracks(lanes, this.collapsed);
     this.noLanes.hidden = !this.capture || lanes.length > 0;
     this.noLanes.textContent = this._noLanesText || "No lanes to draw in this capture.";
-    clear(this.labels);
-    for (const t of this.layout.tracks) {
-      if (t.kind === "header") {
-        const arrow = t.collapsed ? "▸" : "▾";
-        this.labels.appendChild(el("div", {
-          class: "tl-header", role: "button", tabindex: "0",
-          dataset: { group: t.group, y: t.y, h: t.h },
-          style: { top: `${t.y}px`, height: `${t.h}px` },
-          onclick: () => this.toggleGroup(t.group),
-        }, `${arrow} ${t.title} (${t.count})`));
-      } else {
-        const lane = t.lane;
-        const title = [lane.name, lane.plane, lane.events !== undefined ? `${fmtInt(lane.events)} events` : ""].filter(Boolean).join("\n");
-        this.labels.appendChild(el("div", {
-          class: `tl-label tl-${t.group}`, role: "listitem", title,
-          dataset: { key: lane.key, group: t.group, y: t.y, h: t.h, rows: t.rows },
-          style: { top: `${t.y}px`, height: `${t.h}px` },
-        }, lane.tf_data ? el("span", { class: "badge", text: "tf.data", title: "tf.data thread" }) : null,
-           el("span", { class: "tl-label-text", text: lane.name })));
-      }
-    }
+    this._labelRange = null;
     this.labels.style.height = `${this.layout.height}px`;
     this.plot.style.height = `${this.layout.height}px`;
     this._sizeCanvas();
+  }
+
+  /**
+   * The lane labels in the DOM: every one while all lanes are at most LABELS_ALL_PX tall,
+   * else those on screen and a viewport above and below (an "All hosts" view of 64 hosts
+   * has ~2,600 lanes: building all their labels took ~150 ms of each switch). Called again
+   * on scroll; rebuilds only when the visible lanes leave the range built.
+   */
+  _renderLabels() {
+    const all = this.layout.height <= LABELS_ALL_PX;
+    const top = this.viewTop;
+    const bottom = top + this.viewHeight;
+    const r = this._labelRange;
+    if (r && (all || (top >= r[0] && bottom <= r[1]))) return;
+    const range = all ? [-Infinity, Infinity] : [top - this.viewHeight, bottom + this.viewHeight];
+    this._labelRange = range;
+    clear(this.labels);
+    const tracks = all ? this.layout.tracks : tracksIn(this.layout, range[0], range[1]);
+    for (const t of tracks) this.labels.appendChild(this._label(t));
+  }
+
+  _label(t) {
+    if (t.kind === "header") {
+      const arrow = t.collapsed ? "▸" : "▾";
+      return el("div", {
+        class: "tl-header", role: "button", tabindex: "0",
+        dataset: { group: t.group, y: t.y, h: t.h },
+        style: { top: `${t.y}px`, height: `${t.h}px` },
+        onclick: () => this.toggleGroup(t.group),
+      }, `${arrow} ${t.title} (${t.count})`);
+    }
+    const lane = t.lane;
+    const title = [lane.name, lane.plane, lane.events !== undefined ? `${fmtInt(lane.events)} events` : ""].filter(Boolean).join("\n");
+    return el("div", {
+      class: `tl-label tl-${t.group}`, role: "listitem", title,
+      dataset: { key: lane.key, group: t.group, y: t.y, h: t.h, rows: t.rows },
+      style: { top: `${t.y}px`, height: `${t.h}px` },
+    }, lane.tf_data ? el("span", { class: "badge", text: "tf.data", title: "tf.data thread" }) : null,
+       el("span", { class: "tl-label-text", text: lane.name }));
   }
 
   // ---------------------------------------------------------------- sizing
@@ -310,6 +335,7 @@ export class Timeline {
   /** Adopt a /timeline answer asked for `lanes` (null: all), draw it, and record the latency since `started`. */
   _paintData(data, started, lanes) {
     const t1 = performance.now();
+    if (!data.lanes) data.lanes = this.capture.lanes;  // a packed answer indexes /capture's lanes
     this.data = decodeTimeline(data);
     this.dataLanes = lanes === null ? null : new Set(lanes);
     this.byLane = itemsByLane(data.items);
@@ -322,12 +348,34 @@ export class Timeline {
     this.root.dataset.paintSeq = String(this.paintSeq);
     this.root.dataset.state = "ready";
     if (this.paintSeq === 1) performance.mark("iotrace-first-paint");
+    this._paintDone();
+  }
+
+  /**
+   * Resolves once the current capture has been painted with data (at once if it has), or
+   * its request failed, or `ms` passed: the app asks for the panels' data after that, so
+   * their answers do not compete with the timeline's on the server.
+   */
+  painted(ms) {
+    if (this._painted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this._paintWaiters.push(() => { clearTimeout(timer); resolve(); });
+    });
+  }
+
+  _paintDone() {
+    this._painted = true;
+    const waiters = this._paintWaiters;
+    this._paintWaiters = [];
+    waiters.forEach((f) => f());
   }
 
   // ---------------------------------------------------------------- drawing
   draw() {
     const dpr = window.devicePixelRatio || 1;
     this._clampViewTop();
+    this._renderLabels();
     const top = this.viewTop;
     const ctx = this.canvas.getContext("2d");
     ctx.setTransform(dpr, 0, 0, dpr, 0, -top * dpr);

@@ -92,7 +92,9 @@ export function itemAt(data, byLane, layout, scale, x, y, slop = 2) {
 
 /**
  * Expand a /timeline response in place into per-item typed arrays: items.lane/row/index
- * (from the segments and counts) and items.start/dur in ns (start deltas in units of q).
+ * (from the segments and counts) and items.start/dur in ns (start deltas in units of q;
+ * a segment's first item counts from segments.start when the answer has it, the packed
+ * answer, else from the window's start).
  */
 export function decodeTimeline(data) {
   const it = data.items;
@@ -108,10 +110,10 @@ export function decodeTimeline(data) {
   let i = 0;
   for (let s = 0; s < seg.length.length; s++) {
     const end = i + seg.length[s];
-    let sq = 0;
+    let sq = seg.start ? seg.start[s] : 0;
     let ev = seg.first[s];
     for (let k = i; k < end; k++) {
-      sq = k === i ? it.start[k] : sq + it.start[k];
+      sq += it.start[k];
       lane[k] = seg.lane[s];
       row[k] = seg.row[s];
       index[k] = ev;

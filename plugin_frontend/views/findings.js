@@ -29,8 +29,53 @@ function evidenceItems(item, onFile, onRange) {
   return out;
 }
 
+// "All hosts" findings come in as a background child analyses the hosts: while an answer
+// says some are `pending`, the tab asks again after these delays (the last one repeated; the
+// server itself holds each request up to a few seconds for news).
+export const FINDINGS_POLL_MS = [500, 1000, 2000, 4000];
+export const FINDINGS_MAX_POLLS = 150;
+
+/**
+ * Ask for the findings until none is pending. `load()` -> a /findings answer (or {error});
+ * `show(answer)` after each one; `current()` false stops it (another capture was picked);
+ * `first`: an answer already shown (the next ask waits the first delay). Returns the last
+ * answer, or null when stopped.
+ */
+export async function pollFindings(load, show, current, {
+  first = null, delays = FINDINGS_POLL_MS, maxPolls = FINDINGS_MAX_POLLS,
+  sleep = (ms) => new Promise((r) => setTimeout(r, ms)),
+} = {}) {
+  let f = first;
+  for (let k = 0; ; k++) {
+    if (f === null) {
+      f = await load();
+      if (!current()) return null;
+      show(f);
+    }
+    if (!f || f.error || !(f.pending > 0) || k >= maxPolls) return f;
+    await sleep(delays[Math.min(k, delays.length - 1)]);
+    if (!current()) return null;
+    f = null;
+  }
+}
+
+/** The progress line of an answer with hosts still being analysed: {done, total, text} or null. */
+export function findingsProgress(f) {
+  const pending = (f && f.pending) || 0;
+  if (!(pending > 0)) return null;
+  const total = f.hosts > 0 ? f.hosts : null;
+  const done = total === null ? null : total - pending;
+  return { done, total, text: total === null ? `Analysing ${pending} more hosts…` : `Analysing hosts: ${done} of ${total} done…` };
+}
+
 export function renderFindings(root, f, { onFile, onRange } = {}) {
   clear(root);
+  const progress = findingsProgress(f);
+  if (progress) {
+    root.appendChild(el("div", { class: "findings-progress", role: "status" },
+      progress.total === null ? null : el("progress", { max: String(progress.total), value: String(progress.done) }),
+      el("span", { text: ` ${progress.text}` })));
+  }
   const list = (f && f.findings) || [];
   // the analysis's notes (what it could not see: no step markers, a partial record...)
   for (const note of (f && f.notes) || []) {

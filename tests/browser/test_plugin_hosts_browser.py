@@ -107,6 +107,29 @@ def test_scrolling_brings_other_lanes_in(page):
     assert ink(p, first) > 0.001
 
 
+def test_only_the_labels_near_the_screen_are_built(page):
+    p = page
+    p.evaluate(f"(() => {{ {APP}.timeline.scroll.scrollTop = 0; return true; }})()")
+    p.wait_for(f"{APP}.timeline.viewTop === 0", timeout=30)
+    labels = p.evaluate(f"[...{D}.querySelectorAll('.tl-label')].map((e) => e.dataset.key)")
+    assert 0 < len(labels) < 300  # of 1,536 lanes
+    assert _lane_key(p, HOSTS[0]) in labels and _lane_key(p, HOSTS[-1], THREADS - 1) not in labels
+    last = _lane_key(p, HOSTS[-1], THREADS - 1)
+    p.evaluate(f"(() => {{ {APP}.timeline.showLane({last!r}); return true; }})()")
+    p.wait_for(f"!!{D}.querySelector('.tl-label[data-key=\"{last}\"]')", timeout=30)
+    assert p.evaluate(f"{D}.querySelectorAll('.tl-label').length") < 300
+
+
+def test_all_hosts_findings_are_asked_for_until_complete(page):
+    """The findings of 64 hosts come from a background child: the tab asks again (with
+    progress shown) until none is pending."""
+    p = page
+    p.wait_for(f"{APP}.root.dataset.findings === 'complete'", timeout=240, interval=0.2)
+    assert not p.evaluate(f"!!{D}.querySelector('.findings-progress')")
+    notes = p.evaluate(f"[...{D}.querySelectorAll('.finding-note')].map((e) => e.textContent)")
+    assert not any("still being analysed" in n for n in notes), notes
+
+
 def test_the_hosts_table_lists_every_host_and_marks_the_slow_one(page):
     p = page
     p.wait_for(f"{D}.querySelectorAll('.hosts-table tbody tr').length === {len(HOSTS)}", timeout=30)

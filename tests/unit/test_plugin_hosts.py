@@ -156,7 +156,7 @@ def test_all_hosts_findings_answer_in_bounded_time_from_one_child(tmp_path, monk
     t = time.monotonic()
     code, first = get("/findings", run=RUN, host="__all__")
     assert code == 200 and time.monotonic() - t < 5
-    assert first["pending"] == 54 and len(first["findings"]) == 10
+    assert first["pending"] == 54 and len(first["findings"]) == 10 and first["hosts"] == 64
     assert "10 of 64 hosts" in first["notes"][0]
     again = get("/findings", run=RUN, host="__all__")[1]        # still running: no second child
     assert again["pending"] == 54 and len(children) == 1

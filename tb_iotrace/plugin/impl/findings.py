@@ -11,9 +11,10 @@ from ..view import View
 def findings_impl(view: View) -> dict[str, Any]:
     """Findings from tb_iotrace.analysis, per host of the view:
     ``{"findings": [{"id", "severity", "title", "statement", "evidence", "files", "ops",
-    "suggestion", "host"?}], "message", "notes", "pending"}``. For several hosts the answer
-    comes within ``FINDINGS_ALL_WAIT_S``: ``pending`` counts the hosts still being analysed
-    (in one background child for all of them); asking again adds them."""
+    "suggestion", "host"?}], "message", "notes", "pending", "hosts"}``. For several hosts the
+    answer comes within ``FINDINGS_ALL_WAIT_S``: ``pending`` counts the hosts (of ``hosts``)
+    still being analysed (in one background child for all of them); asking again adds them
+    (the tab asks again until none is pending)."""
     multi = len(view.parts) > 1
     try:
         got_all = findings_for_all([p.capture.path for p in view.parts]) if multi else {}
@@ -41,12 +42,12 @@ def findings_impl(view: View) -> dict[str, Any]:
         if got.get("message"):
             messages.append(got["message"])
     if pending:
-        notes.insert(0, f"Findings of {len(view.parts) - pending} of {len(view.parts)} hosts: the other "
-                        f"{pending} are still being analysed; open the findings again in a moment.")
+        notes.insert(0, f"Findings of {len(view.parts) - pending} of {len(view.parts)} hosts so far: the other "
+                        f"{pending} are still being analysed.")
     if findings:
         message = ""
     elif pending:
-        message = f"Findings are being computed for {pending} hosts: open the findings again in a moment."
+        message = f"Findings are being computed for {pending} hosts."
     else:
         message = messages[0] if messages else "No findings for this capture."
-    return {"findings": findings, "message": message, "notes": notes, "pending": pending}
+    return {"findings": findings, "message": message, "notes": notes, "pending": pending, "hosts": len(view.parts)}

@@ -4,13 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...report import untracked_note
-from ..view import View, fmt_float, io_by_choice, lane_json, view_steps
+from ..view import View, fmt_float, io_by_choice, view_steps
 
 
 def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
     io_by = io_by_choice(io_by)
-    multi = len(view.parts) > 1
-    lanes = [lane_json(p, ln, multi) for p, ln in view.lanes(io_by)]
+    lanes = view.lane_table(io_by).described
     lo, hi = view.extent()
     io_events = sum(len(p.capture.io) for p in view.parts if p.capture.io is not None)
     has_io = any(p.capture.io_info is not None for p in view.parts)

@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import lod
-from ..view import View, io_by_choice, lane_json, view_steps
+from .. import lod, packed
+from ..view import View, io_by_choice, view_steps
 
 MAX_WIDTH = 8192
 HOME_PAD = 0.01  # margin around the extent of the default window, as a fraction
@@ -19,8 +19,10 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
     start/end, the capture's extent with a 1% margin (what the client's reset shows).
 
     Response (columnar; ``items.*`` arrays are aligned):
-      start, end, width, ns_per_px
-      lanes: [{key, group, name, plane, rows, events, tf_data, ...}] in draw order
+      start, end, width, ns_per_px, extent
+      lanes: [{key, group, name, plane, rows, events, tf_data, ...}] in draw order: every lane
+             of the view (as /capture sends them), whichever were asked for
+      lane_count: how many lanes the view has (``segments.lane`` indexes them)
       names: string table; files: string table (file paths of I/O items)
       q: the time unit of items.start/dur in ns (ns_per_px / 8)
       segments: {lane, row, length, first}: runs of consecutive items on one lane row;
@@ -30,6 +32,36 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
              count (events merged; the next item's first event index is this one's plus
              count), bytes (I/O: bytes moved), file (index into files, -1 none), err (errno)
     """
+    fields, cols = timeline_columns(view, start, end, width, io_by, lanes)
+    out = dict(fields)
+    out["lanes"] = view.lane_table(io_by_choice(io_by)).described
+    out["segments"] = {k: cols[f"segments.{k}"].tolist() for k in SEGMENT_COLUMNS}
+    start = cols["items.start"]
+    heads = np.cumsum([0] + out["segments"]["length"][:-1]) if len(start) else []
+    start[heads] = cols["segments.start"]  # here each segment's first item starts absolute
+    out["items"] = {k: cols[f"items.{k}"].tolist() for k in ITEM_COLUMNS}
+    return out
+
+
+def timeline_packed(view: View, start: float | None, end: float | None, width: int,
+                    io_by: str = "thread", lanes: list[str] | None = None) -> bytes:
+    """The answer of :func:`timeline_impl` as a :mod:`..packed` answer, without the lane
+    descriptions (the tab has them from /capture; ``lane_count`` tells it which list the
+    ``segments.lane`` column indexes): columns ``segments.<k>`` and ``items.<k>``, and
+    ``segments.start``: the start of each segment's first item (q units from ``start``),
+    whose ``items.start`` is 0 here."""
+    return packed.pack(*timeline_columns(view, start, end, width, io_by, lanes))
+
+
+SEGMENT_COLUMNS = ("lane", "row", "length", "first")
+ITEM_COLUMNS = ("start", "dur", "name", "count", "bytes", "file", "err")
+
+
+def timeline_columns(view: View, start: float | None, end: float | None, width: int,
+                     io_by: str = "thread", lanes: list[str] | None = None
+                     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The answer's fields and its columns (``segments.*``, ``items.*``); see :func:`timeline_impl`.
+    Only the lanes asked for (their keys; unknown keys are ignored) are visited."""
     io_by = io_by_choice(io_by)
     lo, hi = view.extent()
     pad = (hi - lo) * HOME_PAD  # the "home" window: the extent and a margin (the client's reset)
@@ -41,21 +73,22 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
         t1 = t0 + 1.0
     width = int(min(max(int(width), 1), MAX_WIDTH))
     npp = (t1 - t0) / width
-    multi = len(view.parts) > 1
-    all_lanes = view.lanes(io_by)
-    wanted = set(lanes) if lanes else None
-    out_lanes = []
+    table = view.lane_table(io_by)
+    if lanes is None:
+        positions: list[int] | range = range(len(table.lanes))
+    else:
+        positions = sorted({table.index[k] for k in lanes if k in table.index})
     names: dict[str, int] = {}
     files: dict[str, int] = {}
     name_maps: dict[int, np.ndarray] = {}  # see _intern
     file_maps: dict[int, np.ndarray] = {}
-    cols: dict[str, list] = {k: [] for k in ("lane", "row", "start", "dur", "name", "count",
-                                             "index", "bytes", "file", "err")}
-    # (lane and row are one value per row window: kept as length-1 arrays, sent as segments)
-    for li, (part, lane) in enumerate(all_lanes):
-        out_lanes.append(lane_json(part, lane, multi))
-        if wanted is not None and (part.prefix + lane.key) not in wanted:
-            continue
+    cols: dict[str, list] = {k: [] for k in ("start", "dur", "name", "count", "bytes", "file", "err")}
+    seg_lane: list[int] = []
+    seg_row: list[int] = []
+    seg_len: list[int] = []
+    seg_first: list[int] = []
+    for li in positions:
+        part, lane = table.lanes[li]
         cap = part.capture
         a0, a1 = t0 - part.offset, t1 - part.offset
         for r in range(lane.rows):
@@ -69,12 +102,13 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
             k = len(items)
             if k == 0:
                 continue
-            cols["lane"].append(np.full(1, li, dtype=np.int64))
-            cols["row"].append(np.full(1, r, dtype=np.int64))
+            seg_lane.append(li)
+            seg_row.append(r)
+            seg_len.append(k)
+            seg_first.append(int(items.first[0]))
             cols["start"].append(items.start + part.offset)
             cols["dur"].append(items.end - items.start)
             cols["count"].append(items.count)
-            cols["index"].append(items.first)
             nid = lane.name_id[items.first]
             if lane.group == "io":
                 io = cap.io
@@ -102,29 +136,27 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
     # inside a segment, starts as deltas from the previous item and event indexes implied
     # by the counts (items of a row window are contiguous runs of its events).
     q = npp / 8.0
-    seg_lane = [int(a[0]) for a in cols["lane"]]
-    seg_row = [int(a[0]) for a in cols["row"]]
-    seg_len = [len(a) for a in cols["count"]]
-    seg_first = [int(a[0]) for a in cols["index"]]
+    out: dict[str, np.ndarray] = {
+        "segments.lane": np.array(seg_lane, dtype=np.int64), "segments.row": np.array(seg_row, dtype=np.int64),
+        "segments.length": np.array(seg_len, dtype=np.int64), "segments.first": np.array(seg_first, dtype=np.int64)}
     if cols["start"]:
         st = np.concatenate(cols["start"]).astype(np.float64)
         du = np.concatenate(cols["dur"]).astype(np.float64)
         start_q = np.round((st - t0) / q).astype(np.int64)
-        dur_q = np.ceil(du / q).astype(np.int64)
         heads = np.cumsum([0] + seg_len[:-1])
-        delta = np.diff(start_q, prepend=0)
-        delta[heads] = start_q[heads]  # each segment starts absolute
+        out["segments.start"] = start_q[heads]
+        out["items.start"] = np.diff(start_q, prepend=0)
+        out["items.start"][heads] = 0  # in segments.start: the deltas stay small integers
+        out["items.dur"] = np.ceil(du / q).astype(np.int64)
     else:
-        delta = dur_q = np.zeros(0, dtype=np.int64)
-    items = {"start": delta.tolist(), "dur": dur_q.tolist()}
+        out["segments.start"] = out["items.start"] = out["items.dur"] = np.zeros(0, dtype=np.int64)
     for k in ("name", "count", "bytes", "file", "err"):
-        items[k] = np.concatenate(cols[k]).tolist() if cols[k] else []
+        out[f"items.{k}"] = np.concatenate(cols[k]) if cols[k] else np.zeros(0, dtype=np.int64)
     steps, _ = view_steps(view)
-    return {"start": t0, "end": t1, "width": width, "ns_per_px": npp, "q": q, "extent": [lo, hi],
-            "lanes": out_lanes, "names": list(names), "files": list(files),
-            "segments": {"lane": seg_lane, "row": seg_row, "length": seg_len, "first": seg_first},
-            "items": items,
-            "steps": [s for s in steps if s["end"] >= t0 and s["start"] <= t1]}
+    fields = {"start": t0, "end": t1, "width": width, "ns_per_px": npp, "q": q, "extent": [lo, hi],
+              "lane_count": len(table.lanes), "names": list(names), "files": list(files),
+              "steps": [s for s in steps if s["end"] >= t0 and s["start"] <= t1]}
+    return fields, out
 
 
 class _Rel(lod.Items):
