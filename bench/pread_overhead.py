@@ -3,6 +3,14 @@
 
     python bench/pread_overhead.py            # full run (15 rounds x 200,000 calls)
     python bench/pread_overhead.py --quick    # smoke run for tests (seconds)
+    python bench/pread_overhead.py --rounds 31 --against ee62c7d   # this tree vs a commit
+
+With --against COMMIT (repeatable) each commit's shim is built in a temporary
+git worktree and every round runs once per tree, each in a fresh process, one
+after the other (order rotated every round): each process times one round of
+untraced, idle and traced loops after a warm-up, and the table shows every
+tree's paired figures side by side (a round's untraced and traced loops run in
+the same process, so load that comes and goes between rounds cancels).
 
 bench/loop.c is compiled with ``gcc -O2`` into a temporary shared library and
 loaded with ctypes; its loop calls pread through that library's own PLT/GOT
@@ -54,8 +62,10 @@ from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-if str(REPO) not in sys.path:   # run from a checkout without installing
-    sys.path.insert(0, str(REPO))
+# --against runs rounds in children that import tb_iotrace from another checkout
+TREE = Path(os.environ.get("TBIO_BENCH_TREE") or REPO)
+if str(TREE) not in sys.path:   # run from a checkout without installing
+    sys.path.insert(0, str(TREE))
 
 import tb_iotrace  # noqa: E402
 from tb_iotrace._ffi import native  # noqa: E402
@@ -314,6 +324,72 @@ def trace_memory(b: Bench, events: int) -> dict[str, Any]:
     }
 
 
+# ---------------------------------------------------------------- --against
+def build_tree(commit: str, parent: Path) -> Path:
+    """A detached worktree of `commit` with its native shim built in place."""
+    tree = parent / f"tree-{commit}"
+    r = subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), commit],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError(f"git worktree add {commit} failed: {r.stderr.strip()}")
+    r = subprocess.run([sys.executable, "native/build_ffi.py"], cwd=tree, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError(f"building the shim of {commit} failed:\n{r.stderr[-2000:]}")
+    return tree
+
+
+def one_round(tree: Path, a: argparse.Namespace, out: Path) -> dict[str, float]:
+    """One round (untraced, idle, traced, after a warm-up) in a fresh process importing tree's tb_iotrace."""
+    env = dict(os.environ, TBIO_BENCH_TREE=str(tree))
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--round-only", "--calls", str(a.calls),
+           "--size", str(a.size), "--clock", a.clock, "--json", str(out)]
+    cmd += ["--no-pin"] if a.no_pin else ["--cpu", str(a.cpu)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError(f"a round importing {tree} failed:\n{r.stderr[-2000:]}")
+    res = json.loads(out.read_text())["ns_per_op"]
+    return {m: res[m][0] for m in MODES}
+
+
+def against(a: argparse.Namespace, rounds: int) -> int:
+    work = Path(tempfile.mkdtemp(prefix="tbio_bench_against_", dir=a.dir or "/tmp"))
+    trees: dict[str, Path] = {"this tree": REPO}
+    load0 = os.getloadavg()[0]
+    try:
+        for c in a.against:
+            trees[c] = build_tree(c, work)
+        res: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
+        names = list(trees)
+        for r in range(rounds):
+            for k in names[r % len(names):] + names[:r % len(names)]:
+                res[k].append(one_round(trees[k], a, work / "round.json"))
+    except BenchError as exc:
+        print(f"pread_overhead: FAILED CHECK: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for k, t in trees.items():
+            if t != REPO:
+                subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(t)],
+                               capture_output=True)
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"tb_iotrace pread overhead, this tree vs {', '.join(a.against)}: {rounds} rounds x {a.calls:,} "
+          f"cached {a.size}-byte preads, each round once per tree in a fresh process ({a.clock} time; "
+          f"load average {load0:.2f} at the start, {os.getloadavg()[0]:.2f} at the end)")
+    print(f"{'tree':<12} {'untraced':>9} {'traced':>9} {'idle +ns':>9} {'traced +ns':>11} {'ratio':>7}")
+    for k, rows in res.items():
+        med = {m: statistics.median(x[m] for x in rows) for m in MODES}
+        p_idle = statistics.median(x["idle"] - x["untraced"] for x in rows)
+        p_tr = statistics.median(x["traced"] - x["untraced"] for x in rows)
+        print(f"{k:<12} {med['untraced']:>9.1f} {med['traced']:>9.1f} {p_idle:>+9.1f} {p_tr:>+11.1f}"
+              f" {med['traced'] / med['untraced']:>7.3f}")
+    for c in a.against:
+        d = statistics.median((x["traced"] - x["untraced"]) - (y["traced"] - y["untraced"])
+                              for x, y in zip(res["this tree"], res[c]))
+        print(f"traced +ns/op, this tree minus {c} (median of per-round differences): {d:+.1f}")
+    print("(+ns: median of per-round paired differences to untraced, as in the single-tree run)")
+    return 0
+
+
 # ---------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
@@ -331,10 +407,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dir", help="where to put the data file (default: a temp dir under /tmp)")
     ap.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     ap.add_argument("--strict", action="store_true", help="exit 3 when a target is missed")
+    ap.add_argument("--against", metavar="COMMIT", action="append",
+                    help="compare with the shim of COMMIT (repeatable): each round once per tree (see above)")
+    ap.add_argument("--round-only", action="store_true", help=argparse.SUPPRESS)   # a child of --against
     a = ap.parse_args(argv)
     rounds = a.rounds or (3 if a.quick else 15)
     calls = a.calls or (20_000 if a.quick else 200_000)
     mem_events = a.mem_events or (100_000 if a.quick else 1_000_000)
+    if a.against:
+        a.calls = calls
+        if a.cpu is None and not a.no_pin and hasattr(os, "sched_getaffinity"):
+            a.cpu = sorted(os.sched_getaffinity(0))[-1]
+        return against(a, rounds)
 
     cpu = None if a.no_pin else pin_cpu(a.cpu)
     work = Path(tempfile.mkdtemp(prefix="tbio_bench_", dir=a.dir or "/tmp"))
@@ -349,6 +433,10 @@ def main(argv: list[str] | None = None) -> int:
         fd = os.open(data, os.O_RDONLY)
         try:
             b = Bench(lib, data, fd, calls, a.size, span, CLOCKS[a.clock])
+            if a.round_only:
+                res = run_rounds(b, 1)
+                Path(a.json).write_text(json.dumps({"ns_per_op": res}))
+                return 0
             mem = trace_memory(b, mem_events)        # first: a fresh allocator shows real growth
             res = run_rounds(b, rounds)
             fgetc = idle_fgetc(lib, data, rounds, 100_000 if a.quick else 1_000_000, CLOCKS[a.clock])

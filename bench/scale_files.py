@@ -9,7 +9,11 @@ bench/loop.c through its own PLT slots (the slots the shim patches) in a
 temporary directory on tmpfs, and removed afterwards.  Four figures:
 
   1. whole-run record: a child run under ``tb-iotrace run --flush 0`` creates
-     every file; the record must list each one with its exact bytes.
+     every file; the record must list each one (by name) with its exact bytes.
+     Its size, the time from the child's last line to its end (the stop of the
+     whole-run recording and the record's write at exit), the child's peak RSS,
+     and the time to read the record back (tb_iotrace.runrecord: the JSON and
+     its columnar file table) and to sum its byte columns.
   2. in that child, after it made them: the exit of an empty ``capture()``
      (target < 50 ms), and a capture that creates --new more files must list
      all of them.
@@ -33,6 +37,7 @@ import argparse
 import ctypes
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -42,12 +47,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 if str(REPO) not in sys.path:   # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 import tb_iotrace  # noqa: E402
+from tb_iotrace.runrecord import read_record, table_path  # noqa: E402
 
 EMPTY_EXIT_TARGET_MS = 50.0
 IDLE_OPEN_TARGET_NS = 50.0
@@ -120,6 +128,7 @@ def child(args: argparse.Namespace) -> int:
     rss1 = rss_kib()
     out = {"create_s": create_s, "rss_growth_kib": rss1 - rss0,
            **captures_after(lib, d, args.files, args.new)}
+    out["last_line_at"] = time.time()
     Path(args.result).write_text(json.dumps(out))
     return 0
 
@@ -134,21 +143,32 @@ def whole_run(args: argparse.Namespace, d: Path, work: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    ended_at = time.time()
     if r.returncode != 0:
         raise BenchError(f"the traced child failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     out = json.loads(result.read_text())
     (rec_path,) = sorted((logdir / "plugins" / "iotrace").glob("*.json"))
     t1 = time.perf_counter()
-    doc = json.loads(rec_path.read_text())
+    rec = read_record(rec_path)
+    posix = rec.table().module("POSIX")
+    if posix is None:
+        raise BenchError(f"{rec_path}: no POSIX files")
+    read_s = time.perf_counter() - t1
     total = args.files + args.new
     prefix = str(d) + "/f"
-    files = [f for f in doc["files"] if f["module"] == "POSIX" and f["path"].startswith(prefix)]
+    names = posix.path_strings()
+    mine = np.array([n.startswith(prefix) for n in names], dtype=bool)
+    want = {f"{prefix}{i:09d}" for i in range(total)}
     out.update({
-        "child_wall_s": wall, "record_bytes": rec_path.stat().st_size, "record_read_s": time.perf_counter() - t1,
-        "record_files": len(files), "record_files_expected": total,
-        "record_bytes_written": sum(int(f["counters"]["POSIX_BYTES_WRITTEN"]) for f in files),
+        "child_wall_s": wall, "record_bytes": rec_path.stat().st_size + table_path(rec_path).stat().st_size,
+        "record_json_bytes": rec_path.stat().st_size, "record_read_s": read_s,
+        "exit_after_last_line_s": ended_at - out["last_line_at"], "child_peak_rss_kib": peak_kib,
+        "record_files": len(want & {n for n, m in zip(names, mine) if m}), "record_files_expected": total,
+        "record_extra_files": int(mine.sum()) - len(want & {n for n, m in zip(names, mine) if m}),
+        "record_bytes_written": int(posix.column("POSIX_BYTES_WRITTEN")[mine].sum()),
         "record_bytes_expected": expected_bytes(0, total),
-        "record_untracked": doc.get("untracked"),
+        "record_untracked": rec.doc.get("untracked"),
     })
     return out
 
@@ -223,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     figures = {"files": args.files, "new": args.new, "loadavg": load, "cpus": os.cpu_count(), "record": rec,
                "idle": idle, "after_idle_opens": after}
     checks = {
-        "record lists every file": rec["record_files"] == rec["record_files_expected"],
+        "record lists every file": rec["record_files"] == rec["record_files_expected"] and not rec["record_extra_files"],
         "record bytes exact": rec["record_bytes_written"] == rec["record_bytes_expected"],
         "nothing untracked": not rec["record_untracked"] and not rec["untracked"] and not after["untracked"],
         f"empty capture exit < {EMPTY_EXIT_TARGET_MS:.0f} ms (run child)": rec["empty_exit_ms"] < EMPTY_EXIT_TARGET_MS,
@@ -242,8 +262,11 @@ def main(argv: list[str] | None = None) -> int:
               f"{load[0]:.1f} on {os.cpu_count()} CPUs{' (LOADED: absolute times are noisy)' if load[0] > 1 else ''}")
         print(f"  whole-run record: {rec['record_files']:,} of {rec['record_files_expected']:,} files, "
               f"{rec['record_bytes_written']:,} of {rec['record_bytes_expected']:,} bytes written; "
-              f"record {rec['record_bytes'] / 1e6:.0f} MB ({rec['record_bytes'] / max(n, 1):.0f} B/file), "
+              f"record {rec['record_bytes'] / 1e6:.1f} MB ({rec['record_bytes'] / max(n, 1):.1f} B/file), "
               f"child {rec['child_wall_s']:.1f} s")
+        print(f"  record written at exit: {rec['exit_after_last_line_s']:.2f} s from the child's last line to its end "
+              f"(stop + write); read back in {rec['record_read_s']:.2f} s; child peak RSS "
+              f"{rec['child_peak_rss_kib'] / 1024:.0f} MiB")
         print(f"  RSS per file: {rec['rss_growth_kib'] * 1024 / n:.0f} B tracked (whole-run recording), "
               f"{idle['idle_rss_growth_kib'] * 1024 / n:.1f} B opened idle")
         for name, f in (("in the run child", rec), ("after idle opens", after)):

@@ -29,6 +29,22 @@ static void atfork_child(void) {
     pthread_mutex_init(&g_api_mu, NULL);
 }
 
+/* Hold every lock across fork from the first call that can take one (g_api_mu held). */
+static void atfork_register(void) {
+    if (!g_atfork_done) {
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        g_atfork_done = 1;
+    }
+}
+
+/* tbio_begin and the other API entries that lock what a child would need:
+ * they may come before any tbio_enable() (a C caller, a test). */
+void tbio_atfork_ensure(void) {
+    pthread_mutex_lock(&g_api_mu);
+    atfork_register();
+    pthread_mutex_unlock(&g_api_mu);
+}
+
 int tbio_enable(void) {
     pthread_mutex_lock(&g_api_mu);
     if (atomic_load(&tbio_g_enabled)) {
@@ -36,10 +52,7 @@ int tbio_enable(void) {
         return 0;
     }
     tbio_clock_init();
-    if (!g_atfork_done) {
-        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-        g_atfork_done = 1;
-    }
+    atfork_register();
     tbio_resolve_reals();
     tbio_fd_scan_existing();
     atomic_store(&tbio_g_enabled, 1);

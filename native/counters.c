@@ -102,7 +102,8 @@ static void start_min(double *ts, double t0)
         *ts = t0;
 }
 
-TBIO_INTERNAL_API int tbio_size_bin(int64_t n)
+/* inlined into every read/write rule (an exported function is called out of line) */
+static inline int size_bin(int64_t n)
 {
     /* inclusive upper edges: 100, 1K, 10K, 100K, 1M, 4M, 10M, 100M, 1G
      * (compares against immediates: no table to load on every call) */
@@ -110,6 +111,8 @@ TBIO_INTERNAL_API int tbio_size_bin(int64_t n)
          : n <= 4194304 ? (n <= 1048576 ? 4 : 5)
          : n <= 10485760 ? 6 : n <= 104857600 ? 7 : n <= 1073741824 ? 8 : 9;
 }
+
+TBIO_INTERNAL_API int tbio_size_bin(int64_t n) { return size_bin(n); }
 
 /* Common values.  `cv` holds the first TBIO_COMMON_MAX distinct non-zero
  * values with their exact counts; `vals`/`cnts` are the 4 reported slots,
@@ -272,7 +275,7 @@ posix_io(tbio_posix_rec *r, const posix_io_idx *x, int64_t *last_byte,
         c[x->max_byte] = o + n - 1;
     c[x->bytes] += n;
     c[x->ops] += 1;
-    c[x->size0 + tbio_size_bin(n)] += 1;
+    c[x->size0 + size_bin(n)] += 1;
     /* reads and writes share one access-size and one stride table */
     common_val_add(&r->access, n, &c[POSIX_ACCESS1_ACCESS], &c[POSIX_ACCESS1_COUNT]);
     common_val_add(&r->stride, stride, &c[POSIX_STRIDE1_STRIDE], &c[POSIX_STRIDE1_COUNT]);

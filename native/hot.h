@@ -34,6 +34,9 @@
 #define TBIO_HIDDEN __attribute__((visibility("hidden")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
+/* For the few helpers of the traced path that the compiler would otherwise
+ * call out of line (many arguments, inlined into many wrappers). */
+#define TBIO_INLINE static inline __attribute__((always_inline))
 
 /* ---- the globals every traced call reads, in one cache line ----
  * (a traced call is a few hundred ns apart from the next: under load its
@@ -44,30 +47,35 @@ typedef struct tbio_fdent tbio_fdent;
 typedef struct tbio_hot {
     _Atomic(struct tbio_actset *) active;   /* the sessions recording now, NULL when idle */
     _Atomic uint64_t epoch;                 /* bumped by every tbio_begin (session.c) */
-    int use_tsc;                            /* 1: ticks are the TSC / generic timer (sys.c) */
-    int membarrier;                         /* 1: membarrier(2) orders the hot path, 0: fences */
+    _Atomic int use_tsc;                    /* 1: ticks are the TSC / generic timer (sys.c) */
+    _Atomic int membarrier;                 /* 1: membarrier(2) orders the hot path, 0: fences */
     _Atomic(tbio_fdent *) fds[1u << TBIO_FD_DIRBITS];   /* fd table directory (registry.c) */
 } tbio_hot;
 TBIO_HIDDEN extern tbio_hot tbio_g_hot;
 #define tbio_g_active (tbio_g_hot.active)
 #define tbio_g_epoch (tbio_g_hot.epoch)
-#define tbio_g_use_tsc (tbio_g_hot.use_tsc)
-#define tbio_g_membarrier (tbio_g_hot.membarrier)
+/* set once by their init functions (atomics: another thread may init at the same time) */
+#define tbio_g_use_tsc atomic_load_explicit(&tbio_g_hot.use_tsc, memory_order_relaxed)
+#define tbio_g_membarrier atomic_load_explicit(&tbio_g_hot.membarrier, memory_order_relaxed)
 #define tbio_g_fds (tbio_g_hot.fds)
 
 /* ---- clock ---- */
 TBIO_HIDDEN uint64_t tbio_realtime_ns(void);
 /* A cheap tick counter (calibrated against CLOCK_REALTIME by tbio_clock_init). */
-static inline uint64_t tbio_ticks(void) {
+/* The TSC / generic timer itself (0 where there is none: tbio_clock_init never picks it). */
+static inline uint64_t tbio_tsc(void) {
 #if defined(__x86_64__) || defined(__i386__)
-    if (LIKELY(tbio_g_use_tsc == 1)) return __builtin_ia32_rdtsc();
+    return __builtin_ia32_rdtsc();
 #elif defined(__aarch64__)
-    if (LIKELY(tbio_g_use_tsc == 1)) {
-        uint64_t v;
-        __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
-        return v;
-    }
+    uint64_t v;
+    __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
+    return v;
+#else
+    return 0;
 #endif
+}
+static inline uint64_t tbio_ticks(void) {
+    if (LIKELY(tbio_g_use_tsc == 1)) return tbio_tsc();
     return tbio_realtime_ns();
 }
 TBIO_HIDDEN void tbio_clock_init(void);
@@ -75,16 +83,24 @@ TBIO_HIDDEN double tbio_ns_per_tick(void);
 TBIO_HIDDEN void tbio_clock_pair(uint64_t *ticks, uint64_t *ns);
 
 /* ---- threads ---- */
+/* The longest path a recorded call names (PATH_MAX, the terminating NUL included). */
+#define TBIO_PATH_BUF 4096
 /* At most this many captures record at once (e.g. a whole-run record, a
  * TensorFlow profile window and a user capture()). */
 #define TBIO_MAX_SESSIONS 4
 
 struct tbio_chunk;
+struct tbio_tsbin;
 struct tbio_tsbins;
 typedef struct tbio_tslot {     /* one thread's trace for one session */
+    /* what every traced call reads and writes (40 bytes) */
     uint64_t gen;               /* 0 = free */
-    struct tbio_chunk *head, *tail;
-    uint64_t nevents, dropped;
+    struct tbio_chunk *tail;
+    struct tbio_tsbin *bin;     /* the time-series bin of this thread's last call ... */
+    uint64_t bin_lo, bin_w;     /* ... and its ticks [bin_lo, bin_lo + bin_w); bin_w 0: look it up */
+    /* the first call, a full chunk, tbio_end */
+    struct tbio_chunk *head;
+    uint64_t dropped;
     struct tbio_tsbins *ts;     /* its time-series bins (timeseries.h), NULL: no memory */
 } tbio_tslot;
 
@@ -97,6 +113,11 @@ typedef struct tbio_thread {    /* 64-byte aligned, from an mmap'ed slab (sessio
     pid_t tid;
     uint64_t pself;
     char comm[16];
+    /* Where the recorded call names its path (cleaned absolute path, /proc
+     * link target): here, not on the stack, so a signal handler's I/O on a
+     * small sigaltstack does not overflow it (4 KB more a frame).  Used only
+     * with the thread `in`, so a handler's call never reaches it meanwhile. */
+    char path[TBIO_PATH_BUF];
 } tbio_thread;
 
 /* The sessions recording now; replaced (never changed in place) by

@@ -216,9 +216,18 @@ void tbio_registry_atfork_child(void) {
 /* Darshan's default exclusions, plus /dev/shm which Darshan also hides. */
 static const char *const k_default_excludes =
     "/etc/\n/dev/\n/usr/\n/bin/\n/boot/\n/lib/\n/lib64/\n/opt/\n/sbin/\n/sys/\n/proc/\n/var/\n";
-static pthread_mutex_t g_filter_mu = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic(char *) g_excludes;   /* newline-separated */
-static _Atomic(char *) g_includes;
+/* The filters now: one object, replaced whole (never changed in place), so
+ * a reader sees an include and an exclude list set together.  No lock: a
+ * fork while another thread sets filters leaves the child nothing to wait
+ * for.  Every object ever set stays linked from the newest and is never
+ * freed (a wrapper on another thread may still be reading an older one). */
+typedef struct filters {
+    struct filters *older;
+    const char *include;        /* newline-separated, NULL: none */
+    const char *exclude;        /* NULL: the defaults */
+    char text[];
+} filters;
+static _Atomic(filters *) g_filters;
 
 static int prefix_match_len(const char *list, const char *path, size_t len) {
     int best = -1;
@@ -235,34 +244,35 @@ static int prefix_match_len(const char *list, const char *path, size_t len) {
 }
 
 int tbio_path_traced(const char *abs, size_t len) {
-    const char *ex = atomic_load_explicit(&g_excludes, memory_order_acquire);
-    if (!ex) ex = k_default_excludes;
+    const filters *f = atomic_load_explicit(&g_filters, memory_order_acquire);
+    const char *ex = f && f->exclude ? f->exclude : k_default_excludes;
     int e = prefix_match_len(ex, abs, len);
     if (e < 0) return 1;
-    int i = prefix_match_len(atomic_load_explicit(&g_includes, memory_order_acquire), abs, len);
+    int i = prefix_match_len(f ? f->include : NULL, abs, len);
     return i >= e;
 }
 
 int tbio_set_filters(const char *include_prefixes, const char *exclude_prefixes) {
-    pthread_mutex_lock(&g_filter_mu);
-    /* Old lists are leaked on purpose: a wrapper on another thread may be reading them. */
-    if (include_prefixes) {
-        char *c = strdup(include_prefixes);
-        if (!c) { pthread_mutex_unlock(&g_filter_mu); return -1; }
-        atomic_store_explicit(&g_includes, c, memory_order_release);
-    }
-    if (exclude_prefixes) {
-        char *c = strdup(exclude_prefixes);
-        if (!c) { pthread_mutex_unlock(&g_filter_mu); return -1; }
-        atomic_store_explicit(&g_excludes, c, memory_order_release);
-    }
-    pthread_mutex_unlock(&g_filter_mu);
+    size_t ni = include_prefixes ? strlen(include_prefixes) + 1 : 0;
+    size_t ne = exclude_prefixes ? strlen(exclude_prefixes) + 1 : 0;
+    filters *f = malloc(sizeof *f + ni + ne);
+    if (!f) return -1;
+    if (ni) memcpy(f->text, include_prefixes, ni);
+    if (ne) memcpy(f->text + ni, exclude_prefixes, ne);
+    /* a list not given is kept from the current filters */
+    filters *cur = atomic_load_explicit(&g_filters, memory_order_acquire);
+    do {
+        f->older = cur;
+        f->include = ni ? f->text : cur ? cur->include : NULL;
+        f->exclude = ne ? f->text + ni : cur ? cur->exclude : NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&g_filters, &cur, f, memory_order_acq_rel,
+                                                    memory_order_acquire));
     return 0;
 }
 
 const char *tbio_get_excludes(void) {
-    const char *ex = atomic_load_explicit(&g_excludes, memory_order_acquire);
-    return ex ? ex : k_default_excludes;
+    const filters *f = atomic_load_explicit(&g_filters, memory_order_acquire);
+    return f && f->exclude ? f->exclude : k_default_excludes;
 }
 
 /* ---------- paths ---------- */
@@ -359,9 +369,12 @@ static fdent *fd_slot(int fd, int create) {
 
 /* Name an fd through /proc/self/fd: the first time a recording touches an fd
  * opened while idle, before enable(), or by a call we do not wrap. */
+/* The calling thread's path buffer (hot.h): inside a recorded call only. */
+static char *path_buf(void) { return tbio_tl_thread->path; }
+
 static uint32_t resolve_fd(int fd, int module) {
-    char path[4096];
-    ssize_t n = fd_path(fd, path, sizeof path);
+    char *path = path_buf();
+    ssize_t n = fd_path(fd, path, TBIO_PATH_BUF);
     if (n <= 0 || path[0] != '/') return TBIO_NO_FILE;  /* socket:, pipe:, anon_inode: */
     /* deleted files read as "/path (deleted)": keep the name as is */
     if (!tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
@@ -372,16 +385,16 @@ static uint32_t resolve_fd(int fd, int module) {
 
 uint32_t tbio_path_id(int dirfd, const char *path, int module) {
     if (!path) return TBIO_NO_FILE;
-    char abs[4096];
-    size_t n = tbio_abspath(dirfd, path, abs, sizeof abs);
+    char *abs = path_buf();
+    size_t n = tbio_abspath(dirfd, path, abs, TBIO_PATH_BUF);
     if (n == 0 || !tbio_path_traced(abs, n)) return TBIO_NO_FILE;
     return tbio_file_intern(abs, n, module);
 }
 
 /* fd still names file id (read again through /proc/self/fd) */
 static int fd_still_names(int fd, uint32_t id) {
-    char path[4096];
-    ssize_t n = fd_path(fd, path, sizeof path);
+    char *path = path_buf();
+    ssize_t n = fd_path(fd, path, TBIO_PATH_BUF);
     const tbio_file *f = tbio_file_get(id);
     return n > 0 && f && f->len == (size_t)n && memcmp(f->path, path, (size_t)n) == 0;
 }

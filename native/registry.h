@@ -67,23 +67,22 @@ TBIO_HIDDEN size_t tbio_abspath(int dirfd, const char *path, char *out, size_t c
 TBIO_HIDDEN uint32_t tbio_path_id(int dirfd, const char *path, int module);
 
 /* ---- fd table: fd -> file ids ---- */
-/* state: 0 unknown, 1 untracked, 2 over the bound, id + 3 tracked */
+/* state: 0 unknown, else id + 3 (unsigned): 1 is TBIO_OVER_FILE, 2 TBIO_NO_FILE
+ * (untracked), 3.. a tracked id, so a known state decodes with one subtraction */
 #define TBIO_FD_UNKNOWN 0u
-#define TBIO_FD_UNTRACKED 1u
-#define TBIO_FD_OVER 2u
 #define TBIO_FD_BASE 3u
+#define TBIO_FD_OVER (TBIO_OVER_FILE + TBIO_FD_BASE)
+#define TBIO_FD_UNTRACKED (TBIO_NO_FILE + TBIO_FD_BASE)
+_Static_assert(TBIO_FD_OVER == 1u && TBIO_FD_UNTRACKED == 2u, "fd states below TBIO_FD_BASE");
 /* fd -> entry: a directory (tbio_g_fds) of 1024 blocks of 1024 entries, blocks made on first use */
 struct tbio_fdent {
     _Atomic uint32_t posix;   /* TBIO_FD_* state or id + TBIO_FD_BASE */
     _Atomic uint32_t stdio;
     _Atomic(FILE *) fp;
 };
-static inline uint32_t tbio_fd_state_id(uint32_t st) {
-    return st >= TBIO_FD_BASE ? st - TBIO_FD_BASE : st == TBIO_FD_OVER ? TBIO_OVER_FILE : TBIO_NO_FILE;
-}
-static inline uint32_t tbio_fd_id_state(uint32_t id) {
-    return tbio_tracked(id) ? id + TBIO_FD_BASE : id == TBIO_OVER_FILE ? TBIO_FD_OVER : TBIO_FD_UNTRACKED;
-}
+static inline uint32_t tbio_fd_state_id(uint32_t st) { return st - TBIO_FD_BASE; }
+/* id: below TBIO_MAX_FILES_LIMIT, TBIO_OVER_FILE or TBIO_NO_FILE (never 0 - 3) */
+static inline uint32_t tbio_fd_id_state(uint32_t id) { return id + TBIO_FD_BASE; }
 /* Resolves an unknown fd through /proc/self/fd: only inside a recorded call. */
 TBIO_HIDDEN uint32_t tbio_fd_posix_slow(int fd);
 /* file id, TBIO_NO_FILE or TBIO_OVER_FILE; a known fd is an inline lookup.

@@ -36,10 +36,10 @@ static __thread int tl_registering __attribute__((tls_model("initial-exec")));
 static void barrier_init(void) {
     if (tbio_g_membarrier != -1) return;
 #ifdef TBIO_TSAN
-    tbio_g_membarrier = 0;   /* TSan cannot see membarrier: use plain seq_cst fences */
+    atomic_store(&tbio_g_hot.membarrier, 0);   /* TSan cannot see membarrier: use plain seq_cst fences */
 #else
     long r = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0);
-    tbio_g_membarrier = r == 0 ? 1 : 0;
+    atomic_store(&tbio_g_hot.membarrier, r == 0 ? 1 : 0);
 #endif
 }
 
@@ -296,6 +296,18 @@ static int64_t reserve(tbio_session *s, int64_t want) {
 }
 
 #define TS_BYTES ((sizeof(tbio_tsbins) + 4095) / 4096 * 4096)
+_Static_assert(offsetof(tbio_thread, slot[0].head) <= 64, "a traced call's thread state in one cache line");
+
+void tbio_ts_add_slot(tbio_tslot *t, int mod, uint64_t t0, uint64_t t1, int64_t rd, int64_t wr) {
+    tbio_tsbins *b = t->ts;
+    if (!b) return;   /* no memory for the bins: bin_w stays 0 */
+    tbio_tsbin *x = tbio_ts_bin(b, t0);   /* may widen every bin: the cached one moves too */
+    tbio_tsbin_add(x, mod, t0, t1, rd, wr);
+    uint64_t i = (uint64_t)(x - b->bin);
+    t->bin = x;
+    t->bin_lo = b->origin + (i << b->lg);
+    t->bin_w = (uint64_t)1 << b->lg;
+}
 
 tbio_tslot *tbio_trace_slot_new(tbio_call *c) {
     /* a free slot (a slot's chunks are taken, and the slot freed, by its session's tbio_end) */
@@ -305,7 +317,9 @@ tbio_tslot *tbio_trace_slot_new(tbio_call *c) {
     if (!t) return NULL;
     t->gen = c->s->gen;
     t->head = t->tail = NULL;
-    t->nevents = t->dropped = 0;
+    t->dropped = 0;
+    t->bin = NULL;
+    t->bin_lo = t->bin_w = 0;   /* no bin yet: the first call finds one (tbio_ts_add_slot) */
     /* this thread's bins for the session: written by it alone, merged by tbio_end */
     t->ts = tbio_map(TS_BYTES);
     if (t->ts) {
@@ -332,7 +346,7 @@ void tbio_trace_add_slow(tbio_call *c, tbio_tslot *t, uint64_t t1, int op, uint3
         else t->head = nk;
         t->tail = k = nk;
     }
-    tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
+    tbio_event_put(&k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
 }
 
 /* ---- sessions ---- */
@@ -362,6 +376,7 @@ static void publish(tbio_actset *next, tbio_actset *old) {
 }
 
 tbio_session *tbio_begin(void) {
+    tbio_atfork_ensure();
     tbio_clock_init();
     barrier_init();
     sigset_t sig;
@@ -510,14 +525,15 @@ tbio_session *tbio_end(tbio_session *s) {
             free(name);
         }
         memcpy(ti->comm, t->comm, sizeof ti->comm);
-        ti->nevents = sl->nevents;
+        ti->nevents = 0;
         ti->dropped = sl->dropped;
         s->thread_chunks[i] = sl->head;
         for (tbio_chunk *k = sl->head; k; k = k->next) {
             for (uint32_t j = 0; j < k->n; j++) k->ev[j].thread = (uint16_t)(i < 65535 ? i : 65535);
+            ti->nevents += k->n;
             s->trace_bytes += sizeof *k + (uint64_t)k->cap * sizeof(tbio_event);
         }
-        s->nevents += sl->nevents;
+        s->nevents += ti->nevents;
         s->dropped += sl->dropped;
         if (sl->ts) {
             tbio_ts_merge(&s->ts, sl->ts);
@@ -573,6 +589,7 @@ void tbio_session_free(tbio_session *s) {
 uint64_t tbio_trace_bytes(void) {
     /* live figure: every thread's buffers for every recording session */
     uint64_t b = 0;
+    tbio_atfork_ensure();
     sigset_t sig;
     signals_block(&sig);
     pthread_mutex_lock(&g_sess_mu);
@@ -589,6 +606,7 @@ uint64_t tbio_trace_bytes(void) {
 
 uint32_t tbio_threads_held(void) {
     uint32_t n = 0;
+    tbio_atfork_ensure();
     sigset_t sig;
     signals_block(&sig);
     pthread_mutex_lock(&g_threads_mu);
@@ -627,6 +645,50 @@ int tbio_session_file_by_id(const tbio_session *s, uint32_t id, tbio_file_info *
 int tbio_session_file(const tbio_session *s, uint32_t i, tbio_file_info *out) {
     if (i >= s->nfiles || !s->files) return -1;
     return tbio_session_file_by_id(s, s->files[i], out);
+}
+
+int tbio_session_files_size(const tbio_session *s, int module, int has_record, uint64_t *nrows,
+                            uint64_t *path_bytes) {
+    uint64_t n = 0, b = 0;
+    if (!s) return -1;
+    for (uint32_t i = 0; i < s->nfiles && s->files; i++) {
+        const tbio_file *f = tbio_registry_file(s->reg, s->files[i]);
+        if (!f || f->module != module || (rec_of(s, s->files[i]) != NULL) != (has_record != 0)) continue;
+        n++;
+        b += f->len;
+    }
+    if (nrows) *nrows = n;
+    if (path_bytes) *path_bytes = b;
+    return 0;
+}
+
+uint64_t tbio_session_copy_files(const tbio_session *s, int module, int has_record, uint64_t max,
+                                 uint32_t *id, uint64_t *record_id, int64_t *counters,
+                                 double *fcounters, uint64_t *path_end, char *path_data,
+                                 uint64_t path_cap) {
+    if (!s || (module != TBIO_POSIX && module != TBIO_STDIO)) return 0;
+    const size_t nc = module == TBIO_POSIX ? POSIX_NUM_INDICES : STDIO_NUM_INDICES;
+    const size_t nf = module == TBIO_POSIX ? POSIX_F_NUM_INDICES : STDIO_F_NUM_INDICES;
+    uint64_t n = 0, b = 0;
+    for (uint32_t i = 0; i < s->nfiles && s->files && n < max; i++) {
+        uint32_t fid = s->files[i];
+        const tbio_file *f = tbio_registry_file(s->reg, fid);
+        if (!f || f->module != module) continue;
+        const tbio_rec *r = rec_of(s, fid);
+        if ((r != NULL) != (has_record != 0)) continue;
+        if (path_data && b + f->len > path_cap) break;
+        if (id) id[n] = fid;
+        if (record_id) record_id[n] = f->hash;
+        if (r && counters)
+            memcpy(counters + n * nc, module == TBIO_POSIX ? r->u.p.counters : r->u.s.counters, nc * sizeof(int64_t));
+        if (r && fcounters)
+            memcpy(fcounters + n * nf, module == TBIO_POSIX ? r->u.p.fcounters : r->u.s.fcounters, nf * sizeof(double));
+        if (path_data) memcpy(path_data + b, f->path, f->len);
+        b += f->len;
+        if (path_end) path_end[n] = b;
+        n++;
+    }
+    return n;
 }
 
 int tbio_session_untracked(const tbio_session *s, tbio_untracked_info *out) {
@@ -748,6 +810,6 @@ void tbio_session_atfork_child(void) {
     g_thread_free = NULL;
     tbio_tl_thread = NULL;
     tl_registering = 0;
-    tbio_g_membarrier = -1;
+    atomic_store(&tbio_g_hot.membarrier, -1);
     barrier_init();
 }

@@ -93,7 +93,7 @@ static inline void tbio_count_over(tbio_call *c, int64_t read, int64_t written) 
 TBIO_HIDDEN void tbio_note_over_file(const char *path, size_t len);
 
 /* Fill one trace row (the fast and the slow append path share it). */
-static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uint64_t t1, int op, uint32_t file,
+static inline void tbio_event_put(tbio_event *e, uint64_t t0, uint64_t t1, int op, uint32_t file,
                                   int fd, int64_t offset, int64_t requested, int64_t returned, int err) {
     e->start_ns = t0;
     e->end_ns = t1;
@@ -105,7 +105,6 @@ static inline void tbio_event_put(tbio_tslot *t, tbio_event *e, uint64_t t0, uin
     e->err = err;
     e->op = (uint16_t)op;
     e->thread = 0;
-    t->nevents++;
 }
 
 /* Append one trace row for session c->s, and count the call in this thread's
@@ -120,9 +119,13 @@ TBIO_HIDDEN void tbio_trace_add_slow(tbio_call *c, tbio_tslot *t, uint64_t t1, i
  * added to the bins under module mod (TBIO_TS_POSIX, TBIO_TS_STDIO: a
  * constant at each call site; tbio_trace_add is the POSIX wrappers' form,
  * tbio_trace_add_mod the STDIO wrappers'). */
-static inline void tbio_trace_add_mod(tbio_call *c, int mod, uint64_t t1, int op, uint32_t file, int fd,
-                                      int64_t offset, int64_t requested, int64_t returned, int err,
-                                      int64_t rd, int64_t wr) {
+/* A call outside the slot's cached bin: find its bin (widening if needed) and cache it. */
+TBIO_HIDDEN void tbio_ts_add_slot(tbio_tslot *t, int mod, uint64_t t0, uint64_t t1, int64_t rd, int64_t wr);
+/* Inlined into every wrapper's accounting (a call out of line with eleven
+ * arguments cost ~50 instructions a traced call). */
+TBIO_INLINE void tbio_trace_add_mod(tbio_call *c, int mod, uint64_t t1, int op, uint32_t file, int fd,
+                                    int64_t offset, int64_t requested, int64_t returned, int err,
+                                    int64_t rd, int64_t wr) {
     uint64_t gen = c->s->gen;
     tbio_tslot *t = NULL;
     for (int i = 0; i < TBIO_MAX_SESSIONS; i++) {
@@ -132,17 +135,19 @@ static inline void tbio_trace_add_mod(tbio_call *c, int mod, uint64_t t1, int op
         }
     }
     if (UNLIKELY(t == NULL) && (t = tbio_trace_slot_new(c)) == NULL) return;
-    if (LIKELY(t->ts != NULL)) tbio_ts_add(t->ts, mod, c->t0, t1, rd, wr);
+    /* unsigned: a t0 before bin_lo wraps and misses too; bin_w 0 (no bin yet) always misses */
+    if (LIKELY(c->t0 - t->bin_lo < t->bin_w)) tbio_tsbin_add(t->bin, mod, c->t0, t1, rd, wr);
+    else tbio_ts_add_slot(t, mod, c->t0, t1, rd, wr);
     tbio_chunk *k = t->tail;
     if (UNLIKELY(!k || k->n == k->cap)) {
         tbio_trace_add_slow(c, t, t1, op, file, fd, offset, requested, returned, err);
         return;
     }
-    tbio_event_put(t, &k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
+    tbio_event_put(&k->ev[k->n++], c->t0, t1, op, file, fd, offset, requested, returned, err);
 }
-static inline void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
-                                  int64_t offset, int64_t requested, int64_t returned, int err,
-                                  int64_t rd, int64_t wr) {
+TBIO_INLINE void tbio_trace_add(tbio_call *c, uint64_t t1, int op, uint32_t file, int fd,
+                                int64_t offset, int64_t requested, int64_t returned, int err,
+                                int64_t rd, int64_t wr) {
     tbio_trace_add_mod(c, TBIO_TS_POSIX, t1, op, file, fd, offset, requested, returned, err, rd, wr);
 }
 static inline double tbio_sec(const tbio_session *s, uint64_t t) {

@@ -70,7 +70,7 @@ char *tbio_read_file(const char *path, size_t *len) {
 
 /* ---- clock: a cheap tick counter calibrated against CLOCK_REALTIME ---- */
 /* tbio_g_use_tsc (shim.h, in tbio_g_hot): -1 until tbio_clock_init */
-static double g_ns_per_tick = 1.0;
+static _Atomic double g_ns_per_tick = 1.0;
 
 uint64_t tbio_realtime_ns(void) {
     struct timespec ts;
@@ -78,25 +78,27 @@ uint64_t tbio_realtime_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-double tbio_ns_per_tick(void) { return g_ns_per_tick; }
+double tbio_ns_per_tick(void) { return atomic_load(&g_ns_per_tick); }
 
 /* A (ticks, realtime ns) pair taken close together: the read of the clock is
  * bracketed by two tick reads and the tightest of a few tries wins, so a
  * preemption between the two reads cannot skew the pair. */
-void tbio_clock_pair(uint64_t *ticks, uint64_t *ns) {
+static void clock_pair(int tsc, uint64_t *ticks, uint64_t *ns) {
     uint64_t best_gap = UINT64_MAX;
     for (int i = 0; i < 8; i++) {
-        uint64_t a = tbio_ticks();
+        uint64_t a = tsc ? tbio_tsc() : tbio_realtime_ns();
         uint64_t r = tbio_realtime_ns();
-        uint64_t b = tbio_ticks();
+        uint64_t b = tsc ? tbio_tsc() : r;
         if (b - a < best_gap) {
             best_gap = b - a;
             *ticks = a + (b - a) / 2;
             *ns = r;
         }
-        if (tbio_g_use_tsc != 1) break;   /* ticks are the realtime clock itself */
+        if (!tsc) break;   /* ticks are the realtime clock itself */
     }
 }
+
+void tbio_clock_pair(uint64_t *ticks, uint64_t *ns) { clock_pair(tbio_g_use_tsc == 1, ticks, ns); }
 
 static int tsc_is_invariant(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -113,28 +115,31 @@ static int tsc_is_invariant(void) {
 #endif
 }
 
+/* Calibrated into locals and published last (the rate, then the choice), so
+ * no other thread, and no child forked during the 10 ms it takes, ever sees
+ * the tick counter chosen with its rate not yet known: until then the clock
+ * stays uninitialised (-1) and whoever asks calibrates for itself. */
 void tbio_clock_init(void) {
     if (tbio_g_use_tsc != -1) return;
     const char *force = getenv("TBIO_CLOCK");
     int use = tsc_is_invariant() && !(force && strcmp(force, "realtime") == 0);
-    if (!use) {
-        g_ns_per_tick = 1.0;
-        tbio_g_use_tsc = 0;
-        return;
+    double npt = 1.0;
+    if (use) {
+        /* Two tight (ticks, realtime) pairs 10 ms apart; sessions refine with
+         * their own begin/end pairs when they last long enough. */
+        uint64_t a_t = 0, a_ns = 0, b_t = 0, b_ns = 0;
+        clock_pair(1, &a_t, &a_ns);
+        do {
+            clock_pair(1, &b_t, &b_ns);
+        } while (b_ns - a_ns < 10000000u);
+        npt = (double)(b_ns - a_ns) / (double)(b_t - a_t);
+        if (!(npt > 0.0)) {
+            use = 0;
+            npt = 1.0;
+        }
     }
-    tbio_g_use_tsc = 1;
-    /* Two tight (ticks, realtime) pairs 10 ms apart; sessions refine with
-     * their own begin/end pairs when they last long enough. */
-    uint64_t a_t, a_ns, b_t, b_ns;
-    tbio_clock_pair(&a_t, &a_ns);
-    do {
-        tbio_clock_pair(&b_t, &b_ns);
-    } while (b_ns - a_ns < 10000000u);
-    g_ns_per_tick = (double)(b_ns - a_ns) / (double)(b_t - a_t);
-    if (!(g_ns_per_tick > 0.0)) {
-        tbio_g_use_tsc = 0;
-        g_ns_per_tick = 1.0;
-    }
+    atomic_store(&g_ns_per_tick, npt);   /* the rate before the choice */
+    atomic_store_explicit(&tbio_g_hot.use_tsc, use, memory_order_release);
 }
 
 /* ---- errors ---- */

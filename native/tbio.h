@@ -108,6 +108,20 @@ TBIO_API uint32_t tbio_session_nfiles(const tbio_session *s);
 TBIO_API int tbio_session_file(const tbio_session *s, uint32_t i, tbio_file_info *out);
 /* The file of an event's id (0 or -1). */
 TBIO_API int tbio_session_file_by_id(const tbio_session *s, uint32_t id, tbio_file_info *out);
+/* The session's files of one module in bulk, for columnar readers: those with
+ * a record (has_record 1, counters valid) or only named by the trace (0), in
+ * tbio_session_file order.  tbio_session_files_size gives their number and the
+ * bytes of their paths; tbio_session_copy_files fills, for up to max rows, each
+ * array that is not NULL: id, record_id, counters (rows of
+ * tbio_counter_count(module, 0)), fcounters (rows of tbio_counter_count(module,
+ * 1)), path_end (end of row i's path in path_data, which holds the paths back
+ * to back, path_cap bytes at most); returns the rows copied. */
+TBIO_API int tbio_session_files_size(const tbio_session *s, int module, int has_record, uint64_t *nrows,
+                                     uint64_t *path_bytes);
+TBIO_API uint64_t tbio_session_copy_files(const tbio_session *s, int module, int has_record, uint64_t max,
+                                          uint32_t *id, uint64_t *record_id, int64_t *counters,
+                                          double *fcounters, uint64_t *path_end, char *path_data,
+                                          uint64_t path_cap);
 TBIO_API int tbio_session_untracked(const tbio_session *s, tbio_untracked_info *out);
 /* Example path i of the untracked files (bytes, *len of them; at most 512), NULL past the end. */
 TBIO_API const char *tbio_session_untracked_path(const tbio_session *s, uint32_t i, size_t *len);

@@ -12,8 +12,10 @@ static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
     uint32_t id = tbio_fd_posix(fd);
-    if (id == TBIO_OVER_FILE) TBIO_EACH_SESSION(c) tbio_count_over(c, kind == K_READ ? ret : 0, kind == K_WRITE ? ret : 0);
-    if (tbio_tracked(id)) TBIO_EACH_SESSION(c) {
+    if (UNLIKELY(!tbio_tracked(id))) {
+        if (id == TBIO_OVER_FILE)
+            TBIO_EACH_SESSION(c) tbio_count_over(c, kind == K_READ ? ret : 0, kind == K_WRITE ? ret : 0);
+    } else TBIO_EACH_SESSION(c) {
         int64_t used = off;
         tbio_rec *r = ret >= 0 ? tbio_rec_get(c->s, id) : NULL;
         if (r) {

@@ -2153,8 +2153,11 @@ class App {
       return;
     }
     for (const x of this.runs) {
-      // whole-run records of `tb-iotrace run` (one host per process) next to profile runs
-      const text = x.kind === "record" ? `${x.run} (whole run, ${x.hosts.length} process${x.hosts.length === 1 ? "" : "es"})` : x.run;
+      // whole-run records of `tb-iotrace run` (one host per process) and folders of PyTorch
+      // traces (one host per trace file) next to profile runs
+      const n = x.hosts.length;
+      const text = x.kind === "record" ? `${x.run} (whole run, ${n} process${n === 1 ? "" : "es"})`
+        : x.kind === "kineto" ? `${x.run} (PyTorch, ${n} trace${n === 1 ? "" : "s"})` : x.run;
       this.runSel.appendChild(el("option", { value: x.run, text }));
     }
     const keep = this.runs.find((x) => x.run === this.run);

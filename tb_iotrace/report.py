@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .filetable import FileTable
 from .timeseries import TimeSeries, sparkline
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
@@ -40,7 +41,82 @@ class ModuleTotals:
         return self.bytes_written / 2**20 / self.write_time if self.write_time > 0 else 0.0
 
 
+class TableFiles(Sequence[dict[str, Any]]):
+    """A whole-run record's files as the report's entries (``{"path", "module", "record_id",
+    "code", "counters", "fcounters"}``), built one at a time when read, so a record of a million
+    files is listed without a million dicts at once; the summaries of this module (totals,
+    busiest files, histograms, code loading) read the columns instead. ``ids``: each row's
+    Darshan record id, ``code``: whether it is code loading (rows in the table's module order);
+    ``rows``: the rows kept (all when None)."""
+
+    def __init__(self, table: FileTable, ids: np.ndarray, code: np.ndarray, rows: np.ndarray | None = None) -> None:
+        self.table, self.ids, self.code = table, ids, code
+        self.rows = np.arange(len(table), dtype=np.int64) if rows is None else rows
+        self._parts = list(table.modules.values())
+        self._starts = np.cumsum([0] + [len(t) for t in self._parts])[:-1]
+
+    def __len__(self) -> int:
+        return int(self.rows.shape[0])
+
+    def _entry(self, r: int, path: str | None = None) -> dict[str, Any]:
+        k = int(np.searchsorted(self._starts, r, side="right")) - 1
+        t = self._parts[k]
+        d = t.record(r - int(self._starts[k]), path)
+        return {"path": d["path"], "module": d["module"], "record_id": int(self.ids[r]), "code": bool(self.code[r]),
+                "counters": d["counters"], "fcounters": d["fcounters"]}
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        return self._entry(int(self.rows[i]))
+
+    def __iter__(self) -> Any:
+        for r in self.rows.tolist():
+            yield self._entry(r)
+
+    def __reduce__(self) -> Any:   # to a report worker's parent: the columns, not the entries
+        return (TableFiles, (self.table, self.ids, self.code, self.rows))
+
+    def select(self, keep: np.ndarray) -> "TableFiles":
+        """The entries where ``keep`` (a bool per entry) holds."""
+        return TableFiles(self.table, self.ids, self.code, self.rows[np.asarray(keep, dtype=bool)])
+
+    def module_rows(self, module: str) -> tuple[Any, np.ndarray]:
+        """(the module's rows, the kept local row indices of that module)."""
+        for k, t in enumerate(self._parts):
+            if t.module == module:
+                a = int(self._starts[k])
+                r = self.rows[(self.rows >= a) & (self.rows < a + len(t))]
+                return t, r - a
+        return None, np.zeros(0, np.int64)
+
+    def counter_sum(self, module: str, name: str) -> Any:
+        t, r = self.module_rows(module)
+        col = t.column(name) if t is not None else None
+        if col is None or not len(r):
+            return 0
+        if col.dtype.kind != "f":
+            return int(col[r].sum())
+        acc = 0.0
+        for x in col[r].tolist():   # in row order, as the per-record path adds them (same float)
+            acc += x
+        return acc
+
+    def moved(self) -> np.ndarray:
+        """Bytes read + written per entry."""
+        out = np.zeros(len(self.table), np.int64)
+        for k, t in enumerate(self._parts):
+            a = int(self._starts[k])
+            for name in (f"{t.module}_BYTES_READ", f"{t.module}_BYTES_WRITTEN"):
+                col = t.column(name)
+                if col is not None:
+                    out[a:a + len(t)] += col.astype(np.int64)
+        return out[self.rows]
+
+
 def totals(files: Iterable[Mapping[str, Any]]) -> dict[str, ModuleTotals]:
+    if isinstance(files, TableFiles):
+        return _table_totals(files)
     out: dict[str, ModuleTotals] = {}
     for f in files:
         m, c, fc = f["module"], f["counters"], f["fcounters"]
@@ -54,6 +130,32 @@ def totals(files: Iterable[Mapping[str, Any]]) -> dict[str, ModuleTotals]:
         t.read_time += float(fc.get(f"{m}_F_READ_TIME", 0.0))
         t.write_time += float(fc.get(f"{m}_F_WRITE_TIME", 0.0))
         t.meta_time += float(fc.get(f"{m}_F_META_TIME", 0.0))
+    return out
+
+
+def _table_totals(files: TableFiles) -> dict[str, ModuleTotals]:
+    out: dict[str, ModuleTotals] = {}
+    for m in files.table.modules:
+        _, r = files.module_rows(m)
+        if not len(r):
+            continue
+        c = files.counter_sum
+        out[m] = ModuleTotals(m, len(r), int(c(m, f"{m}_BYTES_READ")), int(c(m, f"{m}_BYTES_WRITTEN")),
+                              int(c(m, f"{m}_READS")), int(c(m, f"{m}_WRITES")),
+                              int(c(m, f"{m}_OPENS")) + int(c(m, f"{m}_FDOPENS")), c(m, f"{m}_F_READ_TIME"),
+                              c(m, f"{m}_F_WRITE_TIME"), c(m, f"{m}_F_META_TIME"))
+    return out
+
+
+def merge_totals(parts: Iterable[Mapping[str, ModuleTotals]]) -> dict[str, ModuleTotals]:
+    """Module totals of several hosts added up."""
+    out: dict[str, ModuleTotals] = {}
+    for p in parts:
+        for m, t in p.items():
+            o = out.setdefault(m, ModuleTotals(m))
+            for k in ("files", "bytes_read", "bytes_written", "reads", "writes", "opens", "read_time",
+                      "write_time", "meta_time"):
+                setattr(o, k, getattr(o, k) + getattr(t, k))
     return out
 
 
@@ -121,6 +223,8 @@ def render_hosts(rows: Sequence[Mapping[str, Any]]) -> str:
 def size_histogram(files: Iterable[Mapping[str, Any]], kind: str = "READ") -> dict[str, int]:
     """POSIX access-size histogram summed over files (Darshan's ten bins)."""
     hist = dict.fromkeys(SIZE_BINS, 0)
+    if isinstance(files, TableFiles):
+        return {b: int(files.counter_sum("POSIX", f"POSIX_SIZE_{kind}_{b}")) for b in SIZE_BINS}
     for f in files:
         if f["module"] != "POSIX":
             continue
@@ -132,6 +236,8 @@ def size_histogram(files: Iterable[Mapping[str, Any]], kind: str = "READ") -> di
 def access_pattern(files: Iterable[Mapping[str, Any]]) -> dict[str, int]:
     keys = ("READS", "SEQ_READS", "CONSEC_READS", "WRITES", "SEQ_WRITES", "CONSEC_WRITES")
     out = dict.fromkeys(keys, 0)
+    if isinstance(files, TableFiles):
+        return {k: int(files.counter_sum("POSIX", f"POSIX_{k}")) for k in keys}
     for f in files:
         if f["module"] == "POSIX":
             for k in keys:
@@ -167,6 +273,14 @@ def untracked_note(untracked: Mapping[str, Any] | None) -> str:
 
 def code_summary(files: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Files, bytes, calls and time of the code-loading files (marked ``"code": true``)."""
+    code: Any
+    if isinstance(files, TableFiles):
+        code = files.select(files.code[files.rows])
+        t = totals(code).values()
+        return {"files": len({f["path"] for f in code}), "bytes_read": sum(m.bytes_read for m in t),
+                "bytes_written": sum(m.bytes_written for m in t),
+                "calls": sum(m.reads + m.writes + m.opens for m in t),
+                "time_s": sum(m.read_time + m.write_time + m.meta_time for m in t)}
     code = [f for f in files if f.get("code")]
     t = totals(code).values()
     return {"files": len({f["path"] for f in code}), "bytes_read": sum(m.bytes_read for m in t),
@@ -182,7 +296,7 @@ def code_line(summary: Mapping[str, Any], shown: bool) -> str:
             f"{summary['time_s']:.4f} s in calls" + ("" if shown else "; left out below (--all-files shows them)"))
 
 
-def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
+def render(files: Sequence[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
            empty: str = "", untracked: Mapping[str, Any] | None = None, all_files: bool = False) -> str:
     """The report a user reads first, as text (``empty``: what to say when there are no files).
     Files marked ``"code": true`` (tb_iotrace.codepaths) are one line and left out of the
@@ -196,7 +310,10 @@ def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0,
     code = code_summary(files)
     if code["files"]:
         lines.append(code_line(code, all_files))
-    if not all_files:
+    if isinstance(files, TableFiles):
+        if not all_files:
+            files = files.select(~files.code[files.rows])
+    elif not all_files:
         files = [f for f in files if not f.get("code")]
     if not files:
         lines.append(empty or ("No data file I/O was recorded." if code["files"] else
@@ -216,7 +333,12 @@ def render(files: list[Mapping[str, Any]], *, title: str = "", dropped: int = 0,
         return int(f["counters"].get(f"{m}_BYTES_READ", 0)) + int(f["counters"].get(f"{m}_BYTES_WRITTEN", 0))
 
     lines += ["", f"Busiest files (top {top} by bytes moved)"]
-    for f in sorted(files, key=moved, reverse=True)[:top]:
+    if isinstance(files, TableFiles):
+        mv = files.moved()
+        busiest = [files[int(i)] for i in np.argsort(-mv, kind="stable")[:top]]
+    else:
+        busiest = sorted(files, key=moved, reverse=True)[:top]
+    for f in busiest:
         m = f["module"]
         c = f["counters"]
         lines.append(f"  {human_bytes(moved(f)):>11}  {m:<5} reads={c.get(f'{m}_READS', 0):<7} "

@@ -1,13 +1,14 @@
 """Whole-run records: what ``tb-iotrace run`` leaves for each Python process it traced.
 
-Layout: ``<DIR>/plugins/iotrace/<host>.<pid>.json`` (+ ``<host>.<pid>.npz`` with the trace);
+Layout: ``<DIR>/plugins/iotrace/<host>.<pid>.json``, ``<host>.<pid>.files.npz`` (the per-file
+counters, columnar: :mod:`tb_iotrace.filetable`) and ``<host>.<pid>.npz`` (the trace, when kept);
 a process that replaced its image with ``os.exec*`` leaves ``<host>.<pid>.exec<N>.json`` for
 the image it had before its N-th exec (the new image, if Python, writes ``<host>.<pid>.json``).
 
-The JSON document (format ``tb_iotrace.run/1``)::
+The JSON document (format ``tb_iotrace.run/2``)::
 
     {
-      "format": "tb_iotrace.run/1",
+      "format": "tb_iotrace.run/2",
       "host": str, "pid": int, "ppid": int, "argv": [str, ...],
       "start_ns": int, "end_ns": int,           # CLOCK_REALTIME epoch ns of the window
       "partial": bool,                          # true: a periodic flush, the process did not
@@ -16,7 +17,10 @@ The JSON document (format ``tb_iotrace.run/1``)::
                                                 # and sequential/stride counters are approximate
       "exit": {"how": "exit"|"os._exit"|"signal"|"exception"|"flush", "code": int|null,
                "signal": int|null, "exception": str|null},
-      "files": [{"path", "module", "record_id", "counters": {...}, "fcounters": {...}}],
+      "file_table": "<host>.<pid>.files.npz",   # beside the JSON: every file's counters as
+                                                # columns (tb_iotrace.filetable: paths stored once,
+                                                # as bytes; counter names once per module)
+      "nfiles": {"POSIX": int, "STDIO": int},   # rows per module in it
       "threads": [{"index", "tid", "pthread_self", "name", "nevents", "dropped"}],
       "nevents": int, "dropped": int,
       "untracked": {"files", "calls", "bytes_read", "bytes_written", "reentrant_calls",
@@ -39,6 +43,11 @@ The JSON document (format ``tb_iotrace.run/1``)::
 The ``.npz`` holds one array per trace column (``start_ns``, ``end_ns``, ``offset``,
 ``requested``, ``returned``, ``fd``, ``errno``, ``tid``: int64; ``op_id``, ``file_id``:
 int32, -1 when none) plus ``op_names`` and ``paths`` (str arrays the ids index).
+
+Format ``tb_iotrace.run/1`` (still read) kept the files in the JSON itself: ``"files": [{"path",
+"module", "record_id", "counters": {...}, "fcounters": {...}}]``, about 2.5 KB a file, which made a
+record of a million files gigabytes of JSON. A ``/2`` document may carry such an inline ``files``
+list instead of ``file_table`` (small hand-made records).
 """
 from __future__ import annotations
 
@@ -48,14 +57,19 @@ import socket
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ._atomic import atomic_write
 from .codepaths import this_python
+from .filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
 
-FORMAT = "tb_iotrace.run/1"
+FORMAT = "tb_iotrace.run/2"
+FORMAT_V1 = "tb_iotrace.run/1"
+FORMATS = (FORMAT, FORMAT_V1)
+TABLE_SUFFIX = ".files.npz"
 RECORD_RUN = "iotrace"  # the folder under plugins/, and the run name it gets at a logdir's top
 RECORD_DIR = os.path.join("plugins", RECORD_RUN)
 RECORD_SUFFIX = ".json"
@@ -80,17 +94,26 @@ def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
     return d / f"{stem}{RECORD_SUFFIX}", d / f"{stem}.npz"
 
 
+def table_path(json_path: str | os.PathLike[str]) -> Path:
+    """The file table beside a record (``<stem>.files.npz``)."""
+    p = Path(json_path)
+    stem = p.name[: -len(RECORD_SUFFIX)] if p.name.endswith(RECORD_SUFFIX) else p.name
+    return p.with_name(stem + TABLE_SUFFIX)
+
+
 def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
-    """Columns of a recording.session.Capture's trace, as stored in the .npz."""
+    """Columns of a recording.session.Capture's trace, as stored in the .npz (``paths``: the
+    files its rows name, not every file the capture has counters for)."""
     ev = cap.events
     n = len(ev)
     file_id = ev.file_id.astype(np.int64)
-    ids = sorted(ev.paths)
-    remap = np.full(int(max(ids, default=-1)) + 2, -1, dtype=np.int32)
-    for j, k in enumerate(ids):
-        remap[k] = j
     fid = np.where(file_id == 0xFFFFFFFF, -1, file_id)
-    fid = np.where((fid >= 0) & (fid < len(remap) - 1), remap[np.clip(fid, 0, len(remap) - 1)], -1)
+    ids, inv = np.unique(fid, return_inverse=True)
+    names = ev.path_names(ids[ids >= 0]) if len(ids) else []
+    has = np.array([-1] * int((ids < 0).sum()) + [0 if nm else -1 for nm in names], dtype=np.int64)
+    has[has == 0] = np.arange(int((has == 0).sum()))
+    fid = has[inv.reshape(-1)] if n else np.zeros(0, np.int64)
+    paths = [nm for nm in names if nm]
     return {
         "start_ns": ev.start_ns.astype(np.int64), "end_ns": ev.end_ns.astype(np.int64),
         "op_id": ev.op_id.astype(np.int32), "file_id": fid.astype(np.int32),
@@ -98,12 +121,12 @@ def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
         "returned": ev.returned.astype(np.int64), "fd": ev.fd.astype(np.int64),
         "errno": ev.errno.astype(np.int64), "tid": ev.tid.astype(np.int64) if n else np.zeros(0, np.int64),
         "op_names": np.array(list(ev.op_names), dtype=str),
-        "paths": np.array([ev.paths[k] for k in ids], dtype=object).astype(str),
+        "paths": np.array(paths, dtype=object).astype(str),
     }
 
 
 def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
-                 files: list[dict[str, Any]] | None = None, start_ns: int | None = None,
+                 files: FileTable | list[dict[str, Any]] | None = None, start_ns: int | None = None,
                  end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
                  untracked: dict[str, Any] | None = None, timeseries: Any = None) -> Path:
     """Write the record of this process from a recording.session.Capture (or explicit ``files``).
@@ -111,6 +134,10 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec)."""
     jpath, npath = record_paths(run_dir, suffix=suffix)
     jpath.parent.mkdir(parents=True, exist_ok=True)
+    table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
+        else cap.table if cap is not None else FileTable()
+    tpath = table_path(jpath)
+    atomic_write(tpath, table.save)
     trace_name = None
     if cap is not None and with_trace and len(cap.events):
         arrays = trace_arrays(cap)
@@ -123,7 +150,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "end_ns": int(end_ns if end_ns is not None else getattr(cap, "end_ns", 0)),
         "partial": bool(partial),
         "exit": dict(exit or {}),
-        "files": files if files is not None else [f.to_dict() for f in cap.files],
+        "file_table": tpath.name, "nfiles": table.counts(),
         "threads": [dict(t.__dict__) for t in cap.threads] if cap is not None else [],
         "nevents": len(cap.events) if cap is not None else 0,
         "dropped": int(cap.dropped) if cap is not None else 0,
@@ -146,6 +173,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
 class RunRecord:
     path: Path
     doc: dict[str, Any]
+    _table: FileTable | None = None
 
     @property
     def name(self) -> str:
@@ -153,8 +181,51 @@ class RunRecord:
         return self.path.name[: -len(RECORD_SUFFIX)]
 
     @property
-    def files(self) -> list[dict[str, Any]]:
-        return self.doc.get("files", [])
+    def files(self) -> Sequence[dict[str, Any]]:
+        """The files as JSON-like records (``{"path", "module", "record_id", "counters",
+        "fcounters"}``), each built when read; :meth:`table` has them as columns."""
+        inline = self.doc.get("files")
+        return inline if isinstance(inline, list) else self.table().dicts()
+
+    @property
+    def nfiles(self) -> int:
+        """Rows of the file table (without loading it)."""
+        inline = self.doc.get("files")
+        if isinstance(inline, list):
+            return len(inline)
+        counts = self.doc.get("nfiles")
+        if isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values()):
+            return sum(counts.values())
+        return len(self.table())
+
+    def table(self) -> FileTable:
+        """Every file's counters as columns (loaded once; RecordError when unreadable)."""
+        if self._table is None:
+            inline = self.doc.get("files")
+            try:
+                if isinstance(inline, list):
+                    self._table = FileTable.from_dicts(inline)
+                else:
+                    self._table = self._load_table()
+            except TableError as exc:
+                raise RecordError(f"{self.path}: {exc}") from None
+        return self._table
+
+    def _load_table(self) -> FileTable:
+        name = self.doc.get("file_table")
+        if not isinstance(name, str):
+            raise RecordError(f"{self.path}: its 'file_table' entry is not a file name")
+        # always the table beside the record, never through a link (as the trace)
+        p = table_path(self.path)
+        try:
+            with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise RecordError(f"{p}: not a regular file")
+                return load_table(fh, str(p))
+        except FileNotFoundError:
+            raise RecordError(f"{p}: the record's file table is missing") from None
+        except OSError as exc:
+            raise RecordError(f"{p}: cannot read the file table ({exc})") from None
 
     @property
     def partial(self) -> bool:
@@ -192,7 +263,7 @@ def is_record_file(path: str | os.PathLike[str]) -> bool:
             head = fh.read(64)
     except OSError:
         return False
-    return b'"format"' in head and FORMAT.encode() in head
+    return b'"format"' in head and any(f.encode() in head for f in FORMATS)
 
 
 def read_record(path: str | os.PathLike[str]) -> RunRecord:
@@ -204,8 +275,11 @@ def read_record(path: str | os.PathLike[str]) -> RunRecord:
         raise RecordError(f"{p}: no such file") from None
     except (OSError, ValueError) as exc:
         raise RecordError(f"{p}: not a tb_iotrace run record ({exc.__class__.__name__}: {exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("files"), list):
+    if not isinstance(doc, dict) or doc.get("format") not in FORMATS:
         raise RecordError(f"{p}: not a tb_iotrace run record (format {FORMAT} expected)")
+    if not isinstance(doc.get("files"), list) and (doc.get("format") == FORMAT_V1
+                                                   or not isinstance(doc.get("file_table"), str)):
+        raise RecordError(f"{p}: a tb_iotrace run record without its files")
     return RunRecord(p, doc)
 
 
@@ -226,13 +300,9 @@ def merge_untracked(acc: dict[str, Any], more: dict[str, Any]) -> None:
     acc["examples"] = (list(acc.get("examples", [])) + list(more.get("examples") or []))[:8]
 
 
-_MAX_KEYS = ("MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
-_LAST_KEYS = ("MODE", "FILE_ALIGNMENT", "MEM_ALIGNMENT", "ACCESS", "STRIDE", "FASTEST_RANK", "SLOWEST_RANK",
-              "RENAMED_FROM")
-
-
 def merge_files(acc: dict[tuple[str, str], dict[str, Any]], files: list[dict[str, Any]]) -> None:
-    """Add consecutive windows' per-file records into ``acc`` (keyed by (module, path)).
+    """Add consecutive windows' per-file records into ``acc`` (keyed by (module, path)), as
+    dicts (tb_iotrace.filetable.Accumulator does it on columns, with the same rules).
 
     Counts, bytes and times add up; maxima take the max; start timestamps the first, end
     timestamps the last; settings and common-value slots keep the latest window's value."""
@@ -244,9 +314,9 @@ def merge_files(acc: dict[tuple[str, str], dict[str, Any]], files: list[dict[str
                         "counters": dict(f["counters"]), "fcounters": dict(f["fcounters"])}
             continue
         for k, v in f["counters"].items():
-            if any(k.endswith(m) for m in _MAX_KEYS):
+            if any(k.endswith(m) for m in MAX_KEYS):
                 cur["counters"][k] = max(cur["counters"].get(k, v), v)
-            elif any(m in k for m in _LAST_KEYS):
+            elif any(m in k for m in LAST_KEYS):
                 cur["counters"][k] = v
             else:
                 cur["counters"][k] = cur["counters"].get(k, 0) + v

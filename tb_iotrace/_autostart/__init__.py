@@ -51,7 +51,7 @@ class _Run:
         self.pid = os.getpid()
         self.sess: Any = None
         self.flush_sess: Any = None
-        self.acc: dict[tuple[str, str], dict[str, Any]] = {}
+        self.acc: Any = None  # the flushed windows' files (tb_iotrace.filetable.Accumulator)
         self.acc_untracked: dict[str, Any] = {}
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
         self.start_ns = time.time_ns()
@@ -108,9 +108,12 @@ class _Run:
             if old is not None and new is not None:
                 cap = session.Capture()
                 session.end_session(old, cap)
-                from ..runrecord import merge_files, merge_untracked
+                from ..filetable import Accumulator
+                from ..runrecord import merge_untracked
 
-                merge_files(self.acc, [f.to_dict() for f in cap.files])
+                if self.acc is None:
+                    self.acc = Accumulator()
+                self.acc.add(cap.table)
                 if cap.untracked:
                     merge_untracked(self.acc_untracked, cap.untracked.to_dict())
                 if cap.timeseries is not None:
@@ -120,9 +123,11 @@ class _Run:
                 self._write_partial()
 
     def _write_partial(self) -> None:
+        from ..filetable import FileTable
         from ..runrecord import write_record
 
-        write_record(self.run_dir, None, partial=True, exit={"how": "flush"}, files=list(self.acc.values()),
+        write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
+                     files=self.acc.table() if self.acc is not None else FileTable(),
                      start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
                      untracked=self.acc_untracked or None, timeseries=self.acc_series)
 
@@ -146,12 +151,14 @@ class _Run:
                 exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
             write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix)
             if suffix:  # this image's periodic flushes went to the plain name: the new image's now
-                from ..runrecord import record_paths
+                from ..runrecord import record_paths, table_path
 
-                try:
-                    os.unlink(record_paths(self.run_dir)[0])
-                except OSError:
-                    pass
+                plain = record_paths(self.run_dir)[0]
+                for p in (plain, table_path(plain)):
+                    try:
+                        os.unlink(p)
+                    except OSError:
+                        pass
 
 
 # --------------------------------------------------------------------------- exit paths

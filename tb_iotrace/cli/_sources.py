@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ..filetable import FileTable
 from ..kineto import KinetoTraceError, io_record, read_trace
 from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, scan
 from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
@@ -93,13 +95,27 @@ class Source:
             self._loaded = True
         return self._trace
 
-    def files(self) -> list[dict[str, Any]]:
+    def files(self) -> Sequence[dict[str, Any]]:
+        """The per-file records; of a whole-run record, built one at a time as they are read
+        (:meth:`table` has them as columns)."""
         if self.kind == "kineto":
             return list((self.process or {}).get("counters", []))
         if self.kind == "record":
-            return list(self.record().files)  # type: ignore[union-attr]
+            try:
+                return self.record().files  # type: ignore[union-attr]
+            except RecordError as exc:
+                raise UserError(str(exc)) from None
         tr = self.io_trace()
         return list(tr.counters) if tr is not None else []
+
+    def table(self) -> FileTable | None:
+        """A whole-run record's files as columns (None for other sources)."""
+        if self.kind != "record":
+            return None
+        try:
+            return self.record().table()  # type: ignore[union-attr]
+        except RecordError as exc:
+            raise UserError(str(exc)) from None
 
     def partial(self) -> bool:
         return self.kind == "record" and self.record().partial  # type: ignore[union-attr]

@@ -10,6 +10,8 @@ import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
+import numpy as np
+
 from .. import report as textreport
 from ..codepaths import code_paths
 from ..progress import Progress
@@ -113,25 +115,50 @@ def host_summary(src: Source, files: list[dict[str, Any]], steps: list[dict[str,
                                io_calls=src.nevents(), input_wait_ns=wait_ps / 1000, span_ns=span_ps / 1000)
 
 
+def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] | None:
+    """A whole-run record's files for the report, from its columns (None for other sources and
+    records that keep their files in the JSON): its entries built as they are written, and
+    the per-host row. The ids are those the shim stored: Darshan's hash of each path."""
+    if src.kind != "record" or isinstance(src.record().doc.get("files"), list):  # type: ignore[union-attr]
+        return None
+    table = src.table()
+    assert table is not None
+    paths = [p for t in table.modules.values() for p in t.path_strings()]
+    code = code_paths(paths, _python(src))
+    is_code = np.fromiter((p in code for p in paths), dtype=bool, count=len(paths))
+    del paths
+    ids = np.concatenate([t.record_id for t in table.modules.values()]) if len(table) else np.zeros(0, np.uint64)
+    return textreport.TableFiles(table, ids, is_code), {"modules": table.module_names(), "column": table.column}
+
+
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
-    files = src.files()
-    ids, remap = darshan_ids(files)
     findings, note = _findings(src)
     steps, markers = _steps(src)
-    code = code_paths([f["path"] for f in files], _python(src))
-    listed = [{"path": f["path"], "module": f["module"], "record_id": rid,
-               **({"rank": f["rank"]} if "rank" in f else {}), "code": f["path"] in code,
-               "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
-              for f, rid in zip(files, ids)]
+    columnar = _table_listing(src)
+    if columnar is not None:
+        listed: Any = columnar[0]
+        wait_ps = sum(int(s["input_wait_ps"]) for s in steps)
+        span_ps = (steps[-1]["end_ps"] - steps[0]["start_ps"]) if steps else 0
+        summary = textreport.host_row(src.host, columnar[1]["modules"], columnar[1]["column"],
+                                      io_calls=src.nevents(), input_wait_ns=wait_ps / 1000, span_ns=span_ps / 1000)
+    else:
+        files = src.files()
+        ids, remap = darshan_ids(files)
+        code = code_paths([f["path"] for f in files], _python(src))
+        listed = [{"path": f["path"], "module": f["module"], "record_id": rid,
+                   **({"rank": f["rank"]} if "rank" in f else {}), "code": f["path"] in code,
+                   "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
+                  for f, rid in zip(files, ids)]
+        summary = host_summary(src, files, steps)
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
         "timeseries": src.timeseries(),
-        "totals": _totals(files),
+        "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
         "findings": findings, "steps": steps, "has_step_markers": markers,
-        "summary": host_summary(src, files, steps),
+        "summary": summary,
         "notes": ([note] if note else []),
     }
     if src.kind == "xplane" and src.io_trace() is None:
@@ -147,6 +174,37 @@ def host_doc(src: Source) -> dict[str, Any]:
         if (rec.get("exit") or {}).get("note"):
             doc["notes"].append(rec["exit"]["note"])
     return doc
+
+
+def write_json(doc: Any, out: Any, level: int = 0) -> None:
+    """``doc`` as JSON (indented by one space per level), streaming: a record's file entries
+    (:class:`tb_iotrace.report.TableFiles`) are built and written one at a time, one line each."""
+    pad = "\n" + " " * (level + 1)
+    if isinstance(doc, dict):
+        if not doc:
+            out.write("{}")
+            return
+        out.write("{")
+        for i, (k, v) in enumerate(doc.items()):
+            out.write(("," if i else "") + pad + json.dumps(str(k)) + ": ")
+            write_json(v, out, level + 1)
+        out.write("\n" + " " * level + "}")
+    elif isinstance(doc, textreport.TableFiles):
+        out.write("[")
+        for i, f in enumerate(doc):
+            out.write(("," if i else "") + pad + json.dumps(f))
+        out.write(("\n" + " " * level if len(doc) else "") + "]")
+    elif isinstance(doc, (list, tuple)):
+        if not doc:
+            out.write("[]")
+            return
+        out.write("[")
+        for i, v in enumerate(doc):
+            out.write(("," if i else "") + pad)
+            write_json(v, out, level + 1)
+        out.write("\n" + " " * level + "]")
+    else:
+        out.write(json.dumps(doc))
 
 
 def default_jobs() -> int:
@@ -240,7 +298,6 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             for n in h.get("notes", []):
                 out.append(f"note: {n}")
         if len(hosts) > 1:
-            files = [f for h in hosts for f in h["files"]]
             partial = sum(1 for h in hosts if h.get("partial"))
             title = f"{run['run']}: all {len(hosts)} hosts/processes"
             if partial:
@@ -248,7 +305,7 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             lines = [title, "=" * len(title)]
             lines.append(f"{'module':<7} {'files':>6} {'bytes read':>14} {'bytes written':>14} {'reads':>9} "
                          f"{'writes':>9}")
-            for t in textreport.totals(files).values():
+            for t in textreport.merge_totals(textreport.totals(h["files"]) for h in hosts).values():
                 lines.append(f"{t.module:<7} {t.files:>6} {t.bytes_read:>14} {t.bytes_written:>14} {t.reads:>9} "
                              f"{t.writes:>9}")
             lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
@@ -336,7 +393,7 @@ class Report(Command):
     def run(self, args: argparse.Namespace) -> int:
         doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress, jobs=args.jobs)
         if args.json:
-            json.dump(doc, sys.stdout, indent=1)
+            write_json(doc, sys.stdout)
             sys.stdout.write("\n")
         else:
             sys.stdout.write(render_text(doc, all_files=args.all_files))

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
+from ..filetable import FileDicts
 from ..recordid import darshan_ids, renamed_from
 
 MODULE_ORDER = ("POSIX", "STDIO")
@@ -93,10 +95,11 @@ def write(sources: list[Any], fh: TextIO) -> int:
         ids, remap = darshan_ids(files)
         per_source.append((rank, files, ids, remap))
     for module in MODULE_ORDER:
-        recs = [(rank, f, rid, remap) for rank, files, ids, remap in per_source for f, rid in zip(files, ids)
-                if f["module"] == module]
-        if not recs:
+        if not any(_has(files, module) for _, files, _, _ in per_source):
             continue
+        # one record at a time: a whole-run record's files are built as they are read
+        recs = ((rank, f, rid, remap) for rank, files, ids, remap in per_source for f, rid in zip(files, ids)
+                if f["module"] == module)
         fh.write(f"\n# *******************************************************\n# {module} module data\n"
                  f"# *******************************************************\n\n")
         fh.write(f"# description of {module} counters: see the Darshan documentation (darshan-util)\n\n")
@@ -112,6 +115,12 @@ def write(sources: list[Any], fh: TextIO) -> int:
             fh.write("".join(lines))
             n += len(lines)
     return n
+
+
+def _has(files: Sequence[Mapping[str, Any]], module: str) -> bool:
+    if isinstance(files, FileDicts):   # a whole-run record's columns: no record built to know
+        return bool(files.table.counts().get(module))
+    return any(f["module"] == module for f in files)
 
 
 def parse(text: str) -> list[dict[str, Any]]:

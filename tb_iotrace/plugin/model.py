@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._memory import trim_memory
+from ..filetable import FileTable
 from ..attribution import STEP_STATS
 from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
@@ -197,7 +198,27 @@ class Counters:
             return np.full(len(self.paths), np.nan)
 
 
-def _counters_from(records: list[dict]) -> Counters:
+def _counters_from_table(table: FileTable) -> Counters:
+    """Counters straight from a whole-run record's columns (no dict per file)."""
+    names: list[str] = []
+    for t in table.modules.values():
+        names += [k for k in (*t.names, *t.fnames) if k not in names]
+    at = {k: i for i, k in enumerate(names)}
+    values = np.full((len(table), len(names)), np.nan)
+    r = 0
+    paths: list[str] = []
+    for t in table.modules.values():
+        n = len(t)
+        values[r:r + n, [at[k] for k in t.names]] = t.counters
+        values[r:r + n, [at[k] for k in t.fnames]] = t.fcounters
+        paths += t.path_strings()
+        r += n
+    return Counters(paths=paths, modules=table.module_names(), names=names, values=values)
+
+
+def _counters_from(records: list[dict] | FileTable) -> Counters:
+    if isinstance(records, FileTable):
+        return _counters_from_table(records)
     names: list[str] = []
     seen: dict[str, int] = {}
     for rec in records:
@@ -231,7 +252,7 @@ class Capture:
     planes: dict[int, Any]  # index -> XPlane metadata (names, stats; no lines)
     io: IoTable | None
     io_info: dict[str, Any] | None
-    counter_records: list[dict[str, Any]]  # Darshan records as stored; see ``counters``
+    counter_records: list[dict[str, Any]] | FileTable  # Darshan records as stored; see ``counters``
     steps: list[dict[str, Any]]
     steps_source: str
     extent: tuple[int, int]
@@ -299,8 +320,13 @@ class Capture:
             arr(counters.values)
             strs(counters.paths)
         # a stored Darshan record: a dict of ~60 counters (~100 bytes each as Python objects)
-        total += sum(150 + 100 * (len(r.get("counters") or {}) + len(r.get("fcounters") or {}))
-                     for r in records)
+        if isinstance(records, FileTable):
+            for t in records.modules.values():
+                for a in (t.path, t.record_id, t.counters, t.fcounters, t.paths.data, t.paths.end):
+                    arr(a)
+        else:
+            total += sum(150 + 100 * (len(r.get("counters") or {}) + len(r.get("fcounters") or {}))
+                         for r in records)
         # the planes' metadata (protobuf messages: about their serialized size in memory)
         total += sum(m.ByteSize() for m in self.planes.values() if hasattr(m, "ByteSize"))
         return total + 4096

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record
+from ..runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record, table_path
 from ..timeseries import TimeSeries, TimeSeriesError
 from .._memory import trim_memory
 from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane
@@ -34,21 +34,26 @@ def trace_path(json_path: str) -> str:
     return json_path[: -len(RECORD_SUFFIX)] + ".npz" if json_path.endswith(RECORD_SUFFIX) else json_path + ".npz"
 
 
-def cache_key(json_path: str) -> tuple[int, int, int, int]:
-    """(size, mtime) of the JSON and of its trace: a periodic flush rewrites either."""
-    st = os.stat(json_path)
+def _stat_key(path: str) -> tuple[int, int]:
     try:
-        tr = os.stat(trace_path(json_path))
-        tkey = (tr.st_size, tr.st_mtime_ns)
+        st = os.stat(path)
     except OSError:
-        tkey = (-1, -1)
-    return st.st_size, st.st_mtime_ns, tkey[0], tkey[1]
+        return -1, -1
+    return st.st_size, st.st_mtime_ns
+
+
+def cache_key(json_path: str) -> tuple[int, int, int, int, int, int]:
+    """(size, mtime) of the JSON, of its trace and of its file table: a periodic flush
+    rewrites any of them."""
+    st = os.stat(json_path)
+    return (st.st_size, st.st_mtime_ns, *_stat_key(trace_path(json_path)),
+            *_stat_key(str(table_path(json_path))))
 
 
 def total_size(json_path: str) -> int:
-    """Bytes of the record and its trace together."""
+    """Bytes of the record, its trace and its file table together."""
     key = cache_key(json_path)
-    return key[0] + max(key[2], 0)
+    return key[0] + max(key[2], 0) + max(key[4], 0)
 
 
 def _when(ns: int) -> str:
@@ -115,6 +120,11 @@ def _load_record(path: str, host: str) -> Capture:
         warnings.append(f"The record's trace cannot be read ({exc}): showing its per-file counters only.")
     if trace is None and not partial and int(doc.get("nevents") or 0) > 0 and not warnings:
         warnings.append("This record kept no per-call trace: showing its per-file counters only.")
+    try:
+        table: Any = rec.table()
+    except RecordError as exc:
+        table = []
+        warnings.append(f"The record's per-file counters cannot be read ({exc}).")
     series = None
     if doc.get("timeseries") is not None:
         try:
@@ -151,7 +161,7 @@ def _load_record(path: str, host: str) -> Capture:
         "timeseries": series,   # tb_iotrace.timeseries JSON form, or None
     }
     return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=[], lanes=lanes,
-                   planes={}, io=io, io_info=io_info, counter_records=list(rec.files), steps=[],
+                   planes={}, io=io, io_info=io_info, counter_records=table, steps=[],
                    steps_source="", extent=(lo, max(hi, lo + 1)), profile_start_ns=t0,
                    hostnames=[str(doc.get("host") or "")], warnings=warnings)
 

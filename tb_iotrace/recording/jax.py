@@ -16,6 +16,7 @@ Registration is once per process and never undone (jaxlib keeps the factory).
 """
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -34,6 +35,16 @@ TABLE_SIZES = JAXLIB_TABLE_SIZES
 
 _attach_lock = threading.Lock()
 _attached = False
+
+
+def _new_lock_in_child() -> None:
+    # A fork while another thread was inside attach() would leave the child's copy locked
+    # forever: the child's enable() (which attaches) would hang.
+    global _attach_lock
+    _attach_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def table_size_for(version: str) -> int | None:

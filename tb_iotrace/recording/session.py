@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
 from .._ffi import NativeError, last_error, native
+from ..filetable import FileTable, ModuleRows, PathTable
 from ..names import MODULES, counter_names, op_names
 from ..timeseries import TimeSeries
 
-__all__ = ["Capture", "EventTable", "FileRecord", "NativeError", "ThreadInfo", "Untracked", "begin_session",
+__all__ = ["Capture", "EventTable", "FileRecord", "FileRecords", "NativeError", "ThreadInfo", "Untracked", "begin_session",
            "check_layout", "end_all_and_disable", "end_session", "excludes", "forget", "set_filters",
            "set_max_files", "set_trace_cap"]
 
@@ -150,6 +151,120 @@ class FileRecord:
                 "counters": dict(self.counters), "fcounters": dict(self.fcounters)}
 
 
+class FileRecords(Sequence[FileRecord]):
+    """A capture's files as :class:`FileRecord` objects, each built when it is read: the
+    capture keeps them as columns (:attr:`Capture.table`), so its stop costs no Python object
+    per file."""
+
+    def __init__(self, table: FileTable) -> None:
+        self._parts = [t for t in table.modules.values() if len(t)]
+        self._ends = np.cumsum([len(t) for t in self._parts]).tolist()
+        self._built: dict[int, FileRecord] = {}   # each file's record is built once
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def _at(self, i: int) -> FileRecord:
+        got = self._built.get(i)
+        if got is None:
+            k = int(np.searchsorted(self._ends, i, side="right"))
+            got = self._built[i] = _file_record(self._parts[k], i - (self._ends[k - 1] if k else 0))
+        return got
+
+    def index(self, path: bytes, module: str) -> int | None:
+        """The position of the file ``path`` (bytes) in ``module``, or None."""
+        base = 0
+        for t in self._parts:
+            if t.module == module:
+                for i in range(len(t)):
+                    if t.path_bytes(i) == path:
+                        return base + i
+            base += len(t)
+        return None
+
+    @overload
+    def __getitem__(self, i: int) -> FileRecord: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[FileRecord]: ...
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(i)
+        return self._at(i)
+
+    def __iter__(self) -> Iterator[FileRecord]:
+        for i in range(len(self)):
+            yield self._at(i)
+
+    def __eq__(self, other: object) -> bool:
+        return list(self) == list(other) if isinstance(other, (list, tuple, FileRecords)) else NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FileRecords({len(self)} files)"
+
+
+def _file_record(t: ModuleRows, i: int) -> FileRecord:
+    pb = t.path_bytes(i)
+    return FileRecord(os.fsdecode(pb), pb, t.module, int(t.record_id[i]), dict(zip(t.names, t.counters[i].tolist())),
+                      dict(zip(t.fnames, t.fcounters[i].tolist())))
+
+
+class _FileNames(Mapping[int, str]):
+    """file id -> path (or module) of the files a capture names, as columns; the dict is built
+    on first use as a mapping (a whole-run capture may name a million files)."""
+
+    def __init__(self, parts: list[tuple[ModuleRows, bool]]) -> None:
+        self._parts = parts   # (rows, True: the value is the module, else the path)
+        ids = [t.id for t, _ in parts if t.id is not None and len(t)]
+        self._ids = np.concatenate(ids) if ids else np.zeros(0, np.uint32)
+        self._order = np.argsort(self._ids, kind="stable")
+        self._dict: dict[int, str] | None = None
+
+    def _values(self, rows: np.ndarray) -> list[str]:
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.empty(len(rows), dtype=object)
+        ends = np.cumsum([len(t) for t, _ in self._parts])
+        part = np.searchsorted(ends, rows, side="right")
+        for k, (t, is_module) in enumerate(self._parts):
+            sel = np.nonzero(part == k)[0]
+            if len(sel):
+                local = rows[sel] - (int(ends[k - 1]) if k else 0)
+                out[sel] = [t.module] * len(sel) if is_module else t.paths.strings(t.path[local])
+        return out.tolist()
+
+    def lookup(self, ids: np.ndarray) -> list[str]:
+        ids = np.asarray(ids, dtype=np.int64)
+        if not len(ids) or not len(self._ids):
+            return [""] * len(ids)
+        sid = self._ids[self._order].astype(np.int64)
+        pos = np.minimum(np.searchsorted(sid, ids), len(sid) - 1)
+        found = sid[pos] == ids
+        vals = self._values(self._order[pos[found]])
+        out = [""] * len(ids)
+        for i, v in zip(np.nonzero(found)[0].tolist(), vals):
+            out[i] = v
+        return out
+
+    def _full(self) -> dict[int, str]:
+        if self._dict is None:
+            self._dict = dict(zip(self._ids.tolist(), self._values(np.arange(len(self._ids)))))
+        return self._dict
+
+    def __getitem__(self, k: int) -> str:
+        return self._full()[k]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._full())
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 @dataclass(frozen=True)
 class ThreadInfo:
     index: int
@@ -176,8 +291,8 @@ class EventTable:
     thread: np.ndarray          # index into Capture.threads
     tid: np.ndarray             # OS thread id per row
     op_names: tuple[str, ...] = ()
-    paths: dict[int, str] = field(default_factory=dict)
-    modules: dict[int, str] = field(default_factory=dict)
+    paths: Mapping[int, str] = field(default_factory=dict)     # file id -> path
+    modules: Mapping[int, str] = field(default_factory=dict)   # file id -> module
 
     def __len__(self) -> int:
         return int(self.start_ns.shape[0])
@@ -209,6 +324,13 @@ class EventTable:
         lut = np.empty(len(names), dtype=object)
         lut[:] = names
         return lut[codes]
+
+    def path_names(self, ids: np.ndarray) -> list[str]:
+        """The paths of file ids ``ids`` ("" for unknown ones), without building every path."""
+        look = getattr(self.paths, "lookup", None)
+        if look is not None:
+            return look(ids)
+        return [self.paths.get(int(k), "") for k in np.asarray(ids).tolist()]
 
     @property
     def path(self) -> np.ndarray:
@@ -277,13 +399,42 @@ def _timeseries_of(sess: Any) -> TimeSeries | None:
                       tuple(ffi.unpack(calls, n)), tuple(ffi.unpack(io, n)), modules)
 
 
+def _copy_files(sess: Any, module: str, has_record: bool) -> ModuleRows:
+    """One module's files of an ended session, copied out in bulk (tbio_session_copy_files):
+    those with counters (``has_record``) or only named by the trace."""
+    ffi, lib = native()
+    m = MODULES.index(module)
+    names = counter_names(module, False) if has_record else ()
+    fnames = counter_names(module, True) if has_record else ()
+    n_p, b_p = ffi.new("uint64_t *"), ffi.new("uint64_t *")
+    if lib.tbio_session_files_size(sess, m, int(has_record), n_p, b_p) != 0:
+        n_p[0] = b_p[0] = 0
+    n, nb = int(n_p[0]), int(b_p[0])
+    ids = np.zeros(n, np.uint32)
+    rid = np.zeros(n, np.uint64)
+    c = np.zeros((n, len(names)), np.int64)
+    f = np.zeros((n, len(fnames)), np.float64)
+    end = np.zeros(n, np.int64)
+    data = np.zeros(nb, np.uint8)
+    if n:
+        def ptr(a: np.ndarray, t: str) -> Any:
+            return ffi.cast(t, a.ctypes.data) if a.size else ffi.NULL
+        got = int(lib.tbio_session_copy_files(sess, m, int(has_record), n, ptr(ids, "uint32_t *"),
+                                              ptr(rid, "uint64_t *"), ptr(c, "int64_t *") if has_record else ffi.NULL,
+                                              ptr(f, "double *") if has_record else ffi.NULL,
+                                              ptr(end, "uint64_t *"), ptr(data, "char *"), nb))
+        if got != n:
+            raise NativeError(f"the session's {module} files changed while copied ({got} of {n})")
+    return ModuleRows(module, names, fnames, PathTable(data, end), np.arange(n, dtype=np.int64), rid, c, f, id=ids)
+
+
 def _empty_events() -> EventTable:
     z = np.zeros(0, EVENT_DTYPE)
     return _events_from(z, [], {}, {})
 
 
-def _events_from(raw: np.ndarray, threads: list[ThreadInfo], paths: dict[int, str],
-                 modules: dict[int, str]) -> EventTable:
+def _events_from(raw: np.ndarray, threads: list[ThreadInfo], paths: Mapping[int, str],
+                 modules: Mapping[int, str]) -> EventTable:
     tids = np.array([t.tid for t in threads], dtype=np.int64)
     return EventTable(
         start_ns=raw["start_ns"].astype(np.int64), end_ns=raw["end_ns"].astype(np.int64),
@@ -298,7 +449,8 @@ class Capture:
     """The result of one capture window; filled when the window closes."""
 
     def __init__(self) -> None:
-        self.files: list[FileRecord] = []
+        self.table: FileTable = FileTable()   # the files' counters as columns (tb_iotrace.filetable)
+        self._files: FileRecords | None = None
         self.events: EventTable = _empty_events()
         self.threads: list[ThreadInfo] = []
         self.dropped: int = 0
@@ -328,24 +480,14 @@ class Capture:
         if n:
             got = lib.tbio_session_copy_events(sess, ffi.cast("tbio_event *", raw.ctypes.data), n)
             raw = raw[:got]
-        fi = ffi.new("tbio_file_info *")
-        paths: dict[int, str] = {}
-        modules: dict[int, str] = {}
-        # only the files this window touched or its trace names (not every file the process knows)
-        for i in range(lib.tbio_session_nfiles(sess)):
-            if lib.tbio_session_file(sess, i, fi) != 0:
-                continue
-            fid = int(fi.id)
-            pb = bytes(ffi.buffer(fi.path, fi.path_len))
-            module = MODULES[fi.module]
-            path = os.fsdecode(pb)
-            paths[fid], modules[fid] = path, module
-            if fi.has_record:
-                ci, cf = counter_names(module, False), counter_names(module, True)
-                cvals = ffi.unpack(fi.counters, len(ci))
-                fvals = ffi.unpack(fi.fcounters, len(cf))
-                self.files.append(FileRecord(path, pb, module, int(fi.record_id),
-                                             dict(zip(ci, map(int, cvals))), dict(zip(cf, map(float, fvals)))))
+        # only the files this window touched or its trace names (not every file the process knows),
+        # copied as columns: no Python object per file
+        recs = [_copy_files(sess, m, True) for m in MODULES]
+        named = [_copy_files(sess, m, False) for m in MODULES]
+        self.table = FileTable([t for t in recs if len(t)])
+        self._files = None
+        parts = [t for t in recs + named if len(t)]
+        paths, modules = _FileNames([(t, False) for t in parts]), _FileNames([(t, True) for t in parts])
         self.events = _events_from(raw, self.threads, paths, modules)
         try:
             with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
@@ -354,13 +496,18 @@ class Capture:
             self.mounts = ""
         self.closed = True
 
+    @property
+    def files(self) -> FileRecords:
+        """The files' Darshan counters, one :class:`FileRecord` per file and module (built when
+        read; :attr:`table` holds them as columns)."""
+        if self._files is None:
+            self._files = FileRecords(self.table)
+        return self._files
+
     def file(self, path: str | os.PathLike[str], module: str = "POSIX") -> FileRecord | None:
         """The record of one file (absolute, cleaned path) in one module, or None."""
-        want = os.path.abspath(os.fspath(path))
-        for f in self.files:
-            if f.path == want and f.module == module:
-                return f
-        return None
+        i = self.files.index(os.fsencode(os.path.abspath(os.fspath(path))), module)
+        return None if i is None else self.files[i]
 
     def to_iotrace(self) -> Any:
         """The trace and counters as the xplane writer's IoTrace (tb_iotrace.xplane)."""
@@ -376,14 +523,14 @@ class Capture:
                        end_ns=ev.end_ns, tid=ev.tid,
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
                        dropped=self.dropped, untracked=self.untracked.to_dict() if self.untracked else None,
-                       counters=[f.to_dict() for f in self.files],
+                       counters=list(self.table.dicts()),
                        mounts=self.mounts)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""
         return {
             "start_ns": self.start_ns, "end_ns": self.end_ns,
-            "files": [f.to_dict() for f in self.files],
+            "files": list(self.table.dicts()),
             "threads": [t.__dict__ for t in self.threads],
             "nevents": len(self.events), "dropped": self.dropped,
             "untracked": self.untracked.to_dict(),

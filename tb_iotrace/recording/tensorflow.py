@@ -61,6 +61,16 @@ _attach_lock = threading.Lock()
 _attached = False
 
 
+def _new_lock_in_child() -> None:
+    # A fork while another thread was inside attach() would leave the child's copy locked
+    # forever: the child's enable() (which attaches) would hang.
+    global _attach_lock
+    _attach_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_new_lock_in_child)
+
+
 def _load_into_tensorflow() -> None:
     """Register the shim with an imported TensorFlow (no-op if already done)."""
     _, lib = native()

@@ -10,6 +10,7 @@ the capture goes on without I/O.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
@@ -29,11 +30,17 @@ class ProfileWindow:
     def __init__(self, framework: str) -> None:
         self.framework = framework
         self.lock = threading.Lock()
+        # a fork while another thread is inside start/stop/collect would leave the child's
+        # copy of the lock held forever (its own profile windows would hang)
+        os.register_at_fork(after_in_child=self._new_lock_in_child)
         self.session: Any = None
         self.pending: Any = None        # Capture of the last window
         self.payload: bytes | bytearray | None = None
         self.warned: set[str] = set()
         self.windows = 0
+
+    def _new_lock_in_child(self) -> None:
+        self.lock = threading.Lock()
 
     def forget_uncollected(self, window: int) -> None:
         """Drop window number ``window`` if it is still the last one, stopped and not collected

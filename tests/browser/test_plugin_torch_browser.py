@@ -61,8 +61,8 @@ def test_tab_shows_a_pytorch_run(server, browser, manifest):
                    f" && {D}.querySelector('#iotrace-root').dataset.panels === 'ready'; }} catch (e) {{ return false; }} }})()",
                    timeout=90)
         # the run is listed (the trace folder), its trace a host named after the worker
-        opts = p.evaluate(f"[...{D}.querySelectorAll('.run-select option')].map((o) => o.value)")
-        assert opts == ["broken", "train"]
+        opts = p.evaluate(f"[...{D}.querySelectorAll('.run-select option')].map((o) => [o.value, o.textContent])")
+        assert opts == [["broken", "broken (PyTorch, 1 trace)"], ["train", "train (PyTorch, 1 trace)"]]
         assert p.evaluate(f"{D}.querySelector('.run-select').value") == "train"
         hosts = p.evaluate(f"[...{D}.querySelectorAll('.host-select option')].map((o) => o.value)")
         assert "worker0" in hosts

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tb_iotrace.runrecord import read_record
+
 PY = sys.executable
 
 # Bursts of reads at ~0, 1, 2 and 3 s after start, each of known bytes (POSIX preads of 100
@@ -170,10 +172,11 @@ def test_a_killed_process_keeps_the_series_of_its_flushed_windows(tmp_path):
         p.wait(timeout=30)
         p.stdout.close()
     (rec,) = (logdir / "plugins" / "iotrace").glob("*.json")
-    doc = json.loads(rec.read_text())
+    record = read_record(rec)
+    doc = record.doc
     assert doc["partial"] is True and doc["trace"] is None
     ts = doc["timeseries"]
-    written = sum(f["counters"][f"{f['module']}_BYTES_WRITTEN"] for f in doc["files"])
+    written = sum(f["counters"][f"{f['module']}_BYTES_WRITTEN"] for f in record.files)
     assert written == 11111 + 22222 == sum(ts["bytes_written"])
     # every flushed window kept its split by module: all of it POSIX's
     assert ts["modules"]["POSIX"]["bytes_written"] == ts["bytes_written"]

@@ -67,3 +67,12 @@ def test_multiprocessing_fork_and_spawn(tmp_path):
     p = by_path(r["capture"], tmp_path)
     assert set(p) == {("parent.bin", "POSIX")}
     assert pick(p[("parent.bin", "POSIX")], "POSIX_OPENS", "POSIX_WRITES", "POSIX_BYTES_WRITTEN") == (1, 3, 30)
+
+
+def test_fork_while_another_thread_holds_a_python_lock(tmp_path):
+    """A fork while another thread is inside TensorFlow's or JAX's attach()
+    or a profiler window's start/stop: the child's enable(), profile windows
+    and captures must not wait for a lock whose owner does not exist there."""
+    run_script("fork_locks.py", str(tmp_path), timeout=120)
+    r = read_json(tmp_path / "locks.json")
+    assert r == {name: 0 for name in r} and len(r) == 4, r

@@ -30,6 +30,7 @@ LAYERS = {
     "tb_iotrace.codecs": "store",
     "tb_iotrace.xplane": "store",
     "tb_iotrace.runrecord": "store",
+    "tb_iotrace.filetable": "store",     # per-file counters as columns (captures, whole-run records)
     "tb_iotrace.timeseries": "store",    # a recording's time series: data and JSON form (pure)
     "tb_iotrace.logdir": "store",
     "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events

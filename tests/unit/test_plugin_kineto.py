@@ -253,3 +253,23 @@ def test_findings_of_a_pytorch_run(client):
     assert code == 200, fi
     assert set(fi) >= {"findings", "message"}
     assert not any("no TensorFlow host timeline" in n for n in fi.get("notes", []))
+
+
+def test_all_hosts_of_a_pytorch_run_on_one_clock(client, manifest):
+    """The run's two traces (the same window under two worker names) on one clock: both
+    hosts' lanes, the same times, and the files table counts each host's bytes."""
+    _, get = client
+    code, cap = get("/capture", run="train", host="__all__")
+    assert code == 200, cap
+    assert cap["hosts"] == ["trainer.example.com_77", "worker0"]
+    io = [ln for ln in cap["lanes"] if ln["group"] == "io"]
+    assert len(io) == 4 and cap["io"]["events"] == 128
+    code, files = get("/files", run="train", host="__all__")
+    assert code == 200
+    for host in cap["hosts"]:
+        got = {p: files["columns"]["bytes_read"][i] for i, p in enumerate(files["path"])
+               if files["host"][i] == host and files["module"][i] == "POSIX"}
+        assert got == manifest["files"]
+    code, hosts = get("/hosts", run="train", host="__all__")
+    assert code == 200
+    assert [r["bytes_read"] for r in hosts["hosts"]] == [sum(manifest["files"].values())] * 2

@@ -22,7 +22,7 @@ from werkzeug.wrappers import Response
 from tb_iotrace.plugin import IoTracePlugin
 from tb_iotrace import logdir as logdir_mod
 from tb_iotrace.plugin import cache as cache_mod
-from tb_iotrace.runrecord import read_record
+from tb_iotrace.runrecord import read_record, table_path
 
 PY = sys.executable
 EVIL = "<img src=x onerror=alert(1)>"
@@ -106,6 +106,7 @@ def logdir(tmp_path_factory) -> Path:
     hostile.mkdir(parents=True)
     shutil.copyfile(src, hostile / f"{EVIL_HOST}.json")
     shutil.copyfile(src.with_suffix(".npz"), hostile / src.with_suffix(".npz").name)
+    shutil.copyfile(table_path(src), table_path(hostile / f"{EVIL_HOST}.json"))
     return ld
 
 
@@ -315,11 +316,12 @@ def test_all_hosts_lines_processes_up_on_their_start_times(client, logdir):
     code, cap = get("/capture", run="train/iotrace", host="__all__")
     assert code == 200, cap
     assert cap["hosts"] == hosts and {ln["host"] for ln in cap["lanes"]} == set(hosts)
-    docs = [read_record(logdir / "train" / "plugins" / "iotrace" / f"{h}.json").doc for h in hosts]
+    recs = [read_record(logdir / "train" / "plugins" / "iotrace" / f"{h}.json") for h in hosts]
+    docs = [r.doc for r in recs]
     t0 = min(d["start_ns"] for d in docs)
     code, tl = get("/timeline", run="train/iotrace", host="__all__", width=1000)
     # the child starts later than its parent: its first item is offset by its start time
-    child = next(i for i, d in enumerate(docs) if not any(f["path"].endswith("data.bin") for f in d["files"]))
+    child = next(i for i, r in enumerate(recs) if not any(f["path"].endswith("data.bin") for f in r.files))
     prefix = f"h{child}/"
     child_lanes = [k for k, ln in enumerate(tl["lanes"]) if ln["key"].startswith(prefix)]
     first = min(s for lane, s, _ in items_of(tl) if lane in child_lanes)
@@ -377,7 +379,8 @@ def test_whole_run_series_is_served_past_the_trace_cap(client, logdir):
     _, get = client
     host = next(h for h in _hosts(logdir, "capped")
                 if read_record(logdir / "capped" / "plugins" / "iotrace" / f"{h}.json").doc["dropped"])
-    doc = read_record(logdir / "capped" / "plugins" / "iotrace" / f"{host}.json").doc
+    record = read_record(logdir / "capped" / "plugins" / "iotrace" / f"{host}.json")
+    doc = record.doc
     code, cap = get("/capture", run="capped/iotrace", host=host)
     assert code == 200
     (rs,) = cap["run_series"]
@@ -385,7 +388,7 @@ def test_whole_run_series_is_served_past_the_trace_cap(client, logdir):
     assert rs["host"] == host and rs["bin_ns"] == ts["bin_ns"]
     assert rs["start"] == ts["start_ns"] - doc["start_ns"]
     assert rs["calls"] == ts["calls"] and sum(rs["calls"]) == doc["nevents"] + doc["dropped"] > 20
-    read = sum(f["counters"][f"{f['module']}_BYTES_READ"] for f in doc["files"])
+    read = sum(f["counters"][f"{f['module']}_BYTES_READ"] for f in record.files)
     assert rs["bytes_read"] == read >= DATA_BYTES
     assert abs(sum(rs["read_bps"]) * rs["bin_ns"] / 1e9 - read) < 1e-6 * read
     code, allh = get("/capture", run="capped/iotrace", host="__all__")
@@ -542,6 +545,7 @@ def test_untracked_files_are_shown(tmp_path, logdir):
                         "examples": ["/data/f7", "/data/f8"]}
     (rec / src.name).write_text(json.dumps(doc))
     shutil.copyfile(src.with_suffix(".npz"), rec / src.with_suffix(".npz").name)
+    shutil.copyfile(table_path(src), table_path(rec / src.name))
     _, get = make_client(tmp_path / "ld")
     code, cap = get("/capture", run="over/iotrace", host=src.name[:-5])
     assert code == 200
