@@ -13,6 +13,7 @@ import pytest
 
 from tb_iotrace.analysis import analyze
 from tb_iotrace.attribution import op_kind
+from tb_iotrace.cli import main as cli_main
 from tb_iotrace.kineto import CATEGORY, io_record, read_trace
 from tb_iotrace.kineto_xspace import to_xspace
 
@@ -115,7 +116,7 @@ def test_workers_that_keep_up_are_not_input_bound(tmp_path: Path) -> None:
     assert a.summary["bytes_read"] == sum(result["files"].values())
 
 
-def test_workers_restarted_each_epoch_name_persistent_workers(tmp_path: Path) -> None:
+def test_workers_restarted_each_epoch_name_persistent_workers(tmp_path: Path, capsys) -> None:
     """Three epochs of a loader without persistent_workers in one window: each starts two new
     workers and ends by stopping them; worker-restarts says what that cost, each start timed
     from iter() to the end of the epoch's first __next__ in the trace."""
@@ -150,3 +151,11 @@ def test_workers_restarted_each_epoch_name_persistent_workers(tmp_path: Path) ->
     if ib is not None:     # the waits are the restarts: the advice says so, not "more workers"
         assert ib["evidence"]["cause"] == "worker-restarts", ib
         assert "persistent_workers=True" in ib["suggestion"]
+
+    # tb-iotrace report: the main process's host has the trace's steps and findings, the workers' none
+    assert cli_main(["report", str(tmp_path / "log"), "--json"]) == 0
+    hosts = {h["process"]["pid"]: h for r in json.loads(capsys.readouterr().out)["runs"] for h in r["hosts"]}
+    main = hosts.pop(result["main_pid"])
+    assert {f["id"]: f["evidence"] for f in main["findings"]} == {f["id"]: f["evidence"] for f in a.findings}
+    assert len(main["steps"]) == len(steps)
+    assert set(hosts) == set(dl["worker_pids"]) and all(not h["findings"] and not h["steps"] for h in hosts.values())
