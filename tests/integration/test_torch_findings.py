@@ -116,6 +116,30 @@ def test_workers_that_keep_up_are_not_input_bound(tmp_path: Path) -> None:
     assert a.summary["bytes_read"] == sum(result["files"].values())
 
 
+def test_starved_workers_name_num_workers(tmp_path: Path) -> None:
+    """Two persistent workers reading 2 MiB files from a cold page cache for a step that takes
+    no time: input-bound, the workers did all the reading (bytes as in the trace), and the
+    advice is about the workers (num_workers / prefetch_factor with their values)."""
+    result, trace = run_loop("starved", tmp_path)
+    a = analyze(to_xspace(trace))
+    assert a is not None
+    f = a.finding("input-bound")
+    assert f is not None, a.text()
+    ev = f["evidence"]
+    rec = io_record(trace)
+    assert rec is not None
+    workers = {p["pid"] for p in rec["processes"] if p["role"] == "worker"}
+    files = result["files"]
+    assert ev["worker_bytes_read"] == bytes_read(trace, files, workers) == sum(files.values())
+    assert ev["main_process_bytes_read"] == 0 and ev["main_process_io_during_wait_s"] == 0
+    assert 0 < ev["worker_io_during_wait_s"] == ev["io_during_wait_s"]
+    assert ev["cause"] in ("workers-behind", "workers-behind-bursts")
+    assert (ev["num_workers"], ev["prefetch_factor"], ev["persistent_workers"]) == (2, 2, True)
+    assert "2 worker processes do not keep up" in f["statement"]
+    assert ev["cpus"] >= 1 and f"num_workers (now 2; {ev['cpus']} cores usable)" in f["suggestion"] and "prefetch_factor (now 2" in f["suggestion"]
+    assert "worker-restarts" not in a.ids
+
+
 def test_workers_restarted_each_epoch_name_persistent_workers(tmp_path: Path, capsys) -> None:
     """Three epochs of a loader without persistent_workers in one window: each starts two new
     workers and ends by stopping them; worker-restarts says what that cost, each start timed
