@@ -39,7 +39,7 @@ def test_the_cause_picks_the_knob() -> None:
     run = TorchRun(cpus=8, loaders=[loader()])
     stmt, sug, ev = advice(run)
     assert ev["cause"] == "workers-behind" and sug.startswith("Most steps wait")
-    assert "raise num_workers (now 2) (this process may use 8 cores)" in sug and "2 x 2 = 4 batches" in sug
+    assert "raise num_workers (now 2; 8 cores usable)" in sug and "2 x 2 = 4 batches" in sug
     assert "their reads covered 60% of the wait" in stmt
     _, sug, ev = advice(run, bursty=True)
     assert ev["cause"] == "workers-behind-bursts" and sug.index("prefetch_factor") < sug.index("num_workers")
