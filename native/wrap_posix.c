@@ -158,7 +158,7 @@ typedef struct names {
 #define NAMES_FD(f) ((names){TBIO_NO_FILE, (f), 0, NULL})
 #define NAMES_PATH(d, p) ((names){TBIO_NO_FILE, -1, (d), (p)})
 static uint32_t names_id(const names *n) {
-    if (n->path) return tbio_path_id(n->dirfd, n->path, TBIO_POSIX);
+    if (n->path) return tbio_path_id(n->dirfd, n->path, TBIO_POSIX, 0);
     if (n->fd >= 0) return tbio_fd_posix(n->fd);
     return n->id;
 }
@@ -338,7 +338,7 @@ static int open_done(int op, int dirfd, const char *path, int mode, int ret, int
     }
     uint32_t id = TBIO_NO_FILE;
     /* EFAULT: the kernel could not read the path, and neither may we */
-    if (ret >= 0 || err != EFAULT) id = tbio_path_id(dirfd, path, TBIO_POSIX);
+    if (ret >= 0 || err != EFAULT) id = tbio_path_id(dirfd, path, TBIO_POSIX, ret >= 0);
     if (ret >= 0) {
         tbio_fd_set_posix(ret, id);   /* counters go to the path it was opened with */
         if (tbio_tracked(id)) tbio_file_learn_blksize(id, ret);
@@ -506,8 +506,8 @@ int tbio_w_rename(const char *from, const char *to) {
         errno = err;
         return ret;
     }
-    uint32_t src = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, from, TBIO_POSIX);
-    uint32_t dst = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, to, TBIO_POSIX);
+    uint32_t src = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, from, TBIO_POSIX, 0);
+    uint32_t dst = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, to, TBIO_POSIX, 0);
     if (src == TBIO_OVER_FILE || dst == TBIO_OVER_FILE) TBIO_EACH_SESSION(&c) tbio_count_over(&c, 0, 0);
     if (!tbio_tracked(src)) src = TBIO_NO_FILE;
     if (!tbio_tracked(dst)) dst = TBIO_NO_FILE;
