@@ -56,6 +56,7 @@ KINETO_KEY = "kineto"            # key of the I/O record holding the processes
 DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"})
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 MAX_STAT_TEXT = 1024
+MAX_US = 1e15          # |ts| and dur bound (about 31 years in us): past it an event is dropped / has no length
 
 
 def _num(v: Any) -> float | None:
@@ -224,13 +225,22 @@ def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: l
 def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
     """The Kineto trace ``trace`` (as :func:`tb_iotrace.kineto.read_trace` returns it) as an
     XSpace (see the module doc); KinetoTraceError (naming ``source``) when it is not one."""
+    try:
+        return _to_xspace(trace, source)
+    except KinetoTraceError:
+        raise
+    except (ValueError, OverflowError, TypeError) as exc:   # a value protobuf or int64 cannot hold
+        raise KinetoTraceError(f"{source}: malformed Kineto trace ({type(exc).__name__}: {exc})") from None
+
+
+def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
     events = trace.get("traceEvents") if isinstance(trace, dict) else None
     if not isinstance(events, list):
         raise KinetoTraceError(f"{source}: not a Kineto trace (no top-level 'traceEvents' list)")
     rec = io_record(trace, source)
     base = trace.get("baseTimeNanoseconds", 0) or 0
-    if not isinstance(base, int) or isinstance(base, bool):
-        raise KinetoTraceError(f"{source}: baseTimeNanoseconds is not an integer ({base!r})")
+    if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < (1 << 62):
+        raise KinetoTraceError(f"{source}: baseTimeNanoseconds is not an epoch time in ns ({base!r})")
     host: dict[tuple[int, int], list] = {}
     device: dict[int, dict[int, list]] = {}
     io: list[tuple[int, int, int, int, str, dict[str, Any]]] = []
@@ -252,14 +262,16 @@ def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
         if ph != "X":
             continue
         ts, dur, name = e.get("ts"), e.get("dur"), e.get("name")
-        if type(ts) is not float:      # Kineto writes floats; anything else goes the slow way
+        if type(ts) is not float or not -MAX_US < ts < MAX_US:   # Kineto writes floats
             ts = _num(ts)
-            if ts is None:
+            if ts is None or not -MAX_US < ts < MAX_US:
                 continue
         if type(name) is not str:
             continue
-        if type(dur) is not float:
+        if type(dur) is not float or not dur < MAX_US:
             dur = _num(dur) or 0.0
+            if not dur < MAX_US:
+                dur = 0.0
         complete += 1
         s = base + round(ts * 1000)
         d = round(dur * 1000) if dur > 0 else 0

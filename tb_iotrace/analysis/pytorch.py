@@ -174,14 +174,14 @@ def input_bound_advice(run: TorchRun, *, wait_ps: int, main_io_ps: int, worker_i
         sug = ("DataLoader(..., persistent_workers=True) starts the workers once, not at every epoch (see "
                f"worker-restarts){pin}.")
         return stmt, sug, ev
-    now = f" (now {n})" if n else ""
+    now = f" (now {n}" + (f"; {run.cpus} cores usable)" if run.cpus else ")") if n else ""
     reading = worker_share >= io_share_floor
     what = (f"their reads covered {_pct(worker_share)} of the wait" if reading else
-            f"their reads covered only {_pct(worker_share)} of the wait: they spend it decoding and "
-            "transforming, not reading")
+            f"their reads covered only {_pct(worker_share)} of the wait: the rest is their other work "
+            "(decoding, transforms) or handing the batches over")
     stmt = f"Its {n if n is not None else 'DataLoader'} worker processes do not keep up ({loader_text(d)}): {what}."
     ev["cause"] = "workers-behind-bursts" if bursty else "workers-behind"
-    more = (f"raise num_workers{now}{cores}" + (": each worker reads its own batches, so more of them keep "
+    more = (f"raise num_workers{now}" + (": each worker reads its own batches, so more of them keep "
             "more reads in flight; faster storage, larger files or a warm page cache shorten each read"
             if reading else ": cheaper per-sample work (decode/resize once, offline), batched transforms in "
             "collate_fn"))

@@ -43,17 +43,25 @@ def _python(src: Source) -> dict[str, Any] | None:
     return src.record().doc.get("python")  # type: ignore[union-attr]
 
 
+def _kineto_main(src: Source) -> bool:
+    """A Kineto trace's main process: its host carries the trace's steps and findings (the
+    training loop's, over the I/O of the main process and of every DataLoader worker)."""
+    return src.kind == "kineto" and (src.process or {}).get("role") == "main"
+
+
 def _findings(src: Source) -> tuple[list[Any], str | None]:
-    """Findings from tb_iotrace.analysis when it is installed: captures, and run records
-    that kept their trace."""
+    """Findings from tb_iotrace.analysis when it is installed: captures, run records that
+    kept their trace, and a Kineto trace's main process (its workers' hosts have none)."""
     try:
         from .. import analysis  # type: ignore[attr-defined]
     except ImportError:
         return [], None
-    if src.kind == "kineto":   # not yet: findings from a Kineto trace's events
+    if src.kind == "kineto" and not _kineto_main(src):
         return [], None
     try:
-        if src.kind == "xplane":
+        if _kineto_main(src):
+            result = analysis.analyze(src.space())
+        elif src.kind == "xplane":
             if src.io_trace() is None:
                 return [], None
             result = analysis.analyze(src.space(), trace=src.io_trace())
@@ -71,7 +79,7 @@ def _findings(src: Source) -> tuple[list[Any], str | None]:
 
 
 def _steps(src: Source) -> tuple[list[dict[str, Any]], bool]:
-    if src.kind != "xplane" or src.io_trace() is None:
+    if not (src.kind == "xplane" or _kineto_main(src)) or src.io_trace() is None:
         return [], False
     try:
         from ..attribution import attribute
@@ -355,8 +363,9 @@ class Report(Command):
                                              "calls", "time_s"},   # the files marked code
                             "findings": [{"id", "severity", "title", "statement", "suggestion",
                                           "evidence", "files", "ops", ...}],
-                                                      # tb_iotrace.analysis (captures, and
-                                                      # records that kept their trace)
+                                                      # tb_iotrace.analysis (captures,
+                                                      # records that kept their trace, a
+                                                      # Kineto trace's main process)
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
                                        "duration_ps", "input_wait_ps", "input_wait_share",
                                        "io_bytes", "io_calls", "io_time_ps"}],

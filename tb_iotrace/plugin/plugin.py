@@ -6,8 +6,9 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ==================  ========================================================================
 ``/index.js``       the frontend entry module (asking for it starts decoding the capture
                     the tab shows first); ``/static/*`` the rest of ``plugin_frontend/``
-``/runs``           ``{runs: [{run, hosts, kind}], message}`` (kind: ``profile``, or
-                    ``record`` for the whole-run records of ``tb-iotrace run``)
+``/runs``           ``{runs: [{run, hosts, kind}], message}`` (kind: ``profile``,
+                    ``record`` for the whole-run records of ``tb-iotrace run``, or ``kineto``
+                    for a folder of PyTorch traces, one host per trace file)
 ``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``), and
                     ``run_series``: each whole-run record's time series on the view's clock
 ``/timeline``       level-of-detail items for ``start``, ``end`` (ns), ``width`` (px),
@@ -277,9 +278,11 @@ class IoTracePlugin(base_plugin.TBPlugin):
             msg = ("No profile found in the logdir. Capture one with tb_iotrace enabled: "
                    "`import tb_iotrace; tb_iotrace.enable()` then tf.profiler.experimental.start(logdir) "
                    "... stop(), or Keras TensorBoard(profile_batch=...); or record a whole run with "
-                   "`tb-iotrace run --logdir <logdir> -- python train.py`. Captures are read from "
+                   "`tb-iotrace run --logdir <logdir> -- python train.py`; for PyTorch, profile with "
+                   "on_trace_ready=tb_iotrace.torch.trace_handler(<logdir>/<run>). Captures are read from "
                    "<logdir>/[<run>/]plugins/profile/<session>/<host>.xplane.pb, whole-run records "
-                   "from <logdir>/[<dir>/]plugins/iotrace/<host>.<pid>.json.")
+                   "from <logdir>/[<dir>/]plugins/iotrace/<host>.<pid>.json, PyTorch traces from "
+                   "<logdir>/[<run>/]<worker>.<ts>.pt.trace.json[.gz].")
         else:
             msg = ""
         return {"runs": out, "message": msg, "truncated": self.index.truncated}

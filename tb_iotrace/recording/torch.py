@@ -603,8 +603,9 @@ def _mark_late(procs: list[dict[str, Any]], win: _Window, notes: list[str]) -> N
         notes.append(f"DataLoader worker pid {pid} began recording {late_ns / 1e9:.3f} s after the window "
                      "started (the machine did not run it sooner): its I/O before then is not in this trace")
     for pid, name in win.late.items():
-        if not any(int(r.get("pid", 0)) == pid for r in procs) and pid:
-            notes.append(f"DataLoader worker {name} did not begin recording this window")
+        if not pid or not any(int(r.get("pid", 0)) == pid for r in procs):
+            notes.append(f"DataLoader worker {name} did not answer the window's start in time and left "
+                         "no record of the window")
 
 
 class TraceHandler:

@@ -20,7 +20,9 @@ from typing import Any
 
 __all__ = ["install", "window_started", "window_stopped"]
 
-_lock = threading.Lock()
+# Reentrant: an old iterator's __del__ (its _shutdown_workers) may run from a garbage
+# collection triggered while this thread holds the lock.
+_lock = threading.RLock()
 _installed = False
 _window_on = False
 _next_id = 0

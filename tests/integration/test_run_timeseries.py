@@ -178,6 +178,9 @@ def test_a_killed_process_keeps_the_series_of_its_flushed_windows(tmp_path):
     ts = doc["timeseries"]
     written = sum(f["counters"][f"{f['module']}_BYTES_WRITTEN"] for f in record.files)
     assert written == 11111 + 22222 == sum(ts["bytes_written"])
+    # every flushed window kept its split by module: all of it POSIX's
+    assert ts["modules"]["POSIX"]["bytes_written"] == ts["bytes_written"]
+    assert not any(ts["modules"]["STDIO"]["bytes_written"])
     assert ts["start_ns"] == doc["start_ns"] and len(ts["calls"]) <= 256
     # the two writes 1.2 s apart land about 1.2 s apart (a window bin's worth of error)
     hit = [i for i, v in enumerate(ts["bytes_written"]) if v]

@@ -13,6 +13,7 @@ import pytest
 
 from tb_iotrace.analysis import analyze
 from tb_iotrace.attribution import op_kind
+from tb_iotrace.cli import main as cli_main
 from tb_iotrace.kineto import CATEGORY, io_record, read_trace
 from tb_iotrace.kineto_xspace import to_xspace
 
@@ -115,7 +116,31 @@ def test_workers_that_keep_up_are_not_input_bound(tmp_path: Path) -> None:
     assert a.summary["bytes_read"] == sum(result["files"].values())
 
 
-def test_workers_restarted_each_epoch_name_persistent_workers(tmp_path: Path) -> None:
+def test_starved_workers_name_num_workers(tmp_path: Path) -> None:
+    """Two persistent workers reading 2 MiB files from a cold page cache for a step that takes
+    no time: input-bound, the workers did all the reading (bytes as in the trace), and the
+    advice is about the workers (num_workers / prefetch_factor with their values)."""
+    result, trace = run_loop("starved", tmp_path)
+    a = analyze(to_xspace(trace))
+    assert a is not None
+    f = a.finding("input-bound")
+    assert f is not None, a.text()
+    ev = f["evidence"]
+    rec = io_record(trace)
+    assert rec is not None
+    workers = {p["pid"] for p in rec["processes"] if p["role"] == "worker"}
+    files = result["files"]
+    assert ev["worker_bytes_read"] == bytes_read(trace, files, workers) == sum(files.values())
+    assert ev["main_process_bytes_read"] == 0 and ev["main_process_io_during_wait_s"] == 0
+    assert 0 < ev["worker_io_during_wait_s"] == ev["io_during_wait_s"]
+    assert ev["cause"] in ("workers-behind", "workers-behind-bursts")
+    assert (ev["num_workers"], ev["prefetch_factor"], ev["persistent_workers"]) == (2, 2, True)
+    assert "2 worker processes do not keep up" in f["statement"]
+    assert ev["cpus"] >= 1 and f"num_workers (now 2; {ev['cpus']} cores usable)" in f["suggestion"] and "prefetch_factor (now 2" in f["suggestion"]
+    assert "worker-restarts" not in a.ids
+
+
+def test_workers_restarted_each_epoch_name_persistent_workers(tmp_path: Path, capsys) -> None:
     """Three epochs of a loader without persistent_workers in one window: each starts two new
     workers and ends by stopping them; worker-restarts says what that cost, each start timed
     from iter() to the end of the epoch's first __next__ in the trace."""
@@ -150,3 +175,11 @@ def test_workers_restarted_each_epoch_name_persistent_workers(tmp_path: Path) ->
     if ib is not None:     # the waits are the restarts: the advice says so, not "more workers"
         assert ib["evidence"]["cause"] == "worker-restarts", ib
         assert "persistent_workers=True" in ib["suggestion"]
+
+    # tb-iotrace report: the main process's host has the trace's steps and findings, the workers' none
+    assert cli_main(["report", str(tmp_path / "log"), "--json"]) == 0
+    hosts = {h["process"]["pid"]: h for r in json.loads(capsys.readouterr().out)["runs"] for h in r["hosts"]}
+    main = hosts.pop(result["main_pid"])
+    assert {f["id"]: f["evidence"] for f in main["findings"]} == {f["id"]: f["evidence"] for f in a.findings}
+    assert len(main["steps"]) == len(steps)
+    assert set(hosts) == set(dl["worker_pids"]) and all(not h["findings"] and not h["steps"] for h in hosts.values())

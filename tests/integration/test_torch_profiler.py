@@ -165,6 +165,33 @@ def test_late_worker_start_counted_and_said(tmp_path: Path) -> None:
         assert sum(by_pid.values()) <= result["files"][path]
 
 
+def test_missed_hand_over_named_and_late_record_reported(tmp_path: Path) -> None:
+    """A worker not run for 3 s as the first of two windows ends, with a handler that waits only
+    0.3 s for the hand-overs: the first trace names it as missing (note and ``workers_missing``)
+    instead of going out silently without its I/O; its record, written once it runs again, is
+    reported by the second window's trace and not mixed into it."""
+    proc = subprocess.run([sys.executable, str(SCRIPTS / "torch_loader.py"), "stopped-end", str(tmp_path)],
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = json.loads((tmp_path / "result.json").read_text())
+    (late,) = result["stopped"]
+    first, second = (read_trace(p) for p in result["written"])
+    r1, r2 = io_record(first), io_record(second)
+    assert r1 is not None and r2 is not None
+    assert r1["workers_missing"] == [late]
+    assert late not in {p["pid"] for p in r1["processes"]}
+    assert [n for n in r1["notes"] if f"pid {late}" in n and "did not hand over" in n], r1["notes"]
+    assert [n for n in r2["notes"] if f"pid {late}" in n and "earlier window (1)" in n], r2["notes"]
+    assert "workers_missing" not in r2
+    procs2 = {p["pid"]: p for p in r2["processes"]}
+    assert set(result["worker_pids"]) <= set(procs2)
+    # the second trace's events of that worker are its second window's only
+    for e in second["traceEvents"]:
+        if e.get("cat") == CATEGORY and e["pid"] == late:
+            start_ns = int(second["baseTimeNanoseconds"]) + round(e["ts"] * 1000)
+            assert start_ns >= procs2[late]["start_ns"] - 1000
+
+
 def test_main_process_reads_gzip_trace(tmp_path: Path) -> None:
     result, trace = run_loop("main", tmp_path)
     main, files = result["main_pid"], result["files"]

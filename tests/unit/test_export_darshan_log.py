@@ -195,8 +195,9 @@ if "HEATMAP" in rep.modules:
         cols = hm.to_df(ops=["read"]).columns          # IntervalIndex of the bins, in seconds
         # the first bin's right edge, from np.linspace(0, nbins * width): rounded off its last bits
         out[mod] = {"nbins": len(cols), "width": round(float(cols[0].right), 12),
-                    "read": {str(r): [int(v) for v in row] for r, row in hm.to_df(ops=["read"], interval_index=False).iterrows()},
-                    "write": {str(r): [int(v) for v in row] for r, row in hm.to_df(ops=["write"], interval_index=False).iterrows()}}
+                    **{op: {str(r): [int(v) for v in row]
+                            for r, row in hm.to_df(ops=[op], interval_index=False).iterrows()}
+                       for op in ("read", "write")}}
 print(json.dumps(out))
 '''
 

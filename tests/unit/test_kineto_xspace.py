@@ -158,6 +158,23 @@ def test_foreign_traces_are_clear_errors(doc: dict, why: str, tmp_path: Path) ->
     assert str(p) in str(err.value)
 
 
+def test_absurd_values_are_dropped_or_clear_errors(tmp_path: Path) -> None:
+    ok = {"ph": "X", "name": "a", "ts": 10.0, "dur": 1.0, "pid": 1, "tid": 1}
+    doc = {"traceEvents": [ok, dict(ok, ts=float("inf")), dict(ok, ts=float("nan")), dict(ok, ts=1e300),
+                           dict(ok, name="b", dur=float("inf")), dict(ok, name="c", dur=1e300)]}
+    sp = to_xspace(json.loads(json.dumps(doc)))
+    host = find_plane(sp, "/host:CPU")
+    assert sorted((host.event_metadata[e.metadata_id].name, e.duration_ps) for e in host.lines[0].events) == [
+        ("a", 1_000_000), ("b", 0), ("c", 0)]
+    # an arg past int64 is kept as text; a process id of any size is only a key
+    sp = to_xspace({"traceEvents": [dict(ok, args={"x": 1 << 70}, pid=1 << 70)]})
+    host = find_plane(sp, "/host:CPU")
+    (st,) = host.lines[0].events[0].stats
+    assert st.str_value == str(1 << 70)
+    with pytest.raises(KinetoTraceError, match="baseTimeNanoseconds"):
+        to_xspace({"traceEvents": [ok], "baseTimeNanoseconds": 1 << 64}, "t")
+
+
 def test_corrupt_gzip_is_a_clear_error(tmp_path: Path) -> None:
     p = tmp_path / "w.1.pt.trace.json.gz"
     p.write_bytes(TRACE.read_bytes()[:500])

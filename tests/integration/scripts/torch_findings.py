@@ -6,7 +6,8 @@ tb_iotrace.torch.trace_handler (tests/integration/test_torch_findings.py).
 MODE ``main``: ``num_workers=0``: the main process reads a 2 MiB file per sample, from a cold
 page cache, inside the DataLoader's ``__next__`` while the step waits (input-bound). MODE ``workers``: two persistent
 workers read small files and the step takes 20 ms (it stands for the GPU's compute), so the
-workers keep ahead (not input-bound). MODE ``restarts``: two workers without
+workers keep ahead (not input-bound). MODE ``starved``: two persistent workers read 2 MiB files
+from a cold page cache for a step that takes no time: the workers do not keep up. MODE ``restarts``: two workers without
 ``persistent_workers``, three short epochs inside one window: each epoch starts its workers
 anew. Writes WORK/result.json: the files and their sizes, the pids, the trace written."""
 from __future__ import annotations
@@ -35,6 +36,15 @@ class Files(Dataset):
         return torch.frombuffer(bytearray(data[:64]), dtype=torch.uint8).float()
 
 
+def drop_cache(paths: list[str]) -> None:
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def make_files(work: str, n: int, size: int, cold: bool = False) -> list[str]:
     data = os.path.join(work, "data")
     os.makedirs(data, exist_ok=True)
@@ -46,13 +56,9 @@ def make_files(work: str, n: int, size: int, cold: bool = False) -> list[str]:
             if cold:
                 fh.flush()
                 os.fsync(fh.fileno())     # clean pages: fadvise(DONTNEED) cannot drop dirty ones
-        if cold:
-            fd = os.open(p, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-            finally:
-                os.close(fd)
         paths.append(p)
+    if cold:
+        drop_cache(paths)
     return paths
 
 
@@ -81,6 +87,14 @@ def main() -> None:
         for _ in loader:     # unprofiled epoch: the workers start here
             pass
         epochs, compute_s = 1, 0.02
+    elif mode == "starved":
+        paths = make_files(work, 16, 2 << 20, cold=True)
+        loader = DataLoader(Files(paths), batch_size=2, num_workers=2, persistent_workers=True,
+                            multiprocessing_context="fork")
+        for _ in loader:     # unprofiled epoch: the workers start here
+            pass
+        drop_cache(paths)    # the profiled epoch reads from the disk again
+        epochs, compute_s = 1, 0.0
     else:
         paths = make_files(work, 8, 4096)
         loader = DataLoader(Files(paths), batch_size=2, num_workers=2, multiprocessing_context="fork")

@@ -11,7 +11,10 @@ start method; MODE ``forkserver``: as ``inside`` with ``forkserver``. MODE ``sto
 with the first worker stopped (SIGSTOP) for STOP_S seconds when the window starts, as a loaded
 machine may not run it (longer than the 2 s the window start used to wait), and again for 1 s
 as the window stops; MODE ``stopped-short``:
-the same with a handler that waits only SHORT_WAIT_S for the workers to begin. Writes
+the same with a handler that waits only SHORT_WAIT_S for the workers to begin. MODE
+``stopped-end``: persistent workers, two windows of 3 steps over one epoch, the handler waiting
+only SHORT_WAIT_S for the hand-overs, and the first worker stopped for STOP_S as the first window
+ends: it misses the first hand-over. Writes
 WORK/result.json: the files and their sizes, the pids, the trace files written and the handler's
 notes."""
 from __future__ import annotations
@@ -57,6 +60,8 @@ def main() -> None:
         paths.append(p)
     if mode == "stopped-short":
         handler = tbt.trace_handler(os.path.join(work, "log"), start_wait_s=SHORT_WAIT_S)
+    elif mode == "stopped-end":
+        handler = tbt.trace_handler(os.path.join(work, "log"), wait_s=SHORT_WAIT_S)
     else:
         handler = tbt.trace_handler(os.path.join(work, "log"), use_gzip=(mode == "main"))
     if mode == "main":
@@ -64,31 +69,39 @@ def main() -> None:
     else:
         context = {"spawn": "spawn", "forkserver": "forkserver"}.get(mode, "fork")
         loader = DataLoader(Files(paths), batch_size=2, num_workers=2, multiprocessing_context=context,
-                            persistent_workers=(mode in ("before", "spawn", "stopped", "stopped-short")))
+                            persistent_workers=(mode in ("before", "spawn", "stopped", "stopped-short", "stopped-end")))
     model = torch.nn.Linear(64, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     pids: set[int] = set()
     stopped: list[int] = []
-    if mode in ("before", "spawn", "stopped", "stopped-short"):
+    if mode in ("before", "spawn", "stopped", "stopped-short", "stopped-end"):
         for _ in loader:   # unprofiled epoch: the persistent workers start here
             pass
         workers = loader._iterator._workers  # type: ignore[union-attr]
         pids = {w.pid for w in workers}
-        if mode.startswith("stopped"):
+        if mode in ("stopped", "stopped-short"):
             stopped = [workers[0].pid]
             os.kill(stopped[0], signal.SIGSTOP)
             threading.Timer(STOP_S, os.kill, (stopped[0], signal.SIGCONT)).start()
+        elif mode == "stopped-end":
+            stopped = [workers[0].pid]
     steps = len(loader)
-    sched = torch.profiler.schedule(wait=0, warmup=0, active=steps + 1, repeat=1)
+    if mode == "stopped-end":
+        sched = torch.profiler.schedule(wait=0, warmup=0, active=steps // 2, repeat=2)
+    else:
+        sched = torch.profiler.schedule(wait=0, warmup=0, active=steps + 1, repeat=1)
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], schedule=sched,
                                 on_trace_ready=handler) as prof:
-        for batch in loader:
+        for k, batch in enumerate(loader):
             loss = model(batch).sum()
             opt.zero_grad()
             loss.backward()
             opt.step()
+            if mode == "stopped-end" and k == steps // 2 - 1:   # this prof.step() ends the first window
+                os.kill(stopped[0], signal.SIGSTOP)
+                threading.Timer(STOP_S, os.kill, (stopped[0], signal.SIGCONT)).start()
             prof.step()
-        if stopped:
+        if stopped and mode != "stopped-end":
             os.kill(stopped[0], signal.SIGSTOP)
             threading.Timer(1.0, os.kill, (stopped[0], signal.SIGCONT)).start()
     if mode in ("inside", "forkserver"):
