@@ -662,13 +662,36 @@ int tbio_session_files_size(const tbio_session *s, int module, int has_record, u
     return 0;
 }
 
+int tbio_session_files_used(const tbio_session *s, int module, uint8_t *used, uint8_t *fused) {
+    if (!s || (module != TBIO_POSIX && module != TBIO_STDIO)) return -1;
+    const size_t nc = module == TBIO_POSIX ? POSIX_NUM_INDICES : STDIO_NUM_INDICES;
+    const size_t nf = module == TBIO_POSIX ? POSIX_F_NUM_INDICES : STDIO_F_NUM_INDICES;
+    if (used) memset(used, 0, nc);
+    if (fused) memset(fused, 0, nf);
+    for (uint32_t i = 0; i < s->nfiles && s->files; i++) {
+        const tbio_file *f = tbio_registry_file(s->reg, s->files[i]);
+        const tbio_rec *r = f && f->module == module ? rec_of(s, s->files[i]) : NULL;
+        if (!r) continue;
+        const int64_t *c = module == TBIO_POSIX ? r->u.p.counters : r->u.s.counters;
+        const double *fc = module == TBIO_POSIX ? r->u.p.fcounters : r->u.s.fcounters;
+        for (size_t k = 0; used && k < nc; k++) used[k] |= c[k] != 0;
+        for (size_t k = 0; fused && k < nf; k++) fused[k] |= fc[k] != 0.0;
+    }
+    return 0;
+}
+
 uint64_t tbio_session_copy_files(const tbio_session *s, int module, int has_record, uint64_t max,
-                                 uint32_t *id, uint64_t *record_id, int64_t *counters,
+                                 uint32_t *id, uint64_t *record_id, const int32_t *cols, uint32_t ncols,
+                                 int64_t *counters, const int32_t *fcols, uint32_t nfcols,
                                  double *fcounters, uint64_t *path_end, char *path_data,
                                  uint64_t path_cap) {
     if (!s || (module != TBIO_POSIX && module != TBIO_STDIO)) return 0;
-    const size_t nc = module == TBIO_POSIX ? POSIX_NUM_INDICES : STDIO_NUM_INDICES;
-    const size_t nf = module == TBIO_POSIX ? POSIX_F_NUM_INDICES : STDIO_F_NUM_INDICES;
+    const int32_t nc = module == TBIO_POSIX ? POSIX_NUM_INDICES : STDIO_NUM_INDICES;
+    const int32_t nf = module == TBIO_POSIX ? POSIX_F_NUM_INDICES : STDIO_F_NUM_INDICES;
+    for (uint32_t k = 0; k < ncols && cols; k++)
+        if (cols[k] < 0 || cols[k] >= nc) return 0;
+    for (uint32_t k = 0; k < nfcols && fcols; k++)
+        if (fcols[k] < 0 || fcols[k] >= nf) return 0;
     uint64_t n = 0, b = 0;
     for (uint32_t i = 0; i < s->nfiles && s->files && n < max; i++) {
         uint32_t fid = s->files[i];
@@ -679,10 +702,14 @@ uint64_t tbio_session_copy_files(const tbio_session *s, int module, int has_reco
         if (path_data && b + f->len > path_cap) break;
         if (id) id[n] = fid;
         if (record_id) record_id[n] = f->hash;
-        if (r && counters)
-            memcpy(counters + n * nc, module == TBIO_POSIX ? r->u.p.counters : r->u.s.counters, nc * sizeof(int64_t));
-        if (r && fcounters)
-            memcpy(fcounters + n * nf, module == TBIO_POSIX ? r->u.p.fcounters : r->u.s.fcounters, nf * sizeof(double));
+        if (r && counters && cols) {
+            const int64_t *c = module == TBIO_POSIX ? r->u.p.counters : r->u.s.counters;
+            for (uint32_t k = 0; k < ncols; k++) counters[(uint64_t)cols[k] * max + n] = c[cols[k]];
+        }
+        if (r && fcounters && fcols) {
+            const double *fc = module == TBIO_POSIX ? r->u.p.fcounters : r->u.s.fcounters;
+            for (uint32_t k = 0; k < nfcols; k++) fcounters[(uint64_t)fcols[k] * max + n] = fc[fcols[k]];
+        }
         if (path_data) memcpy(path_data + b, f->path, f->len);
         b += f->len;
         if (path_end) path_end[n] = b;

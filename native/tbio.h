@@ -114,15 +114,22 @@ TBIO_API int tbio_session_file_by_id(const tbio_session *s, uint32_t id, tbio_fi
 /* The session's files of one module in bulk, for columnar readers: those with
  * a record (has_record 1, counters valid) or only named by the trace (0), in
  * tbio_session_file order.  tbio_session_files_size gives their number and the
- * bytes of their paths; tbio_session_copy_files fills, for up to max rows, each
- * array that is not NULL: id, record_id, counters (rows of
- * tbio_counter_count(module, 0)), fcounters (rows of tbio_counter_count(module,
- * 1)), path_end (end of row i's path in path_data, which holds the paths back
- * to back, path_cap bytes at most); returns the rows copied. */
+ * bytes of their paths; tbio_session_files_used marks (1) each counter that is
+ * not 0 in some file with a record (used: tbio_counter_count(module, 0)
+ * bytes, fused: tbio_counter_count(module, 1), either may be NULL).
+ * tbio_session_copy_files fills, for up to max rows, each array that is not
+ * NULL: id, record_id, path_end (end of row i's path in path_data, which holds
+ * the paths back to back, path_cap bytes at most), and the counters listed in
+ * cols (ncols indexes into the module's counters) into the column-major
+ * matrix counters: counter cols[k] of row i at counters[cols[k] * max + i]
+ * (likewise fcols, fcounters); other columns are not written.  Returns the
+ * rows copied. */
 TBIO_API int tbio_session_files_size(const tbio_session *s, int module, int has_record, uint64_t *nrows,
                                      uint64_t *path_bytes);
+TBIO_API int tbio_session_files_used(const tbio_session *s, int module, uint8_t *used, uint8_t *fused);
 TBIO_API uint64_t tbio_session_copy_files(const tbio_session *s, int module, int has_record, uint64_t max,
-                                          uint32_t *id, uint64_t *record_id, int64_t *counters,
+                                          uint32_t *id, uint64_t *record_id, const int32_t *cols, uint32_t ncols,
+                                          int64_t *counters, const int32_t *fcols, uint32_t nfcols,
                                           double *fcounters, uint64_t *path_end, char *path_data,
                                           uint64_t path_cap);
 TBIO_API int tbio_session_untracked(const tbio_session *s, tbio_untracked_info *out);

@@ -88,6 +88,10 @@ class ModuleRows:
     counters: np.ndarray    # int64 (n, len(names))
     fcounters: np.ndarray   # float64 (n, len(fnames))
     id: np.ndarray | None = None    # the native file id of each row (a capture's, never stored)
+    # per counter: False where it is known to be 0 in every row (None: not known); such columns
+    # of a capture's or a loaded table's column-major matrices were never written (no memory)
+    used: np.ndarray | None = None
+    fused: np.ndarray | None = None
     _col: dict[str, int] = field(default_factory=dict, repr=False)
 
     def __len__(self) -> int:
@@ -118,7 +122,8 @@ class ModuleRows:
 
     def take(self, rows: np.ndarray) -> "ModuleRows":
         return ModuleRows(self.module, self.names, self.fnames, self.paths, self.path[rows], self.record_id[rows],
-                          self.counters[rows], self.fcounters[rows], None if self.id is None else self.id[rows])
+                          self.counters[rows], self.fcounters[rows], None if self.id is None else self.id[rows],
+                          self.used, self.fused)
 
 
 class FileTable:
@@ -172,12 +177,17 @@ class FileTable:
                 _put(z, f"{m}.names", np.array(t.names, dtype=str))
                 _put(z, f"{m}.fnames", np.array(t.fnames, dtype=str))
                 if len(t):
-                    c = t.counters
-                    lo, hi, used = c.min(axis=0), c.max(axis=0), c.any(axis=0)
+                    used = t.used if t.used is not None else t.counters.any(axis=0)
                     for j in np.nonzero(used)[0].tolist():
-                        _put(z, f"{m}.c.{t.names[j]}", c[:, j].astype(_int_type(int(lo[j]), int(hi[j]))))
-                    for j in np.nonzero(t.fcounters.any(axis=0))[0].tolist():
-                        _put(z, f"{m}.f.{t.fnames[j]}", t.fcounters[:, j].astype(np.float64, copy=False))
+                        col = t.counters[:, j]
+                        if col.any():
+                            typ = _int_type(int(col.min()), int(col.max()))
+                            _put(z, f"{m}.c.{t.names[j]}", col.astype(typ))
+                    fused = t.fused if t.fused is not None else t.fcounters.any(axis=0)
+                    for j in np.nonzero(fused)[0].tolist():
+                        col = t.fcounters[:, j]
+                        if col.any():
+                            _put(z, f"{m}.f.{t.fnames[j]}", col.astype(np.float64, copy=False))
 
     @classmethod
     def from_dicts(cls, records: Sequence[Mapping[str, Any]]) -> "FileTable":
@@ -267,7 +277,8 @@ def load_table(fh: BinaryIO, where: str = "file table") -> FileTable:
             rid = cols[f"{m}.record_id"]
             c = np.zeros((n, len(names)), np.int64, order="F")
             f = np.zeros((n, len(fnames)), np.float64, order="F")
-            for mat, kind, nm in ((c, "c", names), (f, "f", fnames)):
+            used, fused = np.zeros(len(names), bool), np.zeros(len(fnames), bool)
+            for mat, kind, nm, mark in ((c, "c", names, used), (f, "f", fnames, fused)):
                 at = {k: j for j, k in enumerate(nm)}
                 for key in [k for k in cols if k.startswith(f"{m}.{kind}.")]:
                     name = key[len(m) + 3:]
@@ -278,12 +289,13 @@ def load_table(fh: BinaryIO, where: str = "file table") -> FileTable:
                         raise TableError(f"{where}: column {key} has {col.shape[0] if col.ndim else 0} rows "
                                          f"of {col.dtype}, expected {n} of numbers")
                     mat[:, at[name]] = col
+                    mark[at[name]] = True
             if rid.shape != (n,):
                 raise TableError(f"{where}: {m} columns have different lengths")
             if n and (idx.min() < 0 or idx.max() >= len(paths)):
                 raise TableError(f"{where}: a {m} row names a path that is not stored")
-            out.append(ModuleRows(m, names, fnames, paths, idx, rid.astype(np.uint64, copy=False),
-                                  c.astype(np.int64, copy=False), f.astype(np.float64, copy=False)))
+            out.append(ModuleRows(m, names, fnames, paths, idx, rid.astype(np.uint64, copy=False), c, f,
+                                  used=used, fused=fused))
     except KeyError as exc:
         raise TableError(f"{where}: column {exc} missing") from None
     out.sort(key=lambda t: (t.module not in MODULE_ORDER, MODULE_ORDER.index(t.module)

@@ -86,6 +86,48 @@ static void test_posix_roundtrip(void) {
         CHECK_EQ_I64(counter(&fi, "POSIX_CONSEC_READS"), 2);
         CHECK_EQ_I64(counter(&fi, "POSIX_MODE"), 0644);
     }
+    {   /* the bulk copy gives what the per-file API gives, in the same order */
+        uint64_t nrows = 0, nbytes = 0;
+        CHECK(tbio_session_files_size(e, 0, 1, &nrows, &nbytes) == 0);
+        CHECK(nrows >= 1);
+        int nc = tbio_counter_count(0, 0), nf = tbio_counter_count(0, 1);
+        uint8_t *used = calloc((size_t)nc, 1), *fused = calloc((size_t)nf, 1);
+        CHECK(tbio_session_files_used(e, 0, used, fused) == 0);
+        int32_t *cols = calloc((size_t)nc, sizeof *cols), *fcols = calloc((size_t)nf, sizeof *fcols);
+        uint32_t ncols = 0, nfcols = 0;
+        for (int k = 0; k < nc; k++)
+            if (used[k]) cols[ncols++] = k;
+        for (int k = 0; k < nf; k++)
+            if (fused[k]) fcols[nfcols++] = k;
+        int64_t *cm = calloc(nrows * (size_t)nc, sizeof *cm);
+        double *fm = calloc(nrows * (size_t)nf, sizeof *fm);
+        uint32_t *ids = calloc(nrows, sizeof *ids);
+        uint64_t *ends = calloc(nrows, sizeof *ends);
+        char *paths = malloc(nbytes + 1);
+        CHECK_EQ_I64(tbio_session_copy_files(e, 0, 1, nrows, ids, NULL, cols, ncols, cm, fcols, nfcols, fm, ends,
+                                             paths, nbytes), nrows);
+        uint64_t row = 0, start = 0;
+        for (uint32_t i = 0; i < tbio_session_nfiles(e); i++) {
+            tbio_file_info g;
+            if (tbio_session_file(e, i, &g) != 0 || g.module != 0 || !g.has_record) continue;
+            CHECK(row < nrows);
+            if (row >= nrows) break;
+            CHECK_EQ_I64(ids[row], g.id);
+            CHECK_EQ_I64(ends[row] - start, g.path_len);
+            CHECK(memcmp(paths + start, g.path, g.path_len) == 0);
+            for (int k = 0; k < nc; k++) {
+                CHECK(used[k] || g.counters[k] == 0);
+                CHECK_EQ_I64(cm[(uint64_t)k * nrows + row], g.counters[k]);
+            }
+            for (int k = 0; k < nf; k++) CHECK(fm[(uint64_t)k * nrows + row] == g.fcounters[k]);
+            start = ends[row++];
+        }
+        CHECK_EQ_I64(row, nrows);
+        /* a column index out of range copies nothing */
+        int32_t bad = nc;
+        CHECK_EQ_I64(tbio_session_copy_files(e, 0, 1, nrows, NULL, NULL, &bad, 1, cm, NULL, 0, NULL, NULL, NULL, 0), 0);
+        free(used), free(fused), free(cols), free(fcols), free(cm), free(fm), free(ids), free(ends), free(paths);
+    }
     uint64_t n = tbio_session_nevents(e);
     CHECK(n >= 14);
     tbio_event *ev = calloc(n, sizeof *ev);

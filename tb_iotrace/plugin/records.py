@@ -185,7 +185,7 @@ def record_trace(path: str) -> Any:
         z = np.zeros(0, np.int64)
         return IoTrace(op=np.zeros(0, object), path=np.zeros(0, object), offset=z, requested=z, returned=z,
                        fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=threads, dropped=dropped,
-                       counters=list(rec.files),
+                       counters=rec.files,
                        untracked=_untracked(rec.doc))
     ops = np.append(t["op_names"].astype(object), "?")
     paths = np.append(t["paths"].astype(object), "")
@@ -195,7 +195,7 @@ def record_trace(path: str) -> Any:
                    path=paths[np.where((file_id >= 0) & (file_id < len(paths) - 1), file_id, len(paths) - 1)],
                    offset=t["offset"], requested=t["requested"], returned=t["returned"], fd=t["fd"],
                    errno=t["errno"], start_ns=t["start_ns"], end_ns=t["end_ns"], tid=t["tid"],
-                   threads=threads, dropped=dropped, counters=list(rec.files),
+                   threads=threads, dropped=dropped, counters=rec.files,
                        untracked=_untracked(rec.doc))
 
 

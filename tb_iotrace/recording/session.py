@@ -401,7 +401,9 @@ def _timeseries_of(sess: Any) -> TimeSeries | None:
 
 def _copy_files(sess: Any, module: str, has_record: bool) -> ModuleRows:
     """One module's files of an ended session, copied out in bulk (tbio_session_copy_files):
-    those with counters (``has_record``) or only named by the trace."""
+    those with counters (``has_record``) or only named by the trace. The counters go into
+    column-major matrices and only those not 0 in every file are written: the others' pages
+    are never touched (a whole-run record of a million files uses a dozen of Darshan's 86)."""
     ffi, lib = native()
     m = MODULES.index(module)
     names = counter_names(module, False) if has_record else ()
@@ -410,22 +412,29 @@ def _copy_files(sess: Any, module: str, has_record: bool) -> ModuleRows:
     if lib.tbio_session_files_size(sess, m, int(has_record), n_p, b_p) != 0:
         n_p[0] = b_p[0] = 0
     n, nb = int(n_p[0]), int(b_p[0])
+    used, fused = np.zeros(len(names), np.uint8), np.zeros(len(fnames), np.uint8)
+
+    def ptr(a: np.ndarray, t: str) -> Any:
+        return ffi.cast(t, a.ctypes.data) if a.size else ffi.NULL
+
+    if n and has_record:
+        lib.tbio_session_files_used(sess, m, ptr(used, "uint8_t *"), ptr(fused, "uint8_t *"))
+    cols, fcols = np.nonzero(used)[0].astype(np.int32), np.nonzero(fused)[0].astype(np.int32)
     ids = np.zeros(n, np.uint32)
     rid = np.zeros(n, np.uint64)
-    c = np.zeros((n, len(names)), np.int64)
-    f = np.zeros((n, len(fnames)), np.float64)
+    c = np.zeros((n, len(names)), np.int64, order="F")
+    f = np.zeros((n, len(fnames)), np.float64, order="F")
     end = np.zeros(n, np.int64)
     data = np.zeros(nb, np.uint8)
     if n:
-        def ptr(a: np.ndarray, t: str) -> Any:
-            return ffi.cast(t, a.ctypes.data) if a.size else ffi.NULL
         got = int(lib.tbio_session_copy_files(sess, m, int(has_record), n, ptr(ids, "uint32_t *"),
-                                              ptr(rid, "uint64_t *"), ptr(c, "int64_t *") if has_record else ffi.NULL,
-                                              ptr(f, "double *") if has_record else ffi.NULL,
-                                              ptr(end, "uint64_t *"), ptr(data, "char *"), nb))
+                                              ptr(rid, "uint64_t *"), ptr(cols, "int32_t *"), len(cols),
+                                              ptr(c, "int64_t *"), ptr(fcols, "int32_t *"), len(fcols),
+                                              ptr(f, "double *"), ptr(end, "uint64_t *"), ptr(data, "char *"), nb))
         if got != n:
             raise NativeError(f"the session's {module} files changed while copied ({got} of {n})")
-    return ModuleRows(module, names, fnames, PathTable(data, end), np.arange(n, dtype=np.int64), rid, c, f, id=ids)
+    return ModuleRows(module, names, fnames, PathTable(data, end), np.arange(n, dtype=np.int64), rid, c, f, id=ids,
+                      used=used.astype(bool), fused=fused.astype(bool))
 
 
 def _empty_events() -> EventTable:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -118,7 +119,7 @@ class IoTrace:
     tid: np.ndarray
     threads: dict[int, ThreadInfo] = field(default_factory=dict)
     dropped: int = 0
-    counters: list[dict] = field(default_factory=list)
+    counters: Sequence[dict] = field(default_factory=list)  # a list, or a whole-run record's lazy records
     untracked: dict | None = None
     mounts: str = ""    # /proc/self/mountinfo of the traced process at capture time ("" unknown)
 
@@ -147,7 +148,8 @@ class IoTrace:
             setattr(self, name, arr)
         self.threads = {int(t): ThreadInfo(int(info[0]), str(info[1])) for t, info in self.threads.items()}
         self.dropped = int(self.dropped)
-        self.counters = list(self.counters)
+        if not isinstance(self.counters, Sequence):   # a whole-run record's lazy records stay lazy
+            self.counters = list(self.counters)
 
     def __getattr__(self, name: str) -> Any:
         labels = self.__dict__.get("_labels", {})
@@ -174,7 +176,7 @@ class IoTrace:
         cols = {name: (self.labels(name).take(index) if self.labels(name) is not None  # type: ignore[union-attr]
                        else getattr(self, name)[index]) for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
-                       counters=list(self.counters), mounts=self.mounts, untracked=self.untracked)
+                       counters=self.counters, mounts=self.mounts, untracked=self.untracked)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}

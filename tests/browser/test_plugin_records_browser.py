@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from tb_iotrace.runrecord import table_path
+
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 from cdp import CHROMIUM, Browser  # noqa: E402
 from tab import APP, D, ink, tensorboard  # noqa: E402
@@ -93,6 +95,7 @@ def server(tmp_path_factory):
         k.stdout.close()
     (only,) = rec.glob("*.json")
     shutil.copyfile(only, rec / f"{EVIL_HOST}.json")
+    shutil.copyfile(table_path(only), table_path(rec / f"{EVIL_HOST}.json"))   # its file table beside it
     with tensorboard(logdir, base / "tensorboard.log") as url:
         yield url, data
 
