@@ -12,7 +12,12 @@ Chromium (as bench/plugin_timeline.py), measured in one run:
   repeated requests in a TensorBoard whose capture cache holds 4 captures' worth of bytes
   (``TBIO_PLUGIN_CACHE_BYTES``; the old 4-entry cache's behaviour: every host decoded again
   per request);
-- TensorBoard's resident memory growth against the captures' total size.
+- TensorBoard's resident memory growth against the captures' total size;
+- per stage (the machine is shared, so wall times swing with its load): TensorBoard's CPU
+  seconds for each switch, the page's resource timings of /capture and /timeline (server time
+  to the first byte, transfer), the page's work between them (lane layout), the timeline's
+  draw, each zoom step's fetch and draw, and one capture's decode CPU time in this process
+  (times the hosts: what the cold /capture costs the server whatever the load).
 
 Targets (issue 10): first paint < 2 s, repeated < 0.5 s, zoom < 100 ms, memory <= 5x the files.
 
@@ -38,7 +43,7 @@ from _common import REPO, loadavg, med, repo_on_path, work_dir  # noqa: E402
 repo_on_path()
 sys.path.insert(0, str(REPO / "tests" / "browser"))
 from cdp import Browser  # noqa: E402
-from plugin_timeline import free_port, proc_mem  # noqa: E402
+from plugin_timeline import free_port, proc_cpu, proc_mem  # noqa: E402
 
 from tb_iotrace.plugin.model import load_capture  # noqa: E402
 from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
@@ -98,8 +103,28 @@ def server_only(base: str, repeats: int) -> dict[str, list[float]]:
     return {r: [get(base, r, **q) for _ in range(repeats)] for r in ROUTES}
 
 
-def browser_run(base: str, zoom_steps: int) -> dict:
-    out: dict = {}
+RESOURCES = """JSON.stringify(performance.getEntriesByType('resource').map((e) => [e.name.split('/iotrace/')[1] || '',
+  e.startTime, e.requestStart, e.responseStart, e.responseEnd, e.encodedBodySize, e.decodedBodySize]))"""
+
+
+def stages(page) -> dict:
+    """The /capture and /timeline requests since the resource timings were cleared, and the
+    timeline's own figures of its last paint (ms)."""
+    got: dict = {}
+    for name, start, req, first, end, enc, dec in json.loads(page.evaluate(RESOURCES)):
+        route = name.split("?", 1)[0]
+        if route in ("capture", "timeline") and route not in got:
+            got[route] = {"start": start, "server": first - req, "transfer": end - first, "end": end,
+                          "bytes": enc, "decoded": dec}
+    ds = json.loads(page.evaluate("JSON.stringify(window.__iotrace.timeline.root.dataset)"))
+    got["fetch"], got["draw"] = float(ds.get("lastFetchMs", "nan")), float(ds.get("lastDrawMs", "nan"))
+    if "capture" in got and "timeline" in got:
+        got["layout"] = got["timeline"]["start"] - got["capture"]["end"]
+    return got
+
+
+def browser_run(base: str, zoom_steps: int, tb_pid: int) -> dict:
+    out: dict = {"stages": [], "cpu": []}
     browser = Browser(1500, 1000)
     try:
         page = browser.new_page()
@@ -109,12 +134,16 @@ def browser_run(base: str, zoom_steps: int) -> dict:
 
         def switch(host: str) -> tuple[float, float]:
             seq = int(page.evaluate("window.__iotrace.timeline.root.dataset.paintSeq || 0"))
-            page.evaluate("window.__iotrace.root.dataset.state = 'switching'")
+            page.evaluate("window.__iotrace.root.dataset.state = 'switching'; performance.clearResourceTimings()")
+            cpu0 = proc_cpu(tb_pid)
             t = time.perf_counter()
             page.evaluate(f"window.__iotrace.pickHost({json.dumps(host)})")
             page.wait_for(f"window.__iotrace.root.dataset.state === 'ready' && window.__iotrace.host === {json.dumps(host)}"
                           f" && Number(window.__iotrace.timeline.root.dataset.paintSeq) > {seq}", timeout=600, interval=0.005)
             paint = time.perf_counter() - t
+            if host == "__all__":
+                out["cpu"].append(proc_cpu(tb_pid) - cpu0)
+                out["stages"].append(stages(page))
             page.wait_for("window.__iotrace.root.dataset.panels === 'ready'", timeout=600, interval=0.02)
             return paint, time.perf_counter() - t
 
@@ -127,13 +156,16 @@ def browser_run(base: str, zoom_steps: int) -> dict:
             out["repeat_paint"].append(a)
             out["repeat_panels"].append(b)
         page.evaluate("window.__iotrace.timeline.root.focus()")
-        lat = []
+        lat, fetch, draw = [], [], []
         for k in range(zoom_steps):
             seq = int(page.evaluate("window.__iotrace.timeline.root.dataset.paintSeq"))
             page.key("w" if k < zoom_steps * 2 // 3 else "s")
             page.wait_for(f"Number(window.__iotrace.timeline.root.dataset.paintSeq) > {seq}", interval=0.002)
-            lat.append(float(page.evaluate("window.__iotrace.timeline.root.dataset.lastLatencyMs")))
-        out["zoom_ms"] = lat
+            ds = json.loads(page.evaluate("JSON.stringify(window.__iotrace.timeline.root.dataset)"))
+            lat.append(float(ds["lastLatencyMs"]))
+            fetch.append(float(ds["lastFetchMs"]))
+            draw.append(float(ds["lastDrawMs"]))
+        out["zoom_ms"], out["zoom_fetch_ms"], out["zoom_draw_ms"] = lat, fetch, draw
     finally:
         browser.close()
     return out
@@ -154,6 +186,11 @@ def main() -> int:
         files = build(d, args.hosts, args.events)
         total = sum(p.stat().st_size for p in files)
         one = load_capture(str(files[0]), "h").nbytes()
+        decode_cpu = []
+        for p in files[1:4]:
+            c = time.process_time()
+            load_capture(str(p), "h")
+            decode_cpu.append(time.process_time() - c)
         print(f"{args.hosts} hosts x (GPU capture + {args.events} I/O calls): {total / 2**20:.0f} MiB of captures; "
               f"one decoded capture counts {one / 2**20:.1f} MiB")
         print(f"machine: {os.cpu_count()} CPUs, load average {loadavg()} (shared: other jobs inflate wall times)")
@@ -161,7 +198,7 @@ def main() -> int:
         tb, base = start_tb(d, {})
         try:
             rss0, _ = proc_mem(tb.pid)
-            res = browser_run(base, args.zoom_steps)
+            res = browser_run(base, args.zoom_steps, tb.pid)
             srv = server_only(base, args.repeats)
             rss1, hwm = proc_mem(tb.pid)
         finally:
@@ -184,6 +221,17 @@ def main() -> int:
           f"   target < 100 ms: {'ok' if ok_zoom else 'MISSED'}")
     print(f"  server memory    +{(rss1 - rss0) / 2**20:.0f} MiB resident ({(rss1 - rss0) / total:.2f}x the files; "
           f"peak {hwm / 2**20:.0f} MiB)   target <= 5x: {'ok' if ok_mem else 'MISSED'}")
+    print(f"\nPer stage (ms; the page's resource timings, TensorBoard's CPU seconds):")
+    print(f"  decode one capture in this process: {1000 * min(decode_cpu):.1f} ms CPU (x {args.hosts} hosts = "
+          f"{min(decode_cpu) * args.hosts:.2f} s: the cold /capture's server work)")
+    for label, st, cpu in zip(["cold"] + ["repeated"] * len(res["repeat_paint"]), res["stages"], res["cpu"]):
+        cap, tl = st.get("capture", {}), st.get("timeline", {})
+        print(f"  {label:<9} /capture server {cap.get('server', float('nan')):7.0f} + transfer {cap.get('transfer', float('nan')):4.0f}"
+              f" ({cap.get('decoded', 0) / 1024:.0f} KiB) | page layout {st.get('layout', float('nan')):4.0f} | /timeline server "
+              f"{tl.get('server', float('nan')):4.0f} + transfer {tl.get('transfer', float('nan')):3.0f} ({tl.get('decoded', 0) / 1024:.0f} KiB"
+              f") | draw {st['draw']:4.0f} | TensorBoard CPU {cpu:.2f} s")
+    print(f"  zoom steps: fetch {med(res['zoom_fetch_ms']):.0f} ms median (request to answer parsed), draw "
+          f"{med(res['zoom_draw_ms']):.0f} ms median")
     print(f"\nServer alone, All-hosts requests after the page (median of {args.repeats}, s): byte budget (default) "
           f"vs 4 captures' bytes (TBIO_PLUGIN_CACHE_BYTES={small}: the old 4-entry cache, every host decoded per request)")
     print(f"  {'route':<11} {'budget':>8} {'4 caps':>8} {'ratio':>7}")

@@ -2245,6 +2245,7 @@ class App {
   // the background) are asked for again until complete (data-findings).
   async _loadPanels(token) {
     const p = this._params();
+    const panels = (this._panels = {});  // see the findings poll below
     this.root.dataset.panels = "loading";
     this.root.dataset.findings = "loading";
     const multi = this.host === ALL_HOSTS;
@@ -2286,7 +2287,9 @@ class App {
     if (token !== this._token) return;
     this.root.dataset.panels = "ready";
     if (firstFindings && firstFindings.pending > 0 && !firstFindings.error) {
-      const current = () => token === this._token;
+      // asked again while these panels stand: switching the I/O lanes (same run and host)
+      // keeps them, picking another run or host replaces them
+      const current = () => panels === this._panels;
       const load = () => getJson("findings", p).catch((e) => ({ error: e.message }));
       await pollFindings(load, drawFindings, current, { first: firstFindings });
     }

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from typing import Callable
 
 from .. import logdir
+from .._memory import one_trim
 from ..logdir import RunInfo, is_kineto_path, is_record_path
 from ..xplane import XPlaneError
 from .kineto import load_kineto
@@ -289,7 +290,8 @@ class LogdirIndex:
         """The view of ``files`` ((host, path) pairs of one run, in order), built once and
         kept while each of its captures is the cached one (same file size and mtime, not
         evicted): answers memoized on it are then reused by later requests."""
-        caps = [(host, self.capture(path, host)) for host, path in files]
+        with one_trim():  # decoding several captures: give freed memory back once, at the end
+            caps = [(host, self.capture(path, host)) for host, path in files]
         key = (run, tuple(files))
         with self._lock:
             got = self._views.get(key)

@@ -207,3 +207,91 @@ def test_memoized_answers_are_encoded_and_gzipped_once(logdir, monkeypatch):
     assert len(made) == 1
 
 
+
+
+# ----------------------------------------------------------------------------- one trim per view
+
+
+def test_one_trim_defers_this_threads_trims_to_its_end(monkeypatch):
+    import threading
+
+    from tb_iotrace import _memory
+
+    class Libc:
+        calls = 0
+
+        def malloc_trim(self, pad):
+            Libc.calls += 1
+
+    monkeypatch.setattr(_memory, "_libc", Libc())
+    with _memory.one_trim():
+        _memory.trim_memory()
+        with _memory.one_trim():
+            _memory.trim_memory()
+        assert Libc.calls == 0  # the inner block's end is not the end
+        other = threading.Thread(target=_memory.trim_memory)  # another thread trims at once
+        other.start()
+        other.join()
+        assert Libc.calls == 1
+    assert Libc.calls == 2  # this thread's, once
+    with _memory.one_trim():
+        pass
+    assert Libc.calls == 2  # nothing to give back: no trim
+    _memory.trim_memory()
+    assert Libc.calls == 3
+
+
+def test_an_all_hosts_view_trims_once_not_per_capture(logdir, monkeypatch):
+    from tb_iotrace import _memory
+
+    class Libc:
+        calls = 0
+
+        def malloc_trim(self, pad):
+            Libc.calls += 1
+
+    monkeypatch.setattr(_memory, "_libc", Libc())
+    plugin, _ = _client(logdir)
+    info, _ = plugin.index.find(RUN)
+    plugin.index.view(RUN, sorted(info.hosts.items()))
+    assert Libc.calls == 1  # three captures decoded
+
+
+@pytest.mark.parametrize("io_by", ["thread", "file"])
+def test_io_items_bytes_file_and_errno_match_their_events(logdir, io_by):
+    """Each I/O item's bytes (summed over its events), file (only when all its events share
+    it) and errno (its first event's), checked against the capture's I/O table, with many
+    events merged per item (home window) and none (zoomed in)."""
+    plugin, get = _client(logdir)
+    info, _ = plugin.index.find(RUN)
+    view = plugin.index.view(RUN, sorted(info.hosts.items()))
+    table = view.lane_table(io_by)
+    checked = merged = 0
+    for width, frac in ((300, None), (2000, 0.001)):
+        q = {"run": RUN, "host": "__all__", "width": width, "io_by": io_by}
+        if frac:
+            lo, hi = view.extent()
+            q.update(start=lo + (hi - lo) * 0.5, end=lo + (hi - lo) * (0.5 + frac))
+        tl = _json(get("/timeline", **q))
+        it, seg = tl["items"], tl["segments"]
+        k = 0
+        for lane_i, length, first in zip(seg["lane"], seg["length"], seg["first"]):
+            part, lane = table.lanes[lane_i]
+            io = part.capture.io
+            ev = first
+            for j in range(k, k + length):
+                n = it["count"][j]
+                rows = np.arange(lane.src_base + ev, lane.src_base + ev + n) if lane.src is None else lane.src[ev:ev + n]
+                if lane.group == "io":
+                    moved = sum(int(max(io.returned[r], 0)) for r in rows if io.is_read[io.op[r]] or io.is_write[io.op[r]])
+                    assert it["bytes"][j] == moved
+                    paths = {int(io.path[r]) for r in rows}
+                    want = io.paths[paths.pop()] if len(paths) == 1 and -1 not in paths else None
+                    got = tl["files"][it["file"][j]] if it["file"][j] >= 0 else None
+                    assert got == want
+                    assert it["err"][j] == int(io.errno[rows[0]])
+                    checked += 1
+                    merged += n > 1
+                ev += n
+            k += length
+    assert checked > 1000 and merged > 100
