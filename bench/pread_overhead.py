@@ -5,6 +5,12 @@
     python bench/pread_overhead.py --quick    # smoke run for tests (seconds)
     python bench/pread_overhead.py --rounds 31 --against ee62c7d   # this tree vs a commit
 
+With --instructions (needs valgrind) it counts instead of timing: for each
+tree, one process makes N and another 2N traced preads under callgrind, which
+counts only inside the shim's pread wrapper (libc's pread with it, not the
+kernel); the difference over N is the instructions of one traced call.  A count
+does not move with the machine's load, so it compares trees on a busy machine.
+
 With --against COMMIT (repeatable) each commit's shim is built in a temporary
 git worktree and every round runs once per tree, each in a fresh process, one
 after the other (order rotated every round): each process times one round of
@@ -351,6 +357,60 @@ def one_round(tree: Path, a: argparse.Namespace, out: Path) -> dict[str, float]:
     return {m: res[m][0] for m in MODES}
 
 
+def count_instructions(tree: Path, n: int, work: Path) -> int:
+    """Instructions (callgrind) inside the shim's pread wrapper, libc's pread with it, while a
+    process importing tree's tb_iotrace makes 1,000 + n traced preads."""
+    out = work / f"callgrind.{n}"
+    env = dict(os.environ, TBIO_BENCH_TREE=str(tree), PYTHONHASHSEED="0")
+    cmd = ["valgrind", "--tool=callgrind", "--toggle-collect=tbio_w_pread*", f"--callgrind-out-file={out}",
+           sys.executable, str(Path(__file__).resolve()), "--count-only", "traced", "--calls", str(n)]
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise BenchError(f"callgrind of {tree} failed:\n{r.stderr[-2000:]}")
+    for line in r.stderr.splitlines():
+        if "Collected :" in line:
+            return int(line.split(":")[-1])
+    raise BenchError("callgrind printed no instruction total")
+
+
+def count_only(mode: str, calls: int) -> int:
+    """The child of --instructions: enable, optionally record, make `calls` preads."""
+    work = Path(tempfile.mkdtemp(prefix="tbio_bench_count_"))
+    try:
+        lib = build_loop(work)
+        data = work / "data.bin"
+        data.write_bytes(bytes(range(256)) * 256)
+        fd = os.open(data, os.O_RDONLY)
+        nat = native()[1]
+        tb_iotrace.enable()
+        sess = None
+        if mode == "traced":
+            sess = nat.tbio_begin()
+            lib.tb_pread_loop(fd, 1000, 64, 64 * 1024, CLOCK_MONOTONIC)   # first-use paths out of the count
+        else:
+            tb_iotrace.disable()
+        if lib.tb_pread_loop(fd, calls, 64, 64 * 1024, CLOCK_MONOTONIC) < 0:
+            raise BenchError("a pread in the loop did not return the bytes asked for")
+        if sess is not None:
+            ended = nat.tbio_end(sess)
+            if nat.tbio_session_nevents(ended) != calls + 1000:
+                raise BenchError("the capture did not record every pread")
+            nat.tbio_session_free(ended)
+        os.close(fd)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def instructions(a: argparse.Namespace, trees: dict[str, Path], work: Path) -> None:
+    n = a.calls
+    print(f"instructions per traced cached 64-byte pread, inside the shim's pread wrapper (libc's pread "
+          f"included, the kernel not; callgrind, the difference between {n:,} and {2 * n:,} calls, / {n:,}):")
+    for k, tree in trees.items():
+        per = (count_instructions(tree, 2 * n, work) - count_instructions(tree, n, work)) / n
+        print(f"  {k:<12} {per:7.1f}")
+
+
 def against(a: argparse.Namespace, rounds: int) -> int:
     work = Path(tempfile.mkdtemp(prefix="tbio_bench_against_", dir=a.dir or "/tmp"))
     trees: dict[str, Path] = {"this tree": REPO}
@@ -358,6 +418,9 @@ def against(a: argparse.Namespace, rounds: int) -> int:
     try:
         for c in a.against:
             trees[c] = build_tree(c, work)
+        if a.instructions:
+            instructions(a, trees, work)
+            return 0
         res: dict[str, list[dict[str, float]]] = {k: [] for k in trees}
         names = list(trees)
         for r in range(rounds):
@@ -409,11 +472,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strict", action="store_true", help="exit 3 when a target is missed")
     ap.add_argument("--against", metavar="COMMIT", action="append",
                     help="compare with the shim of COMMIT (repeatable): each round once per tree (see above)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="count the shim's instructions per traced pread with callgrind instead of timing")
     ap.add_argument("--round-only", action="store_true", help=argparse.SUPPRESS)   # a child of --against
+    ap.add_argument("--count-only", choices=("untraced", "traced"), help=argparse.SUPPRESS)   # --instructions
     a = ap.parse_args(argv)
     rounds = a.rounds or (3 if a.quick else 15)
     calls = a.calls or (20_000 if a.quick else 200_000)
     mem_events = a.mem_events or (100_000 if a.quick else 1_000_000)
+    if a.count_only:
+        return count_only(a.count_only, calls)
+    if a.instructions:
+        a.against = a.against or []
+        a.calls = a.calls or 50_000
+        return against(a, rounds)
     if a.against:
         a.calls = calls
         if a.cpu is None and not a.no_pin and hasattr(os, "sched_getaffinity"):

@@ -166,7 +166,6 @@ uint32_t tbio_file_intern(const char *path, size_t len, int module) {
     tbio_file *f = blk ? arena_take(r, sizeof *f + len + 1) : NULL;
     if (!f) {
         pthread_mutex_unlock(&r->mu);
-        tbio_note_over_file(path, len);
         return TBIO_OVER_FILE;
     }
     f->id = id;
@@ -380,15 +379,18 @@ static uint32_t resolve_fd(int fd, int module) {
     if (!tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
     uint32_t id = tbio_file_intern(path, (size_t)n, module);
     if (tbio_tracked(id)) tbio_file_learn_blksize(id, fd);
+    else if (id == TBIO_OVER_FILE) tbio_note_over_file(path, (size_t)n);   /* its first use */
     return id;
 }
 
-uint32_t tbio_path_id(int dirfd, const char *path, int module) {
+uint32_t tbio_path_id(int dirfd, const char *path, int module, int opens) {
     if (!path) return TBIO_NO_FILE;
     char *abs = path_buf();
     size_t n = tbio_abspath(dirfd, path, abs, TBIO_PATH_BUF);
     if (n == 0 || !tbio_path_traced(abs, n)) return TBIO_NO_FILE;
-    return tbio_file_intern(abs, n, module);
+    uint32_t id = tbio_file_intern(abs, n, module);
+    if (id == TBIO_OVER_FILE && opens) tbio_note_over_file(abs, n);
+    return id;
 }
 
 /* fd still names file id (read again through /proc/self/fd) */

@@ -37,7 +37,7 @@ typedef struct tbio_file {      /* lives in the table's arena until the table is
 typedef struct tbio_registry tbio_registry;
 
 /* (path, module) -> id in the current table: TBIO_OVER_FILE when full (the
- * overflow is noted in the recording sessions). */
+ * caller notes an open or first use of such a file: tbio_note_over_file). */
 TBIO_HIDDEN uint32_t tbio_file_intern(const char *path, size_t len, int module);
 TBIO_HIDDEN const tbio_file *tbio_file_get(uint32_t id);            /* current table */
 TBIO_HIDDEN const tbio_file *tbio_registry_file(const tbio_registry *r, uint32_t id);
@@ -63,8 +63,10 @@ TBIO_HIDDEN int tbio_path_traced(const char *abs, size_t len);
 /* Absolute, cleaned path of `path` relative to dirfd (AT_FDCWD or a directory fd). */
 TBIO_HIDDEN size_t tbio_abspath(int dirfd, const char *path, char *out, size_t cap);
 /* Id of a path named by a recorded call (relative to dirfd): interned if
- * traced, TBIO_NO_FILE if not, TBIO_OVER_FILE if the table is full. */
-TBIO_HIDDEN uint32_t tbio_path_id(int dirfd, const char *path, int module);
+ * traced, TBIO_NO_FILE if not, TBIO_OVER_FILE if the table is full.  opens:
+ * the call opens it (an open past the bound is noted in the sessions'
+ * untracked files; a stat or rename is only a call on one). */
+TBIO_HIDDEN uint32_t tbio_path_id(int dirfd, const char *path, int module, int opens);
 
 /* ---- fd table: fd -> file ids ---- */
 /* state: 0 unknown, else id + 3 (unsigned): 1 is TBIO_OVER_FILE, 2 TBIO_NO_FILE

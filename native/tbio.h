@@ -39,7 +39,10 @@ typedef struct tbio_file_info {
  * (their opens, then every call and byte on them) and calls a signal
  * handler made while its thread was inside the shim (passed through). */
 typedef struct tbio_untracked_info {
-    uint64_t files;             /* opens (or first uses) of files that did not fit */
+    uint64_t files;             /* opens of files that did not fit (successful ones; a file opened
+                                 * twice counts 2), and first uses of descriptors to such files
+                                 * opened before the capture or by calls not hooked; a stat or
+                                 * rename of one is a call, not an open */
     uint64_t calls;             /* calls on such files */
     uint64_t bytes_read;
     uint64_t bytes_written;

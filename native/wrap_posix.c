@@ -7,7 +7,7 @@
 enum { K_READ, K_WRITE };
 
 /* After a read/write-like call on fd.  off < 0: the call used the file offset. */
-static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t req, int aligned,
+TBIO_INLINE void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t req, int aligned,
                     int64_t ret, int err) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
@@ -40,17 +40,28 @@ static void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t
     tbio_call_leave(c);
 }
 
-#define IO_CALL(OP, KIND, FD, OFF, REQ, ALIGNED, RTYPE, CALL)                 \
+/* The same, out of line: the vector and fortified calls share one copy. */
+static __attribute__((noinline)) void io_done_shared(tbio_call *c, int op, int kind, int fd, int64_t off,
+                                                     int64_t req, int aligned, int64_t ret, int err) {
+    io_done(c, op, kind, fd, off, req, aligned, ret, err);
+}
+
+/* DONE: io_done (inlined: read, write, pread, pwrite and their 64-bit names,
+ * the calls a data loader makes millions of times; a call with nine
+ * arguments costs ~35 instructions a traced call) or io_done_shared. */
+#define IO_CALL_WITH(DONE, OP, KIND, FD, OFF, REQ, ALIGNED, RTYPE, CALL)       \
     do {                                                                       \
         if (IDLE()) return CALL;                                               \
         tbio_call c;                                                           \
         if (!tbio_call_pre(&c)) return CALL;                                   \
         RTYPE ret_ = CALL;                                                     \
         int err_ = errno;                                                      \
-        io_done(&c, OP, KIND, FD, OFF, REQ, ALIGNED, (int64_t)ret_, err_);     \
+        DONE(&c, OP, KIND, FD, OFF, REQ, ALIGNED, (int64_t)ret_, err_);        \
         errno = err_;                                                          \
         return ret_;                                                           \
     } while (0)
+#define IO_CALL(...) IO_CALL_WITH(io_done_shared, __VA_ARGS__)
+#define IO_CALL_HOT(...) IO_CALL_WITH(io_done, __VA_ARGS__)
 
 static int64_t iov_len(const struct iovec *iov, int cnt) {
     int64_t n = 0;
@@ -71,17 +82,17 @@ static int iov_aligned(const struct iovec *iov, int cnt) {
 #define IOV_ALIGNED(iov, cnt) (ret_ >= 0 ? iov_aligned(iov, cnt) : 1)
 
 ssize_t tbio_w_read(int fd, void *buf, size_t n) {
-    IO_CALL(TBIO_OP_read, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_read(fd, buf, n));
+    IO_CALL_HOT(TBIO_OP_read, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_read(fd, buf, n));
 }
 ssize_t tbio_w___read_chk(int fd, void *buf, size_t n, size_t buflen) {
     IO_CALL(TBIO_OP___read_chk, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t,
             real___read_chk(fd, buf, n, buflen));
 }
 ssize_t tbio_w_pread(int fd, void *buf, size_t n, off_t off) {
-    IO_CALL(TBIO_OP_pread, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t, real_pread(fd, buf, n, off));
+    IO_CALL_HOT(TBIO_OP_pread, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t, real_pread(fd, buf, n, off));
 }
 ssize_t tbio_w_pread64(int fd, void *buf, size_t n, off64_t off) {
-    IO_CALL(TBIO_OP_pread64, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+    IO_CALL_HOT(TBIO_OP_pread64, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
             real_pread64(fd, buf, n, off));
 }
 ssize_t tbio_w___pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
@@ -113,14 +124,14 @@ ssize_t tbio_w_preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off,
             real_preadv64v2(fd, iov, cnt, off, flags));
 }
 ssize_t tbio_w_write(int fd, const void *buf, size_t n) {
-    IO_CALL(TBIO_OP_write, K_WRITE, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_write(fd, buf, n));
+    IO_CALL_HOT(TBIO_OP_write, K_WRITE, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_write(fd, buf, n));
 }
 ssize_t tbio_w_pwrite(int fd, const void *buf, size_t n, off_t off) {
-    IO_CALL(TBIO_OP_pwrite, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+    IO_CALL_HOT(TBIO_OP_pwrite, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
             real_pwrite(fd, buf, n, off));
 }
 ssize_t tbio_w_pwrite64(int fd, const void *buf, size_t n, off64_t off) {
-    IO_CALL(TBIO_OP_pwrite64, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
+    IO_CALL_HOT(TBIO_OP_pwrite64, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
             real_pwrite64(fd, buf, n, off));
 }
 ssize_t tbio_w_writev(int fd, const struct iovec *iov, int cnt) {
@@ -158,7 +169,7 @@ typedef struct names {
 #define NAMES_FD(f) ((names){TBIO_NO_FILE, (f), 0, NULL})
 #define NAMES_PATH(d, p) ((names){TBIO_NO_FILE, -1, (d), (p)})
 static uint32_t names_id(const names *n) {
-    if (n->path) return tbio_path_id(n->dirfd, n->path, TBIO_POSIX);
+    if (n->path) return tbio_path_id(n->dirfd, n->path, TBIO_POSIX, 0);
     if (n->fd >= 0) return tbio_fd_posix(n->fd);
     return n->id;
 }
@@ -338,7 +349,7 @@ static int open_done(int op, int dirfd, const char *path, int mode, int ret, int
     }
     uint32_t id = TBIO_NO_FILE;
     /* EFAULT: the kernel could not read the path, and neither may we */
-    if (ret >= 0 || err != EFAULT) id = tbio_path_id(dirfd, path, TBIO_POSIX);
+    if (ret >= 0 || err != EFAULT) id = tbio_path_id(dirfd, path, TBIO_POSIX, ret >= 0);
     if (ret >= 0) {
         tbio_fd_set_posix(ret, id);   /* counters go to the path it was opened with */
         if (tbio_tracked(id)) tbio_file_learn_blksize(id, ret);
@@ -506,8 +517,8 @@ int tbio_w_rename(const char *from, const char *to) {
         errno = err;
         return ret;
     }
-    uint32_t src = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, from, TBIO_POSIX);
-    uint32_t dst = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, to, TBIO_POSIX);
+    uint32_t src = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, from, TBIO_POSIX, 0);
+    uint32_t dst = unreadable ? TBIO_NO_FILE : tbio_path_id(AT_FDCWD, to, TBIO_POSIX, 0);
     if (src == TBIO_OVER_FILE || dst == TBIO_OVER_FILE) TBIO_EACH_SESSION(&c) tbio_count_over(&c, 0, 0);
     if (!tbio_tracked(src)) src = TBIO_NO_FILE;
     if (!tbio_tracked(dst)) dst = TBIO_NO_FILE;

@@ -255,7 +255,7 @@ static FILE *stdio_open_done(int op, const char *path, int fd_for_fdopen, FILE *
     }
     uint32_t id = TBIO_NO_FILE;
     if (ret || !(path && err == EFAULT)) {
-        if (path) id = tbio_path_id(AT_FDCWD, path, TBIO_STDIO);
+        if (path) id = tbio_path_id(AT_FDCWD, path, TBIO_STDIO, ret != NULL);
         else {
             uint32_t pid = tbio_fd_posix(fd_for_fdopen);
             const tbio_file *pf = tbio_tracked(pid) ? tbio_file_get(pid) : NULL;

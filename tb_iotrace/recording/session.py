@@ -349,7 +349,7 @@ class Untracked:
     bytes) and calls a signal handler made while its thread was inside the
     shim (passed through untraced)."""
 
-    files: int = 0              # opens (or first uses) of files that did not fit
+    files: int = 0              # opens of files that did not fit (not distinct files), see tbio.h
     calls: int = 0
     bytes_read: int = 0
     bytes_written: int = 0

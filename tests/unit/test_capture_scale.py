@@ -185,3 +185,20 @@ def test_signal_handler_io_never_deadlocks_the_shim(tmp_path):
     out = __import__("json").loads(r.stdout)
     assert out["fired"] > 100
     assert out["handler_writes_counted"] > 0   # the handler's I/O inside the capture is seen
+
+
+def test_untracked_files_are_opens_and_a_stat_is_a_call(only, tmp_path):
+    """Capture.untracked.files counts opens of files past the bound (each open,
+    not each distinct file); a stat or a failed open of such a path is not one."""
+    only.set_max_files(1)
+    a, b = tmp_path / "a", tmp_path / "b"
+    with only.capture() as cap:
+        _write_then_read([a, b])        # a fits; b: 2 opens, 2 closes, a write and a read
+        for _ in range(3):
+            os.stat(b)
+        with pytest.raises(FileNotFoundError):
+            os.open(tmp_path / "missing", os.O_RDONLY)
+    u = cap.untracked
+    assert u.files == 2
+    assert u.calls == 6 + 3 + 1
+    assert list(u.examples) == [str(b), str(b)]
