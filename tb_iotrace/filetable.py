@@ -53,6 +53,14 @@ class PathTable:
         a = int(self.end[i - 1]) if i > 0 else 0
         return self.data[a:int(self.end[i])].tobytes()
 
+    def bytes_list(self, idx: np.ndarray | None = None) -> list[bytes]:
+        """Paths as bytes, all or those at ``idx`` (one copy of the data, then slices)."""
+        blob = self.data.tobytes()
+        end = self.end.tolist()
+        start = [0] + end[:-1]
+        rows = range(len(end)) if idx is None else np.asarray(idx).tolist()
+        return [blob[start[i]:end[i]] for i in rows]
+
     def strings(self, idx: np.ndarray | None = None) -> list[str]:
         """Paths as str (``os.fsdecode``: odd bytes as surrogates), all or those at ``idx``."""
         end = self.end.tolist()
@@ -369,7 +377,8 @@ class Accumulator:
     """Consecutive windows' tables summed file by file (keyed by module and path bytes), as a
     periodic flush needs: counts, bytes and times add up; maxima take the max; start
     timestamps the first, end timestamps the last; settings and common-value slots keep the
-    latest window's value. Holds one dict entry per file (its key), columns otherwise."""
+    latest window's value. Holds one dict entry per file (its key), columns otherwise; takes
+    over the columns of the tables it is given (they must not be used after)."""
 
     def __init__(self) -> None:
         self._rows: dict[str, dict[bytes, int]] = {}
@@ -382,13 +391,15 @@ class Accumulator:
                 continue
             rows = self._rows.setdefault(m, {})
             paths = self._paths.setdefault(m, [])
-            keys = [t.path_bytes(i) for i in range(len(t))]
+            keys = t.paths.bytes_list(t.path)
             at = np.fromiter((rows.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
             cur = self._tabs.get(m)
             if cur is not None and (cur.names != t.names or cur.fnames != t.fnames):
                 raise TableError(f"{m}: windows with different counter names cannot be merged")
             old = np.nonzero(at >= 0)[0]
             if cur is not None and len(old):
+                both = cur.used is not None and t.used is not None and cur.fused is not None and t.fused is not None
+                cur.used, cur.fused = (cur.used | t.used, cur.fused | t.fused) if both else (None, None)
                 j = at[old]
                 c0, c1 = cur.counters[j], t.counters[old]
                 rule = _int_rules(t.names)
@@ -403,14 +414,20 @@ class Accumulator:
                 for n, i in enumerate(new.tolist()):
                     rows[keys[i]] = base + n
                     paths.append(keys[i])
-                add = t.take(new)
+                # every row new (a first window): its columns as they are, no copy (the pages of a
+                # capture's never-written columns stay untouched)
+                add = t if len(new) == len(t) else t.take(new)
                 if cur is None:
                     self._tabs[m] = ModuleRows(m, t.names, t.fnames, PathTable.empty(), np.zeros(0, np.int64),
-                                               add.record_id.copy(), add.counters.copy(), add.fcounters.copy())
+                                               add.record_id, add.counters, add.fcounters, used=add.used,
+                                               fused=add.fused)
                 else:
                     cur.record_id = np.concatenate([cur.record_id, add.record_id])
                     cur.counters = np.concatenate([cur.counters, add.counters])
                     cur.fcounters = np.concatenate([cur.fcounters, add.fcounters])
+                    both = cur.used is not None and add.used is not None and cur.fused is not None \
+                        and add.fused is not None
+                    cur.used, cur.fused = (cur.used | add.used, cur.fused | add.fused) if both else (None, None)
 
     def table(self) -> FileTable:
         out = []
@@ -419,7 +436,7 @@ class Accumulator:
             t = self._tabs[m]
             n = len(t.record_id)
             out.append(ModuleRows(m, t.names, t.fnames, PathTable.of(self._paths[m]), np.arange(n, dtype=np.int64),
-                                  t.record_id, t.counters, t.fcounters))
+                                  t.record_id, t.counters, t.fcounters, used=t.used, fused=t.fused))
         return FileTable(out)
 
 

@@ -18,7 +18,9 @@ workers, subprocess Pythons) calls :func:`start` at startup:
   new image, if Python, records itself as usual.
 - Forked children (``os.register_at_fork``): the shim drops the parent's sessions in the
   child, so the child starts its own session, empty, and writes its own record.
-- Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off), on the run's
+- Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off), and at least
+  ``FLUSH_COST_FACTOR`` times as long as the last flush took (a run that touched a million files
+  rewrites a ~100 MB record per flush: it spends at most 1/20 of its time on them), on the run's
   thread (``tb_iotrace-run``, which also serves the signals): a second
   session is rotated and its windows are summed into a record marked ``"partial": true``,
   which the final record replaces. A process killed with SIGKILL keeps the last flush
@@ -38,6 +40,13 @@ import time
 from typing import Any
 
 SIGNALS = ("SIGTERM", "SIGHUP")
+FLUSH_COST_FACTOR = 20
+
+
+def flush_wait(flush_s: float, last_cost_s: float) -> float:
+    """Seconds until the next periodic flush: the interval asked for, stretched so that flushes
+    take at most 1/FLUSH_COST_FACTOR of the run's time."""
+    return max(flush_s, FLUSH_COST_FACTOR * last_cost_s)
 
 _state: "_Run | None" = None
 _real_exit = os._exit
@@ -54,6 +63,7 @@ class _Run:
         self.acc: Any = None  # the flushed windows' files (tb_iotrace.filetable.Accumulator)
         self.acc_untracked: dict[str, Any] = {}
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
+        self.flush_cost = 0.0        # seconds the last flush took
         self.start_ns = time.time_ns()
         self.done = False
         self.exc: str | None = None
@@ -79,14 +89,16 @@ class _Run:
         rather than in the handler (which may have interrupted a holder of a lock
         finish() needs: the main thread goes on and releases it, this thread waits)."""
         while True:
-            timeout = self.flush_s if self.flush_s > 0 and not self.done else None
+            timeout = flush_wait(self.flush_s, self.flush_cost) if self.flush_s > 0 and not self.done else None
             try:
                 signum = self.signals.get(timeout=timeout)
             except queue.Empty:
+                t0 = time.monotonic()
                 try:
                     self.flush()
                 except Exception:
                     pass
+                self.flush_cost = time.monotonic() - t0
                 continue
             try:
                 self.finish("signal", signum=signum)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.runrecord import table_path
+from tb_iotrace.runrecord import RecordError, read_record, table_path
 
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 from cdp import CHROMIUM, Browser  # noqa: E402
@@ -85,10 +85,12 @@ def server(tmp_path_factory):
     try:
         assert k.stdout.readline().strip() == b"ok"
         rec = logdir / "killed" / "plugins" / "iotrace"
-        deadline = time.monotonic() + 30
-        while not list(rec.glob("*.json")) and time.monotonic() < deadline:
+        # kill once a periodic flush holds the write (flushes back off with their own cost,
+        # so a fixed wait can end before the first flush after it: the tab then had 0 files)
+        deadline = time.monotonic() + 60
+        while not _flushed(rec, str(data / "k.bin")) and time.monotonic() < deadline:
             time.sleep(0.1)
-        time.sleep(0.8)  # a flush after the write
+        assert _flushed(rec, str(data / "k.bin")), "no periodic flush recorded the killed job's write in 60 s"
         os.killpg(k.pid, signal.SIGKILL)
     finally:
         k.wait(timeout=30)
@@ -98,6 +100,18 @@ def server(tmp_path_factory):
     shutil.copyfile(table_path(only), table_path(rec / f"{EVIL_HOST}.json"))   # its file table beside it
     with tensorboard(logdir, base / "tensorboard.log") as url:
         yield url, data
+
+
+def _flushed(rec: Path, path: str) -> bool:
+    """A record in ``rec`` lists ``path`` with its bytes written."""
+    for j in rec.glob("*.json"):
+        try:
+            if any(f["path"] == path and f["counters"].get("POSIX_BYTES_WRITTEN") == 3333
+                   for f in read_record(j).files):
+                return True
+        except (RecordError, OSError, ValueError):
+            pass                        # being replaced: look again
+    return False
 
 
 @pytest.fixture(scope="module")

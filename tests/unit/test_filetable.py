@@ -295,3 +295,32 @@ def test_accumulator_agrees_with_the_dict_merge():
     assert got.keys() == {p for _, p in dicts}
     for (_, p), want in dicts.items():
         assert got[p]["counters"] == want["counters"] and got[p]["fcounters"] == want["fcounters"], p
+
+
+def test_accumulator_keeps_a_column_a_later_window_sets():
+    """A counter 0 in every row of the first window (not stored for it) but set by a later one
+    is written: the known-zero columns are merged, not kept from the first window."""
+    acc = Accumulator()
+    w1 = FileTable.from_dicts([rec("/a", "POSIX", POSIX_OPENS=1, POSIX_BYTES_READ=0)])
+    w1.module("POSIX").used = np.array([True, False])
+    w1.module("POSIX").fused = np.zeros(0, bool)
+    acc.add(w1)
+    w2 = FileTable.from_dicts([rec("/a", "POSIX", POSIX_OPENS=0, POSIX_BYTES_READ=5),
+                               rec("/b", "POSIX", POSIX_OPENS=0, POSIX_BYTES_READ=7)])
+    w2.module("POSIX").used = np.array([False, True])
+    w2.module("POSIX").fused = np.zeros(0, bool)
+    acc.add(w2)
+    buf = io.BytesIO()
+    acc.table().save(buf)
+    buf.seek(0)
+    got = {f["path"]: f["counters"] for f in load_table(buf).dicts()}
+    assert got == {"/a": {"POSIX_OPENS": 1, "POSIX_BYTES_READ": 5}, "/b": {"POSIX_OPENS": 0, "POSIX_BYTES_READ": 7}}
+
+
+def test_periodic_flush_waits_in_proportion_to_its_cost():
+    """A run of a million files rewrites a ~100 MB record per flush: flushes take at most
+    1/FLUSH_COST_FACTOR of the time, whatever TB_IOTRACE_FLUSH_S asks."""
+    from tb_iotrace._autostart import FLUSH_COST_FACTOR, flush_wait
+
+    assert flush_wait(5.0, 0.01) == 5.0
+    assert flush_wait(5.0, 1.5) == 1.5 * FLUSH_COST_FACTOR >= 20 * 1.5

@@ -152,16 +152,18 @@ def stat_heavy(i):
 
 
 FIFO_CHUNK = 64 << 10
-FIFO_CHUNKS = 96
+FIFO_CHUNKS = 40
 info["fifo"] = os.path.join(work, "slow.fifo")
 info["fifo_bytes"] = FIFO_CHUNK * FIFO_CHUNKS
-# Feeds a named pipe slowly, from a process of its own (not traced): one 64 KiB chunk per 4 ms.
+# Feeds a named pipe slowly, from a process of its own (not traced): one 64 KiB chunk per 12 ms,
+# well behind the consumer's step even on a loaded machine (at 4 ms a chunk, a step slowed by
+# load kept the pipe full and the reads' share of the wait fell under 30%).
 FIFO_WRITER = """
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY)
 chunk = b"f" * int(sys.argv[2])
 for _ in range(int(sys.argv[3])):
-    time.sleep(0.004)
+    time.sleep(0.012)
     os.write(fd, chunk)
 os.close(fd)
 """
