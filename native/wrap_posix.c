@@ -62,6 +62,17 @@ static __attribute__((noinline)) void io_done_shared(tbio_call *c, int op, int k
     } while (0)
 #define IO_CALL(...) IO_CALL_WITH(io_done_shared, __VA_ARGS__)
 #define IO_CALL_HOT(...) IO_CALL_WITH(io_done, __VA_ARGS__)
+/* A hot wrapper: the idle test, then the real call or its recorded form out of
+ * line, so the idle path saves no registers (the compiler does not shrink-wrap
+ * the inlined accounting's frame). */
+#define HOT_WRAPPER(RTYPE, NAME, PARAMS, ARGS, OP, KIND, FD, OFF, REQ, ALIGNED, CALL)  \
+    static __attribute__((noinline)) RTYPE traced_##NAME PARAMS {                     \
+        IO_CALL_HOT(OP, KIND, FD, OFF, REQ, ALIGNED, RTYPE, CALL);                    \
+    }                                                                                  \
+    RTYPE tbio_w_##NAME PARAMS {                                                       \
+        if (IDLE()) return CALL;                                                       \
+        return traced_##NAME ARGS;                                                     \
+    }
 
 static int64_t iov_len(const struct iovec *iov, int cnt) {
     int64_t n = 0;
@@ -81,20 +92,16 @@ static int iov_aligned(const struct iovec *iov, int cnt) {
 #define IOV_REQ(iov, cnt) (ret_ >= 0 ? iov_len(iov, cnt) : -1)
 #define IOV_ALIGNED(iov, cnt) (ret_ >= 0 ? iov_aligned(iov, cnt) : 1)
 
-ssize_t tbio_w_read(int fd, void *buf, size_t n) {
-    IO_CALL_HOT(TBIO_OP_read, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_read(fd, buf, n));
-}
+HOT_WRAPPER(ssize_t, read, (int fd, void *buf, size_t n), (fd, buf, n), TBIO_OP_read, K_READ, fd, -1,
+            (int64_t)n, mem_aligned(buf), real_read(fd, buf, n))
 ssize_t tbio_w___read_chk(int fd, void *buf, size_t n, size_t buflen) {
     IO_CALL(TBIO_OP___read_chk, K_READ, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t,
             real___read_chk(fd, buf, n, buflen));
 }
-ssize_t tbio_w_pread(int fd, void *buf, size_t n, off_t off) {
-    IO_CALL_HOT(TBIO_OP_pread, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t, real_pread(fd, buf, n, off));
-}
-ssize_t tbio_w_pread64(int fd, void *buf, size_t n, off64_t off) {
-    IO_CALL_HOT(TBIO_OP_pread64, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
-            real_pread64(fd, buf, n, off));
-}
+HOT_WRAPPER(ssize_t, pread, (int fd, void *buf, size_t n, off_t off), (fd, buf, n, off), TBIO_OP_pread, K_READ,
+            fd, off, (int64_t)n, mem_aligned(buf), real_pread(fd, buf, n, off))
+HOT_WRAPPER(ssize_t, pread64, (int fd, void *buf, size_t n, off64_t off), (fd, buf, n, off), TBIO_OP_pread64,
+            K_READ, fd, off, (int64_t)n, mem_aligned(buf), real_pread64(fd, buf, n, off))
 ssize_t tbio_w___pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen) {
     IO_CALL(TBIO_OP___pread_chk, K_READ, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
             real___pread_chk(fd, buf, n, off, buflen));
@@ -123,17 +130,12 @@ ssize_t tbio_w_preadv64v2(int fd, const struct iovec *iov, int cnt, off64_t off,
     IO_CALL(TBIO_OP_preadv64v2, K_READ, fd, off, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_preadv64v2(fd, iov, cnt, off, flags));
 }
-ssize_t tbio_w_write(int fd, const void *buf, size_t n) {
-    IO_CALL_HOT(TBIO_OP_write, K_WRITE, fd, -1, (int64_t)n, mem_aligned(buf), ssize_t, real_write(fd, buf, n));
-}
-ssize_t tbio_w_pwrite(int fd, const void *buf, size_t n, off_t off) {
-    IO_CALL_HOT(TBIO_OP_pwrite, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
-            real_pwrite(fd, buf, n, off));
-}
-ssize_t tbio_w_pwrite64(int fd, const void *buf, size_t n, off64_t off) {
-    IO_CALL_HOT(TBIO_OP_pwrite64, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), ssize_t,
-            real_pwrite64(fd, buf, n, off));
-}
+HOT_WRAPPER(ssize_t, write, (int fd, const void *buf, size_t n), (fd, buf, n), TBIO_OP_write, K_WRITE, fd, -1,
+            (int64_t)n, mem_aligned(buf), real_write(fd, buf, n))
+HOT_WRAPPER(ssize_t, pwrite, (int fd, const void *buf, size_t n, off_t off), (fd, buf, n, off), TBIO_OP_pwrite,
+            K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), real_pwrite(fd, buf, n, off))
+HOT_WRAPPER(ssize_t, pwrite64, (int fd, const void *buf, size_t n, off64_t off), (fd, buf, n, off),
+            TBIO_OP_pwrite64, K_WRITE, fd, off, (int64_t)n, mem_aligned(buf), real_pwrite64(fd, buf, n, off))
 ssize_t tbio_w_writev(int fd, const struct iovec *iov, int cnt) {
     IO_CALL(TBIO_OP_writev, K_WRITE, fd, -1, IOV_REQ(iov, cnt), IOV_ALIGNED(iov, cnt), ssize_t,
             real_writev(fd, iov, cnt));

@@ -338,3 +338,14 @@ def test_native_survives_random_damage(gpu_capture, tmp_path, monkeypatch):
         else:
             pytest.fail(f"damage {k} at byte {at}: the native decoder decoded what the NumPy path refused ({numpy_})")
     assert outcomes["error"] > 5 and outcomes["same"] > 5, outcomes
+
+
+def test_tf_data_flags_match_the_regex():
+    from tb_iotrace.plugin.model import TF_DATA_RE, tf_data_flags
+
+    names = ["tf_data", "tf_data_x", " tf_data", "x\ntf_data", "Iterator::Map", "a/Iterator::",
+             "Iterator:", "iterator::Map", "TF_DATA", "", "IteratorGetNext", "x Iterator::y\n",
+             "tf_dat", "\u00e9tf_data Iterator::"]
+    got = tf_data_flags(names)
+    assert got.tolist() == [bool(TF_DATA_RE.search(n)) for n in names] + [False]
+    assert got[:-1].sum() == 6  # the regex's matches, counted by hand

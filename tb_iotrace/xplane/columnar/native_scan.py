@@ -53,9 +53,11 @@ class NativeScan:
             self._check(lib.tbio_xd_fields(self.buf, start, end, n, *p), "plane")
         return out
 
-    def event_metadata(self, data, fields: np.ndarray) -> tuple[np.ndarray, list[str], list[str]]:
-        """PlaneData.metadata_table from the plane's event_metadata map entries (field 4):
-        as protobuf reads the map, the last entry of a key wins."""
+    def event_metadata(self, data, fields: np.ndarray) -> tuple[np.ndarray, list[str], None]:
+        """PlaneData.metadata_table's ids and names from the plane's event_metadata map entries
+        (field 4): as protobuf reads the map, the last entry of a key wins. The display names
+        are left out (None): nothing on the plugin's load path reads them (decoding them was
+        ~3 ms of a 25 ms capture); PlaneData.metadata_table reads them from ``meta`` on use."""
         num, wt, _, a, b = fields
         m = (num == 4) & (wt == 2)
         starts, ends = a[m], b[m]
@@ -66,16 +68,14 @@ class NativeScan:
             self._check(self.lib.tbio_xd_event_metadata(
                 self.buf, len(self.buf), n, self._ptr(i64, starts), self._ptr(i64, ends),
                 *[self._ptr(i64, row) for row in out]), "event metadata")
-        key, na, nb, da, db = out
+        key, na, nb = out[0], out[1], out[2]
         order = np.argsort(key, kind="stable")
         key = key[order]
         last = np.ones(n, dtype=bool)
         last[:-1] = key[1:] != key[:-1]
         order = order[last]
         names = [data[x:y].decode("utf-8", "replace") for x, y in zip(na[order].tolist(), nb[order].tolist())]
-        labels = [data[x:y].decode("utf-8", "replace") if y > x else nm
-                  for x, y, nm in zip(da[order].tolist(), db[order].tolist(), names)]
-        return key[last], names, labels
+        return key[last], names, None
 
     def count(self, pos: int, end: int) -> tuple[int, int]:
         """(events in the run at pos, where the run ends)."""
@@ -103,7 +103,8 @@ class NativeScan:
 def decode_plane_native(native: NativeScan, data, index: int, meta: XPlane,
                          line_ranges: list[tuple[int, int]],
                          stats_for: Callable[[str, XPlane, LineInfo], bool],
-                         stat_col_all, stat_names: Sequence[str], stat_defaults: Sequence[int]) -> PlaneData:
+                         stat_cols: Callable[[], tuple[np.ndarray, np.ndarray] | None],
+                         stat_names: Sequence[str], stat_defaults: Sequence[int]) -> PlaneData:
     """_decode_plane with native/codec/xdecode.c: count the events of every line first, then
     decode them straight into the plane's columns (no per-run pieces to concatenate)."""
     heads: list[dict[str, Any]] = []
@@ -118,7 +119,7 @@ def decode_plane_native(native: NativeScan, data, index: int, meta: XPlane,
         def on_events(head, pos, lend):
             if want[0] is None:
                 probe.name, probe.display_name = head["name"], head["display_name"]
-                want[0] = bool(stat_col_all is not None and stats_for(meta.name, meta, probe))
+                want[0] = bool(stat_names) and bool(stats_for(meta.name, meta, probe))
             n, stop = native.count(pos, lend)
             runs.append((pos, lend, n, bool(want[0])))
             got[0] += n
@@ -133,7 +134,7 @@ def decode_plane_native(native: NativeScan, data, index: int, meta: XPlane,
     at = 0
     for pos, lend, n, want in runs:
         if n:
-            native.events(pos, lend, n, at, out, stat_col_all if want else None, cols)
+            native.events(pos, lend, n, at, out, stat_cols() if want else None, cols)
         at += n
     lines: list[LineInfo] = []
     first = 0

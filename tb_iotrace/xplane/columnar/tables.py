@@ -43,8 +43,9 @@ class PlaneData:
     file_pos: np.ndarray  # int64: where the event's bytes start in the file
     file_len: np.ndarray  # int32: how many bytes
     stats: dict[str, np.ndarray] = field(default_factory=dict)  # stat name -> int64 column
-    # (ids ascending, name, display name or name) of the event metadata: see metadata_table
-    md_table: tuple[np.ndarray, list[str], list[str]] | None = None
+    # (ids ascending, name, display name or name) of the event metadata: see metadata_table;
+    # the display names may be None (the native decoder leaves them to metadata_table)
+    md_table: tuple[np.ndarray, list[str], list[str] | None] | None = None
 
     @property
     def num_events(self) -> int:
@@ -52,14 +53,26 @@ class PlaneData:
 
     def metadata_table(self) -> tuple[np.ndarray, list[str], list[str]]:
         """(event metadata ids ascending, name of each, display name or else name of each):
-        read from the file by the native decoder (iterating ``meta.event_metadata``, a
-        protobuf map of ~50,000 messages for a million I/O events, costs ~0.1 s), from
-        ``meta`` otherwise."""
+        ids and names read from the file by the native decoder (iterating
+        ``meta.event_metadata``, a protobuf map of ~50,000 messages for a million I/O events,
+        costs ~0.1 s), from ``meta`` otherwise; display names from ``meta`` on first use."""
         if self.md_table is None:
             items = sorted(self.meta.event_metadata.items())
             self.md_table = (np.array([k for k, _ in items], dtype=np.int64), [md.name for _, md in items],
                              [md.display_name or md.name for _, md in items])
-        return self.md_table
+        ids, names, labels = self.md_table
+        if labels is None:
+            em = self.meta.event_metadata
+            labels = [em[k].display_name or nm for k, nm in zip(ids.tolist(), names)]
+            self.md_table = (ids, names, labels)
+        return ids, names, labels
+
+    def metadata_names(self) -> tuple[np.ndarray, list[str]]:
+        """(event metadata ids ascending, name of each): metadata_table without the display
+        names."""
+        if self.md_table is None:
+            return self.metadata_table()[:2]
+        return self.md_table[0], self.md_table[1]
 
     def event_names(self) -> dict[int, str]:
         return {k: (md.display_name or md.name) for k, md in self.meta.event_metadata.items()}

@@ -1,0 +1,71 @@
+"""One capture's decode for the I/O tab (``tb_iotrace.plugin.model.load_capture``), two
+checkouts side by side: the cold "All hosts" switch of ``bench/plugin_hosts.py`` is 64 of these.
+
+    python bench/capture_decode.py --old /work/main --captures /tmp/hosts/plugins/profile/*/
+
+Each round runs one fresh process per checkout (order alternated), each decoding the same
+captures (after one warm-up decode) and printing its CPU seconds per capture; the table gives
+the median and best of the rounds, and old/new per round. The machine's load is printed: on a
+shared VM, compare only the two columns of one run.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+CHILD = r"""
+import sys, time
+from tb_iotrace.plugin.model import load_capture
+files = sys.argv[1:]
+load_capture(files[0], "h")  # imports, first-touch of the file pages
+c = time.process_time()
+for f in files:
+    load_capture(f, "h")
+print((time.process_time() - c) / len(files))
+"""
+
+
+def run(tree: str, files: list[str]) -> float:
+    env = dict(os.environ, PYTHONPATH=tree)
+    out = subprocess.run([sys.executable, "-c", CHILD, *files], env=env, cwd=tree, check=True,
+                         capture_output=True, text=True)
+    return float(out.stdout.split()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--old", required=True, help="the other checkout (its tb_iotrace, native modules built)")
+    ap.add_argument("--new", default=str(Path(__file__).resolve().parents[1]), help="default: this checkout")
+    ap.add_argument("--captures", required=True, help="a folder of *.xplane.pb")
+    ap.add_argument("--files", type=int, default=16, help="captures decoded per process")
+    ap.add_argument("--rounds", type=int, default=7)
+    args = ap.parse_args()
+    files = sorted(str(p) for p in Path(args.captures).glob("*.xplane.pb"))[:args.files]
+    if not files:
+        print(f"no *.xplane.pb in {args.captures}", file=sys.stderr)
+        return 2
+    print(f"load average before: {os.getloadavg()[0]:.2f}; {len(files)} captures per process, "
+          f"{sum(os.path.getsize(f) for f in files) / len(files) / 1e6:.1f} MB each")
+    old: list[float] = []
+    new: list[float] = []
+    for r in range(args.rounds):
+        pair = [("old", args.old), ("new", args.new)]
+        if r % 2:
+            pair.reverse()
+        for name, tree in pair:
+            (old if name == "old" else new).append(run(tree, files))
+        print(f"  round {r}: old {1000 * old[-1]:.1f} ms  new {1000 * new[-1]:.1f} ms  "
+              f"new/old {new[-1] / old[-1]:.2f}")
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+    print(f"CPU per capture, median (best): old {1000 * statistics.median(old):.1f} ms "
+          f"({1000 * min(old):.1f})  new {1000 * statistics.median(new):.1f} ms ({1000 * min(new):.1f})  "
+          f"new/old median {statistics.median(n / o for n, o in zip(new, old)):.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
