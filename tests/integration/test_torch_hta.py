@@ -30,7 +30,8 @@ from hta.configs.parser_config import ParserConfig  # noqa: E402
 from hta.trace_analysis import TraceAnalysis  # noqa: E402
 from hta.trace_diff import DeviceType, LabeledTrace, TraceDiff  # noqa: E402
 
-pytestmark = pytest.mark.torch
+# HTA 0.5.0 warns of pandas 3 deprecations in its own code
+pytestmark = [pytest.mark.torch, pytest.mark.filterwarnings("ignore::Warning:hta.*")]
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
