@@ -39,7 +39,7 @@ from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
 from ..xplane.origin import missing_io_reason
-from ..xplane.columnar import PlaneData, SpaceData, decode_xspace, event_stats
+from ..xplane.columnar import MetadataFile, PlaneData, SpaceData, decode_xspace, event_stats
 
 # bytes_requested / bytes_returned are left out of events where they equal their event
 # kind's (tb_iotrace.io/2): decoded with this marker where absent, then filled in.
@@ -270,6 +270,8 @@ class Capture:
     profile_start_ns: int | None
     hostnames: list[str]
     warnings: list[str] = field(default_factory=list)
+    # index -> where the plane's event metadata lie in the file (decoded lazily: not in planes)
+    md_files: dict[int, MetadataFile] = field(default_factory=dict)
     no_io_reason: str = ""   # why a capture without tb_iotrace's record has none (xplane.origin)
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _file_lanes: list[Lane] | None = None
@@ -340,6 +342,7 @@ class Capture:
                          for r in records)
         # the planes' metadata (protobuf messages: about their serialized size in memory)
         total += sum(m.ByteSize() for m in self.planes.values() if hasattr(m, "ByteSize"))
+        total += sum(f[1].nbytes + f[2].nbytes + f[3].nbytes for f in self.md_files.values())
         return total + 4096
 
     # -- lanes
@@ -380,7 +383,8 @@ class Capture:
             st = os.stat(self.path)
             if st.st_size != self.size or st.st_mtime_ns != self.mtime_ns:
                 return {}
-            return event_stats(self.path, meta, int(lane.fpos[index]), int(lane.flen[index]))
+            return event_stats(self.path, meta, int(lane.fpos[index]), int(lane.flen[index]),
+                               self.md_files.get(lane.plane_index))
         except Exception:  # the file changed under us; details are best effort
             return {}
 
@@ -453,7 +457,7 @@ def _load_capture(path: str, host: str) -> Capture:
     space = decode_xspace(
         path,
         stats_for=lambda pname, meta, ln: pname.startswith("/host:") and ln.name.startswith(LINE_PREFIX),
-        stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS)
+        stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS, lazy_event_metadata=True)
     names: list[str] = []
     lanes: list[Lane] = []
     io_parts = []
@@ -518,6 +522,7 @@ def _load_capture(path: str, host: str) -> Capture:
         lane.src = None
     used = {lane.plane_index for lane in lanes}
     planes = {p.index: p.meta for p in space.planes if p.index in used}
+    md_files = {p.index: p.md_file for p in space.planes if p.index in used and p.md_file is not None}
     for plane in space.planes:
         plane.metadata_id = plane.start_ps = plane.duration_ps = None  # type: ignore[assignment]
         plane.file_pos = plane.file_len = None  # type: ignore[assignment]
@@ -557,7 +562,7 @@ def _load_capture(path: str, host: str) -> Capture:
             last_end = None
             for s0, e0, ln, k in sorted(spans, key=lambda x: (x[0], x[1])):
                 if last_end is None or s0 >= last_end:
-                    num = _step_num(path, planes, ln, k) if len(spans) <= MAX_STEP_STATS else None
+                    num = _step_num(path, planes, md_files, ln, k) if len(spans) <= MAX_STEP_STATS else None
                     steps.append({"start": s0, "end": e0, "name": str(len(steps) if num is None else num)})
                     last_end = e0
             steps_source = f"host step markers ({name!r} events)"
@@ -570,27 +575,28 @@ def _load_capture(path: str, host: str) -> Capture:
     else:
         lo, hi = 0, 1
     start_ns, _ = _task_env(space)
-    no_io_reason = missing_io_reason(p.meta for p in space.planes) if io_info is None else ""
+    no_io_reason = missing_io_reason(p.full_meta() for p in space.planes) if io_info is None else ""
     counter_records = list((io_info or {}).get("counters", []) or [])
     if io_info is not None:
         # the per-kind tables (~50,000 entries each for a million events) are used up
         io_info = {k: v for k, v in io_info.items()
                    if k not in ("counters", "event_kinds", "added_event_metadata", "added_stat_metadata")}
     return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
-                   lanes=lanes, planes=planes, io=io, io_info=io_info, counter_records=counter_records,
+                   lanes=lanes, planes=planes, md_files=md_files, io=io, io_info=io_info, counter_records=counter_records,
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
                    profile_start_ns=start_ns, hostnames=space.hostnames,
                    warnings=list(space.warnings) + list(space.errors), no_io_reason=no_io_reason)
 
 
-def _step_num(path: str, planes: dict[int, Any], lane: Lane, k: int) -> int | None:
+def _step_num(path: str, planes: dict[int, Any], md_files: dict[int, MetadataFile], lane: Lane,
+              k: int) -> int | None:
     """The step number TensorFlow recorded on a step marker (``step_num``, ``iter_num``; Keras
     numbers a window's batches within the epoch from 0), None without one."""
     meta = planes.get(lane.plane_index)
     if meta is None or lane.fpos is None:
         return None
     try:
-        stats = event_stats(path, meta, int(lane.fpos[k]), int(lane.flen[k]))
+        stats = event_stats(path, meta, int(lane.fpos[k]), int(lane.flen[k]), md_files.get(lane.plane_index))
     except Exception:  # best effort: the step keeps its position as its name
         return None
     for key in STEP_STATS:

@@ -349,3 +349,95 @@ def test_tf_data_flags_match_the_regex():
     got = tf_data_flags(names)
     assert got.tolist() == [bool(TF_DATA_RE.search(n)) for n in names] + [False]
     assert got[:-1].sum() == 6  # the regex's matches, counted by hand
+
+
+def test_lazy_event_metadata_reads_the_same_back(gpu_capture, monkeypatch):
+    """decode_xspace(lazy_event_metadata=True) leaves the event metadata out of each plane's
+    meta and reads them back from the file on use: the same tables, meta and event stats."""
+    monkeypatch.setattr(D, "USE_NATIVE", True)
+    full = D.decode_xspace(gpu_capture, **KW)
+    lazy = D.decode_xspace(gpu_capture, lazy_event_metadata=True, **KW)
+    assert any(len(p.meta.event_metadata) > 100 for p in full.planes)
+    checked = 0
+    for f, z in zip(full.planes, lazy.planes):
+        assert len(z.meta.event_metadata) == 0 and z.md_file is not None and f.md_file is None
+        assert z.meta.ByteSize() < f.meta.ByteSize() or not f.meta.event_metadata
+        ids, names = z.metadata_names()
+        want = f.metadata_table()
+        np.testing.assert_array_equal(ids, want[0])
+        assert names == want[1] and z.metadata_table()[2] == want[2]
+        assert z.event_names() == f.event_names()
+        back = z.full_meta()
+        assert dict(back.event_metadata) == dict(f.meta.event_metadata)
+        back.ClearField("event_metadata")
+        plain = type(f.meta)()
+        plain.CopyFrom(f.meta)
+        plain.ClearField("event_metadata")
+        assert back == plain
+        for i in np.linspace(0, f.num_events - 1, min(f.num_events, 25)).astype(int).tolist():
+            pos, ln = int(f.file_pos[i]), int(f.file_len[i])
+            got = D.event_stats(gpu_capture, z.meta, pos, ln, z.md_file)
+            assert got == D.event_stats(gpu_capture, f.meta, pos, ln)
+            checked += bool(got)
+    assert checked > 20
+
+
+def test_capture_event_details_read_their_metadata_back(gpu_capture):
+    """The tab's captures keep no parsed event metadata; an event's details read its
+    metadata's stats back from the file, as the full decode has them."""
+    from tb_iotrace.plugin.model import load_capture
+
+    cap = load_capture(str(gpu_capture), "h")
+    full = {p.index: p.meta for p in D.decode_xspace(gpu_capture).planes}
+    assert cap.md_files and all(len(m.event_metadata) == 0 for m in cap.planes.values())
+    checked = 0
+    for lane in cap.lanes:
+        if lane.group == "io" or not len(lane):
+            continue
+        for i in sorted({0, len(lane) // 2, len(lane) - 1}):
+            got = cap.event_stats(lane, i)
+            assert got == D.event_stats(gpu_capture, full[lane.plane_index], int(lane.fpos[i]), int(lane.flen[i]))
+            checked += 1
+    assert checked > 50
+
+
+def test_lazy_event_metadata_stats_of_the_metadata(tmp_path, monkeypatch):
+    """An event whose metadata carry stats (the GPU capture's have none): its details hold
+    them when the metadata are read back from the file; other map entries around it,
+    and a key written twice (the last wins, as protobuf reads a map)."""
+    from tb_iotrace.xplane._proto import XSpace
+    from tb_iotrace.xplane.wire import varint_bytes
+
+    sp = XSpace()
+    pl = sp.planes.add(id=1, name="/host:CPU")
+    pl.stat_metadata[7].name = "step_num"
+    pl.stat_metadata[8].name = "color"
+    for k in (3, 5, 9):
+        md = pl.event_metadata[k]
+        md.id, md.name = k, f"op{k}"
+        md.stats.add(metadata_id=7, int64_value=100 + k)
+    ln = pl.lines.add(id=1, name="main", timestamp_ns=10)
+    for k in (3, 5, 9, 5):
+        ev = ln.events.add(metadata_id=k, offset_ps=1000 * k, duration_ps=10)
+        ev.stats.add(metadata_id=8, str_value=f"c{k}")
+    raw = sp.SerializeToString()
+    # a second entry for key 5 after the lines: protobuf keeps the last one
+    dup = XSpace()
+    dpl = dup.planes.add()
+    dpl.event_metadata[5].name = "op5-last"
+    dpl.event_metadata[5].stats.add(metadata_id=7, int64_value=555)
+    plane_bytes = sp.planes[0].SerializeToString() + dpl.SerializeToString()
+    path = tmp_path / "h.xplane.pb"
+    path.write_bytes(b"\x0a" + varint_bytes(len(plane_bytes)) + plane_bytes)
+    assert raw  # the XSpace itself serialized
+    monkeypatch.setattr(D, "USE_NATIVE", True)
+    full = D.decode_xspace(path).planes[0]
+    lazy = D.decode_xspace(path, lazy_event_metadata=True).planes[0]
+    assert len(lazy.meta.event_metadata) == 0 and full.meta.event_metadata[5].name == "op5-last"
+    got = [D.event_stats(path, lazy.meta, int(lazy.file_pos[i]), int(lazy.file_len[i]), lazy.md_file)
+           for i in range(4)]
+    assert got == [{"step_num": 103, "color": "c3"}, {"step_num": 555, "color": "c5"},
+                   {"step_num": 109, "color": "c9"}, {"step_num": 555, "color": "c5"}]
+    assert got == [D.event_stats(path, full.meta, int(full.file_pos[i]), int(full.file_len[i]))
+                   for i in range(4)]
+    assert lazy.metadata_table()[1:] == full.metadata_table()[1:] == (["op3", "op5-last", "op9"],) * 2

@@ -45,7 +45,7 @@ from ...codecs import codec
 from .._proto import XEvent, XPlane
 from ..reader import XPlaneError, open_capture, stats_dict
 from .native_scan import NativeScan, decode_plane_native
-from .tables import LineInfo, PlaneData, SpaceData
+from .tables import LineInfo, MetadataFile, PlaneData, SpaceData, read_event_metadata
 from .tokens import Run, token_run
 from .walk import CHUNK, decode_events, field_spans, fields, walk_events, walk_line
 
@@ -72,9 +72,11 @@ def _native_lib() -> tuple[Any, Any] | None:
 # --------------------------------------------------------------------------- planes
 
 
-def _plane_parts(data, start: int, end: int, native) -> tuple[XPlane, list[tuple[int, int]], np.ndarray | None]:
+def _plane_parts(data, start: int, end: int, native,
+                 skip_event_metadata: bool = False) -> tuple[XPlane, list[tuple[int, int]], np.ndarray | None]:
     """The plane's metadata (every field but the lines, handed to protobuf as the byte spans
-    between line fields, joined) and the byte range of each line's payload."""
+    between line fields, joined; with ``skip_event_metadata`` (native path only) the
+    event_metadata map entries are left out too) and the byte range of each line's payload."""
     meta_spans: list[list[int]] = []
     line_ranges: list[tuple[int, int]] = []
     fields = None
@@ -83,6 +85,8 @@ def _plane_parts(data, start: int, end: int, native) -> tuple[XPlane, list[tuple
         num, wt, at, a, b = fields
         is_line = (num == 3) & (wt == 2)
         line_ranges = list(zip(a[is_line].tolist(), b[is_line].tolist()))
+        if skip_event_metadata:
+            is_line = is_line | ((num == 4) & (wt == 2))
         # Maximal runs of non-line fields (fields tile the message: each starts where the
         # previous one ends).
         other = ~is_line
@@ -130,8 +134,9 @@ def _stat_columns(meta: XPlane, stat_names: Sequence[str]) -> tuple[np.ndarray, 
 
 def _decode_plane(data, buf, index: int, start: int, end: int,
                   stats_for: Callable[[str, XPlane, LineInfo], bool],
-                  stat_names: Sequence[str], stat_defaults: Sequence[int], native=None) -> PlaneData:
-    meta, line_ranges, fields = _plane_parts(data, start, end, native)
+                  stat_names: Sequence[str], stat_defaults: Sequence[int], native=None,
+                  lazy_md: str = "") -> PlaneData:
+    meta, line_ranges, fields = _plane_parts(data, start, end, native, bool(lazy_md and native is not None))
     memo: list[tuple[np.ndarray, np.ndarray] | None] = []
 
     def stat_cols() -> tuple[np.ndarray, np.ndarray] | None:
@@ -144,7 +149,9 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
     if native is not None:
         plane = decode_plane_native(native, data, index, meta, line_ranges, stats_for, stat_cols,
                                      stat_names, stat_defaults)
-        plane.md_table = native.event_metadata(data, fields)
+        plane.md_table, spans = native.event_metadata(data, fields)
+        if lazy_md:
+            plane.md_file = (lazy_md, *spans)
         return plane
 
     def decode_line(li: int, a: int, b: int) -> tuple[dict[str, Any], list[Run]]:
@@ -239,11 +246,17 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
 
 def decode_xspace(path: str | os.PathLike, *,
                   stats_for: Callable[[str, XPlane, LineInfo], bool] = lambda *a: False,
-                  stat_names: Sequence[str] = (), stat_defaults: Sequence[int] = ()) -> SpaceData:
+                  stat_names: Sequence[str] = (), stat_defaults: Sequence[int] = (),
+                  lazy_event_metadata: bool = False) -> SpaceData:
     """Decode ``<host>.xplane.pb`` into :class:`SpaceData`.
 
     ``stats_for(plane_name, plane_meta, line)`` says for which lines the event stats named
-    ``stat_names`` are decoded (int64 columns, ``stat_defaults`` where absent)."""
+    ``stat_names`` are decoded (int64 columns, ``stat_defaults`` where absent).
+
+    ``lazy_event_metadata``: where the native decoder runs, the planes' ``meta`` leave out the
+    event metadata (protobuf parsing it was ~1.3 ms of a GPU capture's ~20 ms, and it is most
+    of ``meta``'s memory); the names are in ``metadata_names()``, the rest is read back from
+    the file on use (``PlaneData.event_metadata``, ``full_meta``, :func:`event_stats`)."""
     path = os.fspath(path)
     with open_capture(path) as fh:
         size = os.fstat(fh.fileno()).st_size
@@ -263,7 +276,7 @@ def decode_xspace(path: str | os.PathLike, *,
                 raise ValueError(f"field {number} has wire type {wt}, expected 2")
             if number == 1:
                 planes.append(_decode_plane(mm, buf, len(planes), a, b, stats_for, stat_names,
-                                            stat_defaults, native))
+                                            stat_defaults, native, path if lazy_event_metadata else ""))
             elif number in (2, 3, 4):
                 text = bytes(mm[a:b]).decode("utf-8", "replace")
                 (errors, warnings, hostnames)[number - 2].append(text)
@@ -283,20 +296,27 @@ def decode_xspace(path: str | os.PathLike, *,
                      warnings=warnings)
 
 
-def event_stats(path: str | os.PathLike, meta: XPlane, pos: int, length: int) -> dict[str, Any]:
+def event_stats(path: str | os.PathLike, meta: XPlane, pos: int, length: int,
+                md_file: MetadataFile | None = None) -> dict[str, Any]:
     """Decoded stats of one event (its XEventMetadata's stats, then its own), read from the
-    file at the byte range recorded when decoding (``PlaneData.file_pos/file_len``)."""
+    file at the byte range recorded when decoding (``PlaneData.file_pos/file_len``); the
+    event's metadata from ``meta``, or from the file (``md_file``: ``PlaneData.md_file`` of a
+    plane decoded with ``lazy_event_metadata``)."""
     with open(path, "rb") as fh:
         fh.seek(int(pos))
         raw = fh.read(int(length))
     ev = XEvent()
     ev.ParseFromString(raw)
     out: dict[str, Any] = {}
-    md = meta.event_metadata.get(ev.metadata_id)
+    if md_file is not None:
+        md = read_event_metadata(md_file, [ev.metadata_id]).get(ev.metadata_id)
+    else:
+        md = meta.event_metadata.get(ev.metadata_id)
     if md is not None:
         out.update(stats_dict(md.stats, meta))
     out.update(stats_dict(ev.stats, meta))
     return out
 
 
-__all__ = ["LineInfo", "PlaneData", "SpaceData", "decode_xspace", "event_stats"]
+__all__ = ["LineInfo", "MetadataFile", "PlaneData", "SpaceData", "decode_xspace", "event_stats",
+           "read_event_metadata"]

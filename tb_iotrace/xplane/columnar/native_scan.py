@@ -53,11 +53,13 @@ class NativeScan:
             self._check(lib.tbio_xd_fields(self.buf, start, end, n, *p), "plane")
         return out
 
-    def event_metadata(self, data, fields: np.ndarray) -> tuple[np.ndarray, list[str], None]:
+    def event_metadata(self, data, fields: np.ndarray) -> tuple[tuple[np.ndarray, list[str], None],
+                                                              tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """PlaneData.metadata_table's ids and names from the plane's event_metadata map entries
         (field 4): as protobuf reads the map, the last entry of a key wins. The display names
         are left out (None): nothing on the plugin's load path reads them (decoding them was
-        ~3 ms of a 25 ms capture); PlaneData.metadata_table reads them from ``meta`` on use."""
+        ~3 ms of a 25 ms capture); PlaneData.metadata_table reads them from ``meta`` on use.
+        Also (ids, entry start, entry end): where each entry's bytes lie in the file."""
         num, wt, _, a, b = fields
         m = (num == 4) & (wt == 2)
         starts, ends = a[m], b[m]
@@ -75,7 +77,7 @@ class NativeScan:
         last[:-1] = key[1:] != key[:-1]
         order = order[last]
         names = [data[x:y].decode("utf-8", "replace") for x, y in zip(na[order].tolist(), nb[order].tolist())]
-        return key[last], names, None
+        return (key[last], names, None), (key[last], starts[order], ends[order])
 
     def count(self, pos: int, end: int) -> tuple[int, int]:
         """(events in the run at pos, where the run ends)."""
