@@ -15,24 +15,12 @@ import sys
 from typing import Any
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import tb_iotrace.torch as tbt
+from torch_files import Files
 
 NFILES = 8
-
-
-class Files(Dataset):
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        with open(self.paths[i], "rb") as fh:
-            data = fh.read()
-        return torch.frombuffer(bytearray(data[:16]), dtype=torch.uint8).float()
 
 
 class ExportOnce:
@@ -79,7 +67,7 @@ def main() -> None:
     # enables tb_iotrace and hooks the profiler (the handler itself is a TraceHandler too)
     tbt.trace_handler(os.path.join(work, "ours"))
     handler = SideBySide(os.path.join(work, "ours"), os.path.join(work, "plain"))
-    loader = DataLoader(Files(paths), batch_size=2, num_workers=2)
+    loader = DataLoader(Files(paths, head=16), batch_size=2, num_workers=2)
     model = torch.nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     sched = torch.profiler.schedule(wait=0, warmup=0, active=len(loader) + 1, repeat=1)
