@@ -96,17 +96,22 @@ def _events_of(proc: dict[str, Any], base_ns: int) -> list[dict[str, Any]]:
     return out
 
 
-def _metadata_events(proc: dict[str, Any], known_pids: set[int]) -> list[dict[str, Any]]:
-    """Name the tracks Kineto did not: a worker's process, and every I/O thread."""
+def _metadata_events(proc: dict[str, Any], base_ns: int, known_pids: set[Any],
+                     known_threads: set[tuple[Any, Any]]) -> list[dict[str, Any]]:
+    """Name the tracks Kineto did not: a worker's process, and every I/O thread Kineto did not
+    name (a second name would leave the viewer to pick one for the track of Kineto's ops). Like Kineto's, they carry a ``ts`` (HTA reads timestamps as floats when one lacks
+    it): the process's recording start."""
     pid = int(proc["pid"])
+    ts = _us(int(proc.get("start_ns") or base_ns) - base_ns)
     out: list[dict[str, Any]] = []
     if pid not in known_pids:
         role = "DataLoader worker" if proc.get("role") == "worker" else "process"
-        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
+        out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": ts,
                     "args": {"name": f"{role} (pid {pid})"}})
     for tid, _pthread, comm in proc.get("threads", []):
-        out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": int(tid),
-                    "args": {"name": f"I/O: {comm} ({tid})"}})
+        if (pid, int(tid)) not in known_threads:
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": int(tid), "ts": ts,
+                        "args": {"name": f"I/O: {comm} ({tid})"}})
     return out
 
 
@@ -118,9 +123,11 @@ def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[st
     ``pytorch``)."""
     events = trace.setdefault("traceEvents", [])
     base_ns = int(trace.get("baseTimeNanoseconds", 0) or 0)
-    known = {e.get("pid") for e in events if isinstance(e, dict) and e.get("name") == "process_name"}
+    meta = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
+    known = {e.get("pid") for e in meta if e.get("name") == "process_name"}
+    threads = {(e.get("pid"), e.get("tid")) for e in meta if e.get("name") == "thread_name"}
     for proc in procs:
-        events.extend(_metadata_events(proc, known))
+        events.extend(_metadata_events(proc, base_ns, known, threads))
         events.extend(_events_of(proc, base_ns))
     trace[KEY] = {
         "format": FORMAT,

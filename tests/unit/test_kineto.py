@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,8 @@ def proc(pid: int, role: str) -> dict:
 
 def kineto() -> dict:
     return {"schemaVersion": 1, "baseTimeNanoseconds": BASE,
-            "traceEvents": [{"ph": "M", "name": "process_name", "pid": 10, "tid": 0, "args": {"name": "python"}},
+            "traceEvents": [{"ph": "M", "name": "process_name", "pid": 10, "tid": 0, "ts": 4000.0,
+                             "args": {"name": "python"}},
                             {"ph": "X", "name": "ProfilerStep#1", "pid": 10, "tid": 10, "ts": 5000.0, "dur": 4000.0}]}
 
 
@@ -96,3 +98,26 @@ def test_io_record_absent_or_foreign() -> None:
         io_record({"traceEvents": [], KEY: {"format": "other/9", "processes": []}})
     with pytest.raises(KinetoTraceError, match="unknown format"):
         io_record({"traceEvents": [], KEY: [1]})
+
+
+def test_metadata_events_as_kineto_writes_them() -> None:
+    """Our track names carry a ``ts`` as Kineto's do (HTA reads a trace with one that lacks it
+    with float timestamps), and a thread Kineto named keeps its one name (a second would leave
+    the viewer to pick one for the track of its ops): only threads Kineto did not name get one."""
+    t = kineto()
+    t["traceEvents"].append({"ph": "M", "name": "thread_name", "pid": 10, "tid": 10, "ts": 4000.0,
+                             "args": {"name": "thread 10 (python)"}})
+    main = proc(10, "main")
+    main["threads"].append([12, 2, "pt_autograd_0"])
+    add_io(t, [main, proc(11, "worker")])
+    meta = [e for e in t["traceEvents"] if e.get("ph") == "M"]
+    assert all(isinstance(e.get("ts"), (int, float)) for e in meta)
+    names = defaultdict(list)
+    for e in meta:
+        if e["name"] == "thread_name":
+            names[(e["pid"], e["tid"])].append(e["args"]["name"])
+    assert names == {(10, 10): ["thread 10 (python)"], (10, 12): ["I/O: pt_autograd_0 (12)"],
+                     (11, 11): ["I/O: python (11)"]}
+    # at the process's recording start on Kineto's clock (it precedes every call of the process)
+    worker_meta = [e for e in meta if e["pid"] == 11]
+    assert {e["ts"] for e in worker_meta} == {5000.0}

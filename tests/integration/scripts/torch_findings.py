@@ -18,22 +18,10 @@ import sys
 import time
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import tb_iotrace.torch as tbt
-
-
-class Files(Dataset):
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        with open(self.paths[i], "rb") as fh:
-            data = fh.read()
-        return torch.frombuffer(bytearray(data[:64]), dtype=torch.uint8).float()
+from torch_files import Files
 
 
 def drop_cache(paths: list[str]) -> None:

@@ -26,26 +26,14 @@ import sys
 import threading
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 import tb_iotrace.torch as tbt
+from torch_files import Files
 
 NFILES = 12
 STOP_S = 3.0
 SHORT_WAIT_S = 0.3
-
-
-class Files(Dataset):
-    def __init__(self, paths: list[str]) -> None:
-        self.paths = paths
-
-    def __len__(self) -> int:
-        return len(self.paths)
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        with open(self.paths[i], "rb") as fh:
-            data = fh.read()
-        return torch.frombuffer(bytearray(data[:64]), dtype=torch.uint8).float()
 
 
 def main() -> None:
