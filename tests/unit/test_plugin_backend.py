@@ -26,6 +26,7 @@ from tb_iotrace import logdir as logdir_mod
 from tb_iotrace.plugin import cache as cache_mod
 from tb_iotrace.plugin.plugin import static_file
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
+from plugin_client import make_client
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = "2024_01_01_00_00_00"
@@ -52,20 +53,6 @@ def logdir(gpu_capture, jax_captures, tmp_path_factory) -> Path:
         (d / "plugins" / "profile" / run).mkdir(parents=True)
         shutil.copyfile(src, d / "plugins" / "profile" / run / "vm.xplane.pb")
     return d
-
-
-def make_client(logdir: Path | str):
-    plugin = IoTracePlugin(SimpleNamespace(logdir=str(logdir)))
-    apps = plugin.get_plugin_apps()
-
-    def get(route: str, **params):
-        app = apps["/static/*"] if route.startswith("/static/") else apps[route]
-        resp = Client(app, Response).get(f"/data/plugin/iotrace{route}", query_string=params)
-        body = resp.get_data()
-        ctype = resp.headers.get("Content-Type", "")
-        return resp.status_code, (json.loads(body) if "json" in ctype else body)
-
-    return plugin, get
 
 
 @pytest.fixture(scope="module")

@@ -2,36 +2,20 @@
 of a 64-host run decodes each capture once however many requests ask for it (issue 10)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 pytest.importorskip("tensorboard")
 
-from werkzeug.test import Client  # noqa: E402
-from werkzeug.wrappers import Response  # noqa: E402
-
 from tb_iotrace.plugin import cache as cache_mod  # noqa: E402
 from tb_iotrace.plugin.cache import load_any  # noqa: E402
-from tb_iotrace.plugin.plugin import IoTracePlugin  # noqa: E402
+from plugin_client import make_client  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUN = "many"
-
-
-def make_client(logdir: Path):
-    plugin = IoTracePlugin(SimpleNamespace(logdir=str(logdir)))
-    apps = plugin.get_plugin_apps()
-
-    def get(route: str, **params):
-        resp = Client(apps[route], Response).get(f"/data/plugin/iotrace{route}", query_string=params)
-        return resp.status_code, json.loads(resp.get_data())
-
-    return plugin, get
 
 
 def _hosts_logdir(root: Path, n: int) -> Path:

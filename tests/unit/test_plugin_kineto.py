@@ -13,14 +13,11 @@ import json
 import os
 import shutil
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-from werkzeug.test import Client
-from werkzeug.wrappers import Response
 
 from tb_iotrace import logdir as logdir_mod
-from tb_iotrace.plugin import IoTracePlugin
+from plugin_client import make_client
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "torch_loader.pt.trace.json.gz"
@@ -53,18 +50,6 @@ def logdir(tmp_path_factory, jax_captures) -> Path:
     prof.mkdir(parents=True)
     shutil.copyfile(jax_captures[0], prof / "vm.xplane.pb")
     return ld
-
-
-def make_client(ld: Path):
-    plugin = IoTracePlugin(SimpleNamespace(logdir=str(ld)))
-    apps = plugin.get_plugin_apps()
-
-    def get(route: str, **params):
-        resp = Client(apps[route], Response).get(f"/data/plugin/iotrace{route}", query_string=params)
-        body = resp.get_data()
-        return resp.status_code, (json.loads(body) if "json" in resp.headers.get("Content-Type", "") else body)
-
-    return plugin, get
 
 
 @pytest.fixture(scope="module")

@@ -13,16 +13,15 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
-from tb_iotrace.plugin import IoTracePlugin
 from tb_iotrace import logdir as logdir_mod
 from tb_iotrace.plugin import cache as cache_mod
 from tb_iotrace.runrecord import read_record, table_path
+from plugin_client import make_client
 
 PY = sys.executable
 EVIL = "<img src=x onerror=alert(1)>"
@@ -108,18 +107,6 @@ def logdir(tmp_path_factory) -> Path:
     shutil.copyfile(src.with_suffix(".npz"), hostile / src.with_suffix(".npz").name)
     shutil.copyfile(table_path(src), table_path(hostile / f"{EVIL_HOST}.json"))
     return ld
-
-
-def make_client(logdir: Path | str):
-    plugin = IoTracePlugin(SimpleNamespace(logdir=str(logdir)))
-    apps = plugin.get_plugin_apps()
-
-    def get(route: str, **params):
-        resp = Client(apps[route], Response).get(f"/data/plugin/iotrace{route}", query_string=params)
-        body = resp.get_data()
-        return resp.status_code, (json.loads(body) if "json" in resp.headers.get("Content-Type", "") else body)
-
-    return plugin, get
 
 
 @pytest.fixture(scope="module")
