@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace import logdir as logdir_mod
-from plugin_client import make_client
+from plugin_client import items_of, make_client
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "torch_loader.pt.trace.json.gz"
@@ -102,19 +102,6 @@ def test_a_trace_linked_from_outside_is_not_listed(tmp_path):
 
 
 # --------------------------------------------------------------------------- routes
-
-
-def items_of(body) -> list[tuple[int, float, int]]:
-    """(lane index, start ns, calls) per item of a /timeline answer (segments per lane row;
-    starts are deltas in units of ``q`` from ``start``)."""
-    it, seg, out, i = body["items"], body["segments"], [], 0
-    for lane, k in zip(seg["lane"], seg["length"]):
-        t = 0
-        for j in range(i, i + k):
-            t = it["start"][j] if j == i else t + it["start"][j]
-            out.append((lane, body["start"] + t * body["q"], it["count"][j]))
-        i += k
-    return out
 
 
 def test_capture_has_op_io_lanes_and_profiler_steps(client, manifest):

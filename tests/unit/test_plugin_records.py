@@ -21,7 +21,7 @@ from werkzeug.wrappers import Response
 from tb_iotrace import logdir as logdir_mod
 from tb_iotrace.plugin import cache as cache_mod
 from tb_iotrace.runrecord import read_record, table_path
-from plugin_client import make_client
+from plugin_client import items_of, make_client
 
 PY = sys.executable
 EVIL = "<img src=x onerror=alert(1)>"
@@ -125,19 +125,6 @@ def _main_host(ld: Path) -> str:
         if any(f["path"].endswith("data.bin") for f in rec.files):
             return h
     raise AssertionError("no record of the main process")
-
-
-def items_of(body) -> list[tuple[int, float, int]]:
-    """(lane index, start ns, calls) per item of a /timeline answer (items come in
-    segments per lane row; starts are deltas in units of ``q`` from ``start``)."""
-    it, seg, out, i = body["items"], body["segments"], [], 0
-    for lane, k in zip(seg["lane"], seg["length"]):
-        t = 0
-        for j in range(i, i + k):
-            t = it["start"][j] if j == i else t + it["start"][j]
-            out.append((lane, body["start"] + t * body["q"], it["count"][j]))
-        i += k
-    return out
 
 
 # --------------------------------------------------------------------------- discovery
