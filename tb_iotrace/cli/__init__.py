@@ -1,7 +1,8 @@
 """``tb-iotrace``: the command line (also ``python -m tb_iotrace``).
 
 One module per subcommand, one class per subcommand; the class docstring is its help.
-Exit codes: 0 success, 1 user error (one-line message; the traceback only with ``-v``),
+Exit codes: 0 success, 1 user error or any failure on bad input (one-line message, control
+characters escaped; the traceback only with ``-v``),
 2 bad usage (argparse). ``run`` exits with the script's code.
 """
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 import traceback
 from typing import Sequence
 
+from ..safenames import printable
 from ._base import Command, UserError
 from .export import Export
 from .import_darshan import ImportDarshan
@@ -47,12 +49,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(cmd.run(args) or 0)
     except UserError as exc:
-        if args.verbose:
-            traceback.print_exc()
-        print(f"tb-iotrace {cmd.name}: error: {exc}", file=sys.stderr)
-        return 1
+        return _error(cmd.name, str(exc), args.verbose)
     except KeyboardInterrupt:
         print(f"tb-iotrace {cmd.name}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        # Whatever a hostile or damaged input makes deeper code raise (a record field of the
+        # wrong type, a number out of range, a library's own error): one line, never a
+        # traceback without -v. MemoryError and RecursionError are Exceptions too.
+        why = str(exc) or "(no message)"
+        return _error(cmd.name, f"{type(exc).__name__}: {why} (tb-iotrace -v {cmd.name} ... for the traceback)",
+                      args.verbose)
+
+
+def _error(command: str, message: str, verbose: bool) -> int:
+    """Print the error as one line, every control character escaped (messages quote names
+    from the input); the traceback before it with ``-v``."""
+    if verbose:
+        traceback.print_exc()
+    print(f"tb-iotrace {command}: error: {printable(message)}", file=sys.stderr)
+    return 1

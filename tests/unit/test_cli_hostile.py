@@ -1,0 +1,122 @@
+"""The CLI against hostile input (issue 25): names from inside files never leave the logdir,
+outputs replace the old file only when complete, terminal text has no control characters,
+the Darshan reading child is contained, and every bad input is one line, never a traceback."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import darshan
+import numpy as np
+import pytest
+
+from tb_iotrace.cli import import_darshan, main
+from tb_iotrace.cli._sources import resolve
+from tb_iotrace.export import darshan_log
+from tb_iotrace.names import MODULES, counter_names
+from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
+from tb_iotrace.safenames import printable, safe_component
+
+PY = sys.executable
+DXT_LOG = Path(darshan.__file__).parent / "examples" / "example_logs" / "dxt.darshan"
+T0 = 1_700_000_000_000_000_000
+# C0 controls but newline, DEL, C1 controls: what a terminal acts on
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+COUNTERS = [
+    {"path": "/data/a.tfrecord", "module": "POSIX",
+     "counters": {"POSIX_OPENS": 1, "POSIX_READS": 3, "POSIX_BYTES_READ": 12288}, "fcounters": {}},
+]
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([PY, "-m", "tb_iotrace", *args], capture_output=True, text=True, timeout=300,
+                          cwd=cwd, env=env, errors="surrogateescape")
+
+
+def one_line_error(r: subprocess.CompletedProcess, command: str) -> None:
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert r.stderr.startswith(f"tb-iotrace {command}: error: "), r.stderr
+    assert not CONTROL.search(r.stderr), r.stderr
+
+
+def files_under(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*") if p.is_file()}
+
+
+def make_record(root: Path, *, host: str = "h", n: int = 2000, paths: list[str] | None = None,
+                **doc_changes) -> Path:
+    """A whole-run record with a trace of ``n`` small reads (enough for a finding)."""
+    rec = root / "plugins" / "iotrace"
+    rec.mkdir(parents=True, exist_ok=True)
+    paths = paths or [f"/d/f{i}" for i in range(7)]
+    st = T0 + np.arange(n, dtype=np.int64) * 1000
+    np.savez(rec / f"{host}.1.npz", start_ns=st, end_ns=st + 500, op_id=np.zeros(n, np.int32),
+             file_id=(np.arange(n) % len(paths)).astype(np.int32), offset=np.arange(n, dtype=np.int64) * 4096,
+             requested=np.full(n, 4096, np.int64), returned=np.full(n, 4096, np.int64),
+             fd=np.full(n, 3, np.int64), errno=np.zeros(n, np.int64), tid=np.full(n, 77, np.int64),
+             op_names=np.array(["pread64"]), paths=np.array(paths))
+    doc = {"format": RECORD_FORMAT, "host": host, "pid": 1, "ppid": 0, "argv": [], "start_ns": T0,
+           "end_ns": int(st[-1]), "partial": False, "exit": {"how": "exit"}, "files": COUNTERS,
+           "threads": [{"tid": 77, "name": "w"}], "nevents": n, "dropped": 0, "trace": f"{host}.1.npz"}
+    doc.update(doc_changes)
+    (rec / f"{host}.1.json").write_text(json.dumps(doc))
+    return root
+
+
+# --------------------------------------------------------------------------- the helpers
+
+
+def test_safe_component():
+    for bad in ("..", ".", "", "../../../x", "/abs/x", "a/b", ".hidden", "a\x00b", "x\x1b[2J\n", "\\..\\x"):
+        out = safe_component(bad)
+        assert out and "/" not in out and "\x00" not in out and not out.startswith(".")
+        assert out == safe_component(out)           # stable: a safe name stays as it is
+        assert not CONTROL.search(out)
+    for good in ("bdw-0003", "worker0", "34.83.195.179_6003", "host.example.com", "h_1"):
+        assert safe_component(good) == good
+    assert len(safe_component("x" * 1000).encode()) <= 200
+    assert len(safe_component("é" * 1000).encode()) <= 200
+
+
+def test_printable():
+    assert printable("plain /data/a.tfrecord") == "plain /data/a.tfrecord"
+    assert printable("a\x1b]0;pwned\x07b") == "a\\x1b]0;pwned\\x07b"
+    assert printable("a\r\nb\tc") == "a\\r\\nb\\tc"
+    assert printable("\x9b31m\x7f") == "\\x9b31m\\x7f"
+    assert printable("bad\udcffbyte") == "bad\\udcffbyte"        # surrogate-escaped bytes
+    assert printable("é 日本") == "é 日本"
+
+
+# --------------------------------------------------------------------------- one line for any bad input
+
+
+BAD_RECORDS = [
+    ({"start_ns": 10**30}, ["export", "--format", "darshan", "-o", "OUT/d.txt"]),
+    ({"threads": "x"}, ["export", "--format", "csv", "-o", "OUT/t"]),
+    ({"exit": "x"}, ["report"]),
+    ({"start_ns": "x"}, ["export", "--format", "chrome", "-o", "OUT/t.json"]),
+    ({"files": [{"path": 1}]}, ["report", "--json"]),
+    ({"files": [1]}, ["export", "--format", "darshan-log", "-o", "OUT/x.darshan"]),
+    ({"dropped": "x"}, ["report"]),
+    ({"argv": 5}, ["export", "--format", "darshan", "-o", "OUT/d.txt"]),
+]
+
+
+@pytest.mark.parametrize("change, command", BAD_RECORDS, ids=[json.dumps(c)[:30] for c, _ in BAD_RECORDS])
+def test_malformed_record_is_one_line_not_a_traceback(tmp_path, change, command):
+    root = make_record(tmp_path / "r", n=50, **change)
+    args = [a.replace("OUT", str(tmp_path)) for a in command]
+    r = cli(args[0], str(root), *args[1:], "--no-progress")
+    one_line_error(r, args[0])
+    v = cli("-v", args[0], str(root), *args[1:], "--no-progress")
+    assert v.returncode == 1 and "Traceback" in v.stderr
