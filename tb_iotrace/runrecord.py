@@ -64,6 +64,7 @@ import numpy as np
 
 from ._atomic import atomic_write
 from .codepaths import this_python
+from .safenames import safe_component
 from .filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
 
 FORMAT = "tb_iotrace.run/2"
@@ -90,7 +91,9 @@ def hostname() -> str:
 def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
                  host: str | None = None, suffix: str = "") -> tuple[Path, Path]:
     d = record_dir(run_dir)
-    stem = f"{host or hostname()}.{pid if pid is not None else os.getpid()}{suffix}"
+    # the machine's name is whatever its owner set (a container's can hold "/" or ".."): one
+    # safe file name component, as every name that becomes a path
+    stem = f"{safe_component(host or hostname())}.{pid if pid is not None else os.getpid()}{suffix}"
     return d / f"{stem}{RECORD_SUFFIX}", d / f"{stem}.npz"
 
 

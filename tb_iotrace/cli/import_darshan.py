@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._atomic import atomic_write
+from ..safenames import safe_component
 from ._base import Command, UserError
 
 MODULES = ("POSIX", "STDIO")
@@ -101,6 +102,14 @@ def _task_env(space: Any, start_ns: int, stop_ns: int) -> None:
         st.uint64_value = int(value)
 
 
+def _run_name(start_ns: int) -> str:
+    """The run folder: the job's start (UTC) as TensorFlow names profile runs."""
+    try:
+        return time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(start_ns // 10**9))
+    except (OverflowError, ValueError, OSError):   # a start time no calendar holds
+        return "darshan_unknown_start"
+
+
 def write_capture(meta: dict[str, Any], arrays: dict[str, np.ndarray], logdir: str, host: str | None) -> tuple[str, int]:
     from ..xplane import IoTrace, XSpace, add_io_to_space
 
@@ -126,8 +135,9 @@ def write_capture(meta: dict[str, Any], arrays: dict[str, np.ndarray], logdir: s
     space.planes.add().name = "/host:CPU"
     _task_env(space, start_ns, max(end_ns, int(t1.max()) if n else end_ns))
     add_io_to_space(space, trace, start_ns=start_ns, max_events=max(n, 1))
-    run = time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(start_ns // 10**9))
-    name = host or meta.get("hostname") or "darshan"
+    run = _run_name(start_ns)
+    # the log's hostname was written on another machine: one safe component (no "..", "/")
+    name = host or safe_component(meta.get("hostname") or "darshan", "darshan")
     out_dir = os.path.join(logdir, "plugins", "profile", run)
     os.makedirs(out_dir, exist_ok=True)
     out = os.path.join(out_dir, f"{name}.xplane.pb")
@@ -147,7 +157,8 @@ class ImportDarshan(Command):
     counters of every rank (each record keeps its "rank"), and, when the log has DXT, the
     timeline of DXT segments (one I/O lane per rank, ops "read"/"write", offset and length).
     A log without DXT imports its counters only. Other modules (MPI-IO, HDF5, Lustre) are
-    not imported. <host> is the DXT hostname, else "darshan".
+    not imported. <host> is the DXT hostname (made one safe file name: "/" and control
+    characters become "_", no leading dot), else "darshan".
     """
 
     name = "import-darshan"

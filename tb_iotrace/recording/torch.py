@@ -55,6 +55,7 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
+from ..safenames import safe_component
 from . import torch_loaders
 from .session import Capture, begin_session, end_session, forget
 
@@ -638,7 +639,7 @@ class TraceHandler:
     def _file_name(self) -> str:
         if not self.worker_name:
             self.worker_name = f"{socket.gethostname()}_{os.getpid()}"
-        name = f"{self.worker_name}.{time.time_ns()}.pt.trace.json"
+        name = f"{safe_component(self.worker_name)}.{time.time_ns()}.pt.trace.json"
         return name + ".gz" if self.use_gzip else name
 
     def __call__(self, prof: Any) -> None:

@@ -97,6 +97,70 @@ def test_printable():
     assert printable("é 日本") == "é 日本"
 
 
+# --------------------------------------------------------------------------- 2: names from a log
+
+
+def hostile_log(base: Path, hostname: str) -> Path:
+    """PyDarshan's dxt.darshan, with its DXT hostname replaced (read in, written back)."""
+    logdir = base / "imported"
+    if not logdir.exists():
+        assert main(["import-darshan", str(DXT_LOG), "--logdir", str(logdir)]) == 0
+    (src,) = resolve(str(logdir), None, None)
+    src.host = hostname
+    out = base / f"log{abs(hash(hostname))}.darshan"
+    layout = {m: (counter_names(m, False), counter_names(m, True)) for m in MODULES}
+    darshan_log.write([src], str(out), layout)
+    rep = darshan.DarshanReport(str(out), read_all=False)
+    rep.mod_read_all_dxt_records("DXT_POSIX")
+    assert rep.records["DXT_POSIX"].to_df()[0]["hostname"] == hostname   # the log really says so
+    return out
+
+
+def test_import_darshan_hostname_stays_in_logdir(tmp_path):
+    outside = Path(tempfile.mkdtemp(prefix="h", dir="/tmp"))   # short: DXT hostnames hold 63 bytes
+    try:
+        work = tmp_path / "w" / "a" / "b"
+        work.mkdir(parents=True)
+        names = ["../../../../x", "../x", "..", ".", f"{outside}/x", "/x", ".hidden", "a\x1b]0;t\x07\r\nb"]
+        for i, name in enumerate(names):
+            log = hostile_log(tmp_path, name)
+            logdir = work / f"L{i}"
+            before = files_under(tmp_path) | files_under(outside)
+            r = cli("import-darshan", str(log), "--logdir", f"L{i}", cwd=work)
+            assert r.returncode == 0, r.stderr
+            new = (files_under(tmp_path) | files_under(outside)) - before
+            assert len(new) == 1, (name, new)
+            (out,) = new
+            assert out.parent.parent == logdir / "plugins" / "profile", (name, out)
+            assert not out.name.startswith(".") and out.name.endswith(".xplane.pb")
+            assert not CONTROL.search(r.stderr), r.stderr
+            rep = cli("report", f"L{i}", "--json", cwd=work)
+            assert rep.returncode == 0, rep.stderr
+            assert len(json.loads(rep.stdout)["runs"][0]["hosts"]) == 1
+        assert not (tmp_path / "x.xplane.pb").exists() and not (outside / "x.xplane.pb").exists()
+    finally:
+        shutil.rmtree(outside)
+
+
+def test_import_darshan_host_option_still_checked(tmp_path):
+    for bad in ("../x", "/x", ".x", ""):
+        r = cli("import-darshan", str(DXT_LOG), "--logdir", str(tmp_path / "L"), "--host", bad)
+        one_line_error(r, "import-darshan")
+    assert not (tmp_path / "L").exists() or not files_under(tmp_path / "L")
+
+
+def test_record_names_stay_in_the_record_folder(tmp_path, monkeypatch):
+    """A machine's name is set by whoever runs it: a record's file name is one component."""
+    from tb_iotrace import runrecord
+
+    for name in ("../../../x", "/abs", "..", ".h", "a\nb"):
+        monkeypatch.setattr(runrecord.socket, "gethostname", lambda name=name: name)
+        jpath, npath = runrecord.record_paths(tmp_path, pid=7)
+        for p in (jpath, npath, runrecord.table_path(jpath)):
+            assert p.parent == runrecord.record_dir(tmp_path) and not p.name.startswith("."), p
+        assert jpath.name.endswith(".7.json")
+
+
 # --------------------------------------------------------------------------- one line for any bad input
 
 
