@@ -75,8 +75,7 @@ class Export(Command):
                 if out == "-":
                     darshan.write(sources, sys.stdout)
                 else:
-                    with open(out, "w", encoding="utf-8", errors="surrogateescape") as fh:
-                        n = darshan.write(sources, fh)
+                    n = darshan.write_file(sources, out)
                     print(f"wrote {out}: {n} counter lines", file=sys.stderr)
             elif args.format == "darshan-log":
                 from ..export import darshan_log

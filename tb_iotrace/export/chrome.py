@@ -14,17 +14,19 @@ One document ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...
   (a capture's profile start, a record's process start); ``otherData.clock_origin_ns`` is that
   origin in CLOCK_REALTIME epoch ns.
 
-Written as a stream, line by line (one event per line), in chunks; gzip when OUT ends in .gz.
+Written as a stream, line by line (one event per line), in chunks, to a temporary name renamed
+over OUT when complete; gzip when OUT ends in .gz.
 """
 from __future__ import annotations
 
 import gzip
 import io
 import json
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
+from .._atomic import atomic_write
 from ..progress import Progress
 from ._common import io_columns, io_rows
 
@@ -170,33 +172,39 @@ def _io(w: _Writer, src: Any, pid: int, origin_ns: int, label: str, prog: Progre
 
 
 def export(sources: list[Any], out: str, progress: bool = True) -> int:
-    """Write the sources as one trace; return the number of complete events written."""
+    """Write the sources as one trace; return the number of complete events written. The trace
+    is written under a temporary name and renamed over ``out`` once complete: a failure half-way
+    leaves the previous ``out`` as it was."""
     origins = [_origin(s) for s in sources]
     nonzero = [o for o in origins if o]
     origin = min(nonzero) if nonzero else 0
     total = sum(_count(s) for s in sources)
     prog = Progress("export chrome", total) if progress else Progress("", 0)
-    raw = open(out, "wb")
-    fh: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) if out.endswith(".gz") else raw
-    text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n", write_through=False)
     try:
-        text.write('{"traceEvents":[')
-        w = _Writer(text)
-        several = len(sources) > 1
-        for k, (src, o) in enumerate(zip(sources, origins)):
-            label = f"{src.run}/{src.host} " if several else ""
-            base = k * PID_STRIDE
-            src_origin = o or origin
-            if _has_planes(src):
-                _planes(w, src, base, (src_origin - origin) / 1e3, label, prog)
-                _steps(w, src, base + PID_STRIDE - 2, (src_origin - origin) / 1e3, label)
-            _io(w, src, base + PID_STRIDE - 1, origin if origin else src_origin, label or f"{src.host}", prog)
-        text.write("\n],\n")
-        text.write(f'"displayTimeUnit":"ns","otherData":{{"clock_origin_ns":{origin},'
-                   f'"generator":"tb_iotrace"}}}}\n')
+        atomic_write(out, lambda raw: _write(raw, sources, origins, origin, out.endswith(".gz"), prog))
     finally:
-        text.close()
-        if fh is not raw:
-            raw.close()
         prog.close()
     return prog.done
+
+
+def _write(raw: BinaryIO, sources: list[Any], origins: list[int], origin: int, gz: bool, prog: Progress) -> None:
+    fh: Any = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6) if gz else raw
+    text = io.TextIOWrapper(fh, encoding="utf-8", newline="\n", write_through=False)
+    text.write('{"traceEvents":[')
+    w = _Writer(text)
+    several = len(sources) > 1
+    for k, (src, o) in enumerate(zip(sources, origins)):
+        label = f"{src.run}/{src.host} " if several else ""
+        base = k * PID_STRIDE
+        src_origin = o or origin
+        if _has_planes(src):
+            _planes(w, src, base, (src_origin - origin) / 1e3, label, prog)
+            _steps(w, src, base + PID_STRIDE - 2, (src_origin - origin) / 1e3, label)
+        _io(w, src, base + PID_STRIDE - 1, origin if origin else src_origin, label or f"{src.host}", prog)
+    text.write("\n],\n")
+    text.write(f'"displayTimeUnit":"ns","otherData":{{"clock_origin_ns":{origin},'
+               f'"generator":"tb_iotrace"}}}}\n')
+    text.flush()
+    text.detach()           # the caller closes the file it gave
+    if gz:
+        fh.close()          # the gzip trailer; raw stays open

@@ -16,10 +16,13 @@ Scripts written for darshan-parser output (``awk``/``grep`` on columns 1-8) read
 """
 from __future__ import annotations
 
+import io
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
+
+from .._atomic import atomic_write
 
 from ..filetable import FileDicts
 from ..recordid import darshan_ids, renamed_from
@@ -115,6 +118,22 @@ def write(sources: list[Any], fh: TextIO) -> int:
             fh.write("".join(lines))
             n += len(lines)
     return n
+
+
+def write_file(sources: list[Any], out: str) -> int:
+    """:func:`write` to the file ``out``, replaced only once complete (a failure half-way
+    leaves the previous file as it was); return the number of counter lines."""
+    lines = 0
+
+    def put(raw: BinaryIO) -> None:
+        nonlocal lines
+        text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="\n")
+        lines = write(sources, text)
+        text.flush()
+        text.detach()
+
+    atomic_write(out, put)
+    return lines
 
 
 def _has(files: Sequence[Mapping[str, Any]], module: str) -> bool:

@@ -10,7 +10,8 @@
   ``end_ns`` (CLOCK_REALTIME epoch ns), ``op``, ``path``, ``offset`` (-1: none),
   ``requested``, ``returned`` (-1: failed), ``fd``, ``errno``, ``tid``.
 
-The operation table is written in row groups of :data:`CHUNK` rows, so memory stays bounded
+Both are written under temporary names and renamed once both are complete. The operation
+table is written in row groups of :data:`CHUNK` rows, so memory stays bounded
 by the chunk size plus the source's own columns. Parquet needs pyarrow; CSV does not.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import csv
 import os
 from typing import Any
 
+from .._atomic import Staged
 from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
 from ._common import CHUNK, IO_COLUMNS, io_columns, io_rows
@@ -57,14 +59,23 @@ def _pyarrow() -> Any:
 
 
 def export(sources: list[Any], out: str, fmt: str, progress: bool = True) -> dict[str, int]:
-    """Write ``files.<fmt>`` and ``ops.<fmt>`` into folder ``out``; return row counts."""
+    """Write ``files.<fmt>`` and ``ops.<fmt>`` into folder ``out``; return row counts. Both are
+    written under temporary names and renamed when both are complete: a failure leaves the
+    previous pair as it was."""
     if fmt == "parquet":
         pa, pq = _pyarrow()
     os.makedirs(out, exist_ok=True)
+    with Staged() as stage:
+        nfiles = _files(stage.temp(os.path.join(out, f"files.{fmt}")), sources, fmt)
+        nops = _ops(stage.temp(os.path.join(out, f"ops.{fmt}")), sources, fmt, progress)
+    return {"files": nfiles, "ops": nops}
+
+
+def _files(fpath: str, sources: list[Any], fmt: str) -> int:
     ints, floats, rows = _file_rows(sources)
     head = ["run", "host", "module", "path", "record_id"] + ints + floats
-    fpath = os.path.join(out, f"files.{fmt}")
     if fmt == "parquet":
+        pa, pq = _pyarrow()
         types = {"run": pa.string(), "host": pa.string(), "module": pa.string(), "path": pa.string(),
                  "record_id": pa.uint64(), **{k: pa.int64() for k in ints}, **{k: pa.float64() for k in floats}}
         schema = pa.schema([(k, types[k]) for k in head])
@@ -75,13 +86,17 @@ def export(sources: list[Any], out: str, fmt: str, progress: bool = True) -> dic
             w = csv.DictWriter(fh, fieldnames=head, restval="")
             w.writeheader()
             w.writerows(rows)
+    return len(rows)
+
+
+def _ops(opath: str, sources: list[Any], fmt: str, progress: bool) -> int:
     cols = [(s, io_columns(s)) for s in sources]
     total = sum(len(c[0]["start_ns"]) for _, c in cols if c is not None)
     prog = Progress(f"export {fmt}", total) if progress else Progress("", 0)
-    opath = os.path.join(out, f"ops.{fmt}")
     nops = 0
     try:
         if fmt == "parquet":
+            pa, pq = _pyarrow()
             schema = pa.schema([("run", pa.string()), ("host", pa.string()), ("op", pa.string()),
                                 ("path", pa.string())] + [(k, pa.int64()) for k in INT_OPS])
             schema = pa.schema([schema.field(k) for k in OPS_COLUMNS])
@@ -114,4 +129,4 @@ def export(sources: list[Any], out: str, fmt: str, progress: bool = True) -> dic
                         prog.add(n)
     finally:
         prog.close()
-    return {"files": len(rows), "ops": nops}
+    return nops

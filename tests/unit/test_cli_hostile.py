@@ -161,6 +161,53 @@ def test_record_names_stay_in_the_record_folder(tmp_path, monkeypatch):
         assert jpath.name.endswith(".7.json")
 
 
+# --------------------------------------------------------------------------- 7: outputs replaced whole
+
+
+# inputs that make each format fail after it began writing
+FAILING = [("chrome", "t.json", {"start_ns": 2**70}),            # "Python int too large" half-way
+           ("chrome", "t.json.gz", {"start_ns": 2**70}),
+           ("darshan", "d.txt", {"start_ns": 10**30}),            # its header's time out of range
+           ("csv", "tables", {"threads": "x"}),                   # files.csv written, ops.csv fails
+           ("parquet", "tables", {"threads": "x"}),
+           ("darshan-log", "x.darshan", {"files": [1]})]
+
+
+@pytest.mark.parametrize("fmt, out, change", FAILING, ids=[f"{f}-{o}" for f, o, _ in FAILING])
+def test_failed_export_keeps_the_previous_output(tmp_path, fmt, out, change):
+    good = make_record(tmp_path / "good")
+    bad = make_record(tmp_path / "bad", **change)
+    target = tmp_path / "out" / out
+    target.parent.mkdir()
+    assert main(["export", str(good), "--format", fmt, "-o", str(target), "--no-progress"]) == 0
+    before = {p: p.read_bytes() for p in ([target] if target.is_file() else sorted(target.iterdir()))}
+    assert before
+    r = cli("export", str(bad), "--format", fmt, "-o", str(target), "--no-progress")
+    one_line_error(r, "export")
+    after = {p: p.read_bytes() for p in ([target] if target.is_file() else sorted(target.iterdir()))}
+    assert after == before                                # byte for byte, nothing half-written
+    assert sorted(os.listdir(target.parent)) == [out]     # no temporary file left beside it
+
+
+def test_export_writes_through_a_temporary_name(tmp_path, monkeypatch):
+    """While the export runs, the output's name still holds the old file (or nothing)."""
+    good = make_record(tmp_path / "good")
+    target = tmp_path / "t.json"
+    seen = []
+    from tb_iotrace.export import chrome
+
+    real = chrome._io
+
+    def spy(*a, **k):
+        seen.append(target.exists())
+        return real(*a, **k)
+
+    monkeypatch.setattr(chrome, "_io", spy)
+    assert main(["export", str(good), "--format", "chrome", "-o", str(target), "--no-progress"]) == 0
+    assert seen == [False]
+    json.loads(target.read_text())
+
+
 # --------------------------------------------------------------------------- one line for any bad input
 
 
