@@ -9,6 +9,8 @@ import sys
 import time
 from typing import TextIO
 
+from .safenames import printable
+
 CLEAR = "\r\x1b[K"      # back to the line start, erase it
 
 
@@ -29,7 +31,7 @@ class Progress:
         if self.on and (now - self.last > 0.2 or self.done >= self.total):
             self.last = now
             pct = 100.0 * self.done / self.total
-            tail = f" {note}" if note else ""
+            tail = f" {printable(note)}" if note else ""   # notes name runs and hosts: no controls
             self.stream.write(f"{CLEAR}{self.what}: {self.done:,}/{self.total:,} {self.unit} ({pct:.0f}%){tail}")
             self.stream.flush()
             self.shown = True

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .filetable import FileTable
+from .safenames import printable, quoted
 from .timeseries import TimeSeries, sparkline
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
@@ -204,7 +205,8 @@ def render_hosts(rows: Sequence[Mapping[str, Any]]) -> str:
         return ""
     slow_read = max(range(len(rows)), key=lambda i: rows[i]["read_time_s"])
     slow_wait = max(range(len(rows)), key=lambda i: rows[i]["input_wait_ns"])
-    width = max(6, max(len(str(r["host"])) for r in rows))
+    names = [printable(r["host"]) for r in rows]
+    width = max(6, max(len(n) for n in names))
     lines = [f"  {'host':<{width}} {'bytes read':>11} {'written':>11} {'read time':>10} {'I/O calls':>9} "
              f"{'input wait':>11} {'wait %':>6}"]
     for i, r in enumerate(rows):
@@ -213,7 +215,7 @@ def render_hosts(rows: Sequence[Mapping[str, Any]]) -> str:
             mark.append("slowest reads")
         if len(rows) > 1 and r["input_wait_ns"] > 0 and i == slow_wait:
             mark.append("longest input wait")
-        lines.append(f"  {str(r['host']):<{width}} {human_bytes(r['bytes_read']):>11} "
+        lines.append(f"  {names[i]:<{width}} {human_bytes(r['bytes_read']):>11} "
                      f"{human_bytes(r['bytes_written']):>11} {r['read_time_s']:>9.3f}s {r['io_calls']:>9} "
                      f"{r['input_wait_ns'] / 1e6:>9.1f}ms {r['input_wait_pct']:>5.1f}%"
                      + (f"  <- {', '.join(mark)}" if mark else ""))
@@ -260,7 +262,7 @@ def untracked_note(untracked: Mapping[str, Any] | None) -> str:
     parts = []
     if files or calls:
         moved = int(u.get("bytes_read") or 0) + int(u.get("bytes_written") or 0)
-        examples = [str(e) for e in (u.get("examples") or [])][:3]
+        examples = [printable(e) for e in (u.get("examples") or [])][:3]
         parts.append(f"files not tracked (the file table was full: raise TBIO_MAX_FILES): "
                      f"{files} opens, {calls} calls, {human_bytes(int(u.get('bytes_read') or 0))} read, "
                      f"{human_bytes(int(u.get('bytes_written') or 0))} written on them"
@@ -303,6 +305,7 @@ def render(files: Sequence[Mapping[str, Any]], *, title: str = "", dropped: int 
     tables unless ``all_files``."""
     lines: list[str] = []
     if title:
+        title = printable(title)
         lines += [title, "=" * len(title)]
     note = untracked_note(untracked)
     if note:
@@ -316,7 +319,7 @@ def render(files: Sequence[Mapping[str, Any]], *, title: str = "", dropped: int 
     elif not all_files:
         files = [f for f in files if not f.get("code")]
     if not files:
-        lines.append(empty or ("No data file I/O was recorded." if code["files"] else
+        lines.append(printable(empty) if empty else ("No data file I/O was recorded." if code["files"] else
                                "No file I/O was recorded (nothing traced, or every path was excluded)."))
         return "\n".join(lines) + "\n"
     lines.append(f"{'module':<7} {'files':>6} {'read':>11} {'written':>11} {'reads':>9} {'writes':>9} "
@@ -342,7 +345,7 @@ def render(files: Sequence[Mapping[str, Any]], *, title: str = "", dropped: int 
         m = f["module"]
         c = f["counters"]
         lines.append(f"  {human_bytes(moved(f)):>11}  {m:<5} reads={c.get(f'{m}_READS', 0):<7} "
-                     f"writes={c.get(f'{m}_WRITES', 0):<7} {f['path']!r}")
+                     f"writes={c.get(f'{m}_WRITES', 0):<7} {quoted(f['path'])}")
     hist = size_histogram(files)
     if any(hist.values()):
         lines += ["", "POSIX read sizes"]

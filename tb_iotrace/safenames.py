@@ -9,7 +9,8 @@ file paths) was written by some other process, maybe on some other machine:
 - :func:`printable` before such a name reaches a terminal: control characters (escape
   sequences, BEL, CR/LF, C1 controls) and other unprintable characters are written as
   Python's ``repr`` writes them (``\\x1b``, ``\\n``, ``\\udcff``), so a file name can neither
-  retitle or clear a terminal nor forge a line of the report.
+  retitle or clear a terminal nor forge a line of the report; :func:`quoted` is the same in
+  quotes (the report's busiest-files table).
 """
 from __future__ import annotations
 
@@ -31,6 +32,12 @@ def printable(text: object) -> str:
     if s.isprintable():
         return s
     return "".join(c if c.isprintable() else _escape(c) for c in s)
+
+
+def quoted(text: object) -> str:
+    """``str(text)`` quoted and escaped as Python's ``repr`` writes it (the busiest-files table's
+    form: a name's ends are visible); its escapes are :func:`printable`'s."""
+    return repr(str(text))
 
 
 def safe_component(name: object, fallback: str = "_") -> str:

@@ -31,6 +31,7 @@ from ..filetable import FileTable
 from ..kineto import KinetoTraceError, io_record, read_trace
 from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, scan
 from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
+from ..safenames import printable
 from ._base import UserError
 
 
@@ -235,7 +236,7 @@ def _kineto_folder(folder: Path, run: str) -> list[Source]:
     if errors and not out:
         raise UserError("; ".join(errors))
     for e in errors:
-        sys.stderr.write(f"tb-iotrace: skipped {e}\n")
+        sys.stderr.write(f"tb-iotrace: skipped {printable(e)}\n")
     return out
 
 
@@ -266,7 +267,7 @@ def _scan_logdir(root: Path) -> list[Source]:
                 try:
                     out.extend(kineto_sources(Path(fpath), r.run))
                 except UserError as exc:
-                    sys.stderr.write(f"tb-iotrace: skipped {exc}\n")
+                    sys.stderr.write(f"tb-iotrace: skipped {printable(exc)}\n")
             continue
         for host, fpath in sorted(r.hosts.items()):
             out.append(Source(run=r.run, host=host, kind=r.kind if r.kind == "record" else "xplane", path=fpath))

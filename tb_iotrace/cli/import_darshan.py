@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .._atomic import atomic_write
-from ..safenames import safe_component
+from ..safenames import printable, safe_component
 from ._base import Command, UserError
 
 MODULES = ("POSIX", "STDIO")
@@ -200,7 +200,7 @@ class ImportDarshan(Command):
         except OSError as exc:
             raise UserError(f"{args.logdir}: {exc.strerror or exc}") from None
         skipped = [m for m in meta["modules"] if m not in MODULES + (DXT,)]
-        print(f"wrote {out}: {len(meta['files'])} file records, {n} DXT segments"
-              + ("" if meta["has_dxt"] else " (no DXT in this log: counters only)")
-              + (f"; not imported: {', '.join(skipped)}" if skipped else ""), file=sys.stderr)
+        print(printable(f"wrote {out}: {len(meta['files'])} file records, {n} DXT segments"
+                        + ("" if meta["has_dxt"] else " (no DXT in this log: counters only)")
+                        + (f"; not imported: {', '.join(map(str, skipped))}" if skipped else "")), file=sys.stderr)
         return 0

@@ -16,6 +16,7 @@ from .. import report as textreport
 from ..codepaths import code_paths
 from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
+from ..safenames import printable
 from ._base import Command, UserError
 from ._sources import Source, group_by_run, resolve
 
@@ -258,7 +259,7 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
     for run in doc["runs"]:
         hosts = run["hosts"]
         for h in hosts:
-            title = f"{run['run']} / {h['host']}"
+            title = f"{run['run']} / {h['host']}"      # escaped by render
             if h.get("partial"):
                 title += "  [PARTIAL: the process did not finish writing (killed?); counts up to its last flush]"
             proc = h.get("process")
@@ -291,23 +292,23 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                 out.append("Findings")
                 for f in h["findings"]:
                     if isinstance(f, dict):
-                        sev = f.get("severity", "")
+                        sev = printable(f.get("severity", ""))
                         head = f"[{sev}] " if sev else ""
-                        out.append(f"  - {head}{f.get('title') or f.get('id', '')}: "
-                                   f"{f.get('statement') or f.get('message') or ''}".rstrip(": "))
+                        out.append(f"  - {head}{printable(f.get('title') or f.get('id', ''))}: "
+                                   f"{printable(f.get('statement') or f.get('message') or '')}".rstrip(": "))
                         if f.get("suggestion"):
-                            out.append(f"      suggestion: {f['suggestion']}")
+                            out.append(f"      suggestion: {printable(f['suggestion'])}")
                         if f.get("files"):
                             more = f" (+{len(f['files']) - 3} more)" if len(f["files"]) > 3 else ""
-                            out.append(f"      files: {', '.join(map(str, f['files'][:3]))}{more}")
+                            out.append(f"      files: {', '.join(map(printable, f['files'][:3]))}{more}")
                     else:
-                        out.append(f"  - {f}")
+                        out.append(f"  - {printable(f)}")
                 out.append("")
             for n in h.get("notes", []):
-                out.append(f"note: {n}")
+                out.append(f"note: {printable(n)}")
         if len(hosts) > 1:
             partial = sum(1 for h in hosts if h.get("partial"))
-            title = f"{run['run']}: all {len(hosts)} hosts/processes"
+            title = f"{printable(run['run'])}: all {len(hosts)} hosts/processes"
             if partial:
                 title += f"  [{partial} PARTIAL]"
             lines = [title, "=" * len(title)]
@@ -319,7 +320,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
                       textreport.render_hosts([h["summary"] for h in hosts if "summary" in h])]
             out.append("\n".join(lines) + "\n")
-    text = "\n".join(out)
+    # every name was escaped where it was put; this catches what a later change forgets
+    text = "\n".join(printable(line) for line in "\n".join(out).split("\n"))
     return text if text.endswith("\n") else text + "\n"
 
 

@@ -208,6 +208,32 @@ def test_export_writes_through_a_temporary_name(tmp_path, monkeypatch):
     json.loads(target.read_text())
 
 
+# --------------------------------------------------------------------------- 8: terminal output
+
+
+def test_text_report_escapes_control_characters(tmp_path):
+    evil = ["/d/\x1b]0;pwned\x07", "/d/a\r\nFAKE LINE", "/d/\x1b[2J", "/d/\x9b31mred", "/d/bell\x07\x07"]
+    root = make_record(tmp_path / "r", host="h\x1b[2Jx", paths=evil,
+                       files=[dict(COUNTERS[0], path="/d/\x1b]0;title\x07")])
+    r = cli("report", str(root), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert "Findings" in r.stdout and "files: " in r.stdout
+    assert not CONTROL.search(r.stdout), [ln for ln in r.stdout.splitlines() if CONTROL.search(ln)]
+    assert not CONTROL.search(r.stderr)
+    assert "FAKE LINE" not in [ln.strip() for ln in r.stdout.splitlines()]
+    assert "\\x1b]0;pwned\\x07" in r.stdout and "a\\r\\nFAKE LINE" in r.stdout
+    assert "h\\x1b[2Jx" in r.stdout                 # the host name in the title
+    assert "'/d/\\x1b]0;title\\x07'" in r.stdout    # the busiest files table, quoted as before
+    js = cli("report", str(root), "--json", "--no-progress")
+    assert js.returncode == 0 and evil[1] in js.stdout.encode().decode("unicode_escape")  # JSON keeps names
+
+
+def test_error_messages_escape_control_characters(tmp_path):
+    r = cli("report", str(tmp_path / "no\x1b]0;x\x07such\nfile"))
+    one_line_error(r, "report")
+    assert "no\\x1b]0;x\\x07such\\nfile" in r.stderr
+
+
 # --------------------------------------------------------------------------- one line for any bad input
 
 
