@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,12 @@ from ._base import Command, UserError
 MODULES = ("POSIX", "STDIO")
 DXT = "DXT_POSIX"
 USER_ERROR_RC = 3
+DEFAULT_TIMEOUT_S = 600.0
+# The reading child's program: argv = [package parent folder, log, meta.json, dxt.npz]. Its
+# working directory is a scratch folder (libdarshan-util has unlinked garbage relative paths
+# on corrupt logs), so tb_iotrace is imported from where this one was.
+READER = ("import sys; sys.path.insert(0, sys.argv[1]); "
+          "from tb_iotrace.cli.import_darshan import _read_log; _read_log(sys.argv[2], sys.argv[3], sys.argv[4])")
 
 
 # --------------------------------------------------------------------------- the reading child
@@ -146,6 +153,37 @@ def write_capture(meta: dict[str, Any], arrays: dict[str, np.ndarray], logdir: s
     return out, n
 
 
+def _run_reader(log: str, out_json: str, out_npz: str, tmp: str, timeout_s: float) -> subprocess.CompletedProcess | None:
+    """Read the log in a child process (libdarshan-util segfaults or aborts on some corrupt
+    logs), in its own session, with ``tmp``/cwd, a fresh folder, as its working directory;
+    None when it ran past ``timeout_s`` (it and anything it started are killed)."""
+    cwd = os.path.join(tmp, "cwd")
+    os.mkdir(cwd)
+    pkg_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    cmd = [sys.executable, "-c", READER, pkg_parent, log, out_json, out_npz]
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, errors="replace", start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.communicate()
+        return None
+    except BaseException:   # Ctrl-C: the child is in its own session, it must not outlive us
+        _kill_group(proc)
+        raise
+    _kill_group(proc)       # whatever it left running
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
 class ImportDarshan(Command):
     """Import a Darshan log (POSIX, STDIO and DXT_POSIX records) into a logdir.
 
@@ -157,7 +195,8 @@ class ImportDarshan(Command):
     counters of every rank (each record keeps its "rank"), and, when the log has DXT, the
     timeline of DXT segments (one I/O lane per rank, ops "read"/"write", offset and length).
     A log without DXT imports its counters only. Other modules (MPI-IO, HDF5, Lustre) are
-    not imported. <host> is the DXT hostname (made one safe file name: "/" and control
+    not imported. The log is read in a child process, in a scratch folder, stopped after
+    --timeout seconds (default 600). <host> is the DXT hostname (made one safe file name: "/" and control
     characters become "_", no leading dot), else "darshan".
     """
 
@@ -168,6 +207,8 @@ class ImportDarshan(Command):
         parser.add_argument("log", metavar="LOG.darshan")
         parser.add_argument("--logdir", required=True, metavar="DIR")
         parser.add_argument("--host", metavar="NAME", help="host name of the capture file")
+        parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                            help=f"time limit for reading the log (default {DEFAULT_TIMEOUT_S:g})")
 
     def run(self, args: argparse.Namespace) -> int:
         if not os.path.isfile(args.log):
@@ -176,12 +217,14 @@ class ImportDarshan(Command):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         if args.host is not None and (not args.host or "/" in args.host or args.host.startswith(".")):
             raise UserError(f"invalid host name {args.host!r}")
+        if not args.timeout > 0:
+            raise UserError(f"--timeout must be a number of seconds > 0, not {args.timeout:g}")
         with tempfile.TemporaryDirectory(prefix="tbio-darshan-") as tmp:
             js, npz = os.path.join(tmp, "meta.json"), os.path.join(tmp, "dxt.npz")
-            code = ("import sys; from tb_iotrace.cli.import_darshan import _read_log; "
-                    "_read_log(sys.argv[1], sys.argv[2], sys.argv[3])")
-            r = subprocess.run([sys.executable, "-c", code, os.path.abspath(args.log), js, npz],
-                               capture_output=True, text=True, errors="replace")
+            r = _run_reader(os.path.abspath(args.log), js, npz, tmp, args.timeout)
+            if r is None:
+                raise UserError(f"{args.log}: reading the log took longer than the time limit "
+                                f"({args.timeout:g} s, --timeout): stopped")
             err = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
             if r.returncode == USER_ERROR_RC:
                 ours = [ln[len("tbio: "):] for ln in err if ln.startswith("tbio: ")]

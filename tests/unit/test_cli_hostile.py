@@ -234,6 +234,66 @@ def test_error_messages_escape_control_characters(tmp_path):
     assert "no\\x1b]0;x\\x07such\\nfile" in r.stderr
 
 
+# --------------------------------------------------------------------------- 9: the Darshan reading child
+
+
+def segfaulting_log(tmp_path: Path) -> Path:
+    """PyDarshan's dxt.darshan with one byte changed: libdarshan-util segfaults reading it."""
+    data = bytearray(DXT_LOG.read_bytes())
+    data[5357] = 10
+    out = tmp_path / "seg.darshan"
+    out.write_bytes(bytes(data))
+    return out
+
+
+def test_darshan_child_segfault_is_one_clean_line(tmp_path):
+    work = tmp_path / "cwd"
+    work.mkdir()
+    (work / "keep").write_text("x")
+    r = cli("import-darshan", str(segfaulting_log(tmp_path)), "--logdir", "L", cwd=work)
+    one_line_error(r, "import-darshan")
+    assert "corrupt" in r.stderr
+    assert sorted(os.listdir(work)) == ["keep"]
+
+
+HOSTILE_READER = """
+import os, sys, time
+open("planted", "w").write("x")
+for name in ("victim", "../victim"):
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+print(os.getcwd(), file=sys.stderr, flush=True)
+time.sleep(60)
+"""
+
+
+def test_darshan_child_runs_in_a_scratch_folder_with_a_time_limit(tmp_path, monkeypatch, capsys):
+    """The child's relative paths land in a folder made for it (removed after), and a child
+    that hangs is stopped at --timeout with one line."""
+    work = tmp_path / "cwd"
+    work.mkdir()
+    (work / "victim").write_text("x")
+    (tmp_path / "victim").write_text("x")
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(import_darshan, "READER", HOSTILE_READER)
+    scratch = tmp_path / "tmp"          # where tb-iotrace makes its scratch folders
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    assert main(["import-darshan", str(DXT_LOG), "--logdir", "L", "--timeout", "2"]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "time limit" in err and "2" in err, err
+    assert (work / "victim").exists() and (tmp_path / "victim").exists()
+    assert sorted(os.listdir(work)) == ["victim"]                  # nothing planted, no L
+    assert list(scratch.iterdir()) == []                           # its scratch folder is gone
+
+
+def test_darshan_timeout_must_be_positive(tmp_path):
+    r = cli("import-darshan", str(DXT_LOG), "--logdir", str(tmp_path / "L"), "--timeout", "0")
+    one_line_error(r, "import-darshan")
+
+
 # --------------------------------------------------------------------------- one line for any bad input
 
 
