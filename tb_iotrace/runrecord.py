@@ -36,9 +36,22 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # trace cap kept; in a periodic flush, the
                                                 # flushed windows' bins each placed whole at
                                                 # its start (timeseries.accumulate)
-      "python": {"prefixes": [str], "path": [str]}   # sys.*prefix and sys.path: which paths
+      "python": {"prefixes": [str], "path": [str]},  # sys.*prefix and sys.path: which paths
                                                 # are code loading (tb_iotrace.codepaths)
+      "generation": int,                        # this write's number, also in the zip comment
+                                                # of its file table and trace
+                                                # ("tb_iotrace.generation=<n>"): a reader
+                                                # never pairs one write's JSON with another's
+      "write_errors": {"count": int, "last": str, "trace_left_out"?: bool}
+                                                # only when writes of this record failed (a
+                                                # full disk): how many, the last error, and
+                                                # whether this final record left its trace out
+                                                # to keep its counters
     }
+
+A write puts the trace, the file table and the JSON under temporary names first and renames
+them (the JSON last) only when all three are written: a write that fails leaves the previous
+record whole.
 
 The ``.npz`` holds one array per trace column (``start_ns``, ``end_ns``, ``offset``,
 ``requested``, ``returned``, ``fd``, ``errno``, ``tid``: int64; ``op_id``, ``file_id``:
@@ -53,16 +66,18 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import stat
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-from ._atomic import atomic_write
+from ._atomic import Staged
 from .codepaths import this_python
 from .safenames import safe_component
 from .filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
@@ -74,6 +89,7 @@ TABLE_SUFFIX = ".files.npz"
 RECORD_RUN = "iotrace"  # the folder under plugins/, and the run name it gets at a logdir's top
 RECORD_DIR = os.path.join("plugins", RECORD_RUN)
 RECORD_SUFFIX = ".json"
+GENERATION_TAG = b"tb_iotrace.generation="   # the zip comment of a record's .npz files
 
 
 class RecordError(ValueError):
@@ -128,24 +144,74 @@ def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
     }
 
 
+def _stamp(path: str, generation: int) -> None:
+    """Mark a written ``.npz`` (a zip) with the generation of the record it belongs to, in the
+    zip's comment (readers of the arrays never see it)."""
+    with zipfile.ZipFile(path, "a") as z:
+        z.comment = GENERATION_TAG + str(generation).encode()
+
+
+def stored_generation(fh: BinaryIO) -> int | None:
+    """The generation an ``.npz`` of a record was written with (None: none, an older writer);
+    the file position is kept."""
+    pos = fh.tell()
+    try:
+        with zipfile.ZipFile(fh) as z:
+            comment = z.comment
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return None
+    finally:
+        fh.seek(pos)
+    if not comment.startswith(GENERATION_TAG):
+        return None
+    try:
+        return int(comment[len(GENERATION_TAG):])
+    except ValueError:
+        return None
+
+
 def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
                  files: FileTable | list[dict[str, Any]] | None = None, start_ns: int | None = None,
                  end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
-                 untracked: dict[str, Any] | None = None, timeseries: Any = None) -> Path:
+                 untracked: dict[str, Any] | None = None, timeseries: Any = None,
+                 write_errors: dict[str, Any] | None = None) -> Path:
     """Write the record of this process from a recording.session.Capture (or explicit ``files``).
 
-    ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec)."""
+    ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec).
+    The trace, the file table and the JSON are each written in full under a temporary name,
+    then renamed, the JSON last, all three stamped with one new generation: a write that fails
+    (a full disk) leaves the previous record whole, and a reader never pairs one write's JSON
+    with another's table or trace (:meth:`RunRecord.table`). ``write_errors``: earlier writes
+    of this record that failed (``{"count", "last"[, "trace_left_out"]}``), kept in the JSON."""
     jpath, npath = record_paths(run_dir, suffix=suffix)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
         else cap.table if cap is not None else FileTable()
     tpath = table_path(jpath)
-    atomic_write(tpath, table.save)
-    trace_name = None
-    if cap is not None and with_trace and len(cap.events):
-        arrays = trace_arrays(cap)
-        atomic_write(npath, lambda fh: np.savez(fh, **arrays))
-        trace_name = npath.name
+    generation = secrets.randbits(62)
+    with Staged() as stage:
+        trace_name = None
+        if cap is not None and with_trace and len(cap.events):
+            arrays = trace_arrays(cap)
+            tmp = stage.temp(npath)
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **arrays)
+            _stamp(tmp, generation)
+            trace_name = npath.name
+        tmp = stage.temp(tpath)
+        with open(tmp, "wb") as fh:
+            table.save(fh)
+        _stamp(tmp, generation)
+        _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
+                   end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
+                   generation=generation, write_errors=write_errors)
+    return jpath
+
+
+def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dict[str, Any] | None,
+               table: FileTable, tpath: Path, start_ns: int | None, end_ns: int | None, trace_name: str | None,
+               untracked: dict[str, Any] | None, timeseries: Any, generation: int,
+               write_errors: dict[str, Any] | None) -> None:
     doc = {
         "format": FORMAT, "host": hostname(), "pid": os.getpid(), "ppid": os.getppid(),
         "argv": list(getattr(__import__("sys"), "argv", []) or []),
@@ -159,7 +225,10 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "dropped": int(cap.dropped) if cap is not None else 0,
         "trace": trace_name,
         "python": this_python(),
+        "generation": generation,
     }
+    if write_errors:
+        doc["write_errors"] = dict(write_errors)
     ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
     if ts is not None:
         doc["timeseries"] = ts.to_dict()
@@ -168,8 +237,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     if untracked:
         doc["untracked"] = dict(untracked)
     data = json.dumps(doc, separators=(",", ":")).encode()
-    atomic_write(jpath, lambda fh: fh.write(data))
-    return jpath
+    stage.write(jpath, lambda fh: fh.write(data))
 
 
 @dataclass
@@ -224,11 +292,30 @@ class RunRecord:
             with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
                 if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                     raise RecordError(f"{p}: not a regular file")
+                self._same_write(p, stored_generation(fh))
                 return load_table(fh, str(p))
         except FileNotFoundError:
             raise RecordError(f"{p}: the record's file table is missing") from None
         except OSError as exc:
             raise RecordError(f"{p}: cannot read the file table ({exc})") from None
+
+    def _same_write(self, part: Path, generation: int | None) -> None:
+        """Check that a file beside the record was written with its JSON (same generation; a
+        record from before generations has none to check). When not, the record is being
+        rewritten (a periodic flush between reading the JSON and this file): read the JSON
+        again, once, and go on with it if it is the write ``part`` belongs to."""
+        want = self.doc.get("generation")
+        if not isinstance(want, int) or generation == want:
+            return
+        try:
+            doc = read_record(self.path).doc
+        except RecordError:
+            doc = {}
+        if generation is not None and doc.get("generation") == generation:
+            self.doc, self._table = doc, None
+            return
+        raise RecordError(f"{part}: not from the same write as {self.path.name} (a write of the record was "
+                          f"cut short between its files, or it is being rewritten: read it again)")
 
     @property
     def partial(self) -> bool:
@@ -248,6 +335,7 @@ class RunRecord:
             with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
                 if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                     raise ValueError("not a regular file")
+                self._same_write(p, stored_generation(fh))
                 z = np.load(fh, allow_pickle=False)
                 if not isinstance(z, np.lib.npyio.NpzFile):
                     raise ValueError("not an .npz archive")

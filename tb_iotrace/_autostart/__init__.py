@@ -64,6 +64,7 @@ class _Run:
         self.acc_untracked: dict[str, Any] = {}
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
         self.flush_cost = 0.0        # seconds the last flush took
+        self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
         self.start_ns = time.time_ns()
         self.done = False
         self.exc: str | None = None
@@ -134,14 +135,24 @@ class _Run:
                     self.acc_series = accumulate(self.acc_series, cap.timeseries, self.start_ns)
                 self._write_partial()
 
+    def _failed_write(self, exc: OSError) -> None:
+        """Note a record write that failed (a full disk): the previous record stays whole, and
+        the next one written says how many failed and why."""
+        self.write_errors["count"] = int(self.write_errors.get("count", 0)) + 1
+        self.write_errors["last"] = exc.strerror or str(exc)
+
     def _write_partial(self) -> None:
         from ..filetable import FileTable
         from ..runrecord import write_record
 
-        write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
-                     files=self.acc.table() if self.acc is not None else FileTable(),
-                     start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
-                     untracked=self.acc_untracked or None, timeseries=self.acc_series)
+        try:
+            write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
+                         files=self.acc.table() if self.acc is not None else FileTable(),
+                         start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
+                         untracked=self.acc_untracked or None, timeseries=self.acc_series,
+                         write_errors=self.write_errors or None)
+        except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
+            self._failed_write(exc)
 
     def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
         from ..recording import session
@@ -161,7 +172,17 @@ class _Run:
             exit = {"how": how, "code": code, "signal": signum, "exception": self.exc}
             if not cap.closed:  # the script called tb_iotrace.disable(), which ended every session
                 exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
-            write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix)
+            try:
+                write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix,
+                             write_errors=self.write_errors or None)
+            except OSError as exc:
+                # a full disk: keep the final counters without the trace (the bulk of a record)
+                self._failed_write(exc)
+                if not len(cap.events):
+                    raise
+                self.write_errors["trace_left_out"] = True
+                write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix, with_trace=False,
+                             write_errors=self.write_errors)
             if suffix:  # this image's periodic flushes went to the plain name: the new image's now
                 from ..runrecord import record_paths, table_path
 
@@ -181,7 +202,8 @@ def _at_exit() -> None:
         try:
             _state.finish("exit")
         except Exception as exc:
-            sys.stderr.write(f"tb-iotrace: record not written: {exc}\n")
+            sys.stderr.write(f"tb-iotrace: record not written (the last periodic flush, if any, stays "
+                             f"as the record, marked partial): {exc}\n")
 
 
 def _os_exit(code: int) -> None:

@@ -182,7 +182,17 @@ def host_doc(src: Source) -> dict[str, Any]:
         doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")}
         if (rec.get("exit") or {}).get("note"):
             doc["notes"].append(rec["exit"]["note"])
+        doc["notes"].extend(write_errors_note(rec.get("write_errors")))
     return doc
+
+
+def write_errors_note(errors: Any) -> list[str]:
+    """What a record says of its own writes that failed (a full disk), as a report note."""
+    if not isinstance(errors, dict) or not errors.get("count"):
+        return []
+    what = ("the trace was left out to keep the final counters" if errors.get("trace_left_out")
+            else "this record is the last write that succeeded")
+    return [f"{errors['count']} write(s) of this record failed (last: {errors.get('last')}); {what}"]
 
 
 def write_json(doc: Any, out: Any, level: int = 0) -> None:
@@ -261,7 +271,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
         for h in hosts:
             title = f"{run['run']} / {h['host']}"      # escaped by render
             if h.get("partial"):
-                title += "  [PARTIAL: the process did not finish writing (killed?); counts up to its last flush]"
+                title += ("  [PARTIAL: the process left no final record (killed, still running, or its last "
+                          "write failed: see its stderr); counts up to its last flush]")
             proc = h.get("process")
             if proc and proc.get("exit") and not h.get("partial"):
                 ex = proc["exit"]
@@ -383,7 +394,8 @@ class Report(Command):
                                                       # end_ns, exit {how, code, signal, exception}
 
     A run record marked partial comes from a process that did not finish writing it (killed
-    with SIGKILL, or still running): its counts stop at its last periodic flush.
+    with SIGKILL, still running, or its final write failed on a full disk): its counts stop at
+    its last periodic flush. A record whose writes failed says so in its notes.
     """
 
     name = "report"
