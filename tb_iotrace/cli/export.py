@@ -4,12 +4,26 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TextIO
 
 from ..progress import Progress
+from ..safenames import printable
 from ._base import Command, UserError
 from ._sources import resolve
 
 FORMATS = ("chrome", "darshan", "darshan-log", "parquet", "csv")
+
+
+class _TerminalText:
+    """A text stream that escapes control characters in each tab-separated field it writes
+    (safenames.printable), keeping the tabs and newlines of the darshan-parser layout."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write("\n".join("\t".join(map(printable, line.split("\t")))
+                                           for line in text.split("\n")))
 
 
 class Export(Command):
@@ -73,7 +87,9 @@ class Export(Command):
                 from ..export import darshan
 
                 if out == "-":
-                    darshan.write(sources, sys.stdout)
+                    # a terminal gets every field escaped (file names are data from the
+                    # capture); a pipe gets the exact text, as darshan-parser writes it
+                    darshan.write(sources, _TerminalText(sys.stdout) if sys.stdout.isatty() else sys.stdout)
                 else:
                     n = darshan.write_file(sources, out)
                     print(f"wrote {out}: {n} counter lines", file=sys.stderr)

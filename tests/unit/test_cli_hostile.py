@@ -228,6 +228,39 @@ def test_text_report_escapes_control_characters(tmp_path):
     assert js.returncode == 0 and evil[1] in js.stdout.encode().decode("unicode_escape")  # JSON keeps names
 
 
+def test_darshan_text_on_a_terminal_is_escaped(tmp_path):
+    """``export --format darshan -o -`` to a terminal escapes each field (tabs and lines kept);
+    to a pipe it writes the names exactly, as darshan-parser does."""
+    import pty
+
+    name = "/d/\x1b]0;pwned\x07"
+    root = make_record(tmp_path / "r", n=10, files=[dict(COUNTERS[0], path=name)])
+    args = [PY, "-m", "tb_iotrace", "export", str(root), "--format", "darshan", "-o", "-"]
+    piped = subprocess.run(args, capture_output=True, timeout=300)
+    assert piped.returncode == 0 and f"\t{name}\t".encode() in piped.stdout
+    leader, follower = pty.openpty()
+    try:
+        p = subprocess.Popen(args, stdout=follower, stderr=subprocess.PIPE)
+        os.close(follower)
+        data = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:          # EIO: the other end closed
+                break
+            if not chunk:
+                break
+            data += chunk
+        assert p.wait(timeout=300) == 0
+    finally:
+        os.close(leader)
+    text = data.decode().replace("\r\n", "\n")          # the terminal's line discipline
+    lines = [ln for ln in text.splitlines() if ln.startswith("POSIX\t")]
+    assert lines and all(len(ln.split("\t")) == 8 for ln in lines)
+    assert not CONTROL.search(text.replace("\t", "")), text[-500:]
+    assert "\t/d/\\x1b]0;pwned\\x07\t" in text
+
+
 def test_error_messages_escape_control_characters(tmp_path):
     r = cli("report", str(tmp_path / "no\x1b]0;x\x07such\nfile"))
     one_line_error(r, "report")
