@@ -20,7 +20,7 @@ from tb_iotrace.filetable import FileTable
 from tb_iotrace.runrecord import RecordError, find_records, read_record, record_dir, table_path, write_record
 
 PY = sys.executable
-PAGE = 4096
+PAGE = os.sysconf("SC_PAGE_SIZE")   # tmpfs allocates whole pages
 
 
 @pytest.fixture()
@@ -67,7 +67,7 @@ def test_failed_write_keeps_the_previous_record_whole(small_fs, tmp_path):
     """The new file table fits on the disk, the new JSON does not: the old JSON must not be
     left paired with the new table (it was: the table was renamed before the JSON failed)."""
     run = small_fs / "logs"
-    big = {"files": 1, "calls": 1, "examples": ["x" * 12000]}         # a JSON of 3+ pages
+    big = {"files": 1, "calls": 1, "examples": ["x" * (3 * PAGE)]}    # a JSON of 3+ pages
     write_record(run, None, partial=True, exit={"how": "flush"}, files=files(1))
     (jpath,) = find_records(record_dir(run))
     first = read_record(jpath)
