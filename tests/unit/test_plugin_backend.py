@@ -564,6 +564,7 @@ def test_steps_fallback_windows(gpu_capture, tmp_path):
     assert len(s["steps"]) == 10 and sum(x["calls"] for x in s["steps"]) == 1000
 
 
+@pytest.mark.slow
 def test_findings_come_from_the_analysis(client, logdir):
     from tb_iotrace.analysis import analyze
 
@@ -577,12 +578,14 @@ def test_findings_come_from_the_analysis(client, logdir):
     assert all(x["statement"] and x["suggestion"] for x in f["findings"])
 
 
+@pytest.mark.slow
 def test_findings_empty_state_without_io(client):
     _, get = client
     code, f = get("/findings", run="plain", host="gpu")
     assert code == 200 and f["findings"] == [] and "TensorFlow made it" in f["message"]
 
 
+@pytest.mark.slow
 def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatch):
     """The analysis runs in a child process (not in TensorBoard's), once per capture even
     when several requests ask at the same time; a failing child gives a message, not a 500."""
@@ -877,6 +880,7 @@ MEM_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("n_events", [0, 200_000])
+@pytest.mark.slow
 def test_memory_at_most_5x_file_size(gpu_capture, tmp_path, n_events):
     if n_events:
         path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=n_events, hostile=False)
