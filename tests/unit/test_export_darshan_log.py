@@ -106,6 +106,7 @@ def rank_of(got: dict) -> dict[str, int]:
     return {v.split("/", 1)[1]: int(k[4:]) for k, v in meta.items() if k.startswith("rank")}
 
 
+@pytest.mark.slow
 def test_every_counter_reads_back(exported):
     log, got, report = exported
     assert got["job"]["log_ver"] == "3.41" and got["job"]["metadata"]["lib_ver"] == "3.5.0"
@@ -134,6 +135,7 @@ def test_every_counter_reads_back(exported):
     assert {m: len(v) for m, v in got["records"].items()} == {"POSIX": 4, "STDIO": 1}
 
 
+@pytest.mark.slow
 def test_names_ids_and_rename(exported, run_dir):
     _, got, report = exported
     data = run_dir / "data"
@@ -167,6 +169,7 @@ def expected_dxt(run_dir: Path, job_start: int) -> dict[tuple[str, int], dict]:
     return out
 
 
+@pytest.mark.slow
 def test_dxt_segments_are_the_trace(exported, run_dir):
     _, got, _ = exported
     job_start = got["job"]["start_time_sec"] * 10**9 + got["job"]["start_time_nsec"]
