@@ -15,9 +15,23 @@ ROOT = Path(__file__).resolve().parents[2]
 BUNDLE = "tb_iotrace/plugin/frontend-build/index.js"
 
 
+# what .gitignore leaves out, for a tree that is not a git checkout (a source archive)
+_OUTPUTS = shutil.ignore_patterns("*.egg-info", "*.so", "*.o", "*.pyc", "__pycache__", "frontend-build", "_native.c",
+                                  "_codec.c", ".git")
+
+
+def build_outputs(folder: str, names: list[str]) -> set[str]:
+    top = Path(folder) == ROOT and {n for n in names if n.startswith(("build", "test-artifacts", ".venv", ".whl", ".gl",
+                                                                       ".pytest_cache"))}
+    return set(_OUTPUTS(folder, names)) | (top or set())
+
+
 def checkout_copy(dst: Path) -> Path:
     """The files git tracks or would track (the working tree as a fresh clone would have it:
     no build outputs, no built bundle), links kept."""
+    if not (ROOT / ".git").exists():
+        shutil.copytree(ROOT, dst, symlinks=True, ignore=build_outputs)
+        return dst
     names = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                            check=True, capture_output=True).stdout.decode().split("\0")
     for name in filter(None, names):

@@ -914,7 +914,7 @@ def test_frontend_ships_with_the_package():
     package_data = data["tool"]["setuptools"]["package-data"]["tb_iotrace"]
     assert "plugin/static/**/*" in package_data and "plugin/frontend-build/index.js" in package_data
     assert Path(plugin_mod.BUNDLE_PATH) == ROOT / "tb_iotrace" / "plugin" / "frontend-build" / "index.js"
-    assert subprocess.run(["git", "-C", str(ROOT), "check-ignore", "-q", "--no-index", plugin_mod.BUNDLE_PATH]).returncode == 0
+    assert "/tb_iotrace/plugin/frontend-build/" in (ROOT / ".gitignore").read_text().split()  # a build output
     js = sorted((ROOT / "plugin_frontend").rglob("*.js"))
     assert {p.name for p in js} >= {"main.js", "app.js", "coords.js", "tracks.js", "view.js", "timeline.js"}
     assert "index.js" not in {p.name for p in js}  # the bundle is a build output, not a source
