@@ -915,6 +915,8 @@ def test_frontend_ships_with_the_package():
     assert "plugin/static/**/*" in package_data and "plugin/frontend-build/index.js" in package_data
     assert Path(plugin_mod.BUNDLE_PATH) == ROOT / "tb_iotrace" / "plugin" / "frontend-build" / "index.js"
     assert "/tb_iotrace/plugin/frontend-build/" in (ROOT / ".gitignore").read_text().split()  # a build output
+    fresh = subprocess.run(["node", str(ROOT / "tools" / "bundle_frontend.mjs"), "--check"], capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr  # what TensorBoard serves is the sources as they are now
     js = sorted((ROOT / "plugin_frontend").rglob("*.js"))
     assert {p.name for p in js} >= {"main.js", "app.js", "coords.js", "tracks.js", "view.js", "timeline.js"}
     assert "index.js" not in {p.name for p in js}  # the bundle is a build output, not a source
