@@ -16,6 +16,7 @@ import subprocess
 from setuptools import Command, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 BUNDLER = os.path.join("tools", "bundle_frontend.mjs")
@@ -58,8 +59,16 @@ class build_ext_with_frontend(build_ext):
         super().run()
 
 
+class sdist_with_frontend(sdist):
+    """An sdist carries the built bundle (not the bundler): its wheels build without node."""
+
+    def run(self) -> None:
+        self.run_command("build_frontend")
+        super().run()
+
+
 setup(
     cffi_modules=["native/build_ffi.py:ffibuilder", "native/build_codec.py:ffibuilder"],
     cmdclass={"build_frontend": build_frontend, "build_py": build_py_with_frontend,
-              "build_ext": build_ext_with_frontend},
+              "build_ext": build_ext_with_frontend, "sdist": sdist_with_frontend},
 )
