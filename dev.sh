@@ -2,7 +2,9 @@
 # One entry point for a fresh machine: sets everything up, then runs a job.
 #   ./dev.sh demo    set up, run the demo training with tb_iotrace, print the report, start TensorBoard
 #   ./dev.sh test    set up, run the whole test suite (C + sanitizers, JavaScript, Python, TensorFlow, browser)
-#   ./dev.sh setup   set up only
+#   ./dev.sh quick   set up, run the quick tests: C (plain build), JavaScript, Python unit tests not marked
+#                    slow/tf/jax/torch/browser (about a minute); extra arguments go to pytest
+#   ./dev.sh setup   set up only (the venv, the native modules, the tab's bundle: pip install -e .)
 # Set-up is idempotent: apt packages only when missing, the venv is cached under
 # ~/.cache/tb_iotrace keyed by the hash of requirements-dev.txt and pyproject.toml.
 set -euo pipefail
@@ -86,9 +88,11 @@ setup_py312() {
     export TBIO_PY312="$venv/bin/python"
 }
 
+# C tests, one build per sanitizer named (default: none, address, thread)
 c_tests() {
-    local rc=0
-    for san in none address thread; do
+    local rc=0 sans=("$@")
+    [ ${#sans[@]} -gt 0 ] || sans=(none address thread)
+    for san in "${sans[@]}"; do
         local dir="$ROOT/build/c-$san"
         cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTBIO_SANITIZE="${san/none/}" >/dev/null
         cmake --build "$dir" -j2 >/dev/null
@@ -115,12 +119,22 @@ case "$job" in
         "$VENV/bin/python" -m pytest -q -n 2 -p no:cacheprovider tests "${@:2}" || rc=1
         exit $rc
         ;;
+    quick)
+        setup
+        rc=0
+        c_tests none || rc=1
+        js_tests || rc=1
+        log "Python unit tests (quick: without the slow, framework and browser ones)"
+        "$VENV/bin/python" -m pytest -q -n 2 -p no:cacheprovider \
+            -m "not slow and not tf and not jax and not torch and not browser" tests/unit "${@:2}" || rc=1
+        exit $rc
+        ;;
     demo)
         setup
         exec "$VENV/bin/python" examples/demo.py "${@:2}"
         ;;
     *)
-        sed -n '2,7p' "$0"
+        sed -n '2,9p' "$0"
         exit 2
         ;;
 esac

@@ -10,7 +10,9 @@ fetched and run) and the first timeline paint, in ms since navigation, and their
 ``5f4a353`` is the last commit before the bundle (index.js + 10 modules + style.css).
 
 While it runs, ``plugin_frontend`` of this checkout is a link to one of two copies (what the
-plugin's ``static`` serves); the directory is put back afterwards, also on error or Ctrl-C.
+plugin's ``static`` serves) and the plugin's ``/index.js`` (``tb_iotrace/plugin/frontend-build/index.js``)
+is that variant's entry: the baseline's own ``index.js``, this tree's bundle (built first by
+``node tools/bundle_frontend.mjs``); both are put back afterwards, also on error or Ctrl-C.
 """
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ from cdp import Browser  # noqa: E402
 from tab import tensorboard  # noqa: E402
 
 from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
+from tb_iotrace.plugin.plugin import BUNDLE_PATH  # noqa: E402
 
 GPU = ROOT / "tests" / "data" / "gpu_multi_worker.xplane.pb"
 
@@ -65,6 +68,14 @@ def main() -> int:
     saved = ROOT / "plugin_frontend.bench-saved"
     variants = {"baseline": frontend_at(args.baseline, tmp / "a"), "this tree": tmp / "b" / "plugin_frontend"}
     shutil.copytree(fe, variants["this tree"])
+    subprocess.run(["node", str(ROOT / "tools" / "bundle_frontend.mjs")], check=True, capture_output=True)
+    bundle = Path(BUNDLE_PATH)
+    saved_bundle = bundle.read_bytes()
+    entries = {"baseline": variants["baseline"] / "index.js", "this tree": None}
+    if not entries["baseline"].exists():  # a baseline whose bundle is a build output: build it
+        entries["baseline"] = tmp / "baseline-index.js"
+        subprocess.run(["node", str(ROOT / "tools" / "bundle_frontend.mjs"), "--root", str(variants["baseline"]),
+                        "--out", str(entries["baseline"])], check=True, capture_output=True)
     logdir = tmp / "logdir"
     make_logdir(logdir, GPU, run="r", host="w0", n_events=20_000)
     res: dict[str, dict[str, list[float]]] = {k: {"code": [], "paint": []} for k in variants}
@@ -81,6 +92,7 @@ def main() -> int:
                     if fe.is_symlink():
                         fe.unlink()
                     fe.symlink_to(src)
+                    bundle.write_bytes(entries[name].read_bytes() if entries[name] else saved_bundle)
                     code, paint = load(page, entry)
                     if k:  # round 0 warms TensorBoard up (the capture's decode)
                         res[name]["code"].append(code)
@@ -90,6 +102,7 @@ def main() -> int:
         if fe.is_symlink():
             fe.unlink()
         os.rename(saved, fe)
+        bundle.write_bytes(saved_bundle)
         shutil.rmtree(tmp, ignore_errors=True)
     med = statistics.median
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {args.n} loads each, alternating, "

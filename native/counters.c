@@ -1,4 +1,4 @@
-/* Darshan-style counter rules (see counters.h and DESIGN.md section 3).
+/* Darshan-style counter rules (see counters.h and docs/internals.md, "Darshan counter rules").
  *
  * Everything here is pure: no locks, no clocks, no I/O, no allocation.  The
  * caller holds the record's lock, passes times in seconds since capture

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // Bundles plugin_frontend/main.js, every module it imports and style.css into
-// plugin_frontend/index.js, the one file TensorBoard loads for the tab: no build tool, no
-// dependency, the same bytes for the same sources (tests/frontend/bundle.test.mjs checks
-// the committed bundle is a fresh build).
+// tb_iotrace/plugin/frontend-build/index.js, the one file TensorBoard loads for the tab: no build tool,
+// no dependency, the same bytes for the same sources. The bundle is a build output, not a source:
+// `./dev.sh setup`, `pip install` and `python setup.py build_ext` write it (setup.py's
+// build_frontend step runs this script); git ignores it.
 //
-//   node tools/bundle_frontend.mjs           write plugin_frontend/index.js
-//   node tools/bundle_frontend.mjs --check   exit 1 when it is not up to date
+//   node tools/bundle_frontend.mjs           write tb_iotrace/plugin/frontend-build/index.js
+//   node tools/bundle_frontend.mjs --check   exit 1 when it is missing or not up to date
+//   node tools/bundle_frontend.mjs --out F   write F instead
+//   node tools/bundle_frontend.mjs --root D  bundle the sources in D instead of plugin_frontend/
 //
 // Each module becomes a function scope run once, in dependency order, returning its exports;
 // `import { a, b as c } from "./x.js"` becomes `const { a, b: c } = <x's exports>`. Only
@@ -13,13 +16,14 @@
 // specifiers, `export` on declarations and `export { ... }` lists. Anything else (default
 // exports, re-exports, dynamic import(), bare specifiers, import cycles) is an error.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, posix, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const FRONTEND = resolve(dirname(fileURLToPath(import.meta.url)), "..", "plugin_frontend");
 export const ENTRY = "main.js";
-export const OUTPUT = "index.js";
+// where the plugin serves /index.js from (tb_iotrace/plugin/plugin.py BUNDLE_PATH)
+export const OUTPUT = resolve(FRONTEND, "..", "tb_iotrace", "plugin", "frontend-build", "index.js");
 const CSS = "style.css";
 const CSS_SLOT = "const INLINE_CSS = null;";
 
@@ -96,8 +100,8 @@ export function build(root = FRONTEND) {
   visit(ENTRY, "(entry)");
   const out = [
     `// GENERATED from plugin_frontend/${ENTRY}, the modules it imports and ${CSS} by`,
-    "// tools/bundle_frontend.mjs: do not edit; change the sources and run",
-    "// `node tools/bundle_frontend.mjs` (tests/frontend/bundle.test.mjs checks it is fresh).",
+    "// tools/bundle_frontend.mjs: a build output, do not edit; change the sources and run",
+    "// `node tools/bundle_frontend.mjs` (or `./dev.sh setup`, or `pip install`).",
     `// Modules, in evaluation order: ${[...mods.keys()].join(", ")}`,
     "",
   ];
@@ -114,10 +118,13 @@ export function build(root = FRONTEND) {
 }
 
 function main(argv) {
-  const target = join(FRONTEND, OUTPUT);
+  const at = argv.indexOf("--out");
+  const target = at >= 0 && argv[at + 1] ? resolve(argv[at + 1]) : OUTPUT;
+  const rootAt = argv.indexOf("--root");
+  const root = rootAt >= 0 && argv[rootAt + 1] ? resolve(argv[rootAt + 1]) : FRONTEND;
   let text;
   try {
-    text = build();
+    text = build(root);
   } catch (e) {
     if (!(e instanceof BundleError)) throw e;
     console.error(`bundle_frontend: ${e.message}`);
@@ -127,10 +134,13 @@ function main(argv) {
   try { old = readFileSync(target, "utf8"); } catch (_) { /* first build */ }
   if (argv.includes("--check")) {
     if (old === text) { console.log(`${relative(process.cwd(), target)} is up to date`); return 0; }
-    console.error(`${relative(process.cwd(), target)} is stale: run node tools/bundle_frontend.mjs`);
+    console.error(`${relative(process.cwd(), target)} is ${old === null ? "missing" : "stale"}: run node tools/bundle_frontend.mjs`);
     return 1;
   }
-  if (old !== text) writeFileSync(target, text);
+  if (old !== text) {
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, text);
+  }
   console.log(`${relative(process.cwd(), target)}: ${text.length} bytes${old === text ? " (unchanged)" : ""}`);
   return 0;
 }

@@ -1,7 +1,7 @@
 /* Golden tests for the Darshan counter rules in counters.c.
  *
- * Every expected value below is derived by hand from the rules (DESIGN.md
- * section 3 and the notes in counters.c); the derivation is in the comment
+ * Every expected value below is derived by hand from the rules (docs/internals.md,
+ * "Darshan counter rules", and the notes in counters.c); the derivation is in the comment
  * next to it.  Notation: o = offset used, lbr/lbw = last_byte_read/_written
  * before the call, "seq" = o > lbr, "consec" = o == lbr + 1,
  * stride = o - lbr - 1 when o > 0 && o > lbr && lbr != 0.

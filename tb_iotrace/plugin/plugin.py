@@ -4,8 +4,10 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``host`` may be ``__all__`` for every host of the run on one clock):
 
 ==================  ========================================================================
-``/index.js``       the frontend entry module (asking for it starts decoding the capture
-                    the tab shows first); ``/static/*`` the rest of ``plugin_frontend/``
+``/index.js``       the tab's code in one file (``frontend-build/index.js``, built from
+                    ``plugin_frontend/`` by ``tools/bundle_frontend.mjs``; asking for it starts
+                    decoding the capture the tab shows first); ``/static/*`` the sources in
+                    ``plugin_frontend/``, one module a file
 ``/runs``           ``{runs: [{run, hosts, kind}], message}`` (kind: ``profile``,
                     ``record`` for the whole-run records of ``tb-iotrace run``, or ``kineto``
                     for a folder of PyTorch traces, one host per trace file)
@@ -61,6 +63,10 @@ ALL_HOSTS = "__all__"
 # Browsers may reuse the frontend files this long (a reinstall shows up after it at worst).
 STATIC_MAX_AGE_S = 300
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+# a build output (setup.py's build_frontend, `node tools/bundle_frontend.mjs`), not in git
+BUNDLE_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "frontend-build", "index.js")
+BUNDLE_MISSING = ("tb_iotrace: the I/O tab's code is not built (tb_iotrace/plugin/frontend-build/index.js): "
+                  "run `node tools/bundle_frontend.mjs` in the source tree, or reinstall the package")
 _STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".html": "text/html",
                  ".svg": "image/svg+xml", ".png": "image/png", ".json": "application/json",
                  ".woff2": "font/woff2"}
@@ -163,6 +169,15 @@ def static_file(name: str) -> tuple[bytes, str] | None:
         return fh.read(), ctype
 
 
+def bundle_file() -> bytes | None:
+    """The tab's bundle (what ``/index.js`` serves), or None when it was never built."""
+    try:
+        with open(BUNDLE_PATH, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
 class IoTracePlugin(base_plugin.TBPlugin):
     """The "I/O" tab."""
 
@@ -212,10 +227,11 @@ class IoTracePlugin(base_plugin.TBPlugin):
             self.index.warm_default()
         except Exception:  # never break serving the frontend
             log.exception("warm_default failed")
-        got = static_file("index.js")
-        if got is None:
-            return http_util.Respond(request, "frontend missing", "text/plain", code=404)
-        return http_util.Respond(request, got[0], got[1], expires=STATIC_MAX_AGE_S)
+        body = bundle_file()
+        if body is None:
+            log.error("%s", BUNDLE_MISSING)
+            return http_util.Respond(request, BUNDLE_MISSING, "text/plain", code=404)
+        return http_util.Respond(request, body, "text/javascript", expires=STATIC_MAX_AGE_S)
 
     @wrappers.Request.application
     def _serve_static(self, request):
@@ -339,4 +355,4 @@ def _missing(name: str):
     raise HttpError(400, f"missing {name}")
 
 
-__all__ = ["ALL_HOSTS", "Body", "IoTracePlugin", "PLUGIN_NAME", "static_file"]
+__all__ = ["ALL_HOSTS", "BUNDLE_PATH", "Body", "IoTracePlugin", "PLUGIN_NAME", "bundle_file", "static_file"]

@@ -128,7 +128,7 @@ def set_trace_cap(max_events: int) -> None:
 def set_max_files(n: int) -> None:
     """Most distinct files (path, module) the captures running at once track
     (default 4,194,304; each costs about 1.8 KB per capture that touched it, see
-    the README).  A file past it is not tracked but counted: ``Capture.untracked``.
+    docs/capture.md).  A file past it is not tracked but counted: ``Capture.untracked``.
     Takes effect the next time recording starts with no capture running."""
     if n < 1:
         raise ValueError("n must be >= 1")

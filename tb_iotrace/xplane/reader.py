@@ -1,6 +1,6 @@
 """Reading XSpace files (``<host>.xplane.pb``) and columnar views of their planes.
 
-Clock conventions (DESIGN.md section 4): an event starts at
+Clock conventions (docs/internals.md, "Clock conventions"): an event starts at
 ``line.timestamp_ns * 1000 + event.offset_ps`` picoseconds. Saved captures are normalized to
 the profile start, so that sum is "ps since profile start"; the ``Task Environment`` plane's
 ``profile_start_time`` stat (CLOCK_REALTIME epoch ns) turns it into absolute time:

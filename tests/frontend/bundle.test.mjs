@@ -1,16 +1,37 @@
-// tools/bundle_frontend.mjs: the committed plugin_frontend/index.js is a fresh build of
-// the sources, the build is deterministic, and what it cannot bundle is an error.
+// tools/bundle_frontend.mjs: the build is deterministic, writes its output outside the sources
+// (a build output, never committed beside them), and what it cannot bundle is an error.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
 import { tmpdir } from "node:os";
+import { fileURLToPath } from "node:url";
 import { build, FRONTEND, OUTPUT } from "../../tools/bundle_frontend.mjs";
 
-test("the committed bundle is a fresh build of the sources", () => {
-  const committed = readFileSync(join(FRONTEND, OUTPUT), "utf8");
-  assert.ok(committed === build(), "plugin_frontend/index.js is stale: run node tools/bundle_frontend.mjs");
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const SCRIPT = join(ROOT, "tools", "bundle_frontend.mjs");
+
+test("the build is deterministic and lands in the build folder, not beside the sources", () => {
   assert.equal(build(), build());
+  assert.equal(relative(ROOT, OUTPUT), join("tb_iotrace", "plugin", "frontend-build", "index.js"));
+  assert.ok(!existsSync(join(FRONTEND, "index.js")), "plugin_frontend/index.js: the bundle is a build output, not a source");
+  const ignore = readFileSync(join(ROOT, ".gitignore"), "utf8").split("\n").map((l) => l.trim());
+  assert.ok(ignore.includes("/" + dirname(relative(ROOT, OUTPUT)) + "/"), ".gitignore must name the build folder");
+});
+
+test("the script writes the bundle where asked, and --check tells a stale one", () => {
+  const dir = mkdtempSync(join(tmpdir(), "tbio-bundle-out-"));
+  const out = join(dir, "sub", "index.js");
+  try {
+    execFileSync(process.execPath, [SCRIPT, "--out", out], { stdio: "pipe" });
+    assert.equal(readFileSync(out, "utf8"), build());
+    execFileSync(process.execPath, [SCRIPT, "--check", "--out", out], { stdio: "pipe" });
+    writeFileSync(out, "stale");
+    assert.throws(() => execFileSync(process.execPath, [SCRIPT, "--check", "--out", out], { stdio: "pipe" }), /stale/);
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });
 
 test("the bundle carries every module and the stylesheet, and exports render", async () => {
@@ -21,8 +42,14 @@ test("the bundle carries every module and the stylesheet, and exports render", a
   }
   assert.ok(!/^import /m.test(text), "no import left");
   assert.ok(text.includes(JSON.stringify(readFileSync(join(FRONTEND, "style.css"), "utf8")).slice(0, 60)));
-  const mod = await import(join(FRONTEND, OUTPUT));  // evaluates every module (none touches the DOM at load)
-  assert.equal(typeof mod.render, "function");
+  const dir = mkdtempSync(join(tmpdir(), "tbio-bundle-eval-"));
+  try {
+    writeFileSync(join(dir, "index.mjs"), text);
+    const mod = await import(join(dir, "index.mjs"));  // evaluates every module (none touches the DOM at load)
+    assert.equal(typeof mod.render, "function");
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
 });
 
 function tree(files) {

@@ -7,7 +7,7 @@ import os
 from tb_iotrace import _autostart
 from tb_iotrace.recording import session
 
-# the shim's defaults: Darshan's exclusions as DESIGN.md lists them, and /lib64/
+# the shim's defaults: Darshan's exclusions (docs/internals.md, "Darshan counter rules"), and /lib64/
 DARSHAN = ["/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/lib64/", "/opt/", "/sbin/", "/sys/",
            "/proc/", "/var/"]
 

@@ -27,6 +27,7 @@ def libs(tmp_path_factory) -> tuple[Path, list[Path]]:
 
 
 @pytest.mark.parametrize("round_", range(3))
+@pytest.mark.slow
 def test_libraries_loaded_during_walks_are_all_patched(shim, libs, tmp_path, round_):
     from tb_iotrace._ffi import native
 

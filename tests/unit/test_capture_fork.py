@@ -43,6 +43,7 @@ def libio_mt(tmp_path_factory) -> Path:
     return compile_so("libio.c", tmp_path_factory.mktemp("libio_mt") / "libio.so")
 
 
+@pytest.mark.slow
 def test_fork_while_threads_are_inside_the_shim(tmp_path, libio_mt):
     """25 forks while threads pread (native and Python), hold the Python
     lock (enable()) and the shim's own locks (native disable/enable

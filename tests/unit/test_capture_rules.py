@@ -1,4 +1,4 @@
-"""Darshan's POSIX counter rules (DESIGN.md section 3), end to end through
+"""Darshan's POSIX counter rules (docs/internals.md, "Darshan counter rules"), end to end through
 real calls made from Python (os.* -> libpython's PLT/GOT -> the shim).
 
 Every expected number is derived by hand in the comments next to it.

@@ -137,6 +137,7 @@ def test_small_trace_cap_drops_exactly(shim, work, trace_cap):
         assert len(cap.events) == 0 and cap.dropped >= sum(work.calls)
 
 
+@pytest.mark.slow
 def test_disable_while_threads_do_io(shim, tmp_path, libio_path):
     """enable/capture/disable over and over while 4 threads hammer pread:
     nothing crashes, every pread returns its bytes, and a final quiet capture

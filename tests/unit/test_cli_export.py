@@ -158,6 +158,7 @@ sys.exit(rc)
 '''
 
 
+@pytest.mark.slow
 def test_million_events_bounded_memory(tmp_path):
     n = 1_000_000
     root = big_record(tmp_path / "big", n)

@@ -37,6 +37,7 @@ def truth(log: Path) -> tuple[dict, int]:
 
 
 @pytest.mark.parametrize("name", ["dxt.darshan", "noposix.darshan"])
+@pytest.mark.slow
 def test_import_matches_pydarshan(tmp_path, name):
     log = LOGS / name
     r = cli("import-darshan", str(log), "--logdir", str(tmp_path))
@@ -61,6 +62,7 @@ def test_import_matches_pydarshan(tmp_path, name):
         assert "counters only" in r.stderr
 
 
+@pytest.mark.slow
 def test_import_bad_inputs(tmp_path):
     bad = tmp_path / "bad.darshan"
     bad.write_bytes(b"garbage garbage garbage")

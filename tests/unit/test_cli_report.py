@@ -108,6 +108,7 @@ def test_unknown_run_and_host(logdir, capsys):
 
 
 @pytest.mark.parametrize("command", [["report"], ["export", "--format", "csv", "-o", "OUT"]])
+@pytest.mark.slow
 def test_bad_inputs_one_line_exit_1(tmp_path, command):
     corrupt = tmp_path / "bad.xplane.pb"
     corrupt.write_bytes(b"\x0a\xff\xff\xff\xff\x0fgarbage")
@@ -130,6 +131,7 @@ def test_bad_inputs_one_line_exit_1(tmp_path, command):
     assert r.returncode == 1 and "Traceback" in r.stderr
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(tmp_path):
     assert cli().returncode == 2
     assert cli("report").returncode == 2
@@ -142,6 +144,7 @@ def test_usage_errors_exit_2(tmp_path):
         assert r.returncode == 0 and r.stdout
 
 
+@pytest.mark.slow
 def test_run_bad_inputs(tmp_path):
     r = cli("run", "--logdir", str(tmp_path / "l"), "--")
     assert r.returncode == 1 and "no command" in r.stderr
@@ -159,6 +162,7 @@ class Tty(io.StringIO):
 
 
 @pytest.mark.parametrize("command", ["report", "export"])
+@pytest.mark.slow
 def test_progress_on_stderr_of_a_terminal_only(logdir, tmp_path, capsys, monkeypatch, command):
     """Long work over many hosts shows which host it is on, on stderr, only on a terminal, and
     erases the line before the result; a pipe or --no-progress gets none."""

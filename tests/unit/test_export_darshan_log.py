@@ -106,6 +106,7 @@ def rank_of(got: dict) -> dict[str, int]:
     return {v.split("/", 1)[1]: int(k[4:]) for k, v in meta.items() if k.startswith("rank")}
 
 
+@pytest.mark.slow
 def test_every_counter_reads_back(exported):
     log, got, report = exported
     assert got["job"]["log_ver"] == "3.41" and got["job"]["metadata"]["lib_ver"] == "3.5.0"
@@ -134,6 +135,7 @@ def test_every_counter_reads_back(exported):
     assert {m: len(v) for m, v in got["records"].items()} == {"POSIX": 4, "STDIO": 1}
 
 
+@pytest.mark.slow
 def test_names_ids_and_rename(exported, run_dir):
     _, got, report = exported
     data = run_dir / "data"
@@ -167,6 +169,7 @@ def expected_dxt(run_dir: Path, job_start: int) -> dict[tuple[str, int], dict]:
     return out
 
 
+@pytest.mark.slow
 def test_dxt_segments_are_the_trace(exported, run_dir):
     _, got, _ = exported
     job_start = got["job"]["start_time_sec"] * 10**9 + got["job"]["start_time_nsec"]
@@ -213,6 +216,7 @@ def job_seconds(got: dict) -> tuple[int, float]:
     return start, (j["end_time_sec"] * 10**9 + j["end_time_nsec"] - start) / 1e9
 
 
+@pytest.mark.slow
 def test_heatmap_bins_sum_to_the_files_bytes(exported, run_dir):
     """Both processes (parent: os.write/os.read/os.pread and libio's fwrite/fread; child:
     os.pwrite/os.pread) on one grid; each module's bins sum to its files' bytes, per rank."""
@@ -254,6 +258,7 @@ def test_heatmap_bins_sum_to_the_files_bytes(exported, run_dir):
     assert (sum(hm["POSIX"]["write"][child]), sum(hm["POSIX"]["read"][child])) == (8192, 4096)
 
 
+@pytest.mark.slow
 def test_summary_writes_html(exported, tmp_path):
     log, _, _ = exported
     out = tmp_path / "summary.html"
@@ -268,6 +273,7 @@ def test_summary_writes_html(exported, tmp_path):
     assert "Heatmap data is not available" not in html
 
 
+@pytest.mark.slow
 def test_drishti_flags_small_reads(exported):
     log, _, _ = exported
     pytest.importorskip("drishti")
@@ -279,6 +285,7 @@ def test_drishti_flags_small_reads(exported):
     assert "small read requests" in text and "a.bin" in text
 
 
+@pytest.mark.slow
 def test_dxt_explorer_draws_the_log(exported, tmp_path):
     log, _, _ = exported
     pytest.importorskip("explorer")
@@ -295,6 +302,7 @@ def test_dxt_explorer_draws_the_log(exported, tmp_path):
     assert (tmp_path / "index.html").exists()
 
 
+@pytest.mark.slow
 def test_import_darshan_round_trip(exported, tmp_path):
     log, got, report = exported
     r = cli("import-darshan", str(log), "--logdir", str(tmp_path / "back"))
@@ -334,6 +342,7 @@ X_FILE = {"path": "/d/x", "module": "POSIX", "record_id": 0, "counters": {"POSIX
           "fcounters": {"POSIX_F_READ_TIME": 0.01}}
 
 
+@pytest.mark.slow
 def test_partial_flags(tmp_path):
     out = tmp_path / "p.darshan"
     r = cli("export", str(record(tmp_path / "a", [X_FILE], dropped=5, trace=True)), "--format", "darshan-log",
@@ -360,6 +369,7 @@ def one_line_error(r: subprocess.CompletedProcess, out: Path) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_bad_input(tmp_path):
     out = tmp_path / "o" / "x.darshan"
     out.parent.mkdir()
@@ -401,6 +411,7 @@ def series(start: int, bin_ns: float, n: int, put: dict[tuple[str, str, int], in
     return d if put is None else {**d, "modules": mods}
 
 
+@pytest.mark.slow
 def test_heatmap_ranks_share_one_grid(tmp_path):
     """Four processes of one run: two with series of different bin widths and starts, one
     without a series, one whose series predates the split by module. The log's heatmaps put
@@ -450,6 +461,7 @@ def test_heatmap_ranks_share_one_grid(tmp_path):
     assert "Heat Map: HEATMAP POSIX" in html.read_text() and "Heat Map: HEATMAP STDIO" in html.read_text()
 
 
+@pytest.mark.slow
 def test_several_runs_need_a_run(tmp_path):
     root = record(tmp_path / "l", [X_FILE])
     record(root / "sub", [X_FILE])
@@ -462,6 +474,7 @@ def test_several_runs_need_a_run(tmp_path):
 # --------------------------------------------------------------------------- a TensorFlow capture
 
 
+@pytest.mark.slow
 def test_tensorflow_capture(logdir, tmp_path):  # noqa: F811
     """A .xplane.pb capture (I/O merged into the shared GPU capture): counters as `report --json`
     gives them, its 50 preads as DXT segments on the capture's clock, STDIO too."""
@@ -511,6 +524,7 @@ print(json.dumps([load(sys.argv[1]), load(sys.argv[2])]))
 
 
 @pytest.mark.parametrize("name", ["dxt.darshan", "sample-badost.darshan"])
+@pytest.mark.slow
 def test_darshan_log_round_trip(tmp_path, name):
     """Darshan's log -> import-darshan -> export darshan-log: the same records (ranks, shared
     rank -1 records, ids, every counter) and the same DXT segments."""
@@ -544,6 +558,7 @@ sys.exit(rc)
 '''
 
 
+@pytest.mark.slow
 def test_million_events(tmp_path):
     """A 1,000,000-call trace: 32 MB of DXT segments, written in seconds, memory a few times the
     trace's columns."""
@@ -571,6 +586,7 @@ print(json.dumps(sum(e["read_count"] + e["write_count"] for e in r.records["DXT_
     assert got == n
 
 
+@pytest.mark.slow
 def test_older_ids_are_translated(tmp_path):
     """A record from before the shim stored Darshan's ids (another hash in record_id and in
     POSIX_RENAMED_FROM): every surface shows Darshan's ids, the rename's source included."""

@@ -233,6 +233,7 @@ def test_old_records_in_report_exports_and_plugin(v1, tmp_path):
     assert np.nansum(ct.col("POSIX_BYTES_WRITTEN")) == 1300
 
 
+@pytest.mark.slow
 def test_report_from_columns_equals_report_from_records(only, tmp_path):
     """report --json and the text report of a run/2 record (columns, entries streamed) say
     exactly what they say of the same record with its files inline (the per-record path)."""

@@ -7,7 +7,7 @@ included, parsed with ``ast``; nothing is imported):
 - no private name (``_x``) used across modules, and a private module (``pkg._x``) is imported
   only from inside ``pkg``.
 
-A new module must be given a layer in ``LAYERS``; README's "How it fits together" lists them.
+A new module must be given a layer in ``LAYERS``; docs/architecture.md lists them.
 """
 from __future__ import annotations
 

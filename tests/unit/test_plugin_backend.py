@@ -24,6 +24,7 @@ from werkzeug.wrappers import Response
 from tb_iotrace.plugin import IoTracePlugin
 from tb_iotrace import logdir as logdir_mod
 from tb_iotrace.plugin import cache as cache_mod
+from tb_iotrace.plugin import plugin as plugin_mod
 from tb_iotrace.plugin.plugin import static_file
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
 from plugin_client import make_client
@@ -218,7 +219,7 @@ def test_symlinks_out_of_the_logdir_are_not_served(gpu_capture, tmp_path):
 
 
 def test_static_files_are_confined():
-    assert static_file("index.js") is not None
+    assert static_file("main.js") is not None
     assert static_file("app.js")[1] == "text/javascript"
     assert static_file("timeline/coords.js") is not None
     for bad in ("../plugin.py", "../../pyproject.toml", "/etc/passwd", "timeline/../../x", ".hidden",
@@ -230,6 +231,7 @@ def test_static_routes(client):
     _, get = client
     code, body = get("/index.js")
     assert code == 200 and b"export const { render }" in body
+    assert body == Path(plugin_mod.BUNDLE_PATH).read_bytes()  # the build output, one request
     code, body = get("/static/timeline/timeline.js")
     assert code == 200 and b"class Timeline" in body
     code, _ = get("/static/../plugin.py")
@@ -237,6 +239,20 @@ def test_static_routes(client):
 
 
 # --------------------------------------------------------------------------- errors
+
+
+def test_unbuilt_bundle_is_a_clear_404(tmp_path, monkeypatch, caplog):
+    """A source tree where tools/bundle_frontend.mjs never ran: /index.js says how to build
+    the tab instead of serving nothing, and the plugin's other routes keep working."""
+    monkeypatch.setattr(plugin_mod, "BUNDLE_PATH", str(tmp_path / "bundle" / "index.js"))
+    _, get = make_client(tmp_path)
+    with caplog.at_level("ERROR", logger="tb_iotrace.plugin"):
+        code, body = get("/index.js")
+    assert code == 404
+    assert b"node tools/bundle_frontend.mjs" in body
+    assert "not built" in caplog.text
+    code, runs = get("/runs")
+    assert code == 200 and runs["runs"] == []
 
 
 def test_corrupt_capture_gives_error_and_others_still_load(client):
@@ -548,6 +564,7 @@ def test_steps_fallback_windows(gpu_capture, tmp_path):
     assert len(s["steps"]) == 10 and sum(x["calls"] for x in s["steps"]) == 1000
 
 
+@pytest.mark.slow
 def test_findings_come_from_the_analysis(client, logdir):
     from tb_iotrace.analysis import analyze
 
@@ -561,12 +578,14 @@ def test_findings_come_from_the_analysis(client, logdir):
     assert all(x["statement"] and x["suggestion"] for x in f["findings"])
 
 
+@pytest.mark.slow
 def test_findings_empty_state_without_io(client):
     _, get = client
     code, f = get("/findings", run="plain", host="gpu")
     assert code == 200 and f["findings"] == [] and "TensorFlow made it" in f["message"]
 
 
+@pytest.mark.slow
 def test_findings_run_in_one_child_per_capture(gpu_capture, tmp_path, monkeypatch):
     """The analysis runs in a child process (not in TensorBoard's), once per capture even
     when several requests ask at the same time; a failing child gives a message, not a 500."""
@@ -861,6 +880,7 @@ MEM_SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.parametrize("n_events", [0, 200_000])
+@pytest.mark.slow
 def test_memory_at_most_5x_file_size(gpu_capture, tmp_path, n_events):
     if n_events:
         path = make_logdir(tmp_path, gpu_capture, run="r", host="h", n_events=n_events, hostile=False)
@@ -882,21 +902,29 @@ def test_memory_at_most_5x_file_size(gpu_capture, tmp_path, n_events):
 
 def test_frontend_ships_with_the_package():
     """plugin_frontend/ is reached as tb_iotrace/plugin/static (a link in the source tree,
-    copied into wheels by the package-data glob), and every relative import resolves."""
+    copied into wheels by the package-data glob) with its bundle built beside the package
+    (tb_iotrace/plugin/frontend-build/index.js, ignored by git, in the package data), and every
+    relative import resolves."""
     import re
     import tomllib
 
     static = ROOT / "tb_iotrace" / "plugin" / "static"
     assert static.is_symlink() and static.resolve() == (ROOT / "plugin_frontend").resolve()
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "plugin/static/**/*" in data["tool"]["setuptools"]["package-data"]["tb_iotrace"]
+    package_data = data["tool"]["setuptools"]["package-data"]["tb_iotrace"]
+    assert "plugin/static/**/*" in package_data and "plugin/frontend-build/index.js" in package_data
+    assert Path(plugin_mod.BUNDLE_PATH) == ROOT / "tb_iotrace" / "plugin" / "frontend-build" / "index.js"
+    assert "/tb_iotrace/plugin/frontend-build/" in (ROOT / ".gitignore").read_text().split()  # a build output
+    fresh = subprocess.run(["node", str(ROOT / "tools" / "bundle_frontend.mjs"), "--check"], capture_output=True, text=True)
+    assert fresh.returncode == 0, fresh.stderr  # what TensorBoard serves is the sources as they are now
     js = sorted((ROOT / "plugin_frontend").rglob("*.js"))
-    assert {p.name for p in js} >= {"index.js", "main.js", "app.js", "coords.js", "tracks.js", "view.js", "timeline.js"}
+    assert {p.name for p in js} >= {"main.js", "app.js", "coords.js", "tracks.js", "view.js", "timeline.js"}
+    assert "index.js" not in {p.name for p in js}  # the bundle is a build output, not a source
     for path in js:
         text = path.read_text()
         assert "innerHTML" not in text.replace("never innerHTML", "")
         assert "http://" not in text and "https://" not in text  # no CDN
-        for spec in re.findall(r"""(?:from|import\()\s*["'](\.[^"']+)["']""", text):
-            # index.js is served at the plugin root and imports ./static/...
+        code = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith(("//", "*", "/*")))
+        for spec in re.findall(r"""(?:from|import\()\s*["'](\.[^"']+)["']""", code):
             target = (path.parent / spec.replace("./static/", "./", 1)).resolve()
             assert target.exists(), f"{path.name}: {spec}"

@@ -310,6 +310,7 @@ def test_native_rejects_hostile_events_like_numpy(gpu_capture, tmp_path, monkeyp
     assert "truncated or corrupt" in str(native)
 
 
+@pytest.mark.slow
 def test_native_survives_random_damage(gpu_capture, tmp_path, monkeypatch):
     """Random byte flips and over-long varints in and around the I/O events: the native
     decoder raises XPlaneError or decodes; where both decode, their columns are the same;

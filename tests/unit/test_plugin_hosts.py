@@ -154,6 +154,7 @@ def test_all_hosts_findings_answer_in_bounded_time_from_one_child(tmp_path, monk
     assert all(f["statement"] == f"{f['host']}.xplane.pb" for f in done["findings"])
 
 
+@pytest.mark.slow
 def test_findings_each_child_matches_one_child_per_capture(tmp_path):
     """The real ``--each`` child answers every file as the one-file child does, and a bad file
     gets its own error without costing the others theirs."""
@@ -172,6 +173,7 @@ def test_findings_each_child_matches_one_child_per_capture(tmp_path):
         assert "findings" in got[p]
 
 
+@pytest.mark.slow
 def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
     """``tb-iotrace report`` decodes hosts in parallel (same document as one at a time) and its
     per-host rows are the captures' counters summed (POSIX + STDIO), equal to the tab's

@@ -219,6 +219,7 @@ def test_a_rewritten_trace_is_converted_again(tmp_path):
     assert get("/capture", run="run", host="w")[1]["io"]["events"] == 0
 
 
+@pytest.mark.slow
 def test_findings_of_a_pytorch_run(client):
     _, get = client
     code, fi = get("/findings", run="train", host="worker0")

@@ -302,6 +302,7 @@ def test_all_hosts_lines_processes_up_on_their_start_times(client, logdir):
     assert first >= docs[child]["start_ns"] - t0 > 0
 
 
+@pytest.mark.slow
 def test_findings_from_the_records_trace(client, logdir):
     _, get = client
     code, fi = get("/findings", run="train/iotrace", host=_main_host(logdir))
@@ -315,6 +316,7 @@ def test_findings_from_the_records_trace(client, logdir):
     assert any(p.endswith("/data.bin") for p in small["files"])
 
 
+@pytest.mark.slow
 def test_partial_record_shows_counters_and_says_so(client, logdir):
     _, get = client
     (host,) = _hosts(logdir, "killed")

@@ -235,6 +235,7 @@ def test_python_descriptor_matches_proto_file():
     assert re.search(r"^package tensorflow\.profiler;$", PROTO_FILE.read_text(), re.M)
 
 
+@pytest.mark.tf
 def test_python_descriptor_matches_tensorflow(tf_xplane):
     from google.protobuf import descriptor_pb2
 
@@ -251,6 +252,7 @@ def test_python_descriptor_matches_tensorflow(tf_xplane):
     assert list(ours.message_type) == list(theirs.message_type)
 
 
+@pytest.mark.tf
 def test_private_pool_coexists_with_tensorflow(gpu_capture, tf_xplane):
     from google.protobuf import descriptor_pool
 
@@ -278,6 +280,7 @@ def test_import_needs_no_tensorflow():
 # --------------------------------------------------------------------------- reader
 
 
+@pytest.mark.tf
 def test_gpu_capture_facts(gpu_capture, tf_xplane):
     t = time.perf_counter()
     space = X.load_xspace(gpu_capture)
@@ -350,6 +353,7 @@ def test_stats_decoding(gpu_capture):
                                              "b": b"\x00\xff", "r": "interned"}
 
 
+@pytest.mark.tf
 def test_clock_helpers(cpu_capture):
     path, trace = cpu_capture
     space = X.load_xspace(path)
@@ -517,6 +521,7 @@ def test_empty_trace_and_bytes_paths():
     assert [p.encode("utf-8", "surrogateescape") for p in back.path] == raw_paths
 
 
+@pytest.mark.slow
 def test_merge_into_gpu_capture_and_viewers(gpu_capture, tmp_path):
     path = capture_copy(tmp_path, gpu_capture)
     procs, threads, spans = viewer(path, "trace_viewer@")  # builds xprof's caches
@@ -582,6 +587,7 @@ def test_merge_into_gpu_capture_and_viewers(gpu_capture, tmp_path):
     assert len(host.lines) == 23
 
 
+@pytest.mark.tf
 def test_merge_into_cpu_capture_and_viewers(tmp_path, cpu_capture):
     src, trace = cpu_capture
     path = capture_copy(tmp_path, src, "vm")
