@@ -63,3 +63,22 @@ def test_wheel_from_a_fresh_checkout_ships_the_bundle(tmp_path):
     assert {"tb_iotrace/plugin/static/main.js", "tb_iotrace/plugin/static/style.css"} <= names
     assert "tb_iotrace/plugin/static/index.js" not in names
     assert any(n.startswith("tb_iotrace/_native") for n in names) and any(n.startswith("tb_iotrace/_codec") for n in names)
+
+
+@pytest.mark.slow
+def test_an_sdist_builds_a_wheel_with_the_native_modules(tmp_path):
+    """pip builds from an sdist when no wheel fits: the sdist must carry the native sources the
+    cffi builders read (native/sources.cmake and the files it names), or the build fails."""
+    src = checkout_copy(tmp_path / "src")
+    r = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "-d", str(tmp_path / "sdist")], cwd=src,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (sdist,) = (tmp_path / "sdist").glob("tb_iotrace-*.tar.gz")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+                        "-w", str(tmp_path / "dist"), str(sdist)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("tb_iotrace-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+    assert BUNDLE in names
+    assert any(n.startswith("tb_iotrace/_native") for n in names) and any(n.startswith("tb_iotrace/_codec") for n in names)
