@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["JAXLIB_FIRST", "JAXLIB_GATED", "JAXLIB_NEWEST_READ", "jaxlib_hookable", "jaxlib_support",
-           "release"]
+__all__ = ["JAXLIB_CHECKS_READ", "JAXLIB_FIRST", "JAXLIB_GATED", "JAXLIB_NEWEST_READ", "jaxlib_hookable",
+           "jaxlib_support", "release"]
 
 # jaxlib has a plugin profiler (register_plugin_profiler) from 0.4.19 on; 0.4.18 has none.
 JAXLIB_FIRST = (0, 4, 19)
@@ -14,6 +14,13 @@ JAXLIB_FIRST = (0, 4, 19)
 # 0.4.19 to 0.10.2 compare exactly with 80 (wheels read on the development machine), 0.11.2
 # takes "at least" a size (its message, read on a CUDA machine; issue 24).
 JAXLIB_NEWEST_READ = "0.11.2"
+# The table checks seen in released jaxlibs: (form, first, last release, a size that passes). Used
+# only for a library whose message form is read but whose comparison is not (a stripped build):
+# 0.4.19 to 0.10.2 compare exactly with 80 in every wheel read; 0.11.2 took the 80-byte table.
+JAXLIB_CHECKS_READ: tuple[tuple[str, tuple[int, ...], tuple[int, ...], int], ...] = (
+    ("exact", (0, 4, 19), (0, 10, 2), 80),
+    ("at_least", (0, 11, 2), (0, 11, 2), 80),
+)
 # Before it read the check, tb_iotrace hooked these releases only (by version number): a capture
 # made then by a newer jaxlib has no I/O for that reason alone.
 JAXLIB_GATED = ((0, 4, 19), (0, 10, 2))

@@ -11,7 +11,8 @@ gets the window's I/O plane, exactly as TensorFlow's do (:mod:`.window`).
 
 jaxlib checks the table's size (up to 0.10 exactly, and a mismatch crashes the capture; from
 0.11 a minimum), so registration reads that check from the loaded jaxlib itself
-(:mod:`.jaxlib_check`) and hands over a table that passes it (80 or 104 bytes, native/pjrt.c).
+(:mod:`.jaxlib_check`; a stripped library's size comes from the wheels of that release read
+before) and hands over a table that passes it (80 or 104 bytes, native/pjrt.c).
 A jaxlib without a plugin profiler, or whose check cannot be read or is passed by no table
 tb_iotrace has, gets one warning and is left untouched (``TBIO_JAX_TABLE=80|104`` forces a table
 on a jaxlib whose check cannot be read). Registration is once per process and never undone
@@ -26,7 +27,8 @@ from typing import Any, Callable
 
 from .._ffi import native
 from .importhook import call_after_import
-from .jaxlib_check import TableCheck, read_table_check, table_size_for
+from ..frameworks import JAXLIB_CHECKS_READ, release
+from .jaxlib_check import TableCheck, read_table_check, table_size_for, with_known_size
 from .window import ProfileWindow
 
 __all__ = ["IMPLEMENTED_TABLES", "STATE", "attach", "hook_state", "jaxlib_version", "library_paths",
@@ -165,6 +167,7 @@ def _register_with_jax() -> None:
         check, path = read_check()
     except Exception as exc:   # never into the user's import of jax
         check, path = TableCheck("unknown", detail=f"reading jaxlib failed: {exc}"), ""
+    check = with_known_size(check, release(version), JAXLIB_CHECKS_READ)
     size = table_size_for(check, IMPLEMENTED_TABLES)
     forced = _forced_table() if check.kind == "unknown" else None
     _hook_state.update(jaxlib=version, library=path, check=check.describe(), table=size or forced)

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Union
 
-__all__ = ["MESSAGE", "TableCheck", "read_table_check", "table_size_for"]
+__all__ = ["MESSAGE", "TableCheck", "read_table_check", "table_size_for", "with_known_size"]
 
 MESSAGE = b"Unexpected PLUGIN_Profiler_Api size: expected"
 # The tracer's constructors (C1/C2), mangled: xla::profiler::PluginTracer::PluginTracer(...);
@@ -46,11 +46,13 @@ SHF_ALLOC = 0x2
 class TableCheck:
     """What a jaxlib demands of the table: ``kind`` is ``"exact"`` (``size`` exactly),
     ``"at_least"`` (``size`` or more), ``"none"`` (no plugin tracer in these bytes) or
-    ``"unknown"`` (a tracer whose check could not be read; ``detail`` says what was seen)."""
+    ``"unknown"`` (a tracer whose check could not be read; ``detail`` says what was seen, ``form``
+    the message's form when only the size was not found: a stripped or unusual build)."""
 
     kind: str
     size: int | None = None
     detail: str = ""
+    form: str = ""     # an unknown check whose message was read: its form ("exact"/"at_least")
 
     def passes(self, table_size: int) -> bool:
         if self.size is None:
@@ -62,13 +64,29 @@ class TableCheck:
         return False
 
     def describe(self) -> str:
+        how = f" ({self.detail})" if self.detail else ""
         if self.kind == "exact":
-            return f"a table of exactly {self.size} bytes"
+            return f"a table of exactly {self.size} bytes{how}"
         if self.kind == "at_least":
-            return f"a table of at least {self.size} bytes"
+            return f"a table of at least {self.size} bytes{how}"
         if self.kind == "none":
             return "no plugin profiler"
         return f"a table check tb_iotrace cannot read ({self.detail})"
+
+
+def with_known_size(check: TableCheck, version: tuple[int, ...],
+                    known: Iterable[tuple[str, tuple[int, ...], tuple[int, ...], int]]) -> TableCheck:
+    """``check`` completed from releases read before: an unknown check whose message form was
+    read but whose size was not (no symbol table, another compiler's code) takes the size the
+    same form had in the wheels of that release (``known``: form, first, last release, size).
+    Any other check is returned as it is."""
+    if check.kind != "unknown" or not check.form:
+        return check
+    for form, lo, hi, size in known:
+        if form == check.form and lo <= version[:3] <= hi:
+            return TableCheck(form, size, detail=f"size as in the wheels of jaxlib {'.'.join(map(str, lo))} to "
+                              f"{'.'.join(map(str, hi))} ({check.detail})")
+    return check
 
 
 def table_size_for(check: TableCheck, implemented: Iterable[int]) -> int | None:
@@ -248,13 +266,13 @@ def read_table_check(buf: Data) -> TableCheck:
     try:
         machine, sections = _sections(buf)
     except (ValueError, struct.error) as exc:
-        return TableCheck("unknown", detail=f"{form} check, size unread: {exc}")
+        return TableCheck("unknown", detail=f"{form} check, size unread: {exc}", form=form)
     reader = {EM_X86_64: _x86_compare, EM_AARCH64: _arm_compare}.get(machine)
     if reader is None:
-        return TableCheck("unknown", detail=f"{form} check, size unread: machine {machine}")
+        return TableCheck("unknown", detail=f"{form} check, size unread: machine {machine}", form=form)
     ctors = _constructors(buf, sections)
     if not ctors:
-        return TableCheck("unknown", detail=f"{form} check, size unread: no PluginTracer symbol")
+        return TableCheck("unknown", detail=f"{form} check, size unread: no PluginTracer symbol", form=form)
     seen = set()
     for off in ctors:
         got = reader(buf[off:off + CODE_WINDOW])
@@ -262,7 +280,8 @@ def read_table_check(buf: Data) -> TableCheck:
             seen.add(got)
     if len(seen) != 1:
         return TableCheck("unknown", detail=f"{form} check, size unread: "
-                          + ("no comparison found" if not seen else f"comparisons disagree {sorted(seen)}"))
+                          + ("no comparison found" if not seen else f"comparisons disagree {sorted(seen)}"),
+                          form=form)
     kind, size = seen.pop()
     if kind != form:
         return TableCheck("unknown", detail=f"message says {form}, code compares {kind} {size}")

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.frameworks import release
-from tb_iotrace.recording.jaxlib_check import MESSAGE, TableCheck, read_table_check, table_size_for
+from tb_iotrace.frameworks import JAXLIB_CHECKS_READ, release
+from tb_iotrace.recording.jaxlib_check import MESSAGE, TableCheck, read_table_check, table_size_for, with_known_size
 
 EXACT = MESSAGE + b" \x00"
 AT_LEAST = MESSAGE + b" at least \x00"
@@ -112,6 +112,31 @@ def test_unknown_checks(blob: bytes, detail: str) -> None:
     assert got.kind == "unknown" and got.size is None
     assert detail in got.detail, got.detail
     assert table_size_for(got, (80, 104)) is None
+
+
+@pytest.mark.parametrize("message,version,want", [
+    (EXACT, (0, 10, 2), TableCheck("exact", 80)), (EXACT, (0, 4, 19), TableCheck("exact", 80)),
+    (AT_LEAST, (0, 11, 2), TableCheck("at_least", 80)),
+    (EXACT, (0, 10, 3), None), (EXACT, (0, 11, 2), None), (AT_LEAST, (0, 10, 2), None),
+    (AT_LEAST, (0, 12, 0), None),
+])
+def test_stripped_library_takes_the_size_of_the_wheels_read(message: bytes, version: tuple[int, ...],
+                                                            want: TableCheck | None) -> None:
+    """A build without a symbol table (a stripped one): the message's form is read from the
+    library itself; the size is the one that form had in the wheels of that very release, and
+    none for a release not read (one warning then, the job untouched)."""
+    got = read_table_check(elf(X86_HEAD + bytes.fromhex("48833e50 7505"), message, symtab=False))
+    assert got.kind == "unknown" and got.form == ("exact" if message == EXACT else "at_least")
+    done = with_known_size(got, version, JAXLIB_CHECKS_READ)
+    if want is None:
+        assert done == got
+    else:
+        assert (done.kind, done.size) == (want.kind, want.size)
+        assert "size as in the wheels of jaxlib" in done.describe() and "no PluginTracer symbol" in done.describe()
+    # a check read whole, or one whose message was not understood, is never completed
+    assert with_known_size(TableCheck("exact", 88), version, JAXLIB_CHECKS_READ) == TableCheck("exact", 88)
+    odd = TableCheck("unknown", detail="message 'between'")
+    assert with_known_size(odd, version, JAXLIB_CHECKS_READ) == odd
 
 
 @pytest.mark.parametrize("check,size", [
