@@ -288,3 +288,29 @@ def read_table_check(buf: Data) -> TableCheck:
     if not 16 <= size <= 4096:
         return TableCheck("unknown", detail=f"{form} check of an implausible size {size}")
     return TableCheck(kind, size)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tb_iotrace.recording.jaxlib_check LIB...``: the check of each jaxlib library
+    (``libjax_common.so``, or ``xla_extension.so`` before 0.6.0), e.g. of a new release's wheel."""
+    import sys
+
+    paths = sys.argv[1:] if argv is None else argv
+    if not paths:
+        print("usage: python -m tb_iotrace.recording.jaxlib_check LIBRARY.so ...", file=sys.stderr)
+        return 2
+    rc = 0
+    for path in paths:
+        try:
+            with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                check = read_table_check(m)
+        except (OSError, ValueError) as exc:
+            print(f"{path}: cannot read: {exc}")
+            rc = 1
+            continue
+        print(f"{path}: {check.describe()}")
+    return rc
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -180,3 +180,17 @@ def test_loaded_check_finds_the_library_of_the_running_jaxlib() -> None:
     check, path = jaxhook.loaded_check()
     assert os.path.samefile(path, installed_library())
     assert check == TableCheck("exact", 80)
+
+
+def test_command_line_reads_each_library(tmp_path: Path, capsys) -> None:
+    """``python -m tb_iotrace.recording.jaxlib_check`` (how docs/jax.md reads a new release)."""
+    from tb_iotrace.recording.jaxlib_check import main
+
+    lib = tmp_path / "libjax_common.so"
+    lib.write_bytes(elf(X86_HEAD + bytes.fromhex("48833e4f 7610"), AT_LEAST))
+    empty = tmp_path / "empty.so"
+    empty.write_bytes(b"")
+    assert main([str(lib), str(empty), str(tmp_path / "gone.so")]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{lib}: a table of at least 80 bytes"
+    assert out[1].startswith(f"{empty}: cannot read") and out[2].startswith(f"{tmp_path / 'gone.so'}: cannot read")
