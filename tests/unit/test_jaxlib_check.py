@@ -171,6 +171,7 @@ def test_installed_jaxlib() -> None:
     assert table_size_for(got, (80, 104)) == 80
 
 
+@pytest.mark.jax
 def test_loaded_check_finds_the_library_of_the_running_jaxlib() -> None:
     """``loaded_check`` reads the library the process has mapped (here after ``import jax``)."""
     import jax  # noqa: F401
