@@ -222,9 +222,10 @@ def _x86_compare(code: bytes) -> tuple[str, int] | None:
             continue
         cond = code[j] & 0x0F if code[j] & 0xF0 == 0x70 else (
             code[j + 1] & 0x0F if code[j] == 0x0F and j + 1 < len(code) and code[j + 1] & 0xF0 == 0x80 else None)
-        if cond is None:
-            continue
-        return _from_condition(cond, imm, {0x4: "eq", 0x5: "ne", 0x2: "lo", 0x3: "hs", 0x6: "ls", 0x7: "hi"})
+        got = None if cond is None else _from_condition(
+            cond, imm, {0x4: "eq", 0x5: "ne", 0x2: "lo", 0x3: "hs", 0x6: "ls", 0x7: "hi"})
+        if got is not None:     # a signed or other jump: not the size check, go on
+            return got
     return None
 
 
@@ -238,8 +239,11 @@ def _arm_compare(code: bytes) -> tuple[str, int] | None:
         imm = (w >> 10) & 0xFFF
         for nxt in words[i + 1:i + 4]:
             if nxt & 0xFF000010 == 0x54000000:
-                return _from_condition(nxt & 0xF, imm, {0x0: "eq", 0x1: "ne", 0x3: "lo", 0x2: "hs",
-                                                         0x9: "ls", 0x8: "hi"})
+                got = _from_condition(nxt & 0xF, imm, {0x0: "eq", 0x1: "ne", 0x3: "lo", 0x2: "hs",
+                                                        0x9: "ls", 0x8: "hi"})
+                if got is not None:
+                    return got
+                break
         # a compare with no conditional branch after it is not the size check: go on
     return None
 

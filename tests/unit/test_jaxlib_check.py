@@ -69,6 +69,8 @@ def elf(code: bytes, rodata: bytes, machine: int = 62, symbols: tuple[bytes, ...
     (X86_HEAD + bytes.fromhex("48833e68 0f8210000000"), AT_LEAST, TableCheck("at_least", 104)),
     # the size loaded first: mov (%rsi),%rax; cmp $0x4f,%rax; ja
     (X86_HEAD + bytes.fromhex("488b06 4883f84f 7705"), AT_LEAST, TableCheck("at_least", 80)),
+    # a signed compare first (not the size check: jl), then the size check
+    (X86_HEAD + bytes.fromhex("4883f801 7c02") + bytes.fromhex("48833e50 7505"), EXACT, TableCheck("exact", 80)),
     # [%rbx + 0] and a 32-bit immediate
     (X86_HEAD + bytes.fromhex("48837b0050 7505"), EXACT, TableCheck("exact", 80)),
     (X86_HEAD + bytes.fromhex("48813e00010000 7405"), EXACT, TableCheck("exact", 256)),
@@ -82,6 +84,7 @@ def test_x86_checks(code: bytes, message: bytes, want: TableCheck) -> None:
     ([0xF101411F, 0x54000581], EXACT, TableCheck("exact", 80)),
     ([0xF101411F, 0xAA0003F3, 0x54000583], AT_LEAST, TableCheck("at_least", 80)),   # b.lo
     ([0xF1019D1F, 0x54000589], AT_LEAST, TableCheck("at_least", 104)),              # cmp #0x67; b.ls
+    ([0xF100051F, 0x5400004B, 0xF101411F, 0x54000581], EXACT, TableCheck("exact", 80)),  # b.lt first: skipped
 ])
 def test_arm_checks(words: list[int], message: bytes, want: TableCheck) -> None:
     assert read_table_check(elf(arm(ARM_HEAD + words), message, machine=183)) == want
