@@ -47,7 +47,8 @@ class TableCheck:
     """What a jaxlib demands of the table: ``kind`` is ``"exact"`` (``size`` exactly),
     ``"at_least"`` (``size`` or more), ``"none"`` (no plugin tracer in these bytes) or
     ``"unknown"`` (a tracer whose check could not be read; ``detail`` says what was seen, ``form``
-    the message's form when only the size was not found: a stripped or unusual build)."""
+    the message's form when it was read but the size was not: a stripped build, or code this
+    reader does not follow)."""
 
     kind: str
     size: int | None = None
@@ -77,9 +78,9 @@ class TableCheck:
 def with_known_size(check: TableCheck, version: tuple[int, ...],
                     known: Iterable[tuple[str, tuple[int, ...], tuple[int, ...], int]]) -> TableCheck:
     """``check`` completed from releases read before: an unknown check whose message form was
-    read but whose size was not (no symbol table, another compiler's code) takes the size the
-    same form had in the wheels of that release (``known``: form, first, last release, size).
-    Any other check is returned as it is."""
+    read but whose size was not (no symbol table, code this reader does not follow) takes the
+    size the same form had in the wheels of that release (``known``: form, first, last release,
+    size). Any other check is returned as it is."""
     if check.kind != "unknown" or not check.form:
         return check
     for form, lo, hi, size in known:
@@ -288,9 +289,9 @@ def read_table_check(buf: Data) -> TableCheck:
                           form=form)
     kind, size = seen.pop()
     if kind != form:
-        return TableCheck("unknown", detail=f"message says {form}, code compares {kind} {size}")
+        return TableCheck("unknown", detail=f"message says {form}, code compares {kind} {size}", form=form)
     if not 16 <= size <= 4096:
-        return TableCheck("unknown", detail=f"{form} check of an implausible size {size}")
+        return TableCheck("unknown", detail=f"{form} check of an implausible size {size}", form=form)
     return TableCheck(kind, size)
 
 

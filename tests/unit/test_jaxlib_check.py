@@ -142,6 +142,19 @@ def test_stripped_library_takes_the_size_of_the_wheels_read(message: bytes, vers
     assert with_known_size(odd, version, JAXLIB_CHECKS_READ) == odd
 
 
+@pytest.mark.parametrize("code", [X86_HEAD + b"\x90" * 40,                       # no comparison found
+                                  X86_HEAD + bytes.fromhex("48833e02 7605"),        # implausible size
+                                  X86_HEAD + bytes.fromhex("48833e50 7505")])       # code says exact
+def test_code_not_followed_on_a_release_read(code: bytes) -> None:
+    """jaxlib 0.11.2's message says "at least" (read on a CUDA machine, issue 24) and it took the
+    80-byte table; were its code one this reader does not follow, that release still registers,
+    and a later one does not."""
+    got = read_table_check(elf(code, AT_LEAST))
+    assert got.kind == "unknown" and got.form == "at_least"
+    assert table_size_for(with_known_size(got, (0, 11, 2), JAXLIB_CHECKS_READ), (80, 104)) == 80
+    assert with_known_size(got, (0, 11, 3), JAXLIB_CHECKS_READ) == got
+
+
 @pytest.mark.parametrize("check,size", [
     (TableCheck("exact", 80), 80), (TableCheck("exact", 104), 104), (TableCheck("exact", 88), None),
     (TableCheck("at_least", 80), 80), (TableCheck("at_least", 56), 80), (TableCheck("at_least", 81), 104),
