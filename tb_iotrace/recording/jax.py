@@ -40,6 +40,7 @@ STATE = ProfileWindow("JAX")
 IMPLEMENTED_TABLES = (80, 104)
 # The shared objects that hold jaxlib's C++ (the plugin tracer among it): one since 0.6.0.
 LIBRARY_NAMES = ("libjax_common", "xla_extension")
+MAPS = "/proc/self/maps"   # where the mapped libraries are listed
 
 _attach_lock = threading.Lock()
 _attached = False
@@ -66,7 +67,7 @@ def library_paths() -> list[str]:
     pkg = os.path.realpath(os.path.dirname(jaxlib.__file__)) + os.sep
     mapped: list[str] = []
     try:
-        with open("/proc/self/maps", encoding="utf-8", errors="replace") as fh:
+        with open(MAPS, encoding="utf-8", errors="replace") as fh:
             for line in fh:
                 parts = line.rstrip("\n").split(None, 5)
                 path = parts[5] if len(parts) == 6 else ""

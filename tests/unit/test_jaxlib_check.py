@@ -211,3 +211,21 @@ def test_command_line_reads_each_library(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"{lib}: a table of at least 80 bytes"
     assert out[1].startswith(f"{empty}: cannot read") and out[2].startswith(f"{tmp_path / 'gone.so'}: cannot read")
+
+
+def test_library_paths_from_the_maps_or_the_package(tmp_path: Path, monkeypatch) -> None:
+    """The jaxlib libraries this process mapped, the plugin tracer's first; the package's own
+    when /proc/self/maps cannot be read or lists none of them."""
+    from tb_iotrace.recording import jax as jaxhook
+
+    lib = installed_library()
+    pkg = os.path.realpath(lib.parent)
+    maps = tmp_path / "maps"
+    maps.write_text(f"7f00-7f01 r-xp 00000000 08:01 1 {pkg}/_hlo.so\n"
+                    f"7f01-7f02 r-xp 00000000 08:01 2 {os.path.realpath(lib)}\n"
+                    "7f02-7f03 r-xp 00000000 08:01 3 /usr/lib/libc.so.6\n"
+                    "7f03-7f04 rw-p 00000000 00:00 0\n")
+    monkeypatch.setattr(jaxhook, "MAPS", str(maps))
+    assert jaxhook.library_paths() == [os.path.realpath(lib), f"{pkg}/_hlo.so"]
+    monkeypatch.setattr(jaxhook, "MAPS", str(tmp_path / "none"))
+    assert jaxhook.library_paths() == [str(Path(pkg) / lib.name)]
