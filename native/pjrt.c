@@ -11,16 +11,20 @@
  * The layouts are restated from what jaxlib does with them (read from its
  * machine code, 0.10.2; docs/jax.md) and from the public C API headers:
  * every struct starts with struct_size; jaxlib leaves the args' struct_size
- * unset, so none is checked here.  jaxlib compares the
- * table's struct_size with its own exactly and crashes the capture on a
- * mismatch, so Python picks the size per jaxlib version (tb_iotrace/recording/jax.py)
- * and tbio_jax_api() refuses any size this file does not implement.
+ * unset, so none is checked here.  jaxlib up to 0.10 compares the table's
+ * struct_size with its own exactly (80) and crashes the capture on a mismatch;
+ * 0.11 takes a table of at least a size.  Python reads which check the loaded
+ * jaxlib makes (tb_iotrace/recording/jaxlib_check.py) and asks for a table it
+ * passes; tbio_jax_api() serves the two sizes implemented here, 80 bytes (10
+ * members) and 104 (13: upstream's consume, consume_result_destroy and
+ * serialize added), and refuses any other.
  *
  * As in tfprof.c, the work is done by Python callbacks (cffi extern
  * "Python+C", weak here so the standalone CMake library links without them). */
 #include "tbio.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +97,26 @@ typedef struct {
     size_t buffer_size_in_bytes;
 } collect_args;
 
+/* The three members upstream added (a 104-byte table): consume hands back an
+ * opaque result that serialize turns into XSpace bytes, and
+ * consume_result_destroy frees.  Here the result is the session itself (its
+ * bytes live until destroy), so serialize finds the session whichever of its
+ * two pointer fields it reads, and destroying a result frees nothing, whether
+ * the caller passes the result or an args struct holding it. */
+typedef struct {
+    size_t struct_size;
+    jax_profiler *profiler;
+    void *result;                   /* out */
+} consume_args;
+
+typedef struct {
+    size_t struct_size;
+    jax_profiler *profiler;
+    void *consume_result;
+    const uint8_t *serialized_bytes; /* out: ours, until destroy */
+    size_t serialized_size;          /* out */
+} serialize_args;
+
 struct profiler_table {
     size_t struct_size;
     void *priv;
@@ -104,9 +128,17 @@ struct profiler_table {
     profiler_error *(*start)(profiler_args *);
     profiler_error *(*stop)(profiler_args *);
     profiler_error *(*collect_data)(collect_args *);
+    /* 104-byte tables only (struct_size says which) */
+    profiler_error *(*consume)(consume_args *);
+    void (*consume_result_destroy)(void *);
+    profiler_error *(*serialize)(serialize_args *);
 };
-/* The 10-member table is 80 bytes on LP64: the size jaxlib 0.4.20-0.10.x checks for. */
-_Static_assert(sizeof(profiler_table) == 80, "profiler table layout");
+/* 10 members are 80 bytes on LP64: the size jaxlib 0.4.19-0.10.x checks for exactly;
+ * with the three newer ones, 104. */
+enum { TABLE_SIZE_10 = offsetof(profiler_table, consume), TABLE_SIZE_13 = sizeof(profiler_table) };
+_Static_assert(TABLE_SIZE_10 == 80, "profiler table layout");
+_Static_assert(TABLE_SIZE_13 == 104, "profiler table layout");
+_Static_assert(sizeof(serialize_args) == 40, "serialize args layout");
 _Static_assert(sizeof(collect_args) == 32, "collect args layout");
 _Static_assert(sizeof(pjrt_profiler_ext) == 40, "profiler extension layout");
 
@@ -213,35 +245,54 @@ static profiler_error *p_collect(collect_args *a) {
     return NULL;
 }
 
-static profiler_table g_table = {
-    .struct_size = sizeof(profiler_table),
-    .priv = NULL,
-    .error_destroy = err_destroy,
-    .error_message = err_message,
-    .error_get_code = err_code,
-    .create = p_create,
-    .destroy = p_destroy,
-    .start = p_start,
-    .stop = p_stop,
-    .collect_data = p_collect,
+static profiler_error *p_consume(consume_args *a) {
+    if (a->profiler) fetch(a->profiler);
+    a->result = a->profiler;
+    return NULL;
+}
+
+static void p_consume_result_destroy(void *arg) { (void)arg; /* the session owns the bytes */ }
+
+static profiler_error *p_serialize(serialize_args *a) {
+    jax_profiler *p = a->profiler ? a->profiler : (jax_profiler *)a->consume_result;
+    if (p) fetch(p);
+    a->serialized_bytes = p ? p->buf : NULL;
+    a->serialized_size = p && p->buf ? p->len : 0;
+    return NULL;
+}
+
+#define TABLE_FUNCTIONS                                                                 \
+    .priv = NULL, .error_destroy = err_destroy, .error_message = err_message,          \
+    .error_get_code = err_code, .create = p_create, .destroy = p_destroy, .start = p_start, \
+    .stop = p_stop, .collect_data = p_collect
+
+/* The 80-byte table: its struct_size says the three last members are not there (they are
+ * NULL all the same). */
+static profiler_table g_table10 = {.struct_size = TABLE_SIZE_10, TABLE_FUNCTIONS};
+
+static profiler_table g_table13 = {
+    .struct_size = TABLE_SIZE_13, TABLE_FUNCTIONS,
+    .consume = p_consume,
+    .consume_result_destroy = p_consume_result_destroy,
+    .serialize = p_serialize,
 };
 
-static pjrt_profiler_ext g_ext = {
-    .head = {.struct_size = sizeof(pjrt_profiler_ext), .type = PJRT_EXTENSION_PROFILER, .next = NULL},
-    .table = &g_table,
-    .traceme_context_id = 0,
-};
+#define EXTENSION(tbl)                                                                        \
+    {.head = {.struct_size = sizeof(pjrt_profiler_ext), .type = PJRT_EXTENSION_PROFILER, .next = NULL}, \
+     .table = &(tbl), .traceme_context_id = 0}
 
-static pjrt_api_head g_api = {
-    .struct_size = offsetof(pjrt_api_head, zeros),
-    .extension_start = &g_ext.head,
-};
+static pjrt_profiler_ext g_ext10 = EXTENSION(g_table10);
+static pjrt_profiler_ext g_ext13 = EXTENSION(g_table13);
+
+static pjrt_api_head g_api10 = {.struct_size = offsetof(pjrt_api_head, zeros), .extension_start = &g_ext10.head};
+static pjrt_api_head g_api13 = {.struct_size = offsetof(pjrt_api_head, zeros), .extension_start = &g_ext13.head};
 
 static const char g_capsule_name[] = "pjrt_c_api";
 
 TBIO_API const char *tbio_jax_capsule_name(void) { return g_capsule_name; }
 
 TBIO_API void *tbio_jax_api(uint64_t table_size) {
-    if (table_size != sizeof(profiler_table)) return NULL;
-    return &g_api;
+    if (table_size == TABLE_SIZE_10) return &g_api10;
+    if (table_size == TABLE_SIZE_13) return &g_api13;
+    return NULL;
 }

@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["JAXLIB_TABLE_SIZES", "jaxlib_range", "jaxlib_table_size", "release"]
+__all__ = ["JAXLIB_CHECKS_READ", "JAXLIB_FIRST", "JAXLIB_GATED", "JAXLIB_NEWEST_READ", "jaxlib_hookable",
+           "jaxlib_support", "release"]
 
-# jaxlib versions (inclusive range) -> size in bytes of the PLUGIN_Profiler_Api table it
-# checks for (docs/jax.md): the size comparison in PluginTracer's constructor compares with 80
-# (10 members) in every wheel read (0.4.19, 0.4.20, 0.4.30, 0.4.38, 0.5.0, 0.5.3, 0.6.0, 0.6.1,
-# 0.7.0, 0.7.2, 0.8.0, 0.8.3, 0.9.0, 0.9.2, 0.10.0, 0.10.1, 0.10.2); 0.4.18 has no plugin tracer.
-# Upstream's header has since grown to 13 members (104 bytes), a size native/pjrt.c does not
-# implement. Extend the range only after reading a new release the same way.
-JAXLIB_TABLE_SIZES: tuple[tuple[tuple[int, ...], tuple[int, ...], int], ...] = (
-    ((0, 4, 19), (0, 10, 2), 80),
+# jaxlib has a plugin profiler (register_plugin_profiler) from 0.4.19 on; 0.4.18 has none.
+JAXLIB_FIRST = (0, 4, 19)
+# tb_iotrace reads how the loaded jaxlib checks its profiler table (recording/jaxlib_check.py)
+# and registers whenever one of its tables passes. The newest release whose check was read:
+# 0.4.19 to 0.10.2 compare exactly with 80 (wheels read on the development machine), 0.11.2
+# takes "at least" a size (its message, read on a CUDA machine; issue 24).
+JAXLIB_NEWEST_READ = "0.11.2"
+# The table checks seen in released jaxlibs: (form, first, last release, a size that passes). Used
+# only for a library whose message form is read but whose comparison is not (a stripped build):
+# 0.4.19 to 0.10.2 compare exactly with 80 in every wheel read; 0.11.2 took the 80-byte table.
+JAXLIB_CHECKS_READ: tuple[tuple[str, tuple[int, ...], tuple[int, ...], int], ...] = (
+    ("exact", (0, 4, 19), (0, 10, 2), 80),
+    ("at_least", (0, 11, 2), (0, 11, 2), 80),
 )
+# Before it read the check, tb_iotrace hooked these releases only (by version number): a capture
+# made then by a newer jaxlib has no I/O for that reason alone.
+JAXLIB_GATED = ((0, 4, 19), (0, 10, 2))
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -30,17 +39,17 @@ def release(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def jaxlib_table_size(version: str,
-                      table: tuple[tuple[tuple[int, ...], tuple[int, ...], int], ...] = JAXLIB_TABLE_SIZES
-                      ) -> int | None:
-    """The profiler table size jaxlib ``version`` checks for, None when not known."""
+def jaxlib_hookable(version: str) -> bool | None:
+    """Whether jaxlib ``version`` has the plugin profiler tb_iotrace registers with (the size
+    check is read from the library itself when it is loaded); None for a version string
+    without release numbers."""
     v = release(version)[:3]
-    for lo, hi, size in table:
-        if lo <= v <= hi:
-            return size
-    return None
+    if not v:
+        return None
+    return v >= JAXLIB_FIRST
 
 
-def jaxlib_range(table: tuple[tuple[tuple[int, ...], tuple[int, ...], int], ...] = JAXLIB_TABLE_SIZES) -> str:
-    """The hooked jaxlib releases, for messages ("0.4.19 to 0.10.2")."""
-    return ", ".join(f"{'.'.join(map(str, lo))} to {'.'.join(map(str, hi))}" for lo, hi, _ in table) or "none"
+def jaxlib_support() -> str:
+    """The hooked jaxlib releases, for messages and docs."""
+    first = ".".join(map(str, JAXLIB_FIRST))
+    return f"jaxlib {first} and later, as of {JAXLIB_NEWEST_READ} (the newest release read)"

@@ -59,7 +59,8 @@ from ..safenames import safe_component
 from . import torch_loaders
 from .session import Capture, begin_session, end_session, forget
 
-__all__ = ["START_WAIT_S", "TraceHandler", "WAIT_S", "WorkerEntry", "install", "installed", "process_record"]
+__all__ = ["START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry", "hooks_off",
+           "install", "installed", "process_record"]
 
 log = logging.getLogger("tb_iotrace")
 
@@ -267,10 +268,19 @@ def _start_spawned(control: str) -> None:
 def _install_worker_entry() -> None:
     """Listen for spawned workers and put :class:`WorkerEntry` in torch's worker function."""
     global _control, _listener, _real_loop
-    from torch.utils.data._utils import worker
+    import importlib
 
-    current = worker.__dict__.get("_worker_loop")
-    if current is None or isinstance(current, WorkerEntry):
+    try:
+        worker = importlib.import_module(WORKER_HOOK[0])
+    except ImportError:
+        worker = None
+    current = worker.__dict__.get(WORKER_HOOK[1]) if worker is not None else None
+    if current is None:
+        _off.append(f"the spawn/forkserver worker hook is off ({'.'.join(WORKER_HOOK)} is missing in this "
+                    "torch): DataLoader workers started with spawn or forkserver carry no I/O (forked "
+                    "workers do)")
+        return
+    if isinstance(current, WorkerEntry):
         return
     control = tempfile.mkdtemp(prefix="tb_iotrace-torch-ctl-")
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -280,7 +290,7 @@ def _install_worker_entry() -> None:
     atexit.register(_remove_spool, control, os.getpid())
     _control, _listener, _real_loop = control, listener, current
     _write_window_file()
-    worker._worker_loop = WorkerEntry(control)
+    setattr(worker, WORKER_HOOK[1], WorkerEntry(control))
 
 
 def _exit_record() -> None:
@@ -548,29 +558,71 @@ def _wrap(real: Any, action: Any) -> Any:
     return wrapper
 
 
+# The private names of torch this module wraps (torch_loaders has its own). A torch release that
+# renames one turns that hook off: the window hook's absence makes trace_handler write PyTorch's
+# trace without I/O, the others lose what they alone record; every trace's notes say which hook is
+# off and why (hooks_off()). Tests play a renamed release by changing these.
+WINDOW_HOOK = ("torch.profiler.profiler", "_KinetoProfile", ("start_trace", "stop_trace"))
+WORKER_HOOK = ("torch.utils.data._utils.worker", "_worker_loop")
+_off: list[str] = []
+
+
+def _torch_version() -> str:
+    import sys
+
+    return str(getattr(sys.modules.get("torch"), "__version__", "?"))
+
+
+def _window_class() -> Any:
+    """The class whose start/stop this module wraps, None when this torch lacks a name."""
+    import importlib
+
+    module, cls_name, methods = WINDOW_HOOK
+    try:
+        cls = getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError):
+        return None
+    return cls if all(callable(getattr(cls, m, None)) for m in methods) else None
+
+
 def install() -> None:
-    """Hook torch.profiler's window start/stop and the fork of workers (idempotent)."""
+    """Hook torch.profiler's window start/stop and the fork of workers (idempotent). Raises when
+    this torch lacks the window's names (nothing could be recorded); a missing DataLoader name
+    turns only its own hook off (:func:`hooks_off`)."""
     global _installed
     with _lock:
         if _installed:
             return
-        from torch.profiler import profiler as tp
-
-        cls = tp._KinetoProfile
-        if not getattr(cls.start_trace, "__tbio_wrapper__", False):
-            cls.start_trace = _wrap(cls.start_trace, _start_window)
-            cls.stop_trace = _wrap(cls.stop_trace, _stop_window)
+        cls = _window_class()
+        if cls is None:
+            module, cls_name, methods = WINDOW_HOOK
+            names = " / ".join(f"{module}.{cls_name}.{m}" for m in methods)
+            raise RuntimeError(f"torch {_torch_version()}: the profiler window hook is off ({names} is "
+                               "missing in this torch), so no I/O is recorded")
+        start, stop = WINDOW_HOOK[2]
+        if not getattr(getattr(cls, start), "__tbio_wrapper__", False):
+            setattr(cls, start, _wrap(getattr(cls, start), _start_window))
+            setattr(cls, stop, _wrap(getattr(cls, stop), _stop_window))
         os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                             after_in_child=_after_fork_in_child)
         _installed = True
         try:
             torch_loaders.install()
         except Exception as exc:
-            log.warning("tb_iotrace: DataLoader settings will not be noted: %s", exc)
+            _off.append(f"the DataLoader settings hook is off ({exc})")
         try:
             _install_worker_entry()
         except Exception as exc:
-            log.warning("tb_iotrace: spawn/forkserver DataLoader workers will not carry I/O: %s", exc)
+            _off.append(f"the spawn/forkserver worker hook is off ({exc}): DataLoader workers started with "
+                        "spawn or forkserver carry no I/O")
+        for why in hooks_off():
+            log.warning("tb_iotrace: torch %s: %s", _torch_version(), why)
+
+
+def hooks_off() -> list[str]:
+    """Why each hook this torch turned off is off (empty when every hook is on); each trace's
+    notes carry them."""
+    return _off + torch_loaders.off()
 
 
 def installed() -> bool:
@@ -649,6 +701,7 @@ class TraceHandler:
         notes, self.notes = self.notes, []
         if self.unavailable:
             notes.append(self.unavailable)
+        notes.extend(f"torch {_torch_version()}: {why}" for why in hooks_off())
         procs: list[dict[str, Any]] = []
         extra: dict[str, Any] = {}
         if win is not None:

@@ -111,21 +111,55 @@ def _wrap_shutdown(real: Any) -> Any:
     return _shutdown_workers
 
 
+# The names of torch this module wraps: (module, class, attribute) and what is lost without it. A
+# torch release that renames one turns that hook off; the traces' notes say so (off()).
+ITER_HOOK = ("torch.utils.data.dataloader", "DataLoader", "__iter__")
+SHUTDOWN_HOOK = ("torch.utils.data.dataloader", "_MultiProcessingDataLoaderIter", "_shutdown_workers")
+_off: list[str] = []
+
+
+def _lookup(hook: tuple[str, str, str]) -> tuple[Any, Any] | None:
+    """(class, its attribute) of ``hook``, None when this torch has no such name."""
+    import importlib
+
+    try:
+        owner = getattr(importlib.import_module(hook[0]), hook[1])
+    except (ImportError, AttributeError):
+        return None
+    real = getattr(owner, hook[2], None) if isinstance(owner, type) else None
+    return (owner, real) if callable(real) else None
+
+
+def missing(hook: tuple[str, str, str]) -> str:
+    """The note for a hook whose name this torch lacks."""
+    return f"{hook[0]}.{hook[1]}.{hook[2]} is missing in this torch"
+
+
 def install() -> None:
-    """Wrap ``DataLoader.__iter__`` and the worker iterator's ``_shutdown_workers`` (idempotent)."""
+    """Wrap ``DataLoader.__iter__`` and the worker iterator's ``_shutdown_workers`` (idempotent);
+    a name this torch lacks turns its hook off (:func:`off`), the rest still work."""
     global _installed
     with _lock:
         if _installed:
             return
-        from torch.utils.data import DataLoader, dataloader
-
-        if not getattr(DataLoader.__iter__, "__tbio_wrapper__", False):
-            DataLoader.__iter__ = _wrap(DataLoader.__iter__)
-        it_cls = getattr(dataloader, "_MultiProcessingDataLoaderIter", None)
-        real = getattr(it_cls, "_shutdown_workers", None)
-        if real is not None and not getattr(real, "__tbio_wrapper__", False):
-            it_cls._shutdown_workers = _wrap_shutdown(real)  # type: ignore[union-attr]
+        got = _lookup(ITER_HOOK)
+        if got is None:
+            _off.append(f"the DataLoader settings hook is off ({missing(ITER_HOOK)}): the findings "
+                        "cannot name the loaders' settings")
+        elif not getattr(got[1], "__tbio_wrapper__", False):
+            setattr(got[0], ITER_HOOK[2], _wrap(got[1]))
+        got = _lookup(SHUTDOWN_HOOK)
+        if got is None:
+            _off.append(f"the worker shutdown hook is off ({missing(SHUTDOWN_HOOK)}): the time spent "
+                        "stopping DataLoader workers is not measured")
+        elif not getattr(got[1], "__tbio_wrapper__", False):
+            setattr(got[0], SHUTDOWN_HOOK[2], _wrap_shutdown(got[1]))
         _installed = True
+
+
+def off() -> list[str]:
+    """Why each hook of this module that is off is off (empty when all are on)."""
+    return list(_off)
 
 
 def window_started() -> None:

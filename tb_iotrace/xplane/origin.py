@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..frameworks import jaxlib_range, jaxlib_table_size
+from ..frameworks import JAXLIB_GATED, jaxlib_hookable, jaxlib_support, release
 
 __all__ = ["Origin", "capture_origin", "missing_io_reason"]
 
@@ -72,20 +72,36 @@ def capture_origin(planes: Iterable[Any]) -> Origin:
     return Origin("")
 
 
+def _gated_out(jaxlib: str) -> bool:
+    """A jaxlib newer than the releases tb_iotrace hooked by version number, before it read
+    the library's table check: such a capture may lack I/O for that reason alone."""
+    return release(jaxlib)[:3] > JAXLIB_GATED[1]
+
+
 def missing_io_reason(planes: Iterable[Any]) -> str:
     """Why a capture without tb_iotrace's I/O record has none, from what the capture tells."""
     o = capture_origin(planes)
     head = "This capture has no I/O data: "
-    if o.framework == "JAX" and o.jaxlib and jaxlib_table_size(o.jaxlib) is None:
-        return (head + f"it was made by JAX {o.version or '?'} (jaxlib {o.jaxlib}), a version tb_iotrace "
-                f"does not hook (it hooks jaxlib {jaxlib_range()}).")
-    if o.framework == "JAX" and o.jaxlib:
-        return (head + f"JAX {o.version or '?'} (jaxlib {o.jaxlib}, a version tb_iotrace hooks) made it in a "
-                "process where tb_iotrace was not enabled (or TBIO_JAX=0 turned its JAX hook off). "
+    made = f"JAX {o.version or '?'} (jaxlib {o.jaxlib})"
+    if o.framework == "JAX" and o.jaxlib and jaxlib_hookable(o.jaxlib) is False:
+        return (head + f"it was made by {made}, a version tb_iotrace does not hook: it has no plugin "
+                f"profiler (tb_iotrace hooks {jaxlib_support()}).")
+    if o.framework == "JAX" and o.jaxlib and _gated_out(o.jaxlib):
+        lo, hi = (".".join(map(str, v)) for v in JAXLIB_GATED)
+        return (head + f"{made} made it without tb_iotrace's I/O plane: tb_iotrace was not attached in "
+                "that process (not enabled, or TBIO_JAX=0), or the jaxlib was not hooked: tb_iotrace "
+                f"releases that chose by version number hooked jaxlib {lo} to {hi} only (the job's log then "
+                f"said \"jaxlib {o.jaxlib} is not a version tb_iotrace knows how to hook\"); this one reads "
+                f"the loaded jaxlib's table check and hooks {jaxlib_support()}. Capture again with it. "
                 + HOW_TO_ENABLE)
+    if o.framework == "JAX" and o.jaxlib:
+        return (head + f"{made[:-1]}, a version tb_iotrace hooks) made it in a process where tb_iotrace "
+                "was not enabled (or TBIO_JAX=0 turned its JAX hook off; or the job's log says "
+                "\"tb_iotrace cannot hook jaxlib\": its table check was one no table of tb_iotrace "
+                "passes). " + HOW_TO_ENABLE)
     if o.framework == "JAX":
         return (head + "JAX made it, in a release that does not record its version: either tb_iotrace was "
-                f"not enabled in that process, or that jaxlib is not one tb_iotrace hooks ({jaxlib_range()}). "
+                f"not enabled in that process, or that jaxlib is not one tb_iotrace hooks ({jaxlib_support()}). "
                 + HOW_TO_ENABLE)
     if o.framework == "PyTorch":
         return (head + "PyTorch wrote this trace without tb_iotrace's I/O (torch.profiler's own "
@@ -95,5 +111,5 @@ def missing_io_reason(planes: Iterable[Any]) -> str:
         return (head + "TensorFlow made it in a process where tb_iotrace was not enabled (or TBIO_TENSORFLOW=0 "
                 "turned its TensorFlow hook off). " + HOW_TO_ENABLE)
     return (head + "the capture does not say which framework made it: either tb_iotrace was not enabled in "
-            "that process, or the framework is one tb_iotrace does not hook (it hooks TensorFlow and JAX "
-            f"jaxlib {jaxlib_range()}). " + HOW_TO_ENABLE)
+            "that process, or the framework is one tb_iotrace does not hook (it hooks TensorFlow, PyTorch "
+            f"through tb_iotrace.torch.trace_handler, and JAX: {jaxlib_support()}). " + HOW_TO_ENABLE)

@@ -192,6 +192,39 @@ def test_missed_hand_over_named_and_late_record_reported(tmp_path: Path) -> None
             assert start_ns >= procs2[late]["start_ns"] - 1000
 
 
+def test_renamed_dataloader_names_turn_their_hooks_off_and_say_so(tmp_path: Path) -> None:
+    """A torch release without the names of the spawn/forkserver worker hook and of the worker
+    shutdown hook: the job runs, forked workers' reads are all in the trace (they need neither
+    hook), and the trace's notes say which hooks are off and what is lost."""
+    result, trace = run_loop("renamed", tmp_path)
+    by_file = reads_by_file(trace, result["files"])
+    assert {p: sum(b.values()) for p, b in by_file.items()} == result["files"]
+    rec = io_record(trace)
+    assert rec is not None
+    import torch
+
+    want = [f"torch {torch.__version__}: the spawn/forkserver worker hook is off "
+            "(torch.utils.data._utils.worker._worker_loop_gone is missing in this torch)",
+            f"torch {torch.__version__}: the worker shutdown hook is off "
+            "(torch.utils.data.dataloader._MultiProcessingDataLoaderIter._shutdown_gone is missing in this torch)"]
+    assert [n.split(":", 2)[0] + ":" + n.split(":", 2)[1] for n in rec["notes"]] == want, rec["notes"]
+    (dl,) = rec["pytorch"]["dataloaders"]
+    assert dl["num_workers"] == 2 and dl["worker_stops"] == []   # settings noted, stops not timed
+
+
+def test_renamed_profiler_window_writes_the_trace_without_io(tmp_path: Path) -> None:
+    """Without the profiler window's names nothing can be recorded: the job runs, PyTorch's
+    trace is written as its own handler writes it, and its notes say why it has no I/O."""
+    result, trace = run_loop("renamed-window", tmp_path)
+    assert [e for e in trace["traceEvents"] if e.get("cat") == CATEGORY] == []
+    assert any(str(e.get("name", "")).startswith("ProfilerStep#") for e in trace["traceEvents"])
+    rec = io_record(trace)
+    assert rec is not None and rec["processes"] == []
+    assert [n for n in rec["notes"] if "the profiler window hook is off "
+            "(torch.profiler.profiler._KinetoProfile.start_trace / "
+            "torch.profiler.profiler._KinetoProfile._stop_gone is missing in this torch)" in n], rec["notes"]
+
+
 def test_main_process_reads_gzip_trace(tmp_path: Path) -> None:
     result, trace = run_loop("main", tmp_path)
     main, files = result["main_pid"], result["files"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.cli import main
-from tb_iotrace.frameworks import jaxlib_range
+from tb_iotrace.frameworks import jaxlib_support
 from tb_iotrace.xplane import XEventMetadata, XSpace, XStatMetadata, load_xspace
 from tb_iotrace.xplane.origin import Origin, capture_origin, missing_io_reason
 
@@ -41,18 +41,29 @@ def test_real_tensorflow_capture(gpu_capture) -> None:
     assert "TensorFlow made it in a process where tb_iotrace was not enabled" in missing_io_reason(sp.planes)
 
 
-@pytest.mark.parametrize("jaxlib", ["0.11.0", "0.4.18", "0.12.1.dev20270101"])
-def test_jax_release_not_hooked(jaxlib: str) -> None:
+@pytest.mark.parametrize("jaxlib", ["0.4.18", "0.4.13"])
+def test_jax_release_without_plugin_profiler(jaxlib: str) -> None:
     why = missing_io_reason(jax_space("9.9", jaxlib).planes)
-    assert f"jaxlib {jaxlib}), a version tb_iotrace does not hook" in why
-    assert jaxlib_range() in why and "not enabled" not in why
+    assert f"jaxlib {jaxlib}), a version tb_iotrace does not hook: it has no plugin profiler" in why
+    assert jaxlib_support() in why and "not enabled" not in why
+
+
+@pytest.mark.parametrize("jaxlib", ["0.11.0", "0.11.2", "0.12.1.dev20270101"])
+def test_jax_release_newer_than_the_old_version_gate(jaxlib: str) -> None:
+    """A release tb_iotrace hooks now (it reads the table check) but hooked not when it chose
+    by version number: both causes are named, and the old warning quoted."""
+    why = missing_io_reason(jax_space("9.9", jaxlib).planes)
+    assert f"JAX 9.9 (jaxlib {jaxlib}) made it without tb_iotrace's I/O plane" in why
+    assert "was not attached" in why and "the jaxlib was not hooked" in why
+    assert f'"jaxlib {jaxlib} is not a version tb_iotrace knows how to hook"' in why
+    assert jaxlib_support() in why and "does not hook" not in why
 
 
 def test_jax_without_recorded_version() -> None:
     sp = jax_space(None, None)
     assert capture_origin(sp.planes) == Origin("JAX")
     why = missing_io_reason(sp.planes)
-    assert "does not record its version" in why and "not enabled" in why and jaxlib_range() in why
+    assert "does not record its version" in why and "not enabled" in why and jaxlib_support() in why
 
 
 def test_unknown_framework_gives_both_reasons() -> None:

@@ -6,7 +6,7 @@ argv: MODE WORKDIR
   context    import jax first, then enable(); the jax.profiler.trace() context manager
   twice      two windows in a row, each reading its own file
   disabled   no enable(): the capture has no I/O plane
-  unknown    a jaxlib version tb_iotrace does not know (table emptied): warn once, capture untouched
+  unknown    a jaxlib whose table check tb_iotrace cannot read (played): warn once, capture untouched
   failing    the I/O plane cannot be built: the capture and the job go on
 Writes WORKDIR/result.json with what the test checks.
 """
@@ -25,8 +25,9 @@ import tb_iotrace  # noqa: E402
 
 if mode == "unknown":
     from tb_iotrace.recording import jax as jaxhook
+    from tb_iotrace.recording.jaxlib_check import TableCheck
 
-    jaxhook.TABLE_SIZES = ()
+    jaxhook.read_check = lambda: (TableCheck("unknown", detail="played by the test"), "")
 if mode == "failing":
     from tb_iotrace.recording import window
 
@@ -113,6 +114,9 @@ else:
         window(logdir)
         jax.profiler.stop_trace()
 
+from tb_iotrace.recording import jax as jaxhook  # noqa: E402
+
+result["hook"] = jaxhook.hook_state()
 result["xplanes"] = sorted(glob.glob(os.path.join(work, "logs*", "**", "*.xplane.pb"), recursive=True))
 with open(os.path.join(work, "result.json"), "w") as f:
     json.dump(result, f)

@@ -14,7 +14,9 @@ as the window stops; MODE ``stopped-short``:
 the same with a handler that waits only SHORT_WAIT_S for the workers to begin. MODE
 ``stopped-end``: persistent workers, two windows of 3 steps over one epoch, the handler waiting
 only SHORT_WAIT_S for the hand-overs, and the first worker stopped for STOP_S as the first window
-ends: it misses the first hand-over. Writes
+ends: it misses the first hand-over. MODE ``renamed``: as ``inside``, playing a torch release
+without the names of the spawn/forkserver worker hook and the worker shutdown hook; MODE
+``renamed-window``: the same without the profiler window's stop_trace. Writes
 WORK/result.json: the files and their sizes, the pids, the trace files written and the handler's
 notes."""
 from __future__ import annotations
@@ -46,6 +48,16 @@ def main() -> None:
         with open(p, "wb") as fh:
             fh.write(bytes([i]) * (1000 + 37 * i))
         paths.append(p)
+    if mode.startswith("renamed"):
+        from tb_iotrace.recording import torch as torch_capture
+        from tb_iotrace.recording import torch_loaders
+
+        if mode == "renamed-window":
+            torch_capture.WINDOW_HOOK = ("torch.profiler.profiler", "_KinetoProfile", ("start_trace", "_stop_gone"))
+        else:
+            torch_capture.WORKER_HOOK = ("torch.utils.data._utils.worker", "_worker_loop_gone")
+            torch_loaders.SHUTDOWN_HOOK = ("torch.utils.data.dataloader", "_MultiProcessingDataLoaderIter",
+                                           "_shutdown_gone")
     if mode == "stopped-short":
         handler = tbt.trace_handler(os.path.join(work, "log"), start_wait_s=SHORT_WAIT_S)
     elif mode == "stopped-end":
@@ -92,7 +104,7 @@ def main() -> None:
         if stopped and mode != "stopped-end":
             os.kill(stopped[0], signal.SIGSTOP)
             threading.Timer(1.0, os.kill, (stopped[0], signal.SIGCONT)).start()
-    if mode in ("inside", "forkserver"):
+    if mode in ("inside", "forkserver") or mode.startswith("renamed"):
         pids = set()   # the workers are gone: the trace names them
     result = {"main_pid": os.getpid(), "worker_pids": sorted(pids),
               "files": {p: os.path.getsize(p) for p in paths},
