@@ -42,6 +42,11 @@ MANIFEST = f"{META}/manifest.json"
 SCHEMA_DIR = f"{META}/schema"
 PART_PREFIX = "part-"
 PART_SUFFIX = ".parquet"
+# A part holds one host: mostly a handful of rows under 100+ counter columns, so the footer
+# is most of the file. Statistics and dictionaries only where they pay (the columns queries
+# filter and group on), no Arrow schema copy (the Parquet types say it all): a 5-file host's
+# files part is 17 KB instead of 41 KB.
+INDEXED = ("run", "host", "module", "path", "record_id", "kind", "id", "name", "severity", "mount_point", "fs_type")
 
 Stamp = list[list[Any]]     # [[path, size, mtime_ns], ...]
 
@@ -69,10 +74,17 @@ def write_parts(root: str | os.PathLike[str], seq: int, run: str, host: str, tab
         path = Path(root) / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        pq.write_table(table, tmp, compression="zstd")
+        write_table(table, tmp)
         os.replace(tmp, path)
         out.append(rel)
     return out
+
+
+def write_table(table: Any, path: str | os.PathLike[str]) -> None:
+    pq = require("pyarrow.parquet")
+    indexed = [c for c in table.column_names if c in INDEXED]
+    pq.write_table(table, path, compression="zstd", store_schema=False, write_statistics=indexed or False,
+                   use_dictionary=indexed or False)
 
 
 class Dataset:
@@ -167,7 +179,7 @@ class Dataset:
             if old is not None and old.equals(sc):
                 continue
             tmp = sdir / f".{t}.parquet.tmp"
-            pq.write_table(sc.empty_table(), tmp)
+            write_table(sc.empty_table(), tmp)
             os.replace(tmp, path)
         data = json.dumps(self.manifest, indent=1).encode()
         atomic_write(self.root / MANIFEST, lambda fh: fh.write(data))
