@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import importlib.util
+import io
 import json
 import multiprocessing
 import os
@@ -29,6 +31,7 @@ from .report import default_jobs, host_doc
 DARSHAN_SUFFIX = ".darshan"
 DARSHAN_MAGIC = (b"3.", (6567223).to_bytes(8, "little"))   # version "3.xx", DARSHAN_MAGIC_NR
 SKIPPED_RC = 3
+SCAN_SKIPPED = "tb-iotrace: skipped "     # how the source scan (cli._sources) names a file it skips
 
 
 # --------------------------------------------------------------------------- sources
@@ -74,35 +77,35 @@ def units_of(paths: Sequence[str]) -> tuple[list[Unit], list[str]]:
     holds none."""
     units: dict[str, Unit] = {}
     errors: list[str] = []
-
-    def add(u: Unit) -> None:
-        if u.key not in units:
-            units[u.key] = u
-        elif u.sources:
-            units[u.key].sources.extend(s for s in u.sources if (s.run, s.host) not in
-                                        {(x.run, x.host) for x in units[u.key].sources})
-
     for path in paths:
         p = Path(path)
         logs: list[Path] = []
         if p.is_file() and is_darshan_log(p):
-            add(_darshan_unit(p))
-            continue
-        if p.is_dir():
-            logs = sorted(x for x in p.rglob(f"*{DARSHAN_SUFFIX}")
-                          if x.is_file() and not any(part.startswith(".") for part in x.relative_to(p).parts))
-        try:
-            sources = resolve(path)
-        except UserError as exc:
-            if not logs:
-                errors.append(str(exc))
-            sources = []
-        for s in sources:
+            logs = [p]
+            sources: list[Source] = []
+        else:
+            if p.is_dir():
+                logs = sorted(x for x in p.rglob(f"*{DARSHAN_SUFFIX}")
+                              if x.is_file() and not any(part.startswith(".") for part in x.relative_to(p).parts))
+            said = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(said):   # the traces a folder scan skipped
+                    sources = resolve(path)
+            except UserError as exc:
+                if not logs:
+                    errors.append(str(exc))
+                sources = []
+            errors += [ln[len(SCAN_SKIPPED):] for ln in said.getvalue().splitlines() if ln.startswith(SCAN_SKIPPED)]
+            sys.stderr.write("".join(ln + "\n" for ln in said.getvalue().splitlines() if not ln.startswith(SCAN_SKIPPED)))
+        found: dict[str, Unit] = {}
+        for s in sources:        # a Kineto trace's processes are one file's hosts
             key = os.path.realpath(s.path)
-            kind = s.kind
-            add(Unit(key=key, kind=kind, files=_stamped(s.path), sources=[s]))
+            found.setdefault(key, Unit(key=key, kind=s.kind, files=_stamped(s.path))).sources.append(s)
         for log in logs:
-            add(_darshan_unit(log))
+            u = _darshan_unit(log)
+            found.setdefault(u.key, u)
+        for key, u in found.items():   # a file reached from two PATHs: the first one's names
+            units.setdefault(key, u)
     return list(units.values()), errors
 
 

@@ -176,21 +176,28 @@ def test_a_corrupt_source_is_named_and_skipped(tmp_path, jax_captures):
     rec = tmp_path / "recs" / "plugins" / "iotrace"
     rec.mkdir(parents=True)
     (rec / "vm.1.json").write_text('{"format": "tb_iotrace.run/1", "files": [')
+    torch = tmp_path / "torchjob"
+    torch.mkdir()
+    shutil.copy(DATA / "torch_loader.pt.trace.json.gz", torch / "w0.1.pt.trace.json.gz")
+    (torch / "w1.2.pt.trace.json.gz").write_bytes(b"\x1f\x8b not gzip")
     log = tmp_path / "broken.darshan"
     log.write_bytes(b"3.41\0\0\0\0" + (6567223).to_bytes(8, "little") + b"\0" * 40)
     ds = tmp_path / "ds"
-    r = cli("fleet", "build", str(tmp_path / "logdir"), str(tmp_path / "recs"), str(log), str(tmp_path / "nothere"),
-            "-o", str(ds), "--jobs", "2")
+    r = cli("fleet", "build", str(tmp_path / "logdir"), str(tmp_path / "recs"), str(torch), str(log),
+            str(tmp_path / "nothere"), "-o", str(ds), "--jobs", "2")
     assert r.returncode == 3, r.stderr
     skipped = [ln for ln in r.stderr.splitlines() if ln.startswith("tb-iotrace fleet: skipped ")]
-    assert len(skipped) == 4, r.stderr
-    for name in ("bad.xplane.pb", "vm.1.json", "broken.darshan", "nothere"):
+    assert len(skipped) == 5, r.stderr
+    for name in ("bad.xplane.pb", "vm.1.json", "w1.2.pt.trace.json.gz", "broken.darshan", "nothere"):
         assert sum(name in ln for ln in skipped) == 1, (name, r.stderr)
     assert "Traceback" not in r.stderr
-    assert rows(ds, "SELECT host FROM hosts") == [{"host": "good"}]
+    assert rows(ds, "SELECT DISTINCT run, host FROM hosts WHERE host NOT LIKE '%/pid%' ORDER BY run") == [
+        {"run": "r1", "host": "good"}, {"run": "torchjob", "host": "w0.1"}]
     # nothing readable at all: exit 1
     r = cli("fleet", "build", str(log), "-o", str(tmp_path / "ds2"))
     assert r.returncode == 1 and "nothing built" in r.stderr.splitlines()[-1]
+    # tables without a part are views of their schema: every column, no rows
+    assert rows(tmp_path / "ds2", "SELECT COUNT(*) AS n, MAX(POSIX_READS) AS m FROM files") == [{"n": 0, "m": None}]
 
 
 def test_query_errors_are_one_line(dataset):
