@@ -139,10 +139,11 @@ class Dataset:
         return [p for p in old if p not in set(parts)]
 
     # ------------------------------------------------------------------ reading
-    def parts(self, table: str) -> list[str]:
-        """Absolute paths of ``table``'s parts, in build order."""
+    def parts(self, table: str, relative: bool = False) -> list[str]:
+        """Paths of ``table``'s parts (absolute, or relative to the root), in build order."""
         prefix = table + "/"
-        return [str(self.root / p) for e in self.sources.values() for p in e.get("parts", []) if p.startswith(prefix)]
+        got = [p for e in self.sources.values() for p in e.get("parts", []) if p.startswith(prefix)]
+        return got if relative else [str(self.root / p) for p in got]
 
     def schema_file(self, table: str) -> str | None:
         p = self.root / SCHEMA_DIR / f"{table}.parquet"
@@ -165,17 +166,23 @@ class Dataset:
 
     def commit(self, layout: Layout, new_parts: Sequence[str] = ()) -> None:
         """Write the tables' schema files (the base columns, the columns the table had, those
-        of ``new_parts``) and replace the manifest."""
+        of ``new_parts``) and replace the manifest. A table is marked uniform while every part
+        has the schema file's columns exactly (the engines then need not match them by name)."""
         pq = require("pyarrow.parquet")
         sdir = self.root / SCHEMA_DIR
         sdir.mkdir(parents=True, exist_ok=True)
+        new = set(new_parts)
+        uniform = self.manifest.setdefault("uniform", {})
         for t in TABLES:
             path = sdir / f"{t}.parquet"
             old = None
             with contextlib.suppress(OSError, ValueError):
                 old = pq.read_schema(path)
-            sc = union([schema(t, layout), *([old] if old is not None else []),
-                        *(pq.read_schema(self.root / p) for p in new_parts if p.startswith(t + "/"))])
+            added = [pq.read_schema(self.root / p) for p in new_parts if p.startswith(t + "/")]
+            sc = union([schema(t, layout), *([old] if old is not None else []), *added])
+            kept = any(p not in new for p in self.parts(t, relative=True))
+            uniform[t] = all(a.equals(sc) for a in added) and (
+                not kept or (bool(uniform.get(t, False)) and old is not None and old.equals(sc)))
             if old is not None and old.equals(sc):
                 continue
             tmp = sdir / f".{t}.parquet.tmp"
@@ -183,6 +190,10 @@ class Dataset:
             os.replace(tmp, path)
         data = json.dumps(self.manifest, indent=1).encode()
         atomic_write(self.root / MANIFEST, lambda fh: fh.write(data))
+
+    def uniform(self, table: str) -> bool:
+        """Every part of ``table`` has the schema file's columns, in its order and types."""
+        return bool(self.manifest.get("uniform", {}).get(table, False))
 
     def remove(self, parts: Sequence[str]) -> None:
         for rel in parts:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.fleet import Dataset, query, sql_of
+from tb_iotrace.fleet import Dataset, host_tables, query, sql_of, write_parts
 from tb_iotrace.fleet.names import component
 from tb_iotrace.fleet.reports import REPORTS
 from tb_iotrace.fleet.tables import host_table, text
@@ -289,6 +289,26 @@ def test_new_host_keys_flow_into_the_hosts_table():
     t = host_table("r", doc).to_pylist()[0]
     assert json.loads(t["verdict"]) == doc["verdict"]
     assert (t["new_score"], t["new_flag"], t["files"], t["summary_source"]) == (3.0, True, 0, "none")
+
+
+def test_parts_with_columns_of_their_own(tmp_path):
+    """A host whose document has a key the others lack: its part has one more column, the
+    table is no longer uniform, and the column is null for the other hosts."""
+    layout = {"POSIX": (("POSIX_READS",), ("POSIX_F_READ_TIME",))}
+    ds = Dataset.open(tmp_path / "ds", create=True)
+    base = {"kind": "xplane", "source": "/c", "files": [], "steps": [], "findings": [],
+            "summary": {"source": "none", "bytes_read": 0}}
+    parts = []
+    for seq, extra in enumerate(({}, {"new_score": 2.5})):
+        doc = {**base, "host": f"h{seq}", **extra}
+        got = write_parts(ds.root, seq, "r", doc["host"], host_tables("r", doc, layout))
+        ds.put(f"/src{seq}", [], "xplane", [("r", doc["host"])], got)
+        parts += got
+        ds.commit(layout, got)
+        assert ds.uniform("hosts") == (seq == 0)
+    (res,) = query(Dataset.open(ds.root), "SELECT host, new_score, bytes_read FROM hosts ORDER BY host")
+    assert res.records() == [{"host": "h0", "new_score": None, "bytes_read": 0},
+                             {"host": "h1", "new_score": 2.5, "bytes_read": 0}]
 
 
 def test_manifest_lists_every_part(dataset):
