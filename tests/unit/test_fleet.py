@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.fleet import Dataset, host_tables, query, sql_of, write_parts
+from tb_iotrace.fleet import Dataset, FleetError, host_tables, query, sql_of, write_parts
+from tb_iotrace.fleet.engines import engine
 from tb_iotrace.fleet.names import component
 from tb_iotrace.fleet.reports import REPORTS
 from tb_iotrace.fleet.tables import host_table, text
@@ -345,7 +346,15 @@ def test_duckdb_and_spark_give_the_same_rows(dataset):
         *(sql_of(r, 20) for r in REPORTS),
     ]
     duck = query(d, sqls, "duckdb")
-    spark = query(d, sqls, "spark")
+    eng = engine(d, "spark")
+    try:
+        spark = [eng.query(sql) for sql in sqls]
+        with pytest.raises(FleetError) as err:
+            eng.query("SELECT nope FROM files")
+    finally:
+        eng.close()
+    msg = str(err.value)
+    assert msg.startswith("query failed: ") and "nope" in msg and "\n" not in msg and len(msg) < 400
     for sql, a, b in zip(sqls, duck, spark):
         assert a.rows, sql
         ca, cb = dict.fromkeys(a.columns), dict.fromkeys(b.columns)
