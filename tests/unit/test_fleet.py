@@ -213,6 +213,18 @@ def test_query_errors_are_one_line(dataset):
     assert r.returncode == 1 and "not a fleet dataset" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_spark_without_java_is_one_line(dataset):
+    ds, _ = dataset
+    env = dict(os.environ, JAVA_HOME=str(ds / "no-java"))
+    r = subprocess.run([PY, "-m", "tb_iotrace", "fleet", "query", str(ds), "SELECT 1", "--engine", "spark"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 1
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("tb-iotrace fleet: error: Spark did not start: ") and "default-jre-headless" in line
+    r = cli("fleet", "query", str(ds), "SELECT 1", "--master", "local[1]")
+    assert r.returncode == 1 and "--master is Spark's" in r.stderr
+
+
 def test_query_formats(dataset):
     ds, _ = dataset
     sql = "SELECT run, host, files, partial FROM hosts WHERE host = 'vm.21889'"
