@@ -349,6 +349,9 @@ class Fleet(Command):
             return self._report(ds, args)
         except FleetError as exc:
             raise UserError(str(exc)) from None
+        except OSError as exc:       # the dataset folder: read-only, full, gone
+            where = exc.filename or (args.output if args.fleet_command == "build" else args.dataset)
+            raise UserError(f"{where}: {exc.strerror or exc}") from None
 
     def _build(self, args: argparse.Namespace) -> int:
         stats = build(args.paths, args.output, jobs=args.jobs, progress=not args.no_progress)
