@@ -136,32 +136,6 @@ def write_capture(meta: dict[str, Any], arrays: dict[str, np.ndarray], logdir: s
     return out, n
 
 
-def read_darshan(log: str) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-    """A Darshan log's counters and DXT segments (:func:`write_capture`'s input), read by
-    PyDarshan in a child process (libdarshan-util aborts on some corrupt logs); UserError
-    when the log cannot be read."""
-    with tempfile.TemporaryDirectory(prefix="tbio-darshan-") as tmp:
-        js, npz = os.path.join(tmp, "meta.json"), os.path.join(tmp, "dxt.npz")
-        code = ("import sys; from tb_iotrace.cli.import_darshan import _read_log; "
-                "_read_log(sys.argv[1], sys.argv[2], sys.argv[3])")
-        r = subprocess.run([sys.executable, "-c", code, os.path.abspath(log), js, npz],
-                           capture_output=True, text=True, errors="replace")
-        err = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
-        if r.returncode == USER_ERROR_RC:
-            ours = [ln[len("tbio: "):] for ln in err if ln.startswith("tbio: ")]
-            raise UserError(f"{log}: {(ours or err or ['cannot read'])[-1]}")
-        if r.returncode != 0 or not os.path.exists(js):
-            why = "; ".join(err[-2:]) if err else f"exit code {r.returncode}"
-            raise UserError(f"{log}: corrupt or unsupported Darshan log ({why})")
-        if err and any("failed" in ln.lower() for ln in err):
-            raise UserError(f"{log}: corrupt or truncated Darshan log ({err[0]})")
-        with open(js) as fh:
-            meta = json.load(fh)
-        with np.load(npz, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    return meta, arrays
-
-
 class ImportDarshan(Command):
     """Import a Darshan log (POSIX, STDIO and DXT_POSIX records) into a logdir.
 
@@ -191,7 +165,25 @@ class ImportDarshan(Command):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         if args.host is not None and (not args.host or "/" in args.host or args.host.startswith(".")):
             raise UserError(f"invalid host name {args.host!r}")
-        meta, arrays = read_darshan(args.log)
+        with tempfile.TemporaryDirectory(prefix="tbio-darshan-") as tmp:
+            js, npz = os.path.join(tmp, "meta.json"), os.path.join(tmp, "dxt.npz")
+            code = ("import sys; from tb_iotrace.cli.import_darshan import _read_log; "
+                    "_read_log(sys.argv[1], sys.argv[2], sys.argv[3])")
+            r = subprocess.run([sys.executable, "-c", code, os.path.abspath(args.log), js, npz],
+                               capture_output=True, text=True, errors="replace")
+            err = [ln for ln in r.stderr.splitlines() if ln.strip() and not ln.startswith("WARNING")]
+            if r.returncode == USER_ERROR_RC:
+                ours = [ln[len("tbio: "):] for ln in err if ln.startswith("tbio: ")]
+                raise UserError(f"{args.log}: {(ours or err or ['cannot read'])[-1]}")
+            if r.returncode != 0 or not os.path.exists(js):
+                why = "; ".join(err[-2:]) if err else f"exit code {r.returncode}"
+                raise UserError(f"{args.log}: corrupt or unsupported Darshan log ({why})")
+            if err and any("failed" in ln.lower() for ln in err):
+                raise UserError(f"{args.log}: corrupt or truncated Darshan log ({err[0]})")
+            with open(js) as fh:
+                meta = json.load(fh)
+            with np.load(npz, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
         try:
             out, n = write_capture(meta, arrays, args.logdir, args.host)
         except OSError as exc:
