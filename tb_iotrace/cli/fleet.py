@@ -25,12 +25,13 @@ from ..progress import Progress
 from ..runrecord import RECORD_SUFFIX, TABLE_SUFFIX
 from ._base import Command, UserError
 from ._sources import Source, resolve
-from .import_darshan import read_darshan, write_capture
+from .import_darshan import ImportDarshan
 from .report import default_jobs, host_doc
 
 DARSHAN_SUFFIX = ".darshan"
 DARSHAN_MAGIC = (b"3.", (6567223).to_bytes(8, "little"))   # version "3.xx", DARSHAN_MAGIC_NR
 SKIPPED_RC = 3
+DARSHAN_TIMEOUT_S = 600.0   # import-darshan's limit for reading one log (where it has one)
 SCAN_SKIPPED = "tb-iotrace: skipped "     # how the source scan (cli._sources) names a file it skips
 
 
@@ -114,11 +115,14 @@ def units_of(paths: Sequence[str]) -> tuple[list[Unit], list[str]]:
 def _docs(unit: Unit) -> list[tuple[str, dict[str, Any], str]]:
     """(run, host document, mount table text) of each host of a source."""
     if unit.kind == "darshan":
-        meta, arrays = read_darshan(unit.files[0])
         with tempfile.TemporaryDirectory(prefix="tbio-fleet-") as tmp:
-            cap, _ = write_capture(meta, arrays, tmp, None)
-            host = Path(cap).name[: -len(XPLANE_SUFFIX)]
-            doc = host_doc(Source(run=unit.run, host=host, kind="xplane", path=cap))
+            said = io.StringIO()
+            with contextlib.redirect_stderr(said):      # its "wrote ..." line
+                ImportDarshan().run(argparse.Namespace(log=unit.files[0], logdir=tmp, host=None,
+                                                       timeout=DARSHAN_TIMEOUT_S))
+            (cap,) = Path(tmp).glob(f"plugins/profile/*/*{XPLANE_SUFFIX}")
+            host = cap.name[: -len(XPLANE_SUFFIX)]
+            doc = host_doc(Source(run=unit.run, host=host, kind="xplane", path=str(cap)))
             doc.update(kind="darshan", source=unit.key)
             return [(unit.run, doc, "")]
     out = []
