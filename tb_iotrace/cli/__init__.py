@@ -15,11 +15,12 @@ from typing import Sequence
 from ..safenames import printable
 from ._base import Command, UserError
 from .export import Export
+from .fleet import Fleet
 from .import_darshan import ImportDarshan
 from .report import Report
 from .run import Run
 
-COMMANDS: tuple[type[Command], ...] = (Run, Report, Export, ImportDarshan)
+COMMANDS: tuple[type[Command], ...] = (Run, Report, Export, ImportDarshan, Fleet)
 
 __all__ = ["main", "build_parser", "COMMANDS", "UserError"]
 

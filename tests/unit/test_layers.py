@@ -50,6 +50,7 @@ LAYERS = {
     "tb_iotrace.cli": "surface",
     "tb_iotrace.progress": "surface",    # the terminal progress line of long CLI work
     "tb_iotrace.export": "surface",
+    "tb_iotrace.fleet": "surface",       # the fleet dataset: Parquet parts, DuckDB/Spark queries
     "tb_iotrace.plugin": "surface",
 }
 LOWER = {
@@ -65,9 +66,10 @@ MAY_IMPORT = {layer: lower | {layer} for layer, lower in LOWER.items()}
 # interposer.
 CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch")
 # Surfaces stand side by side: one uses another only where listed (the CLI's ``export`` verb
-# drives the exporters; ``python -m tb_iotrace`` is the CLI).
-SURFACES = ("tb_iotrace.cli", "tb_iotrace.export", "tb_iotrace.plugin", "tb_iotrace.__main__")
-SURFACE_USES = {"tb_iotrace.cli": {"tb_iotrace.export"}, "tb_iotrace.__main__": {"tb_iotrace.cli"}}
+# drives the exporters and ``fleet`` the fleet dataset, which takes the report's host documents
+# from the CLI and never opens sources itself; ``python -m tb_iotrace`` is the CLI).
+SURFACES = ("tb_iotrace.cli", "tb_iotrace.export", "tb_iotrace.fleet", "tb_iotrace.plugin", "tb_iotrace.__main__")
+SURFACE_USES = {"tb_iotrace.cli": {"tb_iotrace.export", "tb_iotrace.fleet"}, "tb_iotrace.__main__": {"tb_iotrace.cli"}}
 
 
 def module_name(path: Path) -> str:
