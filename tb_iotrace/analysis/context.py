@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, innermost, op_kind
+from ..attribution import STEP_EVENT_NAMES, Attribution, innermost, op_kind
 from ..codepaths import code_paths, is_code_path
 from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
 from .intervals import clip, merge, overlap
@@ -201,18 +201,12 @@ class Context:
         if host is None or self.att is None:
             return
         pc = columns(host)
-        ws, we = [], []
         for ln in pc.lines:
             if ln.name.startswith(LINE_PREFIX) or not len(ln):
                 continue
-            names = pc.event_names(ln)
-            is_wait = np.fromiter((str(x).startswith(INPUT_WAIT_PREFIXES) for x in names), bool, len(names))
-            ws.append(ln.start_ps[is_wait])
-            we.append(ln.end_ps[is_wait])
-            if np.isin(names, STEP_EVENT_NAMES).any():
+            if np.isin(pc.event_names(ln), STEP_EVENT_NAMES).any():
                 self.step_line_ids.add(int(ln.id))
-        if ws:
-            self.wait_iv = merge(np.concatenate(ws), np.concatenate(we))
+        self.wait_iv = self.att.wait_iv      # tb_iotrace.stepwait's rule, as the report and the tab
         # stage: the innermost enclosing tf.data iterator event on the row's own host line
         att = self.att
         for li in np.unique(att.host_line[att.host_line >= 0]).tolist():

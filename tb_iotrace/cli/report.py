@@ -16,6 +16,7 @@ from .. import report as textreport
 from ..codepaths import code_paths
 from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
+from ..stepwait import InputWait, input_wait
 from ._base import Command, UserError
 from ._sources import Source, group_by_run, resolve
 
@@ -78,18 +79,24 @@ def _findings(src: Source) -> tuple[list[Any], str | None]:
         return [], f"analysis failed: {type(exc).__name__}: {exc}"
 
 
-def _steps(src: Source) -> tuple[list[dict[str, Any]], bool]:
+NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
+
+
+def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
+    """The capture's steps, whether it has step markers, and its input wait (ps) by the one
+    rule of :mod:`tb_iotrace.stepwait`."""
     if not (src.kind == "xplane" or _kineto_main(src)) or src.io_trace() is None:
-        return [], False
+        return [], False, NO_WAIT
     try:
         from ..attribution import attribute
 
         att = attribute(src.space(), src.io_trace())
     except Exception:
-        return [], False
+        return [], False, NO_WAIT
     if att is None:
-        return [], False
-    return [s.to_dict() for s in att.steps], bool(att.has_step_markers)
+        return [], False, NO_WAIT
+    iw = input_wait(att.wait_iv, [s.start_ps for s in att.steps], [s.end_ps for s in att.steps])
+    return [s.to_dict() for s in att.steps], bool(att.has_step_markers), iw
 
 
 def _totals(files: list[dict[str, Any]]) -> dict[str, Any]:
@@ -113,14 +120,14 @@ def _counter(files: list[dict[str, Any]], name: str) -> list[float]:
             for f in files]
 
 
-def host_summary(src: Source, files: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[str, Any]:
+def host_summary(src: Source, files: list[dict[str, Any]], iw: InputWait) -> dict[str, Any]:
     """The host's row of the per-host table (:func:`tb_iotrace.report.host_row`, as the tab's
-    /hosts): its counters' bytes and read time, its traced calls, and the input wait of its
-    steps against their span."""
-    wait_ps = sum(int(s["input_wait_ps"]) for s in steps)
-    span_ps = (steps[-1]["end_ps"] - steps[0]["start_ps"]) if steps else 0
-    return textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
-                               io_calls=src.nevents(), input_wait_ns=wait_ps / 1000, span_ns=span_ps / 1000)
+    /hosts): its counters' bytes and read time, its traced calls, and its input wait (ps) by the
+    one rule (:mod:`tb_iotrace.stepwait`: inside the steps, over the steps' time)."""
+    row = textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
+                              io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000)
+    row["wait_basis"] = iw.basis
+    return row
 
 
 def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] | None:
@@ -142,14 +149,13 @@ def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] 
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
     findings, note = _findings(src)
-    steps, markers = _steps(src)
+    steps, markers, iw = _steps(src)
     columnar = _table_listing(src)
     if columnar is not None:
         listed: Any = columnar[0]
-        wait_ps = sum(int(s["input_wait_ps"]) for s in steps)
-        span_ps = (steps[-1]["end_ps"] - steps[0]["start_ps"]) if steps else 0
         summary = textreport.host_row(src.host, columnar[1]["modules"], columnar[1]["column"],
-                                      io_calls=src.nevents(), input_wait_ns=wait_ps / 1000, span_ns=span_ps / 1000)
+                                      io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000)
+        summary["wait_basis"] = iw.basis
     else:
         files = src.files()
         ids, remap = darshan_ids(files)
@@ -158,7 +164,7 @@ def host_doc(src: Source) -> dict[str, Any]:
                    **({"rank": f["rank"]} if "rank" in f else {}), "code": f["path"] in code,
                    "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
                   for f, rid in zip(files, ids)]
-        summary = host_summary(src, files, steps)
+        summary = host_summary(src, files, iw)
     doc = {
         "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
@@ -372,9 +378,12 @@ class Report(Command):
                             "has_step_markers": bool, "notes": [str],
                             "summary": {"host", "source", "bytes_read", "bytes_written",
                                         "read_time_s", "io_calls", "files", "input_wait_ns",
-                                        "input_wait_pct", "span_ns"},
+                                        "input_wait_pct", "span_ns", "wait_basis"},
                                                       # the per-host table's row (as the
-                                                      # tab's /hosts; input wait: the steps')
+                                                      # tab's /hosts): input wait by the one
+                                                      # rule (tb_iotrace.stepwait): inside the
+                                                      # steps over their time (span_ns),
+                                                      # wait_basis "steps"|"input waits"|"none"
                             ["no_io_reason": str,]    # a capture without tb_iotrace's I/O
                                                       # record: why, as the capture tells
                             "process": {...}}]}]}     # records only: pid, ppid, argv, start_ns,

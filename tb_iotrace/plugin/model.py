@@ -35,6 +35,7 @@ import numpy as np
 from .._memory import trim_memory
 from ..filetable import FileTable
 from ..attribution import STEP_STATS
+from ..stepwait import DEVICE_STEPS_LINE
 from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
@@ -58,11 +59,7 @@ STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|
                           r"|^ProfilerStep#\d+$")
 # PyTorch names each step ``ProfilerStep#<n>``: one kind of marker whatever the number.
 NUMBERED_STEP_RE = re.compile(r"^(ProfilerStep#)\d+$")
-INPUT_WAIT_RE = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
-# PyTorch's input wait, the DataLoader iterator's __next__ as Kineto names it
-# (enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__): it sits inside ProfilerStep#N,
-# so it counts at any depth (tf.data's waits only where outermost)
-NESTED_INPUT_WAIT_RE = re.compile(r"^enumerate\(DataLoader\)#")
+# Input waits: the one rule of tb_iotrace.stepwait (plugin/impl/timeseries.py applies it to lanes).
 READ_OPS_RE = re.compile(r"read|recv", re.I)
 WRITE_OPS_RE = re.compile(r"write|send|sync", re.I)
 
@@ -464,6 +461,8 @@ def _load_capture(path: str, host: str) -> Capture:
     io_info = None
     steps: list[dict[str, Any]] = []
     steps_source = ""
+    device_steps: list[dict[str, Any]] = []
+    device_source = ""
     host_line_key: dict[int, str] = {}
     for plane in space.planes:
         is_host = plane.name.startswith("/host:")
@@ -505,11 +504,11 @@ def _load_capture(path: str, host: str) -> Capture:
                               f"{_short_plane(plane.name)} {label}", plane.name, start, end, nid,
                               src=src, plane_index=plane.index, line_id=ln.id, tf_data=tf_data)
             lanes.append(lane)
-            if is_dev and label == "Steps" and not steps:
-                steps = [{"start": int(s), "end": int(e), "name": names[i] if i >= 0 else ""}
-                         for s, e, i in zip(lane.start.tolist(), lane.end.tolist(), lane.name_id.tolist())]
-                steps.sort(key=lambda s: s["start"])
-                steps_source = f"{plane.name} Steps"
+            if is_dev and label == DEVICE_STEPS_LINE and not device_steps:
+                device_steps = [{"start": int(s), "end": int(e), "name": names[i] if i >= 0 else ""}
+                                for s, e, i in zip(lane.start.tolist(), lane.end.tolist(), lane.name_id.tolist())]
+                device_steps.sort(key=lambda s: s["start"])
+                device_source = f"{plane.name} Steps"
 
     io = _io_table(io_parts, io_info) if io_parts else None
     del io_parts
@@ -543,29 +542,31 @@ def _load_capture(path: str, host: str) -> Capture:
                                     tid=tid, extra={"host_lane": host_key, "comm": comm}))
     _order_lanes(lanes)
 
-    # Steps from host markers when no device plane has a Steps line: the marker name seen
-    # most often (train / test / predict TraceMe, Keras "Profiled batch"), non-overlapping.
-    if not steps:
-        marker = [i for i, n in enumerate(names) if STEP_NAME_RE.search(n)]
-        found: dict[str, list[tuple[int, int, Lane, int]]] = {}
-        if marker:
-            mset = np.array(marker, dtype=np.int32)
-            for ln in lanes:
-                if ln.group != "host":
-                    continue
-                m = np.flatnonzero(np.isin(ln.name_id, mset))
-                for k in m.tolist():
-                    found.setdefault(NUMBERED_STEP_RE.sub(r"\1", names[int(ln.name_id[k])]), []).append(
-                        (int(ln.start[k]), int(ln.end[k]), ln, k))
-        if found:
-            name, spans = max(found.items(), key=lambda kv: (len(kv[1]), kv[0]))
-            last_end = None
-            for s0, e0, ln, k in sorted(spans, key=lambda x: (x[0], x[1])):
-                if last_end is None or s0 >= last_end:
-                    num = _step_num(path, planes, md_files, ln, k) if len(spans) <= MAX_STEP_STATS else None
-                    steps.append({"start": s0, "end": e0, "name": str(len(steps) if num is None else num)})
-                    last_end = e0
-            steps_source = f"host step markers ({name!r} events)"
+    # Steps (tb_iotrace.stepwait's rule): the host's step markers, the marker name seen most
+    # often (train / test / predict TraceMe, Keras "Profiled batch"), non-overlapping; only
+    # without them a device plane's Steps line.
+    marker = [i for i, n in enumerate(names) if STEP_NAME_RE.search(n)]
+    found: dict[str, list[tuple[int, int, Lane, int]]] = {}
+    if marker:
+        mset = np.array(marker, dtype=np.int32)
+        for ln in lanes:
+            if ln.group != "host":
+                continue
+            m = np.flatnonzero(np.isin(ln.name_id, mset))
+            for k in m.tolist():
+                found.setdefault(NUMBERED_STEP_RE.sub(r"\1", names[int(ln.name_id[k])]), []).append(
+                    (int(ln.start[k]), int(ln.end[k]), ln, k))
+    if found:
+        name, spans = max(found.items(), key=lambda kv: (len(kv[1]), kv[0]))
+        last_end = None
+        for s0, e0, ln, k in sorted(spans, key=lambda x: (x[0], x[1])):
+            if last_end is None or s0 >= last_end:
+                num = _step_num(path, planes, md_files, ln, k) if len(spans) <= MAX_STEP_STATS else None
+                steps.append({"start": s0, "end": e0, "name": str(len(steps) if num is None else num)})
+                last_end = e0
+        steps_source = f"host step markers ({name!r} events)"
+    if not steps and device_steps:
+        steps, steps_source = device_steps, device_source
     for k, s in enumerate(steps):
         s["index"] = k
 
