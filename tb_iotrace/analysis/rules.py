@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .context import Context, fs_table
+from .context import Context, file_type, fs_table
 from .intervals import in_flight, merge, overlap
 from .pytorch import (NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, worker_starts,
                       worker_stops)
@@ -321,7 +321,10 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
     for f in ctx.files.values():
         size = f.size_seen
         if size > 0 and f.bytes_read >= th.redundant_ratio * size:
-            hits.append((f.bytes_read - size, f))
+            if f.file_type is None:
+                f.file_type = file_type(f.path)
+            if f.regular:          # a pipe's or socket's bytes are a stream: each is read once
+                hits.append((f.bytes_read - size, f))
     extra = sum(e for e, _ in hits)
     if not hits or extra < th.redundant_min_bytes:
         return None
