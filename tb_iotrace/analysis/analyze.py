@@ -21,6 +21,7 @@ from .mounts import MountTable, parse_mountinfo, read_mountinfo
 from .rules import evaluate
 from .source import load_for_analysis
 from .thresholds import DEFAULT, Thresholds
+from .verdict import verdict
 
 
 @dataclass
@@ -35,6 +36,7 @@ class Analysis:
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     thresholds: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)   # tb_iotrace.analysis.verdict
 
     @property
     def ids(self) -> list[str]:
@@ -72,7 +74,7 @@ class Analysis:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary, "steps": self.steps, "stages": self.stages,
+        return {"verdict": self.verdict, "summary": self.summary, "steps": self.steps, "stages": self.stages,
                 "filesystems": self.filesystems, "files": self.files, "findings": self.findings,
                 "notes": self.notes, "thresholds": self.thresholds}
 
@@ -139,4 +141,4 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     findings = evaluate(ctx, steps, fs)
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
-                    notes=notes, thresholds=th.to_dict())
+                    notes=notes, thresholds=th.to_dict(), verdict=verdict(ctx, steps, space))
