@@ -42,13 +42,12 @@ from ..stepwait import covered, input_wait, is_input_wait, merge
 from ..xplane import HOST_PLANE, LINE_PREFIX, columns
 from .context import Context
 from .pytorch import TorchRun, worker_starts, worker_stops
+from .thresholds import Thresholds
 
 FETCH_EVENT = "tb_iotrace::fetch"           # a DataLoader worker fetching one batch
 TF_ITERATOR = "Iterator::"
 H2D_RE = re.compile(r"memcpy\s*(h2d|htod)", re.I)
 KEYS = ("file_io", "decode", "starved", "copy", "other")
-# xprof's input-pipeline classification: highly input-bound from 20% of step time, moderately from 5%
-HIGHLY, MODERATELY = 0.20, 0.05
 
 
 def _empty() -> tuple[np.ndarray, np.ndarray]:
@@ -197,7 +196,7 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
         notes.append("the pin_memory thread is not in Kineto's trace: a wait on it counts as starved")
     cause = _cause(share, rest)
     out: dict[str, Any] = {
-        "input_wait_share": iw.share, "basis": iw.basis, "bound": _bound(iw.share),
+        "input_wait_share": iw.share, "basis": iw.basis, "bound": _bound(ctx.th, iw.share),
         "wait_breakdown": share, "unmeasured": unmeasured, "unmeasured_share": rest, "reason": reason,
         "cause": cause, "steps": iw.count if iw.basis == "steps" else 0,
         "input_wait_ms_per_step": (iw.wait / iw.count / 1e9) if iw.basis == "steps" and iw.count else None,
@@ -215,10 +214,12 @@ def _unknown(reason: str, basis: str = "none") -> dict[str, Any]:
             "advice": "No verdict: " + reason + ".", "notes": []}
 
 
-def _bound(share: float) -> str:
-    if share >= HIGHLY:
+def _bound(th: Thresholds, share: float) -> str:
+    """xprof's classification: highly input-bound from 20% of step time ("input"), moderately
+    from 5% ("partly input")."""
+    if share >= th.input_wait_share:
         return "input"
-    return "partly input" if share >= MODERATELY else "not input"
+    return "partly input" if share >= th.input_wait_moderate_share else "not input"
 
 
 def _cause(share: dict[str, float | None], rest: float) -> str | None:
@@ -241,10 +242,10 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
     ``input_wait_share x that part``; more DataLoader workers scale the loader's throughput with
     their number until the cores run out."""
     pin = run is not None and device and d is not None and not d.get("pin_memory")
-    if s < MODERATELY:
+    if s < ctx.th.input_wait_moderate_share:
         change = "none for the input pipeline"
         txt = (f"Not input-bound: the step waits for input {100 * s:.1f}% of its time (xprof: input-bound from "
-               f"{100 * MODERATELY:.0f}%); the step's own work (model compute, device kernels) sets the pace")
+               f"{100 * ctx.th.input_wait_moderate_share:.0f}%); the step's own work (model compute, device kernels) sets the pace")
         if pin:
             txt += "; pin_memory=True would let the host-to-device copies overlap the step"
         model = "removing the whole input wait would shorten the step by at most its share"

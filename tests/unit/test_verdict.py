@@ -97,3 +97,19 @@ def test_moderately_input_bound_is_partly(tmp_path: Path) -> None:
     p = tmp_path / "mid.pt.trace.json.gz"
     torch_fetch_trace.make(p, wait_ms=1, fetch_ms=1, read_ms=0.5)
     assert _verdict(p)["bound"] == "partly input"
+
+
+def test_h200_tuned_job_is_not_input_bound(tmp_path: Path) -> None:
+    """The real H200 trace of the tuned job (8 workers, pin_memory, persistent; ~2% wait): not
+    input-bound, and no finding is a warning (small reads, many small files and the EOF probes
+    are there, but the step barely waits for them)."""
+    src = tmp_path / "h200_tuned.pt.trace.json.gz"
+    shutil.copy(DATA / "h200_tuned.pt.trace.json.gz", src)
+    a = analyze(read_xspace(src))
+    v = a.verdict
+    assert v["bound"] == "not input" and v["input_wait_share"] == pytest.approx(0.0202, abs=0.001)
+    assert v["basis"] == "steps" and v["steps"] == 6
+    assert [f["severity"] for f in a.findings if f["severity"] != "info"] == []
+    assert {"small-reads", "many-small-files"} <= set(a.ids)
+    for f in a.findings:
+        assert f["impact"]["step_share"] < 0.05, f
