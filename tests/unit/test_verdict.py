@@ -113,3 +113,31 @@ def test_h200_tuned_job_is_not_input_bound(tmp_path: Path) -> None:
     assert {"small-reads", "many-small-files"} <= set(a.ids)
     for f in a.findings:
         assert f["impact"]["step_share"] < 0.05, f
+
+
+def test_report_json_and_text_lead_with_the_verdict(tmp_path: Path, capsys) -> None:
+    """``tb-iotrace report``: the main process's host carries the verdict (JSON) and its text
+    begins with it; the workers' hosts have none; findings carry their impact, ordered by it,
+    and input-bound's impact is the verdict's wait share."""
+    import json
+
+    from tb_iotrace.cli import main
+
+    p = tmp_path / "job.pt.trace.json.gz"
+    torch_fetch_trace.make(p)
+    assert main(["report", str(p), "--json", "--no-progress", "--jobs", "1"]) == 0
+    hosts = json.loads(capsys.readouterr().out)["runs"][0]["hosts"]
+    main_host = next(h for h in hosts if h["verdict"])
+    assert [h["verdict"] for h in hosts if h is not main_host] == [None, None]
+    v = main_host["verdict"]
+    assert v["bound"] == "input" and v["wait_breakdown"]["decode"] == pytest.approx(0.75)
+    shares = [f["impact"]["step_share"] for f in main_host["findings"]]
+    assert shares == sorted(shares, reverse=True)
+    ib = next(f for f in main_host["findings"] if f["id"] == "input-bound")
+    assert ib["impact"]["step_share"] == pytest.approx(v["input_wait_share"])
+    assert ib["impact"]["ms_per_step"] == pytest.approx(4.0) and ib["severity"] == "warning"
+    assert main(["report", str(p), "--no-progress", "--jobs", "1"]) == 0
+    text = capsys.readouterr().out
+    first = text.split("\n\n")[0].splitlines()
+    assert first[2].startswith("Verdict: INPUT-BOUND: the step waits for input 40.0% of its time")
+    assert "decode 75%" in first[3] and "num_workers=2 -> 5: expected step time -40%" in first[4]
