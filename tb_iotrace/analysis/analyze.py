@@ -139,6 +139,10 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     }
     fs = fs_table(ctx)
     findings = evaluate(ctx, steps, fs)
+    v = verdict(ctx, steps, space)
+    for f in findings:       # input-bound's first suggestion: the verdict's change and its effect
+        if f["id"] == "input-bound" and v.get("advice") and v.get("bound") in ("input", "partly input"):
+            f["suggestion"] = f"{v['advice']} {f['suggestion']}"
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
-                    notes=notes, thresholds=th.to_dict(), verdict=verdict(ctx, steps, space))
+                    notes=notes, thresholds=th.to_dict(), verdict=v)

@@ -141,3 +141,20 @@ def test_report_json_and_text_lead_with_the_verdict(tmp_path: Path, capsys) -> N
     first = text.split("\n\n")[0].splitlines()
     assert first[2].startswith("Verdict: INPUT-BOUND: the step waits for input 40.0% of its time")
     assert "decode 75%" in first[3] and "num_workers=2 -> 5: expected step time -40%" in first[4]
+
+
+def test_tab_findings_carry_the_verdict(tmp_path: Path) -> None:
+    """The tab's /findings: the host's verdict (the same as the report's) beside its findings;
+    input-bound's suggestion leads with the verdict's advice."""
+    from plugin_client import make_client
+
+    run = tmp_path / "logs" / "j"
+    run.mkdir(parents=True)
+    torch_fetch_trace.make(run / "w.1.pt.trace.json.gz")
+    _, get = make_client(tmp_path / "logs")
+    code, f = get("/findings", run="j", host="w")
+    assert code == 200
+    (v,) = f["verdicts"]
+    assert v["host"] == "w" and v == dict(_verdict(run / "w.1.pt.trace.json.gz"), host="w")
+    ib = next(x for x in f["findings"] if x["id"] == "input-bound")
+    assert ib["suggestion"].startswith(v["advice"]) and ib["impact"]["step_share"] == pytest.approx(0.4)
