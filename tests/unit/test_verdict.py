@@ -158,3 +158,79 @@ def test_tab_findings_carry_the_verdict(tmp_path: Path) -> None:
     assert v["host"] == "w" and v == dict(_verdict(run / "w.1.pt.trace.json.gz"), host="w")
     ib = next(x for x in f["findings"] if x["id"] == "input-bound")
     assert ib["suggestion"].startswith(v["advice"]) and ib["impact"]["step_share"] == pytest.approx(0.4)
+
+
+def _tf_capture(tmp_path: Path, name: str, reads_at_ms: float = 0.0, reads: int = 1, read_ms: float = 2.0,
+                read_bytes: int = 65536) -> str:
+    """A TF capture: 12 steps of 10 ms, each waiting 8 ms in IteratorGetNext; a tf.data thread
+    busy in Iterator:: events for the first 6 ms of each wait; per step ``reads`` reads of
+    ``read_bytes`` on that thread, back to back from ``reads_at_ms`` into the step, ``read_ms``
+    in all."""
+    from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata,
+                                   add_io_to_space, thread_line_id)
+    from test_analysis import make_trace
+
+    base = 1_700_000_000_000_000_000
+    sp = XSpace()
+    env = sp.planes.add(id=1, name=TASK_ENV_PLANE)
+    env.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="profile_start_time"))
+    env.stats.add(metadata_id=1, uint64_value=base)
+    host = sp.planes.add(id=2, name=HOST_PLANE)
+    for k, nm in enumerate(("train", "IteratorGetNext", "Iterator::Root::ParallelMapV2"), 1):
+        host.event_metadata[k].CopyFrom(XEventMetadata(id=k, name=nm))
+    host.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="step_num"))
+    main = host.lines.add(id=thread_line_id(77), name="python", timestamp_ns=0)
+    tfd = host.lines.add(id=thread_line_id(78), name="tf_data_private_threadpool", timestamp_ns=0)
+    ms_ps, ms_ns = 10**9, 10**6
+    rows = [("open", "/data/a.tfrecord", -1, 3, base, 1000, 101)]
+    one = round(read_ms * ms_ns / reads)
+    for k in range(12):
+        ev = main.events.add(metadata_id=1, offset_ps=10 * k * ms_ps, duration_ps=10 * ms_ps)
+        ev.stats.add(metadata_id=1, int64_value=k)
+        main.events.add(metadata_id=2, offset_ps=10 * k * ms_ps, duration_ps=8 * ms_ps)
+        tfd.events.add(metadata_id=3, offset_ps=10 * k * ms_ps, duration_ps=6 * ms_ps)
+        t = base + 10 * k * ms_ns + round(reads_at_ms * ms_ns)
+        rows += [("read", "/data/a.tfrecord", (k * reads + j) * read_bytes, read_bytes, t + j * one, one, 101)
+                 for j in range(reads)]
+    tr = make_trace(rows)
+    tr.threads = {101: ThreadInfo(78, "tf_data")}
+    add_io_to_space(sp, tr, start_ns=base)
+    path = tmp_path / f"{name}.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    return str(path)
+
+
+def test_tf_data_map_bound(tmp_path: Path) -> None:
+    """The tf.data thread busy for the first 6 ms of each 8 ms wait, reading for the first 2:
+    file_io 1/4, decode 1/2, starved 1/4; advice: a parallel map, its effect 80% x 1/2."""
+    from test_analysis import MOUNTINFO
+
+    a = analyze(_tf_capture(tmp_path, "map"), mountinfo=MOUNTINFO)
+    v = a.verdict
+    assert v["input_wait_share"] == pytest.approx(0.8) and v["bound"] == "input"
+    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "decode": 0.5, "starved": 0.25, "copy": 0.0,
+                                                 "other": 0.0})
+    assert v["change"].startswith("map(..., num_parallel_calls=tf.data.AUTOTUNE)")
+    assert v["expected_step_time_change"] == pytest.approx(-0.4)
+    assert "no device" in " ".join(v["notes"])
+
+
+def test_severity_follows_impact(tmp_path: Path) -> None:
+    """96 reads of 4 KiB (small-reads: every read small, all the read time) cost the step 2 ms
+    of every 10 when the step waits for them: 20% of step time, a warning. The same reads after
+    the wait (8.5 ms into the step, on the tf.data thread) cost it nothing: info, and the
+    statement says why."""
+    from test_analysis import MOUNTINFO
+
+    hot = analyze(_tf_capture(tmp_path, "hot", reads=8, read_bytes=4096), mountinfo=MOUNTINFO)
+    f = hot.finding("small-reads")
+    assert f["impact"]["step_share"] == pytest.approx(0.2) and f["impact"]["ms_per_step"] == pytest.approx(2.0)
+    assert f["severity"] == "warning"
+    assert hot.ids[0] == "input-bound" and hot.finding("input-bound")["severity"] == "critical"   # 80%
+    cold = analyze(_tf_capture(tmp_path, "cold", reads_at_ms=8.5, reads=8, read_ms=1.0, read_bytes=4096),
+                   mountinfo=MOUNTINFO)
+    f = cold.finding("small-reads")
+    assert f["impact"] == {"step_share": 0.0, "ms_per_step": 0.0, "basis": "steps"}
+    assert f["severity"] == "info" and "only 0.0% of its time" in f["statement"] and "not a warning" in f["statement"]
+    shares = [x["impact"]["step_share"] for x in cold.findings]
+    assert shares == sorted(shares, reverse=True)
