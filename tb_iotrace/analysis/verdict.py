@@ -19,8 +19,9 @@ first match wins:
   threads);
 - ``copy``: a host-to-device copy in flight (a device plane's ``MemcpyH2D``/``Memcpy HtoD``);
 - ``decode``: the loader busy with no read or copy under it: a DataLoader worker inside a fetch
-  (``tb_iotrace::fetch`` spans), the main process itself loading (``num_workers=0``), a tf.data
-  thread inside an ``Iterator::`` event;
+  (``tb_iotrace::fetch`` spans), the main process itself loading (``num_workers=0``), tf.data at
+  work (its threads' events, and the ``Iterator::`` events of its synchronous stages on any
+  thread: an asynchronous stage's event on its consumer's side is a wait);
 - ``starved``: none of these: the loader idle or not running (workers starting, an empty
   prefetch buffer with nothing in flight, the batch's hand-over);
 - ``other``: reserved for what the classes above cannot name; 0 where the loader's activity
@@ -38,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stepwait import covered, input_wait, is_input_wait, merge
+from ..stepwait import covered, input_wait, merge
 from ..xplane import HOST_PLANE, LINE_PREFIX, columns
 from .context import Context
 from .pytorch import TorchRun, worker_starts, worker_stops
@@ -46,6 +47,10 @@ from .thresholds import Thresholds
 
 FETCH_EVENT = "tb_iotrace::fetch"           # a DataLoader worker fetching one batch
 TF_ITERATOR = "Iterator::"
+TF_DATA_THREAD = "tf_data"                  # tf.data's own threads (tf_data_private_threadpool/...)
+# a tf.data stage that hands elements over through a buffer: its event on the consumer's side waits
+ASYNC_STAGE = re.compile(r"^(Root|Model|Prefetch|Parallel\w*|MapAndBatch|LegacyParallel\w*)$")
+_INDEX = re.compile(r"\[\d+\]")
 H2D_RE = re.compile(r"memcpy\s*(h2d|htod)", re.I)
 KEYS = ("file_io", "decode", "starved", "copy", "other")
 
@@ -77,10 +82,24 @@ def _clip_to(iv: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) 
                  np.concatenate(out_e) if out_e else np.zeros(0, np.int64))
 
 
+def _tf_busy(names: np.ndarray, line_name: str) -> np.ndarray:
+    """Which events of a host line are tf.data at work: on its own threads (``tf_data*`` lines:
+    function runs such as ``EagerPyFunc``, and the iterators' events), and on any line the
+    ``Iterator::`` events of a synchronous stage (``...::BatchV2``, ``...::FlatMap[0]::TFRecord``).
+    An asynchronous stage's event (``Root``, ``Prefetch``, ``Parallel*``, ``MapAndBatch``) on
+    its consumer's side is the consumer waiting for that stage's buffer, not work."""
+    it = np.char.startswith(names, TF_ITERATOR)
+    busy = np.zeros(len(names), bool)
+    if line_name.startswith(TF_DATA_THREAD):
+        busy |= ~it
+    if it.any():
+        last = {n: ASYNC_STAGE.match(_INDEX.sub("", n.rsplit("::", 1)[-1])) is None for n in np.unique(names[it])}
+        busy |= it & np.fromiter((last.get(n, False) for n in names), bool, len(names))
+    return busy
+
+
 def _host_events(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """(DataLoader fetch spans, tf.data iterator work) on the host plane, merged (ps). Iterator
-    events count only on lines that do not wait for input themselves (the tf.data threads,
-    not the step's thread asking for the next element)."""
+    """(DataLoader fetch spans, tf.data at work: :func:`_tf_busy`) on the host plane, merged (ps)."""
     host = None
     for p in getattr(space, "planes", []):
         if p.name == HOST_PLANE:
@@ -98,10 +117,10 @@ def _host_events(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.nd
         if fetch.any():
             fs.append(ln.start_ps[fetch])
             fe.append(ln.end_ps[fetch])
-        it = np.char.startswith(names, TF_ITERATOR)
-        if it.any() and not any(is_input_wait(str(n)) for n in np.unique(names)):
-            ts.append(ln.start_ps[it])
-            te.append(ln.end_ps[it])
+        tf = _tf_busy(names, ln.name)
+        if tf.any():
+            ts.append(ln.start_ps[tf])
+            te.append(ln.end_ps[tf])
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)  # noqa: E731
     return merge(cat(fs), cat(fe)), merge(cat(ts), cat(te))
 
@@ -160,7 +179,7 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
         elif n == 0 or (n is None and not run.worker_pids):
             busy, how = window, "the main process loads inside __next__ (no workers)"
     elif len(tf_work[0]):
-        busy, how = tf_work, "tf.data iterator events on its threads"
+        busy, how = tf_work, "tf.data's threads and its synchronous stages' iterator events"
     starved_known = _empty()
     if run is not None:
         spans = [(s["start_ps"], s["start_ps"] + round(s["cost_s"] * 1e12)) for s in worker_starts(run, ctx.wait_iv)]

@@ -162,8 +162,10 @@ def test_tab_findings_carry_the_verdict(tmp_path: Path) -> None:
 
 def _tf_capture(tmp_path: Path, name: str, reads_at_ms: float = 0.0, reads: int = 1, read_ms: float = 2.0,
                 read_bytes: int = 65536) -> str:
-    """A TF capture: 12 steps of 10 ms, each waiting 8 ms in IteratorGetNext; a tf.data thread
-    busy in Iterator:: events for the first 6 ms of each wait; per step ``reads`` reads of
+    """A TF capture: 12 steps of 10 ms, each waiting 8 ms in IteratorGetNext (under it the
+    consumer's Iterator::Root::ParallelMapV2, a wait for the map's buffer, not work); a tf.data
+    thread running the map's function (EagerPyFunc) for the first 6 ms of each wait; per step
+    ``reads`` reads of
     ``read_bytes`` on that thread, back to back from ``reads_at_ms`` into the step, ``read_ms``
     in all."""
     from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata,
@@ -176,7 +178,7 @@ def _tf_capture(tmp_path: Path, name: str, reads_at_ms: float = 0.0, reads: int 
     env.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="profile_start_time"))
     env.stats.add(metadata_id=1, uint64_value=base)
     host = sp.planes.add(id=2, name=HOST_PLANE)
-    for k, nm in enumerate(("train", "IteratorGetNext", "Iterator::Root::ParallelMapV2"), 1):
+    for k, nm in enumerate(("train", "IteratorGetNext", "Iterator::Root::ParallelMapV2", "EagerPyFunc"), 1):
         host.event_metadata[k].CopyFrom(XEventMetadata(id=k, name=nm))
     host.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="step_num"))
     main = host.lines.add(id=thread_line_id(77), name="python", timestamp_ns=0)
@@ -188,7 +190,8 @@ def _tf_capture(tmp_path: Path, name: str, reads_at_ms: float = 0.0, reads: int 
         ev = main.events.add(metadata_id=1, offset_ps=10 * k * ms_ps, duration_ps=10 * ms_ps)
         ev.stats.add(metadata_id=1, int64_value=k)
         main.events.add(metadata_id=2, offset_ps=10 * k * ms_ps, duration_ps=8 * ms_ps)
-        tfd.events.add(metadata_id=3, offset_ps=10 * k * ms_ps, duration_ps=6 * ms_ps)
+        main.events.add(metadata_id=3, offset_ps=10 * k * ms_ps + 1000, duration_ps=8 * ms_ps - 2000)
+        tfd.events.add(metadata_id=4, offset_ps=10 * k * ms_ps, duration_ps=6 * ms_ps)
         t = base + 10 * k * ms_ns + round(reads_at_ms * ms_ns)
         rows += [("read", "/data/a.tfrecord", (k * reads + j) * read_bytes, read_bytes, t + j * one, one, 101)
                  for j in range(reads)]
