@@ -44,6 +44,13 @@ def _kineto_logdir(tmp_path: Path) -> tuple[Path, str]:
     return tmp_path / "logs", "t"
 
 
+def _h200_logdir(tmp_path: Path) -> tuple[Path, str]:
+    run = tmp_path / "logs" / "h"
+    run.mkdir(parents=True)
+    shutil.copy(DATA / "h200_tuned.pt.trace.json.gz", run / "h200.1.pt.trace.json.gz")
+    return tmp_path / "logs", "h"
+
+
 def _tf_logdir(tmp_path: Path) -> tuple[Path, str]:
     from tb_iotrace.plugin.synthetic import make_logdir
 
@@ -51,7 +58,8 @@ def _tf_logdir(tmp_path: Path) -> tuple[Path, str]:
     return tmp_path / "logs", "r"
 
 
-@pytest.mark.parametrize("make", [_kineto_logdir, _tf_logdir], ids=["pytorch", "tensorflow-gpu"])
+@pytest.mark.parametrize("make", [_kineto_logdir, _h200_logdir, _tf_logdir],
+                         ids=["pytorch", "pytorch-h200", "tensorflow-gpu"])
 def test_report_tab_exports_and_findings_agree(make, tmp_path: Path, capsys) -> None:
     from tb_iotrace.analysis import analyze
     from tb_iotrace.cli._sources import resolve
@@ -89,3 +97,5 @@ def test_report_tab_exports_and_findings_agree(make, tmp_path: Path, capsys) -> 
     a = analyze(src.space(), trace=src.io_trace())
     assert a.summary["input_wait_ps"] // 1000 == pytest.approx(rep["input_wait_ns"], abs=1)
     assert a.summary["step_time_ps"] // 1000 == pytest.approx(rep["span_ns"], abs=1)
+    if host["verdict"] is not None:          # the verdict's share is the same wait
+        assert host["verdict"]["input_wait_share"] == pytest.approx(rep["input_wait_ns"] / rep["span_ns"], rel=1e-6)
