@@ -1835,11 +1835,12 @@ const pct = (x) => `${(100 * x).toFixed(x < 0.1 ? 1 : 0)}%`;
 
 /**
  * The text of a host's verdict (tb_iotrace.analysis.verdict): {head, wait, unmeasured, advice}
- * (wait/unmeasured "" when there is nothing to say). Pure, for the box and the tests.
+ * (wait/unmeasured "" when there is nothing to say); `host`: name the host (several verdicts).
+ * Pure, for the box and the tests.
  */
-function verdictLines(v) {
+function verdictLines(v, { host = true } = {}) {
   const share = v.input_wait_share;
-  let head = `${BOUND_WORDS[v.bound] || v.bound}${v.host ? ` (${v.host})` : ""}`;
+  let head = `${BOUND_WORDS[v.bound] || v.bound}${host && v.host ? ` (${v.host})` : ""}`;
   if (share !== null && share !== undefined) head += `: the step waits for input ${pct(share)} of its time`;
   const b = v.wait_breakdown || {};
   const parts = WAIT_PARTS.filter(([k]) => b[k] !== null && b[k] !== undefined && b[k] > 0)
@@ -1851,8 +1852,8 @@ function verdictLines(v) {
     advice: v.advice || "" };
 }
 
-function renderVerdict(v) {
-  const t = verdictLines(v);
+function renderVerdict(v, host) {
+  const t = verdictLines(v, { host });
   return el("div", { class: `verdict ${String(v.bound || "unknown").replace(/ /g, "-")}`, role: "status" },
     el("div", { class: "verdict-head", text: t.head }),
     t.wait ? el("div", { text: t.wait }) : null,
@@ -1870,7 +1871,8 @@ function renderFindings(root, f, { onFile, onRange } = {}) {
   }
   const list = (f && f.findings) || [];
   // the verdict of each host first: is the step waiting for input, on what, what to change
-  for (const v of (f && f.verdicts) || []) root.appendChild(renderVerdict(v));
+  const verdicts = (f && f.verdicts) || [];
+  for (const v of verdicts) root.appendChild(renderVerdict(v, verdicts.length > 1));
   // the analysis's notes (what it could not see: no step markers, a partial record...)
   for (const note of (f && f.notes) || []) {
     root.appendChild(el("div", { class: "finding-note", text: String(note) }));

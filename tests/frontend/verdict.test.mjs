@@ -11,6 +11,8 @@ test("a measured verdict names the bound, the shares and the advice", () => {
   assert.equal(t.wait, "The wait: file I/O 25%, decode 75%");
   assert.equal(t.unmeasured, "");
   assert.equal(t.advice, "num_workers=2 -> 5: expected step time -40%.");
+  assert.equal(verdictLines({ host: "w0", bound: "input", input_wait_share: 0.4 }, { host: false }).head,
+    "Input-bound: the step waits for input 40% of its time");
 });
 
 test("what cannot be measured is said, not guessed", () => {
