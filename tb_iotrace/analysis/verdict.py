@@ -93,8 +93,10 @@ def _tf_busy(names: np.ndarray, line_name: str) -> np.ndarray:
     if line_name.startswith(TF_DATA_THREAD):
         busy |= ~it
     if it.any():
-        last = {n: ASYNC_STAGE.match(_INDEX.sub("", n.rsplit("::", 1)[-1])) is None for n in np.unique(names[it])}
-        busy |= it & np.fromiter((last.get(n, False) for n in names), bool, len(names))
+        kinds, inverse = np.unique(names, return_inverse=True)
+        sync = np.array([k.startswith(TF_ITERATOR) and ASYNC_STAGE.match(_INDEX.sub("", k.rsplit("::", 1)[-1])) is None
+                         for k in kinds.tolist()])
+        busy |= sync[inverse.reshape(-1)]
     return busy
 
 
@@ -137,8 +139,11 @@ def _copies(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
             if not len(ln):
                 continue
             names = pc.event_names(ln).astype(str)
-            hit = (np.ones(len(names), bool) if "MemcpyH2D" in ln.name
-                   else np.fromiter((bool(H2D_RE.search(n)) for n in names), bool, len(names)))
+            if "MemcpyH2D" in ln.name:
+                hit = np.ones(len(names), bool)
+            else:          # per distinct name: a GPU line has many events, few names
+                kinds, inverse = np.unique(names, return_inverse=True)
+                hit = np.array([bool(H2D_RE.search(k)) for k in kinds.tolist()] or [False])[inverse.reshape(-1)]
             if hit.any():
                 ss.append(ln.start_ps[hit])
                 es.append(ln.end_ps[hit])
