@@ -26,7 +26,8 @@ from .verdict import verdict
 
 @dataclass
 class Analysis:
-    """JSON-ready with ``to_dict()``: steps, stages, filesystems, files, findings, notes."""
+    """JSON-ready with ``to_dict()``: verdict, steps, stages, filesystems, files, findings (each
+    with its impact, ordered by it), notes."""
 
     steps: list[dict[str, Any]]
     stages: list[dict[str, Any]]
@@ -48,6 +49,9 @@ class Analysis:
     def text(self) -> str:
         """Plain-text findings and per-file-system table (for reports and the CLI)."""
         lines = []
+        v = self.verdict
+        if v:
+            lines.append(f"verdict: {v.get('bound')}: {v.get('advice')}")
         s = self.summary
         if s["steps"]:
             lines.append(f"{s['steps']} steps, input wait {s['input_wait_ps'] / max(s['step_time_ps'], 1):.0%} "
