@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .stepwait import INPUT_WAIT_PREFIXES, DEVICE_STEPS_LINE, covered, is_input_wait, merge  # noqa: F401
+from .stepwait import (INPUT_WAIT_PREFIXES, DEVICE_STEPS_LINE, covered, is_input_wait, merge,  # noqa: F401
+                       select_steps)
 from .xplane import (HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, profile_start_ns,
                      read_io_data, thread_line_id)
 
@@ -222,8 +223,7 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
                 continue
             step_rows.append((int(ln.start_ps[i]), int(ln.end_ps[i]), name,
                               int(num) if num is not None else None))
-    if not step_rows:
-        step_rows = device_steps(space)
+    step_rows = select_steps(step_rows) or device_steps(space)     # tb_iotrace.stepwait's rule
     step_rows.sort()
     wait_iv = merge(np.concatenate(wait_s) if wait_s else np.zeros(0, np.int64),
                     np.concatenate(wait_e) if wait_e else np.zeros(0, np.int64))

@@ -14,9 +14,11 @@ The rule:
 - the wait is the **union** of those events over all host lines (two threads waiting at once
   count once: the job waits once);
 - the **steps** are the training loop's own step markers on the host (TF/Keras ``train``/``Profiled
-  batch`` TraceMes with a step number, JAX ``StepTraceAnnotation``, PyTorch ``ProfilerStep#N``);
-  only when the host has none, the ``Steps`` line of the first device plane that has one
-  (:data:`DEVICE_STEPS_LINE`, what xprof draws for GPU captures);
+  batch`` TraceMes with a step number, JAX ``StepTraceAnnotation``, PyTorch ``ProfilerStep#N``):
+  of the marker kinds found, the one seen most often, its markers that do not overlap an
+  earlier one (:func:`select_steps`: a Keras ``Profiled batch`` and a ``train`` TraceMe around
+  the same batch are one step, not two); only when the host has none, the ``Steps`` line of the
+  first device plane that has one (:data:`DEVICE_STEPS_LINE`, what xprof draws for GPU captures);
 - with step markers, the **input-wait share** is the wait inside the steps over the steps'
   summed duration (basis ``"steps"``); without them, the wait over the span from the first
   wait's start to the last wait's end (basis ``"input waits"``); with no wait at all, 0
@@ -26,6 +28,7 @@ Times are plain integers in any one unit (the callers use ps or ns); nothing her
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +40,36 @@ INPUT_WAIT_PREFIXES = ("IteratorGetNext", "IteratorGetNextOp", "IteratorGetNextA
 # A device plane's line of steps (TF GPU captures), used when the host has no step markers.
 DEVICE_STEPS_LINE = "Steps"
 
-__all__ = ["DEVICE_STEPS_LINE", "INPUT_WAIT_PREFIXES", "InputWait", "covered", "input_wait", "is_input_wait", "merge"]
+__all__ = ["DEVICE_STEPS_LINE", "INPUT_WAIT_PREFIXES", "InputWait", "covered", "input_wait", "is_input_wait", "merge",
+           "select_steps", "step_kind"]
+
+# Markers numbered in their name are one kind whatever the number: PyTorch's ProfilerStep#<n>,
+# Keras-on-JAX's "Profiled batch <n>".
+_NUMBERED = re.compile(r"^(ProfilerStep#|Profiled batch )\d+$")
+
+
+def step_kind(name: str) -> str:
+    """The kind of a step marker: its name, the number dropped from a numbered one."""
+    m = _NUMBERED.match(name)
+    return m.group(1).rstrip() if m else name
+
+
+def select_steps(rows: list[tuple[int, int, str, Any]]) -> list[tuple[int, int, str, Any]]:
+    """The steps among the step-marker candidates ``rows`` ((start, end, name, extra), any
+    order): the kind (:func:`step_kind`) seen most often (at a tie the greater name), its
+    markers sorted by start, each that starts before the previous one ended left out."""
+    if not rows:
+        return []
+    count: dict[str, int] = {}
+    for r in rows:
+        k = step_kind(r[2])
+        count[k] = count.get(k, 0) + 1
+    kind = max(count.items(), key=lambda kv: (kv[1], kv[0]))[0]
+    out: list[tuple[int, int, str, Any]] = []
+    for r in sorted((r for r in rows if step_kind(r[2]) == kind), key=lambda r: (r[0], r[1])):
+        if not out or r[0] >= out[-1][1]:
+            out.append(r)
+    return out
 
 
 def is_input_wait(name: str) -> bool:

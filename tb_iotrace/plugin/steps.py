@@ -9,44 +9,40 @@ from typing import Any
 import numpy as np
 
 from ..attribution import STEP_STATS
+from ..stepwait import select_steps, step_kind
 from ..xplane.columnar import MetadataFile, event_stats
 
 MAX_STEP_STATS = 20_000   # step markers whose step_num is read back from the file (one read each)
 STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|Profiled batch)(\b|$)"
                           r"|^ProfilerStep#\d+$")
-# PyTorch names each step ``ProfilerStep#<n>``: one kind of marker whatever the number.
-NUMBERED_STEP_RE = re.compile(r"^(ProfilerStep#)\d+$")
 
-__all__ = ["MAX_STEP_STATS", "NUMBERED_STEP_RE", "STEP_NAME_RE", "capture_steps"]
+__all__ = ["MAX_STEP_STATS", "STEP_NAME_RE", "capture_steps"]
 
 
 def capture_steps(path: str, names: list[str], lanes: list[Any], planes: dict[int, Any],
                   md_files: dict[int, MetadataFile], device_steps: list[dict[str, Any]],
                   device_source: str) -> tuple[list[dict[str, Any]], str]:
     """(steps as ``{"start", "end", "name"}``, where they came from): of the host lanes'
-    markers the name seen most often (train / test / predict TraceMe, Keras "Profiled batch",
-    PyTorch ProfilerStep#N), non-overlapping, each named by its step number when the file
-    has one; without host markers ``device_steps`` (a device plane's Steps line)."""
+    markers (train / test / predict TraceMe, Keras "Profiled batch", PyTorch ProfilerStep#N)
+    the kind seen most often, non-overlapping (:func:`tb_iotrace.stepwait.select_steps`),
+    each named by its step number when the file has one; without host markers
+    ``device_steps`` (a device plane's Steps line)."""
     steps: list[dict[str, Any]] = []
     marker = [i for i, n in enumerate(names) if STEP_NAME_RE.search(n)]
-    found: dict[str, list[tuple[int, int, Any, int]]] = {}
+    rows: list[tuple[int, int, str, tuple[Any, int]]] = []
     if marker:
         mset = np.array(marker, dtype=np.int32)
         for ln in lanes:
             if ln.group != "host":
                 continue
             for k in np.flatnonzero(np.isin(ln.name_id, mset)).tolist():
-                found.setdefault(NUMBERED_STEP_RE.sub(r"\1", names[int(ln.name_id[k])]), []).append(
-                    (int(ln.start[k]), int(ln.end[k]), ln, k))
-    if found:
-        name, spans = max(found.items(), key=lambda kv: (len(kv[1]), kv[0]))
-        last_end = None
-        for s0, e0, ln, k in sorted(spans, key=lambda x: (x[0], x[1])):
-            if last_end is None or s0 >= last_end:
-                num = _step_num(path, planes, md_files, ln, k) if len(spans) <= MAX_STEP_STATS else None
-                steps.append({"start": s0, "end": e0, "name": str(len(steps) if num is None else num)})
-                last_end = e0
-        return steps, f"host step markers ({name!r} events)"
+                rows.append((int(ln.start[k]), int(ln.end[k]), names[int(ln.name_id[k])], (ln, k)))
+    chosen = select_steps(rows)          # tb_iotrace.stepwait's rule, as the report's
+    if chosen:
+        for s0, e0, _, (ln, k) in chosen:
+            num = _step_num(path, planes, md_files, ln, k) if len(chosen) <= MAX_STEP_STATS else None
+            steps.append({"start": s0, "end": e0, "name": str(len(steps) if num is None else num)})
+        return steps, f"host step markers ({step_kind(chosen[0][2])!r} events)"
     if device_steps:
         return device_steps, device_source
     return [], ""
