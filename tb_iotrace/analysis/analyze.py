@@ -146,7 +146,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     v = verdict(ctx, steps, space)
     for f in findings:       # input-bound's first suggestion: the verdict's change and its effect
         if f["id"] == "input-bound" and v.get("advice") and v.get("bound") in ("input", "partly input"):
-            f["suggestion"] = f"{v['advice']} {f['suggestion']}"
+            f["suggestion"] = f"Biggest expected effect: {v['advice']} Also: {f['suggestion']}"
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
                     notes=notes, thresholds=th.to_dict(), verdict=v)

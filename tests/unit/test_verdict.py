@@ -157,7 +157,8 @@ def test_tab_findings_carry_the_verdict(tmp_path: Path) -> None:
     (v,) = f["verdicts"]
     assert v["host"] == "w" and v == dict(_verdict(run / "w.1.pt.trace.json.gz"), host="w")
     ib = next(x for x in f["findings"] if x["id"] == "input-bound")
-    assert ib["suggestion"].startswith(v["advice"]) and ib["impact"]["step_share"] == pytest.approx(0.4)
+    assert ib["suggestion"].startswith(f"Biggest expected effect: {v['advice']} Also: ")
+    assert ib["impact"]["step_share"] == pytest.approx(0.4)
 
 
 def _tf_capture(tmp_path: Path, name: str, reads_at_ms: float = 0.0, reads: int = 1, read_ms: float = 2.0,
