@@ -197,13 +197,20 @@ def speedup(runs: dict[str, dict[str, Any]]) -> float:
 
 # ---------------------------------------------------------------- what is printed
 
-def findings_of(capture: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def findings_of(capture: str | None) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """(findings, summary, verdict) of a capture."""
     from tb_iotrace.analysis import analyze
 
     a = analyze(capture) if capture else None
     if a is None:
-        return [], {}
-    return a.findings, a.summary
+        return [], {}, {}
+    return a.findings, a.summary, a.verdict
+
+
+def predicted_speedup(verdict: dict[str, Any]) -> float | None:
+    """The speedup the verdict's advice expects: step time x (1 + expected change)."""
+    change = verdict.get("expected_step_time_change")
+    return 1.0 / (1.0 + change) if isinstance(change, (int, float)) and change > -1 else None
 
 
 def side_by_side(runs: dict[str, dict[str, Any]]) -> str:
@@ -234,9 +241,16 @@ def story(runs: dict[str, dict[str, Any]]) -> str:
         lines.append(f"  [{f['severity']}] {f['id']}: {f['statement']}")
         lines.append(f"      suggestion: {f['suggestion']}")
     x = speedup(runs)
+    v = runs["naive"].get("verdict") or {}
+    if v.get("advice"):
+        lines += ["", f"The verdict on the naive pipeline: {v['bound']}; {v['advice']}"]
     lines += ["", f"The tuned pipeline trains {x:.1f}x faster "
                   f"(median step {1e3 * median_step(runs['naive']):.1f} ms -> {1e3 * median_step(runs['tuned']):.1f} ms, "
                   f"{len(runs['naive']['step_s'])} epochs each, taken in turns)."]
+    p = predicted_speedup(v)
+    if p is not None:
+        lines.append(f"Predicted by the naive run's verdict: {p:.1f}x (its one change only; the tuned pipeline "
+                     f"changes more); measured: {x:.1f}x.")
     return "\n".join(lines)
 
 
@@ -307,15 +321,16 @@ def main(argv: list[str] | None = None) -> int:
           f"epoch of each profiles batches {PROFILE[0]}-{PROFILE[1]}", flush=True)
     runs = train(pipelines, logdir, steps, args.epochs)
     for run in runs.values():
-        run["findings"], run["summary"] = findings_of(run["capture"])
+        run["findings"], run["summary"], run["verdict"] = findings_of(run["capture"])
     print()
     print(side_by_side(runs))
     print(story(runs))
-    summary = {name: {k: r[k] for k in ("pipeline", "epoch_s", "step_s", "capture", "findings")}
+    summary = {name: {k: r[k] for k in ("pipeline", "epoch_s", "step_s", "capture", "findings", "verdict")}
                for name, r in runs.items()}
     summary["profile_batches"] = list(PROFILE)
     summary["warmup_batches"] = WARMUP
     summary["speedup"] = speedup(runs)
+    summary["predicted_speedup"] = predicted_speedup(runs["naive"]["verdict"])
     (work / "demo.json").write_text(json.dumps(summary, indent=1))
     print(f"(step times and findings: {work / 'demo.json'})", flush=True)
     if args.no_serve:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .stepwait import (INPUT_WAIT_PREFIXES, DEVICE_STEPS_LINE, covered, is_input_wait, merge,  # noqa: F401
+                       select_steps)
 from .xplane import (HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, profile_start_ns,
                      read_io_data, thread_line_id)
 
@@ -28,11 +30,8 @@ KERAS_BATCH_PREFIX = "Profiled batch "
 # TraceMe stat of a step root: jax.profiler.StepTraceAnnotation and TF's Trace(..., _r=1) set it,
 # whatever the step's name.
 STEP_ROOT_STAT = "_r"
-# Host events that mean "the step is waiting for its input": tf.data's, and PyTorch's DataLoader
-# iterator's __next__ as Kineto names it (enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__,
-# enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__).
-INPUT_WAIT_PREFIXES = ("IteratorGetNext", "IteratorGetNextOp", "IteratorGetNextAsOptional",
-                       "MultiDeviceIteratorGetNextFromShard", "enumerate(DataLoader)#")
+# Host events that mean "the step is waiting for its input": the one rule of tb_iotrace.stepwait
+# (INPUT_WAIT_PREFIXES is re-exported from there).
 DATA_OPS_READ = ("read", "pread", "readv", "preadv", "fread", "fgets", "fgetc", "getc", "fscanf",
                  "__read", "__pread", "__fread", "__fgets", "_IO_getc", "vfscanf", "__isoc99")
 DATA_OPS_WRITE = ("write", "pwrite", "writev", "pwritev", "fwrite", "fputs", "fputc", "putc",
@@ -92,6 +91,9 @@ class Attribution:
     has_step_markers: bool = False
     notes: list[str] = field(default_factory=list)
     line_names: dict[int, str] = field(default_factory=dict)   # tid -> host line name
+    # the input waits of every host line, merged (tb_iotrace.stepwait's rule), capture ps
+    wait_iv: tuple[np.ndarray, np.ndarray] = field(
+        default_factory=lambda: (np.zeros(0, np.int64), np.zeros(0, np.int64)))
 
 
 def _line_for_thread(lines: list[Any], pthread_id: int, comm: str, comm_unique: bool) -> int:
@@ -141,24 +143,6 @@ def innermost(start: np.ndarray, end: np.ndarray, names: np.ndarray, disp: np.nd
     return nm.astype(object), dn.astype(object)
 
 
-def _union_length(starts: np.ndarray, ends: np.ndarray, lo: int, hi: int) -> int:
-    s = np.clip(starts, lo, hi)
-    e = np.clip(ends, lo, hi)
-    keep = e > s
-    s, e = s[keep], e[keep]
-    if not len(s):
-        return 0
-    order = np.argsort(s)
-    total, cur_s, cur_e = 0, int(s[order[0]]), int(e[order[0]])
-    for k in order[1:].tolist():
-        if s[k] > cur_e:
-            total += cur_e - cur_s
-            cur_s, cur_e = int(s[k]), int(e[k])
-        else:
-            cur_e = max(cur_e, int(e[k]))
-    return total + cur_e - cur_s
-
-
 def _step_candidates(pc: Any, ln: Any, names: np.ndarray) -> np.ndarray:
     """Indices of the line's events that may mark a step: known step names, Keras-on-JAX's
     "Profiled batch <n>", and events whose kind (first occurrence) carries the step-root stat."""
@@ -170,6 +154,26 @@ def _step_candidates(pc: Any, ln: Any, names: np.ndarray) -> np.ndarray:
              if not known[i] and not keras[i]
              and str(pc.event_stats(ln, int(i), with_metadata=False).get(STEP_ROOT_STAT, "")) == "1"]
     return np.flatnonzero(known | keras | np.isin(ids, roots))
+
+
+def device_steps(space: Any) -> list[tuple[int, int, str, int | None]]:
+    """(start ps, end ps, name, step number) of the ``Steps`` line of the first device plane
+    that has one (TF GPU captures): the steps when the host has no step markers
+    (:mod:`tb_iotrace.stepwait`)."""
+    for plane in space.planes:
+        if not plane.name.startswith("/device:"):
+            continue
+        for ln in plane.lines:
+            if ln.name != DEVICE_STEPS_LINE or not len(ln.events):
+                continue
+            pc = columns(plane)
+            for lc in pc.lines:
+                if lc.name != DEVICE_STEPS_LINE or not len(lc):
+                    continue
+                names = pc.event_names(lc)
+                return [(int(a), int(b), str(n), int(str(n)) if str(n).isdigit() else None)
+                        for a, b, n in zip(lc.start_ps.tolist(), lc.end_ps.tolist(), names.tolist())]
+    return []
 
 
 def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
@@ -205,7 +209,7 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
         if ln.name.startswith(LINE_PREFIX) or not len(ln):
             continue
         names = pc.event_names(ln)
-        is_wait = np.fromiter((str(x).startswith(INPUT_WAIT_PREFIXES) for x in names), bool, len(names))
+        is_wait = np.fromiter((is_input_wait(str(x)) for x in names), bool, len(names))
         if is_wait.any():
             wait_s.append(ln.start_ps[is_wait])
             wait_e.append(ln.end_ps[is_wait])
@@ -219,11 +223,13 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
                 continue
             step_rows.append((int(ln.start_ps[i]), int(ln.end_ps[i]), name,
                               int(num) if num is not None else None))
+    step_rows = select_steps(step_rows) or device_steps(space)     # tb_iotrace.stepwait's rule
     step_rows.sort()
-    ws = np.concatenate(wait_s) if wait_s else np.zeros(0, np.int64)
-    we = np.concatenate(wait_e) if wait_e else np.zeros(0, np.int64)
+    wait_iv = merge(np.concatenate(wait_s) if wait_s else np.zeros(0, np.int64),
+                    np.concatenate(wait_e) if wait_e else np.zeros(0, np.int64))
+    per_step = covered(wait_iv, [r[0] for r in step_rows], [r[1] for r in step_rows]) if step_rows else []
     for k, (a, b, nm, num) in enumerate(step_rows):
-        steps.append(Step(k, nm, num, a, b, wait_ps=_union_length(ws, we, a, b)))
+        steps.append(Step(k, nm, num, a, b, wait_ps=int(per_step[k])))
     has_steps = bool(steps)
     if not has_steps:
         notes.append("no step markers in this capture: per-step views use the whole window")
@@ -263,4 +269,4 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
         s.io_bytes = int(moved[sel].sum())
         s.io_time_ps = int(dur[sel].sum())
     return Attribution(trace, s_ps, e_ps, host_line, enclosing, enclosing_d, step_idx, steps,
-                       has_steps, notes, line_names)
+                       has_steps, notes, line_names, wait_iv)

@@ -298,8 +298,38 @@ def code_line(summary: Mapping[str, Any], shown: bool) -> str:
             f"{summary['time_s']:.4f} s in calls" + ("" if shown else "; left out below (--all-files shows them)"))
 
 
+BOUND_WORDS = {"input": "INPUT-BOUND", "partly input": "PARTLY INPUT-BOUND", "not input": "NOT INPUT-BOUND",
+               "unknown": "NO VERDICT"}
+WAIT_PARTS = (("file_io", "file I/O"), ("decode", "decode"), ("starved", "starved"), ("copy", "copy"),
+              ("other", "other"))
+
+
+def render_verdict(v: Mapping[str, Any]) -> str:
+    """The verdict's lines at the top of a host's report (tb_iotrace.analysis.verdict)."""
+    share = v.get("input_wait_share")
+    head = f"Verdict: {BOUND_WORDS.get(str(v.get('bound')), str(v.get('bound')).upper())}"
+    if share is not None:
+        per = v.get("input_wait_ms_per_step")
+        head += (f": the step waits for input {100 * share:.1f}% of its time"
+                 + (f" ({per:.2f} ms per step over {v.get('steps')} steps)" if per is not None else
+                    f" ({v.get('basis')})"))
+    lines = [head]
+    b = v.get("wait_breakdown") or {}
+    if share:
+        parts = [f"{name} {100 * b[k]:.0f}%" for k, name in WAIT_PARTS if b.get(k) is not None]
+        if v.get("unmeasured") and (v.get("unmeasured_share") or 0) > 0:
+            parts.append(f"{' or '.join(v['unmeasured'])} (not measured) {100 * v['unmeasured_share']:.0f}%")
+        lines.append("  the wait: " + ", ".join(parts))
+        if v.get("reason"):
+            lines.append(f"  not measured: {v['reason']}")
+    if v.get("advice"):
+        lines.append(f"  advice: {v['advice']}")
+    return "\n".join(lines)
+
+
 def render(files: Sequence[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
-           empty: str = "", untracked: Mapping[str, Any] | None = None, all_files: bool = False) -> str:
+           empty: str = "", untracked: Mapping[str, Any] | None = None, all_files: bool = False,
+           verdict: Mapping[str, Any] | None = None) -> str:
     """The report a user reads first, as text (``empty``: what to say when there are no files).
     Files marked ``"code": true`` (tb_iotrace.codepaths) are one line and left out of the
     tables unless ``all_files``."""
@@ -307,6 +337,8 @@ def render(files: Sequence[Mapping[str, Any]], *, title: str = "", dropped: int 
     if title:
         title = printable(title)
         lines += [title, "=" * len(title)]
+    if verdict:
+        lines += [render_verdict(verdict), ""]
     note = untracked_note(untracked)
     if note:
         lines.append(f"NOT TRACKED: {note}")

@@ -1,5 +1,6 @@
-// The findings panel: what the backend's analysis reports, with its evidence. Accepts the
-// shape of tb_iotrace.analysis findings ({id, severity, title, statement, suggestion,
+// The findings panel: each host's verdict on top, then what the backend's analysis reports,
+// ordered by impact, with its evidence. Accepts the shape of tb_iotrace.analysis findings
+// ({id, severity, title, statement, suggestion, impact: {step_share, ms_per_step},
 // evidence: {name: value}, files: [path], ops}) and a list-of-evidence variant
 // ({detail, evidence: [{kind: "file"|"range"|"event", path?, start?, end?, label}]}).
 // Everything is rendered as text.
@@ -68,6 +69,40 @@ export function findingsProgress(f) {
   return { done, total, text: total === null ? `Analysing ${pending} more hosts…` : `Analysing hosts: ${done} of ${total} done…` };
 }
 
+const BOUND_WORDS = { "input": "Input-bound", "partly input": "Partly input-bound", "not input": "Not input-bound",
+  "unknown": "No verdict" };
+const WAIT_PARTS = [["file_io", "file I/O"], ["decode", "decode"], ["starved", "starved"], ["copy", "copy"],
+  ["other", "other"]];
+const pct = (x) => `${(100 * x).toFixed(x < 0.1 ? 1 : 0)}%`;
+
+/**
+ * The text of a host's verdict (tb_iotrace.analysis.verdict): {head, wait, unmeasured, advice}
+ * (wait/unmeasured "" when there is nothing to say); `host`: name the host (several verdicts).
+ * Pure, for the box and the tests.
+ */
+export function verdictLines(v, { host = true } = {}) {
+  const share = v.input_wait_share;
+  let head = `${BOUND_WORDS[v.bound] || v.bound}${host && v.host ? ` (${v.host})` : ""}`;
+  if (share !== null && share !== undefined) head += `: the step waits for input ${pct(share)} of its time`;
+  const b = v.wait_breakdown || {};
+  const parts = WAIT_PARTS.filter(([k]) => b[k] !== null && b[k] !== undefined && b[k] > 0)
+    .map(([k, name]) => `${name} ${pct(b[k])}`);
+  if ((v.unmeasured || []).length && v.unmeasured_share > 0) {
+    parts.push(`${v.unmeasured.join(" or ")} (not measured) ${pct(v.unmeasured_share)}`);
+  }
+  return { head, wait: share ? `The wait: ${parts.join(", ")}` : "", unmeasured: share ? v.reason || "" : "",
+    advice: v.advice || "" };
+}
+
+function renderVerdict(v, host) {
+  const t = verdictLines(v, { host });
+  return el("div", { class: `verdict ${String(v.bound || "unknown").replace(/ /g, "-")}`, role: "status" },
+    el("div", { class: "verdict-head", text: t.head }),
+    t.wait ? el("div", { text: t.wait }) : null,
+    t.unmeasured ? el("div", { class: "verdict-note", text: `Not measured: ${t.unmeasured}` }) : null,
+    t.advice ? el("div", { class: "verdict-advice", text: t.advice }) : null);
+}
+
 export function renderFindings(root, f, { onFile, onRange } = {}) {
   clear(root);
   const progress = findingsProgress(f);
@@ -77,6 +112,9 @@ export function renderFindings(root, f, { onFile, onRange } = {}) {
       el("span", { text: ` ${progress.text}` })));
   }
   const list = (f && f.findings) || [];
+  // the verdict of each host first: is the step waiting for input, on what, what to change
+  const verdicts = (f && f.verdicts) || [];
+  for (const v of verdicts) root.appendChild(renderVerdict(v, verdicts.length > 1));
   // the analysis's notes (what it could not see: no step markers, a partial record...)
   for (const note of (f && f.notes) || []) {
     root.appendChild(el("div", { class: "finding-note", text: String(note) }));
@@ -91,6 +129,10 @@ export function renderFindings(root, f, { onFile, onRange } = {}) {
       el("div", { class: "finding-head" }, el("span", { class: "sev", text: item.severity || "info" }),
         el("span", { class: "finding-title", text: item.title || item.id || "" })),
       item.statement || item.detail ? el("p", { text: item.statement || item.detail }) : null,
+      item.impact && item.impact.step_share !== null && item.impact.step_share !== undefined
+        ? el("p", { class: "impact", text: `Impact: ${pct(item.impact.step_share)} of step time`
+          + (item.impact.ms_per_step !== null && item.impact.ms_per_step !== undefined
+            ? `, ${item.impact.ms_per_step.toFixed(3)} ms per step` : "") }) : null,
       item.suggestion ? el("p", { class: "suggestion", text: item.suggestion }) : null,
       ev.length ? el("ul", { class: "evidence" }, ev.map((x) => el("li", {}, x))) : null));
   }

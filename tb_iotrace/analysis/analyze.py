@@ -21,11 +21,13 @@ from .mounts import MountTable, parse_mountinfo, read_mountinfo
 from .rules import evaluate
 from .source import load_for_analysis
 from .thresholds import DEFAULT, Thresholds
+from .verdict import verdict
 
 
 @dataclass
 class Analysis:
-    """JSON-ready with ``to_dict()``: steps, stages, filesystems, files, findings, notes."""
+    """JSON-ready with ``to_dict()``: verdict, steps, stages, filesystems, files, findings (each
+    with its impact, ordered by it), notes."""
 
     steps: list[dict[str, Any]]
     stages: list[dict[str, Any]]
@@ -35,6 +37,7 @@ class Analysis:
     summary: dict[str, Any]
     notes: list[str] = field(default_factory=list)
     thresholds: dict[str, Any] = field(default_factory=dict)
+    verdict: dict[str, Any] = field(default_factory=dict)   # tb_iotrace.analysis.verdict
 
     @property
     def ids(self) -> list[str]:
@@ -46,6 +49,9 @@ class Analysis:
     def text(self) -> str:
         """Plain-text findings and per-file-system table (for reports and the CLI)."""
         lines = []
+        v = self.verdict
+        if v:
+            lines.append(f"verdict: {v.get('bound')}: {v.get('advice')}")
         s = self.summary
         if s["steps"]:
             lines.append(f"{s['steps']} steps, input wait {s['input_wait_ps'] / max(s['step_time_ps'], 1):.0%} "
@@ -72,7 +78,7 @@ class Analysis:
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"summary": self.summary, "steps": self.steps, "stages": self.stages,
+        return {"verdict": self.verdict, "summary": self.summary, "steps": self.steps, "stages": self.stages,
                 "filesystems": self.filesystems, "files": self.files, "findings": self.findings,
                 "notes": self.notes, "thresholds": self.thresholds}
 
@@ -137,6 +143,10 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     }
     fs = fs_table(ctx)
     findings = evaluate(ctx, steps, fs)
+    v = verdict(ctx, steps, space)
+    for f in findings:       # input-bound's first suggestion: the verdict's change and its effect
+        if f["id"] == "input-bound" and v.get("advice") and v.get("bound") in ("input", "partly input"):
+            f["suggestion"] = f"Biggest expected effect: {v['advice']} Also: {f['suggestion']}"
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
-                    notes=notes, thresholds=th.to_dict())
+                    notes=notes, thresholds=th.to_dict(), verdict=v)

@@ -8,13 +8,15 @@ rule is :mod:`tb_iotrace.codepaths`) is left out, as Darshan leaves out /usr and
 """
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..attribution import INPUT_WAIT_PREFIXES, STEP_EVENT_NAMES, Attribution, innermost, op_kind
+from ..attribution import STEP_EVENT_NAMES, Attribution, innermost, op_kind
 from ..codepaths import code_paths, is_code_path
 from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
 from .intervals import clip, merge, overlap
@@ -36,6 +38,24 @@ def is_library_path(path: str) -> bool:
 def stage_name(event: str) -> str:
     """``Iterator::Root::...::FlatMap[12]::TFRecord`` -> ``Iterator::Root::...::FlatMap::TFRecord``."""
     return _INDEX.sub("", event)
+
+
+_FILE_TYPES = ((stat.S_ISREG, "regular"), (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"),
+               (stat.S_ISCHR, "char-device"), (stat.S_ISBLK, "block-device"), (stat.S_ISDIR, "directory"))
+
+
+def file_type(path: str, record: dict[str, Any] | None = None) -> str | None:
+    """What kind of file ``path`` is: the capture's word when its record carries one
+    (``"file_type"``), else what the path is where the analysis runs (right when it runs where
+    the job ran, as for the mount table), else None (unknown: treated as a regular file)."""
+    got = (record or {}).get("file_type")
+    if isinstance(got, str) and got:
+        return got
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((name for test, name in _FILE_TYPES if test(mode)), "other")
 
 
 def _factorize(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
@@ -63,6 +83,13 @@ class FileStats:
     write_time: float = 0.0
     meta_time: float = 0.0
     zero_reads: int = 0          # from the trace
+    file_type: str | None = None  # "regular", "fifo", "socket", "char-device", ...; None: unknown
+
+    @property
+    def regular(self) -> bool:
+        """Not known to be anything but a regular file (a pipe, socket or device has no size:
+        its bytes are a stream, never "the file read again")."""
+        return self.file_type in (None, "regular")
 
     @property
     def size_seen(self) -> int:
@@ -80,7 +107,7 @@ class FileStats:
                 "bytes_written": self.bytes_written, "seq_reads": self.seq_reads,
                 "size_seen": self.size_seen, "zero_reads": self.zero_reads,
                 "read_time_s": self.read_time, "write_time_s": self.write_time,
-                "meta_time_s": self.meta_time}
+                "meta_time_s": self.meta_time, "file_type": self.file_type}
 
 
 class Context:
@@ -137,6 +164,8 @@ class Context:
             f = out.get(path)
             if f is None:
                 f = out[path] = FileStats(path, self.mounts.lookup(path))
+            if rec.get("file_type"):
+                f.file_type = str(rec["file_type"])
             f.opens += int(c.get(f"{m}_OPENS", 0)) + int(c.get(f"{m}_FDOPENS", 0))
             f.reads += int(c.get(f"{m}_READS", 0))
             f.writes += int(c.get(f"{m}_WRITES", 0))
@@ -201,18 +230,12 @@ class Context:
         if host is None or self.att is None:
             return
         pc = columns(host)
-        ws, we = [], []
         for ln in pc.lines:
             if ln.name.startswith(LINE_PREFIX) or not len(ln):
                 continue
-            names = pc.event_names(ln)
-            is_wait = np.fromiter((str(x).startswith(INPUT_WAIT_PREFIXES) for x in names), bool, len(names))
-            ws.append(ln.start_ps[is_wait])
-            we.append(ln.end_ps[is_wait])
-            if np.isin(names, STEP_EVENT_NAMES).any():
+            if np.isin(pc.event_names(ln), STEP_EVENT_NAMES).any():
                 self.step_line_ids.add(int(ln.id))
-        if ws:
-            self.wait_iv = merge(np.concatenate(ws), np.concatenate(we))
+        self.wait_iv = self.att.wait_iv      # tb_iotrace.stepwait's rule, as the report and the tab
         # stage: the innermost enclosing tf.data iterator event on the row's own host line
         att = self.att
         for li in np.unique(att.host_line[att.host_line >= 0]).tolist():

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .context import Context, fs_table
+from .context import Context, file_type, fs_table
+from .impact import grade, impact_of
 from .intervals import in_flight, merge, overlap
 from .pytorch import (NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, worker_starts,
                       worker_stops)
@@ -33,6 +34,7 @@ TITLES = {
     "slow-filesystem": "A slow file system",
 }
 ORDER = list(TITLES)
+ROWS = "_rows"       # a finding's I/O rows while the rules run (never returned)
 
 
 def _b(n: float) -> str:
@@ -51,10 +53,16 @@ def _ms(s: float) -> str:
 
 
 def _finding(fid: str, severity: str, statement: str, evidence: dict[str, Any], suggestion: str,
-             files: list[str] | None = None, ops: list[str] | None = None) -> dict[str, Any]:
-    return {"id": fid, "severity": severity, "title": TITLES[fid], "statement": statement,
-            "evidence": evidence, "files": list(files or [])[:20], "ops": list(ops or [])[:20],
-            "suggestion": suggestion}
+             files: list[str] | None = None, ops: list[str] | None = None,
+             rows: np.ndarray | None = None) -> dict[str, Any]:
+    """A finding; ``rows``: the I/O rows it is about, whose blocking time is its impact
+    (:mod:`.impact`; taken out before the finding is returned)."""
+    out = {"id": fid, "severity": severity, "title": TITLES[fid], "statement": statement,
+           "evidence": evidence, "files": list(files or [])[:20], "ops": list(ops or [])[:20],
+           "suggestion": suggestion}
+    if rows is not None:
+        out[ROWS] = rows
+    return out
 
 
 def _sug(ctx: Context, fid: str, text: str) -> str:
@@ -219,7 +227,7 @@ def small_reads(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Read in larger requests: TFRecordDataset(..., buffer_size=1 << 20 or more), larger records or "
            "shards, batch reads in custom readers; for per-sample files pack them into TFRecord shards.")
     return _finding("small-reads", "warning", stmt, ev, _sug(ctx, "small-reads", sug),
-                    files=_top(Counter(tr.path[small].tolist())), ops=_stages_of(ctx, small))
+                    files=_top(Counter(tr.path[small].tolist())), ops=_stages_of(ctx, small), rows=small)
 
 
 def eof_zero_reads(ctx: Context, steps) -> dict[str, Any] | None:
@@ -241,7 +249,7 @@ def eof_zero_reads(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Each file costs one extra read at EOF; it matters when files are small: pack samples into "
            "fewer, larger TFRecord shards so the probe is paid once per shard.")
     return _finding("eof-zero-reads", "info", stmt, ev, _sug(ctx, "eof-zero-reads", sug),
-                    files=_top(Counter(tr.path[zero].tolist())), ops=_stages_of(ctx, zero))
+                    files=_top(Counter(tr.path[zero].tolist())), ops=_stages_of(ctx, zero), rows=zero)
 
 
 def many_small_files(ctx: Context, steps) -> dict[str, Any] | None:
@@ -264,8 +272,9 @@ def many_small_files(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Pack per-sample files into TFRecord shards of 100 MB or more (tf.io.TFRecordWriter) and read "
            "them with interleave(TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE).")
     small = sorted(opened, key=lambda f: f.bytes_read)
+    rows = ctx.rows_of_files(np.concatenate([ctx.read_rows, ctx.meta_rows]), [f.path for f in small])
     return _finding("many-small-files", "warning", stmt, ev, _sug(ctx, "many-small-files", sug),
-                    files=[f.path for f in small])
+                    files=[f.path for f in small], rows=rows)
 
 
 def metadata_heavy(ctx: Context, steps) -> dict[str, Any] | None:
@@ -285,7 +294,8 @@ def metadata_heavy(ctx: Context, steps) -> dict[str, Any] | None:
     sug = ("Open each file once and keep it open, drop per-sample exists/stat checks (list files once with "
            "tf.data.Dataset.list_files), avoid seeks by reading sequentially, and pack small files.")
     return _finding("metadata-heavy", "warning", stmt, ev, _sug(ctx, "metadata-heavy", sug),
-                    files=_top(Counter(tr.path[ctx.meta_rows].tolist())), ops=_stages_of(ctx, ctx.meta_rows))
+                    files=_top(Counter(tr.path[ctx.meta_rows].tolist())), ops=_stages_of(ctx, ctx.meta_rows),
+                    rows=ctx.meta_rows)
 
 
 def random_access(ctx: Context, steps) -> dict[str, Any] | None:
@@ -312,7 +322,7 @@ def random_access(ctx: Context, steps) -> dict[str, Any] | None:
     rows = ctx.rows_of_files(ctx.read_rows, [p for _, p in files])
     return _finding("random-access", "warning", stmt, ev, _sug(ctx, "random-access", sug),
                     files=[p for _, p in files],
-                    ops=_stages_of(ctx, rows))
+                    ops=_stages_of(ctx, rows), rows=rows)
 
 
 def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
@@ -321,7 +331,10 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
     for f in ctx.files.values():
         size = f.size_seen
         if size > 0 and f.bytes_read >= th.redundant_ratio * size:
-            hits.append((f.bytes_read - size, f))
+            if f.file_type is None:
+                f.file_type = file_type(f.path)
+            if f.regular:          # a pipe's or socket's bytes are a stream: each is read once
+                hits.append((f.bytes_read - size, f))
     extra = sum(e for e, _ in hits)
     if not hits or extra < th.redundant_min_bytes:
         return None
@@ -340,7 +353,7 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
     rows = ctx.rows_of_files(ctx.read_rows, [f.path for _, f in hits])
     return _finding("redundant-reads", "warning", stmt, ev, _sug(ctx, "redundant-reads", sug),
                     files=[f.path for _, f in hits],
-                    ops=_stages_of(ctx, rows))
+                    ops=_stages_of(ctx, rows), rows=rows)
 
 
 def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
@@ -375,7 +388,7 @@ def serial_reads(ctx: Context, steps) -> dict[str, Any] | None:
            "TFRecordDataset, cycle_length=N, num_parallel_calls=tf.data.AUTOTUNE), map(..., "
            "num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE).")
     return _finding("serial-reads", "warning", stmt, ev, _sug(ctx, "serial-reads", sug),
-                    files=_top(Counter(tr.path[rows].tolist())), ops=_stages_of(ctx, rows))
+                    files=_top(Counter(tr.path[rows].tolist())), ops=_stages_of(ctx, rows), rows=rows)
 
 
 def staging_candidates(ctx: Context, steps) -> dict[str, Any] | None:
@@ -403,8 +416,9 @@ def staging_candidates(ctx: Context, steps) -> dict[str, Any] | None:
             f"I/O time.")
     sug = (f"Stage the files under {_b(th.staging_file_bytes)} on a fast tier (local SSD, tmpfs, burst "
            "buffer) or pack them into one shard; tf-Darshan measured +19% bandwidth from doing so.")
+    rows = ctx.rows_of_files(np.concatenate([ctx.read_rows, ctx.meta_rows]), [f.path for f in small])
     return _finding("staging-candidates", "info", stmt, ev, sug,
-                    files=[f.path for f in sorted(small, key=lambda f: -f.opens)])
+                    files=[f.path for f in sorted(small, key=lambda f: -f.opens)], rows=rows)
 
 
 def blocking_writes(ctx: Context, steps) -> dict[str, Any] | None:
@@ -431,7 +445,7 @@ def blocking_writes(ctx: Context, steps) -> dict[str, Any] | None:
            "(tf.train.CheckpointOptions(enable_async=True), a background thread), and avoid fsync per step.")
     return _finding("blocking-writes", "warning", stmt, ev, _sug(ctx, "blocking-writes", sug),
                     files=_top(Counter(tr.path[rows].tolist())),
-                    ops=_top(Counter(str(x) for x in ctx.att.enclosing[rows])))
+                    ops=_top(Counter(str(x) for x in ctx.att.enclosing[rows])), rows=rows)
 
 
 def small_writes(ctx: Context, steps) -> dict[str, Any] | None:
@@ -453,7 +467,7 @@ def small_writes(ctx: Context, steps) -> dict[str, Any] | None:
            "write summaries through tf.summary (buffered, flushed periodically), batch metrics per N steps.")
     return _finding("small-writes", "info", stmt, ev, _sug(ctx, "small-writes", sug),
                     files=_top(Counter(tr.path[small].tolist())),
-                    ops=_stages_of(ctx, small))
+                    ops=_stages_of(ctx, small), rows=small)
 
 
 def slow_filesystem(ctx: Context, steps, fs_table: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
@@ -494,7 +508,9 @@ def slow_filesystem(ctx: Context, steps, fs_table: list[dict[str, Any]] | None =
            "(or cache(filename) on local disk), and read it with more parallel requests "
            "(interleave/num_parallel_calls) to hide its latency.")
     files = [f.path for f in ctx.files.values() if f.fs.mount_point == slow["mount_point"]]
-    return _finding("slow-filesystem", "warning", stmt, ev, _sug(ctx, "slow-filesystem", sug), files=files)
+    rows = ctx.rows_of_files(np.concatenate([ctx.read_rows, ctx.meta_rows]), files)
+    return _finding("slow-filesystem", "warning", stmt, ev, _sug(ctx, "slow-filesystem", sug), files=files,
+                    rows=rows)
 
 
 RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
@@ -509,10 +525,15 @@ RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
 
 def evaluate(ctx: Context, steps: list[dict[str, Any]],
              fs_table: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """The findings, each with its ``impact`` (the share of step time it costs, :mod:`.impact`),
+    its severity following that impact, ordered by impact (largest first)."""
     out = []
     for fid in ORDER:
         rule = RULES[fid]
         f = rule(ctx, steps, fs_table) if rule is slow_filesystem else rule(ctx, steps)
         if f is not None:
+            f["impact"] = impact_of(ctx, steps, f, f.pop(ROWS, None))
+            grade(ctx.th, f)
             out.append(f)
+    out.sort(key=lambda f: -(f["impact"]["step_share"] or 0.0))
     return out

@@ -10,7 +10,8 @@ does it for the I/O tab too) and only those small parts become protobuf messages
 - the I/O lines -> an :class:`IoTrace` with the same rows, order and values as ``read_io_data``;
 - a slim ``XSpace``: every plane's metadata and stats, and the host plane's non-I/O lines
   (re-parsed from their bytes, stats included), so ``attribute`` and the host timeline code
-  work on it unchanged. Device planes' events are left out: the analysis never looks at them.
+  work on it unchanged. Of the device planes only the ``Steps`` line and the host-to-device copy
+  lines are kept (the steps when the host has none; the verdict's copy share).
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import os
 
 import numpy as np
 
+from ..stepwait import DEVICE_STEPS_LINE
 from ..xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XSpace, read_io_info
 from ..xplane.ioread import kind_columns, metadata_names, recorded_lines
 from ..xplane.schema import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
@@ -87,12 +89,13 @@ def _io_trace(pd, info: dict) -> IoTrace:
                    tid=np.concatenate([np.full(ln.count, tid, dtype=np.int64) for tid, _, ln in parts]))
 
 
-def _slim_host(pd, data) -> XPlane:
-    """The host plane with its metadata and its non-I/O lines, events re-parsed from the file."""
+def _slim_host(pd, data, keep=lambda name: not name.startswith(LINE_PREFIX)) -> XPlane:
+    """The plane with its metadata and the lines ``keep`` keeps (the host plane: its non-I/O
+    lines), events re-parsed from the file."""
     plane = XPlane()
     plane.CopyFrom(pd.meta)
     for ln in pd.lines:
-        if ln.name.startswith(LINE_PREFIX):
+        if not keep(ln.name):
             continue
         x: XLine = plane.lines.add()
         x.id, x.display_id, x.name, x.display_name = ln.id, ln.display_id, ln.name, ln.display_name
@@ -101,6 +104,10 @@ def _slim_host(pd, data) -> XPlane:
         size = pd.file_len[ln.first:ln.first + ln.count].tolist()
         x.MergeFromString(b"".join(_EVENT_TAG + varint_bytes(n) + data[p:p + n] for p, n in zip(pos, size)))
     return plane
+
+
+def _device_line_kept(name: str) -> bool:
+    return name == DEVICE_STEPS_LINE or "MemcpyH2D" in name
 
 
 def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
@@ -119,6 +126,9 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
         for pd in sd.planes:
             if pd.name == HOST_PLANE:
                 space.planes.add().CopyFrom(_slim_host(pd, data))
+            elif pd.name.startswith("/device:"):
+                # the steps when the host has none, and the host-to-device copies (the verdict's copy)
+                space.planes.add().CopyFrom(_slim_host(pd, data, keep=_device_line_kept))
             else:
                 space.planes.add().CopyFrom(pd.meta)
             pd.file_pos = pd.file_len = None

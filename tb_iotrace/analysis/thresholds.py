@@ -13,9 +13,15 @@ MiB = 1024 * KiB
 
 @dataclass(frozen=True)
 class Thresholds:
-    # --- input-bound: share of step time spent in IteratorGetNext (union), over all steps
-    input_wait_share: float = 0.30
+    # --- input-bound: share of step time spent waiting for input (tb_iotrace.stepwait), over all
+    # steps; xprof's classification: highly input-bound from 20%, moderately from 5% (the verdict's
+    # "partly input")
+    input_wait_share: float = 0.20
+    input_wait_moderate_share: float = 0.05
     input_wait_critical_share: float = 0.60
+    # --- every finding: severity follows its impact (the share of step time it costs)
+    impact_info_share: float = 0.05          # under it: info, whatever the pattern
+    impact_critical_share: float = 0.60      # from it: critical
     min_steps: int = 3
     # --- worker-restarts (PyTorch): epoch starts of non-persistent DataLoader workers, share of step time
     worker_restart_share: float = 0.05

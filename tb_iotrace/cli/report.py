@@ -17,6 +17,7 @@ from ..codepaths import code_paths
 from ..progress import Progress
 from ..recordid import darshan_ids, renamed_from
 from ..safenames import printable
+from ..stepwait import InputWait, input_wait
 from ._base import Command, UserError
 from ._sources import Source, group_by_run, resolve
 
@@ -50,47 +51,57 @@ def _kineto_main(src: Source) -> bool:
     return src.kind == "kineto" and (src.process or {}).get("role") == "main"
 
 
-def _findings(src: Source) -> tuple[list[Any], str | None]:
-    """Findings from tb_iotrace.analysis when it is installed: captures, run records that
-    kept their trace, and a Kineto trace's main process (its workers' hosts have none)."""
+def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None]:
+    """Findings and verdict from tb_iotrace.analysis when it is installed: captures, run
+    records that kept their trace, and a Kineto trace's main process (its workers' hosts have
+    none: the main process's verdict is the job's)."""
     try:
         from .. import analysis  # type: ignore[attr-defined]
     except ImportError:
-        return [], None
+        return [], None, None
     if src.kind == "kineto" and not _kineto_main(src):
-        return [], None
+        return [], None, None
     try:
         if _kineto_main(src):
             result = analysis.analyze(src.space())
         elif src.kind == "xplane":
             if src.io_trace() is None:
-                return [], None
+                return [], None, None
             result = analysis.analyze(src.space(), trace=src.io_trace())
         else:
             trace = _record_trace(src)
             if trace is None:
-                return [], None
+                return [], None, None
             result = analysis.analyze(None, trace=trace, python=_python(src))
         found = list(getattr(result, "findings", []) or []) if result is not None else []
-        return json.loads(json.dumps(found, default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o))), None
+        verdict = getattr(result, "verdict", None) or None
+        plain = json.loads(json.dumps([found, verdict],
+                                      default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
+        return plain[0], plain[1], None
     except UserError:
         raise
     except Exception as exc:  # the analysis must never break the report
-        return [], f"analysis failed: {type(exc).__name__}: {exc}"
+        return [], None, f"analysis failed: {type(exc).__name__}: {exc}"
 
 
-def _steps(src: Source) -> tuple[list[dict[str, Any]], bool]:
+NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
+
+
+def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
+    """The capture's steps, whether it has step markers, and its input wait (ps) by the one
+    rule of :mod:`tb_iotrace.stepwait`."""
     if not (src.kind == "xplane" or _kineto_main(src)) or src.io_trace() is None:
-        return [], False
+        return [], False, NO_WAIT
     try:
         from ..attribution import attribute
 
         att = attribute(src.space(), src.io_trace())
     except Exception:
-        return [], False
+        return [], False, NO_WAIT
     if att is None:
-        return [], False
-    return [s.to_dict() for s in att.steps], bool(att.has_step_markers)
+        return [], False, NO_WAIT
+    iw = input_wait(att.wait_iv, [s.start_ps for s in att.steps], [s.end_ps for s in att.steps])
+    return [s.to_dict() for s in att.steps], bool(att.has_step_markers), iw
 
 
 def _totals(files: list[dict[str, Any]]) -> dict[str, Any]:
@@ -114,14 +125,14 @@ def _counter(files: list[dict[str, Any]], name: str) -> list[float]:
             for f in files]
 
 
-def host_summary(src: Source, files: list[dict[str, Any]], steps: list[dict[str, Any]]) -> dict[str, Any]:
+def host_summary(src: Source, files: list[dict[str, Any]], iw: InputWait) -> dict[str, Any]:
     """The host's row of the per-host table (:func:`tb_iotrace.report.host_row`, as the tab's
-    /hosts): its counters' bytes and read time, its traced calls, and the input wait of its
-    steps against their span."""
-    wait_ps = sum(int(s["input_wait_ps"]) for s in steps)
-    span_ps = (steps[-1]["end_ps"] - steps[0]["start_ps"]) if steps else 0
-    return textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
-                               io_calls=src.nevents(), input_wait_ns=wait_ps / 1000, span_ns=span_ps / 1000)
+    /hosts): its counters' bytes and read time, its traced calls, and its input wait (ps) by the
+    one rule (:mod:`tb_iotrace.stepwait`: inside the steps, over the steps' time)."""
+    row = textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
+                              io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000)
+    row["wait_basis"] = iw.basis
+    return row
 
 
 def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] | None:
@@ -142,15 +153,14 @@ def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] 
 
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
-    findings, note = _findings(src)
-    steps, markers = _steps(src)
+    findings, verdict, note = _findings(src)
+    steps, markers, iw = _steps(src)
     columnar = _table_listing(src)
     if columnar is not None:
         listed: Any = columnar[0]
-        wait_ps = sum(int(s["input_wait_ps"]) for s in steps)
-        span_ps = (steps[-1]["end_ps"] - steps[0]["start_ps"]) if steps else 0
         summary = textreport.host_row(src.host, columnar[1]["modules"], columnar[1]["column"],
-                                      io_calls=src.nevents(), input_wait_ns=wait_ps / 1000, span_ns=span_ps / 1000)
+                                      io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000)
+        summary["wait_basis"] = iw.basis
     else:
         files = src.files()
         ids, remap = darshan_ids(files)
@@ -159,9 +169,9 @@ def host_doc(src: Source) -> dict[str, Any]:
                    **({"rank": f["rank"]} if "rank" in f else {}), "code": f["path"] in code,
                    "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
                   for f, rid in zip(files, ids)]
-        summary = host_summary(src, files, steps)
+        summary = host_summary(src, files, iw)
     doc = {
-        "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
+        "host": src.host, "kind": src.kind, "source": src.path, "verdict": verdict, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
@@ -284,7 +294,7 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                 elif ex.get("code") is not None:
                     how = f"{how}({ex['code']})"
                 title += f"  [ended by {how}]"
-            out.append(textreport.render(h["files"], title=title, dropped=h["dropped"],
+            out.append(textreport.render(h["files"], title=title, dropped=h["dropped"], verdict=h.get("verdict"),
                                          untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", ""), all_files=all_files))
             if h.get("timeseries"):
@@ -307,6 +317,11 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                         head = f"[{sev}] " if sev else ""
                         out.append(f"  - {head}{printable(f.get('title') or f.get('id', ''))}: "
                                    f"{printable(f.get('statement') or f.get('message') or '')}".rstrip(": "))
+                        imp = f.get("impact") or {}
+                        if imp.get("step_share") is not None:
+                            ms = imp.get("ms_per_step")
+                            out.append(f"      impact: {100 * imp['step_share']:.1f}% of step time"
+                                       + (f", {ms:.3f} ms per step" if ms is not None else f" ({imp.get('basis')})"))
                         if f.get("suggestion"):
                             out.append(f"      suggestion: {printable(f['suggestion'])}")
                         if f.get("files"):
@@ -339,15 +354,32 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
 class Report(Command):
     """Print the I/O report of a logdir, a run directory, a capture file or a whole-run record.
 
-    Text: totals per module (bytes, calls, time, bandwidth), the busiest files, the read size
-    histogram, the access pattern, per-step I/O when the capture has steps, and findings.
+    Text: the verdict (is the step waiting for input, on what, and the change to make), totals
+    per module (bytes, calls, time, bandwidth), the busiest files, the read size histogram, the
+    access pattern, per-step I/O when the capture has steps, and findings ordered by their
+    impact on step time.
 
     --json prints one JSON document (format "tb_iotrace.report/1"):
 
       {"format": "tb_iotrace.report/1",
        "runs": [{"run": str,
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
-                            "kind": "xplane"|"record"|"kineto", "source": path, "partial": bool,
+                            "kind": "xplane"|"record"|"kineto", "source": path,
+                            "verdict": null | {"input_wait_share": float|null,
+                                          "basis": "steps"|"input waits"|"none",
+                                          "bound": "input"|"partly input"|"not input"|"unknown",
+                                          "wait_breakdown": {"file_io", "decode", "starved",
+                                                             "copy", "other": float|null},
+                                          "unmeasured": [str], "unmeasured_share": float,
+                                          "reason": str, "cause": str|null, "steps": int,
+                                          "input_wait_ms_per_step": float|null,
+                                          "change": str, "expected_step_time_change": float,
+                                          "model": str, "advice": str, "notes": [str]},
+                                                      # tb_iotrace.analysis.verdict; null
+                                                      # where there is no analysis (a Kineto
+                                                      # trace's workers: the main process's
+                                                      # verdict is the job's); docs/diagnosis.md
+                            "partial": bool,
                             "dropped": int, "nevents": int,
                             "timeseries": null | {"start_ns": int, "bin_ns": float,
                                           "bytes_read": [int], "bytes_written": [int],
@@ -375,7 +407,11 @@ class Report(Command):
                             "code_loading": {"files", "bytes_read", "bytes_written",
                                              "calls", "time_s"},   # the files marked code
                             "findings": [{"id", "severity", "title", "statement", "suggestion",
-                                          "evidence", "files", "ops", ...}],
+                                          "evidence", "files", "ops",
+                                          "impact": {"step_share": float|null,
+                                                     "ms_per_step": float|null,
+                                                     "basis": str}, ...}],
+                                                      # ordered by impact; severity follows it
                                                       # tb_iotrace.analysis (captures,
                                                       # records that kept their trace, a
                                                       # Kineto trace's main process)
@@ -385,9 +421,12 @@ class Report(Command):
                             "has_step_markers": bool, "notes": [str],
                             "summary": {"host", "source", "bytes_read", "bytes_written",
                                         "read_time_s", "io_calls", "files", "input_wait_ns",
-                                        "input_wait_pct", "span_ns"},
+                                        "input_wait_pct", "span_ns", "wait_basis"},
                                                       # the per-host table's row (as the
-                                                      # tab's /hosts; input wait: the steps')
+                                                      # tab's /hosts): input wait by the one
+                                                      # rule (tb_iotrace.stepwait): inside the
+                                                      # steps over their time (span_ns),
+                                                      # wait_basis "steps"|"input waits"|"none"
                             ["no_io_reason": str,]    # a capture without tb_iotrace's I/O
                                                       # record: why, as the capture tells
                             "process": {...}}]}]}     # records only: pid, ppid, argv, start_ns,

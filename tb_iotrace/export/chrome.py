@@ -128,7 +128,9 @@ def _planes(w: _Writer, src: Any, base_pid: int, shift_us: float, label: str, pr
 
 def _steps(w: _Writer, src: Any, pid: int, shift_us: float, label: str) -> None:
     """A "Steps" track: one span per training step, named as the report and the I/O tab name it
-    (``step <step_num>`` as TensorFlow recorded it, else ``step <position>``)."""
+    (``step <step_num>`` as TensorFlow recorded it, else ``step <position>``); its args carry the
+    step's input wait (``input_wait_us``, ``input_wait_share``) by the one rule of
+    :mod:`tb_iotrace.stepwait`, as the report and the tab give it."""
     from ..attribution import attribute
 
     try:
@@ -141,7 +143,9 @@ def _steps(w: _Writer, src: Any, pid: int, shift_us: float, label: str) -> None:
     w.meta(pid, 0, "thread_name", "steps" if att.has_step_markers else "time windows (no step markers)")
     w.write([f'{{"ph":"X","pid":{pid},"tid":0,"name":{w.name(f"step {st.step_num if st.step_num is not None else st.index}")},'
              f'"ts":{st.start_ps / 1e6 + shift_us:.6f},"dur":{st.duration_ps / 1e6:.6f},'
-             f'"args":{{"step_num":{json.dumps(st.step_num)},"index":{st.index}}}}}' for st in att.steps])
+             f'"args":{{"step_num":{json.dumps(st.step_num)},"index":{st.index},'
+             f'"input_wait_us":{st.wait_ps / 1e6:.6f},"input_wait_share":{st.input_wait_share:.6f}}}}}'
+             for st in att.steps])
 
 
 def _io(w: _Writer, src: Any, pid: int, origin_ns: int, label: str, prog: Progress) -> None:

@@ -35,7 +35,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
 
 
 def findings_of(path: str) -> dict[str, Any]:
-    """What /findings shows for one capture: ``{findings, notes, message}``."""
+    """What /findings shows for one capture: ``{findings, notes, message, verdict}``."""
     from ..analysis import analyze  # imported here: heavy, and only the child needs it
 
     partial = False
@@ -57,7 +57,7 @@ def findings_of(path: str) -> dict[str, Any]:
     if partial:
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
                         "from its counters up to the last periodic flush; it has no trace.")
-    return {"findings": d["findings"], "notes": notes,
+    return {"findings": d["findings"], "notes": notes, "verdict": d.get("verdict") or None,
             "message": "No findings for this capture." if not d["findings"] else ""}
 
 

@@ -34,12 +34,13 @@ import numpy as np
 
 from .._memory import trim_memory
 from ..filetable import FileTable
-from ..attribution import STEP_STATS
+from ..stepwait import DEVICE_STEPS_LINE
 from ..xplane import XSpace, read_io_info
 from ..xplane.schema import (EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET,
                                STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id)
 from ..xplane.origin import missing_io_reason
 from ..xplane.columnar import MetadataFile, PlaneData, SpaceData, decode_xspace, event_stats
+from .steps import capture_steps
 
 # bytes_requested / bytes_returned are left out of events where they equal their event
 # kind's (tb_iotrace.io/2): decoded with this marker where absent, then filled in.
@@ -53,16 +54,8 @@ MAX_ROWS = 24
 # GPU capture's host plane has ~6,000 names).
 TF_DATA_PREFIX, TF_DATA_PART = "tf_data", "Iterator::"
 TF_DATA_RE = re.compile(f"^{re.escape(TF_DATA_PREFIX)}|{re.escape(TF_DATA_PART)}")
-MAX_STEP_STATS = 20_000   # step markers whose step_num is read back from the file (one read each)
-STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|Profiled batch)(\b|$)"
-                          r"|^ProfilerStep#\d+$")
-# PyTorch names each step ``ProfilerStep#<n>``: one kind of marker whatever the number.
-NUMBERED_STEP_RE = re.compile(r"^(ProfilerStep#)\d+$")
-INPUT_WAIT_RE = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
-# PyTorch's input wait, the DataLoader iterator's __next__ as Kineto names it
-# (enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__): it sits inside ProfilerStep#N,
-# so it counts at any depth (tf.data's waits only where outermost)
-NESTED_INPUT_WAIT_RE = re.compile(r"^enumerate\(DataLoader\)#")
+# Steps and input waits: the one rule of tb_iotrace.stepwait; the capture's steps are found by
+# .steps, its input waits by impl/timeseries.py.
 READ_OPS_RE = re.compile(r"read|recv", re.I)
 WRITE_OPS_RE = re.compile(r"write|send|sync", re.I)
 
@@ -462,8 +455,8 @@ def _load_capture(path: str, host: str) -> Capture:
     lanes: list[Lane] = []
     io_parts = []
     io_info = None
-    steps: list[dict[str, Any]] = []
-    steps_source = ""
+    device_steps: list[dict[str, Any]] = []
+    device_source = ""
     host_line_key: dict[int, str] = {}
     for plane in space.planes:
         is_host = plane.name.startswith("/host:")
@@ -505,11 +498,11 @@ def _load_capture(path: str, host: str) -> Capture:
                               f"{_short_plane(plane.name)} {label}", plane.name, start, end, nid,
                               src=src, plane_index=plane.index, line_id=ln.id, tf_data=tf_data)
             lanes.append(lane)
-            if is_dev and label == "Steps" and not steps:
-                steps = [{"start": int(s), "end": int(e), "name": names[i] if i >= 0 else ""}
-                         for s, e, i in zip(lane.start.tolist(), lane.end.tolist(), lane.name_id.tolist())]
-                steps.sort(key=lambda s: s["start"])
-                steps_source = f"{plane.name} Steps"
+            if is_dev and label == DEVICE_STEPS_LINE and not device_steps:
+                device_steps = [{"start": int(s), "end": int(e), "name": names[i] if i >= 0 else ""}
+                                for s, e, i in zip(lane.start.tolist(), lane.end.tolist(), lane.name_id.tolist())]
+                device_steps.sort(key=lambda s: s["start"])
+                device_source = f"{plane.name} Steps"
 
     io = _io_table(io_parts, io_info) if io_parts else None
     del io_parts
@@ -543,29 +536,7 @@ def _load_capture(path: str, host: str) -> Capture:
                                     tid=tid, extra={"host_lane": host_key, "comm": comm}))
     _order_lanes(lanes)
 
-    # Steps from host markers when no device plane has a Steps line: the marker name seen
-    # most often (train / test / predict TraceMe, Keras "Profiled batch"), non-overlapping.
-    if not steps:
-        marker = [i for i, n in enumerate(names) if STEP_NAME_RE.search(n)]
-        found: dict[str, list[tuple[int, int, Lane, int]]] = {}
-        if marker:
-            mset = np.array(marker, dtype=np.int32)
-            for ln in lanes:
-                if ln.group != "host":
-                    continue
-                m = np.flatnonzero(np.isin(ln.name_id, mset))
-                for k in m.tolist():
-                    found.setdefault(NUMBERED_STEP_RE.sub(r"\1", names[int(ln.name_id[k])]), []).append(
-                        (int(ln.start[k]), int(ln.end[k]), ln, k))
-        if found:
-            name, spans = max(found.items(), key=lambda kv: (len(kv[1]), kv[0]))
-            last_end = None
-            for s0, e0, ln, k in sorted(spans, key=lambda x: (x[0], x[1])):
-                if last_end is None or s0 >= last_end:
-                    num = _step_num(path, planes, md_files, ln, k) if len(spans) <= MAX_STEP_STATS else None
-                    steps.append({"start": s0, "end": e0, "name": str(len(steps) if num is None else num)})
-                    last_end = e0
-            steps_source = f"host step markers ({name!r} events)"
+    steps, steps_source = capture_steps(path, names, lanes, planes, md_files, device_steps, device_source)
     for k, s in enumerate(steps):
         s["index"] = k
 
@@ -586,24 +557,6 @@ def _load_capture(path: str, host: str) -> Capture:
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
                    profile_start_ns=start_ns, hostnames=space.hostnames,
                    warnings=list(space.warnings) + list(space.errors), no_io_reason=no_io_reason)
-
-
-def _step_num(path: str, planes: dict[int, Any], md_files: dict[int, MetadataFile], lane: Lane,
-              k: int) -> int | None:
-    """The step number TensorFlow recorded on a step marker (``step_num``, ``iter_num``; Keras
-    numbers a window's batches within the epoch from 0), None without one."""
-    meta = planes.get(lane.plane_index)
-    if meta is None or lane.fpos is None:
-        return None
-    try:
-        stats = event_stats(path, meta, int(lane.fpos[k]), int(lane.flen[k]), md_files.get(lane.plane_index))
-    except Exception:  # best effort: the step keeps its position as its name
-        return None
-    for key in STEP_STATS:
-        v = stats.get(key)
-        if isinstance(v, int) or (isinstance(v, str) and v.lstrip("-").isdigit()):
-            return int(v)
-    return None
 
 
 def _order_lanes(lanes: list[Lane]) -> None:

@@ -321,11 +321,18 @@ def test_coordinate_spaces_and_hover_tooltip(page):
 
 
 def test_findings_panel_renders_findings_as_text(page):
-    """The panel shows the backend's findings (tb_iotrace.analysis on the synthetic trace:
-    mostly small reads) and renders a finding in the analysis module's shape with its
+    """The panel shows the host's verdict, then the backend's findings (tb_iotrace.analysis on
+    the synthetic trace: mostly small reads) with their impact, and renders a finding in the analysis module's shape with its
     evidence and files as text."""
     p = page
     p.wait_for(f"{D}.querySelector('.findings').textContent.includes('Most reads are small')")
+    # issue 19: the host's verdict on top of the findings, each finding's impact under it
+    head = p.evaluate(f"{D}.querySelector('.findings .verdict .verdict-head').textContent")
+    assert head.split(":")[0] in ("Input-bound", "Partly input-bound", "Not input-bound", "No verdict"), head
+    assert p.evaluate(f"{D}.querySelector('.findings > .verdict') === {D}.querySelector('.findings').firstElementChild")
+    assert "of step time" in p.evaluate(f"{D}.querySelector('.findings .finding .impact').textContent")
+    p.evaluate(f"{D}.querySelector('.findings').scrollIntoView()")
+    p.screenshot(ARTIFACTS / "browser-verdict.png")
     p.evaluate(f"""(async () => {{
         const m = await import({W}.location.href.replace(/plugin_entry.html.*$/, 'plugin/iotrace/static/views/findings.js'));
         m.renderFindings({D}.querySelector('.findings'), {{findings: [{{id: 'small_reads', severity: 'warning',

@@ -151,6 +151,11 @@ def test_demo_compares_two_pipelines_and_serves_both(tmp_path: Path) -> None:
         med = {name: statistics.median(timed(summary[name]["step_s"], summary["warmup_batches"],
                                              summary["profile_batches"])) for name in ("naive", "tuned")}
         assert x == round(med["naive"] / med["tuned"], 1)
+        # beside it, the speedup the naive run's verdict predicted (issue 19): 1 / (1 + its change)
+        v = got["naive"].verdict
+        assert naive["verdict"]["advice"] == v["advice"] and v["bound"] in ("input", "partly input"), v
+        p = float(re.search(r"Predicted by the naive run's verdict: (\d+\.\d)x", text).group(1))  # type: ignore[union-attr]
+        assert p == round(1 / (1 + v["expected_step_time_change"]), 1) == round(summary["predicted_speedup"], 1)
         assert f"{1e3 * med['naive']:.1f} ms -> {1e3 * med['tuned']:.1f} ms" in text
         steps = [len(e) for name in ("naive", "tuned") for e in summary[name]["step_s"]]
         assert len(steps) == 6 and len(set(steps)) == 1 and steps[0] >= summary["profile_batches"][1] + 3

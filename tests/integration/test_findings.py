@@ -58,6 +58,7 @@ def _clean(a, d):
     assert len(tfr) == 1 and tfr[0]["bytes_read"] == 3 * d["big_size"] and tfr[0]["num_files"] == 3, stages
     assert "ParallelInterleave" in tfr[0]["stage"]
     assert len(a.steps) >= 20 and a.summary["input_wait_ps"] < 0.3 * a.summary["step_time_ps"]
+    assert a.verdict["bound"] in ("not input", "partly input"), a.verdict
 
 
 def _input_bound(a, d):
@@ -67,6 +68,10 @@ def _input_bound(a, d):
     assert e["io_share_of_wait"] < 0.2
     assert e["other_wait_s"] > 0.8 * e["input_wait_s"]
     assert "mostly decode" in a.finding("input-bound")["statement"]
+    # the verdict (issue 19): the wait is tf.data decoding (its threads run the py_function)
+    v = a.verdict
+    assert v["bound"] == "input" and v["unmeasured"] == [] and v["cause"] == "decode", v
+    assert v["wait_breakdown"]["decode"] >= 0.8 and v["change"].startswith("map(..., num_parallel_calls"), v
 
 
 def _input_bound_no_steps(a, d):
@@ -85,6 +90,11 @@ def _serial(a, d):
     ib = ev(a, "input-bound")
     assert ib["io_share_of_wait"] == e["io_share_of_wait"]
     assert "file I/O," in a.finding("input-bound")["statement"] or "mostly file I/O" in a.finding("input-bound")["statement"]
+    # the verdict (issue 19): read-bound; its file_io share is the finding's, the advice reads in parallel
+    v = a.verdict
+    assert v["bound"] == "input" and v["cause"] == "file_io", v
+    assert v["wait_breakdown"]["file_io"] == pytest.approx(e["io_share_of_wait"], abs=1e-9)
+    assert v["change"].startswith("read in parallel: interleave"), v
 
 
 def _serial_fifo(a, d, hop=False):

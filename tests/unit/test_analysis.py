@@ -368,3 +368,34 @@ def test_serial_reads_judges_reads_in_flight_not_threads(tmp_path) -> None:
     assert "one at a time (2 threads)" in a.finding("serial-reads")["statement"]
     b = analyze(_stepped_capture(tmp_path, overlap=True), mountinfo=MOUNTINFO)
     assert "serial-reads" not in b.ids and "input-bound" in b.ids
+
+
+def _two_readers(path: str, chunks: int) -> list[tuple]:
+    """Two DataLoader-like workers (tids 100, 101) each open ``path`` and read ``chunks`` x 64 KiB
+    from offset 0, one after the other: a file re-read, or a pipe whose bytes they share."""
+    rows, t = [], 10**18
+    for tid in (100, 101):
+        rows.append(("open", path, -1, 3, t, 5_000, tid))
+        for i in range(chunks):
+            rows.append(("read", path, i * 65536, 65536, t + 10_000 + i * 200_000, 150_000, tid))
+        t += 10**9
+    return rows
+
+
+def test_named_pipe_reads_are_never_redundant(tmp_path) -> None:
+    """Issue 19: workers reading one named pipe moved every byte once, but a pipe has no size,
+    so each worker's stream from "offset 0" looked like the same file read twice. The same
+    rows on a regular file are redundant-reads (the twin); on a FIFO (the path exists as one
+    where the analysis runs) they never are."""
+    import os
+
+    fifo = tmp_path / "feed.fifo"
+    os.mkfifo(fifo)
+    regular = tmp_path / "data.bin"
+    regular.write_bytes(b"x" * (8 * 65536))
+    twin = analyze(trace=make_trace(_two_readers(str(regular), 8)), mountinfo=MOUNTINFO)
+    assert twin.finding("redundant-reads")["evidence"]["ratio"] == 2.0
+    a = analyze(trace=make_trace(_two_readers(str(fifo), 8)), mountinfo=MOUNTINFO)
+    assert "redundant-reads" not in a.ids
+    assert not any("read more than once" in f["title"] or "read again" in f["statement"] for f in a.findings)
+    assert next(f for f in a.files if f["path"] == str(fifo))["file_type"] == "fifo"

@@ -56,6 +56,18 @@ def test_keras_on_jax_profiled_batch_names() -> None:
 
 
 def test_tensorflow_step_names_unchanged() -> None:
-    sp = capture([("train", {"step_num": 0}), ("Profiled batch", {}), ("train", {})])
-    att = attribute(sp)
-    assert [(s.name, s.step_num) for s in att.steps] == [("train", 0), ("Profiled batch", None)]
+    # "train" with a step number, and Keras's "Profiled batch" without one, are step markers;
+    # a "train" event without a step number is not
+    sp = capture([("train", {"step_num": 0}), ("train", {"step_num": 1}), ("train", {})])
+    assert [(s.name, s.step_num) for s in attribute(sp).steps] == [("train", 0), ("train", 1)]
+    sp = capture([("Profiled batch", {}), ("Profiled batch", {}), ("train", {})])
+    assert [(s.name, s.step_num) for s in attribute(sp).steps] == [("Profiled batch", None)] * 2
+
+
+def test_one_kind_of_marker_is_the_steps() -> None:
+    """tb_iotrace.stepwait's rule (issue 19), as the tab's: of the marker kinds, the one seen
+    most often is the steps (before, the report took every marker of any kind, so a capture
+    with two kinds had steps the tab did not)."""
+    sp = capture([("train", {"step_num": 0}), ("Profiled batch", {}), ("Profiled batch", {}),
+                  ("Profiled batch", {})])
+    assert [(s.name, s.step_num) for s in attribute(sp).steps] == [("Profiled batch", None)] * 3

@@ -37,6 +37,7 @@ LAYERS = {
     "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events
     "tb_iotrace.kineto_xspace": "store", # a Kineto trace as an XSpace shaped like a TF capture
     "tb_iotrace.xplane.columnar": "model",
+    "tb_iotrace.stepwait": "model",      # the one rule for steps and input wait (pure)
     "tb_iotrace._native": "capture",     # the interposer
     "tb_iotrace._ffi": "capture",
     "tb_iotrace.names": "capture",

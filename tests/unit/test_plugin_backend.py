@@ -481,9 +481,12 @@ def test_bandwidth_adds_up(client):
 
 def _expected_host_row(path: Path) -> dict:
     """Ground truth for one host's /hosts row, computed apart from the plugin: bytes and
-    read time from the capture's Darshan records (tb_iotrace.xplane), input wait as the
-    union of the IteratorGetNext-like events among the outermost events of each host-plane
-    line (XPlane reader, intervals merged by hand)."""
+    read time from the capture's Darshan records (tb_iotrace.xplane); input wait by the one rule
+    of tb_iotrace.stepwait (issue 19), by hand: the union of the events named IteratorGetNext*,
+    MultiDeviceIteratorGetNextFromShard or enumerate(DataLoader)#* at any depth on any host
+    line, inside the steps (this capture has no host step markers: the first device plane's
+    Steps line), against the steps' time. (Before issue 19 the tab summed each line's outermost
+    IteratorGetNext-or-Iterator:: events against the capture's whole span.)"""
     import re
 
     from tb_iotrace.xplane import load_xspace, read_io_data
@@ -496,30 +499,28 @@ def _expected_host_row(path: Path) -> dict:
         rd += c.get(f"{m}_BYTES_READ", 0)
         wr += c.get(f"{m}_BYTES_WRITTEN", 0)
         rt += fc.get(f"{m}_F_READ_TIME", 0.0)
-    pat = re.compile(r"IteratorGetNext|Iterator::|MultiDeviceIteratorGetNextFromShard")
-    wait = 0
+    pat = re.compile(r"^(IteratorGetNext|MultiDeviceIteratorGetNextFromShard|enumerate\(DataLoader\)#)")
+    waits: list[tuple[int, int]] = []
+    steps: list[tuple[int, int]] = []
     for plane in space.planes:
-        if plane.name != "/host:CPU":
-            continue
         names = {k: md.name for k, md in plane.event_metadata.items()}
         for line in plane.lines:
-            # the line's outermost events (inside no other event of the line), longest first at a tie
-            evs = sorted(((e.offset_ps, -e.duration_ps, names.get(e.metadata_id, "")) for e in line.events))
-            outer: list[tuple[int, int, str]] = []
-            end = None
-            for s0, neg, name in evs:
-                if end is not None and s0 - neg <= end:
-                    continue
-                outer.append((s0, s0 - neg, name))
-                end = s0 - neg if end is None else max(end, s0 - neg)
-            merged: list[list[int]] = []
-            for s0, e0 in [(a, b) for a, b, name in outer if pat.search(name)]:
-                if merged and s0 <= merged[-1][1]:
-                    merged[-1][1] = max(merged[-1][1], e0)
-                else:
-                    merged.append([s0, e0])
-            wait += sum(e0 - s0 for s0, e0 in merged) / 1000  # ps -> ns
-    return {"bytes_read": rd, "bytes_written": wr, "read_time_s": rt, "input_wait_ns": wait}
+            t0 = line.timestamp_ns * 1000
+            if plane.name == "/host:CPU":
+                waits += [(t0 + e.offset_ps, t0 + e.offset_ps + e.duration_ps) for e in line.events
+                          if pat.search(names.get(e.metadata_id, ""))]
+            elif plane.name.startswith("/device:") and line.name == "Steps" and not steps:
+                steps = [(t0 + e.offset_ps, t0 + e.offset_ps + e.duration_ps) for e in line.events]
+    merged: list[list[int]] = []
+    for s0, e0 in sorted(waits):
+        if merged and s0 <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], e0)
+        else:
+            merged.append([s0, e0])
+    assert steps, "the capture's device Steps line"
+    wait = sum(max(0, min(e0, b) - max(s0, a)) for a, b in steps for s0, e0 in merged) / 1000  # ps -> ns
+    span = sum(b - a for a, b in steps) / 1000
+    return {"bytes_read": rd, "bytes_written": wr, "read_time_s": rt, "input_wait_ns": wait, "span_ns": span}
 
 
 def test_hosts_table_per_host_against_the_captures(client, logdir):
@@ -534,6 +535,7 @@ def test_hosts_table_per_host_against_the_captures(client, logdir):
         assert row["bytes_written"] == want["bytes_written"] > 0
         assert row["read_time_s"] == pytest.approx(want["read_time_s"], rel=1e-9)
         assert row["input_wait_ns"] == pytest.approx(want["input_wait_ns"], abs=2)
+        assert row["span_ns"] == pytest.approx(want["span_ns"], abs=2) and row["wait_basis"] == "steps"
         assert row["input_wait_ns"] > 0
         assert 0 < row["input_wait_pct"] <= 100
     w0, w1 = h["hosts"]

@@ -11,7 +11,9 @@ from ..view import View
 def findings_impl(view: View) -> dict[str, Any]:
     """Findings from tb_iotrace.analysis, per host of the view:
     ``{"findings": [{"id", "severity", "title", "statement", "evidence", "files", "ops",
-    "suggestion", "host"?}], "message", "notes", "pending", "hosts"}``. For several hosts the
+    "suggestion", "impact", "host"?}], "verdicts": [{"host", **verdict}], "message", "notes",
+    "pending", "hosts"}`` (the verdict of each host that has one: tb_iotrace.analysis.verdict;
+    findings ordered by impact). For several hosts the
     answer comes within ``FINDINGS_ALL_WAIT_S``: ``pending`` counts the hosts (of ``hosts``)
     still being analysed (in one background child for all of them); asking again adds them
     (the tab asks again until none is pending)."""
@@ -22,6 +24,7 @@ def findings_impl(view: View) -> dict[str, Any]:
         got_all = {p.capture.path: {"findings": [], "message": f"Findings could not be computed: {exc}"}
                    for p in view.parts}
     findings: list[dict[str, Any]] = []
+    verdicts: list[dict[str, Any]] = []
     notes: list[str] = []
     messages: list[str] = []
     pending = 0
@@ -38,6 +41,8 @@ def findings_impl(view: View) -> dict[str, Any]:
                 got = {"findings": [], "message": f"Findings could not be computed: {exc}"}
         for f in got["findings"]:
             findings.append(dict(f, host=part.host) if multi else f)
+        if got.get("verdict"):
+            verdicts.append(dict(got["verdict"], host=part.host))
         notes += got.get("notes", [])
         if got.get("message"):
             messages.append(got["message"])
@@ -50,4 +55,7 @@ def findings_impl(view: View) -> dict[str, Any]:
         message = f"Findings are being computed for {pending} hosts."
     else:
         message = messages[0] if messages else "No findings for this capture."
-    return {"findings": findings, "message": message, "notes": notes, "pending": pending, "hosts": len(view.parts)}
+    if multi:    # the hosts' findings together, by what they cost
+        findings.sort(key=lambda f: -((f.get("impact") or {}).get("step_share") or 0.0))
+    return {"findings": findings, "verdicts": verdicts, "message": message, "notes": notes, "pending": pending,
+            "hosts": len(view.parts)}

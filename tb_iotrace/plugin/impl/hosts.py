@@ -6,15 +6,16 @@ from typing import Any
 
 from ...report import host_row
 from ..view import View
-from .timeseries import input_wait_ns
+from .timeseries import capture_input_wait
 
 
 def hosts_impl(view: View) -> dict[str, Any]:
     """Per host: ``bytes_read``/``bytes_written``/``read_time_s``, the Darshan counters summed
     over the host's POSIX and STDIO records (``source`` "counters"), or the traced calls when
     the host has no counter record ("trace"); ``io_calls`` the traced calls; ``input_wait_ns``
-    the time the host waited on input (as in /steps) and ``input_wait_pct`` that against the
-    host's capture span (at most 100)."""
+    the time the host waited on input and ``input_wait_pct`` its share, by the one rule of
+    :mod:`tb_iotrace.stepwait` (inside the steps over the steps' time, as /steps, the report and
+    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none")."""
     rows = []
     for p in view.parts:
         cap = p.capture
@@ -26,7 +27,9 @@ def hosts_impl(view: View) -> dict[str, Any]:
             r, w = io.moved()
             trace = (float(r.sum()), float(w.sum()),
                      float((io.end - io.start)[io.is_read[io.op]].sum()) / 1e9)
-        lo, hi = cap.extent
-        rows.append(host_row(p.host, ct.modules, ct.col, trace=trace, io_calls=calls,
-                             input_wait_ns=input_wait_ns(cap, lo, hi), span_ns=hi - lo))
+        iw = capture_input_wait(cap)
+        row = host_row(p.host, ct.modules, ct.col, trace=trace, io_calls=calls, input_wait_ns=iw.wait,
+                       span_ns=iw.time)
+        row["wait_basis"] = iw.basis
+        rows.append(row)
     return {"hosts": rows}

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from .. import lod
-from ..model import INPUT_WAIT_RE, NESTED_INPUT_WAIT_RE, Capture, Lane
+from ...stepwait import InputWait, covered, input_wait, is_input_wait, merge
+from ..model import Capture, Lane
 from ..view import View, fmt_float, view_steps
 
 MAX_BINS = 4096
@@ -128,13 +129,9 @@ def steps_impl(view: View, windows: int = 20) -> dict[str, Any]:
             for tid in np.unique(io.tid).tolist():
                 m = io.tid == tid
                 io_time += _covered(s[m], e[m], starts, ends)
-        for lane in cap.lanes:
-            if lane.group != "host":
-                continue
-            mask = _input_mask(cap, lane)
-            if mask.any():
-                wait += _covered((lane.start[mask] + p.offset).astype(np.float64),
-                                 (lane.end[mask] + p.offset).astype(np.float64), starts, ends)
+        ws, we = wait_intervals(cap)
+        if len(ws):
+            wait += _covered((ws + p.offset).astype(np.float64), (we + p.offset).astype(np.float64), starts, ends)
     dur = np.maximum(ends - starts, 1.0)
     return {"has_steps": has_steps, "source": source,
             "message": "" if has_steps else _no_steps_message(view),
@@ -153,25 +150,40 @@ def _no_steps_message(view: View) -> str:
             "Keras 'Profiled batch' events): showing equal time windows instead.")
 
 
-def _is_input_wait(name: str) -> bool:
-    return bool(INPUT_WAIT_RE.search(name))
-
-
 def _input_mask(cap: Capture, lane: Lane) -> np.ndarray:
+    """The lane's input-wait events (tb_iotrace.stepwait's rule: at any depth)."""
     got = lane.cache.get("_input")
     if got is None:
         ids = np.unique(lane.name_id)
-        hit = [i for i in ids.tolist() if i >= 0 and _is_input_wait(cap.names[i])]
+        hit = [i for i in ids.tolist() if i >= 0 and is_input_wait(cap.names[i])]
         got = np.isin(lane.name_id, np.array(hit, dtype=np.int32)) if hit else np.zeros(len(lane), bool)
-        # only outermost events (row 0) so nested ones are not counted twice
-        if lane.rows > 1:
-            got &= np.arange(len(lane)) < lane.row_bounds[1]
-        # PyTorch's at any depth (inside ProfilerStep#N); _covered takes the union
-        nested = [i for i in ids.tolist() if i >= 0 and NESTED_INPUT_WAIT_RE.search(cap.names[i])]
-        if nested:
-            got |= np.isin(lane.name_id, np.array(nested, dtype=np.int32))
         lane.cache["_input"] = got
     return got
+
+
+def wait_intervals(cap: Capture) -> tuple[np.ndarray, np.ndarray]:
+    """The capture's input waits, merged over all its host lanes (ns, capture clock): the one
+    rule of :mod:`tb_iotrace.stepwait`, as the report and the findings take it."""
+    got = cap.cache.get("wait_iv")
+    if got is None:
+        ss, es = [], []
+        for lane in cap.lanes:
+            if lane.group != "host":
+                continue
+            mask = _input_mask(cap, lane)
+            if mask.any():
+                ss.append(lane.start[mask])
+                es.append(lane.end[mask])
+        got = merge(np.concatenate(ss) if ss else np.zeros(0, np.int64),
+                    np.concatenate(es) if es else np.zeros(0, np.int64))
+        cap.cache["wait_iv"] = got
+    return got
+
+
+def capture_input_wait(cap: Capture) -> InputWait:
+    """The capture's input wait and its share (ns) by :func:`tb_iotrace.stepwait.input_wait`:
+    inside its steps over their time, else over the span of its waits."""
+    return input_wait(wait_intervals(cap), [s["start"] for s in cap.steps], [s["end"] for s in cap.steps])
 
 
 def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -191,18 +203,6 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
 
 
 def input_wait_ns(cap: Capture, lo: float, hi: float) -> float:
-    """How long the capture's host waited on input inside [lo, hi] (capture clock): per host
-    thread, the union of its outermost IteratorGetNext-like events and of PyTorch's DataLoader
-    ``__next__`` events, summed over threads (the
-    measure of /steps' ``input_wait_ns``)."""
-    edges_lo = np.array([lo], dtype=np.float64)
-    edges_hi = np.array([hi], dtype=np.float64)
-    wait = 0.0
-    for lane in cap.lanes:
-        if lane.group != "host":
-            continue
-        mask = _input_mask(cap, lane)
-        if mask.any():
-            wait += float(_covered(lane.start[mask].astype(np.float64), lane.end[mask].astype(np.float64),
-                                   edges_lo, edges_hi)[0])
-    return wait
+    """How long the capture's host waited on input inside [lo, hi] (capture clock): the union
+    of its input waits (tb_iotrace.stepwait), as /steps' ``input_wait_ns``."""
+    return float(covered(wait_intervals(cap), int(lo), int(hi))[0])

@@ -1,0 +1,347 @@
+"""The verdict of a capture: is the job waiting for its input, on what, and the one change
+with the biggest expected effect (docs/diagnosis.md).
+
+    {"input_wait_share": float | None,          # tb_iotrace.stepwait's rule, as everywhere
+     "basis": "steps" | "input waits" | "none",
+     "bound": "input" | "partly input" | "not input" | "unknown",
+     "wait_breakdown": {"file_io", "decode", "starved", "copy", "other": float | None},
+     "unmeasured": [keys], "unmeasured_share": float, "reason": str,
+     "cause": key | "decode or starved" | None,
+     "change": str, "expected_step_time_change": float,  # -0.25: step time 25% shorter
+     "model": str, "advice": str, "notes": [str]}
+
+``wait_breakdown`` divides the input wait (inside the steps) into disjoint parts, each a share
+of the wait; the measured ones and ``unmeasured_share`` sum to 1. At each instant of the wait,
+first match wins:
+
+- ``file_io``: a data-file read or metadata call in flight, on any thread (the loader is what
+  reads while the step waits: DataLoader workers, the main process inside ``__next__``, tf.data
+  threads);
+- ``copy``: a host-to-device copy in flight (a device plane's ``MemcpyH2D``/``Memcpy HtoD``);
+- ``decode``: the loader busy with no read or copy under it: a DataLoader worker inside a fetch
+  (``tb_iotrace::fetch`` spans), the main process itself loading (``num_workers=0``), tf.data at
+  work (its threads' events, and the ``Iterator::`` events of its synchronous stages on any
+  thread: an asynchronous stage's event on its consumer's side is a wait);
+- ``starved``: none of these: the loader idle or not running (workers starting, an empty
+  prefetch buffer with nothing in flight, the batch's hand-over);
+- ``other``: reserved for what the classes above cannot name; 0 where the loader's activity
+  is measured.
+
+``decode`` and ``starved`` need the loader's activity: without fetch spans (traces from before
+they were recorded) or tf.data iterator events they are ``None``, listed in ``unmeasured``,
+and the rest of the wait is ``unmeasured_share``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from ..stepwait import covered, input_wait, merge
+from ..xplane import HOST_PLANE, LINE_PREFIX, columns
+from .context import Context
+from .pytorch import TorchRun, worker_starts, worker_stops
+from .thresholds import Thresholds
+
+FETCH_EVENT = "tb_iotrace::fetch"           # a DataLoader worker fetching one batch
+TF_ITERATOR = "Iterator::"
+TF_DATA_THREAD = "tf_data"                  # tf.data's own threads (tf_data_private_threadpool/...)
+# a tf.data stage that hands elements over through a buffer: its event on the consumer's side waits
+ASYNC_STAGE = re.compile(r"^(Root|Model|Prefetch|Parallel\w*|MapAndBatch|LegacyParallel\w*)$")
+_INDEX = re.compile(r"\[\d+\]")
+H2D_RE = re.compile(r"memcpy\s*(h2d|htod)", re.I)
+KEYS = ("file_io", "decode", "starved", "copy", "other")
+
+
+def _empty() -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(0, np.int64), np.zeros(0, np.int64)
+
+
+def _union(*ivs: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return merge(np.concatenate([iv[0] for iv in ivs] or [np.zeros(0, np.int64)]),
+                 np.concatenate([iv[1] for iv in ivs] or [np.zeros(0, np.int64)]))
+
+
+def _inside(window: tuple[np.ndarray, np.ndarray], iv: tuple[np.ndarray, np.ndarray]) -> int:
+    """Length of ``iv`` (merged) inside the disjoint intervals ``window``."""
+    return int(covered(iv, window[0], window[1]).sum()) if len(window[0]) else 0
+
+
+def _clip_to(iv: tuple[np.ndarray, np.ndarray], lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The part of the disjoint intervals ``iv`` inside the disjoint windows [lo, hi)."""
+    s, e = iv
+    out_s, out_e = [], []
+    for a, b in zip(lo.tolist(), hi.tolist()):
+        i, j = np.searchsorted(e, a, side="right"), np.searchsorted(s, b, side="left")
+        if j > i:
+            out_s.append(np.maximum(s[i:j], a))
+            out_e.append(np.minimum(e[i:j], b))
+    return merge(np.concatenate(out_s) if out_s else np.zeros(0, np.int64),
+                 np.concatenate(out_e) if out_e else np.zeros(0, np.int64))
+
+
+def _tf_busy(names: np.ndarray, line_name: str) -> np.ndarray:
+    """Which events of a host line are tf.data at work: on its own threads (``tf_data*`` lines:
+    function runs such as ``EagerPyFunc``, and the iterators' events), and on any line the
+    ``Iterator::`` events of a synchronous stage (``...::BatchV2``, ``...::FlatMap[0]::TFRecord``).
+    An asynchronous stage's event (``Root``, ``Prefetch``, ``Parallel*``, ``MapAndBatch``) on
+    its consumer's side is the consumer waiting for that stage's buffer, not work."""
+    it = np.char.startswith(names, TF_ITERATOR)
+    busy = np.zeros(len(names), bool)
+    if line_name.startswith(TF_DATA_THREAD):
+        busy |= ~it
+    if it.any():
+        kinds, inverse = np.unique(names, return_inverse=True)
+        sync = np.array([k.startswith(TF_ITERATOR) and ASYNC_STAGE.match(_INDEX.sub("", k.rsplit("::", 1)[-1])) is None
+                         for k in kinds.tolist()])
+        busy |= sync[inverse.reshape(-1)]
+    return busy
+
+
+def _host_events(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """(DataLoader fetch spans, tf.data at work: :func:`_tf_busy`) on the host plane, merged (ps)."""
+    host = None
+    for p in getattr(space, "planes", []):
+        if p.name == HOST_PLANE:
+            host = p
+            break
+    if host is None:
+        return _empty(), _empty()
+    pc = columns(host)
+    fs, fe, ts, te = [], [], [], []
+    for ln in pc.lines:
+        if ln.name.startswith(LINE_PREFIX) or not len(ln):
+            continue
+        names = pc.event_names(ln).astype(str)
+        fetch = names == FETCH_EVENT
+        if fetch.any():
+            fs.append(ln.start_ps[fetch])
+            fe.append(ln.end_ps[fetch])
+        tf = _tf_busy(names, ln.name)
+        if tf.any():
+            ts.append(ln.start_ps[tf])
+            te.append(ln.end_ps[tf])
+    cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)  # noqa: E731
+    return merge(cat(fs), cat(fe)), merge(cat(ts), cat(te))
+
+
+def _copies(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
+    """(host-to-device copies on the device planes, merged, ps; whether there is a device)."""
+    ss, es, device = [], [], False
+    for p in getattr(space, "planes", []):
+        if not p.name.startswith("/device:"):
+            continue
+        device = True
+        pc = columns(p)
+        for ln in pc.lines:
+            if not len(ln):
+                continue
+            names = pc.event_names(ln).astype(str)
+            if "MemcpyH2D" in ln.name:
+                hit = np.ones(len(names), bool)
+            else:          # per distinct name: a GPU line has many events, few names
+                kinds, inverse = np.unique(names, return_inverse=True)
+                hit = np.array([bool(H2D_RE.search(k)) for k in kinds.tolist()] or [False])[inverse.reshape(-1)]
+            if hit.any():
+                ss.append(ln.start_ps[hit])
+                es.append(ln.end_ps[hit])
+    return (merge(np.concatenate(ss), np.concatenate(es)) if ss else _empty()), device
+
+
+def _loader(run: TorchRun | None) -> dict[str, Any] | None:
+    return run.loader() if run is not None else None
+
+
+def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, Any]:
+    """The verdict of one capture (see the module docstring)."""
+    att = ctx.att
+    notes: list[str] = []
+    if att is None:
+        return _unknown("no host timeline (a whole-run record, or no TensorFlow/JAX/PyTorch capture): "
+                        "nothing says when the job waited for input")
+    st = np.array([s["start_ps"] for s in steps], np.int64)
+    en = np.array([s["end_ps"] for s in steps], np.int64)
+    iw = input_wait(ctx.wait_iv, st, en)
+    if iw.basis == "none":
+        return _unknown("no input-wait events in this capture (tf.data IteratorGetNext, PyTorch DataLoader "
+                        "__next__): its loader is not one tb_iotrace recognises, so its wait is not measured",
+                        basis="none")
+    window = _clip_to(ctx.wait_iv, st, en) if len(st) else ctx.wait_iv
+    total = _inside(window, window)
+    run = ctx.torch
+    io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
+    io = merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows])
+    copy_iv, device = _copies(space)
+    fetch, tf_work = _host_events(space)
+    d = _loader(run)
+    n = int(d.get("num_workers") or 0) if d is not None else None
+    busy, how = None, ""
+    if run is not None:
+        if len(fetch[0]):
+            busy, how = fetch, "DataLoader fetch spans"
+        elif n == 0 or (n is None and not run.worker_pids):
+            busy, how = window, "the main process loads inside __next__ (no workers)"
+    elif len(tf_work[0]):
+        busy, how = tf_work, "tf.data's threads and its synchronous stages' iterator events"
+    starved_known = _empty()
+    if run is not None:
+        spans = [(s["start_ps"], s["start_ps"] + round(s["cost_s"] * 1e12)) for s in worker_starts(run, ctx.wait_iv)]
+        spans += [(s["start_ps"], s["start_ps"] + round(s["cost_s"] * 1e12)) for s in worker_stops(run)]
+        if spans:
+            starved_known = merge(np.array([a for a, _ in spans]), np.array([b for _, b in spans]))
+    a_io = _inside(window, io)
+    io_copy = _union(io, copy_iv)
+    a_ioc = _inside(window, io_copy)
+    share: dict[str, float | None] = dict.fromkeys(KEYS, 0.0)
+    frac = (lambda x: x / total) if total else (lambda x: 0.0)  # noqa: E731
+    share["file_io"], share["copy"] = frac(a_io), frac(a_ioc - a_io)
+    unmeasured: list[str] = []
+    rest = 0.0
+    reason = ""
+    if busy is not None:
+        a_busy = _inside(window, _union(io_copy, busy))
+        share["decode"], share["starved"] = frac(a_busy - a_ioc), frac(total - a_busy)
+        notes.append(f"loader activity from {how}")
+    else:
+        unmeasured = ["decode", "starved"]
+        share["decode"] = share["starved"] = None
+        rest = max(0.0, 1.0 - share["file_io"] - share["copy"])
+        a_known = _inside(window, _union(io_copy, starved_known)) - a_ioc
+        reason = ("the loader's busy time is not in this capture (no DataLoader fetch spans: a trace from "
+                  "before tb_iotrace recorded them; no tf.data iterator events on its threads), so the wait "
+                  "outside reads and copies cannot be split into decode and starved")
+        if a_known > 0:
+            reason += f"; at least {100 * frac(a_known):.0f}% of the wait was workers starting or stopping (starved)"
+    if not device:
+        notes.append("no device in the capture: nothing to copy to it (copy is 0)")
+    elif run is not None:
+        notes.append("the pin_memory thread is not in Kineto's trace: a wait on it counts as starved")
+    cause = _cause(share, rest)
+    out: dict[str, Any] = {
+        "input_wait_share": iw.share, "basis": iw.basis, "bound": _bound(ctx.th, iw.share),
+        "wait_breakdown": share, "unmeasured": unmeasured, "unmeasured_share": rest, "reason": reason,
+        "cause": cause, "steps": iw.count if iw.basis == "steps" else 0,
+        "input_wait_ms_per_step": (iw.wait / iw.count / 1e9) if iw.basis == "steps" and iw.count else None,
+    }
+    out.update(_advice(ctx, iw.share, share, rest, cause, run, d, device))
+    out["notes"] = notes
+    return out
+
+
+def _unknown(reason: str, basis: str = "none") -> dict[str, Any]:
+    return {"input_wait_share": None, "basis": basis, "bound": "unknown",
+            "wait_breakdown": dict.fromkeys(KEYS), "unmeasured": list(KEYS), "unmeasured_share": 1.0,
+            "reason": reason, "cause": None, "steps": 0, "input_wait_ms_per_step": None,
+            "change": "", "expected_step_time_change": 0.0, "model": "",
+            "advice": "No verdict: " + reason + ".", "notes": []}
+
+
+def _bound(th: Thresholds, share: float) -> str:
+    """xprof's classification: highly input-bound from 20% of step time ("input"), moderately
+    from 5% ("partly input")."""
+    if share >= th.input_wait_share:
+        return "input"
+    return "partly input" if share >= th.input_wait_moderate_share else "not input"
+
+
+def _cause(share: dict[str, float | None], rest: float) -> str | None:
+    got = {k: v for k, v in share.items() if v is not None}
+    if rest > 0:
+        got["decode or starved"] = rest
+    if not got or max(got.values()) <= 0:
+        return None
+    return max(got, key=lambda k: got[k])
+
+
+def _effect(cut: float) -> str:
+    return f"expected step time -{100 * cut:.0f}%"
+
+
+def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
+            cause: str | None, run: TorchRun | None, d: dict[str, Any] | None, device: bool) -> dict[str, Any]:
+    """The change with the biggest expected effect, and that effect by a stated model: a change
+    removes at most the part of the wait it addresses, so step time falls by at most
+    ``input_wait_share x that part``; more DataLoader workers scale the loader's throughput with
+    their number until the cores run out."""
+    pin = run is not None and device and d is not None and not d.get("pin_memory")
+    if s < ctx.th.input_wait_moderate_share:
+        change = "none for the input pipeline"
+        txt = (f"Not input-bound: the step waits for input {100 * s:.1f}% of its time (xprof: input-bound from "
+               f"{100 * ctx.th.input_wait_moderate_share:.0f}%); the step's own work (model compute, device kernels) sets the pace")
+        if pin:
+            txt += "; pin_memory=True would let the host-to-device copies overlap the step"
+        model = "removing the whole input wait would shorten the step by at most its share"
+        return {"change": change, "expected_step_time_change": -s, "model": model,
+                "advice": f"{txt} ({_effect(s)} at most, if the wait were removed entirely)."}
+    part = {k: (v or 0.0) for k, v in share.items()}
+    key = "decode" if cause in (None, "decode or starved", "other") else cause
+    addressed = {"file_io": part["file_io"], "decode": part["decode"] + rest, "starved": part["starved"],
+                 "copy": part["copy"]}[key]
+    model = (f"a change removes at most the part of the wait it addresses ({100 * addressed:.0f}% of the wait): "
+             f"step time falls by at most input_wait_share ({100 * s:.0f}%) x that part")
+    if run is not None:
+        change, workers_cut, workers_model = _torch_change(ctx, s, key, run, d)
+        if workers_cut is not None:    # more workers: the reads and the decode both spread over them
+            addressed = part["file_io"] + part["decode"] + rest
+            cut = min(s * addressed, workers_cut)
+            model = workers_model or model
+        else:
+            cut = s * addressed
+        if pin and key != "copy":
+            change += "; also pin_memory=True (a GPU run)"
+    else:
+        change, cut = _tf_change(key), s * addressed
+    return {"change": change, "expected_step_time_change": -cut, "model": model,
+            "advice": f"{change}: {_effect(cut)} (the wait share removed, up to {100 * s:.0f}%)."}
+
+
+def _torch_change(ctx: Context, s: float, key: str, run: TorchRun, d: dict[str, Any] | None
+                  ) -> tuple[str, float | None, str | None]:
+    """(change, step-time cut by the workers model or None when the change is not more workers,
+    that model)."""
+    n = int(d.get("num_workers") or 0) if d is not None else None
+    cpus = run.cpus
+    cap = max(1, cpus - 1) if cpus else None           # one core for the training process itself
+    if key == "copy":
+        if d is not None and not d.get("pin_memory"):
+            return "pin_memory=True (and .to(device, non_blocking=True))", None, None
+        return "copy the next batch to the device ahead of the step (a CUDA-stream prefetcher)", None, None
+    if key == "starved" and n:
+        restarts = [x for x in worker_starts(run, ctx.wait_iv) if not x["persistent_workers"]]
+        if restarts and d is not None and not d.get("persistent_workers"):
+            return "persistent_workers=True", None, None
+        p = d.get("prefetch_factor") if d is not None else None
+        if isinstance(p, int):
+            return f"prefetch_factor={p} -> {2 * p}", None, None
+        return "a larger prefetch_factor", None, None
+    # decode, file I/O, or not separable: more workers
+    if n == 0:
+        want = max(2, math.ceil(s / max(1 - s, 0.05)) + 1)
+        want = min(want, cap) if cap else want
+        return (f"num_workers=0 -> {want}" + (", persistent_workers=True" if d is not None else ""), s,
+                "loading moves out of the step into workers running beside it: the whole wait can go")
+    if n is None:
+        return "more DataLoader workers (num_workers)", 1.0, None
+    want = math.ceil(1.5 * n / max(1 - s, 0.05))      # throughput x 1/(1-s), with half again for bursts
+    want = max(n + 1, min(want, cap) if cap else want)
+    t_after = max(1 - s, n / want)                     # step time relative to now
+    text = f"num_workers={n} -> {want}"
+    if key == "file_io":
+        text += " (more reads in flight; faster storage or a warm page cache if the reads stay long)"
+    if cap and want >= cap:
+        text += f" (the {cpus} usable cores are the limit)"
+    model = (f"workers scale the loader's throughput with their number: {n} -> {want} workers deliver "
+             f"{want / n:.1f}x the batches, so the step time becomes max(1 - wait share, {n}/{want}) of now "
+             f"= {100 * t_after:.0f}%")
+    return text, 1 - t_after, model
+
+
+def _tf_change(key: str) -> str:
+    return {"file_io": "read in parallel: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over file shards, "
+                       "prefetch(tf.data.AUTOTUNE)",
+            "decode": "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)",
+            "starved": "prefetch(tf.data.AUTOTUNE) at the end of the pipeline",
+            "copy": "prefetch to the device (tf.data.experimental.prefetch_to_device)",
+            }.get(key, "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)")

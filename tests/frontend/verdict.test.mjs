@@ -1,0 +1,31 @@
+// The verdict box's text (issue 19): bound, the wait's shares, what was not measured, advice.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { verdictLines } from "../../plugin_frontend/views/findings.js";
+
+test("a measured verdict names the bound, the shares and the advice", () => {
+  const t = verdictLines({ host: "w0", bound: "input", input_wait_share: 0.4,
+    wait_breakdown: { file_io: 0.25, decode: 0.75, starved: 0, copy: 0, other: 0 }, unmeasured: [],
+    unmeasured_share: 0, reason: "", advice: "num_workers=2 -> 5: expected step time -40%." });
+  assert.equal(t.head, "Input-bound (w0): the step waits for input 40% of its time");
+  assert.equal(t.wait, "The wait: file I/O 25%, decode 75%");
+  assert.equal(t.unmeasured, "");
+  assert.equal(t.advice, "num_workers=2 -> 5: expected step time -40%.");
+  assert.equal(verdictLines({ host: "w0", bound: "input", input_wait_share: 0.4 }, { host: false }).head,
+    "Input-bound: the step waits for input 40% of its time");
+});
+
+test("what cannot be measured is said, not guessed", () => {
+  const t = verdictLines({ bound: "not input", input_wait_share: 0.02,
+    wait_breakdown: { file_io: 0.05, decode: null, starved: null, copy: 0, other: 0 },
+    unmeasured: ["decode", "starved"], unmeasured_share: 0.95, reason: "no fetch spans", advice: "Not input-bound." });
+  assert.equal(t.head, "Not input-bound: the step waits for input 2.0% of its time");
+  assert.equal(t.wait, "The wait: file I/O 5.0%, decode or starved (not measured) 95%");
+  assert.equal(t.unmeasured, "no fetch spans");
+});
+
+test("no verdict without a timeline", () => {
+  const t = verdictLines({ bound: "unknown", input_wait_share: null, wait_breakdown: {}, advice: "No verdict: x." });
+  assert.equal(t.head, "No verdict");
+  assert.equal(t.wait, "");
+});
