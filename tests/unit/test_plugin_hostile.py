@@ -1,0 +1,60 @@
+"""Hostile or damaged files in a logdir (issue 25): every route answers (200, or a JSON 4xx
+saying what is wrong with which file), never a 500, and an unreadable file is decoded once
+per version, not once per request."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from plugin_client import make_client
+from tb_iotrace.plugin import cache as cache_mod
+
+ROUTES = ("/capture", "/files", "/timeline", "/histograms", "/bandwidth", "/steps", "/hosts")
+
+
+def _profile(logdir: Path, run: str, host: str, body: bytes) -> Path:
+    d = logdir / "plugins" / "profile" / run
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{host}.xplane.pb").write_bytes(body)
+    return d / f"{host}.xplane.pb"
+
+
+def _counting(plugin) -> list[str]:
+    """Every path the plugin's loader decodes, in order."""
+    calls: list[str] = []
+    inner = plugin.index.loader
+
+    def loader(path, host):
+        calls.append(path)
+        return inner(path, host)
+
+    plugin.index.loader = loader
+    return calls
+
+
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_invalid_utf8_event_name(jax_captures, tmp_path, monkeypatch, native):
+    """An event name of stray bytes (a capture without I/O): its routes answered 500 with
+    HTML, decoding the file again per request. Now the name reads with U+FFFD for the bad
+    bytes, and the capture shows like any other."""
+    import tb_iotrace.xplane.columnar as columnar
+
+    monkeypatch.setattr(columnar, "USE_NATIVE", native == "1")
+    body = jax_captures[1].read_bytes()
+    assert body.count(b"Codegen") == 1
+    _profile(tmp_path, "r", "h", body.replace(b"Codegen", b"Code\xff\xfen"))
+    plugin, get = make_client(tmp_path)
+    calls = _counting(plugin)
+    for _ in range(2):
+        for route in ROUTES:
+            code, answer = get(route, run="r", host="h")
+            assert code == 200, (route, code, answer)
+    code, cap = get("/capture", run="r", host="h")
+    path = str(tmp_path / "plugins" / "profile" / "r" / "h.xplane.pb")
+    assert "Code\ufffd\ufffdn" in plugin.index.capture(path, "h").names
+    for lane in [ln["key"] for ln in cap["lanes"]][:3]:
+        code, answer = get("/event", run="r", host="h", lane=lane, index=0)
+        assert code in (200, 404), (lane, code, answer)
+    assert len(calls) == 1, calls
