@@ -1,0 +1,93 @@
+"""Bounds on reading hostile inputs (issue 25, items 3, 4, 6): a Kineto trace whose gzip
+unpacks to far more than it weighs, JSON nested too deep or with numbers too long, a whole-run
+record's .npz declaring more rows than fit in memory or unpacking to gigabytes. Each is a clear
+one-line error in the CLI and a 422 in the tab, found before the memory is taken."""
+from __future__ import annotations
+
+import gzip
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from plugin_client import make_client
+from tb_iotrace.cli import main
+from tb_iotrace.kineto import KinetoTraceError, read_trace
+from tb_iotrace.limits import MAX_TRACE_ENV, max_trace_bytes
+
+MiB = 1 << 20
+
+
+def gzip_bomb(path: Path, expanded: int) -> None:
+    """A valid-looking trace whose JSON is mostly blanks: ``expanded`` bytes unpacked, a
+    thousandth of that packed."""
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        fh.write(b'{"traceEvents": [')
+        blank = b" " * MiB
+        for _ in range(expanded // MiB):
+            fh.write(blank)
+        fh.write(b"]}")
+
+
+def test_default_limit(monkeypatch):
+    monkeypatch.delenv(MAX_TRACE_ENV, raising=False)
+    assert 256 * MiB <= max_trace_bytes() <= 1024 * MiB
+    monkeypatch.setenv(MAX_TRACE_ENV, "3M")
+    assert max_trace_bytes() == 3 * MiB
+    monkeypatch.setenv(MAX_TRACE_ENV, "lots")
+    with pytest.raises(ValueError, match=MAX_TRACE_ENV):
+        max_trace_bytes()
+
+
+def test_gzip_bomb_refused_before_unpacked(tmp_path, monkeypatch):
+    """64 MiB of JSON in a 64 KiB gzip, with the limit at 4 MiB: refused, and the reader never
+    held much more than the limit (it held all 64 MiB, then the parse, before)."""
+    bomb = tmp_path / "w.1.pt.trace.json.gz"
+    gzip_bomb(bomb, 64 * MiB)
+    assert bomb.stat().st_size < MiB
+    monkeypatch.setenv(MAX_TRACE_ENV, "4M")
+    tracemalloc.start()
+    try:
+        with pytest.raises(KinetoTraceError, match=f"over the limit of {4 * MiB}.*{MAX_TRACE_ENV}"):
+            read_trace(bomb)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 4 * MiB, peak   # GzipFile.read(n) holds ~3x n at its peak
+    # under a limit it fits, it reads
+    monkeypatch.setenv(MAX_TRACE_ENV, "65M")
+    assert read_trace(bomb)["traceEvents"] == []
+
+
+def test_gzip_bomb_in_cli_and_tab(tmp_path, monkeypatch, capsys):
+    gzip_bomb(tmp_path / "w.1.pt.trace.json.gz", 16 * MiB)
+    monkeypatch.setenv(MAX_TRACE_ENV, "1M")
+    assert main(["report", str(tmp_path / "w.1.pt.trace.json.gz")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and MAX_TRACE_ENV in err, err
+    _, get = make_client(tmp_path)
+    code, runs = get("/runs")
+    (run,) = runs["runs"]
+    code, body = get("/capture", run=run["run"], host=run["hosts"][0])
+    assert code == 422 and MAX_TRACE_ENV in body["error"], body
+
+
+@pytest.mark.parametrize("text, reason", [
+    ('{"traceEvents": [' + "[" * 200_000 + "]" * 200_000 + "]}", "nests deeper"),
+    ('{"traceEvents": [], "x": ' + "7" * 5000 + "}", "digits"),
+])
+def test_hostile_json(tmp_path, capsys, text, reason):
+    """JSON nested 200,000 deep: RecursionError (a 500 in the tab, a traceback in the CLI); a
+    5,000-digit number: Python's int limit, a ValueError the reader did not expect."""
+    path = tmp_path / "w.1.pt.trace.json"
+    path.write_text(text)
+    with pytest.raises(KinetoTraceError, match=reason):
+        read_trace(path)
+    assert main(["report", str(path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1 and reason in err, err
+    _, get = make_client(tmp_path)
+    _, runs = get("/runs")
+    (run,) = runs["runs"]
+    code, body = get("/capture", run=run["run"], host=run["hosts"][0])
+    assert code == 422 and reason in body["error"], body
