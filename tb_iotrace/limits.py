@@ -17,8 +17,11 @@ import gzip
 import io
 import json
 import os
+import zipfile
 import zlib
 from typing import Any, BinaryIO
+
+import numpy as np
 
 MAX_TRACE_ENV = "TBIO_MAX_TRACE_BYTES"
 MAX_TRACE_CAP = 1 << 30
@@ -93,5 +96,53 @@ def json_loads(raw: bytes | str, what: str = "JSON") -> Any:
         raise LimitError(f"{what}: {str(exc).splitlines()[0][:200]}") from None
 
 
-__all__ = ["LimitError", "MAX_TRACE_ENV", "gunzip", "json_loads", "max_trace_bytes", "parse_bytes",
+MAX_NPZ_MEMBERS = 4096   # a record's file table: ~100 counter columns per module; its trace: 12
+
+
+def load_npz(fh: BinaryIO, limit: int, what: str = "the archive") -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` (as ``np.load(fh, allow_pickle=False)`` reads them, keys
+    without ``.npy``), checked before anything is allocated: each member's declared
+    uncompressed size, all together at most ``limit`` (LimitError), and each array's shape
+    and type no bigger than its member (an ``.npy`` header declaring 2^40 rows in a few
+    bytes: ValueError). zipfile never unpacks more than a member declares. ValueError for
+    anything else that is not such an archive."""
+    try:
+        zf = zipfile.ZipFile(fh)
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+        raise ValueError(f"not an .npz archive ({type(exc).__name__}: {exc})") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_NPZ_MEMBERS:
+            raise LimitError(f"{what} holds {len(infos)} arrays, more than {MAX_NPZ_MEMBERS}")
+        total = sum(i.file_size for i in infos)
+        if total > limit:
+            raise too_big(what, total, limit)
+        out: dict[str, np.ndarray] = {}
+        for info in infos:
+            key = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            try:
+                with zf.open(info) as m:
+                    version = np.lib.format.read_magic(m)
+                    if version not in ((1, 0), (2, 0), (3, 0)):
+                        raise ValueError(f"unknown .npy version {version}")
+                    read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                                   else np.lib.format.read_array_header_2_0)
+                    shape, _, dtype = read_header(m)
+                    if dtype.hasobject:
+                        raise ValueError("an array of Python objects (pickles are not read)")
+                    need = dtype.itemsize
+                    for n in shape:
+                        need *= int(n)
+                    if need > info.file_size:
+                        raise ValueError(f"its header declares {need} bytes of data, its member holds "
+                                         f"{info.file_size}")
+                with zf.open(info) as m:
+                    out[key] = np.lib.format.read_array(m, allow_pickle=False)
+            except (zipfile.BadZipFile, OSError, EOFError, ValueError, TypeError, SyntaxError,
+                    zlib.error, NotImplementedError) as exc:
+                raise ValueError(f"array {key!r}: {type(exc).__name__}: {exc}") from None
+        return out
+
+
+__all__ = ["LimitError", "load_npz", "MAX_TRACE_ENV", "gunzip", "json_loads", "max_trace_bytes", "parse_bytes",
            "read_limited", "too_big"]
