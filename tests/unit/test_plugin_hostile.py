@@ -58,3 +58,27 @@ def test_invalid_utf8_event_name(jax_captures, tmp_path, monkeypatch, native):
         code, answer = get("/event", run="r", host="h", lane=lane, index=0)
         assert code in (200, 404), (lane, code, answer)
     assert len(calls) == 1, calls
+
+
+def test_io_record_nested_too_deep(jax_captures, tmp_path):
+    """The capture's tb_iotrace.io record (JSON in a plane stat) nested 100,000 deep: the
+    reader's RecursionError was no error it expected (a 500). Now the record is not ours: the
+    capture reads as one without I/O."""
+    from tb_iotrace.xplane import load_xspace
+    from tb_iotrace.xplane.schema import IO_STAT
+
+    space = load_xspace(jax_captures[0])
+    hits = 0
+    for plane in space.planes:
+        for stat in plane.stats:
+            if plane.stat_metadata[stat.metadata_id].name == IO_STAT:
+                stat.bytes_value = b"[" * 100_000 + b"]" * 100_000
+                hits += 1
+    assert hits == 1
+    _profile(tmp_path, "r", "h", space.SerializeToString())
+    _, get = make_client(tmp_path)
+    for route in ROUTES:
+        code, body = get(route, run="r", host="h")
+        assert code == 200, (route, code, body)
+    code, body = get("/capture", run="r", host="h")
+    assert body["io"]["has_io"] is False
