@@ -82,3 +82,36 @@ def test_io_record_nested_too_deep(jax_captures, tmp_path):
         assert code == 200, (route, code, body)
     code, body = get("/capture", run="r", host="h")
     assert body["io"]["has_io"] is False
+
+
+def test_all_hosts_with_one_unreadable_host(jax_captures, tmp_path):
+    """One corrupt host made the whole "All hosts" view 422. Now the others are shown, and the
+    bad one is named with its reason (in /capture's messages and both answers' ``unreadable``);
+    a view with no readable host stays a 422."""
+    good = jax_captures[0].read_bytes()
+    _profile(tmp_path, "r", "a", good)
+    _profile(tmp_path, "r", "b", good[:5000] + b"\xff" * 64)
+    _profile(tmp_path, "r", "c", good)
+    _profile(tmp_path, "bad", "x", b"\xff" * 64)
+    _profile(tmp_path, "bad", "y", b"")
+    _, get = make_client(tmp_path)
+    for _ in range(2):  # and again, from the cache
+        code, cap = get("/capture", run="r", host="__all__")
+        assert code == 200, cap
+        assert cap["hosts"] == ["a", "c"]
+        assert [(u["host"], u["file"]) for u in cap["unreadable"]] == [("b", "b.xplane.pb")]
+        assert "corrupt" in cap["unreadable"][0]["error"]
+        assert any("Host b is left out" in m for m in cap["messages"]), cap["messages"]
+        for route in ROUTES:
+            code, body = get(route, run="r", host="__all__")
+            assert code == 200, (route, code, body)
+        code, hosts = get("/hosts", run="r", host="__all__")
+        assert [h["host"] for h in hosts["hosts"]] == ["a", "c"] and hosts["unreadable"][0]["host"] == "b"
+    code, body = get("/capture", run="r", host="b")
+    assert code == 422 and body["file"] == "b.xplane.pb"
+    code, body = get("/capture", run="bad", host="__all__")
+    assert code == 422 and "cannot read this capture" in body["error"]
+    # the bad host repaired: it joins the view
+    _profile(tmp_path, "r", "b", good)
+    code, cap = get("/capture", run="r", host="__all__")
+    assert code == 200 and cap["hosts"] == ["a", "b", "c"] and cap["unreadable"] == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...report import host_row
-from ..view import View
+from ..view import View, unreadable_json
 from .timeseries import input_wait_ns
 
 
@@ -14,7 +14,8 @@ def hosts_impl(view: View) -> dict[str, Any]:
     over the host's POSIX and STDIO records (``source`` "counters"), or the traced calls when
     the host has no counter record ("trace"); ``io_calls`` the traced calls; ``input_wait_ns``
     the time the host waited on input (as in /steps) and ``input_wait_pct`` that against the
-    host's capture span (at most 100)."""
+    host's capture span (at most 100). ``unreadable``: the run's hosts whose file cannot be
+    read, each with the reason (left out of the rows)."""
     rows = []
     for p in view.parts:
         cap = p.capture
@@ -29,4 +30,4 @@ def hosts_impl(view: View) -> dict[str, Any]:
         lo, hi = cap.extent
         rows.append(host_row(p.host, ct.modules, ct.col, trace=trace, io_calls=calls,
                              input_wait_ns=input_wait_ns(cap, lo, hi), span_ns=hi - lo))
-    return {"hosts": rows}
+    return {"hosts": rows, "unreadable": unreadable_json(view)}
