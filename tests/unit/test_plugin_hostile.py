@@ -3,13 +3,13 @@ saying what is wrong with which file), never a 500, and an unreadable file is de
 per version, not once per request."""
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 from plugin_client import make_client
-from tb_iotrace.plugin import cache as cache_mod
 
 ROUTES = ("/capture", "/files", "/timeline", "/histograms", "/bandwidth", "/steps", "/hosts")
 
@@ -115,3 +115,43 @@ def test_all_hosts_with_one_unreadable_host(jax_captures, tmp_path):
     _profile(tmp_path, "r", "b", good)
     code, cap = get("/capture", run="r", host="__all__")
     assert code == 200 and cap["hosts"] == ["a", "b", "c"] and cap["unreadable"] == []
+
+
+KILLED_SERVER = r"""
+import os, signal, sys
+from plugin_client import make_client
+_, get = make_client(sys.argv[1])
+code, runs = get("/runs")
+run = runs["runs"][0]
+code, _ = get("/capture", run=run["run"], host=run["hosts"][0])
+assert code == 200, code
+os.kill(os.getpid(), signal.SIGKILL)   # a crash: no exit handlers run
+"""
+
+
+def test_killed_server_leaves_no_converted_folder_behind(tmp_path):
+    """A TensorBoard killed after converting a PyTorch trace left /tmp/tb_iotrace-kineto-*
+    behind for good; the next one to convert now removes the folders of dead processes (and
+    only those: a live process's folder stays)."""
+    import subprocess
+    import sys
+
+    logdir, tmp = tmp_path / "logdir", tmp_path / "tmp"
+    (logdir / "r").mkdir(parents=True)
+    tmp.mkdir()
+    data = Path(__file__).resolve().parents[1] / "data"
+    shutil.copyfile(data / "torch_loader.pt.trace.json.gz", logdir / "r" / "w.1.pt.trace.json.gz")
+    fixtures = Path(__file__).parent / "fixtures"
+    env = dict(os.environ, TMPDIR=str(tmp), TBIO_PLUGIN_PREFETCH="0",
+               PYTHONPATH=os.pathsep.join([str(fixtures), os.environ.get("PYTHONPATH", "")]))
+    got = subprocess.run([sys.executable, "-c", KILLED_SERVER, str(logdir)], env=env, capture_output=True, text=True)
+    assert got.returncode == -9, got.stderr
+    left = [p.name for p in tmp.iterdir() if p.name.startswith("tb_iotrace-kineto-")]
+    assert len(left) == 1, left
+    live = tmp / f"tb_iotrace-kineto-{os.getppid()}-live"   # a running process's folder
+    live.mkdir()
+    # the next server, on its first conversion
+    got = subprocess.run([sys.executable, "-c", KILLED_SERVER, str(logdir)], env=env, capture_output=True, text=True)
+    assert got.returncode == -9, got.stderr
+    now = sorted(p.name for p in tmp.iterdir() if p.name.startswith("tb_iotrace-kineto-"))
+    assert left[0] not in now and live.name in now and len(now) == 2, (left, now)
