@@ -47,7 +47,7 @@ from ..reader import XPlaneError, open_capture, stats_dict
 from .native_scan import NativeScan, decode_plane_native
 from .tables import LineInfo, MetadataFile, PlaneData, SpaceData, read_event_metadata
 from .tokens import Run, token_run
-from .walk import CHUNK, decode_events, field_spans, fields, walk_events, walk_line
+from .walk import CHUNK, check_events, decode_events, field_spans, fields, walk_events, walk_line
 
 # Lines at least this big are decoded on THREADS worker threads by the NumPy path. One by
 # default: two lines' pieces and temporaries at once put its peak at 5.6x the file for the
@@ -179,6 +179,8 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
                     c1 = min(c0 + CHUNK, len(s))
                     m, o, d = decode_events(buf, s[c0:c1], e[c0:c1], sc, [c[c0:c1] for c in cols])
                     rs.append(Run(s[c0:c1], (e - s)[c0:c1], m, o, d, [c[c0:c1] for c in cols]))
+            for r in rs:   # as strict as the native scan (it reads every field)
+                check_events(buf, r.pos, r.pos + r.len)
             line_runs.extend(rs)
             return stop
 

@@ -183,6 +183,12 @@ def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[
         first_bad = int(np.argmax(bad)) if bad.any() else P
         if first_bad < stop:
             return None
+        # Events tile the run: each top-level pair starts where the event before it ends.
+        # Damage inside an event can shift the tokens so that a pair seems top-level where
+        # no event ends; the scalar walk (by lengths, as the native scan) decides then.
+        tops = np.flatnonzero(top[:stop + 1])
+        if len(tops) and (tag_pos[tops[0]] != 0 or np.any(tag_pos[tops[1:]] != lend[tops[:-1]])):
+            return None
         finished = stop < P
         stop_abs = c0 + int(tag_pos[stop]) if finished else end
         cut = 0
