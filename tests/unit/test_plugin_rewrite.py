@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 # The serving process: decodes the capture in a loop through the plugin's routes, as a tab
 # polling it would, until told to stop; prints how many answers of each status it got.
 SERVER = r"""
@@ -26,10 +28,27 @@ while time.monotonic() < stop:
         seen[status] += 1
 print(dict(seen), flush=True)
 """
+# The findings' child and `tb-iotrace report`: the analysis's reader, same loop.
+ANALYSIS = r"""
+import sys, time, collections
+from tb_iotrace.analysis.source import load_for_analysis
+from tb_iotrace.xplane import XPlaneError
+path = sys.argv[1] + "/plugins/profile/r/h.xplane.pb"
+stop = time.monotonic() + float(sys.argv[2])
+seen = collections.Counter()
+while time.monotonic() < stop:
+    try:
+        load_for_analysis(path)
+        seen[200] += 1
+    except XPlaneError:
+        seen[422] += 1
+print(dict(seen), flush=True)
+"""
 CHUNK = 256 << 10
 
 
-def test_rewrite_in_place_while_decoding(gpu_capture: Path, tmp_path: Path):
+@pytest.mark.parametrize("reader", ["tab", "analysis"])
+def test_rewrite_in_place_while_decoding(gpu_capture: Path, tmp_path: Path, reader: str):
     d = tmp_path / "plugins" / "profile" / "r"
     d.mkdir(parents=True)
     cap = d / "h.xplane.pb"
@@ -38,7 +57,7 @@ def test_rewrite_in_place_while_decoding(gpu_capture: Path, tmp_path: Path):
     fixtures = Path(__file__).parent / "fixtures"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(fixtures), os.environ.get("PYTHONPATH", "")]),
                TBIO_PLUGIN_PREFETCH="0")
-    child = subprocess.Popen([sys.executable, "-c", SERVER, str(tmp_path), "6"], env=env,
+    child = subprocess.Popen([sys.executable, "-c", SERVER if reader == "tab" else ANALYSIS, str(tmp_path), "6"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     rewrites = 0
     try:
