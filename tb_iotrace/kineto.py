@@ -49,8 +49,8 @@ def read_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
     :mod:`tb_iotrace.limits` (expanded size ``TBIO_MAX_TRACE_BYTES``, JSON nesting, number
     length)."""
     p = os.fspath(path)
-    limit = max_trace_bytes()
     try:
+        limit = max_trace_bytes()
         with open(p, "rb") as fh:
             raw = read_limited(fh, limit, "the trace")
         if raw[:2] == b"\x1f\x8b":
