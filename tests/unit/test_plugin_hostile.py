@@ -155,3 +155,16 @@ def test_killed_server_leaves_no_converted_folder_behind(tmp_path):
     assert got.returncode == -9, got.stderr
     now = sorted(p.name for p in tmp.iterdir() if p.name.startswith("tb_iotrace-kineto-"))
     assert left[0] not in now and live.name in now and len(now) == 2, (left, now)
+
+
+def test_invalid_utf8_event_name_in_the_cli(jax_captures, tmp_path, capsys):
+    """The CLI's reader (protobuf on the whole file) refused the capture outright for one
+    name of stray bytes; it reads it now as the tab does."""
+    from tb_iotrace.cli import main
+
+    body = jax_captures[0].read_bytes()
+    name = b"ThreadpoolListener::Record"
+    assert body.count(name) == 1
+    path = _profile(tmp_path, "r", "h", body.replace(name, name[:-2] + b"\xff\xfe"))
+    assert main(["report", str(path), "--json"]) == 0, capsys.readouterr().err
+    assert '"bytes_read"' in capsys.readouterr().out
