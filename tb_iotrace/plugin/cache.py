@@ -17,6 +17,7 @@ the capture the tab shows first).
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -31,6 +32,8 @@ from .kineto import load_kineto
 from .model import Capture, load_capture
 from .records import cache_key, load_record, total_size
 from .view import View, make_view
+
+log = logging.getLogger("tb_iotrace.plugin")
 
 ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
 ACTIVE_TTL_S = 30.0
@@ -265,6 +268,12 @@ class LogdirIndex:
             # record's JSON; cached like any corrupt file, so it is not decoded again per request
             except (ValueError, IndexError, KeyError, OverflowError, TypeError, AttributeError) as exc:
                 value = XPlaneError(path, f"cannot decode: {exc}")
+            except Exception as exc:  # noqa: BLE001 - any other failure on a file's content
+                # (RecursionError, MemoryError, a codec's own error...): the file is input from
+                # anyone who can write to the logdir; it gets the same cached 422, never a 500
+                # and never a decode per request. Logged, in case it is a bug of ours.
+                log.warning("cannot decode %s", path, exc_info=True)
+                value = XPlaneError(path, f"cannot decode ({type(exc).__name__}: {str(exc)[:300]})")
             size = _nbytes(value)
             with self._lock:
                 self._drop(path)

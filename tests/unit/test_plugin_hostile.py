@@ -168,3 +168,24 @@ def test_invalid_utf8_event_name_in_the_cli(jax_captures, tmp_path, capsys):
     path = _profile(tmp_path, "r", "h", body.replace(name, name[:-2] + b"\xff\xfe"))
     assert main(["report", str(path), "--json"]) == 0, capsys.readouterr().err
     assert '"bytes_read"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("error", [RecursionError("maximum recursion depth exceeded"), MemoryError(),
+                                   LookupError("a decoder's own error")])
+def test_any_decoding_failure_is_a_cached_422(jax_captures, tmp_path, error):
+    """Whatever a decoder raises on a file's content is that file's 422, kept for its version:
+    an error outside the few the cache knew (RecursionError, MemoryError...) was a 500 on every
+    request, each decoding the file again."""
+    _profile(tmp_path, "r", "h", jax_captures[1].read_bytes())
+    plugin, get = make_client(tmp_path)
+    calls = []
+
+    def loader(path, host):
+        calls.append(path)
+        raise error
+
+    plugin.index.loader = loader
+    for _ in range(3):
+        code, body = get("/capture", run="r", host="h")
+        assert code == 422 and type(error).__name__ in body["error"], body
+    assert len(calls) == 1
