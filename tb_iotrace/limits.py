@@ -1,8 +1,9 @@
 """Bounds on what reading one input file may cost (issue 25): a file in a logdir is input
 from whoever could write there, and TensorBoard reads it in its own process.
 
-- Expanded size: a Kineto trace's JSON after gunzip, and the arrays of a whole-run record's
-  ``.npz`` files (its trace and its file table) together, at most :func:`max_trace_bytes`
+- Expanded size: a Kineto trace (its file, and its JSON after gunzip), a whole-run record's
+  JSON, and the arrays of each of its ``.npz`` files (its trace, its file table), each at most
+  :func:`max_trace_bytes`
   (``TBIO_MAX_TRACE_BYTES``, bytes with an optional K/M/G suffix; by default a sixteenth of
   the machine's memory, within [256 MiB, 1 GiB]: parsing a trace's JSON takes about 7x its text). A
   2 MB gzip that unpacks to 2 GiB is refused once the limit is read, not after; an ``.npz``
