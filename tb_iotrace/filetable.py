@@ -28,6 +28,8 @@ from typing import Any, BinaryIO, overload
 
 import numpy as np
 
+from .limits import load_npz, max_trace_bytes
+
 MODULE_ORDER = ("POSIX", "STDIO")
 # merge rules of consecutive windows (Darshan semantics, by counter name)
 MAX_KEYS = ("MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
@@ -265,11 +267,8 @@ class FileDicts(Sequence[dict[str, Any]]):
 def load_table(fh: BinaryIO, where: str = "file table") -> FileTable:
     """Read a table written by :meth:`FileTable.save` (TableError when it is not one)."""
     try:
-        z = np.load(fh, allow_pickle=False)
-        if not isinstance(z, np.lib.npyio.NpzFile):
-            raise TableError(f"{where}: not an .npz archive")
-        with z:
-            cols = {k: z[k] for k in z.files}
+        # bounded: declared sizes checked before anything is allocated (issue 25)
+        cols = load_npz(fh, max_trace_bytes(), "the file table")
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise TableError(f"{where}: cannot read ({exc})") from None
     try:

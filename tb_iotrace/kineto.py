@@ -28,6 +28,7 @@ import os
 from typing import Any
 
 from ._atomic import atomic_write
+from .limits import LimitError, gunzip, json_loads, max_trace_bytes, read_limited
 
 __all__ = ["CATEGORY", "FORMAT", "KEY", "KinetoTraceError", "add_io", "io_record", "read_trace",
            "write_trace"]
@@ -44,16 +45,21 @@ class KinetoTraceError(ValueError):
 
 def read_trace(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A Kineto trace file (``.json`` or ``.json.gz``) as a dict; KinetoTraceError when the
-    file is not one (unreadable, not JSON, no ``traceEvents`` list)."""
+    file is not one (unreadable, not JSON, no ``traceEvents`` list) or is over the bounds of
+    :mod:`tb_iotrace.limits` (expanded size ``TBIO_MAX_TRACE_BYTES``, JSON nesting, number
+    length)."""
     p = os.fspath(path)
     try:
+        limit = max_trace_bytes()
         with open(p, "rb") as fh:
-            raw = fh.read()
+            raw = read_limited(fh, limit, "the trace")
         if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        data = json.loads(raw)
-    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise KinetoTraceError(f"{p}: not a readable Kineto trace ({type(exc).__name__}: {exc})") from exc
+            raw = gunzip(raw, limit, "the trace")
+        data = json_loads(raw, "the trace's JSON")
+    except LimitError as exc:
+        raise KinetoTraceError(f"{p}: {exc}") from None
+    except (OSError, ValueError) as exc:   # UnicodeDecodeError, JSONDecodeError, broken gzip
+        raise KinetoTraceError(f"{p}: not a readable Kineto trace ({type(exc).__name__}: {exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("traceEvents"), list):
         raise KinetoTraceError(f"{p}: not a Kineto trace (no top-level 'traceEvents' list)")
     return data

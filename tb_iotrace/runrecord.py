@@ -79,6 +79,7 @@ import numpy as np
 
 from ._atomic import Staged
 from .codepaths import this_python
+from .limits import json_loads, load_npz, max_trace_bytes, read_limited
 from .safenames import safe_component
 from .filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
 
@@ -336,11 +337,8 @@ class RunRecord:
                 if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                     raise ValueError("not a regular file")
                 self._same_write(p, stored_generation(fh))
-                z = np.load(fh, allow_pickle=False)
-                if not isinstance(z, np.lib.npyio.NpzFile):
-                    raise ValueError("not an .npz archive")
-                with z:
-                    return {k: z[k] for k in z.files}
+                # bounded: declared sizes checked before anything is allocated (issue 25)
+                return load_npz(fh, max_trace_bytes(), "the trace")
         except (OSError, ValueError, KeyError, EOFError) as exc:
             raise RecordError(f"{p}: cannot read the trace ({exc})") from None
 
@@ -361,7 +359,7 @@ def read_record(path: str | os.PathLike[str]) -> RunRecord:
     p = Path(path)
     try:
         with open(p, "rb") as fh:
-            doc = json.loads(fh.read())
+            doc = json_loads(read_limited(fh, max_trace_bytes(), "the record"), "the record's JSON")
     except FileNotFoundError:
         raise RecordError(f"{p}: no such file") from None
     except (OSError, ValueError) as exc:

@@ -275,7 +275,8 @@ TBIO_CODEC_API int64_t tbio_xd_events(const uint8_t *buf, int64_t pos, int64_t e
 
 /* The last length-delimited field number `want` of the message buf[a:b): its
  * payload range in *x, *y (left as they are when there is none). */
-static int last_len_field(const uint8_t *buf, int64_t a, int64_t b, uint64_t want, int64_t *x, int64_t *y) {
+/* Every field of the message at buf[a:b) well formed (as protobuf checks them). */
+static int check_fields(const uint8_t *buf, int64_t a, int64_t b) {
     while (a < b) {
         int64_t s, e;
         uint64_t num, v;
@@ -283,10 +284,49 @@ static int last_len_field(const uint8_t *buf, int64_t a, int64_t b, uint64_t wan
         int rc = rd_field(buf, &a, b, &num, &wt, &s, &e, &v);
         if (rc)
             return rc;
-        if (num == want && wt == WT_LEN) {
-            *x = s;
-            *y = e;
+    }
+    return 0;
+}
+
+/* Packed varints at buf[a:b) well formed. */
+static int check_packed(const uint8_t *buf, int64_t a, int64_t b) {
+    while (a < b) {
+        uint64_t v;
+        int rc = rd_varint(buf, &a, b, &v);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The XEventMetadata at buf[a:b): where its last name (2) and display name (4) lie, its
+ * stats (5, XStat) and child ids (6, packed) checked as protobuf parses them, so that the
+ * entries the lazy path leaves to protobuf for later are the ones it accepts now, and the
+ * NumPy path (protobuf on the whole plane) rejects the same files (issue 25). */
+static int event_md_fields(const uint8_t *buf, int64_t a, int64_t b, int64_t *na, int64_t *nb, int64_t *da,
+                           int64_t *db) {
+    while (a < b) {
+        int64_t s, e;
+        uint64_t num, v;
+        int wt;
+        int rc = rd_field(buf, &a, b, &num, &wt, &s, &e, &v);
+        if (rc)
+            return rc;
+        if (wt != WT_LEN)
+            continue;
+        if (num == 2) {
+            *na = s;
+            *nb = e;
+        } else if (num == 4) {
+            *da = s;
+            *db = e;
+        } else if (num == 5) {
+            rc = check_fields(buf, s, e);
+        } else if (num == 6) {
+            rc = check_packed(buf, s, e);
         }
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -319,9 +359,7 @@ TBIO_CODEC_API int64_t tbio_xd_event_metadata(const uint8_t *buf, int64_t size, 
                 vb = e;
             }
         }
-        int rc = last_len_field(buf, va, vb, 2, &na, &nb);
-        if (rc == 0)
-            rc = last_len_field(buf, va, vb, 4, &da, &db);
+        int rc = event_md_fields(buf, va, vb, &na, &nb, &da, &db);
         if (rc)
             return rc;
         key[i] = (int64_t)k;

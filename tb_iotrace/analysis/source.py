@@ -4,7 +4,7 @@
 events (upb messages for every event, then a Python loop over them). The analysis needs the
 I/O events only as columns, and of the rest only the host plane's TensorFlow events (steps,
 input waits, tf.data iterators) and the plane stats (profile start, the ``tb_iotrace.io``
-record). So the file is decoded column-wise (memory-mapped, numpy, :mod:`tb_iotrace.xplane.columnar`
+record). So the file is decoded column-wise (read, not mapped; numpy, :mod:`tb_iotrace.xplane.columnar`
 does it for the I/O tab too) and only those small parts become protobuf messages:
 
 - the I/O lines -> an :class:`IoTrace` with the same rows, order and values as ``read_io_data``;
@@ -15,13 +15,14 @@ does it for the I/O tab too) and only those small parts become protobuf messages
 """
 from __future__ import annotations
 
-import mmap
 import os
 
 import numpy as np
 
 from ..stepwait import DEVICE_STEPS_LINE
-from ..xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XSpace, read_io_info
+from ..xplane import (HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XPlaneError, XSpace,
+                      read_io_info)
+from ..xplane.lenient import parse_lenient
 from ..xplane.ioread import kind_columns, metadata_names, recorded_lines
 from ..xplane.schema import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
                              STAT_RETURNED, event_kinds)
@@ -89,7 +90,7 @@ def _io_trace(pd, info: dict) -> IoTrace:
                    tid=np.concatenate([np.full(ln.count, tid, dtype=np.int64) for tid, _, ln in parts]))
 
 
-def _slim_host(pd, data, keep=lambda name: not name.startswith(LINE_PREFIX)) -> XPlane:
+def _slim_host(pd, data, path: str, keep=lambda name: not name.startswith(LINE_PREFIX)) -> XPlane:
     """The plane with its metadata and the lines ``keep`` keeps (the host plane: its non-I/O
     lines), events re-parsed from the file."""
     plane = XPlane()
@@ -102,12 +103,37 @@ def _slim_host(pd, data, keep=lambda name: not name.startswith(LINE_PREFIX)) -> 
         x.timestamp_ns = ln.timestamp_ns
         pos = pd.file_pos[ln.first:ln.first + ln.count].tolist()
         size = pd.file_len[ln.first:ln.first + ln.count].tolist()
-        x.MergeFromString(b"".join(_EVENT_TAG + varint_bytes(n) + data[p:p + n] for p, n in zip(pos, size)))
+        if not pos:
+            continue
+        lo = min(pos)
+        span = data(lo, max(p + n for p, n in zip(pos, size)))   # the line's events, one read
+        events = XLine()
+        try:
+            parse_lenient(events, b"".join(_EVENT_TAG + varint_bytes(n) + span[p - lo:p - lo + n]
+                                           for p, n in zip(pos, size)))
+        except Exception as exc:  # DecodeError: the file changed since it was decoded
+            raise XPlaneError(path, f"host events unreadable ({type(exc).__name__}); the file may have changed") from None
+        x.MergeFrom(events)
     return plane
 
 
 def _device_line_kept(name: str) -> bool:
     return name == DEVICE_STEPS_LINE or "MemcpyH2D" in name
+
+
+def _reader(fh, path: str):
+    """``read(a, b)``: the file's bytes [a, b), read with pread. Not a memory map: a writer
+    truncating the file under a mapping makes the next touch of a page past its end a SIGBUS,
+    which kills the process (issue 25)."""
+    fd = fh.fileno()
+
+    def read(a: int, b: int) -> bytes:
+        got = os.pread(fd, b - a, a)
+        if len(got) != b - a:
+            raise XPlaneError(path, "the file changed while it was read (being rewritten?)")
+        return got
+
+    return read
 
 
 def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
@@ -122,13 +148,14 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
     space = XSpace()
     space.hostnames.extend(sd.hostnames)
     trace = None
-    with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as data:
+    with open(path, "rb") as fh:
+        data = _reader(fh, os.fspath(path))
         for pd in sd.planes:
             if pd.name == HOST_PLANE:
-                space.planes.add().CopyFrom(_slim_host(pd, data))
+                space.planes.add().CopyFrom(_slim_host(pd, data, os.fspath(path)))
             elif pd.name.startswith("/device:"):
                 # the steps when the host has none, and the host-to-device copies (the verdict's copy)
-                space.planes.add().CopyFrom(_slim_host(pd, data, keep=_device_line_kept))
+                space.planes.add().CopyFrom(_slim_host(pd, data, os.fspath(path), keep=_device_line_kept))
             else:
                 space.planes.add().CopyFrom(pd.meta)
             pd.file_pos = pd.file_len = None

@@ -21,7 +21,7 @@ Data flow::
       |  cache.LogdirIndex.capture (lazy; cached by size and mtime; prefetch of the newest
       |  run when TensorBoard lists plugins)
       v
-    xplane.columnar.decode_xspace: mmap + numpy (the codecs of tb_iotrace._codec); plane metadata through protobuf, events decoded
+    xplane.columnar.decode_xspace: the file read whole + numpy (the codecs of tb_iotrace._codec); plane metadata through protobuf, events decoded
       column-wise; I/O lines (``I/O ...`` lines of /host:CPU) with their stats by name
       v
     model.Capture: lanes (host threads, /device:* lines, I/O per thread or per file), each

@@ -17,6 +17,7 @@ the capture the tab shows first).
 """
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -31,6 +32,8 @@ from .kineto import load_kineto
 from .model import Capture, load_capture
 from .records import cache_key, load_record, total_size
 from .view import View, make_view
+
+log = logging.getLogger("tb_iotrace.plugin")
 
 ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
 ACTIVE_TTL_S = 30.0
@@ -265,6 +268,12 @@ class LogdirIndex:
             # record's JSON; cached like any corrupt file, so it is not decoded again per request
             except (ValueError, IndexError, KeyError, OverflowError, TypeError, AttributeError) as exc:
                 value = XPlaneError(path, f"cannot decode: {exc}")
+            except Exception as exc:  # noqa: BLE001 - any other failure on a file's content
+                # (RecursionError, MemoryError, a codec's own error...): the file is input from
+                # anyone who can write to the logdir; it gets the same cached 422, never a 500
+                # and never a decode per request. Logged, in case it is a bug of ours.
+                log.warning("cannot decode %s", path, exc_info=True)
+                value = XPlaneError(path, f"cannot decode ({type(exc).__name__}: {str(exc)[:300]})")
             size = _nbytes(value)
             with self._lock:
                 self._drop(path)
@@ -289,20 +298,36 @@ class LogdirIndex:
     def view(self, run: str, files: list[tuple[str, str]]) -> View:
         """The view of ``files`` ((host, path) pairs of one run, in order), built once and
         kept while each of its captures is the cached one (same file size and mtime, not
-        evicted): answers memoized on it are then reused by later requests."""
+        evicted): answers memoized on it are then reused by later requests. Of several
+        hosts, those that cannot be read are left out and listed (``View.unreadable``);
+        XPlaneError only when none can."""
+        caps: list[tuple[str, Capture]] = []
+        paths: list[str] = []
+        unreadable: list[tuple[str, str, str]] = []
         with one_trim():  # decoding several captures: give freed memory back once, at the end
-            caps = [(host, self.capture(path, host)) for host, path in files]
+            for host, path in files:
+                try:
+                    caps.append((host, self.capture(path, host)))
+                    paths.append(path)
+                except XPlaneError as exc:
+                    # one bad host of several: the others are shown, the bad one named
+                    if len(files) == 1:
+                        raise
+                    unreadable.append((host, os.path.basename(exc.path), exc.reason))
+                    if len(unreadable) == len(files):
+                        raise
         key = (run, tuple(files))
         with self._lock:
             got = self._views.get(key)
-            if got is not None and all(p.capture is c for p, (_, c) in zip(got.parts, caps)):
+            if (got is not None and got.unreadable == unreadable and len(got.parts) == len(caps)
+                    and all(p.capture is c for p, (_, c) in zip(got.parts, caps))):
                 self._views.move_to_end(key)
                 return got
-        built = make_view(run, caps)
+        built = make_view(run, caps, unreadable)
         with self._lock:
             # kept only while every capture is still the cached one (an eviction meanwhile
             # must not leave a view holding a capture the budget no longer counts)
-            if all(self._captures.get(path, (None, None))[1] is c for (_, path), (_, c) in zip(files, caps)):
+            if all(self._captures.get(path, (None, None))[1] is c for path, (_, c) in zip(paths, caps)):
                 self._views[key] = built
                 self._views.move_to_end(key)
                 while len(self._views) > VIEWS_KEPT:

@@ -3,7 +3,9 @@
 A trace ``<worker>.<ts>.pt.trace.json[.gz]`` is converted to an XSpace shaped like a TensorFlow
 capture (:mod:`tb_iotrace.kineto_xspace`: aten ops per thread, GPU streams, ``ProfilerStep#N``
 steps, the I/O lines of the main process and of its DataLoader workers), written once per
-version of the file (size and mtime) to this process's private folder of converted captures,
+version of the file (size and mtime) to this process's private folder of converted captures
+(``tb_iotrace-kineto-<pid>-*`` in the temporary directory: removed at exit, and by the next
+process to start converting when this one was killed),
 and loaded from there like any ``.xplane.pb`` (:func:`.model.load_capture`): the timeline,
 the files table, the event details and the findings' child process all read that file. The
 logdir is never written to. A file that is not a Kineto trace raises ``XPlaneError`` with the
@@ -28,11 +30,56 @@ _lock = threading.Lock()
 _folder: str | None = None
 
 
+FOLDER_PREFIX = "tb_iotrace-kineto-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:   # someone else's process: alive
+        return True
+    return True
+
+
+def remove_stale_folders(tmp: str | None = None) -> list[str]:
+    """Remove the converted-capture folders (``tb_iotrace-kineto-<pid>-*``) that processes
+    of this user left behind when they died without their exit handlers (killed, crashed):
+    the ones whose pid is no longer running. Returns the folders removed."""
+    tmp = tmp or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(tmp)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(FOLDER_PREFIX):
+            continue
+        pid_text = name[len(FOLDER_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        path = os.path.join(tmp, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path) or _alive(int(pid_text)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
 def _converted_folder() -> str:
+    """This process's folder of converted captures, ``tb_iotrace-kineto-<pid>-*`` in the
+    temporary directory, removed at exit; the first use also removes those of dead
+    processes (a TensorBoard that was killed or crashed)."""
     global _folder
     with _lock:
         if _folder is None or not os.path.isdir(_folder):
-            _folder = tempfile.mkdtemp(prefix="tb_iotrace-kineto-")
+            remove_stale_folders()
+            _folder = tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{os.getpid()}-")
             atexit.register(shutil.rmtree, _folder, True)
         return _folder
 
@@ -73,4 +120,4 @@ def load_kineto(path: str, host: str) -> Capture:
     return cap
 
 
-__all__ = ["converted_path", "load_kineto"]
+__all__ = ["FOLDER_PREFIX", "converted_path", "load_kineto", "remove_stale_folders"]

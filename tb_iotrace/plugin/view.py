@@ -33,6 +33,8 @@ class View:
 
     run: str
     parts: list[Part]
+    # hosts of the run left out because their file cannot be read: (host, file name, reason)
+    unreadable: list[tuple[str, str, str]] = field(default_factory=list)
     _memo: OrderedDict[tuple[Any, ...], Any] = field(default_factory=OrderedDict, repr=False)
     _memo_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _lane_tables: dict[str, "LaneTable"] = field(default_factory=dict, repr=False)
@@ -108,10 +110,13 @@ class LaneTable:
     described: list[dict[str, Any]]
 
 
-def make_view(run: str, captures: list[tuple[str, Capture]]) -> View:
+def make_view(run: str, captures: list[tuple[str, Capture]],
+              unreadable: list[tuple[str, str, str]] | None = None) -> View:
     """A view of the given (host, capture) pairs; several hosts are aligned on their
-    ``profile_start_time`` when every capture has one, else on their own starts."""
-    if len(captures) == 1:
+    ``profile_start_time`` when every capture has one, else on their own starts.
+    ``unreadable``: the run's hosts left out, (host, file name, reason) each."""
+    unreadable = list(unreadable or [])
+    if len(captures) == 1 and not unreadable:
         host, cap = captures[0]
         return View(run, [Part(cap, "", 0, host)])
     starts = [c.profile_start_ns for _, c in captures]
@@ -120,7 +125,12 @@ def make_view(run: str, captures: list[tuple[str, Capture]]) -> View:
     for i, (host, cap) in enumerate(captures):
         off = (cap.profile_start_ns - base) if base is not None else 0
         parts.append(Part(cap, f"h{i}/", int(off), host))
-    return View(run, parts)
+    return View(run, parts, unreadable)
+
+
+def unreadable_json(view: View) -> list[dict[str, str]]:
+    """The view's hosts left out, as answers list them."""
+    return [{"host": h, "file": f, "error": f"cannot read this capture: {r}"} for h, f, r in view.unreadable]
 
 
 def lane_json(part: Part, lane: Lane, multi: bool) -> dict[str, Any]:

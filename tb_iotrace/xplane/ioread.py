@@ -23,7 +23,7 @@ def find_io_record(space) -> tuple[Any, int, dict[str, Any]] | None:
             if md is not None and md.name == IO_STAT and stat.WhichOneof("value") == "bytes_value":
                 try:
                     info = json.loads(stat.bytes_value.decode("utf-8"))
-                except (UnicodeDecodeError, ValueError):
+                except (UnicodeDecodeError, ValueError, RecursionError):  # not ours, or hostile
                     continue
                 if isinstance(info, dict) and info.get("format") in READ_FORMATS:
                     return plane, i, info

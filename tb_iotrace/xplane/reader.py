@@ -19,6 +19,7 @@ import numpy as np
 
 from . import wire
 from ._proto import XPlane, XSpace
+from .lenient import parse_lenient
 
 TASK_ENV_PLANE = "Task Environment"
 HOST_PLANE = "/host:CPU"
@@ -58,7 +59,7 @@ def parse_xspace(data: bytes, path: Any = "<bytes>") -> XSpace:
         raise XPlaneError(path, f"truncated or corrupt XSpace ({exc})") from None
     space = XSpace()
     try:
-        space.ParseFromString(data)
+        parse_lenient(space, data)   # names that are not UTF-8 read with U+FFFD
     except Exception as exc:  # google.protobuf.message.DecodeError and runtime variants
         raise XPlaneError(path, f"truncated or corrupt XSpace ({type(exc).__name__}: {exc})") from None
     if not space.planes and not space.hostnames and not space.errors and not space.warnings:

@@ -351,6 +351,30 @@ static void test_event_metadata(void) {
     free(buf);
 }
 
+/* The stats (XStat) and packed child ids inside an entry are checked as protobuf parses
+ * them: the NumPy path hands the whole plane to protobuf and must reject the same files. */
+static void test_event_metadata_nested(void) {
+    static const uint8_t entries[] = {
+        /* entry {key 7, value {name "s", stats {metadata_id 1, int64 2}, child_id [1, 2]}} */
+        0x08, 0x07, 0x12, 0x0d, 0x12, 0x01, 's', 0x2a, 0x04, 0x08, 0x01, 0x20, 0x02, 0x32, 0x02, 0x01, 0x02,
+        /* entry {key 8, value {stats {a field numbered 0}}} */
+        0x08, 0x08, 0x12, 0x04, 0x2a, 0x02, 0x00, 0x01,
+        /* entry {key 9, value {child_id [a varint cut short]}} */
+        0x08, 0x09, 0x12, 0x03, 0x32, 0x01, 0x80,
+    };
+    uint8_t *buf = copy_exact(entries, sizeof entries);
+    int64_t starts[3] = {0, 17, 25}, ends[3] = {17, 25, 32};
+    int64_t key[3], na[3], nb[3], da[3], db[3];
+    CHECK_EQ_I64(tbio_xd_event_metadata(buf, sizeof entries, 1, starts, ends, key, na, nb, da, db), 1);
+    CHECK_EQ_I64(key[0], 7);
+    CHECK(nb[0] - na[0] == 1 && buf[na[0]] == 's');
+    CHECK_EQ_I64(tbio_xd_event_metadata(buf, sizeof entries, 1, starts + 1, ends + 1, key, na, nb, da, db),
+                 TBIO_XD_FIELD_ZERO);
+    CHECK_EQ_I64(tbio_xd_event_metadata(buf, sizeof entries, 1, starts + 2, ends + 2, key, na, nb, da, db),
+                 TBIO_XD_TRUNCATED);
+    free(buf);
+}
+
 int main(void) {
     test_fields();
     test_field_errors();
@@ -362,5 +386,6 @@ int main(void) {
     test_hostile(run, n);
     free(run);
     test_event_metadata();
+    test_event_metadata_nested();
     return CHECK_DONE();
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...report import host_row
-from ..view import View
+from ..view import View, unreadable_json
 from .timeseries import capture_input_wait
 
 
@@ -15,7 +15,9 @@ def hosts_impl(view: View) -> dict[str, Any]:
     the host has no counter record ("trace"); ``io_calls`` the traced calls; ``input_wait_ns``
     the time the host waited on input and ``input_wait_pct`` its share, by the one rule of
     :mod:`tb_iotrace.stepwait` (inside the steps over the steps' time, as /steps, the report and
-    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none")."""
+    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none").
+    ``unreadable``: the run's hosts whose file cannot be read, each with the reason (left out of
+    the rows)."""
     rows = []
     for p in view.parts:
         cap = p.capture
@@ -32,4 +34,4 @@ def hosts_impl(view: View) -> dict[str, Any]:
                        span_ns=iw.time)
         row["wait_basis"] = iw.basis
         rows.append(row)
-    return {"hosts": rows}
+    return {"hosts": rows, "unreadable": unreadable_json(view)}

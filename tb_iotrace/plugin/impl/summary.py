@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...report import untracked_note
-from ..view import View, fmt_float, io_by_choice, view_steps
+from ..view import View, fmt_float, io_by_choice, unreadable_json, view_steps
 
 
 def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
@@ -28,6 +28,8 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
     untracked = _untracked_total(view)
     if untracked:
         messages.append(untracked_note(untracked) + ".")
+    for host, name, reason in view.unreadable:
+        messages.append(f"Host {host} is left out: its file {name} cannot be read ({reason}).")
     steps, source = view_steps(view)
     processes = [dict((p.capture.io_info or {}).get("process") or {}, host=p.host) for p in view.parts
                  if (p.capture.io_info or {}).get("source") == "record"]
@@ -36,6 +38,7 @@ def capture_impl(view: View, io_by: str = "thread") -> dict[str, Any]:
         "source": "record" if processes else "profile",
         "processes": processes,
         "hosts": [p.host for p in view.parts],
+        "unreadable": unreadable_json(view),
         "extent": [lo, hi],
         "lanes": lanes,
         "io_by": io_by,

@@ -7,7 +7,7 @@ memory (upb arenas, ~6x the file) and ``read_io_data`` then walks the events in 
 (about 4 s). The plugin must stay under 5x the file size and paint in about a second, so
 it decodes the file itself:
 
-1. The file is memory-mapped (read-only); nothing is copied.
+1. The file is read into memory whole (not memory-mapped: see :func:`read_whole`).
 2. Planes and lines are walked in Python (a few thousand fields). Every field of a plane
    except its lines (metadata maps, plane stats) is handed to protobuf, as the byte spans
    between the lines, as one small ``XPlane`` (``meta``): names, stat names and the
@@ -34,7 +34,6 @@ Malformed input (truncated, garbage, lengths running past their parent) raises
 """
 from __future__ import annotations
 
-import mmap
 import os
 from array import array
 from typing import Any, Callable, Sequence
@@ -43,11 +42,12 @@ import numpy as np
 
 from ...codecs import codec
 from .._proto import XEvent, XPlane
+from ..lenient import parse_lenient
 from ..reader import XPlaneError, open_capture, stats_dict
 from .native_scan import NativeScan, decode_plane_native
 from .tables import LineInfo, MetadataFile, PlaneData, SpaceData, read_event_metadata
 from .tokens import Run, token_run
-from .walk import CHUNK, decode_events, field_spans, fields, walk_events, walk_line
+from .walk import CHUNK, check_events, decode_events, field_spans, fields, walk_events, walk_line
 
 # Lines at least this big are decoded on THREADS worker threads by the NumPy path. One by
 # default: two lines' pieces and temporaries at once put its peak at 5.6x the file for the
@@ -107,7 +107,7 @@ def _plane_parts(data, start: int, end: int, native,
     with memoryview(data) as view:  # one copy of the spans, not two
         raw = b"".join(view[x:y] for x, y in meta_spans)
     try:
-        meta.ParseFromString(raw)
+        parse_lenient(meta, raw)
     except Exception as exc:  # DecodeError and runtime variants
         raise ValueError(f"plane metadata: {type(exc).__name__}: {exc}") from None
     return meta, line_ranges, fields
@@ -179,6 +179,9 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
                     c1 = min(c0 + CHUNK, len(s))
                     m, o, d = decode_events(buf, s[c0:c1], e[c0:c1], sc, [c[c0:c1] for c in cols])
                     rs.append(Run(s[c0:c1], (e - s)[c0:c1], m, o, d, [c[c0:c1] for c in cols]))
+            for r in rs:   # as strict as the native scan (it reads every field)
+                if not r.well_formed:
+                    check_events(buf, r.pos, r.pos + r.len)
             line_runs.extend(rs)
             return stop
 
@@ -244,6 +247,29 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
                      file_pos=file_pos, file_len=file_len, stats=stats)
 
 
+def read_whole(path: str) -> bytes:
+    """The file's bytes, read into memory (XPlaneError when empty, unreadable, or changed in
+    size while read).
+
+    Not a memory map: a writer that truncates the file while it is mapped (``cp new old``, a
+    profiler rewriting its capture) turns every later touch of a page past the new end into
+    a SIGBUS, which kills the whole process (TensorBoard). A copy costs one read from the
+    page cache (~1-2 ms per 10 MB, against ~25 ms per 10 MB to decode) and the file's size
+    in memory while it is decoded, as the mapped pages did."""
+    with open_capture(path) as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                raise XPlaneError(path, "file is empty (0 bytes): not an XSpace")
+            data = fh.read(size)
+            more = fh.read(1)
+        except OSError as exc:
+            raise XPlaneError(path, f"cannot read: {exc.strerror or exc}") from None
+    if len(data) != size or more:
+        raise XPlaneError(path, "the file changed while it was read (being rewritten?): reload to read it again")
+    return data
+
+
 def decode_xspace(path: str | os.PathLike, *,
                   stats_for: Callable[[str, XPlane, LineInfo], bool] = lambda *a: False,
                   stat_names: Sequence[str] = (), stat_defaults: Sequence[int] = (),
@@ -258,27 +284,24 @@ def decode_xspace(path: str | os.PathLike, *,
     of ``meta``'s memory); the names are in ``metadata_names()``, the rest is read back from
     the file on use (``PlaneData.event_metadata``, ``full_meta``, :func:`event_stats`)."""
     path = os.fspath(path)
-    with open_capture(path) as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size == 0:
-            raise XPlaneError(path, "file is empty (0 bytes): not an XSpace")
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    buf = np.frombuffer(mm, dtype=np.uint8)
+    data = read_whole(path)
+    size = len(data)
+    buf = np.frombuffer(data, dtype=np.uint8)
     lib = _native_lib()
-    native = NativeScan(*lib, mm) if lib is not None else None
+    native = NativeScan(*lib, data) if lib is not None else None
     try:
         planes: list[PlaneData] = []
         hostnames: list[str] = []
         errors: list[str] = []
         warnings: list[str] = []
-        for number, wt, a, b in fields(mm, 0, size):
+        for number, wt, a, b in fields(data, 0, size):
             if number in (1, 2, 3, 4) and wt != 2:
                 raise ValueError(f"field {number} has wire type {wt}, expected 2")
             if number == 1:
-                planes.append(_decode_plane(mm, buf, len(planes), a, b, stats_for, stat_names,
+                planes.append(_decode_plane(data, buf, len(planes), a, b, stats_for, stat_names,
                                             stat_defaults, native, path if lazy_event_metadata else ""))
             elif number in (2, 3, 4):
-                text = bytes(mm[a:b]).decode("utf-8", "replace")
+                text = bytes(data[a:b]).decode("utf-8", "replace")
                 (errors, warnings, hostnames)[number - 2].append(text)
         if not planes and not hostnames and not errors and not warnings:
             raise ValueError("not an XSpace: no planes, hostnames, errors or warnings")
@@ -288,10 +311,6 @@ def decode_xspace(path: str | os.PathLike, *,
         del buf
         if native is not None:
             native.close()
-        try:
-            mm.close()
-        except BufferError:  # a numpy view still alive somewhere: let GC close it
-            pass
     return SpaceData(path=path, size=size, planes=planes, hostnames=hostnames, errors=errors,
                      warnings=warnings)
 
@@ -306,7 +325,11 @@ def event_stats(path: str | os.PathLike, meta: XPlane, pos: int, length: int,
         fh.seek(int(pos))
         raw = fh.read(int(length))
     ev = XEvent()
-    ev.ParseFromString(raw)
+    try:
+        parse_lenient(ev, raw)
+    except Exception as exc:  # DecodeError: the file changed since it was decoded, or is corrupt
+        raise XPlaneError(path, f"event unreadable ({type(exc).__name__}: {exc}); "
+                                "the file may have changed since it was read") from None
     out: dict[str, Any] = {}
     if md_file is not None:
         md = read_event_metadata(md_file, [ev.metadata_id]).get(ev.metadata_id)
@@ -319,4 +342,4 @@ def event_stats(path: str | os.PathLike, meta: XPlane, pos: int, length: int,
 
 
 __all__ = ["LineInfo", "MetadataFile", "PlaneData", "SpaceData", "decode_xspace", "event_stats",
-           "read_event_metadata"]
+           "read_event_metadata", "read_whole"]

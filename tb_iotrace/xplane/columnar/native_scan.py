@@ -1,4 +1,4 @@
-"""The native path: native/codec/xdecode.c (``tb_iotrace._codec``) scans one mapped file:
+"""The native path: native/codec/xdecode.c (``tb_iotrace._codec``) scans one file's bytes (read into memory):
 fields of a plane, event metadata, the runs of events of each line."""
 from __future__ import annotations
 
@@ -24,11 +24,11 @@ _XD_ERRORS = {
 
 
 class NativeScan:
-    """native/codec/xdecode.c over one mapped file (a cffi view of it, released by close())."""
+    """native/codec/xdecode.c over one file's bytes (a cffi view of them, released by close())."""
 
-    def __init__(self, ffi, lib, mm) -> None:
+    def __init__(self, ffi, lib, data) -> None:
         self.ffi, self.lib = ffi, lib
-        self.buf = ffi.from_buffer("uint8_t[]", mm)
+        self.buf = ffi.from_buffer("uint8_t[]", data)
         self._stop = ffi.new("int64_t *")
 
     def close(self) -> None:

@@ -8,6 +8,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from .._proto import XPlane
+from ..lenient import parse_lenient
+from ..reader import XPlaneError
 from ..wire import varint_bytes
 
 # Where a plane's event metadata lie in its file: (path, ids ascending, start, end of each
@@ -34,7 +36,11 @@ def read_event_metadata(md_file: MetadataFile, ids: Iterable[int] | None = None)
             raw = fh.read(b - a)
             parts.append(entry_tag + varint_bytes(len(raw)) + raw)
     plane = XPlane()
-    plane.ParseFromString(b"".join(parts))
+    try:
+        parse_lenient(plane, b"".join(parts))
+    except Exception as exc:  # DecodeError: the file changed since it was decoded, or is corrupt
+        raise XPlaneError(path, f"event metadata unreadable ({type(exc).__name__}: {exc}); "
+                                "the file may have changed since it was read") from None
     return plane.event_metadata
 
 

@@ -11,11 +11,14 @@ TOKEN_CHUNK = 1 << 18
 class Run:
     """Decoded events of one run (columns in file order)."""
 
-    __slots__ = ("pos", "len", "mid", "off", "dur", "cols")
+    __slots__ = ("pos", "len", "mid", "off", "dur", "cols", "well_formed")
 
-    def __init__(self, pos, ln, mid, off, dur, cols):
+    def __init__(self, pos, ln, mid, off, dur, cols, well_formed: bool = False):
         self.pos, self.len, self.mid, self.off, self.dur = pos, ln, mid, off, dur
         self.cols = cols
+        # every field of every event checked already (the template path checks the whole
+        # layout); else walk.check_events does
+        self.well_formed = well_formed
 
 
 def _token_values(R: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray | None:
@@ -167,7 +170,7 @@ def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[
             fast = _template_chunk(tag, ival, val, tag_pos, val_end, c1 - c0, c1 == end, stat_col, defaults)
             if fast is not None:
                 (pos_, ln_, mid_, off_, dur_, cols_), cut_, fin_ = fast
-                runs.append(Run((c0 + pos_).astype(np.int64), ln_, mid_, off_, dur_, cols_))
+                runs.append(Run((c0 + pos_).astype(np.int64), ln_, mid_, off_, dur_, cols_, well_formed=True))
                 if fin_:
                     return c0 + cut_, runs
                 c0 += cut_
@@ -182,6 +185,12 @@ def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[
         stop = int(np.argmax(nonev)) if nonev.any() else P
         first_bad = int(np.argmax(bad)) if bad.any() else P
         if first_bad < stop:
+            return None
+        # Events tile the run: each top-level pair starts where the event before it ends.
+        # Damage inside an event can shift the tokens so that a pair seems top-level where
+        # no event ends; the scalar walk (by lengths, as the native scan) decides then.
+        tops = np.flatnonzero(top[:stop + 1])
+        if len(tops) and (tag_pos[tops[0]] != 0 or np.any(tag_pos[tops[1:]] != lend[tops[:-1]])):
             return None
         finished = stop < P
         stop_abs = c0 + int(tag_pos[stop]) if finished else end

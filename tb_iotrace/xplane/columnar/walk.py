@@ -198,6 +198,22 @@ def _decode_stats(buf, s_pos, s_end, owner, stat_col, columns) -> None:
             column[owner[m]] = val[m]
 
 
+def check_events(buf, starts: np.ndarray, ends: np.ndarray) -> None:
+    """Every field of the events at [starts, ends) well formed, as native/codec/xdecode.c
+    checks them (ValueError otherwise): the decoders stop at the fields they need, and the
+    two paths must reject the same damaged files (issue 25)."""
+    pos = np.asarray(starts, dtype=np.int64).copy()
+    ends = np.asarray(ends, dtype=np.int64)
+    act = np.flatnonzero(pos < ends)
+    while act.size:
+        end = ends[act]
+        _, _, _, _, nxt = _field_step(buf, pos[act])
+        if np.any(nxt > end):
+            raise ValueError("a field runs past the end of its message")
+        pos[act] = nxt
+        act = act[nxt < end]
+
+
 def decode_events(buf, starts, ends, stat_col, columns):
     """Lock-step decode of events at [starts, ends): metadata_id, offset_ps, duration_ps
     (the scalar-walk fallback for runs the token decoder does not take)."""
