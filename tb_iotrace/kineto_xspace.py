@@ -12,7 +12,10 @@ What goes where:
 - ``/host:metadata``: ``framework`` = ``PyTorch`` and the trace's own facts (``trace_id``,
   ``schemaVersion``, ``host_name``), so :mod:`tb_iotrace.xplane.origin` can tell.
 - ``/host:CPU``: one line per (pid, tid) of the CPU events (``cpu_op``, ``user_annotation``,
-  ``python_function``, ``cuda_runtime``...; nested events stay nested). A line whose thread
+  ``python_function``, ``cuda_runtime``...; nested events stay nested), DataLoader workers'
+  fetch spans (``tb_iotrace::fetch``, stats ``worker_id`` and ``samples``) included: a
+  worker's line has display id = its tid and, with several processes, a name ending
+  ``[pid <pid>]``. A line whose thread
   also did I/O gets TensorFlow's host line id of that thread (``thread_line_id`` of its
   ``pthread_self``), so the I/O lines and the attribution find it exactly as in a TF capture.
   Each ``ProfilerStep#N`` carries the stats ``step_num`` = N and ``_r`` = 1 (a step root, as
@@ -333,9 +336,19 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
     cpu = _Plane(_plane(space, HOST_PLANE))
     cpu.lines = host
     pids = {pid for pid, _ in host}
-    # host lines named as TensorFlow names them (by pthread_self) where that is unambiguous
-    seen = [pthreads[k] for k in host if k in pthreads]
-    linked = {k for k in host if k in pthreads and seen.count(pthreads[k]) == 1}
+    # host lines named as TensorFlow names them (by pthread_self) where that is unambiguous: a
+    # forked DataLoader worker's thread (its fetch spans) has the pthread_self of the parent's
+    # thread that forked it; the main process's thread keeps the name then
+    roles = {p["pid"]: p.get("role") for p in procs if isinstance(p, dict) and isinstance(p.get("pid"), int)}
+    by_pthread: dict[int, list[tuple[int, int]]] = {}
+    for k in host:
+        if k in pthreads:
+            by_pthread.setdefault(pthreads[k], []).append(k)
+    linked = set()
+    for keys in by_pthread.values():
+        mains = [k for k in keys if roles.get(k[0]) == "main"]
+        if len(keys) == 1 or len(mains) == 1:
+            linked.add(keys[0] if len(keys) == 1 else mains[0])
     for (pid, tid) in sorted(host):
         name = thread_names.get((pid, tid)) or f"thread {tid}"
         if len(pids) > 1:
