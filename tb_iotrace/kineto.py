@@ -24,7 +24,8 @@ The counters and per-process facts go under the top-level key ``"tb_iotrace"`` (
 ``tb_iotrace.kineto/1``); Perfetto and HTA ignore keys they do not know. A process record may
 also hold ``late_start_ns`` (a worker that began recording that long after the window's start,
 ``window_start_ns`` in the record); ``workers_missing`` lists the pids of workers whose I/O
-never came.
+never came. ``machine`` is the machine that made the trace (usable cores, mount table: format
+in :mod:`tb_iotrace.machine`).
 """
 from __future__ import annotations
 
@@ -150,7 +151,7 @@ def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[st
     """Add the I/O of ``procs`` (process records, see the module doc) to a Kineto trace, in
     place, and return it. Kineto's own events are left as they are. ``extra``: more keys of
     the ``tb_iotrace`` record (the capture's facts: ``window_start_ns``, ``workers_missing``,
-    ``pytorch``)."""
+    ``pytorch``, ``machine``)."""
     events = trace.setdefault("traceEvents", [])
     base_ns = int(trace.get("baseTimeNanoseconds", 0) or 0)
     meta = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]

@@ -27,7 +27,8 @@ What goes where:
   TensorFlow path encodes it (:func:`tb_iotrace.xplane.add_io_to_space`): one I/O line per
   thread, the Darshan counters of every process merged per file (counts and bytes add up, as
   Darshan reduces a file shared by ranks), and under the record's key ``kineto`` the
-  processes (``pid``, ``role`` main/worker, their ``tids``). A DataLoader worker's threads are
+  processes (``pid``, ``role`` main/worker, their ``tids``); the trace's ``machine`` record
+  (:mod:`tb_iotrace.machine`) becomes the I/O record's ``machine``. A DataLoader worker's threads are
   named ``worker <pid>: <comm>``. A call's return value is in the trace only as ``bytes`` for
   data calls; for other calls it reads back as 0 (-1 when it failed).
 
@@ -163,7 +164,7 @@ def _plane(space: XSpace, name: str) -> Any:
 
 
 def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: list[dict[str, Any]],
-              linked: set[tuple[int, int]]) -> tuple[IoTrace, list[dict[str, Any]]]:
+              linked: set[tuple[int, int]], machine: dict[str, Any] | None = None) -> tuple[IoTrace, list[dict[str, Any]]]:
     """The I/O events as an IoTrace (absolute ns) and the processes' summary for the record.
     Only the threads in ``linked`` ((pid, tid) with a host line named by their pthread) keep
     their ``pthread_self``: a forked worker's main thread has its parent's."""
@@ -221,7 +222,7 @@ def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: l
     trace = IoTrace(op=op.take(order), path=path.take(order), offset=offset[order], requested=requested[order],
                     returned=returned[order], fd=fd[order], errno=errno[order], start_ns=start[order],
                     end_ns=end[order], tid=tid[order], threads=threads, dropped=dropped,
-                    counters=list(files.values()), untracked=untracked or None)
+                    counters=list(files.values()), untracked=untracked or None, machine=machine)
     return trace, summary
 
 
@@ -367,7 +368,8 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
 
     if rec is not None:
         try:
-            iot, summary = _io_trace(io, procs, linked)
+            machine = rec.get("machine")
+            iot, summary = _io_trace(io, procs, linked, dict(machine) if isinstance(machine, dict) else None)
         except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:
             raise KinetoTraceError(f"{source}: malformed tb_iotrace record or I/O event ({exc})") from None
         add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),

@@ -36,8 +36,13 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # trace cap kept; in a periodic flush, the
                                                 # flushed windows' bins each placed whole at
                                                 # its start (timeseries.accumulate)
-      "python": {"prefixes": [str], "path": [str]}   # sys.*prefix and sys.path: which paths
+      "python": {"prefixes": [str], "path": [str]},  # sys.*prefix and sys.path: which paths
                                                 # are code loading (tb_iotrace.codepaths)
+      "machine": {"format", "cpus", "cpus_online", "cpu_quota",
+                  "mounts": [[mount_point, fs_type, source], ...]}
+                                                # the machine that ran it: usable cores and
+                                                # mount table (tb_iotrace.machine); absent in
+                                                # older records
     }
 
 The ``.npz`` holds one array per trace column (``start_ns``, ``end_ns``, ``offset``,
@@ -65,6 +70,7 @@ import numpy as np
 from ._atomic import atomic_write
 from .codepaths import this_python
 from .filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
+from .machine import machine_facts
 
 FORMAT = "tb_iotrace.run/2"
 FORMAT_V1 = "tb_iotrace.run/1"
@@ -156,6 +162,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         "dropped": int(cap.dropped) if cap is not None else 0,
         "trace": trace_name,
         "python": this_python(),
+        "machine": (cap.machine if cap is not None and getattr(cap, "machine", None) else machine_facts()),
     }
     ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
     if ts is not None:

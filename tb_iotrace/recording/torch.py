@@ -65,6 +65,7 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
+from ..machine import machine_facts
 from . import torch_loaders
 from .session import Capture, begin_session, end_session, forget
 
@@ -564,7 +565,8 @@ class _Window:
     """What a stopped window leaves for its handler."""
 
     def __init__(self, number: int, spool: str, main: dict[str, Any] | None, waiting: list[_Peer],
-                 stop_ns: int, start_ns: int, late: dict[int, str], loaders: list[dict[str, Any]]) -> None:
+                 stop_ns: int, start_ns: int, late: dict[int, str], loaders: list[dict[str, Any]],
+                 machine: dict[str, Any]) -> None:
         self.number = number
         self.spool = spool
         self.main = main
@@ -573,6 +575,7 @@ class _Window:
         self.start_ns = start_ns     # when the window's start was sent to the workers
         self.late = late             # pid -> name of the workers that did not begin in time
         self.loaders = loaders       # the DataLoaders iterated in the window (torch_loaders)
+        self.machine = machine       # tb_iotrace.machine's record of this machine, at the stop
 
 
 # The window now open: when its start was sent, and the workers that did not answer it in time.
@@ -610,11 +613,12 @@ def _stop_window(handler: "TraceHandler") -> None:
         number, spool = _window
         cap = _end()
         main = process_record(cap, "main", _session_start_ns) if cap is not None else None
+        machine = cap.machine if cap is not None and cap.machine else machine_facts()
         _window = None
         _write_window_file()
         waiting = _broadcast(f"E {number}\n".encode())
         handler.pending = _Window(number, spool, main, waiting, time.time_ns(), _window_start_ns,
-                                  dict(_late_start), _loaders_stopped())
+                                  dict(_late_start), _loaders_stopped(), machine)
 
 
 def _loaders_started() -> None:
@@ -789,13 +793,16 @@ class TraceHandler:
             procs.extend(self._side_records(win, notes))
             extra["window_start_ns"] = win.start_ns
             extra["pytorch"] = _pytorch_facts(win.loaders)
+            extra["machine"] = win.machine
             _mark_late(procs, win, notes)
             if missing:
                 extra["workers_missing"] = [p.pid or 0 for p in missing]
                 notes.append(f"DataLoader worker(s) {_pids_of(missing)} did not hand over their I/O within "
                              f"{self.wait_s:g} s of the window's end: their I/O is missing from this trace")
-        elif not self.unavailable:
-            notes.append("no I/O recorded for this window (its start was not seen)")
+        else:
+            extra["machine"] = machine_facts()
+            if not self.unavailable:
+                notes.append("no I/O recorded for this window (its start was not seen)")
         tmp = os.path.join(self.spool(), f"export.{os.getpid()}.json")
         prof.export_chrome_trace(tmp)
         try:
