@@ -636,18 +636,15 @@ def _loaders_stopped() -> list[dict[str, Any]]:
         return []
 
 
-def _pytorch_facts(loaders: list[dict[str, Any]]) -> dict[str, Any]:
+def _pytorch_facts(loaders: list[dict[str, Any]], machine: dict[str, Any]) -> dict[str, Any]:
     """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
-    this process may use, and the DataLoaders the window iterated
-    (:func:`torch_loaders.window_stopped`)."""
+    this process may use (the ``machine`` record's ``cpus``) and the DataLoaders the window
+    iterated (:func:`torch_loaders.window_stopped`)."""
     import sys
 
     torch = sys.modules.get("torch")
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 0
-    return {"version": str(getattr(torch, "__version__", "")), "cpus": cpus, "dataloaders": loaders}
+    return {"version": str(getattr(torch, "__version__", "")), "cpus": int(machine.get("cpus") or 0),
+            "dataloaders": loaders}
 
 
 def _wrap(real: Any, action: Any) -> Any:
@@ -792,7 +789,7 @@ class TraceHandler:
                 procs.append(win.main)
             procs.extend(self._side_records(win, notes))
             extra["window_start_ns"] = win.start_ns
-            extra["pytorch"] = _pytorch_facts(win.loaders)
+            extra["pytorch"] = _pytorch_facts(win.loaders, win.machine)
             extra["machine"] = win.machine
             _mark_late(procs, win, notes)
             if missing:
