@@ -1,5 +1,5 @@
 """DataLoader workers record the span of each fetch (issue 19): on a real CPU torch job with
-fork and spawn workers, every worker's ``tb_iotrace::fetch`` events lie in its recorded window,
+fork, spawn and forkserver workers, every worker's ``tb_iotrace::fetch`` events lie in its recorded window,
 on the thread that did its reads; their count is the batches the training loop got in the
 window, within the prefetch at the edges; and every batch's file reads lie inside its span.
 
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.torch
 SCRIPTS = Path(__file__).parent / "scripts"
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 def test_fetch_spans(method: str, tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(SCRIPTS / "torch_fetch_spans.py"), method, str(tmp_path)],
                           capture_output=True, text=True, timeout=300)
@@ -68,7 +68,7 @@ def test_fetch_spans(method: str, tmp_path: Path) -> None:
             assert e["ph"] == "X" and e["cat"] == "tb_iotrace"
             assert e["args"] == {"worker_id": w["worker_id"], "samples": result["batch"]}
             # inside the worker's recording, which began after the window's start
-            assert rec["window_start_ns"] <= w["start_ns"] - 1000 <= ns(e["ts"])
+            assert rec["window_start_ns"] <= w["start_ns"] and w["start_ns"] - 1000 <= ns(e["ts"])
             assert ns(e["ts"] + e["dur"]) <= w["end_ns"] + 1000
         # each batch's reads inside its span: every sample opens its file once
         mine_opens = [e for e in opens if e["pid"] == pid]
