@@ -8,17 +8,24 @@ dict::
      "threads": [[tid, pthread_id, comm], ...],
      "events": {"op", "path", "offset", "requested", "returned", "fd", "errno",
                 "start_ns", "end_ns", "tid": equal-length lists},
-     "counters": [Darshan file records], "dropped", "untracked" (optional)}
+     "counters": [Darshan file records], "dropped", "untracked" (optional),
+     "fetches": {"start_ns", "end_ns", "tid", "samples": equal-length lists} (DataLoader
+                workers only: one span per index batch fetched in the window),
+     "worker_id" (workers only)}
 
 :func:`add_io` turns them into trace events: one complete event (``"ph": "X"``) per call on
 the OS pid/tid that made it, named by the call, ``args`` holding path, offset and bytes.
 Kineto's ``ts`` is microseconds relative to the trace's ``baseTimeNanoseconds`` (both
-CLOCK_REALTIME, the shim's clock), so ``ts = (start_ns - baseTimeNanoseconds) / 1000``.
+CLOCK_REALTIME, the shim's clock), so ``ts = (start_ns - baseTimeNanoseconds) / 1000``. A worker's fetch spans become complete
+events ``{"ph": "X", "cat": "tb_iotrace", "name": "tb_iotrace::fetch", "pid", "tid" (the
+fetching thread, the one whose I/O the batch's reads are), "ts", "dur", "args": {"worker_id",
+"samples"}}`` on the same clock.
 The counters and per-process facts go under the top-level key ``"tb_iotrace"`` (format
 ``tb_iotrace.kineto/1``); Perfetto and HTA ignore keys they do not know. A process record may
 also hold ``late_start_ns`` (a worker that began recording that long after the window's start,
 ``window_start_ns`` in the record); ``workers_missing`` lists the pids of workers whose I/O
-never came.
+never came. ``machine`` is the machine that made the trace (usable cores, mount table: format
+in :mod:`tb_iotrace.machine`).
 """
 from __future__ import annotations
 
@@ -30,12 +37,15 @@ from typing import Any
 from ._atomic import atomic_write
 from .limits import LimitError, gunzip, json_loads, max_trace_bytes, read_limited
 
-__all__ = ["CATEGORY", "FORMAT", "KEY", "KinetoTraceError", "add_io", "io_record", "read_trace",
-           "write_trace"]
+__all__ = ["CATEGORY", "FETCH_CATEGORY", "FETCH_EVENT", "FORMAT", "KEY", "KinetoTraceError", "add_io",
+           "io_record", "read_trace", "write_trace"]
 
 KEY = "tb_iotrace"
 FORMAT = "tb_iotrace.kineto/1"
 CATEGORY = "tb_iotrace.io"
+FETCH_CATEGORY = "tb_iotrace"          # a DataLoader worker's fetch of one index batch
+FETCH_EVENT = "tb_iotrace::fetch"
+FETCH_COLUMNS = ("start_ns", "end_ns", "tid", "samples")
 EVENT_COLUMNS = ("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid")
 
 
@@ -102,6 +112,21 @@ def _events_of(proc: dict[str, Any], base_ns: int) -> list[dict[str, Any]]:
     return out
 
 
+def _fetch_events(proc: dict[str, Any], base_ns: int) -> list[dict[str, Any]]:
+    got = proc.get("fetches") or {}
+    cols = [got.get(c, []) for c in FETCH_COLUMNS]
+    n = len(cols[0])
+    if any(len(c) != n for c in cols):
+        raise ValueError(f"process record of pid {proc.get('pid')}: fetch columns of unequal length")
+    pid = int(proc["pid"])
+    wid = proc.get("worker_id")
+    args0 = {"worker_id": int(wid)} if isinstance(wid, int) else {}
+    return [{"ph": "X", "cat": FETCH_CATEGORY, "name": FETCH_EVENT, "pid": pid, "tid": int(tid),
+             "ts": _us(int(s) - base_ns), "dur": _us(max(0, int(e) - int(s))),
+             "args": args0 | {"samples": int(k)}}
+            for s, e, tid, k in zip(*cols)]
+
+
 def _metadata_events(proc: dict[str, Any], base_ns: int, known_pids: set[Any],
                      known_threads: set[tuple[Any, Any]]) -> list[dict[str, Any]]:
     """Name the tracks Kineto did not: a worker's process, and every I/O thread Kineto did not
@@ -114,10 +139,16 @@ def _metadata_events(proc: dict[str, Any], base_ns: int, known_pids: set[Any],
         role = "DataLoader worker" if proc.get("role") == "worker" else "process"
         out.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "ts": ts,
                     "args": {"name": f"{role} (pid {pid})"}})
+    named = set()
     for tid, _pthread, comm in proc.get("threads", []):
+        named.add(int(tid))
         if (pid, int(tid)) not in known_threads:
             out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": int(tid), "ts": ts,
                         "args": {"name": f"I/O: {comm} ({tid})"}})
+    for tid in sorted({int(t) for t in (proc.get("fetches") or {}).get("tid", [])} - named):
+        if (pid, tid) not in known_threads:   # a worker thread that fetched without file I/O
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": ts,
+                        "args": {"name": f"DataLoader worker ({tid})"}})
     return out
 
 
@@ -126,7 +157,7 @@ def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[st
     """Add the I/O of ``procs`` (process records, see the module doc) to a Kineto trace, in
     place, and return it. Kineto's own events are left as they are. ``extra``: more keys of
     the ``tb_iotrace`` record (the capture's facts: ``window_start_ns``, ``workers_missing``,
-    ``pytorch``)."""
+    ``pytorch``, ``machine``)."""
     events = trace.setdefault("traceEvents", [])
     base_ns = int(trace.get("baseTimeNanoseconds", 0) or 0)
     meta = [e for e in events if isinstance(e, dict) and e.get("ph") == "M"]
@@ -135,11 +166,14 @@ def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[st
     for proc in procs:
         events.extend(_metadata_events(proc, base_ns, known, threads))
         events.extend(_events_of(proc, base_ns))
+        events.extend(_fetch_events(proc, base_ns))
     trace[KEY] = {
         "format": FORMAT,
         "base_time_ns": base_ns,
-        "processes": [{k: v for k, v in p.items() if k != "events"}
-                      | {"num_events": len((p.get("events") or {}).get("op", []))} for p in procs],
+        "processes": [{k: v for k, v in p.items() if k not in ("events", "fetches")}
+                      | {"num_events": len((p.get("events") or {}).get("op", []))}
+                      | ({"num_fetches": len((p.get("fetches") or {}).get("start_ns", []))}
+                         if "fetches" in p else {}) for p in procs],
         "notes": list(notes or []),
     } | dict(extra or {})
     return trace

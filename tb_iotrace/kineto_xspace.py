@@ -12,7 +12,10 @@ What goes where:
 - ``/host:metadata``: ``framework`` = ``PyTorch`` and the trace's own facts (``trace_id``,
   ``schemaVersion``, ``host_name``), so :mod:`tb_iotrace.xplane.origin` can tell.
 - ``/host:CPU``: one line per (pid, tid) of the CPU events (``cpu_op``, ``user_annotation``,
-  ``python_function``, ``cuda_runtime``...; nested events stay nested). A line whose thread
+  ``python_function``, ``cuda_runtime``...; nested events stay nested), DataLoader workers'
+  fetch spans (``tb_iotrace::fetch``, stats ``worker_id`` and ``samples``) included: a
+  worker's line has display id = its tid and, with several processes, a name ending
+  ``[pid <pid>]``. A line whose thread
   also did I/O gets TensorFlow's host line id of that thread (``thread_line_id`` of its
   ``pthread_self``), so the I/O lines and the attribution find it exactly as in a TF capture.
   Each ``ProfilerStep#N`` carries the stats ``step_num`` = N and ``_r`` = 1 (a step root, as
@@ -24,7 +27,8 @@ What goes where:
   TensorFlow path encodes it (:func:`tb_iotrace.xplane.add_io_to_space`): one I/O line per
   thread, the Darshan counters of every process merged per file (counts and bytes add up, as
   Darshan reduces a file shared by ranks), and under the record's key ``kineto`` the
-  processes (``pid``, ``role`` main/worker, their ``tids``). A DataLoader worker's threads are
+  processes (``pid``, ``role`` main/worker, their ``tids``); the trace's ``machine`` record
+  (:mod:`tb_iotrace.machine`) becomes the I/O record's ``machine``. A DataLoader worker's threads are
   named ``worker <pid>: <comm>``. A call's return value is in the trace only as ``bytes`` for
   data calls; for other calls it reads back as 0 (-1 when it failed).
 
@@ -160,7 +164,7 @@ def _plane(space: XSpace, name: str) -> Any:
 
 
 def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: list[dict[str, Any]],
-              linked: set[tuple[int, int]]) -> tuple[IoTrace, list[dict[str, Any]]]:
+              linked: set[tuple[int, int]], machine: dict[str, Any] | None = None) -> tuple[IoTrace, list[dict[str, Any]]]:
     """The I/O events as an IoTrace (absolute ns) and the processes' summary for the record.
     Only the threads in ``linked`` ((pid, tid) with a host line named by their pthread) keep
     their ``pthread_self``: a forked worker's main thread has its parent's."""
@@ -218,7 +222,7 @@ def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: l
     trace = IoTrace(op=op.take(order), path=path.take(order), offset=offset[order], requested=requested[order],
                     returned=returned[order], fd=fd[order], errno=errno[order], start_ns=start[order],
                     end_ns=end[order], tid=tid[order], threads=threads, dropped=dropped,
-                    counters=list(files.values()), untracked=untracked or None)
+                    counters=list(files.values()), untracked=untracked or None, machine=machine)
     return trace, summary
 
 
@@ -333,9 +337,19 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
     cpu = _Plane(_plane(space, HOST_PLANE))
     cpu.lines = host
     pids = {pid for pid, _ in host}
-    # host lines named as TensorFlow names them (by pthread_self) where that is unambiguous
-    seen = [pthreads[k] for k in host if k in pthreads]
-    linked = {k for k in host if k in pthreads and seen.count(pthreads[k]) == 1}
+    # host lines named as TensorFlow names them (by pthread_self) where that is unambiguous: a
+    # forked DataLoader worker's thread (its fetch spans) has the pthread_self of the parent's
+    # thread that forked it; the main process's thread keeps the name then
+    roles = {p["pid"]: p.get("role") for p in procs if isinstance(p, dict) and isinstance(p.get("pid"), int)}
+    by_pthread: dict[int, list[tuple[int, int]]] = {}
+    for k in host:
+        if k in pthreads:
+            by_pthread.setdefault(pthreads[k], []).append(k)
+    linked = set()
+    for keys in by_pthread.values():
+        mains = [k for k in keys if roles.get(k[0]) == "main"]
+        if len(keys) == 1 or len(mains) == 1:
+            linked.add(keys[0] if len(keys) == 1 else mains[0])
     for (pid, tid) in sorted(host):
         name = thread_names.get((pid, tid)) or f"thread {tid}"
         if len(pids) > 1:
@@ -354,7 +368,8 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
 
     if rec is not None:
         try:
-            iot, summary = _io_trace(io, procs, linked)
+            machine = rec.get("machine")
+            iot, summary = _io_trace(io, procs, linked, dict(machine) if isinstance(machine, dict) else None)
         except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:
             raise KinetoTraceError(f"{source}: malformed tb_iotrace record or I/O event ({exc})") from None
         add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),

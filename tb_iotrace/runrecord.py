@@ -47,6 +47,11 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # full disk): how many, the last error, and
                                                 # whether this final record left its trace out
                                                 # to keep its counters
+      "machine": {"format", "cpus", "cpus_online", "cpu_quota",
+                  "mounts": [[mount_point, fs_type, source], ...]}
+                                                # the machine that ran it: usable cores and
+                                                # mount table (tb_iotrace.machine); absent in
+                                                # older records
     }
 
 A write puts the trace, the file table and the JSON under temporary names first and renames
@@ -82,6 +87,7 @@ from .codepaths import this_python
 from .limits import json_loads, load_npz, max_trace_bytes, read_limited
 from .safenames import safe_component
 from .filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
+from .machine import machine_facts
 
 FORMAT = "tb_iotrace.run/2"
 FORMAT_V1 = "tb_iotrace.run/1"
@@ -227,6 +233,7 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         "trace": trace_name,
         "python": this_python(),
         "generation": generation,
+        "machine": (cap.machine if cap is not None and getattr(cap, "machine", None) else machine_facts()),
     }
     if write_errors:
         doc["write_errors"] = dict(write_errors)

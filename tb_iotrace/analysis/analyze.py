@@ -17,7 +17,7 @@ from .._memory import trim_memory
 from ..attribution import attribute
 from ..xplane import IoTrace, read_io_data
 from .context import Context, fs_table, stages_table, steps_table
-from .mounts import MountTable, parse_mountinfo, read_mountinfo
+from .mounts import table_for
 from .rules import evaluate
 from .source import load_for_analysis
 from .thresholds import DEFAULT, Thresholds
@@ -88,8 +88,9 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     """Analyse a capture: ``space`` is an XSpace (or a path to ``*.xplane.pb``); ``trace`` an
     ``IoTrace`` (read from ``space`` when not given). None when there is no I/O data at all.
 
-    The mount table comes from the capture when it carries one (``trace.mounts``: mountinfo
-    text), else from ``mountinfo`` (text), else from this process's /proc/self/mountinfo.
+    The mount table comes from the capture when it carries one (``trace.machine`` or
+    ``trace.mounts``: :func:`tb_iotrace.analysis.mounts.table_for`), else from ``mountinfo``
+    (text), else from this process's /proc/self/mountinfo.
     ``python``: a whole-run record's interpreter prefixes and sys.path (tb_iotrace.codepaths).
     """
     th = thresholds or DEFAULT
@@ -108,15 +109,9 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
         if trace is None:
             return None
     notes: list[str] = []
-    captured = getattr(trace, "mounts", None)
-    if captured:
-        mounts = MountTable(parse_mountinfo(captured))
-    elif mountinfo is not None:
-        mounts = MountTable(parse_mountinfo(mountinfo))
-    else:
-        mounts = MountTable(read_mountinfo())
-        notes.append("file systems from this machine's /proc/self/mountinfo at analysis time "
-                     "(the capture has no mount table)")
+    mounts, why = table_for(trace, mountinfo)
+    if why:
+        notes.append(why)
     att = attribute(space, trace) if space is not None else None
     if att is not None:
         notes.extend(att.notes)

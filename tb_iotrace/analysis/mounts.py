@@ -1,8 +1,12 @@
-"""Mount table: which file system (mount point, type, source) a path lives on."""
+"""Mount table: which file system (mount point, type, source) a path lives on, by the mount
+table of the machine that made the capture (:func:`table_for`)."""
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
+
+from ..machine import host_facts, mountinfo_entries
 
 
 @dataclass(frozen=True)
@@ -15,32 +19,9 @@ class Mount:
         return {"mount_point": self.mount_point, "fs_type": self.fs_type, "source": self.source}
 
 
-def _unescape(s: str) -> str:
-    # mountinfo escapes space, tab, newline and backslash as \ooo
-    out, i = [], 0
-    while i < len(s):
-        if s[i] == "\\" and i + 3 < len(s) and s[i + 1:i + 4].isdigit():
-            out.append(chr(int(s[i + 1:i + 4], 8)))
-            i += 4
-        else:
-            out.append(s[i])
-            i += 1
-    return "".join(out)
-
-
 def parse_mountinfo(text: str) -> list[Mount]:
     """Parse /proc/<pid>/mountinfo text; later lines win (they mount over earlier ones)."""
-    mounts: list[Mount] = []
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        if not sep:
-            continue
-        fields = left.split()
-        rest = right.split()
-        if len(fields) < 5 or len(rest) < 2:
-            continue
-        mounts.append(Mount(_unescape(fields[4]), rest[0], _unescape(rest[1])))
-    return mounts
+    return [Mount(*m) for m in mountinfo_entries(text)]
 
 
 def read_mountinfo(path: str = "/proc/self/mountinfo") -> list[Mount]:
@@ -81,3 +62,26 @@ class MountTable:
         hit = best if best is not None else Mount("?", "unknown", "")
         self._cache[path] = hit
         return hit
+
+
+def recorded_mounts(capture: Any) -> list[Mount] | None:
+    """The mount table the capture recorded (``capture``: anything
+    :func:`tb_iotrace.machine.host_facts` reads: an IoTrace, an XSpace, a Kineto trace, a run
+    record); None when it recorded none."""
+    facts = host_facts(capture)
+    if facts is None or not facts["mounts"]:
+        return None
+    return [Mount(m["mount_point"], m["fs_type"], m["source"]) for m in facts["mounts"]]
+
+
+def table_for(capture: Any, mountinfo: str | None = None) -> tuple[MountTable, str | None]:
+    """The mount table to name ``capture``'s file systems by, and a note when it is not the
+    capture's own: the recorded one when there is one, else ``mountinfo`` (text) when given,
+    else this (the analysing) machine's, said in the note."""
+    got = recorded_mounts(capture)
+    if got is not None:
+        return MountTable(got), None
+    if mountinfo is not None:
+        return MountTable(parse_mountinfo(mountinfo)), None
+    return MountTable(read_mountinfo()), ("file systems from this machine's /proc/self/mountinfo at analysis "
+                                          "time (the capture has no mount table)")

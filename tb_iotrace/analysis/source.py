@@ -169,6 +169,7 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
                     trace.dropped = int(info.get("dropped", 0))
                     trace.counters = list(info.get("counters", []))
                     trace.mounts = str(info.get("mounts", ""))
+                    trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
             pd.stats.clear()
             pd.metadata_id = pd.start_ps = pd.duration_ps = None
     return space, trace

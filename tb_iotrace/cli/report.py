@@ -34,8 +34,9 @@ def _record_trace(src: Source) -> Any:
     if got is None:
         return None
     cols, names = got
+    machine = src.record().doc.get("machine") if src.kind == "record" else None  # type: ignore[union-attr]
     return IoTrace(**cols, threads={t: (0, n) for t, n in names.items()}, dropped=src.dropped(),
-                   counters=src.files())
+                   counters=src.files(), machine=dict(machine) if isinstance(machine, dict) else None)
 
 
 def _python(src: Source) -> dict[str, Any] | None:

@@ -171,6 +171,12 @@ def _untracked(doc: dict[str, Any]) -> dict[str, Any] | None:
     return dict(u) if isinstance(u, dict) else None
 
 
+def _machine(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """The record's machine (tb_iotrace.machine), None in older records."""
+    m = doc.get("machine")
+    return dict(m) if isinstance(m, dict) else None
+
+
 def record_trace(path: str) -> Any:
     """The record as an ``IoTrace`` for :func:`tb_iotrace.analysis.analyze` (absolute
     times); without a stored trace, an empty one carrying the per-file counters."""
@@ -186,7 +192,7 @@ def record_trace(path: str) -> Any:
         return IoTrace(op=np.zeros(0, object), path=np.zeros(0, object), offset=z, requested=z, returned=z,
                        fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=threads, dropped=dropped,
                        counters=rec.files,
-                       untracked=_untracked(rec.doc))
+                       untracked=_untracked(rec.doc), machine=_machine(rec.doc))
     ops = np.append(t["op_names"].astype(object), "?")
     paths = np.append(t["paths"].astype(object), "")
     op_id = t["op_id"]
@@ -196,7 +202,7 @@ def record_trace(path: str) -> Any:
                    offset=t["offset"], requested=t["requested"], returned=t["returned"], fd=t["fd"],
                    errno=t["errno"], start_ns=t["start_ns"], end_ns=t["end_ns"], tid=t["tid"],
                    threads=threads, dropped=dropped, counters=rec.files,
-                       untracked=_untracked(rec.doc))
+                   untracked=_untracked(rec.doc), machine=_machine(rec.doc))
 
 
 __all__ = ["cache_key", "load_record", "record_trace", "total_size", "trace_path"]

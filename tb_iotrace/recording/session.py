@@ -13,6 +13,7 @@ import numpy as np
 
 from .._ffi import NativeError, last_error, native
 from ..filetable import FileTable, ModuleRows, PathTable
+from ..machine import machine_facts
 from ..names import MODULES, counter_names, op_names
 from ..timeseries import TimeSeries
 
@@ -467,6 +468,7 @@ class Capture:
         self.start_ns: int = 0
         self.end_ns: int = 0
         self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
+        self.machine: dict[str, Any] | None = None   # tb_iotrace.machine's record, then
         # the whole window in fixed memory, whatever the trace cap kept (tb_iotrace.timeseries)
         self.timeseries: TimeSeries | None = None
         self.closed = False
@@ -503,6 +505,7 @@ class Capture:
                 self.mounts = fh.read()
         except OSError:
             self.mounts = ""
+        self.machine = machine_facts(self.mounts)
         self.closed = True
 
     @property
@@ -533,7 +536,7 @@ class Capture:
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
                        dropped=self.dropped, untracked=self.untracked.to_dict() if self.untracked else None,
                        counters=list(self.table.dicts()),
-                       mounts=self.mounts)
+                       mounts=self.mounts, machine=self.machine)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""

@@ -38,6 +38,16 @@ inside a window records at once) and serves ``S``/``E`` as a forked child does. 
 takes new connections (non-blocking ``accept``) right before each ``S``/``E`` broadcast, after
 rewriting ``<control>/window``: a worker that connected before sees the message, one that
 connects after reads the new state.
+
+Every DataLoader worker (fork, spawn or forkserver: :class:`WorkerEntry` runs in each) wraps
+torch's fetchers (``torch.utils.data._utils.fetch._MapDatasetFetcher.fetch`` and
+``_IterableDatasetFetcher.fetch``, in the worker only: the main process's stay torch's) to time
+each index batch it fetches while it records a window: one span per batch (``start_ns``,
+``end_ns``, the fetching thread's OS ``tid``, ``samples`` collated), in its process record
+under ``fetches``. Idle (no window), a fetch costs one global read. Only a fetch that begins and
+ends while the worker records is kept (one in flight as the worker begins or stops recording is
+not: its span would be cut). A torch without those names runs untouched; the trace's notes say
+why there are no spans.
 """
 from __future__ import annotations
 
@@ -55,11 +65,13 @@ from typing import Any
 
 from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
+from ..machine import machine_facts
 from ..safenames import safe_component
 from . import torch_loaders
 from .session import Capture, begin_session, end_session, forget
 
-__all__ = ["START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry", "hooks_off",
+__all__ = ["FETCHERS", "START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry",
+           "fetch_spans_unavailable", "hooks_off",
            "install", "installed", "process_record"]
 
 log = logging.getLogger("tb_iotrace")
@@ -84,10 +96,22 @@ _window_counter = 0
 _control: str | None = None                 # this process's control folder (spawned workers)
 _listener: socket.socket | None = None      # where spawned workers connect
 _real_loop: Any = None                      # torch's own worker function
+# The fetch spans of the window this worker records now (None: not recording, or not a worker):
+# (start_ns, end_ns, tid, samples) tuples; replaced, not cleared, at each window's start and end,
+# so a fetch that began in one window never lands in another.
+_spans: list[tuple[int, int, int, int]] | None = None
+_ended_spans: list[tuple[int, int, int, int]] = []    # those of the window just ended
+_worker_id: int | None = None
+_fetch_note: str | None = None              # why workers time no fetch (this torch lacks the names)
+FETCHERS = ("_MapDatasetFetcher", "_IterableDatasetFetcher")   # in torch.utils.data._utils.fetch
 
 
-def process_record(cap: Capture, role: str, start_ns: int) -> dict[str, Any]:
-    """A capture as the process record :mod:`tb_iotrace.kineto` writes."""
+def process_record(cap: Capture, role: str, start_ns: int,
+                   fetches: list[tuple[int, int, int, int]] | None = None,
+                   worker_id: int | None = None) -> dict[str, Any]:
+    """A capture as the process record :mod:`tb_iotrace.kineto` writes; a DataLoader worker's
+    also holds its fetch spans (``fetches``: equal-length lists ``start_ns``, ``end_ns``,
+    ``tid``, ``samples``) and its ``worker_id``."""
     ev = cap.events
     events = {
         "op": ev.op.tolist(), "path": ev.path.tolist(),
@@ -102,6 +126,10 @@ def process_record(cap: Capture, role: str, start_ns: int) -> dict[str, Any]:
     }
     if cap.untracked:
         rec["untracked"] = cap.untracked.to_dict()
+    if fetches is not None:
+        rec["fetches"] = {k: [int(f[i]) for f in fetches] for i, k in enumerate(FETCH_COLUMNS)}
+        if worker_id is not None:
+            rec["worker_id"] = int(worker_id)
     return rec
 
 
@@ -109,15 +137,20 @@ def process_record(cap: Capture, role: str, start_ns: int) -> dict[str, Any]:
 
 
 def _begin() -> None:
-    global _session, _session_start_ns
+    global _session, _session_start_ns, _spans
     if _session is None:
         _session_start_ns = time.time_ns()
         _session = begin_session()
+        if _role == "worker":
+            _spans = []     # after the session began: every span lies inside it
 
 
 def _end() -> Capture | None:
-    global _session
+    global _session, _spans, _ended_spans
     sess, _session = _session, None
+    # before the session ends: every span kept ended inside it
+    spans, _spans = _spans, None
+    _ended_spans = spans if spans is not None else []
     if sess is None:
         return None
     cap = Capture()
@@ -131,7 +164,9 @@ def _write_side_record(window: int, spool: str) -> str | None:
     if cap is None:
         return None
     path = os.path.join(spool, f"{window}.{os.getpid()}.json")
-    body = json.dumps(process_record(cap, _role, _session_start_ns), separators=(",", ":")).encode()
+    rec = process_record(cap, _role, _session_start_ns, list(_ended_spans) if _role == "worker" else None,
+                         _worker_id)
+    body = json.dumps(rec, separators=(",", ":")).encode()
     atomic_write(path, lambda fh: fh.write(body))
     return path
 
@@ -239,6 +274,7 @@ class WorkerEntry:
                 real = _real_loop
         if _child_sock is None:
             _start_spawned(self.control)
+        _time_fetches(args, kwargs)
         return real(*args, **kwargs)
 
 
@@ -263,6 +299,93 @@ def _start_spawned(control: str) -> None:
         threading.Thread(target=_serve, args=(sock,), name="tb_iotrace-torch", daemon=True).start()
     except Exception as exc:
         log.warning("tb_iotrace: no I/O capture in DataLoader worker pid %d: %s", os.getpid(), exc)
+
+
+# ------------------------------------------------------------------ DataLoader fetch spans
+
+
+FETCH_COLUMNS = ("start_ns", "end_ns", "tid", "samples")
+
+
+def fetch_spans_unavailable() -> str | None:
+    """Why DataLoader workers cannot time their fetches with this torch (None: they can)."""
+    try:
+        from torch.utils.data._utils import fetch
+    except Exception as exc:   # noqa: BLE001 - any import failure means no spans
+        return f"DataLoader fetch spans not recorded: torch.utils.data._utils.fetch not importable ({exc})"
+    missing = [n for n in FETCHERS if not callable(getattr(getattr(fetch, n, None), "fetch", None))]
+    if missing:
+        import sys
+
+        version = getattr(sys.modules.get("torch"), "__version__", "?")
+        return (f"DataLoader fetch spans not recorded: torch {version} has no "
+                + ", ".join(f"torch.utils.data._utils.fetch.{n}.fetch" for n in missing))
+    return None
+
+
+def _samples(data: Any, index: Any) -> int:
+    try:
+        return len(data)
+    except TypeError:
+        try:
+            return len(index)
+        except TypeError:
+            return 1
+
+
+def _wrap_fetch(real: Any, iterable: bool) -> Any:
+    """``fetch`` timed while this worker records a window. ``samples``: the batch's index
+    count (a map-style fetch returns all of them or raises); for an iterable dataset, the
+    samples handed to ``collate_fn`` (its last batch may be short)."""
+    def fetch(self: Any, possibly_batched_index: Any) -> Any:
+        spans = _spans
+        if spans is None:
+            return real(self, possibly_batched_index)
+        got: list[int] = []
+        collate = None
+        if iterable and getattr(self, "auto_collation", False):
+            collate = self.collate_fn
+
+            def counting(data: Any) -> Any:
+                got.append(_samples(data, possibly_batched_index))
+                return collate(data)
+            self.collate_fn = counting
+        start = time.time_ns()
+        try:
+            out = real(self, possibly_batched_index)
+        finally:
+            end = time.time_ns()
+            if collate is not None:
+                self.collate_fn = collate
+        if _spans is spans:
+            if iterable:
+                n = got[0] if got else 1
+            else:
+                n = _samples(possibly_batched_index, None) if getattr(self, "auto_collation", False) else 1
+            spans.append((start, end, threading.get_native_id(), n))
+        return out
+    fetch.__wrapped__ = real  # type: ignore[attr-defined]
+    fetch.__tbio_wrapper__ = True  # type: ignore[attr-defined]
+    return fetch
+
+
+def _time_fetches(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """In a DataLoader worker, before torch's worker loop: note the worker's id and wrap the
+    fetchers (this process's classes only). Never fails the worker."""
+    global _worker_id
+    if _fetch_note is not None or fetch_spans_unavailable() is not None:
+        return
+    try:
+        wid = kwargs.get("worker_id", args[10] if len(args) > 10 else None)
+        _worker_id = int(wid) if isinstance(wid, int) else None
+        from torch.utils.data._utils import fetch
+
+        for name in FETCHERS:
+            cls = getattr(fetch, name)
+            if not getattr(cls.fetch, "__tbio_wrapper__", False):
+                cls.fetch = _wrap_fetch(cls.fetch, name == "_IterableDatasetFetcher")
+    except Exception as exc:
+        log.warning("tb_iotrace: DataLoader worker pid %d will not time its fetches: %s", os.getpid(), exc)
 
 
 def _install_worker_entry() -> None:
@@ -453,7 +576,8 @@ class _Window:
     """What a stopped window leaves for its handler."""
 
     def __init__(self, number: int, spool: str, main: dict[str, Any] | None, waiting: list[_Peer],
-                 stop_ns: int, start_ns: int, late: dict[int, str], loaders: list[dict[str, Any]]) -> None:
+                 stop_ns: int, start_ns: int, late: dict[int, str], loaders: list[dict[str, Any]],
+                 machine: dict[str, Any]) -> None:
         self.number = number
         self.spool = spool
         self.main = main
@@ -462,6 +586,7 @@ class _Window:
         self.start_ns = start_ns     # when the window's start was sent to the workers
         self.late = late             # pid -> name of the workers that did not begin in time
         self.loaders = loaders       # the DataLoaders iterated in the window (torch_loaders)
+        self.machine = machine       # tb_iotrace.machine's record of this machine, at the stop
 
 
 # The window now open: when its start was sent, and the workers that did not answer it in time.
@@ -499,11 +624,12 @@ def _stop_window(handler: "TraceHandler") -> None:
         number, spool = _window
         cap = _end()
         main = process_record(cap, "main", _session_start_ns) if cap is not None else None
+        machine = cap.machine if cap is not None and cap.machine else machine_facts()
         _window = None
         _write_window_file()
         waiting = _broadcast(f"E {number}\n".encode())
         handler.pending = _Window(number, spool, main, waiting, time.time_ns(), _window_start_ns,
-                                  dict(_late_start), _loaders_stopped())
+                                  dict(_late_start), _loaders_stopped(), machine)
 
 
 def _loaders_started() -> None:
@@ -521,18 +647,15 @@ def _loaders_stopped() -> list[dict[str, Any]]:
         return []
 
 
-def _pytorch_facts(loaders: list[dict[str, Any]]) -> dict[str, Any]:
+def _pytorch_facts(loaders: list[dict[str, Any]], machine: dict[str, Any]) -> dict[str, Any]:
     """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
-    this process may use, and the DataLoaders the window iterated
-    (:func:`torch_loaders.window_stopped`)."""
+    this process may use (the ``machine`` record's ``cpus``) and the DataLoaders the window
+    iterated (:func:`torch_loaders.window_stopped`)."""
     import sys
 
     torch = sys.modules.get("torch")
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 0
-    return {"version": str(getattr(torch, "__version__", "")), "cpus": cpus, "dataloaders": loaders}
+    return {"version": str(getattr(torch, "__version__", "")), "cpus": int(machine.get("cpus") or 0),
+            "dataloaders": loaders}
 
 
 def _wrap(real: Any, action: Any) -> Any:
@@ -617,12 +740,20 @@ def install() -> None:
                         "spawn or forkserver carry no I/O")
         for why in hooks_off():
             log.warning("tb_iotrace: torch %s: %s", _torch_version(), why)
+        _note_fetch_spans()
 
 
 def hooks_off() -> list[str]:
     """Why each hook this torch turned off is off (empty when every hook is on); each trace's
     notes carry them."""
     return _off + torch_loaders.off()
+
+
+def _note_fetch_spans() -> None:
+    global _fetch_note
+    _fetch_note = fetch_spans_unavailable()
+    if _fetch_note is not None:
+        log.warning("tb_iotrace: %s", _fetch_note)
 
 
 def installed() -> bool:
@@ -701,6 +832,8 @@ class TraceHandler:
         notes, self.notes = self.notes, []
         if self.unavailable:
             notes.append(self.unavailable)
+        elif _fetch_note is not None:
+            notes.append(_fetch_note)
         notes.extend(f"torch {_torch_version()}: {why}" for why in hooks_off())
         procs: list[dict[str, Any]] = []
         extra: dict[str, Any] = {}
@@ -710,14 +843,17 @@ class TraceHandler:
                 procs.append(win.main)
             procs.extend(self._side_records(win, notes))
             extra["window_start_ns"] = win.start_ns
-            extra["pytorch"] = _pytorch_facts(win.loaders)
+            extra["pytorch"] = _pytorch_facts(win.loaders, win.machine)
+            extra["machine"] = win.machine
             _mark_late(procs, win, notes)
             if missing:
                 extra["workers_missing"] = [p.pid or 0 for p in missing]
                 notes.append(f"DataLoader worker(s) {_pids_of(missing)} did not hand over their I/O within "
                              f"{self.wait_s:g} s of the window's end: their I/O is missing from this trace")
-        elif not self.unavailable:
-            notes.append("no I/O recorded for this window (its start was not seen)")
+        else:
+            extra["machine"] = machine_facts()
+            if not self.unavailable:
+                notes.append("no I/O recorded for this window (its start was not seen)")
         tmp = os.path.join(self.spool(), f"export.{os.getpid()}.json")
         prof.export_chrome_trace(tmp)
         try:

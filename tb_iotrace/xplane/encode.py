@@ -557,6 +557,9 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
     pluggable-profiler path merges our plane into /host:CPU and renumbers metadata.
     counters          the trace's Darshan per-file records, as given
     mounts            the traced process's /proc/self/mountinfo text at capture time
+    machine           (when recorded) the machine that made the capture: {format
+                      "tb_iotrace.machine/1", cpus (usable cores), cpus_online, cpu_quota,
+                      mounts: [[mount_point, fs_type, source], ...]} (tb_iotrace.machine)
     untracked         (only when something was) what the capture counted but could not
                       track: {files, calls, bytes_read, bytes_written, reentrant_calls,
                       examples}: files past the file-table bound, signal-handler calls
@@ -577,6 +580,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
         "mounts": str(getattr(trace, "mounts", "") or ""),
         "counters": trace.counters,
         **({"untracked": dict(trace.untracked)} if getattr(trace, "untracked", None) else {}),
+        **({"machine": dict(trace.machine)} if isinstance(getattr(trace, "machine", None), dict) else {}),
     }
 
 

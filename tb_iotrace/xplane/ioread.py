@@ -129,6 +129,7 @@ def read_io_data(space) -> IoTrace | None:
     trace.dropped = int(info.get("dropped", 0))
     trace.counters = list(info.get("counters", []))
     trace.mounts = str(info.get("mounts", ""))
+    trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
     trace.untracked = dict(info["untracked"]) if isinstance(info.get("untracked"), dict) else None
     return trace
 

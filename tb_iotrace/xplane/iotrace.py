@@ -100,6 +100,8 @@ class IoTrace:
     untracked  what the capture saw but could not track, counted (None: nothing):
                {"files", "calls", "bytes_read", "bytes_written", "reentrant_calls", "examples"}
     mounts     the traced process's /proc/self/mountinfo at capture time ("" if unknown)
+    machine    the machine that made it (tb_iotrace.machine's record: cpus, mount table), None
+               when not recorded
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
 
@@ -122,6 +124,7 @@ class IoTrace:
     counters: Sequence[dict] = field(default_factory=list)  # a list, or a whole-run record's lazy records
     untracked: dict | None = None
     mounts: str = ""    # /proc/self/mountinfo of the traced process at capture time ("" unknown)
+    machine: dict | None = None   # tb_iotrace.machine record of the machine that made it
 
     def __post_init__(self) -> None:
         n = None
@@ -176,7 +179,8 @@ class IoTrace:
         cols = {name: (self.labels(name).take(index) if self.labels(name) is not None  # type: ignore[union-attr]
                        else getattr(self, name)[index]) for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
-                       counters=self.counters, mounts=self.mounts, untracked=self.untracked)
+                       counters=self.counters, mounts=self.mounts, untracked=self.untracked,
+                       machine=self.machine)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}

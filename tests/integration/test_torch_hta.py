@@ -3,7 +3,8 @@ reads PyTorch's own (issue 16): one profiled window of a CPU loop whose DataLoad
 known files, written by both handlers from the same export
 (tests/integration/scripts/torch_hta.py). HTA's parsed dataframe holds PyTorch's events
 unchanged (same columns, types and values) plus our I/O calls with their names, files and
-bytes; its analyses give the same results on both, and those that need GPU events (or fail on
+bytes (and the DataLoader workers' fetch spans, ``tb_iotrace::fetch``); its analyses give the
+same results on both, and those that need GPU events (or fail on
 a plain CPU trace with this HTA and pandas: critical path, call graph, temporal and idle time
 breakdown) fail on ours the same way, no other way."""
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Callable
 import pytest
 
 from tb_iotrace.attribution import op_kind
-from tb_iotrace.kineto import CATEGORY, read_trace
+from tb_iotrace.kineto import CATEGORY, FETCH_CATEGORY, read_trace
 
 pytest.importorskip("torch")
 pytest.importorskip("hta")
@@ -66,8 +67,8 @@ def test_same_events_and_types_as_pytorch_handler(run: dict[str, Any]) -> None:
     assert types.pop("bytes").kind == plain.dtypes["bytes"].kind == "i"
     assert types == plain.dtypes.drop("bytes").to_dict()
     io = ours["cat"] == CATEGORY
-    assert io.sum() > 0
-    kept = ours[~io].astype({"bytes": plain.dtypes["bytes"]})
+    assert io.sum() > 0 and (ours["cat"] == FETCH_CATEGORY).sum() > 0
+    kept = ours[~(io | (ours["cat"] == FETCH_CATEGORY))].astype({"bytes": plain.dtypes["bytes"]})
     assert len(kept) == len(plain)
     # HTA starts each trace's clock at its first event: compare from the first PyTorch event
     for df in (kept, plain):
@@ -109,15 +110,16 @@ def test_io_calls_in_hta_dataframe(run: dict[str, Any]) -> None:
 
 def test_trace_diff_sees_only_the_io_calls(run: dict[str, Any]) -> None:
     """HTA's trace comparison (CPU operators, counts and total time, all steps): the same for
-    every PyTorch operator; the differences are our calls, on ours only."""
+    every PyTorch operator; the differences are our calls and fetch spans, on ours only."""
     ours = LabeledTrace("ours", t=run["ours_ta"].t)
     plain = LabeledTrace("plain", t=run["plain_ta"].t)
     steps = run["plain_ta"].get_profiler_steps()
     diff = TraceDiff.compare_traces(plain, ours, control_iteration=steps, test_iteration=steps,
                                     device_type=DeviceType.CPU)
     df = decoded(run["ours_ta"])
-    io_names = set(df.loc[df["cat"] == CATEGORY, "name"])
-    in_steps = set(df.loc[(df["cat"] == CATEGORY) & df["iteration"].isin(steps), "name"])
+    ours_rows = df["cat"].isin([CATEGORY, FETCH_CATEGORY])
+    io_names = set(df.loc[ours_rows, "name"])
+    in_steps = set(df.loc[ours_rows & df["iteration"].isin(steps), "name"])
     assert in_steps, "no I/O call inside a profiler step"
     changed = diff[diff["diff_counts"] != 0]
     assert set(changed.index) == in_steps

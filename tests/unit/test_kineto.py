@@ -121,3 +121,44 @@ def test_metadata_events_as_kineto_writes_them() -> None:
     # at the process's recording start on Kineto's clock (it precedes every call of the process)
     worker_meta = [e for e in meta if e["pid"] == 11]
     assert {e["ts"] for e in worker_meta} == {5000.0}
+
+
+def worker_with_fetches(pid: int = 11) -> dict:
+    p = proc(pid, "worker")
+    p["worker_id"] = 1
+    p["fetches"] = {"start_ns": [BASE + 6_500_000, BASE + 7_000_000], "end_ns": [BASE + 6_900_000, BASE + 7_004_000],
+                    "tid": [pid, pid], "samples": [4, 3]}
+    return p
+
+
+def test_fetch_spans_become_fetch_events_on_kineto_clock() -> None:
+    t = add_io(kineto(), [proc(10, "main"), worker_with_fetches(11)])
+    fetches = [e for e in t["traceEvents"] if e.get("name") == "tb_iotrace::fetch"]
+    assert fetches == [
+        {"ph": "X", "cat": "tb_iotrace", "name": "tb_iotrace::fetch", "pid": 11, "tid": 11, "ts": 6500.0,
+         "dur": 400.0, "args": {"worker_id": 1, "samples": 4}},
+        {"ph": "X", "cat": "tb_iotrace", "name": "tb_iotrace::fetch", "pid": 11, "tid": 11, "ts": 7000.0,
+         "dur": 4.0, "args": {"worker_id": 1, "samples": 3}}]
+    # the read at 7000.5 us lies inside the second span, on the same track
+    read = next(e for e in t["traceEvents"] if e.get("cat") == CATEGORY and e["pid"] == 11 and e["name"] == "read")
+    assert fetches[1]["ts"] <= read["ts"] and read["ts"] + read["dur"] <= fetches[1]["ts"] + fetches[1]["dur"]
+    rec = io_record(t)
+    assert rec is not None
+    w = rec["processes"][1]
+    assert w["num_fetches"] == 2 and w["worker_id"] == 1 and "fetches" not in w
+    assert "num_fetches" not in rec["processes"][0]
+
+
+def test_fetch_thread_without_io_gets_a_track_name() -> None:
+    p = worker_with_fetches(11)
+    p["fetches"]["tid"] = [12, 12]
+    t = add_io(kineto(), [p])
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in t["traceEvents"] if e.get("name") == "thread_name"}
+    assert names[(11, 12)] == "DataLoader worker (12)"
+
+
+def test_unequal_fetch_columns_refused() -> None:
+    p = worker_with_fetches(11)
+    p["fetches"]["samples"] = [4]
+    with pytest.raises(ValueError, match="fetch columns of unequal length"):
+        add_io(kineto(), [p])

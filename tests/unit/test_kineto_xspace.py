@@ -180,3 +180,44 @@ def test_corrupt_gzip_is_a_clear_error(tmp_path: Path) -> None:
     p.write_bytes(TRACE.read_bytes()[:500])
     with pytest.raises(KinetoTraceError, match="not a readable Kineto trace"):
         read_xspace(p)
+
+
+def test_fetch_spans_are_events_of_the_workers_host_lines() -> None:
+    """A forked worker's thread has the pthread_self of the parent's thread that forked it: the
+    main thread keeps TensorFlow's line id (its I/O stays attributed to it), the worker's fetch
+    spans get their own line, the tid, with worker_id and samples as stats."""
+    from tb_iotrace.kineto import add_io
+
+    base = 1_790_857_026_000_000_000
+    pthread = 0x7F00DEAD0000
+
+    def rec(pid: int, role: str, t0_us: float) -> dict:
+        s = base + int(t0_us * 1000)
+        return {"pid": pid, "role": role, "start_ns": base + 4_000_000, "end_ns": base + 10_000_000,
+                "threads": [[pid, pthread, "python"]],
+                "events": {"op": ["read"], "path": ["/d/a"], "offset": [0], "requested": [10], "returned": [10],
+                           "fd": [3], "errno": [0], "start_ns": [s], "end_ns": [s + 1000], "tid": [pid]},
+                "counters": [], "dropped": 0}
+
+    worker = rec(11, "worker", 6100.0) | {"worker_id": 0, "fetches": {
+        "start_ns": [base + 6_000_000], "end_ns": [base + 6_500_000], "tid": [11], "samples": [2]}}
+    trace = {"schemaVersion": 1, "baseTimeNanoseconds": base,
+             "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 10, "tid": 10,
+                              "ts": 5000.0, "dur": 4000.0}]}
+    space = to_xspace(add_io(trace, [rec(10, "main", 5500.0), worker]))
+    host = find_plane(space, "/host:CPU")
+    names = {k: v.name for k, v in host.event_metadata.items()}
+    stat_names = {k: v.name for k, v in host.stat_metadata.items()}
+    fetch_lines = [ln for ln in host.lines if any(names[e.metadata_id] == "tb_iotrace::fetch" for e in ln.events)]
+    assert len(fetch_lines) == 1
+    ln = fetch_lines[0]
+    assert ln.display_id == 11 and ln.name.endswith("[pid 11]")
+    ev = ln.events[0]
+    assert ev.duration_ps == 500_000 * 1000
+    stats = {stat_names[s.metadata_id]: s.int64_value for s in ev.stats}
+    assert stats == {"worker_id": 0, "samples": 2}
+    info = read_io_info(space)
+    by_tid = {li["tid"]: li for li in info["lines"]}
+    from tb_iotrace.xplane import thread_line_id
+    assert by_tid[10]["host_line_id"] == thread_line_id(pthread)   # the main thread keeps its link
+    assert by_tid[11]["host_line_id"] is None
