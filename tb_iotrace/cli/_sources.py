@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import remote
 from ..filetable import FileTable
 from ..kineto import KinetoTraceError, io_record, read_trace
 from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, scan
@@ -291,8 +292,24 @@ def _sniff(path: Path) -> str:
     return ""
 
 
+def remote_wanted(name: str) -> bool:
+    """The files of a remote logdir that the sources read (everything else stays remote)."""
+    return not name.startswith(".") and name.endswith((XPLANE_SUFFIX, RECORD_SUFFIX, ".npz") + KINETO_SUFFIXES)
+
+
 def resolve(path: str, run: str | None = None, host: str | None = None) -> list[Source]:
-    """Sources under ``path`` filtered by ``run``/``host``; raise UserError when there are none."""
+    """Sources under ``path`` filtered by ``run``/``host``; raise UserError when there are none.
+    A URL (``s3://``, ``gs://``, ...) is read through its local mirror (:func:`remote.fetch`)."""
+    if remote.is_url(path):
+        try:
+            local = str(remote.fetch(path, remote_wanted))
+        except remote.RemoteError as exc:
+            raise UserError(str(exc)) from None
+        try:
+            return resolve(local, run, host)
+        except UserError as exc:
+            raise UserError(str(exc).replace(local, path)) from None
+    path = remote.local_path(path)
     p = Path(path)
     if not p.exists():
         raise UserError(f"{path}: no such file or directory")

@@ -1,0 +1,396 @@
+"""Logdirs and outputs given as URLs (``s3://``, ``gs://`` and whatever else fsspec knows).
+
+The readers and writers of the package work on local files (the decoders memory-map them), so a
+URL is bridged at its edge:
+
+- reading: :func:`fetch` lists the remote tree one level at a time (``fs.ls``, the store's
+  delimiter listing; never a recursive glob), fetches each file the scanner reads (captures,
+  run records, PyTorch traces) once into a bounded local cache keyed by the object's
+  etag/generation and size, and lays out a local mirror of the tree with hard links to the
+  cached objects. A changed object has another key and is fetched again; an unchanged one is
+  not fetched at all. :data:`STATS` counts what came over the network;
+- writing: the caller writes into a local staging folder; :func:`upload` sends each file whole
+  (object stores replace an object atomically on PUT; other filesystems get a temporary name and
+  a rename).
+
+``file://`` URLs and plain paths are local and never come here (:func:`is_url` says no). A URL
+whose scheme's client is not installed is :class:`RemoteError` naming the extra
+(``pip install tb_iotrace[cloud]``); every remote failure (missing bucket, wrong key or
+credentials, server down) is one line. Credentials and endpoints come the standard way (AWS_*
+variables and config for s3fs, Application Default Credentials or ``STORAGE_EMULATOR_HOST`` for
+gcsfs).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import posixpath
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+EXTRA = "pip install tb_iotrace[cloud]"
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+# schemes whose objects are replaced whole by one PUT (no rename needed, none atomic)
+OBJECT_STORES = {"s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl", "oss", "r2"}
+# where a scheme's client comes from, for the error that names it
+CLIENTS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "adlfs", "abfs": "adlfs",
+           "abfss": "adlfs"}
+MAX_DEPTH = 10          # folder levels below the URL listed
+MAX_DIRS = 5000         # folders listed by one fetch
+DEFAULT_CACHE_BYTES = 4 << 30
+
+
+class RemoteError(OSError):
+    """A URL that cannot be used: its one-line message is for the user."""
+
+
+@dataclass
+class Stats:
+    """What the fetches of this process brought over the network (tests and benchmarks read it)."""
+    objects: int = 0
+    bytes: int = 0
+    listed_dirs: int = 0
+
+
+STATS = Stats()
+
+
+def is_url(value: str | os.PathLike[str]) -> bool:
+    """A remote URL (a scheme other than ``file``); plain paths and ``file://`` are local."""
+    if not isinstance(value, str):
+        return False
+    m = _SCHEME.match(value)
+    return bool(m) and m.group(1).lower() != "file"
+
+
+def local_path(value: str) -> str:
+    """A ``file://`` URL's path; anything else unchanged."""
+    return value[len("file://"):] if value.lower().startswith("file://") else value
+
+
+def scheme(url: str) -> str:
+    m = _SCHEME.match(url)
+    return m.group(1).lower() if m else ""
+
+
+def join(url: str, *parts: str) -> str:
+    return posixpath.join(url.rstrip("/"), *[p.strip("/") for p in parts if p])
+
+
+def filesystem(url: str) -> tuple[Any, str]:
+    """``(fs, path)`` for a URL; :class:`RemoteError` naming the extra when its client (or
+    fsspec) is not installed."""
+    sch = scheme(url)
+    try:
+        import fsspec
+        from fsspec.core import url_to_fs
+    except ImportError:
+        raise RemoteError(f"{url}: reading and writing {sch}:// URLs needs fsspec: {EXTRA}") from None
+    try:
+        fsspec.get_filesystem_class(sch)
+    except ImportError:
+        client = CLIENTS.get(sch, f"the fsspec backend for {sch}://")
+        raise RemoteError(f"{url}: {sch}:// needs {client}, which is not installed: {EXTRA}") from None
+    except ValueError:
+        raise RemoteError(f"{url}: unknown URL scheme {sch}:// (not a filesystem fsspec knows)") from None
+    try:
+        fs, path = url_to_fs(url)
+    except Exception as exc:
+        raise RemoteError(f"{url}: {why(exc)}") from None
+    return fs, path
+
+
+def why(exc: BaseException) -> str:
+    """One line for a remote failure, from whatever the client raised."""
+    if isinstance(exc, RemoteError):
+        return str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return "no such bucket or object" + (f" ({_short(exc)})" if _short(exc) else "")
+    if isinstance(exc, PermissionError):
+        return "access denied (check the credentials: AWS_* variables, Application Default Credentials)"
+    text = _short(exc)
+    low = f"{type(exc).__name__} {text}".lower()
+    if any(k in low for k in ("connect", "endpoint", "timeout", "timed out", "refused", "unreachable")):
+        return f"cannot reach the storage server ({type(exc).__name__}: {text})"
+    if any(k in low for k in ("invalidaccesskeyid", "signaturedoesnotmatch", "credential", "forbidden",
+                              "accessdenied", "401", "403")):
+        return f"access denied ({type(exc).__name__}: {text})"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:300]
+
+
+def _fail(url: str, exc: BaseException) -> RemoteError:
+    return RemoteError(f"{url}: {why(exc)}")
+
+
+# ---------------------------------------------------------------------------- the cache
+def cache_root() -> Path:
+    base = os.environ.get("TB_IOTRACE_CACHE")
+    if base:
+        return Path(base)
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "tb_iotrace" / "remote"
+
+
+def cache_limit() -> int:
+    try:
+        return max(0, int(os.environ.get("TB_IOTRACE_CACHE_BYTES", DEFAULT_CACHE_BYTES)))
+    except ValueError:
+        return DEFAULT_CACHE_BYTES
+
+
+def version_of(info: dict[str, Any]) -> str:
+    """What changes when an object is rewritten: GCS's generation, S3's ETag, else the mtime."""
+    for key in ("generation", "ETag", "etag", "md5Hash", "LastModified", "mtime", "updated", "last_modified"):
+        v = info.get(key)
+        if v not in (None, ""):
+            return f"{key}={v}"
+    return ""
+
+
+def _key(url: str, info: dict[str, Any]) -> str:
+    raw = f"{url}\x00{version_of(info)}\x00{int(info.get('size') or 0)}"
+    return hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+
+
+def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> Path:
+    """The cached copy of one object, fetched when its key is not cached yet."""
+    key = _key(url, info)
+    obj = root / "objects" / key[:2] / key
+    if obj.is_file() and obj.stat().st_size == int(info.get("size") or 0):
+        try:
+            os.utime(obj)   # recently used: evicted last
+        except OSError:
+            pass
+        return obj
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".part-", dir=obj.parent)
+    os.close(fd)
+    try:
+        fs.get_file(rpath, tmp)
+        got = os.path.getsize(tmp)
+        os.replace(tmp, obj)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, Exception):
+            raise _fail(url, exc) from None
+        raise
+    STATS.objects += 1
+    STATS.bytes += got
+    return obj
+
+
+def evict(root: Path | None = None, limit: int | None = None, keep: Iterable[Path] = ()) -> int:
+    """Remove the least recently used cached objects until the cache is under ``limit`` bytes
+    (``keep``: the objects the current fetch uses). Returns the bytes removed."""
+    root = root or cache_root()
+    limit = cache_limit() if limit is None else limit
+    kept = {os.path.realpath(p) for p in keep}
+    files = []
+    for p in (root / "objects").glob("*/*"):
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        files.append((st.st_mtime, st.st_size, p))
+    total = sum(s for _, s, _ in files)
+    removed = 0
+    for _, size, p in sorted(files, key=lambda t: t[0]):
+        if total <= limit:
+            break
+        if os.path.realpath(p) in kept:
+            continue
+        try:
+            p.unlink()
+        except OSError:
+            continue
+        total -= size
+        removed += size
+    return removed
+
+
+# ---------------------------------------------------------------------------- reading
+def _listing(fs: Any, url: str, path: str) -> list[dict[str, Any]]:
+    try:
+        entries = fs.ls(path, detail=True, refresh=True)
+    except TypeError:          # a filesystem without the refresh keyword
+        entries = fs.ls(path, detail=True)
+    STATS.listed_dirs += 1
+    return list(entries)
+
+
+def _base(p: str) -> str:
+    return posixpath.basename(p.rstrip("/"))
+
+
+def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None) -> Path:
+    """The local mirror of ``url`` (a folder, or one file): every file whose name ``wanted``
+    accepts, fetched into the cache when its version is not there yet, hard-linked into the
+    mirror ``<cache>/trees/<hash of url>/<url's last name>`` (the local path returned has the
+    URL's names, so runs are named as for a local logdir). Folders are listed one level at a
+    time. A file URL brings its siblings of the same stem (a record's ``.npz`` tables).
+    :class:`RemoteError` (one line) for a missing bucket or object, bad credentials, a stopped
+    server."""
+    fs, rpath = filesystem(url)
+    root = root or cache_root()
+    try:
+        info = fs.info(rpath)
+    except Exception as exc:
+        raise _fail(url, exc) from None
+    tree_id = hashlib.sha256(url.rstrip("/").encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    stage = Path(tempfile.mkdtemp(prefix=".tree-", dir=_mkdir(root / "trees")))
+    used: list[Path] = []
+    try:
+        if info.get("type") != "directory":
+            # one file, with its siblings of the same stem (a record's .npz beside its .json),
+            # under a folder named as its remote parent (the run name a local file gets)
+            name = _base(rpath) or "object"
+            parent = posixpath.dirname(rpath.rstrip("/"))
+            stem = name.split(".", 1)[0] + "."
+            local = stage / (_base(parent) or "root")
+            local.mkdir()
+            siblings = [info]
+            try:
+                siblings += [e for e in _listing(fs, url, parent) if e.get("type") != "directory"
+                             and _base(e.get("name", "")) != name and _base(e.get("name", "")).startswith(stem)
+                             and wanted(_base(e.get("name", "")))]
+            except Exception:
+                pass
+            for e in siblings:
+                ename = _base(e.get("name", rpath)) or name
+                obj = _object(fs, url.rsplit("/", 1)[0] + "/" + ename, e.get("name", rpath), e, root)
+                used.append(obj)
+                _link(obj, local / ename)
+            target = f"{local.name}/{name}"
+        else:
+            local = stage / (_base(rpath) or "root")
+            local.mkdir()
+            _mirror(fs, url, rpath, local, wanted, root, used)
+            target = local.name
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    final = root / "trees" / tree_id
+    old = root / "trees" / f".old-{tree_id}-{os.getpid()}"
+    if final.exists():
+        try:
+            os.replace(final, old)
+        except OSError:
+            pass
+    try:
+        os.replace(stage, final)
+    except OSError:            # another process laid the same tree meanwhile: use ours
+        final = stage
+    shutil.rmtree(old, ignore_errors=True)
+    evict(root, keep=used)
+    return final / target
+
+
+def _mirror(fs: Any, url: str, rpath: str, stage: Path, wanted: Callable[[str], bool], root: Path,
+            used: list[Path]) -> None:
+    todo = [(rpath.rstrip("/"), stage, 0)]
+    seen = 0
+    while todo:
+        d, local, depth = todo.pop()
+        seen += 1
+        if seen > MAX_DIRS:
+            break
+        try:
+            entries = _listing(fs, url, d)
+        except Exception as exc:
+            if d == rpath.rstrip("/"):
+                raise _fail(url, exc) from None
+            continue
+        for e in entries:
+            name = _base(e.get("name", ""))
+            if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith(".part-"):
+                continue
+            full = e["name"].rstrip("/")
+            if full == d:
+                continue
+            if e.get("type") == "directory":
+                if depth < MAX_DEPTH:
+                    sub = local / name
+                    sub.mkdir(exist_ok=True)
+                    todo.append((full, sub, depth + 1))
+            elif wanted(name):
+                obj = _object(fs, join(url, posixpath.relpath(full, rpath.rstrip("/"))), full, e, root)
+                used.append(obj)
+                _link(obj, local / name)
+
+
+def _mkdir(p: Path) -> Path:
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _link(obj: Path, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(obj, dest)
+    except OSError:            # another filesystem, or no hard links: a copy
+        shutil.copyfile(obj, dest)
+
+
+# ---------------------------------------------------------------------------- writing
+def check_writable(url: str) -> None:
+    """Fail early (one line) when the URL's bucket cannot be reached or listed."""
+    fs, rpath = filesystem(url)
+    bucket = rpath.split("/", 1)[0] if scheme(url) in OBJECT_STORES else posixpath.dirname(rpath.rstrip("/"))
+    try:
+        if bucket and not fs.exists(bucket):
+            raise FileNotFoundError(f"bucket {bucket} does not exist")
+        if bucket:
+            fs.ls(bucket, detail=False)
+    except Exception as exc:
+        raise _fail(url, exc) from None
+
+
+def upload_file(local: str | os.PathLike[str], url: str, fs: Any = None) -> int:
+    """Send one local file to ``url`` whole; returns its size."""
+    if fs is None:
+        fs, rpath = filesystem(url)
+    else:
+        rpath = fs._strip_protocol(url)
+    size = os.path.getsize(local)
+    try:
+        if scheme(url) in OBJECT_STORES:
+            fs.put_file(str(local), rpath)
+        else:
+            tmp = posixpath.join(posixpath.dirname(rpath), f".part-{os.getpid()}-{posixpath.basename(rpath)}")
+            fs.put_file(str(local), tmp)
+            fs.mv(tmp, rpath)
+    except Exception as exc:
+        raise _fail(url, exc) from None
+    return size
+
+
+def upload(local_dir: str | os.PathLike[str], url: str, only: Iterable[Path] | None = None,
+           last: Callable[[str], bool] = lambda name: name.endswith(".json")) -> list[str]:
+    """Send the files of ``local_dir`` (or just ``only``) to the same relative paths under
+    ``url``; the files ``last`` names (the records' JSON, which readers read first) go after the
+    others. Returns the URLs written."""
+    fs, _ = filesystem(url)
+    base = Path(local_dir)
+    files = list(only) if only is not None else [p for p in base.rglob("*") if p.is_file()]
+    files.sort(key=lambda p: (last(p.name), str(p)))
+    done = []
+    for p in files:
+        if p.name.startswith("."):
+            continue   # temporary names of writers still at work
+        dest = join(url, p.relative_to(base).as_posix())
+        upload_file(p, dest, fs)
+        done.append(dest)
+    return done
