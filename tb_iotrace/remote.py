@@ -23,6 +23,7 @@ gcsfs).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import posixpath
 import re
@@ -82,10 +83,23 @@ def join(url: str, *parts: str) -> str:
     return posixpath.join(url.rstrip("/"), *[p.strip("/") for p in parts if p])
 
 
+# the clients log each retry and failure with a traceback; without a handler of the
+# application's, Python's last-resort handler printed them on stderr (our one line says it)
+QUIET_LOGGERS = ("fsspec", "s3fs", "gcsfs", "aiobotocore", "botocore", "google", "urllib3")
+
+
+def _quiet_clients() -> None:
+    for name in QUIET_LOGGERS:
+        lg = logging.getLogger(name)
+        if not any(isinstance(h, logging.NullHandler) for h in lg.handlers):
+            lg.addHandler(logging.NullHandler())
+
+
 def filesystem(url: str) -> tuple[Any, str]:
     """``(fs, path)`` for a URL; :class:`RemoteError` naming the extra when its client (or
     fsspec) is not installed."""
     sch = scheme(url)
+    _quiet_clients()
     try:
         import fsspec
         from fsspec.core import url_to_fs

@@ -112,7 +112,7 @@ def test_a_missing_client_names_the_extra(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TB_IOTRACE_CACHE": str(tmp_path / "cache")}
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    for args in (["report", "s3://bucket/logs"],
+    for args in (["report", "s3://bucket/logs"], ["run", "--logdir", "s3://bucket/logs", "--", "true"],
                  ["export", str(RUN_V1), "--format", "csv", "-o", "s3://bucket/out"]):
         p = subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=env, capture_output=True,
                            text=True, timeout=60)
@@ -189,3 +189,103 @@ def test_errors_are_one_line(store: dict[str, Any]) -> None:
         assert len(err.strip().splitlines()) == 1 and says in err, err
     assert _listed(store, "") == {}
     _no_local_url_folder(store["cwd"])
+
+
+JOB = ROOT / "tests" / "unit" / "fixtures" / "cloud_job.py"
+
+
+def _start_run(store: dict[str, Any], url: str, how: str,
+               env: dict[str, str] | None = None) -> tuple[Any, Path, Path]:
+    data = store["cwd"].parent / "data.bin"
+    data.write_bytes(os.urandom(65536))
+    marker = store["cwd"].parent / "go"
+    proc = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "run", "--logdir", url, "--flush", "0.3", "--",
+                             sys.executable, str(JOB), str(data), str(marker), how],
+                            cwd=store["cwd"], env=env or store["env"], stderr=subprocess.PIPE, text=True)
+    return proc, data, marker
+
+
+def _wait_for(pred: Any, timeout: float = 30.0) -> Any:
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_run_uploads_each_flush_and_a_killed_job_leaves_its_last(store: dict[str, Any]) -> None:
+    url = store["url"] + "/logs"
+    proc, data, marker = _start_run(store, url, "kill")
+
+    def bytes_read() -> int | None:
+        """The job's bytes read from data.bin, as the report of the bucket's records says."""
+        rc, out, _ = _cli("report", url, "--json", "--no-progress")
+        if rc != 0:
+            return None
+        [host] = json.loads(out)["runs"][0]["hosts"]
+        got = [f["counters"]["POSIX_BYTES_READ"] for f in host["files"] if f["path"] == str(data)]
+        return got[0] if got and got[0] == data.stat().st_size else None
+
+    # a periodic flush with the whole read reaches the bucket while the job still runs
+    assert _wait_for(bytes_read) == data.stat().st_size
+    assert proc.poll() is None
+    keys = [k for k in _listed(store, "logs") if k.endswith(".json")]
+    assert len(keys) == 1 and keys[0].startswith("logs/plugins/iotrace/")
+    marker.write_text("")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + 9, err                  # the job's own exit (SIGKILL)
+    assert "upload failed" not in err and "not uploaded" not in err, err
+    rc, out, err = _cli("report", url, "--json", "--no-progress")
+    assert rc == 0, err
+    [host] = json.loads(out)["runs"][0]["hosts"]
+    assert host["partial"] is True                            # its last periodic flush
+    assert bytes_read() == data.stat().st_size
+    _no_local_url_folder(store["cwd"])
+
+
+def _storage_failed(proc: Any, url: str, first: str, cwd: Path) -> None:
+    """The job kept its exit code (3); stderr said the first failure and the outcome, one line
+    each; the records are in the folder named, not in the cwd."""
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 3, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2, err
+    assert first in lines[0], err
+    assert lines[1].startswith(f"tb-iotrace run: the records were not uploaded to {url}"), err
+    kept = Path(lines[1].rsplit("kept in ", 1)[1])
+    assert list(kept.glob("plugins/iotrace/*.json"))
+    _no_local_url_folder(cwd)
+
+
+def test_run_keeps_the_exit_code_when_the_bucket_is_missing(store: dict[str, Any]) -> None:
+    url = store["url"] + "-missing/logs"
+    proc, _, marker = _start_run(store, url, "3")
+    marker.write_text("")
+    _storage_failed(proc, url, "no such bucket", store["cwd"])
+
+
+def test_run_keeps_the_exit_code_when_the_server_stops(tmp_path: Path) -> None:
+    """The S3 server stopped mid-run (after a flush reached it). S3 only: gcsfs retries a dead
+    server for about 30 s per call, which would make this test slow, not different."""
+    import fsspec
+
+    srv = start_s3()
+    fs = fsspec.filesystem("s3", skip_instance_cache=True, endpoint_url=srv.endpoint,
+                           key="testing", secret="testing")
+    fs.mkdir("own")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {**os.environ, **srv.env, "TB_IOTRACE_CACHE": str(tmp_path / "cache"),
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    url = "s3://own/logs"
+    proc, _, marker = _start_run({"cwd": cwd}, url, "3", env)
+    try:
+        _wait_for(lambda: [k for k in fs.find("own/logs") if k.endswith(".json")])
+    finally:
+        srv.stop()
+    marker.write_text("")
+    _storage_failed(proc, url, "upload failed, retrying at the next flush", cwd)
