@@ -85,7 +85,8 @@ def join(url: str, *parts: str) -> str:
 
 # the clients log each retry and failure with a traceback; without a handler of the
 # application's, Python's last-resort handler printed them on stderr (our one line says it)
-QUIET_LOGGERS = ("fsspec", "s3fs", "gcsfs", "aiobotocore", "botocore", "google", "urllib3")
+QUIET_LOGGERS = ("fsspec", "s3fs", "gcsfs", "aiobotocore", "botocore", "google", "urllib3", "aiohttp",
+                 "asyncio")  # asyncio: "Task exception was never retrieved" of a dropped connection
 
 
 def _quiet_clients() -> None:
@@ -125,7 +126,7 @@ def why(exc: BaseException) -> str:
         return str(exc)
     if isinstance(exc, FileNotFoundError):
         return "no such bucket or object" + (f" ({_short(exc)})" if _short(exc) else "")
-    if isinstance(exc, PermissionError):
+    if isinstance(exc, PermissionError) or "forbidden" in str(exc).lower()[:40]:
         return "access denied (check the credentials: AWS_* variables, Application Default Credentials)"
     text = _short(exc)
     low = f"{type(exc).__name__} {text}".lower()
@@ -363,11 +364,12 @@ def check_writable(url: str) -> None:
     """Fail early (one line) when the URL's bucket cannot be reached or listed."""
     fs, rpath = filesystem(url)
     bucket = rpath.split("/", 1)[0] if scheme(url) in OBJECT_STORES else posixpath.dirname(rpath.rstrip("/"))
-    try:
-        if bucket and not fs.exists(bucket):
-            raise FileNotFoundError(f"bucket {bucket} does not exist")
-        if bucket:
-            fs.ls(bucket, detail=False)
+    if not bucket:
+        return
+    try:   # a listing, not exists(): exists() answers False for a forbidden bucket too
+        fs.ls(bucket, detail=False)
+    except FileNotFoundError:
+        raise RemoteError(f"{url}: no such bucket or folder ({bucket})") from None
     except Exception as exc:
         raise _fail(url, exc) from None
 

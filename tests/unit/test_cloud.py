@@ -43,9 +43,7 @@ def store(server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> di
     for k, v in server.env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("TB_IOTRACE_CACHE", str(tmp_path / "cache"))
-    fsspec.config.conf.clear()
-    from fsspec.spec import AbstractFileSystem
-    AbstractFileSystem.clear_instance_cache()
+    _fresh_clients()
     fs = fsspec.filesystem(server.scheme, skip_instance_cache=True)
     bucket = f"b{os.urandom(4).hex()}"
     fs.mkdir(bucket)
@@ -54,6 +52,14 @@ def store(server: Server, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> di
     monkeypatch.chdir(cwd)
     return {"fs": fs, "bucket": bucket, "url": f"{server.scheme}://{bucket}", "cwd": cwd, "server": server,
             "env": {**os.environ, **server.env, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}}
+
+
+def _fresh_clients() -> None:
+    """fsspec keeps one client per class and arguments: drop those made for another server."""
+    import fsspec
+
+    for sch in ("s3", "gs"):
+        fsspec.get_filesystem_class(sch).clear_instance_cache()
 
 
 def _put_logdir(fs: Any, bucket: str) -> dict[str, int]:
@@ -289,3 +295,42 @@ def test_run_keeps_the_exit_code_when_the_server_stops(tmp_path: Path) -> None:
         srv.stop()
     marker.write_text("")
     _storage_failed(proc, url, "upload failed, retrying at the next flush", cwd)
+
+
+def test_import_darshan_to_a_url(store: dict[str, Any], tmp_path: Path) -> None:
+    import darshan
+
+    log = Path(darshan.__file__).parent / "examples" / "example_logs" / "dxt.darshan"
+    url = store["url"] + "/logs"
+    rc, _, err_url = _cli("import-darshan", str(log), "--logdir", url)
+    assert rc == 0, err_url
+    rc, _, err = _cli("import-darshan", str(log), "--logdir", str(tmp_path / "local"))
+    assert rc == 0, err
+    [want] = (tmp_path / "local").rglob("*.xplane.pb")
+    key = "logs/" + want.relative_to(tmp_path / "local").as_posix()
+    assert _listed(store, "logs") == {key: want.stat().st_size}
+    assert err_url.startswith(f"wrote {store['url']}/{key}: "), err_url
+    _no_local_url_folder(store["cwd"])
+
+
+def test_a_wrong_key_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """moto checking the keys (it accepts any by default): report, export and import-darshan
+    say access denied in one line and write nothing."""
+    import moto.settings
+
+    srv = start_s3()
+    try:
+        for k, v in srv.env.items():
+            monkeypatch.setenv(k, v)
+        monkeypatch.setenv("TB_IOTRACE_CACHE", str(tmp_path / "cache"))
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.setattr(moto.settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)
+        _fresh_clients()
+        for args in (["report", "s3://bucket/logs"],
+                     ["export", str(RUN_V1), "--format", "csv", "-o", "s3://bucket/out"]):
+            rc, out, err = _cli(*args, "--no-progress")
+            assert rc == 1 and out == ""
+            assert len(err.strip().splitlines()) == 1 and "access denied" in err, err
+        assert sorted(p.name for p in tmp_path.iterdir()) == []
+    finally:
+        srv.stop()
