@@ -334,3 +334,27 @@ def test_a_wrong_key_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         assert sorted(p.name for p in tmp_path.iterdir()) == []
     finally:
         srv.stop()
+
+
+class _Profiler:
+    """What TraceHandler uses of torch.profiler.profile: PyTorch's own trace export."""
+
+    def export_chrome_trace(self, path: str) -> None:
+        shutil.copyfile(DATA / "kineto_gpu_synthetic.pt.trace.json", path)
+
+
+def test_torch_trace_handler_uploads_the_trace(store: dict[str, Any]) -> None:
+    from tb_iotrace.recording.torch import TraceHandler
+
+    handler = TraceHandler(store["url"] + "/torch", worker_name="w0")
+    handler(_Profiler())
+    [written] = handler.written
+    got = _listed(store, "torch")
+    [key] = got
+    assert written == f"{store['url']}/{key}" and key.startswith("torch/w0.") and key.endswith(".pt.trace.json")
+    body = store["fs"].cat_file(f"{store['bucket']}/{key}")
+    assert len(body) == got[key]
+    doc = json.loads(body)                                    # PyTorch's trace with tb_iotrace's part
+    assert doc["traceEvents"] and any("no I/O recorded" in n for n in doc["tb_iotrace"]["notes"])
+    assert not os.listdir(handler.spool())                    # nothing left behind locally
+    _no_local_url_folder(store["cwd"])
