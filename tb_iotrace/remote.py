@@ -250,72 +250,87 @@ def _base(p: str) -> str:
     return posixpath.basename(p.rstrip("/"))
 
 
+def mirror_path(url: str, root: Path | None = None) -> Path:
+    """Where :func:`fetch` lays the local mirror of a folder URL (stable across fetches)."""
+    root = root or cache_root()
+    tree_id = hashlib.sha256(url.rstrip("/").encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    return root / "trees" / tree_id / (_base(url.split("://", 1)[-1]) or "root")
+
+
 def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None) -> Path:
     """The local mirror of ``url`` (a folder, or one file): every file whose name ``wanted``
     accepts, fetched into the cache when its version is not there yet, hard-linked into the
-    mirror ``<cache>/trees/<hash of url>/<url's last name>`` (the local path returned has the
-    URL's names, so runs are named as for a local logdir). Folders are listed one level at a
-    time. A file URL brings its siblings of the same stem (a record's ``.npz`` tables).
-    :class:`RemoteError` (one line) for a missing bucket or object, bad credentials, a stopped
-    server."""
+    mirror (:func:`mirror_path`: its last name is the URL's, so runs are named as for a local
+    logdir). Folders are listed one level at a time. A file URL brings its siblings of the same
+    stem (a record's ``.npz`` tables), under a folder named as its remote parent.
+
+    The mirror is updated in place, one file at a time (each replaced by a rename, files gone
+    from the URL removed after), so a reader of the mirror (the TensorBoard tab) never finds it
+    missing. :class:`RemoteError` (one line) for a missing bucket or object, bad credentials, a
+    stopped server."""
     fs, rpath = filesystem(url)
     root = root or cache_root()
     try:
         info = fs.info(rpath)
     except Exception as exc:
         raise _fail(url, exc) from None
-    tree_id = hashlib.sha256(url.rstrip("/").encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    stage = Path(tempfile.mkdtemp(prefix=".tree-", dir=_mkdir(root / "trees")))
     used: list[Path] = []
-    try:
-        if info.get("type") != "directory":
-            # one file, with its siblings of the same stem (a record's .npz beside its .json),
-            # under a folder named as its remote parent (the run name a local file gets)
-            name = _base(rpath) or "object"
-            parent = posixpath.dirname(rpath.rstrip("/"))
-            stem = name.split(".", 1)[0] + "."
-            local = stage / (_base(parent) or "root")
-            local.mkdir()
-            siblings = [info]
-            try:
-                siblings += [e for e in _listing(fs, url, parent) if e.get("type") != "directory"
-                             and _base(e.get("name", "")) != name and _base(e.get("name", "")).startswith(stem)
-                             and wanted(_base(e.get("name", "")))]
-            except Exception:
-                pass
-            for e in siblings:
-                ename = _base(e.get("name", rpath)) or name
-                obj = _object(fs, url.rsplit("/", 1)[0] + "/" + ename, e.get("name", rpath), e, root)
-                used.append(obj)
-                _link(obj, local / ename)
-            target = f"{local.name}/{name}"
-        else:
-            local = stage / (_base(rpath) or "root")
-            local.mkdir()
-            _mirror(fs, url, rpath, local, wanted, root, used)
-            target = local.name
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    final = root / "trees" / tree_id
-    old = root / "trees" / f".old-{tree_id}-{os.getpid()}"
-    if final.exists():
+    links: dict[Path, Path] = {}
+    if info.get("type") != "directory":
+        name = _base(rpath) or "object"
+        parent_url = url.rstrip("/").rsplit("/", 1)[0]
+        local = mirror_path(parent_url, root)
+        parent = posixpath.dirname(rpath.rstrip("/"))
+        stem = name.split(".", 1)[0] + "."
+        siblings = [info]
         try:
-            os.replace(final, old)
-        except OSError:
+            siblings += [e for e in _listing(fs, url, parent) if e.get("type") != "directory"
+                         and _base(e.get("name", "")) != name and _base(e.get("name", "")).startswith(stem)
+                         and wanted(_base(e.get("name", "")))]
+        except Exception:
             pass
-    try:
-        os.replace(stage, final)
-    except OSError:            # another process laid the same tree meanwhile: use ours
-        final = stage
-    shutil.rmtree(old, ignore_errors=True)
+        for e in siblings:
+            ename = _base(e.get("name", rpath)) or name
+            links[local / ename] = _object(fs, f"{parent_url}/{ename}", e.get("name", rpath), e, root)
+        target = local / name
+        stale_root = None
+    else:
+        local = mirror_path(url, root)
+        _mirror(fs, url, rpath, local, wanted, root, links)
+        target = stale_root = local
+    for dest, obj in links.items():
+        used.append(obj)
+        _link(obj, dest)
+    if stale_root is not None:
+        _remove_stale(stale_root, set(links))
+    else:
+        target.parent.mkdir(parents=True, exist_ok=True)
     evict(root, keep=used)
-    return final / target
+    return target
 
 
-def _mirror(fs: Any, url: str, rpath: str, stage: Path, wanted: Callable[[str], bool], root: Path,
-            used: list[Path]) -> None:
-    todo = [(rpath.rstrip("/"), stage, 0)]
+def _remove_stale(top: Path, keep: set[Path]) -> None:
+    """Files of the mirror no longer at the URL (and folders left empty) go."""
+    top.mkdir(parents=True, exist_ok=True)
+    for dirpath, dirnames, filenames in os.walk(top, topdown=False):
+        d = Path(dirpath)
+        for f in filenames:
+            if d / f not in keep:
+                try:
+                    (d / f).unlink()
+                except OSError:
+                    pass
+        if d != top:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+
+
+def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[str], bool], root: Path,
+            links: dict[Path, Path]) -> None:
+    top = rpath.rstrip("/")
+    todo = [(top, local_top, 0)]
     seen = 0
     while todo:
         d, local, depth = todo.pop()
@@ -325,25 +340,21 @@ def _mirror(fs: Any, url: str, rpath: str, stage: Path, wanted: Callable[[str], 
         try:
             entries = _listing(fs, url, d)
         except Exception as exc:
-            if d == rpath.rstrip("/"):
+            if d == top:
                 raise _fail(url, exc) from None
             continue
         for e in entries:
             name = _base(e.get("name", ""))
-            if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith(".part-"):
+            if not name or name in (".", "..") or "\\" in name or name.startswith(".part-"):
                 continue
             full = e["name"].rstrip("/")
             if full == d:
                 continue
             if e.get("type") == "directory":
                 if depth < MAX_DEPTH:
-                    sub = local / name
-                    sub.mkdir(exist_ok=True)
-                    todo.append((full, sub, depth + 1))
+                    todo.append((full, local / name, depth + 1))
             elif wanted(name):
-                obj = _object(fs, join(url, posixpath.relpath(full, rpath.rstrip("/"))), full, e, root)
-                used.append(obj)
-                _link(obj, local / name)
+                links[local / name] = _object(fs, join(url, posixpath.relpath(full, top)), full, e, root)
 
 
 def _mkdir(p: Path) -> Path:
@@ -352,11 +363,23 @@ def _mkdir(p: Path) -> Path:
 
 
 def _link(obj: Path, dest: Path) -> None:
+    """``dest`` becomes the cached object (a hard link, else a copy), replaced by a rename."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
-        os.link(obj, dest)
+        if os.path.samefile(obj, dest):
+            return
+    except OSError:
+        pass
+    tmp = dest.with_name(f".link-{os.getpid()}-{dest.name}")
+    try:
+        tmp.unlink()
+    except OSError:
+        pass
+    try:
+        os.link(obj, tmp)
     except OSError:            # another filesystem, or no hard links: a copy
-        shutil.copyfile(obj, dest)
+        shutil.copyfile(obj, tmp)
+    os.replace(tmp, dest)
 
 
 # ---------------------------------------------------------------------------- writing

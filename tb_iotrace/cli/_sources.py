@@ -30,7 +30,7 @@ import numpy as np
 from .. import remote
 from ..filetable import FileTable
 from ..kineto import KinetoTraceError, io_record, read_trace
-from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, scan
+from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
 from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
 from ..safenames import printable
 from ._base import UserError
@@ -292,17 +292,12 @@ def _sniff(path: Path) -> str:
     return ""
 
 
-def remote_wanted(name: str) -> bool:
-    """The files of a remote logdir that the sources read (everything else stays remote)."""
-    return not name.startswith(".") and name.endswith((XPLANE_SUFFIX, RECORD_SUFFIX, ".npz") + KINETO_SUFFIXES)
-
-
 def resolve(path: str, run: str | None = None, host: str | None = None) -> list[Source]:
     """Sources under ``path`` filtered by ``run``/``host``; raise UserError when there are none.
     A URL (``s3://``, ``gs://``, ...) is read through its local mirror (:func:`remote.fetch`)."""
     if remote.is_url(path):
         try:
-            local = str(remote.fetch(path, remote_wanted))
+            local = str(remote.fetch(path, is_read_name))
         except remote.RemoteError as exc:
             raise UserError(str(exc)) from None
         try:

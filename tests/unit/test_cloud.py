@@ -358,3 +358,23 @@ def test_torch_trace_handler_uploads_the_trace(store: dict[str, Any]) -> None:
     assert doc["traceEvents"] and any("no I/O recorded" in n for n in doc["tb_iotrace"]["notes"])
     assert not os.listdir(handler.spool())                    # nothing left behind locally
     _no_local_url_folder(store["cwd"])
+
+
+def test_the_mirror_is_updated_in_place(store: dict[str, Any]) -> None:
+    """A second fetch keeps the mirror's path and unchanged files (same inode: a reader's open
+    map stays valid), and drops what left the bucket."""
+    from tb_iotrace import remote
+    from tb_iotrace.logdir import is_read_name
+
+    _put_logdir(store["fs"], store["bucket"])
+    url = store["url"] + "/logs"
+    first = remote.fetch(url, is_read_name)
+    pb = first / "plugins" / "profile" / "s1" / "vm.xplane.pb"
+    inode = pb.stat().st_ino
+    assert not (first / "events.out.tfevents.1").exists()
+    store["fs"].rm(f"{store['bucket']}/logs/plugins/iotrace", recursive=True)
+    store["fs"].invalidate_cache()
+    second = remote.fetch(url, is_read_name)
+    assert second == first and pb.stat().st_ino == inode
+    assert sorted(p.relative_to(first).as_posix() for p in first.rglob("*") if p.is_file()) == \
+        ["plugins/profile/s1/vm.xplane.pb"]
