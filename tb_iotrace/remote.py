@@ -29,6 +29,7 @@ import posixpath
 import re
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,8 +183,8 @@ def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> 
     key = _key(url, info)
     obj = root / "objects" / key[:2] / key
     if obj.is_file() and obj.stat().st_size == int(info.get("size") or 0):
-        try:
-            os.utime(obj)   # recently used: evicted last
+        try:   # recently used: evicted last (the access time only: readers key on the mtime)
+            os.utime(obj, ns=(time.time_ns(), obj.stat().st_mtime_ns))
         except OSError:
             pass
         return obj
@@ -219,7 +220,7 @@ def evict(root: Path | None = None, limit: int | None = None, keep: Iterable[Pat
             st = p.stat()
         except OSError:
             continue
-        files.append((st.st_mtime, st.st_size, p))
+        files.append((max(st.st_atime, st.st_mtime), st.st_size, p))
     total = sum(s for _, s, _ in files)
     removed = 0
     for _, size, p in sorted(files, key=lambda t: t[0]):

@@ -378,3 +378,29 @@ def test_the_mirror_is_updated_in_place(store: dict[str, Any]) -> None:
     assert second == first and pb.stat().st_ino == inode
     assert sorted(p.relative_to(first).as_posix() for p in first.rglob("*") if p.is_file()) == \
         ["plugins/profile/s1/vm.xplane.pb"]
+
+
+def test_tensorboard_tab_on_a_url_logdir(store: dict[str, Any]) -> None:
+    """The I/O tab under `tensorboard --logdir URL`: the runs listed, a capture drawn as from
+    the same files on disk; a missing bucket is said in the tab."""
+    from plugin_client import make_client
+
+    sizes = _put_logdir(store["fs"], store["bucket"])
+    _, get = make_client(store["url"] + "/logs")
+    code, body = get("/runs")
+    assert code == 200 and body["message"] == ""
+    assert {r["run"]: r["hosts"] for r in body["runs"]} == {"iotrace": ["vm.21889"], "s1": ["vm"]}
+    local = store["cwd"].parent / "local" / "plugins" / "profile" / "s1"
+    local.mkdir(parents=True)
+    shutil.copyfile(CAPTURE, local / "vm.xplane.pb")
+    _, get_local = make_client(local.parents[2])
+    code, cap = get("/capture", run="s1", host="vm")
+    assert code == 200, cap
+    assert cap == get_local("/capture", run="s1", host="vm")[1]
+    assert get("/capture", run="iotrace", host="vm.21889")[0] == 200
+    assert sum(sizes.values()) == sum(f.stat().st_size for f in (store["cwd"].parent / "cache" / "objects").rglob("*")
+                                      if f.is_file())
+    _, get_missing = make_client(store["url"] + "-missing/logs")
+    code, body = get_missing("/runs")
+    assert code == 200 and body["runs"] == [] and "no such bucket" in body["message"]
+    _no_local_url_folder(store["cwd"])
