@@ -370,12 +370,13 @@ def test_the_mirror_is_updated_in_place(store: dict[str, Any]) -> None:
     url = store["url"] + "/logs"
     first = remote.fetch(url, is_read_name)
     pb = first / "plugins" / "profile" / "s1" / "vm.xplane.pb"
-    inode = pb.stat().st_ino
+    inode, mtime = pb.stat().st_ino, pb.stat().st_mtime_ns
     assert not (first / "events.out.tfevents.1").exists()
     store["fs"].rm(f"{store['bucket']}/logs/plugins/iotrace", recursive=True)
     store["fs"].invalidate_cache()
     second = remote.fetch(url, is_read_name)
     assert second == first and pb.stat().st_ino == inode
+    assert pb.stat().st_mtime_ns == mtime          # the tab keys its loaded captures on it
     assert sorted(p.relative_to(first).as_posix() for p in first.rglob("*") if p.is_file()) == \
         ["plugins/profile/s1/vm.xplane.pb"]
 
