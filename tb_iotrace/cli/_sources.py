@@ -48,6 +48,12 @@ class Source:
     _loaded: bool = False
     notes: list[str] = field(default_factory=list)
     process: dict[str, Any] | None = None   # kineto: this process's part of the tb_iotrace record
+    shown: str | None = None                # the URL a remote source was fetched from (reports name it)
+
+    @property
+    def name(self) -> str:
+        """Where the source is, as the user gave it (a URL's object, not its cached copy)."""
+        return self.shown or self.path
 
     # ------------------------------------------------------------------ loading
     def space(self) -> Any:
@@ -301,9 +307,12 @@ def resolve(path: str, run: str | None = None, host: str | None = None) -> list[
         except remote.RemoteError as exc:
             raise UserError(str(exc)) from None
         try:
-            return resolve(local, run, host)
+            sources = resolve(local, run, host)
         except UserError as exc:
             raise UserError(str(exc).replace(local, path)) from None
+        for src in sources:
+            src.shown = src.path.replace(local, path.rstrip("/"), 1) if src.path.startswith(local) else None
+        return sources
     path = remote.local_path(path)
     p = Path(path)
     if not p.exists():

@@ -161,7 +161,7 @@ def host_doc(src: Source) -> dict[str, Any]:
                   for f, rid in zip(files, ids)]
         summary = host_summary(src, files, steps)
     doc = {
-        "host": src.host, "kind": src.kind, "source": src.path, "partial": src.partial(),
+        "host": src.host, "kind": src.kind, "source": src.name, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
         "timeseries": src.timeseries(),
         "totals": _totals(listed),

@@ -149,6 +149,8 @@ def test_report_fetches_each_object_once(store: dict[str, Any]) -> None:
     assert [r["run"] for r in got_doc["runs"]] == [r["run"] for r in want_doc["runs"]] == ["iotrace", "s1"]
     assert json.dumps(got_doc["runs"], sort_keys=True).count('"files"') > 0
     assert _strip_paths(got_doc) == _strip_paths(want_doc)
+    assert sorted(h["source"] for r in got_doc["runs"] for h in r["hosts"]) == \
+        [f"{url}/plugins/iotrace/vm.21889.json", f"{url}/plugins/profile/s1/vm.xplane.pb"]
 
     again = remote.STATS.bytes
     assert _cli("report", url, "--no-progress")[0] == 0
