@@ -174,14 +174,18 @@ def version_of(info: dict[str, Any]) -> str:
 
 
 def _key(url: str, info: dict[str, Any]) -> str:
-    raw = f"{url}\x00{version_of(info)}\x00{int(info.get('size') or 0)}"
+    raw = f"{url}\x00{info.get('_version') or version_of(info)}\x00{int(info.get('size') or 0)}"
     return hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:40]
+
+
+def _object_path(url: str, info: dict[str, Any], root: Path) -> Path:
+    key = _key(url, info)
+    return root / "objects" / key[:2] / key
 
 
 def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> Path:
     """The cached copy of one object, fetched when its key is not cached yet."""
-    key = _key(url, info)
-    obj = root / "objects" / key[:2] / key
+    obj = _object_path(url, info, root)
     if obj.is_file() and obj.stat().st_size == int(info.get("size") or 0):
         try:   # recently used: evicted last (the access time only: readers key on the mtime)
             os.utime(obj, ns=(time.time_ns(), obj.stat().st_mtime_ns))
@@ -258,7 +262,11 @@ def mirror_path(url: str, root: Path | None = None) -> Path:
     return root / "trees" / tree_id / (_base(url.split("://", 1)[-1]) or "root")
 
 
-def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None) -> Path:
+MANIFEST = ".tb_iotrace-remote.json"   # in a mirror's top folder (dot files: the scan skips them)
+
+
+def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
+          lazy: Callable[[str], bool] | None = None) -> Path:
     """The local mirror of ``url`` (a folder, or one file): every file whose name ``wanted``
     accepts, fetched into the cache when its version is not there yet, hard-linked into the
     mirror (:func:`mirror_path`: its last name is the URL's, so runs are named as for a local
@@ -268,7 +276,11 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None) -> 
     The mirror is updated in place, one file at a time (each replaced by a rename, files gone
     from the URL removed after), so a reader of the mirror (the TensorBoard tab) never finds it
     missing. :class:`RemoteError` (one line) for a missing bucket or object, bad credentials, a
-    stopped server."""
+    stopped server.
+
+    ``lazy`` (folder URLs): the files it names are not fetched yet unless their version is
+    cached already: an empty placeholder stands in the mirror, and :func:`materialize` fetches
+    it when a reader opens it (the tab lists every run, and opens one capture at a time)."""
     fs, rpath = filesystem(url)
     root = root or cache_root()
     try:
@@ -297,13 +309,20 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None) -> 
         stale_root = None
     else:
         local = mirror_path(url, root)
-        _mirror(fs, url, rpath, local, wanted, root, links)
+        _mirror(fs, url, rpath, local, wanted, root, links, lazy)
         target = stale_root = local
-    for dest, obj in links.items():
-        used.append(obj)
-        _link(obj, dest)
+    manifest: dict[str, Any] = {}
+    for dest, got in links.items():
+        if isinstance(got, Path):
+            used.append(got)
+            _link(got, dest)
+        else:                     # lazy: (object url, remote path, size, version)
+            manifest[dest.relative_to(target).as_posix()] = got
+            _placeholder(dest)
+    if lazy is not None and stale_root is not None:
+        _write_manifest(target, manifest)
     if stale_root is not None:
-        _remove_stale(stale_root, set(links))
+        _remove_stale(stale_root, set(links) | {stale_root / MANIFEST})
     else:
         target.parent.mkdir(parents=True, exist_ok=True)
     evict(root, keep=used)
@@ -329,7 +348,7 @@ def _remove_stale(top: Path, keep: set[Path]) -> None:
 
 
 def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[str], bool], root: Path,
-            links: dict[Path, Path]) -> None:
+            links: dict[Path, Any], lazy: Callable[[str], bool] | None = None) -> None:
     top = rpath.rstrip("/")
     todo = [(top, local_top, 0)]
     seen = 0
@@ -355,7 +374,12 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
                 if depth < MAX_DEPTH:
                     todo.append((full, local / name, depth + 1))
             elif wanted(name):
-                links[local / name] = _object(fs, join(url, posixpath.relpath(full, top)), full, e, root)
+                ourl = join(url, posixpath.relpath(full, top))
+                if lazy is not None and lazy(name) and not _object_path(ourl, e, root).is_file():
+                    links[local / name] = {"url": ourl, "path": full, "size": int(e.get("size") or 0),
+                                           "version": version_of(e)}
+                else:
+                    links[local / name] = _object(fs, ourl, full, e, root)
 
 
 def _mkdir(p: Path) -> Path:
@@ -381,6 +405,65 @@ def _link(obj: Path, dest: Path) -> None:
     except OSError:            # another filesystem, or no hard links: a copy
         shutil.copyfile(obj, tmp)
     os.replace(tmp, dest)
+
+
+def _placeholder(dest: Path) -> None:
+    """An empty stand-in for a lazy file (kept when it is one already)."""
+    try:
+        if dest.stat().st_size == 0 and dest.stat().st_nlink == 1:
+            return
+    except OSError:
+        pass
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".link-{os.getpid()}-{dest.name}")
+    tmp.write_bytes(b"")
+    os.replace(tmp, dest)
+
+
+def _write_manifest(top: Path, manifest: dict[str, Any]) -> None:
+    import json
+
+    top.mkdir(parents=True, exist_ok=True)
+    tmp = top / f"{MANIFEST}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(manifest))
+    os.replace(tmp, top / MANIFEST)
+
+
+def materialize(path: str | os.PathLike[str], root: Path | None = None) -> bool:
+    """Fetch a lazy file of a mirror (and its record's tables beside it) if it is still a
+    placeholder; False when ``path`` is not in a mirror with a manifest. RemoteError (one
+    line) when the fetch fails."""
+    import json
+
+    p = Path(path)
+    root = root or cache_root()
+    trees = (root / "trees").resolve()
+    top = p.parent
+    while top != top.parent and top.resolve() != trees:
+        if (top / MANIFEST).is_file():
+            break
+        top = top.parent
+    else:
+        return False
+    try:
+        manifest = json.loads((top / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    rel = p.relative_to(top).as_posix()
+    folder, _, name = rel.rpartition("/")
+    stem = name[: -len(".json")] + "." if name.endswith(".json") else None
+    for key, e in manifest.items():
+        kdir, _, kname = key.rpartition("/")
+        if key != rel and not (stem and kdir == folder and kname.startswith(stem)):
+            continue
+        info = {"size": e["size"], "_version": e["version"]}
+        dest = top / key
+        obj = _object_path(e["url"], info, root)
+        if not obj.is_file():
+            fs, _ = filesystem(e["url"])
+            obj = _object(fs, e["url"], e["path"], info, root)
+        _link(obj, dest)
+    return True
 
 
 # ---------------------------------------------------------------------------- writing

@@ -86,6 +86,12 @@ def load_any(path: str, host: str) -> Capture:
     return load_record(path, host) if is_record_path(path) else load_capture(path, host)
 
 
+def _lazy(name: str) -> bool:
+    """Files of a URL logdir fetched only when the tab opens them: all but the records' JSON
+    (the scan reads its head to tell a record)."""
+    return not is_record_path(name)
+
+
 class LogdirIndex:
     """Cached view of a logdir's runs and a cache of loaded captures."""
 
@@ -126,8 +132,8 @@ class LogdirIndex:
         if self.url is None:
             return
         with self._sync_lock:
-            try:
-                remote.fetch(self.url, logdir.is_read_name)
+            try:   # the records' JSON now (the scan reads their head), the rest when opened
+                remote.fetch(self.url, logdir.is_read_name, lazy=_lazy)
                 self.remote_error = None
             except remote.RemoteError as exc:
                 self.remote_error = str(exc)
@@ -262,6 +268,11 @@ class LogdirIndex:
         root_real = os.path.realpath(self.logdir)
         if not logdir.inside(root_real, path):
             raise KeyError("capture is outside the logdir")
+        if self.url is not None:
+            try:
+                remote.materialize(path)
+            except remote.RemoteError as exc:
+                raise XPlaneError(path, str(exc)) from None
         try:
             key = file_key(path)
         except OSError as exc:

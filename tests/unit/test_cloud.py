@@ -389,10 +389,16 @@ def test_tensorboard_tab_on_a_url_logdir(store: dict[str, Any]) -> None:
     from plugin_client import make_client
 
     sizes = _put_logdir(store["fs"], store["bucket"])
+
+    def cached() -> int:
+        return sum(f.stat().st_size for f in (store["cwd"].parent / "cache" / "objects").rglob("*") if f.is_file())
+
     _, get = make_client(store["url"] + "/logs")
     code, body = get("/runs")
     assert code == 200 and body["message"] == ""
     assert {r["run"]: r["hosts"] for r in body["runs"]} == {"iotrace": ["vm.21889"], "s1": ["vm"]}
+    # listing the runs fetched the records' JSON only; a capture is fetched when opened
+    assert cached() == sizes["logs/plugins/iotrace/vm.21889.json"]
     local = store["cwd"].parent / "local" / "plugins" / "profile" / "s1"
     local.mkdir(parents=True)
     shutil.copyfile(CAPTURE, local / "vm.xplane.pb")
@@ -401,8 +407,8 @@ def test_tensorboard_tab_on_a_url_logdir(store: dict[str, Any]) -> None:
     assert code == 200, cap
     assert cap == get_local("/capture", run="s1", host="vm")[1]
     assert get("/capture", run="iotrace", host="vm.21889")[0] == 200
-    assert sum(sizes.values()) == sum(f.stat().st_size for f in (store["cwd"].parent / "cache" / "objects").rglob("*")
-                                      if f.is_file())
+    assert cached() == sum(sizes.values())
+    assert get("/runs", refresh="1")[0] == 200 and cached() == sum(sizes.values())   # nothing fetched twice
     _, get_missing = make_client(store["url"] + "-missing/logs")
     code, body = get_missing("/runs")
     assert code == 200 and body["runs"] == [] and "no such bucket" in body["message"]
