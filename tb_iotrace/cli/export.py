@@ -60,10 +60,12 @@ class Export(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json")
+        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json; a folder or a URL "
+                                                           "(s3://, gs://: pip install tb_iotrace[cloud])")
         parser.add_argument("--format", required=True, choices=FORMATS)
         parser.add_argument("-o", "--output", required=True, metavar="OUT",
-                            help="output file (chrome, darshan; '-' = stdout for darshan) or folder (parquet, csv)")
+                            help="output file (chrome, darshan; '-' = stdout for darshan) or folder (parquet, csv); "
+                                 "a URL is written locally, then uploaded whole")
         parser.add_argument("--run", metavar="R", help="only this run")
         parser.add_argument("--host", metavar="H", help="only this host")
         parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")

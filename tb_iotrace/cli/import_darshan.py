@@ -206,7 +206,8 @@ class ImportDarshan(Command):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("log", metavar="LOG.darshan")
-        parser.add_argument("--logdir", required=True, metavar="DIR")
+        parser.add_argument("--logdir", required=True, metavar="DIR",
+                            help="a folder or a URL (s3://, gs://; the capture is uploaded whole)")
         parser.add_argument("--host", metavar="NAME", help="host name of the capture file")
         parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                             help=f"time limit for reading the log (default {DEFAULT_TIMEOUT_S:g})")

@@ -48,6 +48,11 @@ class Run(Command):
     How: TB_IOTRACE_RUN_DIR=DIR and PYTHONPATH=<tb_iotrace/_autostart>:... whose
     sitecustomize.py starts the capture (and then runs any other sitecustomize).
 
+    DIR may be a URL (s3://bucket/logs, gs://...; pip install tb_iotrace[cloud]): the records
+    are written into a local staging folder and uploaded whole after each flush and at exit, so
+    a killed job leaves its last flush in the bucket. A storage failure is said on stderr (with
+    the folder the records are kept in) and never changes the exit code.
+
     Exit code: the command's (128+N when it died of signal N).
     """
 
@@ -56,7 +61,8 @@ class Run(Command):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--logdir", default="iotrace-logs", metavar="DIR",
-                            help="where the records go (DIR/plugins/iotrace; default: ./iotrace-logs)")
+                            help="where the records go (DIR/plugins/iotrace; a folder or a URL such as s3://bucket/logs; "
+                                 "default: ./iotrace-logs)")
         parser.add_argument("--flush", type=float, default=None, metavar="SECONDS",
                             help="periodic flush interval (default 5; 0: only at exit)")
         parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
