@@ -452,6 +452,7 @@ def materialize(path: str | os.PathLike[str], root: Path | None = None) -> bool:
     rel = p.relative_to(top).as_posix()
     folder, _, name = rel.rpartition("/")
     stem = name[: -len(".json")] + "." if name.endswith(".json") else None
+    used: list[Path] = []
     for key, e in manifest.items():
         kdir, _, kname = key.rpartition("/")
         if key != rel and not (stem and kdir == folder and kname.startswith(stem)):
@@ -463,6 +464,9 @@ def materialize(path: str | os.PathLike[str], root: Path | None = None) -> bool:
             fs, _ = filesystem(e["url"])
             obj = _object(fs, e["url"], e["path"], info, root)
         _link(obj, dest)
+        used.append(obj)
+    if used:
+        evict(root, keep=used)
     return True
 
 

@@ -413,3 +413,26 @@ def test_tensorboard_tab_on_a_url_logdir(store: dict[str, Any]) -> None:
     code, body = get_missing("/runs")
     assert code == 200 and body["runs"] == [] and "no such bucket" in body["message"]
     _no_local_url_folder(store["cwd"])
+
+
+def test_the_cache_is_bounded(store: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over TB_IOTRACE_CACHE_BYTES, the least recently used objects go; those the current
+    fetch uses stay (its mirror must be readable), and a later fetch brings them back."""
+    from tb_iotrace import remote
+    from tb_iotrace.logdir import is_read_name
+
+    sizes = _put_logdir(store["fs"], store["bucket"])
+    store["fs"].put_file(str(CAPTURE), f"{store['bucket']}/other/plugins/profile/s2/vm.xplane.pb")
+    monkeypatch.setenv("TB_IOTRACE_CACHE_BYTES", str(CAPTURE.stat().st_size))
+    objects = store["cwd"].parent / "cache" / "objects"
+
+    def cached() -> int:
+        return sum(f.stat().st_size for f in objects.rglob("*") if f.is_file())
+
+    remote.fetch(store["url"] + "/logs", is_read_name)
+    assert cached() == sum(sizes.values())                  # over the bound, but all in use
+    remote.fetch(store["url"] + "/other", is_read_name)
+    assert cached() == CAPTURE.stat().st_size               # the first logdir's objects went
+    before = remote.STATS.bytes
+    remote.fetch(store["url"] + "/logs", is_read_name)
+    assert remote.STATS.bytes - before == sum(sizes.values())
