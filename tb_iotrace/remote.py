@@ -259,7 +259,10 @@ def mirror_path(url: str, root: Path | None = None) -> Path:
     """Where :func:`fetch` lays the local mirror of a folder URL (stable across fetches)."""
     root = root or cache_root()
     tree_id = hashlib.sha256(url.rstrip("/").encode("utf-8", "surrogateescape")).hexdigest()[:24]
-    return root / "trees" / tree_id / (_base(url.split("://", 1)[-1]) or "root")
+    # the URL's own folder names (bucket/logs/plugins/iotrace): readers look at a folder's
+    # parents too (a plugins/iotrace folder given as the path)
+    parts = [p for p in url.split("://", 1)[-1].split("/") if p not in ("", ".", "..")]
+    return root / "trees" / tree_id / Path(*(parts or ["root"]))
 
 
 MANIFEST = ".tb_iotrace-remote.json"   # in a mirror's top folder (dot files: the scan skips them)
@@ -269,8 +272,8 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
           lazy: Callable[[str], bool] | None = None) -> Path:
     """The local mirror of ``url`` (a folder, or one file): every file whose name ``wanted``
     accepts, fetched into the cache when its version is not there yet, hard-linked into the
-    mirror (:func:`mirror_path`: its last name is the URL's, so runs are named as for a local
-    logdir). Folders are listed one level at a time. A file URL brings its siblings of the same
+    mirror (:func:`mirror_path`: its folder names are the URL's, so runs are named as for a
+    local logdir). Folders are listed one level at a time. A file URL brings its siblings of the same
     stem (a record's ``.npz`` tables), under a folder named as its remote parent.
 
     The mirror is updated in place, one file at a time (each replaced by a rename, files gone

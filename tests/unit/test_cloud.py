@@ -152,6 +152,10 @@ def test_report_fetches_each_object_once(store: dict[str, Any]) -> None:
     assert sorted(h["source"] for r in got_doc["runs"] for h in r["hosts"]) == \
         [f"{url}/plugins/iotrace/vm.21889.json", f"{url}/plugins/profile/s1/vm.xplane.pb"]
 
+    rc, out, err = _cli("report", url + "/plugins/iotrace", "--json", "--no-progress")   # a records folder
+    assert rc == 0, err
+    assert [h["host"] for r in json.loads(out)["runs"] for h in r["hosts"]] == ["vm.21889"]
+
     again = remote.STATS.bytes
     assert _cli("report", url, "--no-progress")[0] == 0
     assert remote.STATS.bytes == again                               # cached: nothing fetched
