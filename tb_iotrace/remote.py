@@ -273,8 +273,8 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
     """The local mirror of ``url`` (a folder, or one file): every file whose name ``wanted``
     accepts, fetched into the cache when its version is not there yet, hard-linked into the
     mirror (:func:`mirror_path`: its folder names are the URL's, so runs are named as for a
-    local logdir). Folders are listed one level at a time. A file URL brings its siblings of the same
-    stem (a record's ``.npz`` tables), under a folder named as its remote parent.
+    local logdir). Folders are listed one level at a time. A record's JSON URL brings its
+    tables (``.npz``) beside it.
 
     The mirror is updated in place, one file at a time (each replaced by a rename, files gone
     from the URL removed after), so a reader of the mirror (the TensorBoard tab) never finds it
@@ -291,20 +291,22 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
     except Exception as exc:
         raise _fail(url, exc) from None
     used: list[Path] = []
-    links: dict[Path, Path] = {}
+    links: dict[Path, Any] = {}    # mirror file -> cached object, or a lazy file's manifest entry
     if info.get("type") != "directory":
         name = _base(rpath) or "object"
         parent_url = url.rstrip("/").rsplit("/", 1)[0]
         local = mirror_path(parent_url, root)
         parent = posixpath.dirname(rpath.rstrip("/"))
-        stem = name.split(".", 1)[0] + "."
+        # a record's tables: <host>.<pid>.npz, <host>.<pid>.files.npz beside <host>.<pid>.json
+        stem = name[: -len(".json")] + "." if name.endswith(".json") else None
         siblings = [info]
         try:
-            siblings += [e for e in _listing(fs, url, parent) if e.get("type") != "directory"
-                         and _base(e.get("name", "")) != name and _base(e.get("name", "")).startswith(stem)
-                         and wanted(_base(e.get("name", "")))]
+            if stem:
+                siblings += [e for e in _listing(fs, url, parent) if e.get("type") != "directory"
+                             and _base(e.get("name", "")) != name and _base(e.get("name", "")).startswith(stem)
+                             and wanted(_base(e.get("name", "")))]
         except Exception:
-            pass
+            pass   # the record reads without its tables (its counters are in the JSON)
         for e in siblings:
             ename = _base(e.get("name", rpath)) or name
             links[local / ename] = _object(fs, f"{parent_url}/{ename}", e.get("name", rpath), e, root)
