@@ -64,6 +64,12 @@ class RunInfo:
     kind: str = "profile"  # or "record": whole-run records of `tb-iotrace run`; "kineto": PyTorch traces
 
 
+def is_read_name(name: str) -> bool:
+    """A file name the scan and the readers may open (captures, run records and their tables,
+    PyTorch traces): what is fetched of a remote logdir (everything else stays remote)."""
+    return not name.startswith(".") and name.endswith((XPLANE_SUFFIX, RECORD_SUFFIX, ".npz", ".json.gz"))
+
+
 def inside(root_real: str, path: str) -> bool:
     real = os.path.realpath(path)
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)

@@ -35,7 +35,11 @@ def trace_handler(dir_name: str, worker_name: str | None = None, use_gzip: bool 
     cannot be enabled, the handler still writes PyTorch's trace, with the reason under
     ``tb_iotrace.notes``. ``start_wait_s``/``wait_s``: at most how long a window's start waits
     for the workers to begin recording, and the handler for their records (a worker the
-    machine does not run; what it misses is counted and said in the trace)."""
+    machine does not run; what it misses is counted and said in the trace).
+
+    ``dir_name`` may be a URL (``s3://bucket/dir``, ``gs://...``; ``pip install tb_iotrace[cloud]``):
+    each trace is written locally and uploaded whole; one that cannot be uploaded is kept in a
+    local folder named in a warning, and the training goes on."""
     handler = torch_capture.TraceHandler(dir_name, worker_name=worker_name, use_gzip=use_gzip,
                                          wait_s=wait_s, start_wait_s=start_wait_s)
     try:

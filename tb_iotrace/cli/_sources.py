@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import remote
 from ..filetable import FileTable
 from ..kineto import KinetoTraceError, io_record, read_trace
-from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, scan
+from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
 from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
 from ..safenames import printable
 from ._base import UserError
@@ -47,6 +48,12 @@ class Source:
     _loaded: bool = False
     notes: list[str] = field(default_factory=list)
     process: dict[str, Any] | None = None   # kineto: this process's part of the tb_iotrace record
+    shown: str | None = None                # the URL a remote source was fetched from (reports name it)
+
+    @property
+    def name(self) -> str:
+        """Where the source is, as the user gave it (a URL's object, not its cached copy)."""
+        return self.shown or self.path
 
     # ------------------------------------------------------------------ loading
     def space(self) -> Any:
@@ -292,7 +299,21 @@ def _sniff(path: Path) -> str:
 
 
 def resolve(path: str, run: str | None = None, host: str | None = None) -> list[Source]:
-    """Sources under ``path`` filtered by ``run``/``host``; raise UserError when there are none."""
+    """Sources under ``path`` filtered by ``run``/``host``; raise UserError when there are none.
+    A URL (``s3://``, ``gs://``, ...) is read through its local mirror (:func:`remote.fetch`)."""
+    if remote.is_url(path):
+        try:
+            local = str(remote.fetch(path, is_read_name))
+        except remote.RemoteError as exc:
+            raise UserError(str(exc)) from None
+        try:
+            sources = resolve(local, run, host)
+        except UserError as exc:
+            raise UserError(str(exc).replace(local, path)) from None
+        for src in sources:
+            src.shown = src.path.replace(local, path.rstrip("/"), 1) if src.path.startswith(local) else None
+        return sources
+    path = remote.local_path(path)
     p = Path(path)
     if not p.exists():
         raise UserError(f"{path}: no such file or directory")

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import tempfile
 from typing import TextIO
 
+from .. import remote
 from ..progress import Progress
 from ..safenames import printable
 from ._base import Command, UserError
@@ -57,15 +60,53 @@ class Export(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json")
+        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json; a folder or a URL "
+                                                           "(s3://, gs://: pip install tb_iotrace[cloud])")
         parser.add_argument("--format", required=True, choices=FORMATS)
         parser.add_argument("-o", "--output", required=True, metavar="OUT",
-                            help="output file (chrome, darshan; '-' = stdout for darshan) or folder (parquet, csv)")
+                            help="output file (chrome, darshan; '-' = stdout for darshan) or folder (parquet, csv); "
+                                 "a URL is written locally, then uploaded whole")
         parser.add_argument("--run", metavar="R", help="only this run")
         parser.add_argument("--host", metavar="H", help="only this host")
         parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
 
     def run(self, args: argparse.Namespace) -> int:
+        if not remote.is_url(args.output):
+            args.output = remote.local_path(args.output)
+            return self._export(args)
+        # -o URL: written into a local staging folder, then uploaded whole (a reader never sees
+        # half a file); the bucket is checked first, so a wrong one costs no export
+        url = args.output.rstrip("/")
+        try:
+            remote.check_writable(url)
+        except remote.RemoteError as exc:
+            raise UserError(str(exc)) from None
+        stage = tempfile.mkdtemp(prefix="export-", dir=_mkdir(remote.cache_root().parent / "staging"))
+        try:
+            local = os.path.join(stage, url.rsplit("/", 1)[-1] or "out")
+            args.output = local
+            args.shown = url
+            rc = self._export(args, shown=url)
+            try:
+                if os.path.isdir(local):
+                    remote.upload(local, url, last=lambda name: False)
+                else:
+                    remote.upload_file(local, url)
+            except remote.RemoteError as exc:
+                raise UserError(f"upload failed: {exc}") from None
+            return rc
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+
+    def _export(self, args: argparse.Namespace, shown: str | None = None) -> int:
+        try:
+            return self._write(args)
+        except UserError as exc:
+            if shown is None:
+                raise
+            raise UserError(str(exc).replace(args.output, shown)) from None
+
+    def _write(self, args: argparse.Namespace) -> int:
         sources = resolve(args.path, args.run, args.host)
         reading = Progress("export: reading", len(sources) if not args.no_progress else 0, unit="hosts", keep=False)
         for s in sources:  # load now: a corrupt input is reported before anything is written
@@ -73,6 +114,7 @@ class Export(Command):
             reading.add(1, f"{s.run}/{s.host}")
         reading.close()
         out = args.output
+        shown = getattr(args, "shown", None) or out
         parent = os.path.dirname(os.path.abspath(out)) if out != "-" else "."
         if not os.path.isdir(parent):
             raise UserError(f"{out}: the folder {parent} does not exist")
@@ -82,7 +124,7 @@ class Export(Command):
                 from ..export import chrome
 
                 n = chrome.export(sources, out, progress=progress)
-                print(f"wrote {out}: {n} events", file=sys.stderr)
+                print(f"wrote {shown}: {n} events", file=sys.stderr)
             elif args.format == "darshan":
                 from ..export import darshan
 
@@ -92,7 +134,7 @@ class Export(Command):
                     darshan.write(sources, _TerminalText(sys.stdout) if sys.stdout.isatty() else sys.stdout)
                 else:
                     n = darshan.write_file(sources, out)
-                    print(f"wrote {out}: {n} counter lines", file=sys.stderr)
+                    print(f"wrote {shown}: {n} counter lines", file=sys.stderr)
             elif args.format == "darshan-log":
                 from ..export import darshan_log
                 from ..names import MODULES, counter_names
@@ -104,7 +146,7 @@ class Export(Command):
                     c = darshan_log.write(sources, out, layout)
                 except darshan_log.LogError as exc:
                     raise UserError(f"{args.path}: {exc}") from None
-                print(f"wrote {out}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "
+                print(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "
                       f"{c['bytes']} bytes", file=sys.stderr)
             else:
                 from ..export import tables
@@ -113,10 +155,15 @@ class Export(Command):
                     raise UserError(f"{out}: exists and is not a folder ({args.format} writes files.* and ops.* "
                                     f"into a folder)")
                 counts = tables.export(sources, out, args.format, progress=progress)
-                print(f"wrote {out}/files.{args.format} ({counts['files']} rows) and "
-                      f"{out}/ops.{args.format} ({counts['ops']} rows)", file=sys.stderr)
+                print(f"wrote {shown}/files.{args.format} ({counts['files']} rows) and "
+                      f"{shown}/ops.{args.format} ({counts['ops']} rows)", file=sys.stderr)
         except ImportError as exc:
             raise UserError(str(exc)) from None
         except OSError as exc:
             raise UserError(f"{out}: {exc.strerror or exc}") from None
         return 0
+
+
+def _mkdir(p: "os.PathLike[str]") -> str:
+    os.makedirs(p, exist_ok=True)
+    return os.fspath(p)

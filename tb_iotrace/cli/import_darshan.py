@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import remote
 from .._atomic import atomic_write
 from ..safenames import printable, safe_component
 from ._base import Command, UserError
@@ -205,7 +206,8 @@ class ImportDarshan(Command):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("log", metavar="LOG.darshan")
-        parser.add_argument("--logdir", required=True, metavar="DIR")
+        parser.add_argument("--logdir", required=True, metavar="DIR",
+                            help="a folder or a URL (s3://, gs://; the capture is uploaded whole)")
         parser.add_argument("--host", metavar="NAME", help="host name of the capture file")
         parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                             help=f"time limit for reading the log (default {DEFAULT_TIMEOUT_S:g})")
@@ -213,7 +215,15 @@ class ImportDarshan(Command):
     def run(self, args: argparse.Namespace) -> int:
         if not os.path.isfile(args.log):
             raise UserError(f"{args.log}: no such file" if not os.path.exists(args.log) else f"{args.log}: not a file")
-        if os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
+        url = args.logdir.rstrip("/") if remote.is_url(args.logdir) else None
+        if url is not None:
+            try:   # before reading the log: a wrong bucket costs nothing
+                remote.check_writable(url)
+            except remote.RemoteError as exc:
+                raise UserError(str(exc)) from None
+        else:
+            args.logdir = remote.local_path(args.logdir)
+        if url is None and os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         if args.host is not None and (not args.host or "/" in args.host or args.host.startswith(".")):
             raise UserError(f"invalid host name {args.host!r}")
@@ -238,10 +248,20 @@ class ImportDarshan(Command):
                 meta = json.load(fh)
             with np.load(npz, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
-        try:
-            out, n = write_capture(meta, arrays, args.logdir, args.host)
-        except OSError as exc:
-            raise UserError(f"{args.logdir}: {exc.strerror or exc}") from None
+        if url is None:
+            try:
+                out, n = write_capture(meta, arrays, args.logdir, args.host)
+            except OSError as exc:
+                raise UserError(f"{args.logdir}: {exc.strerror or exc}") from None
+        else:
+            # written into a local staging folder, then uploaded whole to the same path
+            with tempfile.TemporaryDirectory(prefix="tbio-darshan-out-") as stage:
+                local, n = write_capture(meta, arrays, stage, args.host)
+                out = remote.join(url, os.path.relpath(local, stage).replace(os.sep, "/"))
+                try:
+                    remote.upload_file(local, out)
+                except remote.RemoteError as exc:
+                    raise UserError(f"upload failed: {exc}") from None
         skipped = [m for m in meta["modules"] if m not in MODULES + (DXT,)]
         print(printable(f"wrote {out}: {len(meta['files'])} file records, {n} DXT segments"
                         + ("" if meta["has_dxt"] else " (no DXT in this log: counters only)")

@@ -172,7 +172,7 @@ def host_doc(src: Source) -> dict[str, Any]:
                   for f, rid in zip(files, ids)]
         summary = host_summary(src, files, iw)
     doc = {
-        "host": src.host, "kind": src.kind, "source": src.path, "verdict": verdict, "partial": src.partial(),
+        "host": src.host, "kind": src.kind, "source": src.name, "verdict": verdict, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
@@ -442,7 +442,8 @@ class Report(Command):
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json")
+        parser.add_argument("path", metavar="PATH", help="logdir, run directory, .xplane.pb or run record .json; a folder or a URL "
+                                                           "(s3://, gs://: pip install tb_iotrace[cloud])")
         parser.add_argument("--run", metavar="R", help="only this run")
         parser.add_argument("--host", metavar="H", help="only this host (<host>.<pid> for run records)")
         parser.add_argument("--json", action="store_true", help="print one JSON document")

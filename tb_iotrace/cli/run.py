@@ -8,8 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .. import remote
 from ..runrecord import find_records, record_dir
 from ._base import Command, UserError
+from ._upload import RecordUploader
 
 AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "_autostart")
 # Forwarded to the command. SIGINT is not: Ctrl-C reaches the whole foreground process group
@@ -46,6 +48,11 @@ class Run(Command):
     How: TB_IOTRACE_RUN_DIR=DIR and PYTHONPATH=<tb_iotrace/_autostart>:... whose
     sitecustomize.py starts the capture (and then runs any other sitecustomize).
 
+    DIR may be a URL (s3://bucket/logs, gs://...; pip install tb_iotrace[cloud]): the records
+    are written into a local staging folder and uploaded whole after each flush and at exit, so
+    a killed job leaves its last flush in the bucket. A storage failure is said on stderr (with
+    the folder the records are kept in) and never changes the exit code.
+
     Exit code: the command's (128+N when it died of signal N).
     """
 
@@ -54,7 +61,8 @@ class Run(Command):
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
         parser.add_argument("--logdir", default="iotrace-logs", metavar="DIR",
-                            help="where the records go (DIR/plugins/iotrace; default: ./iotrace-logs)")
+                            help="where the records go (DIR/plugins/iotrace; a folder or a URL such as s3://bucket/logs; "
+                                 "default: ./iotrace-logs)")
         parser.add_argument("--flush", type=float, default=None, metavar="SECONDS",
                             help="periodic flush interval (default 5; 0: only at exit)")
         parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
@@ -70,7 +78,17 @@ class Run(Command):
             raise UserError("--flush must be >= 0")
         if cmd[0].endswith(".py") and not os.access(cmd[0], os.X_OK):
             cmd = [sys.executable] + cmd
-        logdir = os.path.abspath(args.logdir)
+        uploader = None
+        if remote.is_url(args.logdir):
+            # the records are written into a local staging folder and uploaded whole at each
+            # flush and at exit; a storage problem is said on stderr, never the job's exit code
+            try:
+                uploader = RecordUploader(args.logdir, interval=5.0 if args.flush is None else args.flush)
+            except remote.RemoteError as exc:   # no client for the scheme: nothing could be kept
+                raise UserError(str(exc)) from None
+            logdir = str(uploader.staging)
+        else:
+            logdir = os.path.abspath(remote.local_path(args.logdir))
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         try:
@@ -80,12 +98,16 @@ class Run(Command):
         env = child_env(logdir, args.flush)
         try:
             proc = subprocess.Popen(cmd, env=env)
-        except FileNotFoundError:
-            raise UserError(f"{cmd[0]}: command not found") from None
-        except PermissionError:
-            raise UserError(f"{cmd[0]}: permission denied") from None
         except OSError as exc:
+            if uploader is not None:
+                uploader.discard()
+            if isinstance(exc, FileNotFoundError):
+                raise UserError(f"{cmd[0]}: command not found") from None
+            if isinstance(exc, PermissionError):
+                raise UserError(f"{cmd[0]}: permission denied") from None
             raise UserError(f"{cmd[0]}: cannot run: {exc.strerror or exc}") from None
+        if uploader is not None:
+            uploader.start()
 
         def forward(signum: int, frame: object) -> None:
             try:
@@ -110,9 +132,16 @@ class Run(Command):
                 except KeyboardInterrupt:
                     continue
         finally:
+            if uploader is not None:
+                uploader.finish()      # the last upload, with the signals still forwarded
             for sig, h in previous.items():
                 signal.signal(sig, h)
-        if not args.quiet:
+        if uploader is not None:
+            if not args.quiet and uploader.ok:
+                print(f"tb-iotrace: {uploader.uploaded_records} process record(s) in "
+                      f"{remote.join(args.logdir, 'plugins', 'iotrace')}; see: tb-iotrace report {args.logdir}",
+                      file=sys.stderr)
+        elif not args.quiet:
             n = len(find_records(record_dir(logdir)))
             print(f"tb-iotrace: {n} process record(s) in {record_dir(logdir)}; "
                   f"see: tb-iotrace report {logdir}", file=sys.stderr)

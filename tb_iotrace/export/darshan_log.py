@@ -145,7 +145,7 @@ def _process(src: Any) -> Process:
             start = int(tr.start_ns.min())
         if not end and tr is not None and len(tr):
             end = int(tr.end_ns.max())
-        exe = f"tb_iotrace-capture {src.path}"
+        exe = f"tb_iotrace-capture {getattr(src, 'name', src.path)}"
         host, jobid = src.host, 0
         mounts = parse_mountinfo(tr.mounts) if tr is not None and tr.mounts else read_mountinfo()
     got = io_columns(src)

@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from .. import logdir
+from .. import logdir, remote
 from .._memory import one_trim
 from ..logdir import RunInfo, is_kineto_path, is_record_path
 from ..xplane import XPlaneError
@@ -89,11 +89,28 @@ def load_any(path: str, host: str) -> Capture:
     return load_record(path, host) if is_record_path(path) else load_capture(path, host)
 
 
+def _lazy(name: str) -> bool:
+    """Files of a URL logdir fetched only when the tab opens them: all but the records' JSON
+    (the scan reads its head to tell a record)."""
+    return not is_record_path(name)
+
+
 class LogdirIndex:
     """Cached view of a logdir's runs and a cache of loaded captures."""
 
     def __init__(self, logdir: str, max_bytes: int | None = None,
                  loader: Callable[[str, str], Capture] | None = None):
+        # a URL logdir (s3://, gs://) is read through its local mirror (tb_iotrace.remote): each
+        # scan first brings the mirror up to date (listing level by level, fetching only new or
+        # changed captures); the scan, the decoders and the path checks then work on local files
+        self.url: str | None = None
+        self.remote_error: str | None = None
+        self._sync_lock = threading.Lock()
+        if logdir and remote.is_url(logdir):
+            self.url = logdir.rstrip("/")
+            logdir = str(remote.mirror_path(self.url))
+        elif logdir:
+            logdir = remote.local_path(logdir)
         self.logdir = logdir or ""
         self._lock = threading.Lock()
         self._runs: list[RunInfo] = []
@@ -112,11 +129,24 @@ class LogdirIndex:
         self._warming = False
 
     # -- runs
+    def sync(self) -> None:
+        """Bring a URL logdir's mirror up to date; a remote failure is kept in
+        :attr:`remote_error` (the tab says it) and the mirror keeps what it had."""
+        if self.url is None:
+            return
+        with self._sync_lock:
+            try:   # the records' JSON now (the scan reads their head), the rest when opened
+                remote.fetch(self.url, logdir.is_read_name, lazy=_lazy)
+                self.remote_error = None
+            except remote.RemoteError as exc:
+                self.remote_error = str(exc)
+
     def is_active(self) -> bool:
         now = time.monotonic()
         with self._lock:
             if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
                 return self._active
+        self.sync()
         found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True,
                                kineto=True)
         with self._lock:
@@ -130,6 +160,7 @@ class LogdirIndex:
             # refresh (asked for, or an unknown name looked up) at most once a second
             if now - self._runs_at < (1.0 if refresh else RUNS_TTL_S):
                 return self._runs
+        self.sync()
         runs, truncated = logdir.scan(self.logdir, records=True, kineto=True)
         with self._lock:
             self._runs, self._runs_at, self._truncated = runs, now, truncated
@@ -240,6 +271,11 @@ class LogdirIndex:
         root_real = os.path.realpath(self.logdir)
         if not logdir.inside(root_real, path):
             raise KeyError("capture is outside the logdir")
+        if self.url is not None:
+            try:
+                remote.materialize(path)
+            except remote.RemoteError as exc:
+                raise XPlaneError(path, str(exc)) from None
         try:
             key = file_key(path)
         except OSError as exc:

@@ -185,8 +185,8 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def __init__(self, context):
         logdir = getattr(context, "logdir", None) or ""
-        if "://" in logdir or "," in logdir and not os.path.isdir(logdir):
-            logdir = ""  # remote or multi-logdir specs: not supported
+        if "," in logdir and not os.path.isdir(logdir):
+            logdir = ""  # multi-logdir specs: not supported (a URL is: see LogdirIndex)
         self.index = LogdirIndex(logdir)
 
     # -- TBPlugin
@@ -289,7 +289,9 @@ class IoTracePlugin(base_plugin.TBPlugin):
         runs = self.index.runs(refresh=args.get("refresh") == "1")
         out = [{"run": r.run, "hosts": sorted(r.hosts), "kind": r.kind} for r in runs]
         if not self.index.logdir:
-            msg = "TensorBoard was started without a local --logdir: the I/O tab reads local captures only."
+            msg = "TensorBoard was started without a --logdir the I/O tab can read (one folder or URL)."
+        elif self.index.remote_error:
+            msg = self.index.remote_error
         elif not out:
             msg = ("No profile found in the logdir. Capture one with tb_iotrace enabled: "
                    "`import tb_iotrace; tb_iotrace.enable()` then tf.profiler.experimental.start(logdir) "

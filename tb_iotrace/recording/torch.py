@@ -63,6 +63,7 @@ import threading
 import time
 from typing import Any
 
+from .. import remote
 from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
 from ..machine import machine_facts
@@ -799,6 +800,14 @@ class TraceHandler:
     def __init__(self, dir_name: str, worker_name: str | None = None, use_gzip: bool = False,
                  wait_s: float = WAIT_S, start_wait_s: float = START_WAIT_S) -> None:
         self.dir_name = os.fspath(dir_name)
+        # a URL (s3://, gs://): each trace is written locally, then uploaded whole; a scheme
+        # without its client is an error now, before the training starts
+        self.url: str | None = None
+        if remote.is_url(self.dir_name):
+            remote.filesystem(self.dir_name)
+            self.url = self.dir_name.rstrip("/")
+        else:
+            self.dir_name = remote.local_path(self.dir_name)
         self.worker_name = worker_name
         self.use_gzip = use_gzip
         self.wait_s = wait_s
@@ -826,8 +835,38 @@ class TraceHandler:
         return name + ".gz" if self.use_gzip else name
 
     def __call__(self, prof: Any) -> None:
-        os.makedirs(self.dir_name, exist_ok=True)
-        out = os.path.join(self.dir_name, self._file_name())
+        if self.url is None:
+            os.makedirs(self.dir_name, exist_ok=True)
+            out = os.path.join(self.dir_name, self._file_name())
+        else:
+            out = os.path.join(self.spool(), self._file_name())
+        try:
+            self._write(prof, out)
+        finally:
+            if self.url is not None and os.path.exists(out):
+                self._upload(out)
+
+    def _upload(self, out: str) -> None:
+        """Send a trace written in the spool to the URL; on failure keep it in a named folder
+        and say so (the training goes on)."""
+        url = remote.join(self.url or "", os.path.basename(out))
+        try:
+            remote.upload_file(out, url)
+        except remote.RemoteError as exc:
+            keep = remote.cache_root().parent / "staging" / "torch"
+            try:
+                keep.mkdir(parents=True, exist_ok=True)
+                kept = str(keep / os.path.basename(out))
+                shutil.move(out, kept)
+            except OSError:
+                kept = out
+            log.warning("tb_iotrace: the trace was not uploaded (%s); it is kept in %s", exc, kept)
+            self.written = [kept if w == out else w for w in self.written]
+            return
+        os.unlink(out)
+        self.written = [url if w == out else w for w in self.written]
+
+    def _write(self, prof: Any, out: str) -> None:
         win, self.pending = self.pending, None
         notes, self.notes = self.notes, []
         if self.unavailable:

@@ -145,7 +145,7 @@ def test_is_active_cheap_and_cached(tmp_path, monkeypatch):
 def test_is_active_with_profile(logdir):
     plugin = IoTracePlugin(SimpleNamespace(logdir=str(logdir)))
     assert plugin.is_active() is True
-    assert IoTracePlugin(SimpleNamespace(logdir="gs://bucket/x")).is_active() is False
+    assert IoTracePlugin(SimpleNamespace(logdir="nosuch://bucket/x")).is_active() is False
 
 
 # --------------------------------------------------------------------------- runs
