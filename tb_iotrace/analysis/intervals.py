@@ -3,20 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..stepwait import merge
 
-def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Union of intervals as sorted disjoint intervals."""
-    keep = ends > starts
-    s, e = starts[keep], ends[keep]
-    if not len(s):
-        return s, e
-    order = np.argsort(s, kind="stable")
-    s, e = s[order], e[order]
-    run_end = np.maximum.accumulate(e)
-    new = np.ones(len(s), bool)
-    new[1:] = s[1:] > run_end[:-1]
-    heads = np.flatnonzero(new)
-    return s[heads], np.maximum.reduceat(e, heads)
+__all__ = ["clip", "in_flight", "merge", "overlap"]
 
 
 def overlap(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> int:
