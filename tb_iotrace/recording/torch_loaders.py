@@ -142,18 +142,15 @@ def install() -> None:
     with _lock:
         if _installed:
             return
-        got = _lookup(ITER_HOOK)
-        if got is None:
-            _off.append(f"the DataLoader settings hook is off ({missing(ITER_HOOK)}): the findings "
-                        "cannot name the loaders' settings")
-        elif not getattr(got[1], "__tbio_wrapper__", False):
-            setattr(got[0], ITER_HOOK[2], _wrap(got[1]))
-        got = _lookup(SHUTDOWN_HOOK)
-        if got is None:
-            _off.append(f"the worker shutdown hook is off ({missing(SHUTDOWN_HOOK)}): the time spent "
-                        "stopping DataLoader workers is not measured")
-        elif not getattr(got[1], "__tbio_wrapper__", False):
-            setattr(got[0], SHUTDOWN_HOOK[2], _wrap_shutdown(got[1]))
+        for hook, wrap, what, lost in (
+                (ITER_HOOK, _wrap, "DataLoader settings", "the findings cannot name the loaders' settings"),
+                (SHUTDOWN_HOOK, _wrap_shutdown, "worker shutdown",
+                 "the time spent stopping DataLoader workers is not measured")):
+            got = _lookup(hook)
+            if got is None:
+                _off.append(f"the {what} hook is off ({missing(hook)}): {lost}")
+            elif not getattr(got[1], "__tbio_wrapper__", False):
+                setattr(got[0], hook[2], wrap(got[1]))
         _installed = True
 
 
