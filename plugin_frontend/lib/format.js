@@ -56,6 +56,15 @@ export function fmtPct(p) {
   return `${p.toFixed(1)} %`;
 }
 
+/** A finding's evidence value as text: a fraction to four significant digits (the backend's float
+ * sums carry noise such as 0.000021850000000000003), integers and strings as they are, other
+ * objects as JSON. */
+export function fmtValue(v) {
+  if (typeof v === "number") return Number.isInteger(v) || !Number.isFinite(v) ? String(v) : String(Number(v.toPrecision(4)));
+  if (v !== null && typeof v === "object") return JSON.stringify(v);
+  return String(v);
+}
+
 /** An axis tick label for time t (ns) on a grid of `step` ns: as few decimals as the step needs. */
 export function fmtTick(t, step) {
   if (step >= 1e9) return `${(t / 1e9).toFixed(Math.max(0, -Math.floor(Math.log10(step / 1e9))))} s`;

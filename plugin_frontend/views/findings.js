@@ -6,7 +6,7 @@
 // Everything is rendered as text.
 
 import { el, clear } from "../lib/dom.js";
-import { fmtNs } from "../lib/format.js";
+import { fmtNs, fmtValue } from "../lib/format.js";
 
 function evidenceItems(item, onFile, onRange) {
   const out = [];
@@ -21,7 +21,7 @@ function evidenceItems(item, onFile, onRange) {
     }
   } else if (ev && typeof ev === "object") {
     for (const [k, v] of Object.entries(ev)) {
-      out.push(el("span", { text: `${k}: ${typeof v === "object" ? JSON.stringify(v) : v}` }));
+      out.push(el("span", { text: `${k}: ${fmtValue(v)}` }));
     }
   }
   for (const f of item.files || []) {

@@ -1,7 +1,7 @@
 // lib/format.js: what people read in the tab.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { fmtBytes, fmtInt, fmtNs, fmtPct, fmtRate, fmtRateShort, fmtSeconds, fmtTick } from "../../plugin_frontend/lib/format.js";
+import { fmtBytes, fmtInt, fmtNs, fmtPct, fmtRate, fmtRateShort, fmtSeconds, fmtTick, fmtValue } from "../../plugin_frontend/lib/format.js";
 
 test("bytes use binary units with three significant digits", () => {
   assert.equal(fmtBytes(0), "0 B");
@@ -47,4 +47,14 @@ test("tick labels are whole numbers in the largest unit the tick step reaches", 
   assert.equal(fmtTick(1.25e6, 5e4), "1250 µs");
   assert.equal(fmtTick(2000, 1000), "2 µs");
   assert.equal(fmtTick(40, 20), "40 ns");
+});
+
+test("evidence values: float noise cut to four significant digits, the rest as it is", () => {
+  assert.equal(fmtValue(0.000021850000000000003), "0.00002185");
+  assert.equal(fmtValue(0.1 + 0.2), "0.3");
+  assert.equal(fmtValue(1234.5678), "1235");
+  assert.equal(fmtValue(4096), "4096");
+  assert.equal(fmtValue("a/b.txt"), "a/b.txt");
+  assert.equal(fmtValue([1, 2]), "[1,2]");
+  assert.equal(fmtValue(null), "null");
 });
