@@ -83,7 +83,7 @@ class FileStats:
     write_time: float = 0.0
     meta_time: float = 0.0
     zero_reads: int = 0          # from the trace
-    # from the trace: reads that began inside the file's previous read, at or after its start (a
+    # from the trace: reads that began inside the file's previous read, after its start (a
     # reader's read-ahead window read again as it moves forward: ArrayRecord's reader reads from
     # each record to the next 32 KiB boundary), and the bytes of those reads the previous one had
     ahead_reads: int = 0
@@ -226,7 +226,8 @@ class Context:
         return out
 
     def _read_ahead(self, out: dict[str, FileStats]) -> None:
-        """Per file, the reads that began inside its previous read, at or after that read's start
+        """Per file, the reads that began inside its previous read, after that read's start (the
+        same window read again is not moving forwards)
         (:attr:`FileStats.ahead_reads`), and the bytes they share with it (``ahead_bytes``)."""
         tr = self.trace
         rows = self.read_rows[(tr.offset[self.read_rows] >= 0) & (tr.returned[self.read_rows] > 0)]
@@ -238,7 +239,7 @@ class Context:
         off = tr.offset[rows].astype(np.int64)
         end = off + tr.returned[rows].astype(np.int64)
         same = code[1:] == code[:-1]
-        ahead = same & (off[1:] >= off[:-1]) & (off[1:] < end[:-1])
+        ahead = same & (off[1:] > off[:-1]) & (off[1:] < end[:-1])
         if not ahead.any():
             return
         shared = np.where(ahead, np.minimum(end[1:], end[:-1]) - off[1:], 0)

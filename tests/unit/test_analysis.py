@@ -417,3 +417,8 @@ def test_read_ahead_windows_are_neither_random_nor_redundant() -> None:
     e = analyze(trace=make_trace(again), mountinfo=MOUNTINFO).finding("redundant-reads")["evidence"]
     assert e["ratio"] == pytest.approx(10 * 32552 / 32768)     # the first read of each scan, once
     assert e["redundant_bytes"] == 10 * 32552 - 32768
+    # the same window read twice in a row does not move forwards: read again
+    twice = [r for r in rows[:1] for _ in range(10)]
+    twice = [(op, p, off, n, start + j * 100_000, d) for j, (op, p, off, n, start, d) in enumerate(twice)]
+    assert analyze(trace=make_trace(twice), mountinfo=MOUNTINFO).finding("redundant-reads")["evidence"][
+        "redundant_bytes"] == 10 * 32552 - 32768
