@@ -406,9 +406,13 @@ def merge_files(acc: dict[tuple[str, str], dict[str, Any]], files: list[dict[str
         key = (f["module"], f["path"])
         cur = acc.get(key)
         if cur is None:
-            acc[key] = {"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
-                        "counters": dict(f["counters"]), "fcounters": dict(f["fcounters"])}
+            cur = acc[key] = {"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
+                              "counters": dict(f["counters"]), "fcounters": dict(f["fcounters"])}
+            if f.get("file_type"):
+                cur["file_type"] = f["file_type"]
             continue
+        if f.get("file_type"):     # a named pipe, a socket: the capture that saw it open says so
+            cur["file_type"] = f["file_type"]
         for k, v in f["counters"].items():
             if any(k.endswith(m) for m in MAX_KEYS):
                 cur["counters"][k] = max(cur["counters"].get(k, v), v)

@@ -7,8 +7,11 @@ The rule:
 
 - an **input wait** is a host event whose name starts with one of :data:`INPUT_WAIT_PREFIXES`:
   tf.data's ``IteratorGetNext*`` (the step asking its iterator for the next element),
-  ``MultiDeviceIteratorGetNextFromShard``, and PyTorch's DataLoader iterator ``__next__`` as
-  Kineto names it (``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``). At any
+  ``MultiDeviceIteratorGetNextFromShard``, PyTorch's DataLoader iterator ``__next__`` as
+  Kineto names it (``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``), and
+  grain's prefetch iterators' ``__next__`` (:data:`GRAIN_WAIT_NAMES`: grain's "prefetch" stage,
+  traced on the consumer's thread; grain's other stages at work, ``Prefetch._getitem``,
+  ``<Dataset>.__getitem__``, are the loader working, not a wait). At any
   depth, on any host line. tf.data's own ``Iterator::`` events are the *loader working*, on its
   threads, not the step waiting: they are not a wait;
 - the wait is the **union** of those events over all host lines (two threads waiting at once
@@ -37,10 +40,16 @@ import numpy as np
 INPUT_WAIT_PREFIXES = ("IteratorGetNext", "IteratorGetNextOp", "IteratorGetNextAsOptional",
                        "MultiDeviceIteratorGetNextFromShard", "enumerate(DataLoader)#")
 
+# grain (its ``trace_input_pipeline_next(IPL_CAT_PREFETCH)`` TraceAnnotations): the consumer
+# asking the iterator that hands elements over from grain's read threads. Limit: a thread
+# prefetch stacked on another prefetch calls the inner one's __next__ on grain's own thread,
+# which counts as a wait too (the union then over-counts while the step computes).
+GRAIN_WAIT_NAMES = frozenset({"PrefetchDatasetIterator.__next__", "ThreadPrefetchDatasetIterator.__next__"})
+
 # A device plane's line of steps (TF GPU captures), used when the host has no step markers.
 DEVICE_STEPS_LINE = "Steps"
 
-__all__ = ["DEVICE_STEPS_LINE", "INPUT_WAIT_PREFIXES", "InputWait", "covered", "input_wait", "is_input_wait", "merge",
+__all__ = ["DEVICE_STEPS_LINE", "GRAIN_WAIT_NAMES", "INPUT_WAIT_PREFIXES", "InputWait", "covered", "input_wait", "is_input_wait", "merge",
            "select_steps", "step_kind"]
 
 # Markers numbered in their name are one kind whatever the number: PyTorch's ProfilerStep#<n>,
@@ -74,7 +83,7 @@ def select_steps(rows: list[tuple[int, int, str, Any]]) -> list[tuple[int, int, 
 
 def is_input_wait(name: str) -> bool:
     """Whether a host event of this name is the step waiting for its input."""
-    return name.startswith(INPUT_WAIT_PREFIXES)
+    return name.startswith(INPUT_WAIT_PREFIXES) or name in GRAIN_WAIT_NAMES
 
 
 def merge(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

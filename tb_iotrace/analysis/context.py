@@ -83,6 +83,11 @@ class FileStats:
     write_time: float = 0.0
     meta_time: float = 0.0
     zero_reads: int = 0          # from the trace
+    # from the trace: reads that began inside the file's previous read, after its start (a
+    # reader's read-ahead window read again as it moves forward: ArrayRecord's reader reads from
+    # each record to the next 32 KiB boundary), and the bytes of those reads the previous one had
+    ahead_reads: int = 0
+    ahead_bytes: int = 0
     file_type: str | None = None  # "regular", "fifo", "socket", "char-device", ...; None: unknown
 
     @property
@@ -216,7 +221,34 @@ class Context:
                         f.opens += 1
                         last[path] = 0
                     f.meta_time += float(self.dur_s[i])
+        if len(tr):
+            self._read_ahead(out)
         return out
+
+    def _read_ahead(self, out: dict[str, FileStats]) -> None:
+        """Per file, the reads that began inside its previous read, after that read's start (the
+        same window read again is not moving forwards)
+        (:attr:`FileStats.ahead_reads`), and the bytes they share with it (``ahead_bytes``)."""
+        tr = self.trace
+        rows = self.read_rows[(tr.offset[self.read_rows] >= 0) & (tr.returned[self.read_rows] > 0)]
+        if len(rows) < 2:
+            return
+        code = self.path_code[rows]
+        rows = rows[np.lexsort((tr.start_ns[rows], code))]
+        code = self.path_code[rows]
+        off = tr.offset[rows].astype(np.int64)
+        end = off + tr.returned[rows].astype(np.int64)
+        same = code[1:] == code[:-1]
+        ahead = same & (off[1:] > off[:-1]) & (off[1:] < end[:-1])
+        if not ahead.any():
+            return
+        shared = np.where(ahead, np.minimum(end[1:], end[:-1]) - off[1:], 0)
+        for c in np.unique(code[1:][ahead]).tolist():
+            f = out.get(self.paths[c])
+            if f is not None:
+                sel = ahead & (code[1:] == c)
+                f.ahead_reads += int(sel.sum())
+                f.ahead_bytes += int(shared[sel].sum())
 
     # ------------------------------------------------------------------ host timeline
     def _host(self, space: Any) -> None:

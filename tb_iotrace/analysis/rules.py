@@ -304,7 +304,8 @@ def random_access(ctx: Context, steps) -> dict[str, Any] | None:
     for f in ctx.files.values():
         if f.reads < 2:
             continue
-        r = max(f.reads - f.seq_reads - f.opens, 0)
+        # a read that began inside the previous one, after its start, moved forwards (read-ahead)
+        r = max(f.reads - f.seq_reads - f.opens - f.ahead_reads, 0)
         reads += f.reads
         rnd += r
         if r:
@@ -330,22 +331,25 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
     hits = []
     for f in ctx.files.values():
         size = f.size_seen
-        if size > 0 and f.bytes_read >= th.redundant_ratio * size:
+        # a reader's read-ahead window read again as it moves forwards is not the file read again
+        once = f.bytes_read - f.ahead_bytes
+        if size > 0 and once >= th.redundant_ratio * size:
             if f.file_type is None:
                 f.file_type = file_type(f.path)
             if f.regular:          # a pipe's or socket's bytes are a stream: each is read once
-                hits.append((f.bytes_read - size, f))
+                hits.append((once - size, f))
     extra = sum(e for e, _ in hits)
     if not hits or extra < th.redundant_min_bytes:
         return None
     hits.sort(key=lambda h: -h[0])
-    read = sum(f.bytes_read for _, f in hits)
+    read = sum(f.bytes_read - f.ahead_bytes for _, f in hits)
     touched = sum(f.size_seen for _, f in hits)
     worst = hits[0][1]
     ev = {"files": len(hits), "bytes_read": read, "bytes_touched": touched, "redundant_bytes": extra,
-          "ratio": read / touched, "max_ratio": worst.bytes_read / worst.size_seen,
-          "per_file": [{"path": f.path, "bytes_read": f.bytes_read, "size_seen": f.size_seen,
-                        "ratio": f.bytes_read / f.size_seen} for _, f in hits[:20]]}
+          "read_ahead_bytes": sum(f.ahead_bytes for _, f in hits),   # not counted: see FileStats
+          "ratio": read / touched, "max_ratio": (worst.bytes_read - worst.ahead_bytes) / worst.size_seen,
+          "per_file": [{"path": f.path, "bytes_read": f.bytes_read - f.ahead_bytes, "size_seen": f.size_seen,
+                        "ratio": (f.bytes_read - f.ahead_bytes) / f.size_seen} for _, f in hits[:20]]}
     stmt = (f"{len(hits)} files were read {read / touched:.1f}x over ({_b(read)} read for {_b(touched)} "
             f"of file data, {_b(extra)} read again).")
     sug = ("Cache what is re-read: Dataset.cache() (in memory, or cache(filename) on a fast local disk) "

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..stepwait import covered, input_wait, merge
+from ..stepwait import GRAIN_WAIT_NAMES, covered, input_wait, merge
 from ..xplane import HOST_PLANE, LINE_PREFIX, columns
 from .context import Context
 from .pytorch import TorchRun, worker_starts, worker_stops
@@ -53,6 +53,11 @@ ASYNC_STAGE = re.compile(r"^(Root|Model|Prefetch|Parallel\w*|MapAndBatch|LegacyP
 _INDEX = re.compile(r"\[\d+\]")
 H2D_RE = re.compile(r"memcpy\s*(h2d|htod)", re.I)
 KEYS = ("file_io", "decode", "starved", "copy", "other")
+# grain at work: its prefetch threads fetching an element (``Prefetch._getitem``), and its
+# stages' own TraceAnnotations (``SourceMapDataset.__getitem__``, ``MapDatasetIterator.__next__``,
+# ``ArrayRecordDataSource.__getitem__``); its prefetch iterators' ``__next__`` is the wait
+GRAIN_WORK = re.compile(r"^(Prefetch\._getitem|\w*(Dataset|DatasetIterator|DataSource)\.(__getitem__|__getitems__|__next__))$")
+GRAIN_THREADS = re.compile(r"ReadOptions\(num_threads=(\d+)")
 
 
 def _empty() -> tuple[np.ndarray, np.ndarray]:
@@ -100,18 +105,45 @@ def _tf_busy(names: np.ndarray, line_name: str) -> np.ndarray:
     return busy
 
 
-def _host_events(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
-    """(DataLoader fetch spans, tf.data at work: :func:`_tf_busy`) on the host plane, merged (ps)."""
+class HostEvents:
+    """What the host plane says of the loader: DataLoader fetch spans, tf.data at work
+    (:func:`_tf_busy`), grain at work (:data:`GRAIN_WORK`), merged (ps); whether the capture
+    has grain's input waits, and the read threads its prefetch iterator names (None: not said)."""
+
+    def __init__(self) -> None:
+        self.fetch, self.tf_work, self.grain_work = _empty(), _empty(), _empty()
+        self.grain = False
+        self.grain_threads: int | None = None
+
+
+def _grain_threads(host: Any, line: Any, rows: np.ndarray) -> int | None:
+    """``num_threads`` of the ReadOptions in the ``_ipl_stage_name`` stat of the first of the
+    events ``rows`` of ``line`` (grain's prefetch iterator's own description) that has one."""
+    meta = {k: v.name for k, v in host.stat_metadata.items()}
+    for i in rows[:8].tolist():
+        for st in line.events[i].stats:
+            if meta.get(st.metadata_id) != "_ipl_stage_name":
+                continue
+            text = st.str_value or (meta.get(st.ref_value, "") if st.ref_value else "")
+            m = GRAIN_THREADS.search(text)
+            if m:
+                return int(m.group(1))
+    return None
+
+
+def _host_events(space: Any) -> HostEvents:
+    """The loader's activity on the host plane (:class:`HostEvents`)."""
+    out = HostEvents()
     host = None
     for p in getattr(space, "planes", []):
         if p.name == HOST_PLANE:
             host = p
             break
     if host is None:
-        return _empty(), _empty()
+        return out
     pc = columns(host)
-    fs, fe, ts, te = [], [], [], []
-    for ln in pc.lines:
+    fs, fe, ts, te, gs, ge = [], [], [], [], [], []
+    for k, ln in enumerate(pc.lines):
         if ln.name.startswith(LINE_PREFIX) or not len(ln):
             continue
         names = pc.event_names(ln).astype(str)
@@ -123,8 +155,21 @@ def _host_events(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.nd
         if tf.any():
             ts.append(ln.start_ps[tf])
             te.append(ln.end_ps[tf])
+        kinds, inverse = np.unique(names, return_inverse=True)
+        kinds_l = kinds.tolist()
+        work = np.array([GRAIN_WORK.match(x) is not None and x not in GRAIN_WAIT_NAMES
+                         for x in kinds_l] or [False])[inverse.reshape(-1)]
+        if work.any():
+            gs.append(ln.start_ps[work])
+            ge.append(ln.end_ps[work])
+        waits = np.array([x in GRAIN_WAIT_NAMES for x in kinds_l] or [False])[inverse.reshape(-1)]
+        if waits.any():
+            out.grain = True
+            if out.grain_threads is None:
+                out.grain_threads = _grain_threads(host, host.lines[k], np.flatnonzero(waits))
     cat = lambda xs: np.concatenate(xs) if xs else np.zeros(0, np.int64)  # noqa: E731
-    return merge(cat(fs), cat(fe)), merge(cat(ts), cat(te))
+    out.fetch, out.tf_work, out.grain_work = merge(cat(fs), cat(fe)), merge(cat(ts), cat(te)), merge(cat(gs), cat(ge))
+    return out
 
 
 def _copies(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
@@ -174,7 +219,8 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
     io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
     io = merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows])
     copy_iv, device = _copies(space)
-    fetch, tf_work = _host_events(space)
+    hev = _host_events(space)
+    fetch, tf_work = hev.fetch, hev.tf_work
     d = _loader(run)
     n = int(d.get("num_workers") or 0) if d is not None else None
     busy, how = None, ""
@@ -183,6 +229,8 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
             busy, how = fetch, "DataLoader fetch spans"
         elif n == 0 or (n is None and not run.worker_pids):
             busy, how = window, "the main process loads inside __next__ (no workers)"
+    elif hev.grain and len(hev.grain_work[0]):
+        busy, how = hev.grain_work, "grain's stages at work (its read threads' Prefetch._getitem, its datasets' events)"
     elif len(tf_work[0]):
         busy, how = tf_work, "tf.data's threads and its synchronous stages' iterator events"
     starved_known = _empty()
@@ -225,7 +273,9 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
         "cause": cause, "steps": iw.count if iw.basis == "steps" else 0,
         "input_wait_ms_per_step": (iw.wait / iw.count / 1e9) if iw.basis == "steps" and iw.count else None,
     }
-    out.update(_advice(ctx, iw.share, share, rest, cause, run, d, device))
+    if hev.grain and run is None:
+        notes.append("grain pipeline: its input waits are its prefetch iterator's __next__")
+    out.update(_advice(ctx, iw.share, share, rest, cause, run, d, device, hev if hev.grain else None))
     out["notes"] = notes
     return out
 
@@ -260,7 +310,8 @@ def _effect(cut: float) -> str:
 
 
 def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
-            cause: str | None, run: TorchRun | None, d: dict[str, Any] | None, device: bool) -> dict[str, Any]:
+            cause: str | None, run: TorchRun | None, d: dict[str, Any] | None, device: bool,
+            grain: HostEvents | None = None) -> dict[str, Any]:
     """The change with the biggest expected effect, and that effect by a stated model: a change
     removes at most the part of the wait it addresses, so step time falls by at most
     ``input_wait_share x that part``; more DataLoader workers scale the loader's throughput with
@@ -291,6 +342,14 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
             cut = s * addressed
         if pin and key != "copy":
             change += "; also pin_memory=True (a GPU run)"
+    elif grain is not None:
+        change, workers_cut, workers_model = _grain_change(ctx, s, key, grain.grain_threads)
+        if workers_cut is not None:    # more workers: the reads and the decode both spread over them
+            addressed = part["file_io"] + part["decode"] + rest
+            cut = min(s * addressed, workers_cut)
+            model = workers_model or model
+        else:
+            cut = s * addressed
     else:
         change, cut = _tf_change(key), s * addressed
     return {"change": change, "expected_step_time_change": -cut, "model": model,
@@ -345,3 +404,32 @@ def _tf_change(key: str) -> str:
             "starved": "prefetch(tf.data.AUTOTUNE) at the end of the pipeline",
             "copy": "prefetch to the device (tf.data.experimental.prefetch_to_device)",
             }.get(key, "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)")
+
+
+def _grain_change(ctx: Context, s: float, key: str, threads: int | None) -> tuple[str, float | None, str | None]:
+    """grain's change for the largest part, as (change, step-time cut by the workers model or
+    None, that model): worker processes for the decode or the reads (grain's read threads share
+    the GIL: a map in Python does not scale with them; from its ``num_threads``, or 1, to the
+    usable cores less one for the step, at least one more), a deeper buffer when starved, a
+    device prefetch for copies."""
+    machine = getattr(ctx.trace, "machine", None)
+    cpus = machine.get("cpus") if isinstance(machine, dict) else None
+    cap = max(1, cpus - 1) if isinstance(cpus, int) and cpus > 0 else None
+    if key == "starved":
+        return "grain: a deeper buffer: a larger ReadOptions(prefetch_buffer_size=...), or .mp_prefetch(...)", None, None
+    if key == "copy":
+        return "put the next batch on the device ahead of the step (jax.device_put of batch n+1 during step n)", None, None
+    n = threads or 1
+    want = math.ceil(1.5 * n / max(1 - s, 0.05))
+    want = max(n + 1, min(want, cap) if cap else want)
+    t_after = max(1 - s, n / want)
+    text = (f".mp_prefetch(grain.MultiprocessingOptions(num_workers={want})) (grain.DataLoader(worker_count={want})): "
+            f"the {'reads' if key == 'file_io' else 'decode'} in {want} worker processes beside "
+            f"ReadOptions(num_threads={threads if threads else '?'}), whose threads share the GIL")
+    if key == "file_io":
+        text += "; faster storage if the reads stay long"
+    if cap and want >= cap:
+        text += f" (the {cpus} usable cores are the limit)"
+    model = (f"worker processes scale grain's throughput with their number: {n} -> {want} deliver {want / n:.1f}x "
+             f"the elements, so the step time becomes max(1 - wait share, {n}/{want}) of now = {100 * t_after:.0f}%")
+    return text, 1 - t_after, model

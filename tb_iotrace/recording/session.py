@@ -4,6 +4,7 @@ TensorFlow glue (:mod:`.tensorflow`) uses the sessions directly."""
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -455,6 +456,36 @@ def _events_from(raw: np.ndarray, threads: list[ThreadInfo], paths: Mapping[int,
         op_names=op_names() if len(raw) or threads else (), paths=paths, modules=modules)
 
 
+# st_mode tests and the words a record's "file_type" uses (tb_iotrace.analysis.context reads them)
+_FILE_TYPES = ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char-device"),
+               (stat.S_ISBLK, "block-device"), (stat.S_ISDIR, "directory"))
+MAX_FDS_TYPED = 65536     # descriptors looked at when a capture stops (a bound, not a budget)
+
+
+def open_file_types() -> dict[str, str]:
+    """{path: type} of this process's open descriptors that name a path and are not regular
+    files (a named pipe, a socket file, a device): one readlink and one fstat per open
+    descriptor, when a capture stops. A pipe or socket without a name is left out (no path)."""
+    out: dict[str, str] = {}
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return out
+    for name in fds[:MAX_FDS_TYPED]:
+        try:
+            fd = int(name)
+            target = os.readlink(f"/proc/self/fd/{name}")
+            if not target.startswith("/"):
+                continue
+            mode = os.fstat(fd).st_mode
+        except (OSError, ValueError):
+            continue
+        kind = next((k for test, k in _FILE_TYPES if test(mode)), None)
+        if kind is not None:
+            out[target] = kind
+    return out
+
+
 class Capture:
     """The result of one capture window; filled when the window closes."""
 
@@ -469,6 +500,8 @@ class Capture:
         self.end_ns: int = 0
         self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
         self.machine: dict[str, Any] | None = None   # tb_iotrace.machine's record, then
+        # {path: "fifo" | "socket" | ...} of the files open at stop that are not regular files
+        self.file_types: dict[str, str] = {}
         # the whole window in fixed memory, whatever the trace cap kept (tb_iotrace.timeseries)
         self.timeseries: TimeSeries | None = None
         self.closed = False
@@ -506,7 +539,19 @@ class Capture:
         except OSError:
             self.mounts = ""
         self.machine = machine_facts(self.mounts)
+        self.file_types = open_file_types()
         self.closed = True
+
+    def records(self) -> list[dict[str, Any]]:
+        """The files' records (``{"path", "module", "record_id", "counters", "fcounters"}``),
+        with ``"file_type"`` for those known not to be regular files (:attr:`file_types`)."""
+        out = list(self.table.dicts())
+        if self.file_types:
+            for r in out:
+                kind = self.file_types.get(r["path"])
+                if kind:
+                    r["file_type"] = kind
+        return out
 
     @property
     def files(self) -> FileRecords:
@@ -535,14 +580,14 @@ class Capture:
                        end_ns=ev.end_ns, tid=ev.tid,
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
                        dropped=self.dropped, untracked=self.untracked.to_dict() if self.untracked else None,
-                       counters=list(self.table.dicts()),
+                       counters=self.records(),
                        mounts=self.mounts, machine=self.machine)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""
         return {
             "start_ns": self.start_ns, "end_ns": self.end_ns,
-            "files": list(self.table.dicts()),
+            "files": self.records(),
             "threads": [t.__dict__ for t in self.threads],
             "nevents": len(self.events), "dropped": self.dropped,
             "untracked": self.untracked.to_dict(),

@@ -123,7 +123,7 @@ def process_record(cap: Capture, role: str, start_ns: int,
     rec: dict[str, Any] = {
         "pid": os.getpid(), "role": role, "start_ns": int(cap.start_ns or start_ns), "end_ns": int(cap.end_ns),
         "threads": [[t.tid, t.pthread_self, t.name] for t in cap.threads if t.nevents or t.dropped],
-        "events": events, "counters": [f.to_dict() for f in cap.files], "dropped": int(cap.dropped),
+        "events": events, "counters": cap.records(), "dropped": int(cap.dropped),
     }
     if cap.untracked:
         rec["untracked"] = cap.untracked.to_dict()

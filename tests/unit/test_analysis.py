@@ -399,3 +399,26 @@ def test_named_pipe_reads_are_never_redundant(tmp_path) -> None:
     assert "redundant-reads" not in a.ids
     assert not any("read more than once" in f["title"] or "read again" in f["statement"] for f in a.findings)
     assert next(f for f in a.files if f["path"] == str(fifo))["file_type"] == "fifo"
+
+
+def test_read_ahead_windows_are_neither_random_nor_redundant() -> None:
+    """Issue 19: grain's ArrayRecord reader reads each record from its offset to the next 32 KiB
+    boundary (records of 76 bytes compressed): 24 reads, each starting inside the previous one
+    and after its start. The file is scanned forwards once; the overlap is the reader's
+    read-ahead window read again, not the file read again, nor a read going backwards. A file
+    read twice from its start stays redundant."""
+    t, rows = 10**18, []
+    for k in range(24):
+        off = 216 + 76 * k
+        rows.append(("pread64", "/data/d.array_record", off, 32768 - off, t + k * 100_000, 10_000))
+    a = analyze(trace=make_trace(rows), mountinfo=MOUNTINFO)
+    assert "random-access" not in a.ids and "redundant-reads" not in a.ids
+    again = [(op, p, off, n, start + j * 10**9, d) for j in range(10) for op, p, off, n, start, d in rows]
+    e = analyze(trace=make_trace(again), mountinfo=MOUNTINFO).finding("redundant-reads")["evidence"]
+    assert e["ratio"] == pytest.approx(10 * 32552 / 32768)     # the first read of each scan, once
+    assert e["redundant_bytes"] == 10 * 32552 - 32768
+    # the same window read twice in a row does not move forwards: read again
+    twice = [r for r in rows[:1] for _ in range(10)]
+    twice = [(op, p, off, n, start + j * 100_000, d) for j, (op, p, off, n, start, d) in enumerate(twice)]
+    assert analyze(trace=make_trace(twice), mountinfo=MOUNTINFO).finding("redundant-reads")["evidence"][
+        "redundant_bytes"] == 10 * 32552 - 32768

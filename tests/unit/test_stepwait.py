@@ -35,6 +35,11 @@ def test_rule_on_made_up_intervals() -> None:
     assert is_input_wait("IteratorGetNextOp::DoCompute") and is_input_wait(
         "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__")
     assert not is_input_wait("Iterator::Root::Prefetch::ParallelMapV2")
+    # grain: the step asking its prefetch iterator (grain's "prefetch" stage on the consumer's
+    # thread); grain's stages at work (a source read, a map, the prefetch threads' _getitem) are not
+    assert is_input_wait("PrefetchDatasetIterator.__next__") and is_input_wait("ThreadPrefetchDatasetIterator.__next__")
+    assert not any(is_input_wait(n) for n in ("Prefetch._getitem", "MapMapDataset.__getitem__",
+                                              "ArrayRecordDataSource.__getitem__", "MapDatasetIterator.__next__"))
 
 
 def _kineto_logdir(tmp_path: Path) -> tuple[Path, str]:
