@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import checkpoints
 from .context import Context, fs_table
 from .intervals import in_flight, merge, overlap
 from .pytorch import (NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, worker_starts,
@@ -505,6 +506,7 @@ RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
     "staging-candidates": staging_candidates, "blocking-writes": blocking_writes,
     "small-writes": small_writes, "slow-filesystem": slow_filesystem,
 }
+TITLES.update(checkpoints.TITLES), RULES.update(checkpoints.RULES), ORDER.extend(checkpoints.TITLES)
 
 
 def evaluate(ctx: Context, steps: list[dict[str, Any]],

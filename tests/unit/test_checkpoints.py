@@ -1,0 +1,127 @@
+"""Checkpoint phases found by the files' shape on constructed traces (tb_iotrace.analysis.checkpoints)."""
+from __future__ import annotations
+
+from tb_iotrace.analysis import analyze
+from tb_iotrace.analysis.checkpoints import MIN_BYTES
+from tb_iotrace.xplane import IoTrace
+
+MOUNTS = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
+MiB = 1 << 20
+T0 = 10**18
+
+
+def make_trace(rows: list[tuple]) -> IoTrace:
+    """rows: (op, path, offset, returned, start_ns, dur_ns[, tid])"""
+    cols: dict[str, list] = {k: [] for k in ("op", "path", "offset", "requested", "returned", "fd", "errno",
+                                            "start_ns", "end_ns", "tid")}
+    for r in rows:
+        op, path, off, ret, start, dur = r[:6]
+        for k, v in zip(("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid"),
+                        (op, path, off, max(ret, 0), ret, 3, 0, start, start + dur, r[6] if len(r) > 6 else 100)):
+            cols[k].append(v)
+    return IoTrace(**cols, threads={100: (1, "python"), 101: (2, "python")}, counters=[])
+
+
+def save(path: str, t: int, nbytes: int, chunk: int, *, fsync: bool = True, rename: str | None = None,
+         tid: int = 100, write_ns: int = 1_000_000) -> tuple[list[tuple], int]:
+    """A save: open, writes of ``chunk`` from offset 0, [fsync], close, [rename]; (rows, end)."""
+    rows = [("open", path, -1, 3, t, 10_000, tid)]
+    t += 20_000
+    for i in range(nbytes // chunk):
+        rows.append(("pwrite64", path, i * chunk, chunk, t, write_ns, tid))
+        t += write_ns + 5_000
+    if fsync:
+        rows.append(("fsync", path, -1, 0, t, 30_000_000, tid))
+        t += 30_000_000
+    rows.append(("close", path, -1, 0, t, 5_000, tid))
+    t += 10_000
+    if rename:
+        rows.append(("rename", path, -1, 0, t, 50_000, tid))
+        t += 50_000
+    return rows, t
+
+
+def training(n_steps: int, every: int, *, step_ns: int = 100_000_000, **kw) -> tuple[IoTrace, int]:
+    """A loop: a small log write per step, a save every ``every`` steps; (trace, total save time)."""
+    rows, t, saved = [], T0, 0
+    rows.append(("open", "/data/log.txt", -1, 3, t, 5_000))
+    for k in range(n_steps):
+        rows.append(("write", "/data/log.txt", -1, 80, t, 10_000))
+        t += step_ns
+        if (k + 1) % every == 0:
+            got, end = save(f"/data/run/step{k + 1}.tmp", t, 8 * MiB, 1 * MiB, rename=f"/data/run/step{k + 1}", **kw)
+            rows += got
+            saved += end - t
+            t = end
+    return make_trace(rows), saved
+
+
+def test_saves_found_with_bytes_fsync_and_blocking() -> None:
+    trace, saved = training(20, 5)
+    a = analyze(None, trace=trace, mountinfo=MOUNTS)
+    saves = [p for p in a.checkpoints if p["kind"] == "save"]
+    assert len(saves) == 4
+    assert all(p["bytes"] == 8 * MiB and p["files"] == 1 for p in saves)
+    assert all(abs(p["fsync_time_s"] - 0.03) < 1e-9 for p in saves)
+    assert all(p["source"] == "shape" and p["path"].endswith(".tmp") for p in saves)
+    # no steps: the phase's time on the main thread (the lowest thread id) is the blocking time
+    assert abs(sum(p["blocking_ns"] for p in saves) - saved) <= 4 * 20_000
+    assert a.to_dict()["checkpoints"] == a.checkpoints
+    f = a.finding("checkpoint-blocking")
+    assert f is not None
+    assert abs(f["impact"]["step_share"] - saved / (trace.end_ns.max() - trace.start_ns.min())) < 0.01
+    assert "Checkpoints" in a.text()
+
+
+def test_save_off_the_main_thread_does_not_block() -> None:
+    trace, _ = training(20, 5, tid=101)
+    a = analyze(None, trace=trace, mountinfo=MOUNTS)
+    assert len(a.checkpoints) == 4
+    assert all(p["blocking_ns"] == 0 for p in a.checkpoints)
+    assert a.finding("checkpoint-blocking") is None
+
+
+def test_large_output_without_sync_or_checkpoint_name_is_no_checkpoint() -> None:
+    rows, _ = save("/data/out/features.npy", T0, 16 * MiB, MiB, fsync=False)
+    rows += save("/data/log.txt", T0 + 10**9, 2 * MiB, 4096, fsync=False)[0]
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    assert a.checkpoints == []
+    assert not [f for f in a.findings if f["id"].startswith("checkpoint-")]
+
+
+def test_appending_is_no_save_and_small_bursts_are_not_either() -> None:
+    rows = [("pwrite64", "/data/model.ckpt", 8 * MiB + i * MiB, MiB, T0 + i * 2_000_000, 1_000_000)
+            for i in range(4)]                                      # appends at 8 MiB: not a new copy
+    rows += save("/data/other.ckpt", T0 + 10**9, MIN_BYTES // 2, 4096)[0]   # under MIN_BYTES
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    assert a.checkpoints == []
+
+
+def test_named_checkpoint_without_fsync_is_a_save_and_its_read_at_start_a_load() -> None:
+    rows = [("open", "/ckpt/model.pt", -1, 3, T0, 10_000)]
+    rows += [("read", "/ckpt/model.pt", i * MiB, MiB, T0 + 20_000 + i * 1_100_000, 1_000_000) for i in range(4)]
+    got, _ = save("/ckpt/model.pt", T0 + 2 * 10**9, 4 * MiB, 256, fsync=False, write_ns=10_000)
+    a = analyze(None, trace=make_trace(rows + got), mountinfo=MOUNTS)
+    kinds = [p["kind"] for p in a.checkpoints]
+    assert kinds == ["load", "save"]
+    load, sv = a.checkpoints
+    assert load["bytes"] == 4 * MiB and sv["bytes"] == 4 * MiB and sv["calls"] == 16384
+    f = a.finding("checkpoint-small-writes")
+    assert f is not None and f["evidence"]["median_bytes"] == 256.0 and "impact" in f
+    assert a.finding("checkpoint-fsync") is None
+
+
+def test_fsync_dominating_is_a_finding() -> None:
+    rows, _ = save("/data/a.tmp", T0, 4 * MiB, MiB, rename="/data/a", write_ns=100_000)
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    f = a.finding("checkpoint-fsync")
+    assert f is not None and f["evidence"]["fsync_share"] > 0.9
+    assert set(f["impact"]) >= {"step_share", "ms_per_step"}
+
+
+def test_files_written_together_are_one_phase() -> None:
+    a1, end = save("/data/ck/shard0.distcp", T0, 4 * MiB, MiB)
+    a2, _ = save("/data/ck/shard1.distcp", end + 1000, 4 * MiB, MiB)
+    a = analyze(None, trace=make_trace(a1 + a2), mountinfo=MOUNTS)
+    assert len(a.checkpoints) == 1
+    assert a.checkpoints[0]["files"] == 2 and a.checkpoints[0]["bytes"] == 8 * MiB
