@@ -12,7 +12,7 @@ Two ways to know a checkpoint, the first that applies wins for a stretch of time
   at the file's beginning (a new or truncated file) and is followed by fsync/fdatasync or a
   rename of the file, or the file's name says checkpoint (:data:`NAME_HINT`). Read bursts of
   at least :data:`MIN_BYTES` of a file saved in the run or named like a checkpoint are loads.
-  Bursts of several files close in time (:data:`GAP_NS`) are one phase.
+  Bursts of several files that follow each other within :data:`GROUP_NS` are one phase.
 
 ``blocking_ns``: how long the training loop could not run during the phase: the phase's time
 on the training thread (from its first to its last call there, or the whole span for a hook
@@ -33,7 +33,8 @@ from .intervals import clip, merge, overlap
 
 MiB = 1 << 20
 MIN_BYTES = 1 * MiB           # a burst moving less is not a checkpoint by shape
-GAP_NS = 500_000_000          # a pause longer than this ends a burst / a phase
+GAP_NS = 500_000_000          # a pause longer than this ends a file's burst
+GROUP_NS = 50_000_000         # files whose bursts follow each other this closely are one phase
 TAIL_NS = 2_000_000_000       # calls on a hook span's files this soon after it belong to it
 SPAN_NAME = "tb_iotrace::checkpoint"
 NAME_HINT = re.compile(r"(ckpt|checkpoint|\.pth?$|\.pt\.tmp|\.safetensors$|\.h5$|\.keras$|\.index$"
@@ -49,12 +50,14 @@ BLOCK_BYTES = 4096            # the block size when the mount table gives none
 __all__ = ["RULES", "SPAN_NAME", "TITLES", "checkpoint_phases", "render"]
 
 
-def _bursts(t0: np.ndarray, t1: np.ndarray) -> list[tuple[int, int]]:
-    """(first, last+1) index ranges of sorted calls split where a gap exceeds GAP_NS."""
+def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last+1) index ranges of one file's sorted calls (capture-clock ps) split where a
+    gap exceeds GAP_NS or the file is started again from offset 0 (rewritten)."""
     if not len(t0):
         return []
     run_end = np.maximum.accumulate(t1)
-    cut = np.flatnonzero(t0[1:] - run_end[:-1] > GAP_NS) + 1
+    again = (offset[1:] == 0) & (offset[:-1] > 0)
+    cut = np.flatnonzero((t0[1:] - run_end[:-1] > GAP_NS * 1000) | again) + 1
     edges = [0, *cut.tolist(), len(t0)]
     return list(zip(edges[:-1], edges[1:]))
 
@@ -158,7 +161,7 @@ def _shape_candidates(ctx: Context, kind: str, saved: set[str]) -> list[tuple[in
         named = bool(NAME_HINT.search(path))
         if kind == "load" and not (named or path in saved):
             continue
-        for i, j in _bursts(ctx.s_ps[fr], ctx.e_ps[fr]):
+        for i, j in _bursts(ctx.s_ps[fr], ctx.e_ps[fr], tr.offset[fr]):
             br = fr[i:j]
             if int(np.clip(tr.returned[br], 0, None).sum()) < MIN_BYTES:
                 continue
@@ -176,9 +179,11 @@ def _shape_candidates(ctx: Context, kind: str, saved: set[str]) -> list[tuple[in
 
 
 def _group(cands: list[tuple[int, int, int]]) -> list[tuple[int, int, set[int]]]:
+    """Bursts of different files that follow each other within GROUP_NS are one phase (a file
+    written again starts a new one: the next save)."""
     groups: list[tuple[int, int, set[int]]] = []
     for lo, hi, code in cands:
-        if groups and lo <= groups[-1][1] + GAP_NS * 1000:
+        if groups and lo <= groups[-1][1] + GROUP_NS * 1000 and code not in groups[-1][2]:
             g = groups[-1]
             groups[-1] = (g[0], max(g[1], hi), g[2] | {code})
         else:
@@ -187,9 +192,10 @@ def _group(cands: list[tuple[int, int, int]]) -> list[tuple[int, int, set[int]]]
 
 
 def _rows_of(ctx: Context, codes: set[int], lo: int, hi: int) -> np.ndarray:
-    """Data calls on the files ``codes`` in [lo - GAP, hi], then the closing calls right after."""
+    """Data calls on the files ``codes`` in [lo - GROUP_NS, hi] (the open before the first
+    write), then the closing calls that follow within GROUP_NS of each other."""
     ok = ctx.data & ctx.ok & np.isin(ctx.path_code, list(codes))
-    inside = ok & (ctx.s_ps >= lo - GAP_NS * 1000) & (ctx.s_ps <= hi)
+    inside = ok & (ctx.s_ps >= lo - GROUP_NS * 1000) & (ctx.s_ps <= hi)
     rows = np.flatnonzero(inside)
     # the fsync/rename/close that end the phase, joined while they follow within a gap
     later = np.flatnonzero(ok & (ctx.s_ps > hi) & (ctx.s_ps <= hi + TAIL_NS * 1000) & (ctx.kind != "read")
@@ -197,7 +203,7 @@ def _rows_of(ctx: Context, codes: set[int], lo: int, hi: int) -> np.ndarray:
     keep = []
     end = hi
     for r in later[np.argsort(ctx.s_ps[later], kind="stable")].tolist():
-        if ctx.s_ps[r] - end > GAP_NS * 1000:
+        if ctx.s_ps[r] - end > GROUP_NS * 1000:
             break
         keep.append(r)
         end = max(end, int(ctx.e_ps[r]))
@@ -264,14 +270,18 @@ TITLES = {
 
 def training_time_ns(ctx: Context) -> tuple[int, int | None, str]:
     """(the run's training time in ns, its step count or None, basis): the steps' span when
-    steps are known, else the span of the data-file calls."""
+    steps are known, else from the first checkpoint load (a restore starts the training; else
+    the first data-file call) to the last data-file call."""
     steps = ctx.att.steps if ctx.att is not None else []
     if steps:
         return (max(s.end_ps for s in steps) - min(s.start_ps for s in steps)) // 1000, len(steps), "steps"
     rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
     if not len(rows):
         return 0, None, "none"
-    return int(ctx.trace.end_ns[rows].max() - ctx.trace.start_ns[rows].min()), None, "data I/O span"
+    loads = [p["start_ns"] for p in checkpoint_phases(ctx) if p["kind"] == "load"]
+    first = min(loads) if loads else int(ctx.trace.start_ns[rows].min())
+    basis = "data I/O from the first load" if loads else "data I/O span"
+    return int(ctx.trace.end_ns[rows].max()) - first, None, basis
 
 
 def _impact(ctx: Context, blocked_ns: int) -> dict[str, Any]:

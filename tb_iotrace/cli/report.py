@@ -50,33 +50,35 @@ def _kineto_main(src: Source) -> bool:
     return src.kind == "kineto" and (src.process or {}).get("role") == "main"
 
 
-def _findings(src: Source) -> tuple[list[Any], str | None]:
+def _findings(src: Source) -> tuple[list[Any], str | None, list[dict[str, Any]]]:
     """Findings from tb_iotrace.analysis when it is installed: captures, run records that
-    kept their trace, and a Kineto trace's main process (its workers' hosts have none)."""
+    kept their trace, and a Kineto trace's main process (its workers' hosts have none); and
+    the checkpoint phases (docs/checkpoints.md)."""
     try:
         from .. import analysis  # type: ignore[attr-defined]
     except ImportError:
-        return [], None
+        return [], None, []
     if src.kind == "kineto" and not _kineto_main(src):
-        return [], None
+        return [], None, []
     try:
         if _kineto_main(src):
             result = analysis.analyze(src.space())
         elif src.kind == "xplane":
             if src.io_trace() is None:
-                return [], None
+                return [], None, []
             result = analysis.analyze(src.space(), trace=src.io_trace())
         else:
             trace = _record_trace(src)
             if trace is None:
-                return [], None
+                return [], None, []
             result = analysis.analyze(None, trace=trace, python=_python(src))
         found = list(getattr(result, "findings", []) or []) if result is not None else []
-        return json.loads(json.dumps(found, default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o))), None
+        ckpts = list(getattr(result, "checkpoints", []) or []) if result is not None else []
+        return json.loads(json.dumps(found, default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o))), None, ckpts
     except UserError:
         raise
     except Exception as exc:  # the analysis must never break the report
-        return [], f"analysis failed: {type(exc).__name__}: {exc}"
+        return [], f"analysis failed: {type(exc).__name__}: {exc}", []
 
 
 def _steps(src: Source) -> tuple[list[dict[str, Any]], bool]:
@@ -142,7 +144,7 @@ def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] 
 
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
-    findings, note = _findings(src)
+    findings, note, checkpoints = _findings(src)
     steps, markers = _steps(src)
     columnar = _table_listing(src)
     if columnar is not None:
@@ -166,7 +168,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
-        "findings": findings, "steps": steps, "has_step_markers": markers,
+        "findings": findings, "checkpoints": checkpoints, "steps": steps, "has_step_markers": markers,
         "summary": summary,
         "notes": ([note] if note else []),
     }
@@ -299,6 +301,10 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                 if len(h["steps"]) > MAX_STEPS_SHOWN:
                     out.append(f"  ... {len(h['steps']) - MAX_STEPS_SHOWN} more steps (--json for all)")
                 out.append("")
+            if h.get("checkpoints"):
+                from ..analysis.checkpoints import render as render_checkpoints
+
+                out.append(render_checkpoints(h["checkpoints"]))
             if h["findings"]:
                 out.append("Findings")
                 for f in h["findings"]:
@@ -379,6 +385,12 @@ class Report(Command):
                                                       # tb_iotrace.analysis (captures,
                                                       # records that kept their trace, a
                                                       # Kineto trace's main process)
+                            "checkpoints": [{"kind": "save"|"load", "start_ns", "end_ns",
+                                             "files", "bytes", "io_time_s", "fsync_time_s",
+                                             "rename_time_s", "blocking_ns", "path", "paths",
+                                             "calls", "median_call_bytes", "source"}],
+                                                      # checkpoint saves and loads, [] when none
+                                                      # (docs/checkpoints.md; where findings are)
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
                                        "duration_ps", "input_wait_ps", "input_wait_share",
                                        "io_bytes", "io_calls", "io_time_ps"}],

@@ -125,3 +125,25 @@ def test_files_written_together_are_one_phase() -> None:
     a = analyze(None, trace=make_trace(a1 + a2), mountinfo=MOUNTS)
     assert len(a.checkpoints) == 1
     assert a.checkpoints[0]["files"] == 2 and a.checkpoints[0]["bytes"] == 8 * MiB
+
+
+def test_pauses_shorter_than_the_gap_keep_one_burst() -> None:
+    """Serialising between writes (milliseconds) does not split a save (a gap is 0.5 s)."""
+    rows, t = [("open", "/data/m.pt", -1, 3, T0, 10_000)], T0 + 20_000
+    for i in range(8):
+        rows.append(("write", "/data/m.pt", i * MiB, MiB, t, 100_000))
+        t += 100_000 + 5_000_000                         # 5 ms of pickling between writes
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    assert [(p["kind"], p["bytes"]) for p in a.checkpoints] == [("save", 8 * MiB)]
+
+
+def test_saves_a_fraction_of_a_second_apart_stay_apart() -> None:
+    """Fast steps: saves 0.2 s apart are separate phases, and a file written twice is two saves."""
+    rows, t = [], T0
+    for path in ("/data/s1.pt", "/data/s2.pt", "/data/s2.pt"):
+        got, end = save(path, t, 2 * MiB, MiB, write_ns=100_000)
+        rows += got
+        t = end + 200_000_000
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    assert [(p["path"], p["bytes"]) for p in a.checkpoints] == [("/data/s1.pt", 2 * MiB), ("/data/s2.pt", 2 * MiB),
+                                                                ("/data/s2.pt", 2 * MiB)]

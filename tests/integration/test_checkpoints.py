@@ -1,0 +1,66 @@
+"""Checkpoint phases of a real PyTorch job (torch.save + os.fsync every N steps on the training
+thread, torch.load at start): under ``tb-iotrace run`` (found by the files' shape) and under
+``tb_iotrace.torch.trace_handler`` (the torch.save/torch.load spans). Bytes equal the files'
+sizes; the blocking share equals the job's own timing within 10%; a job without checkpoints
+has none and no finding (docs/checkpoints.md)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.torch, pytest.mark.slow]
+PY = sys.executable
+JOB = Path(__file__).parent / "scripts" / "torch_checkpoint_job.py"
+
+
+def _job(work: Path, mode: str, *, record: bool) -> dict:
+    cmd = [PY, str(JOB), str(work), mode]
+    if record:
+        cmd = [PY, "-m", "tb_iotrace", "run", "--logdir", str(work / "logs"), "--", *cmd]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    return json.loads((work / "result.json").read_text()) if mode != "init" else {}
+
+
+def _hosts(logdir: Path) -> list[dict]:
+    rep = subprocess.run([PY, "-m", "tb_iotrace", "report", str(logdir), "--json"], capture_output=True, text=True,
+                         timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    (run,) = json.loads(rep.stdout)["runs"]
+    return run["hosts"]
+
+
+def _check(h: dict, job: dict, init: Path, source: str) -> None:
+    ck = h["checkpoints"]
+    loads = [p for p in ck if p["kind"] == "load"]
+    saves = [p for p in ck if p["kind"] == "save"]
+    assert [p["path"] for p in loads] == [str(init)] and ck[0]["kind"] == "load"
+    assert loads[0]["bytes"] >= job["init_size"]             # torch.load reads the zip's directory twice
+    assert {p["path"]: p["bytes"] for p in saves} == job["sizes"]
+    assert all(p["source"] == source and p["fsync_time_s"] > 0 for p in saves)
+    blocked = sum(p["blocking_ns"] for p in saves) / 1e9
+    assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
+    f = next(f for f in h["findings"] if f["id"] == "checkpoint-blocking")
+    assert f["impact"]["step_share"] == pytest.approx(sum(job["saves_s"]) / job["loop_s"], rel=0.10)
+
+
+def test_run_record_finds_saves_and_load_by_shape(tmp_path: Path) -> None:
+    _job(tmp_path, "init", record=False)
+    job = _job(tmp_path, "run", record=True)
+    (h,) = [h for h in _hosts(tmp_path / "logs") if h["process"]["pid"] == job["pid"]]
+    _check(h, job, tmp_path / "init.pt", "shape")
+    txt = subprocess.run([PY, "-m", "tb_iotrace", "report", str(tmp_path / "logs")], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert "Checkpoints" in txt and str(tmp_path / "step12.pt") in txt
+
+
+def test_job_without_checkpoints_has_none(tmp_path: Path) -> None:
+    job = _job(tmp_path, "none", record=True)
+    (h,) = [h for h in _hosts(tmp_path / "logs") if h["process"]["pid"] == job["pid"]]
+    assert h["checkpoints"] == []
+    assert not [f for f in h["findings"] if f["id"].startswith("checkpoint-")]
