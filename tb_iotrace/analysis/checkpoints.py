@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ..attribution import STEP_EVENT_NAMES
 from ..xplane import HOST_PLANE, columns, find_plane
 from .context import Context
 from .intervals import clip, merge, overlap
@@ -37,6 +38,7 @@ GAP_NS = 500_000_000          # a pause longer than this ends a file's burst
 GROUP_NS = 50_000_000         # files whose bursts follow each other this closely are one phase
 TAIL_NS = 2_000_000_000       # calls on a hook span's files this soon after it belong to it
 SPAN_NAME = "tb_iotrace::checkpoint"
+STEP_PREFIXES = ("ProfilerStep#", *STEP_EVENT_NAMES)
 NAME_HINT = re.compile(r"(ckpt|checkpoint|\.pth?$|\.pt\.tmp|\.safetensors$|\.h5$|\.keras$|\.index$"
                        r"|\.data-\d+-of-\d+$|\.distcp$|optimizer|model_state)", re.I)
 RENAME_OPS = ("rename", "renameat", "renameat2")
@@ -62,23 +64,26 @@ def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray) -> list[tuple[in
     return list(zip(edges[:-1], edges[1:]))
 
 
-def _spans(space: Any) -> list[tuple[int, int, str, str, int]]:
-    """(start_ps, end_ps, kind, path, host line id) of the hook spans on the host plane."""
+def _spans(space: Any) -> tuple[list[tuple[int, int, str, str, int]], set[int]]:
+    """(start_ps, end_ps, kind, path, host line id) of the hook spans on the host plane, and
+    the ids of the lines that hold steps (``ProfilerStep#N``, the step events of TF/JAX)."""
     host = find_plane(space, HOST_PLANE) if space is not None else None
     if host is None:
-        return []
+        return [], set()
     pc = columns(host)
-    out = []
+    out, step_lines = [], set()
     for ln in pc.lines:
         if not len(ln):
             continue
         names = pc.event_names(ln)
+        if any(str(x).startswith(STEP_PREFIXES) for x in np.unique(names).tolist()):
+            step_lines.add(int(ln.id))
         for i in np.flatnonzero(names == SPAN_NAME).tolist():
             st = pc.event_stats(ln, i)
             kind = str(st.get("kind", "save"))
             out.append((int(ln.start_ps[i]), int(ln.end_ps[i]), kind if kind in ("save", "load") else "save",
                         str(st.get("path", "")), int(ln.id)))
-    return sorted(out)
+    return sorted(out), step_lines
 
 
 def _main_tid(ctx: Context) -> int | None:
@@ -197,9 +202,8 @@ def _rows_of(ctx: Context, codes: set[int], lo: int, hi: int) -> np.ndarray:
     ok = ctx.data & ctx.ok & np.isin(ctx.path_code, list(codes))
     inside = ok & (ctx.s_ps >= lo - GROUP_NS * 1000) & (ctx.s_ps <= hi)
     rows = np.flatnonzero(inside)
-    # the fsync/rename/close that end the phase, joined while they follow within a gap
-    later = np.flatnonzero(ok & (ctx.s_ps > hi) & (ctx.s_ps <= hi + TAIL_NS * 1000) & (ctx.kind != "read")
-                           & ((ctx.kind == "meta") | ctx.is_sync))
+    # the flush/fsync/rename/close that end the phase, joined while they follow within a gap
+    later = np.flatnonzero(ok & (ctx.s_ps > hi) & (ctx.s_ps <= hi + TAIL_NS * 1000) & (ctx.kind != "read"))
     keep = []
     end = hi
     for r in later[np.argsort(ctx.s_ps[later], kind="stable")].tolist():
@@ -220,13 +224,15 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     phases: list[dict[str, Any]] = []
     taken: list[tuple[int, int]] = []
     index = {p: i for i, p in enumerate(ctx.paths)}
-    for lo, hi, kind, path, line in _spans(space):
+    spans, step_lines = _spans(space)
+    for lo, hi, kind, path, line in spans:
         codes = {index[path]} if path in index else set()
         win = np.flatnonzero(ctx.data & ctx.ok & (ctx.s_ps >= lo) & (ctx.e_ps <= hi) & (ctx.kind != "meta"))
         codes |= set(ctx.path_code[win].tolist())
         rows = _rows_of(ctx, codes, lo, hi) if codes else np.zeros(0, np.int64)
         end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
-        on_train = line in ctx.step_line_ids or not ctx.step_line_ids
+        lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
+        on_train = line in step_lines or not step_lines
         ph = _phase(ctx, kind, rows, lo, end, "torch." + kind, on_train, train)
         if path:
             ph["path"] = path

@@ -47,6 +47,7 @@ def _check(h: dict, job: dict, init: Path, source: str) -> None:
     assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
     f = next(f for f in h["findings"] if f["id"] == "checkpoint-blocking")
     assert f["impact"]["step_share"] == pytest.approx(sum(job["saves_s"]) / job["loop_s"], rel=0.10)
+    print(source, blocked, sum(job["saves_s"]), f["impact"], sum(job["saves_s"]) / job["loop_s"])
 
 
 def test_run_record_finds_saves_and_load_by_shape(tmp_path: Path) -> None:
@@ -64,3 +65,27 @@ def test_job_without_checkpoints_has_none(tmp_path: Path) -> None:
     (h,) = [h for h in _hosts(tmp_path / "logs") if h["process"]["pid"] == job["pid"]]
     assert h["checkpoints"] == []
     assert not [f for f in h["findings"] if f["id"].startswith("checkpoint-")]
+
+
+def test_trace_handler_marks_torch_save_and_load(tmp_path: Path) -> None:
+    """Under tb_iotrace.torch.trace_handler: the torch.save/torch.load spans, with kind and path,
+    are the phases (source torch.save / torch.load)."""
+    _job(tmp_path, "init", record=False)
+    job = _job(tmp_path, "trace", record=False)
+    (trace,) = list((tmp_path / "log").glob("*.pt.trace.json*"))
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if e.get("name") == "tb_iotrace::checkpoint"]
+    assert sorted((e["args"]["kind"], e["args"]["path"]) for e in events) == sorted(
+        [("load", str(tmp_path / "init.pt"))] + [("save", p) for p in job["sizes"]])
+    (h,) = [h for h in _hosts(tmp_path / "log") if h["checkpoints"]]
+    loads = [p for p in h["checkpoints"] if p["kind"] == "load"]
+    assert loads and loads[0]["source"] == "torch.load"
+    saves = [p for p in h["checkpoints"] if p["kind"] == "save"]
+    assert {p["path"]: p["bytes"] for p in saves} == job["sizes"]
+    assert all(p["source"] == "torch.save" for p in saves)
+    blocked = sum(p["blocking_ns"] for p in saves) / 1e9
+    assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
+    f = next(f for f in h["findings"] if f["id"] == "checkpoint-blocking")
+    # the steps (ProfilerStep#0 holds the load) span the job's loop
+    assert f["impact"]["step_share"] == pytest.approx(sum(job["saves_s"]) / job["loop_s"], rel=0.10)
+    assert f["impact"]["ms_per_step"] == pytest.approx(1e3 * blocked / len(h["steps"]), rel=1e-6)
+    print("trace:", blocked, sum(job["saves_s"]), f["impact"], sum(job["saves_s"]) / job["loop_s"])

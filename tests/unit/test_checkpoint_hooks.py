@@ -1,0 +1,34 @@
+"""torch.save/torch.load wrapped while a profiler records (tb_iotrace.recording.checkpoint_hooks)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+from tb_iotrace.recording import checkpoint_hooks  # noqa: E402
+
+
+def test_spans_get_kind_and_path_only_inside_a_profiler(tmp_path: Path) -> None:
+    checkpoint_hooks.install()
+    checkpoint_hooks.install()                               # idempotent: wrapped once
+    assert torch.save.__tbio_wrapper__ and torch.serialization.load is torch.load
+    assert not hasattr(torch.save.__wrapped__, "__tbio_wrapper__")
+    outside = tmp_path / "outside.pt"
+    torch.save({"w": torch.ones(4)}, outside)                 # not profiling: not noted
+    path = tmp_path / "m.pt"
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        torch.save({"w": torch.ones(1024)}, path)
+        with open(path, "rb") as fh:
+            got = torch.load(fh)
+    assert torch.equal(got["w"], torch.ones(1024))
+    prof.export_chrome_trace(str(tmp_path / "t.json"))
+    trace = json.loads((tmp_path / "t.json").read_text())
+    assert checkpoint_hooks.annotate(trace) == 2
+    spans = [e for e in trace["traceEvents"] if e.get("name") == checkpoint_hooks.SPAN_NAME]
+    assert [(e["args"]["kind"], e["args"]["path"]) for e in sorted(spans, key=lambda e: e["ts"])] == [
+        ("save", str(path)), ("load", str(path))]
+    assert checkpoint_hooks.annotate(trace) == 0            # the calls were used: forgotten
