@@ -145,7 +145,33 @@ def _phase(ctx: Context, kind: str, rows: np.ndarray, lo: int, hi: int, source: 
             "source": source, "_rows": rows}
 
 
-def _shape_candidates(ctx: Context, kind: str, saved: set[str]) -> list[tuple[int, int, int]]:
+class _Index:
+    """The data calls that succeeded, per file in time order and all in time order, so a phase
+    looks up its rows by binary search (a capture may hold millions of calls)."""
+
+    def __init__(self, ctx: Context) -> None:
+        rows = np.flatnonzero(ctx.data & ctx.ok)
+        self.by_file = rows[np.lexsort((ctx.s_ps[rows], ctx.path_code[rows]))]
+        codes = ctx.path_code[self.by_file]
+        n = len(ctx.paths)
+        self.first = np.searchsorted(codes, np.arange(n + 1))
+        self.by_time = rows[np.argsort(ctx.s_ps[rows], kind="stable")]
+        self.s_ps = ctx.s_ps
+
+    def of_file(self, code: int, lo: int | None = None, hi: int | None = None) -> np.ndarray:
+        """The file's calls (time order) starting in [lo, hi]."""
+        fr = self.by_file[self.first[code]:self.first[code + 1]]
+        if lo is None or hi is None:
+            return fr
+        t = self.s_ps[fr]
+        return fr[np.searchsorted(t, lo, "left"):np.searchsorted(t, hi, "right")]
+
+    def between(self, lo: int, hi: int) -> np.ndarray:
+        t = self.s_ps[self.by_time]
+        return self.by_time[np.searchsorted(t, lo, "left"):np.searchsorted(t, hi, "right")]
+
+
+def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> list[tuple[int, int, int]]:
     """(start_ps, end_ps, path code) of the bursts that look like a save (or a load)."""
     tr = ctx.trace
     rows = ctx.write_rows if kind == "save" else ctx.read_rows
@@ -175,9 +201,7 @@ def _shape_candidates(ctx: Context, kind: str, saved: set[str]) -> list[tuple[in
                 if int(tr.offset[br[0]]) > 0:         # appending to an existing file: not a new copy
                     continue
                 if not named:
-                    after = np.flatnonzero(sync_like & (ctx.path_code == code) & (ctx.s_ps >= lo)
-                                           & (ctx.s_ps <= hi + GAP_NS * 1000))
-                    if not len(after):
+                    if not sync_like[ix.of_file(code, lo, hi + GAP_NS * 1000)].any():
                         continue
             out.append((lo, hi, code))
     return sorted(out)
@@ -196,14 +220,13 @@ def _group(cands: list[tuple[int, int, int]]) -> list[tuple[int, int, set[int]]]
     return groups
 
 
-def _rows_of(ctx: Context, codes: set[int], lo: int, hi: int) -> np.ndarray:
+def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int) -> np.ndarray:
     """Data calls on the files ``codes`` in [lo - GROUP_NS, hi] (the open before the first
     write), then the closing calls that follow within GROUP_NS of each other."""
-    ok = ctx.data & ctx.ok & np.isin(ctx.path_code, list(codes))
-    inside = ok & (ctx.s_ps >= lo - GROUP_NS * 1000) & (ctx.s_ps <= hi)
-    rows = np.flatnonzero(inside)
+    inside = [ix.of_file(c, lo - GROUP_NS * 1000, hi) for c in codes]
+    later = np.concatenate([ix.of_file(c, hi + 1, hi + TAIL_NS * 1000) for c in codes] or [np.zeros(0, np.int64)])
+    later = later[ctx.kind[later] != "read"]
     # the flush/fsync/rename/close that end the phase, joined while they follow within a gap
-    later = np.flatnonzero(ok & (ctx.s_ps > hi) & (ctx.s_ps <= hi + TAIL_NS * 1000) & (ctx.kind != "read"))
     keep = []
     end = hi
     for r in later[np.argsort(ctx.s_ps[later], kind="stable")].tolist():
@@ -211,7 +234,7 @@ def _rows_of(ctx: Context, codes: set[int], lo: int, hi: int) -> np.ndarray:
             break
         keep.append(r)
         end = max(end, int(ctx.e_ps[r]))
-    return np.sort(np.concatenate([rows, np.asarray(keep, np.int64)])).astype(np.int64)
+    return np.sort(np.concatenate([*inside, np.asarray(keep, np.int64)])).astype(np.int64)
 
 
 def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
@@ -221,15 +244,17 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     if got is not None:
         return got
     train = _train_mask(ctx)
+    ix = _Index(ctx)
     phases: list[dict[str, Any]] = []
     taken: list[tuple[int, int]] = []
     index = {p: i for i, p in enumerate(ctx.paths)}
     spans, step_lines = _spans(space)
     for lo, hi, kind, path, line in spans:
         codes = {index[path]} if path in index else set()
-        win = np.flatnonzero(ctx.data & ctx.ok & (ctx.s_ps >= lo) & (ctx.e_ps <= hi) & (ctx.kind != "meta"))
+        win = ix.between(lo, hi)
+        win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
         codes |= set(ctx.path_code[win].tolist())
-        rows = _rows_of(ctx, codes, lo, hi) if codes else np.zeros(0, np.int64)
+        rows = _rows_of(ctx, ix, codes, lo, hi) if codes else np.zeros(0, np.int64)
         end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
         on_train = line in step_lines or not step_lines
@@ -246,10 +271,10 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
 
     saved: set[str] = set()
     for kind in ("save", "load"):
-        for lo, hi, codes in _group(_shape_candidates(ctx, kind, saved)):
+        for lo, hi, codes in _group(_shape_candidates(ctx, ix, kind, saved)):
             if not free(lo, hi):
                 continue
-            rows = _rows_of(ctx, codes, lo, hi)
+            rows = _rows_of(ctx, ix, codes, lo, hi)
             end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
             ph = _phase(ctx, kind, rows, lo, end, "shape", None, train)
             phases.append(ph)
