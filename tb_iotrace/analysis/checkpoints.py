@@ -171,8 +171,8 @@ class _Index:
         return self.by_time[np.searchsorted(t, lo, "left"):np.searchsorted(t, hi, "right")]
 
 
-def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> list[tuple[int, int, int]]:
-    """(start_ps, end_ps, path code) of the bursts that look like a save (or a load)."""
+def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> list[tuple[int, int, int, int]]:
+    """(start_ps, end_ps, path code, thread) of the bursts that look like a save (or a load)."""
     tr = ctx.trace
     rows = ctx.write_rows if kind == "save" else ctx.read_rows
     rows = rows[~ctx.is_sync[rows]] if kind == "save" else rows
@@ -203,21 +203,23 @@ def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> l
                 if not named:
                     if not sync_like[ix.of_file(code, lo, hi + GAP_NS * 1000)].any():
                         continue
-            out.append((lo, hi, code))
+            out.append((lo, hi, code, int(tr.tid[br[0]])))
     return sorted(out)
 
 
-def _group(cands: list[tuple[int, int, int]]) -> list[tuple[int, int, set[int]]]:
-    """Bursts of different files that follow each other within GROUP_NS are one phase (a file
-    written again starts a new one: the next save)."""
-    groups: list[tuple[int, int, set[int]]] = []
-    for lo, hi, code in cands:
-        if groups and lo <= groups[-1][1] + GROUP_NS * 1000 and code not in groups[-1][2]:
+def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[int]]]:
+    """Bursts of different files are one phase when they overlap in time (writers in parallel)
+    or follow each other within GROUP_NS on one thread; a file written again starts a new one
+    (the next save)."""
+    groups: list[tuple[int, int, set[int], set[int]]] = []
+    for lo, hi, code, tid in cands:
+        if groups and code not in groups[-1][2] and (
+                lo < groups[-1][1] or (lo <= groups[-1][1] + GROUP_NS * 1000 and tid in groups[-1][3])):
             g = groups[-1]
-            groups[-1] = (g[0], max(g[1], hi), g[2] | {code})
+            groups[-1] = (g[0], max(g[1], hi), g[2] | {code}, g[3] | {tid})
         else:
-            groups.append((lo, hi, {code}))
-    return groups
+            groups.append((lo, hi, {code}, {tid}))
+    return [(lo, hi, codes) for lo, hi, codes, _ in groups]
 
 
 def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int) -> np.ndarray:
@@ -276,6 +278,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
                 continue
             rows = _rows_of(ctx, ix, codes, lo, hi)
             end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
+            lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the open before the writes
             ph = _phase(ctx, kind, rows, lo, end, "shape", None, train)
             phases.append(ph)
         if kind == "save":

@@ -147,3 +147,53 @@ def test_saves_a_fraction_of_a_second_apart_stay_apart() -> None:
     a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
     assert [(p["path"], p["bytes"]) for p in a.checkpoints] == [("/data/s1.pt", 2 * MiB), ("/data/s2.pt", 2 * MiB),
                                                                 ("/data/s2.pt", 2 * MiB)]
+
+
+def _tf_capture(tmp_path) -> str:
+    """A capture with 10 steps "train" of 10 ms on the training thread (pthread 77, tid 100):
+    after step 4 a 40 ms gap in which that thread saves /ck/a.ckpt (fsync); during steps 7-8 a
+    background thread (pthread 78, tid 101) saves /ck/b.ckpt."""
+    from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata,
+                                   add_io_to_space, thread_line_id)
+    base = 1_700_000_000_000_000_000
+    sp = XSpace()
+    env = sp.planes.add(id=1, name=TASK_ENV_PLANE)
+    env.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="profile_start_time"))
+    env.stats.add(metadata_id=1, uint64_value=base)
+    host = sp.planes.add(id=2, name=HOST_PLANE)
+    host.event_metadata[1].CopyFrom(XEventMetadata(id=1, name="train"))
+    host.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="step_num"))
+    line = host.lines.add(id=thread_line_id(77), name="python", timestamp_ns=0)
+    host.lines.add(id=thread_line_id(78), name="saver", timestamp_ns=0)
+    ms = 10**6
+    t, rows = 0, []
+    for k in range(10):
+        ev = line.events.add(metadata_id=1, offset_ps=t * 1000, duration_ps=10 * ms * 1000)
+        ev.stats.add(metadata_id=1, int64_value=k)
+        if k == 6:
+            got, _ = save("/ck/b.ckpt", base + t + ms, 4 * MiB, MiB, tid=101, write_ns=100_000)
+            rows += got
+        t += 10 * ms
+        if k == 4:
+            got, end = save("/ck/a.ckpt", base + t, 4 * MiB, MiB, write_ns=2 * ms)
+            rows += got
+            t = end - base + 100_000
+    tr = make_trace(rows)
+    tr.threads = {100: ThreadInfo(77, "python"), 101: ThreadInfo(78, "saver")}
+    add_io_to_space(sp, tr, start_ns=base)
+    path = tmp_path / "host.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    return str(path)
+
+
+def test_capture_with_steps_blocks_on_the_training_thread_only(tmp_path) -> None:
+    a = analyze(_tf_capture(tmp_path), mountinfo=MOUNTS)
+    assert [(p["path"], p["bytes"]) for p in a.checkpoints] == [("/ck/a.ckpt", 4 * MiB), ("/ck/b.ckpt", 4 * MiB)]
+    fg, bg = a.checkpoints
+    assert fg["blocking_ns"] == fg["end_ns"] - fg["start_ns"] and fg["blocking_ns"] > 30 * 10**6
+    assert bg["blocking_ns"] == 0                            # in the background, while steps ran
+    f = a.finding("checkpoint-blocking")
+    span = a.steps[-1]["end_ps"] - a.steps[0]["start_ps"]
+    assert f is not None and f["impact"]["basis"] == "steps"
+    assert abs(f["impact"]["step_share"] - fg["blocking_ns"] * 1000 / span) < 1e-9
+    assert abs(f["impact"]["ms_per_step"] - fg["blocking_ns"] / 1e6 / 10) < 1e-9
