@@ -64,8 +64,8 @@ def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray) -> list[tuple[in
     return list(zip(edges[:-1], edges[1:]))
 
 
-def _spans(space: Any) -> tuple[list[tuple[int, int, str, str, int]], set[int]]:
-    """(start_ps, end_ps, kind, path, host line id) of the hook spans on the host plane, and
+def _spans(space: Any) -> tuple[list[tuple[int, int, str, str, int, str]], set[int]]:
+    """(start_ps, end_ps, kind, path, host line id, call) of the hook spans on the host plane, and
     the ids of the lines that hold steps (``ProfilerStep#N``, the step events of TF/JAX)."""
     host = find_plane(space, HOST_PLANE) if space is not None else None
     if host is None:
@@ -82,7 +82,7 @@ def _spans(space: Any) -> tuple[list[tuple[int, int, str, str, int]], set[int]]:
             st = pc.event_stats(ln, i)
             kind = str(st.get("kind", "save"))
             out.append((int(ln.start_ps[i]), int(ln.end_ps[i]), kind if kind in ("save", "load") else "save",
-                        str(st.get("path", "")), int(ln.id)))
+                        str(st.get("path", "")), int(ln.id), str(st.get("call") or f"torch.{kind}")))
     return sorted(out), step_lines
 
 
@@ -251,7 +251,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     taken: list[tuple[int, int]] = []
     index = {p: i for i, p in enumerate(ctx.paths)}
     spans, step_lines = _spans(space)
-    for lo, hi, kind, path, line in spans:
+    for lo, hi, kind, path, line, call in spans:
         codes = {index[path]} if path in index else set()
         win = ix.between(lo, hi)
         win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
@@ -260,7 +260,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
         end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
         on_train = line in step_lines or not step_lines
-        ph = _phase(ctx, kind, rows, lo, end, "torch." + kind, on_train, train)
+        ph = _phase(ctx, kind, rows, lo, end, call, on_train, train)
         if path:
             ph["path"] = path
         if on_train and end > hi:       # the job's fsync/close after the call: the loop waits for it too

@@ -7,8 +7,8 @@ imports ``torch.distributed.checkpoint``. While a profiler records, each call
 runs inside ``torch.profiler.record_function("tb_iotrace::checkpoint")`` and is noted (thread,
 start, end, kind, path); Kineto writes no arguments of a ``record_function``, so
 :func:`annotate`, called on the exported trace before tb_iotrace adds its I/O, gives each
-``tb_iotrace::checkpoint`` event the args ``{"kind": "save"|"load", "path"}`` of the call it
-times. The analysis (:mod:`tb_iotrace.analysis.checkpoints`) uses the spans when present.
+``tb_iotrace::checkpoint`` event the args ``{"kind": "save"|"load", "path", "call"}`` of the
+call it times (``call``: the function, e.g. ``torch.save``). The analysis (:mod:`tb_iotrace.analysis.checkpoints`) uses the spans when present.
 Outside a profiler the wrappers call straight through. Code that bound ``from torch import
 save`` before :func:`install` keeps the real function (its saves are still found by shape).
 """
@@ -25,7 +25,7 @@ MAX_CALLS = 10_000              # noted calls kept at most (a window that is nev
 SLACK_NS = 1_000_000            # Kineto's ts against time.time_ns()
 
 _lock = threading.Lock()
-_calls: list[tuple[int, int, int, str, str]] = []     # (tid, start_ns, end_ns, kind, path)
+_calls: list[tuple[int, int, int, str, str, str]] = []     # (tid, start_ns, end_ns, kind, path, call)
 _installed = False
 _inside = threading.local()       # a checkpoint call on this thread is running (DCP calls torch.save)
 
@@ -59,8 +59,10 @@ def _dcp_target(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any
     return getattr(storage, "path", None)
 
 
-def _wrap(real: Any, kind: str, target_of: Any = _torch_target) -> Any:
+def _wrap(real: Any, kind: str, target_of: Any = _torch_target, call: str = "") -> Any:
     import torch
+
+    call = call or f"torch.{kind}"
 
     @functools.wraps(real)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -79,7 +81,7 @@ def _wrap(real: Any, kind: str, target_of: Any = _torch_target) -> Any:
             _inside.on = False
             with _lock:
                 if len(_calls) < MAX_CALLS:
-                    _calls.append((threading.get_native_id(), start, time.time_ns(), kind, _path_of(target)))
+                    _calls.append((threading.get_native_id(), start, time.time_ns(), kind, _path_of(target), call))
 
     wrapper.__tbio_wrapper__ = True      # type: ignore[attr-defined]
     return wrapper
@@ -120,7 +122,7 @@ def _wrap_dcp() -> None:
         for name, kind in (("save", "save"), ("async_save", "save"), ("load", "load")):
             real = getattr(dcp, name, None)
             if real is not None and not getattr(real, "__tbio_wrapper__", False):
-                setattr(dcp, name, _wrap(real, kind, _dcp_target))
+                setattr(dcp, name, _wrap(real, kind, _dcp_target, f"torch.distributed.checkpoint.{name}"))
     except Exception:
         pass
 
@@ -182,11 +184,11 @@ def annotate(trace: dict[str, Any]) -> int:
         except (KeyError, TypeError, ValueError):
             continue
         latest = max(latest, t)
-        for tid, start, end, kind, path in calls:
+        for tid, start, end, kind, path, call in calls:
             if tid == e.get("tid") and start - SLACK_NS <= t <= end:
                 args = e.setdefault("args", {})
                 if isinstance(args, dict):
-                    args["kind"], args["path"] = kind, path
+                    args["kind"], args["path"], args["call"] = kind, path, call
                     done += 1
                 break
     with _lock:

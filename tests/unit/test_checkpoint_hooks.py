@@ -49,5 +49,6 @@ def test_distributed_checkpoint_save_and_load_are_spans(tmp_path: Path) -> None:
     assert checkpoint_hooks.annotate(trace) == 2
     spans = sorted((e for e in trace["traceEvents"] if e.get("name") == checkpoint_hooks.SPAN_NAME),
                    key=lambda e: e["ts"])
-    assert [(e["args"]["kind"], e["args"]["path"]) for e in spans] == [("save", str(tmp_path / "ck")),
-                                                                        ("load", str(tmp_path / "ck"))]
+    assert [(e["args"]["kind"], e["args"]["path"], e["args"]["call"]) for e in spans] == [
+        ("save", str(tmp_path / "ck"), "torch.distributed.checkpoint.save"),
+        ("load", str(tmp_path / "ck"), "torch.distributed.checkpoint.load")]

@@ -1,9 +1,10 @@
 """A training loop that restores a checkpoint at start and saves one with torch.save + os.fsync
-every N steps on the training thread, timing each save itself (tests/integration/test_checkpoints.py).
+every N steps on the training thread, timing each save itself (tests/integration/test_torch_checkpoints.py).
 
-    python torch_checkpoint_job.py WORK MODE   # MODE: init | run | trace | none
+    python torch_checkpoint_job.py WORK MODE   # MODE: init | run | trace | dcp | none
 init writes WORK/init.pt (outside any recording); run is plain (for ``tb-iotrace run``); trace
-profiles every step with tb_iotrace.torch.trace_handler (WORK/log); none trains without
+profiles every step with tb_iotrace.torch.trace_handler (WORK/log); dcp does too, saving with
+torch.distributed.checkpoint.save (one process) into a directory per save; none trains without
 checkpoints. Writes WORK/result.json: the save times, the loop time, the files' sizes.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ def main() -> None:
         torch.save({"model": net.state_dict()}, os.path.join(work, "init.pt"))
         return
     handler = None
-    if mode == "trace":
+    if mode in ("trace", "dcp"):
         import tb_iotrace.torch as tbt
         handler = tbt.trace_handler(os.path.join(work, "log"))
     x = torch.randn(16, 512)
@@ -51,7 +52,15 @@ def main() -> None:
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-            if mode != "none" and (k + 1) % EVERY == 0:
+            if mode == "dcp" and (k + 1) % EVERY == 0:
+                import torch.distributed.checkpoint as dcp
+
+                path = os.path.join(work, f"step{k + 1}")
+                s = time.perf_counter()
+                dcp.save({"model": net.state_dict()}, checkpoint_id=path)
+                saves.append(time.perf_counter() - s)
+                sizes[path] = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
+            elif mode != "none" and (k + 1) % EVERY == 0:
                 path = os.path.join(work, f"step{k + 1}.pt")
                 s = time.perf_counter()
                 with open(path, "wb") as fh:

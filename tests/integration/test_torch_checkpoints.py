@@ -89,3 +89,16 @@ def test_trace_handler_marks_torch_save_and_load(tmp_path: Path) -> None:
     assert f["impact"]["step_share"] == pytest.approx(sum(job["saves_s"]) / job["loop_s"], rel=0.10)
     assert f["impact"]["ms_per_step"] == pytest.approx(1e3 * blocked / len(h["steps"]), rel=1e-6)
     print("trace:", blocked, sum(job["saves_s"]), f["impact"], sum(job["saves_s"]) / job["loop_s"])
+
+
+def test_trace_handler_marks_distributed_checkpoint_saves(tmp_path: Path) -> None:
+    """torch.distributed.checkpoint.save (one process) under the trace handler: each save a phase
+    named by its directory, its bytes the directory's files' sizes."""
+    _job(tmp_path, "init", record=False)
+    job = _job(tmp_path, "dcp", record=False)
+    (h,) = [h for h in _hosts(tmp_path / "log") if h["checkpoints"]]
+    saves = [p for p in h["checkpoints"] if p["kind"] == "save"]
+    assert {p["path"]: p["bytes"] for p in saves} == job["sizes"]
+    assert all(p["source"] == "torch.distributed.checkpoint.save" and p["files"] == 2 for p in saves)   # .distcp, .metadata
+    blocked = sum(p["blocking_ns"] for p in saves) / 1e9
+    assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
