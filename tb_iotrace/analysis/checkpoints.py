@@ -76,8 +76,12 @@ def _spans(space: Any) -> tuple[list[tuple[int, int, str, str, int, str]], set[i
         if not len(ln):
             continue
         names = pc.event_names(ln)
-        if any(str(x).startswith(STEP_PREFIXES) for x in np.unique(names).tolist()):
+        _, first = np.unique(np.asarray(ln.metadata_id), return_index=True)    # one name per event kind
+        kinds = [str(x) for x in names[first].tolist()]
+        if any(x.startswith(STEP_PREFIXES) for x in kinds):
             step_lines.add(int(ln.id))
+        if SPAN_NAME not in kinds:
+            continue
         for i in np.flatnonzero(names == SPAN_NAME).tolist():
             st = pc.event_stats(ln, i)
             kind = str(st.get("kind", "save"))
