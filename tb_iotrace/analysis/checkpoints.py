@@ -40,7 +40,7 @@ TAIL_NS = 2_000_000_000       # calls on a hook span's files this soon after it 
 SPAN_NAME = "tb_iotrace::checkpoint"
 STEP_PREFIXES = ("ProfilerStep#", *STEP_EVENT_NAMES)
 NAME_HINT = re.compile(r"(ckpt|checkpoint|\.pth?$|\.pt\.tmp|\.safetensors$|\.h5$|\.keras$|\.index$"
-                       r"|\.data-\d+-of-\d+$|\.distcp$|optimizer|model_state)", re.I)
+                       r"|\.data-\d+-of-\d+$|\.distcp$|/\.metadata(\.tmp)?$|optimizer|model_state)", re.I)
 RENAME_OPS = ("rename", "renameat", "renameat2")
 # findings
 BLOCKING_SHARE = 0.05         # saves block the loop for at least this share of its time
@@ -138,7 +138,7 @@ def _phase(ctx: Context, kind: str, rows: np.ndarray, lo: int, hi: int, source: 
         blocking = int(ctx.e_ps[mine].max() - ctx.s_ps[mine].min())
     else:
         blocking = _unstepped(ctx, lo, hi)
-    off = int(tr.start_ns[rows[0]]) * 1000 - int(ctx.s_ps[rows[0]]) if len(rows) else 0
+    off = int(tr.start_ns[0]) * 1000 - int(ctx.s_ps[0]) if len(tr) else 0     # capture clock -> epoch ps
     paths = sorted(per_file, key=lambda p: -per_file[p])
     return {"kind": kind, "start_ns": (lo + off) // 1000, "end_ns": (hi + off) // 1000,
             "files": len(per_file), "bytes": int(data_b.sum()),
@@ -146,7 +146,7 @@ def _phase(ctx: Context, kind: str, rows: np.ndarray, lo: int, hi: int, source: 
             "rename_time_s": float(ctx.dur_s[ren].sum()), "blocking_ns": int(blocking) // 1000,
             "path": paths[0] if paths else "", "paths": paths[:20], "calls": int(len(data)),
             "median_call_bytes": float(np.median(data_b)) if len(data_b) else 0.0,
-            "source": source, "_rows": rows}
+            "source": source, "background_ns": 0, "_rows": rows}
 
 
 class _Index:
@@ -228,10 +228,14 @@ def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[i
 
 def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int) -> np.ndarray:
     """Data calls on the files ``codes`` in [lo - GROUP_NS, hi] (the open before the first
-    write), then the closing calls that follow within GROUP_NS of each other."""
+    write), then the closing calls (write, flush, fsync, close, rename) that the same threads
+    make on them within GROUP_NS of each other."""
     inside = [ix.of_file(c, lo - GROUP_NS * 1000, hi) for c in codes]
     later = np.concatenate([ix.of_file(c, hi + 1, hi + TAIL_NS * 1000) for c in codes] or [np.zeros(0, np.int64)])
-    later = later[ctx.kind[later] != "read"]
+    tids = np.unique(ctx.trace.tid[np.concatenate([*inside, np.zeros(0, np.int64)])])
+    ops = ctx.trace.op[later]
+    later = later[np.isin(ctx.trace.tid[later], tids) & ((ctx.kind[later] == "write")
+                                                         | np.isin(ops, ("close", "fclose", *RENAME_OPS)))]
     # the flush/fsync/rename/close that end the phase, joined while they follow within a gap
     keep = []
     end = hi
@@ -243,6 +247,51 @@ def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int) -> np.
     return np.sort(np.concatenate([*inside, np.asarray(keep, np.int64)])).astype(np.int64)
 
 
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _companions(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, others: set[int],
+                root: str = "") -> set[int]:
+    """The phase's files and the small ones written beside them during it (a checkpoint's
+    index or metadata file): under ``root`` (the directory a call named), else in the same
+    directories with a checkpoint's name (:data:`NAME_HINT`); never the files of other saves
+    (``others``)."""
+    dirs = {ctx.paths[c].rsplit("/", 1)[0] for c in codes}
+    win = ix.between(lo - GROUP_NS * 1000, hi + GROUP_NS * 1000)
+    win = win[(ctx.kind[win] == "write") & ~ctx.is_sync[win]]
+    more = set()
+    for c in set(ctx.path_code[win].tolist()):
+        p = ctx.paths[c]
+        if (_under(p, root) if root else (p.rsplit("/", 1)[0] in dirs and NAME_HINT.search(p))):
+            more.add(c)
+    return codes | (more - others)
+
+
+def _fold_background(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An async save: the span (what the caller waited for) and, later, the writes of its files
+    found by shape (the background part) are one phase; ``background_ns`` the part after the
+    span."""
+    out: list[dict[str, Any]] = []
+    for ph in sorted(phases, key=lambda p: p["start_ns"]):
+        host = None
+        if ph["source"] == "shape" and ph["kind"] == "save" and ph["paths"]:
+            host = next((o for o in reversed(out) if o["source"] != "shape" and o["kind"] == "save"
+                         and o["path"] and all(_under(p, o["path"]) for p in ph["paths"])
+                         and not o["bytes"]), None)
+        if host is None:
+            out.append(ph)
+            continue
+        for k in ("files", "bytes", "io_time_s", "fsync_time_s", "rename_time_s", "calls", "blocking_ns"):
+            host[k] += ph[k]
+        host["paths"] = ph["paths"]
+        host["median_call_bytes"] = ph["median_call_bytes"]
+        host["background_ns"] = max(ph["end_ns"] - host.get("_span_end_ns", host["end_ns"]), 0)
+        host["end_ns"] = max(host["end_ns"], ph["end_ns"])
+        host["_rows"] = np.concatenate([host["_rows"], ph["_rows"]])
+    return out
+
+
 def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     """The run's checkpoint saves and loads in time order (cached on ``ctx``; pass ``space``
     the first time so the hook spans are seen)."""
@@ -252,34 +301,51 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     train = _train_mask(ctx)
     ix = _Index(ctx)
     phases: list[dict[str, Any]] = []
-    taken: list[tuple[int, int]] = []
-    index = {p: i for i, p in enumerate(ctx.paths)}
+    taken: list[tuple[int, int, set[int]]] = []
     spans, step_lines = _spans(space)
     for lo, hi, kind, path, line, call in spans:
-        codes = {index[path]} if path in index else set()
+        span_lo = lo
         win = ix.between(lo, hi)
         win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
-        codes |= set(ctx.path_code[win].tolist())
+        codes = set(ctx.path_code[win].tolist())
+        if path:      # the call's own file(s): a background writer's calls in the span are another save's
+            codes = {c for c in codes if _under(ctx.paths[c], path)} | {
+                c for c, p in enumerate(ctx.paths) if p == path}
         rows = _rows_of(ctx, ix, codes, lo, hi) if codes else np.zeros(0, np.int64)
         end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
+        if codes and kind == "save":
+            codes = _companions(ctx, ix, codes, lo, end, set(), path)
+            rows = _rows_of(ctx, ix, codes, lo, hi)
+            end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
         on_train = line in step_lines or not step_lines
         ph = _phase(ctx, kind, rows, lo, end, call, on_train, train)
         if path:
             ph["path"] = path
-        if on_train and end > hi:       # the job's fsync/close after the call: the loop waits for it too
-            ph["blocking_ns"] = (end - lo) // 1000
+        off_train = rows[~train[rows]]
+        if len(off_train):     # an async save's writer: its part after the call returned
+            ph["background_ns"] = max(int(ctx.e_ps[off_train].max()) - hi, 0) // 1000
+        ph["_span_end_ns"] = ph["start_ns"] + (hi - lo) // 1000
+        if on_train:     # the call, and the job's own open/flush/fsync/close around it: the loop waits
+            own = rows[train[rows]]     # (not for a background writer's calls)
+            b_lo = min(span_lo, int(ctx.s_ps[own].min())) if len(own) else span_lo
+            b_hi = max(hi, int(ctx.e_ps[own].max())) if len(own) else hi
+            ph["blocking_ns"] = (b_hi - b_lo) // 1000
         phases.append(ph)
-        taken.append((lo, end))
+        taken.append((lo, end, codes))
 
-    def free(lo: int, hi: int) -> bool:
-        return not any(lo < b and hi > a for a, b in taken)
+    def free(lo: int, hi: int, codes: set[int]) -> bool:
+        return not any(lo < b and hi > a and codes & c for a, b, c in taken)
 
     saved: set[str] = set()
     for kind in ("save", "load"):
-        for lo, hi, codes in _group(_shape_candidates(ctx, ix, kind, saved)):
-            if not free(lo, hi):
+        groups = _group(_shape_candidates(ctx, ix, kind, saved))
+        large = {c for _, _, g in groups for c in g}
+        for lo, hi, codes in groups:
+            if not free(lo, hi, codes):
                 continue
+            if kind == "save":
+                codes = _companions(ctx, ix, codes, lo, hi, large - codes)
             rows = _rows_of(ctx, ix, codes, lo, hi)
             end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
             lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the open before the writes
@@ -287,7 +353,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
             phases.append(ph)
         if kind == "save":
             saved = {p for ph in phases if ph["kind"] == "save" for p in ph["paths"]}
-    phases.sort(key=lambda p: p["start_ns"])
+    phases = _fold_background(phases)
     ctx._checkpoints = phases          # type: ignore[attr-defined]
     return phases
 

@@ -102,3 +102,17 @@ def test_trace_handler_marks_distributed_checkpoint_saves(tmp_path: Path) -> Non
     assert all(p["source"] == "torch.distributed.checkpoint.save" and p["files"] == 2 for p in saves)   # .distcp, .metadata
     blocked = sum(p["blocking_ns"] for p in saves) / 1e9
     assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
+
+
+def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: Path) -> None:
+    """torch.distributed.checkpoint.async_save: the loop is blocked for the call only (what the
+    job times around it), the writes run after it in the background (background_ns)."""
+    _job(tmp_path, "init", record=False)
+    job = _job(tmp_path, "async", record=False)
+    (h,) = [h for h in _hosts(tmp_path / "log") if h["checkpoints"]]
+    saves = [p for p in h["checkpoints"] if p["kind"] == "save"]
+    assert {p["path"]: p["bytes"] for p in saves} == job["sizes"]
+    assert all(p["source"] == "torch.distributed.checkpoint.async_save" and p["files"] == 2 for p in saves)
+    assert all(p["background_ns"] > 0 for p in saves)
+    blocked = sum(p["blocking_ns"] for p in saves) / 1e9
+    assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)

@@ -197,3 +197,13 @@ def test_capture_with_steps_blocks_on_the_training_thread_only(tmp_path) -> None
     assert f is not None and f["impact"]["basis"] == "steps"
     assert abs(f["impact"]["step_share"] - fg["blocking_ns"] * 1000 / span) < 1e-9
     assert abs(f["impact"]["ms_per_step"] - fg["blocking_ns"] / 1e6 / 10) < 1e-9
+
+
+def test_small_index_beside_the_data_joins_the_save_and_other_files_do_not() -> None:
+    rows, t = save("/ck/m.data-00000-of-00001", T0, 4 * MiB, MiB, fsync=False)
+    rows += [("open", "/ck/m.index", -1, 3, t, 1000), ("write", "/ck/m.index", 0, 1024, t + 2000, 1000),
+             ("open", "/ck/result.json", -1, 3, t + 5000, 1000), ("write", "/ck/result.json", 0, 440, t + 7000, 1000)]
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    (ph,) = a.checkpoints
+    assert (ph["files"], ph["bytes"]) == (2, 4 * MiB + 1024)
+    assert sorted(ph["paths"]) == ["/ck/m.data-00000-of-00001", "/ck/m.index"]

@@ -33,11 +33,12 @@ def main() -> None:
         torch.save({"model": net.state_dict()}, os.path.join(work, "init.pt"))
         return
     handler = None
-    if mode in ("trace", "dcp"):
+    if mode in ("trace", "dcp", "async"):
         import tb_iotrace.torch as tbt
         handler = tbt.trace_handler(os.path.join(work, "log"))
     x = torch.randn(16, 512)
     saves: list[float] = []
+    pending: list = []
     sizes: dict[str, int] = {}
 
     def loop(step_done) -> tuple[float, float]:
@@ -52,14 +53,18 @@ def main() -> None:
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-            if mode == "dcp" and (k + 1) % EVERY == 0:
+            if mode in ("dcp", "async") and (k + 1) % EVERY == 0:
                 import torch.distributed.checkpoint as dcp
 
                 path = os.path.join(work, f"step{k + 1}")
                 s = time.perf_counter()
-                dcp.save({"model": net.state_dict()}, checkpoint_id=path)
+                if mode == "async":
+                    pending.append((path, dcp.async_save({"model": net.state_dict()}, checkpoint_id=path)))
+                else:
+                    dcp.save({"model": net.state_dict()}, checkpoint_id=path)
                 saves.append(time.perf_counter() - s)
-                sizes[path] = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
+                if mode == "dcp":
+                    sizes[path] = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
             elif mode != "none" and (k + 1) % EVERY == 0:
                 path = os.path.join(work, f"step{k + 1}.pt")
                 s = time.perf_counter()
@@ -70,6 +75,9 @@ def main() -> None:
                 saves.append(time.perf_counter() - s)
                 sizes[path] = os.path.getsize(path)
             step_done()
+        for path, fut in pending:
+            fut.result()
+            sizes[path] = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
         return time.perf_counter() - t0, t_load
 
     if handler is not None:
