@@ -387,8 +387,9 @@ class Report(Command):
                                                       # Kineto trace's main process)
                             "checkpoints": [{"kind": "save"|"load", "start_ns", "end_ns",
                                              "files", "bytes", "io_time_s", "fsync_time_s",
-                                             "rename_time_s", "blocking_ns", "path", "paths",
-                                             "calls", "median_call_bytes", "source"}],
+                                             "rename_time_s", "blocking_ns", "background_ns",
+                                             "path", "paths", "calls", "median_call_bytes",
+                                             "source"}],
                                                       # checkpoint saves and loads, [] when none
                                                       # (docs/checkpoints.md; where findings are)
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
