@@ -79,6 +79,8 @@ def test_save_off_the_main_thread_does_not_block() -> None:
     assert len(a.checkpoints) == 4
     assert all(p["blocking_ns"] == 0 for p in a.checkpoints)
     assert a.finding("checkpoint-blocking") is None
+    f = a.finding("checkpoint-fsync")          # the saver thread's syncs: no cost to the loop
+    assert f is not None and f["impact"]["step_share"] == 0.0 and f["severity"] == "info"
 
 
 def test_large_output_without_sync_or_checkpoint_name_is_no_checkpoint() -> None:
@@ -117,6 +119,7 @@ def test_fsync_dominating_is_a_finding() -> None:
     f = a.finding("checkpoint-fsync")
     assert f is not None and f["evidence"]["fsync_share"] > 0.9
     assert set(f["impact"]) >= {"step_share", "ms_per_step"}
+    assert abs(f["evidence"]["fsync_on_training_thread_s"] - 0.03) < 1e-9 and f["impact"]["step_share"] > 0.5
 
 
 def test_files_written_together_are_one_phase() -> None:
