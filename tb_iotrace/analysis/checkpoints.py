@@ -226,10 +226,11 @@ def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[i
     return [(lo, hi, codes) for lo, hi, codes, _ in groups]
 
 
-def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int) -> np.ndarray:
+def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, gap_ns: int = GROUP_NS,
+             stop: int | None = None) -> np.ndarray:
     """Data calls on the files ``codes`` in [lo - GROUP_NS, hi] (the open before the first
     write), then the closing calls (write, flush, fsync, close, rename) that the same threads
-    make on them within GROUP_NS of each other."""
+    make on them within ``gap_ns`` of each other, before ``stop`` (ps)."""
     inside = [ix.of_file(c, lo - GROUP_NS * 1000, hi) for c in codes]
     later = np.concatenate([ix.of_file(c, hi + 1, hi + TAIL_NS * 1000) for c in codes] or [np.zeros(0, np.int64)])
     tids = np.unique(ctx.trace.tid[np.concatenate([*inside, np.zeros(0, np.int64)])])
@@ -240,7 +241,7 @@ def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int) -> np.
     keep = []
     end = hi
     for r in later[np.argsort(ctx.s_ps[later], kind="stable")].tolist():
-        if ctx.s_ps[r] - end > GROUP_NS * 1000:
+        if ctx.s_ps[r] - end > gap_ns * 1000 or (stop is not None and ctx.s_ps[r] >= stop):
             break
         keep.append(r)
         end = max(end, int(ctx.e_ps[r]))
@@ -303,7 +304,8 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     phases: list[dict[str, Any]] = []
     taken: list[tuple[int, int, set[int]]] = []
     spans, step_lines = _spans(space)
-    for lo, hi, kind, path, line, call in spans:
+    nexts = [sp[0] for sp in spans[1:]] + [None]
+    for (lo, hi, kind, path, line, call), stop in zip(spans, nexts):
         span_lo = lo
         win = ix.between(lo, hi)
         win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
@@ -311,11 +313,13 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
         if path:      # the call's own file(s): a background writer's calls in the span are another save's
             codes = {c for c in codes if _under(ctx.paths[c], path)} | {
                 c for c, p in enumerate(ctx.paths) if p == path}
-        rows = _rows_of(ctx, ix, codes, lo, hi) if codes else np.zeros(0, np.int64)
+        # the job's flush/fsync/close right after the call, however long a loaded machine
+        # keeps its thread off the CPU between them: up to GAP_NS apart, before the next call
+        rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop) if codes else np.zeros(0, np.int64)
         end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         if codes and kind == "save":
             codes = _companions(ctx, ix, codes, lo, end, set(), path)
-            rows = _rows_of(ctx, ix, codes, lo, hi)
+            rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop)
             end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
         on_train = line in step_lines or not step_lines

@@ -47,7 +47,7 @@ def _check(h: dict, job: dict, init: Path, source: str) -> None:
     assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
     f = next(f for f in h["findings"] if f["id"] == "checkpoint-blocking")
     assert f["impact"]["step_share"] == pytest.approx(sum(job["saves_s"]) / job["loop_s"], rel=0.10)
-    print(source, blocked, sum(job["saves_s"]), f["impact"], sum(job["saves_s"]) / job["loop_s"])
+    print(source, "blocked", blocked, "job",  sum(job["saves_s"]), f["impact"], sum(job["saves_s"]) / job["loop_s"])
 
 
 def test_run_record_finds_saves_and_load_by_shape(tmp_path: Path) -> None:
@@ -83,12 +83,12 @@ def test_trace_handler_marks_torch_save_and_load(tmp_path: Path) -> None:
     assert {p["path"]: p["bytes"] for p in saves} == job["sizes"]
     assert all(p["source"] == "torch.save" for p in saves)
     blocked = sum(p["blocking_ns"] for p in saves) / 1e9
-    assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
+    assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10), (job["saves_s"], h["checkpoints"])
     f = next(f for f in h["findings"] if f["id"] == "checkpoint-blocking")
     # the steps (ProfilerStep#0 holds the load) span the job's loop
     assert f["impact"]["step_share"] == pytest.approx(sum(job["saves_s"]) / job["loop_s"], rel=0.10)
     assert f["impact"]["ms_per_step"] == pytest.approx(1e3 * blocked / len(h["steps"]), rel=1e-6)
-    print("trace:", blocked, sum(job["saves_s"]), f["impact"], sum(job["saves_s"]) / job["loop_s"])
+    print("trace: blocked", blocked, "job", sum(job["saves_s"]), f["impact"], "job share", sum(job["saves_s"]) / job["loop_s"])
 
 
 def test_trace_handler_marks_distributed_checkpoint_saves(tmp_path: Path) -> None:
@@ -102,6 +102,7 @@ def test_trace_handler_marks_distributed_checkpoint_saves(tmp_path: Path) -> Non
     assert all(p["source"] == "torch.distributed.checkpoint.save" and p["files"] == 2 for p in saves)   # .distcp, .metadata
     blocked = sum(p["blocking_ns"] for p in saves) / 1e9
     assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
+    print("dcp: blocked", blocked, "job", sum(job["saves_s"]))
 
 
 def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: Path) -> None:
@@ -116,3 +117,4 @@ def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: 
     assert all(p["background_ns"] > 0 for p in saves)
     blocked = sum(p["blocking_ns"] for p in saves) / 1e9
     assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
+    print("async: blocked", blocked, "job", sum(job["saves_s"]), "background", sum(p["background_ns"] for p in saves) / 1e9)
