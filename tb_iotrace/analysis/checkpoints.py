@@ -395,7 +395,7 @@ def training_time_ns(ctx: Context) -> tuple[int, int | None, str]:
 def _impact(ctx: Context, blocked_ns: int) -> dict[str, Any]:
     total, nsteps, basis = training_time_ns(ctx)
     return {"step_share": blocked_ns / total if total else 0.0,
-            "ms_per_step": blocked_ns / 1e6 / nsteps if nsteps else 0.0, "basis": basis}
+            "ms_per_step": blocked_ns / 1e6 / nsteps if nsteps else None, "basis": basis}
 
 
 def _finding(fid: str, severity: str, statement: str, evidence: dict[str, Any], suggestion: str,

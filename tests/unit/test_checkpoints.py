@@ -118,7 +118,7 @@ def test_fsync_dominating_is_a_finding() -> None:
     a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
     f = a.finding("checkpoint-fsync")
     assert f is not None and f["evidence"]["fsync_share"] > 0.9
-    assert set(f["impact"]) >= {"step_share", "ms_per_step"}
+    assert set(f["impact"]) >= {"step_share", "ms_per_step"} and f["impact"]["ms_per_step"] is None   # no steps
     assert abs(f["evidence"]["fsync_on_training_thread_s"] - 0.03) < 1e-9 and f["impact"]["step_share"] > 0.5
 
 
