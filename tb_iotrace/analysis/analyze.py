@@ -16,6 +16,7 @@ import numpy as np
 from .._memory import trim_memory
 from ..attribution import attribute
 from ..xplane import IoTrace, read_io_data
+from .checkpoints import checkpoint_phases, public, render as render_checkpoints
 from .context import Context, fs_table, stages_table, steps_table
 from .mounts import table_for
 from .rules import evaluate
@@ -38,6 +39,7 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     thresholds: dict[str, Any] = field(default_factory=dict)
     verdict: dict[str, Any] = field(default_factory=dict)   # tb_iotrace.analysis.verdict
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)   # checkpoints.py
 
     @property
     def ids(self) -> list[str]:
@@ -74,13 +76,14 @@ class Analysis:
                 lines.append(f"    files: {', '.join(f['files'][:3])}{more}")
             if f["ops"]:
                 lines.append(f"    ops: {', '.join(f['ops'][:3])}")
+        lines.extend(render_checkpoints(self.checkpoints).splitlines())
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "summary": self.summary, "steps": self.steps, "stages": self.stages,
                 "filesystems": self.filesystems, "files": self.files, "findings": self.findings,
-                "notes": self.notes, "thresholds": self.thresholds}
+                "notes": self.notes, "thresholds": self.thresholds, "checkpoints": self.checkpoints}
 
 
 def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thresholds | None = None,
@@ -121,6 +124,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
         notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
                      "window; per-file counters are exact")
     ctx = Context(trace, att, space, mounts, th, python)
+    checkpoints = public(checkpoint_phases(ctx, space))
     steps = steps_table(ctx)
     files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))
     summary = {
@@ -144,4 +148,4 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
             f["suggestion"] = f"Biggest expected effect: {v['advice']} Also: {f['suggestion']}"
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
-                    notes=notes, thresholds=th.to_dict(), verdict=v)
+                    notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints)

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from . import checkpoints
 from .context import Context, file_type, fs_table
 from .impact import grade, impact_of
 from .intervals import in_flight, merge, overlap
@@ -525,6 +526,10 @@ RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
     "staging-candidates": staging_candidates, "blocking-writes": blocking_writes,
     "small-writes": small_writes, "slow-filesystem": slow_filesystem,
 }
+# the checkpoint findings (their own module: docs/checkpoints.md) after these
+TITLES.update(checkpoints.TITLES)
+RULES.update(checkpoints.RULES)
+ORDER.extend(checkpoints.TITLES)
 
 
 def evaluate(ctx: Context, steps: list[dict[str, Any]],
@@ -536,7 +541,8 @@ def evaluate(ctx: Context, steps: list[dict[str, Any]],
         rule = RULES[fid]
         f = rule(ctx, steps, fs_table) if rule is slow_filesystem else rule(ctx, steps)
         if f is not None:
-            f["impact"] = impact_of(ctx, steps, f, f.pop(ROWS, None))
+            rows = f.pop(ROWS, None)
+            f["impact"] = f.get("impact") or impact_of(ctx, steps, f, rows)   # checkpoints' own: of the run
             grade(ctx.th, f)
             out.append(f)
     out.sort(key=lambda f: -(f["impact"]["step_share"] or 0.0))

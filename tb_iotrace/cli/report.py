@@ -52,37 +52,39 @@ def _kineto_main(src: Source) -> bool:
     return src.kind == "kineto" and (src.process or {}).get("role") == "main"
 
 
-def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None]:
+def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None, list[dict[str, Any]]]:
     """Findings and verdict from tb_iotrace.analysis when it is installed: captures, run
     records that kept their trace, and a Kineto trace's main process (its workers' hosts have
-    none: the main process's verdict is the job's)."""
+    none: the main process's verdict is the job's); and the checkpoint phases
+    (docs/checkpoints.md)."""
     try:
         from .. import analysis  # type: ignore[attr-defined]
     except ImportError:
-        return [], None, None
+        return [], None, None, []
     if src.kind == "kineto" and not _kineto_main(src):
-        return [], None, None
+        return [], None, None, []
     try:
         if _kineto_main(src):
             result = analysis.analyze(src.space())
         elif src.kind == "xplane":
             if src.io_trace() is None:
-                return [], None, None
+                return [], None, None, []
             result = analysis.analyze(src.space(), trace=src.io_trace())
         else:
             trace = _record_trace(src)
             if trace is None:
-                return [], None, None
+                return [], None, None, []
             result = analysis.analyze(None, trace=trace, python=_python(src))
         found = list(getattr(result, "findings", []) or []) if result is not None else []
         verdict = getattr(result, "verdict", None) or None
-        plain = json.loads(json.dumps([found, verdict],
+        ckpts = list(getattr(result, "checkpoints", []) or []) if result is not None else []
+        plain = json.loads(json.dumps([found, verdict, ckpts],
                                       default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
-        return plain[0], plain[1], None
+        return plain[0], plain[1], None, plain[2]
     except UserError:
         raise
     except Exception as exc:  # the analysis must never break the report
-        return [], None, f"analysis failed: {type(exc).__name__}: {exc}"
+        return [], None, f"analysis failed: {type(exc).__name__}: {exc}", []
 
 
 NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
@@ -154,7 +156,7 @@ def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] 
 
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
-    findings, verdict, note = _findings(src)
+    findings, verdict, note, checkpoints = _findings(src)
     steps, markers, iw = _steps(src)
     columnar = _table_listing(src)
     if columnar is not None:
@@ -177,7 +179,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
-        "findings": findings, "steps": steps, "has_step_markers": markers,
+        "findings": findings, "checkpoints": checkpoints, "steps": steps, "has_step_markers": markers,
         "summary": summary,
         "notes": ([note] if note else []),
     }
@@ -310,6 +312,10 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                 if len(h["steps"]) > MAX_STEPS_SHOWN:
                     out.append(f"  ... {len(h['steps']) - MAX_STEPS_SHOWN} more steps (--json for all)")
                 out.append("")
+            if h.get("checkpoints"):
+                from ..analysis.checkpoints import render as render_checkpoints
+
+                out.append(render_checkpoints(h["checkpoints"]))
             if h["findings"]:
                 out.append("Findings")
                 for f in h["findings"]:
@@ -416,6 +422,13 @@ class Report(Command):
                                                       # tb_iotrace.analysis (captures,
                                                       # records that kept their trace, a
                                                       # Kineto trace's main process)
+                            "checkpoints": [{"kind": "save"|"load", "start_ns", "end_ns",
+                                             "files", "bytes", "io_time_s", "fsync_time_s",
+                                             "rename_time_s", "blocking_ns", "background_ns",
+                                             "path", "paths", "calls", "median_call_bytes",
+                                             "source"}],
+                                                      # checkpoint saves and loads, [] when none
+                                                      # (docs/checkpoints.md; where findings are)
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
                                        "duration_ps", "input_wait_ps", "input_wait_share",
                                        "io_bytes", "io_calls", "io_time_ps"}],

@@ -68,7 +68,7 @@ from .._atomic import atomic_write
 from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
 from ..machine import machine_facts
 from ..safenames import safe_component
-from . import torch_loaders
+from . import checkpoint_hooks, torch_loaders
 from .session import Capture, begin_session, end_session, forget
 
 __all__ = ["FETCHERS", "START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry",
@@ -730,6 +730,7 @@ def install() -> None:
         os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
                             after_in_child=_after_fork_in_child)
         _installed = True
+        checkpoint_hooks.install()
         try:
             torch_loaders.install()
         except Exception as exc:
@@ -902,6 +903,7 @@ class TraceHandler:
                 log.warning("tb_iotrace: cannot add I/O to the trace: %s", exc)
                 _copy(tmp, out)
                 return
+            checkpoint_hooks.annotate(trace)
             write_trace(out, add_io(trace, procs, notes=notes, extra=extra))
             self.written.append(out)
         finally:

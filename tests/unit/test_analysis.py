@@ -165,7 +165,8 @@ def test_stage_names_drop_indices() -> None:
         "Iterator::Root::Prefetch::ParallelInterleaveV4::FlatMap::TFRecord"
     assert FINDING_IDS == ["input-bound", "worker-restarts", "small-reads", "eof-zero-reads", "many-small-files",
                            "metadata-heavy", "random-access", "redundant-reads", "serial-reads", "staging-candidates",
-                           "blocking-writes", "small-writes", "slow-filesystem"]
+                           "blocking-writes", "small-writes", "slow-filesystem",
+                           "checkpoint-blocking", "checkpoint-small-writes", "checkpoint-fsync"]
 
 
 def test_empty_trace_and_mount_note() -> None:

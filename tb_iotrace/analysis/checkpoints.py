@@ -1,0 +1,512 @@
+"""Checkpoint phases: each save and load of a run found in its I/O calls, with what it cost
+the training loop, and the findings about them (docs/checkpoints.md gives the rule).
+
+Two ways to know a checkpoint, the first that applies wins for a stretch of time:
+
+- what the job called: ``tb_iotrace::checkpoint`` spans on the host timeline (the PyTorch glue
+  wraps ``torch.save``/``torch.load``, :mod:`tb_iotrace.recording.checkpoint_hooks`), stats
+  ``kind`` (save/load) and ``path``; the phase is the span, extended by the calls on its files
+  that follow it closely (the job's own fsync, rename, close);
+- the files' shape, for everything else: per file, its writes split into bursts (a gap over
+  :data:`GAP_NS` ends one); a burst is a save when it moves at least :data:`MIN_BYTES`, starts
+  at the file's beginning (a new or truncated file) and is followed by fsync/fdatasync or a
+  rename of the file, or the file's name says checkpoint (:data:`NAME_HINT`). Read bursts of
+  at least :data:`MIN_BYTES` of a file saved in the run or named like a checkpoint are loads.
+  Bursts of several files that follow each other within :data:`GROUP_NS` are one phase.
+
+``blocking_ns``: how long the training loop could not run during the phase: the phase's time
+on the training thread (from its first to its last call there, or the whole span for a hook
+span made there); a phase wholly on another thread blocks the loop only where no step ran
+(steps known). The training thread: the one whose host line holds the steps; without steps,
+the process's main thread (PyTorch's main process's first thread; else the lowest thread id).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from ..attribution import STEP_EVENT_NAMES
+from ..xplane import HOST_PLANE, columns, find_plane
+from .context import Context
+from .intervals import clip, merge, overlap
+
+MiB = 1 << 20
+MIN_BYTES = 1 * MiB           # a burst moving less is not a checkpoint by shape
+GAP_NS = 500_000_000          # a pause longer than this ends a file's burst
+GROUP_NS = 50_000_000         # files whose bursts follow each other this closely are one phase
+TAIL_NS = 2_000_000_000       # calls on a hook span's files this soon after it belong to it
+SPAN_NAME = "tb_iotrace::checkpoint"
+STEP_PREFIXES = ("ProfilerStep#", *STEP_EVENT_NAMES)
+NAME_HINT = re.compile(r"(ckpt|checkpoint|\.pth?$|\.pt\.tmp|\.safetensors$|\.h5$|\.keras$|\.index$"
+                       r"|\.data-\d+-of-\d+$|\.distcp$|/\.metadata(\.tmp)?$|optimizer|model_state)", re.I)
+RENAME_OPS = ("rename", "renameat", "renameat2")
+# findings
+BLOCKING_SHARE = 0.05         # saves block the loop for at least this share of its time
+SMALL_WRITE_FACTOR = 0.25     # median write below this share of the file system's block size
+SMALL_WRITE_MIN = 64          # ... over at least this many writes
+FSYNC_SHARE = 0.5             # sync time over the saves' I/O time (writes + syncs)
+BLOCK_BYTES = 4096            # the block size when the mount table gives none
+
+__all__ = ["RULES", "SPAN_NAME", "TITLES", "checkpoint_phases", "render"]
+
+
+def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray) -> list[tuple[int, int]]:
+    """(first, last+1) index ranges of one file's sorted calls (capture-clock ps) split where a
+    gap exceeds GAP_NS or the file is started again from offset 0 (rewritten)."""
+    if not len(t0):
+        return []
+    run_end = np.maximum.accumulate(t1)
+    again = (offset[1:] == 0) & (offset[:-1] > 0)
+    cut = np.flatnonzero((t0[1:] - run_end[:-1] > GAP_NS * 1000) | again) + 1
+    edges = [0, *cut.tolist(), len(t0)]
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def _spans(space: Any) -> tuple[list[tuple[int, int, str, str, int, str]], set[int]]:
+    """(start_ps, end_ps, kind, path, host line id, call) of the hook spans on the host plane, and
+    the ids of the lines that hold steps (``ProfilerStep#N``, the step events of TF/JAX)."""
+    host = find_plane(space, HOST_PLANE) if space is not None else None
+    if host is None:
+        return [], set()
+    pc = columns(host)
+    out, step_lines = [], set()
+    for ln in pc.lines:
+        if not len(ln):
+            continue
+        names = pc.event_names(ln)
+        _, first = np.unique(np.asarray(ln.metadata_id), return_index=True)    # one name per event kind
+        kinds = [str(x) for x in names[first].tolist()]
+        if any(x.startswith(STEP_PREFIXES) for x in kinds):
+            step_lines.add(int(ln.id))
+        if SPAN_NAME not in kinds:
+            continue
+        for i in np.flatnonzero(names == SPAN_NAME).tolist():
+            st = pc.event_stats(ln, i)
+            kind = str(st.get("kind", "save"))
+            out.append((int(ln.start_ps[i]), int(ln.end_ps[i]), kind if kind in ("save", "load") else "save",
+                        str(st.get("path", "")), int(ln.id), str(st.get("call") or f"torch.{kind}")))
+    return sorted(out), step_lines
+
+
+def _main_tid(ctx: Context) -> int | None:
+    tids = ctx.trace.tid
+    if not len(tids):
+        return None
+    if ctx.torch is not None and ctx.torch.main_tids:
+        return min(ctx.torch.main_tids)
+    return int(tids.min())
+
+
+def _train_mask(ctx: Context) -> np.ndarray:
+    """Per row: on the training thread (the steps' thread, else the main thread)."""
+    if ctx.train_rows.any():
+        return ctx.train_rows
+    main = _main_tid(ctx)
+    return ctx.trace.tid == main if main is not None else np.zeros(len(ctx.trace), bool)
+
+
+def _steps_iv(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    steps = ctx.att.steps if ctx.att is not None else []
+    return (np.array([s.start_ps for s in steps], np.int64), np.array([s.end_ps for s in steps], np.int64))
+
+
+def _unstepped(ctx: Context, lo: int, hi: int) -> int:
+    """Time in [lo, hi] when no step ran (0 when steps are unknown: nothing says the loop waited)."""
+    ss, se = _steps_iv(ctx)
+    if not len(ss):
+        return 0
+    return (hi - lo) - overlap(merge(ss, se), clip((np.array([lo]), np.array([hi])), lo, hi))
+
+
+def _phase(ctx: Context, kind: str, rows: np.ndarray, lo: int, hi: int, source: str,
+           span_on_train: bool | None, train: np.ndarray) -> dict[str, Any]:
+    """One phase from its rows (data calls on its files, capture-clock ps [lo, hi])."""
+    tr = ctx.trace
+    data = rows[(ctx.kind[rows] == kind.replace("save", "write").replace("load", "read")) & ~ctx.is_sync[rows]]
+    data_b = np.clip(tr.returned[data], 0, None)
+    per_file: dict[str, int] = {}
+    for p, b in zip(tr.path[data].tolist(), data_b.tolist()):
+        per_file[p] = per_file.get(p, 0) + int(b)
+    sync = rows[ctx.is_sync[rows]]
+    ren = rows[np.isin(tr.op[rows], RENAME_OPS)]
+    mine = rows[train[rows]]
+    if span_on_train is not None:
+        blocking = (hi - lo) if span_on_train else _unstepped(ctx, lo, hi)
+    elif len(mine):
+        blocking = int(ctx.e_ps[mine].max() - ctx.s_ps[mine].min())
+    else:
+        blocking = _unstepped(ctx, lo, hi)
+    off = int(tr.start_ns[0]) * 1000 - int(ctx.s_ps[0]) if len(tr) else 0     # capture clock -> epoch ps
+    paths = sorted(per_file, key=lambda p: -per_file[p])
+    return {"kind": kind, "start_ns": (lo + off) // 1000, "end_ns": (hi + off) // 1000,
+            "files": len(per_file), "bytes": int(data_b.sum()),
+            "io_time_s": float(ctx.dur_s[data].sum()), "fsync_time_s": float(ctx.dur_s[sync].sum()),
+            "rename_time_s": float(ctx.dur_s[ren].sum()), "blocking_ns": int(blocking) // 1000,
+            "path": paths[0] if paths else "", "paths": paths[:20], "calls": int(len(data)),
+            "median_call_bytes": float(np.median(data_b)) if len(data_b) else 0.0,
+            "source": source, "background_ns": 0, "_rows": rows}
+
+
+class _Index:
+    """The data calls that succeeded, per file in time order and all in time order, so a phase
+    looks up its rows by binary search (a capture may hold millions of calls)."""
+
+    def __init__(self, ctx: Context) -> None:
+        rows = np.flatnonzero(ctx.data & ctx.ok)
+        self.by_file = rows[np.lexsort((ctx.s_ps[rows], ctx.path_code[rows]))]
+        codes = ctx.path_code[self.by_file]
+        n = len(ctx.paths)
+        self.first = np.searchsorted(codes, np.arange(n + 1))
+        self.by_time = rows[np.argsort(ctx.s_ps[rows], kind="stable")]
+        self.s_ps = ctx.s_ps
+
+    def of_file(self, code: int, lo: int | None = None, hi: int | None = None) -> np.ndarray:
+        """The file's calls (time order) starting in [lo, hi]."""
+        fr = self.by_file[self.first[code]:self.first[code + 1]]
+        if lo is None or hi is None:
+            return fr
+        t = self.s_ps[fr]
+        return fr[np.searchsorted(t, lo, "left"):np.searchsorted(t, hi, "right")]
+
+    def between(self, lo: int, hi: int) -> np.ndarray:
+        t = self.s_ps[self.by_time]
+        return self.by_time[np.searchsorted(t, lo, "left"):np.searchsorted(t, hi, "right")]
+
+
+def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> list[tuple[int, int, int, int]]:
+    """(start_ps, end_ps, path code, thread) of the bursts that look like a save (or a load)."""
+    tr = ctx.trace
+    rows = ctx.write_rows if kind == "save" else ctx.read_rows
+    rows = rows[~ctx.is_sync[rows]] if kind == "save" else rows
+    if not len(rows):
+        return []
+    order = np.lexsort((ctx.s_ps[rows], ctx.path_code[rows]))
+    rows = rows[order]
+    codes = ctx.path_code[rows]
+    heads = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    bounds = [*heads.tolist(), len(rows)]
+    sync_like = ctx.is_sync | np.isin(tr.op, RENAME_OPS)
+    out = []
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        fr = rows[a:b]
+        code = int(codes[a])
+        path = ctx.paths[code]
+        named = bool(NAME_HINT.search(path))
+        if kind == "load" and not (named or path in saved):
+            continue
+        for i, j in _bursts(ctx.s_ps[fr], ctx.e_ps[fr], tr.offset[fr]):
+            br = fr[i:j]
+            if int(np.clip(tr.returned[br], 0, None).sum()) < MIN_BYTES:
+                continue
+            lo, hi = int(ctx.s_ps[br[0]]), int(ctx.e_ps[br].max())
+            if kind == "save":
+                if int(tr.offset[br[0]]) > 0:         # appending to an existing file: not a new copy
+                    continue
+                if not named:
+                    if not sync_like[ix.of_file(code, lo, hi + GAP_NS * 1000)].any():
+                        continue
+            out.append((lo, hi, code, int(tr.tid[br[0]])))
+    return sorted(out)
+
+
+def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[int]]]:
+    """Bursts of different files are one phase when they overlap in time (writers in parallel)
+    or follow each other within GROUP_NS on one thread; a file written again starts a new one
+    (the next save)."""
+    groups: list[tuple[int, int, set[int], set[int]]] = []
+    for lo, hi, code, tid in cands:
+        if groups and code not in groups[-1][2] and (
+                lo < groups[-1][1] or (lo <= groups[-1][1] + GROUP_NS * 1000 and tid in groups[-1][3])):
+            g = groups[-1]
+            groups[-1] = (g[0], max(g[1], hi), g[2] | {code}, g[3] | {tid})
+        else:
+            groups.append((lo, hi, {code}, {tid}))
+    return [(lo, hi, codes) for lo, hi, codes, _ in groups]
+
+
+def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, gap_ns: int = GROUP_NS,
+             stop: int | None = None) -> np.ndarray:
+    """Data calls on the files ``codes`` in [lo - GROUP_NS, hi] (the open before the first
+    write), then the closing calls (write, flush, fsync, close, rename) that the same threads
+    make on them within ``gap_ns`` of each other, before ``stop`` (ps)."""
+    inside = [ix.of_file(c, lo - GROUP_NS * 1000, hi) for c in codes]
+    later = np.concatenate([ix.of_file(c, hi + 1, hi + TAIL_NS * 1000) for c in codes] or [np.zeros(0, np.int64)])
+    tids = np.unique(ctx.trace.tid[np.concatenate([*inside, np.zeros(0, np.int64)])])
+    ops = ctx.trace.op[later]
+    later = later[np.isin(ctx.trace.tid[later], tids) & ((ctx.kind[later] == "write")
+                                                         | np.isin(ops, ("close", "fclose", *RENAME_OPS)))]
+    # the flush/fsync/rename/close that end the phase, joined while they follow within a gap
+    keep = []
+    end = hi
+    for r in later[np.argsort(ctx.s_ps[later], kind="stable")].tolist():
+        if ctx.s_ps[r] - end > gap_ns * 1000 or (stop is not None and ctx.s_ps[r] >= stop):
+            break
+        keep.append(r)
+        end = max(end, int(ctx.e_ps[r]))
+    return np.sort(np.concatenate([*inside, np.asarray(keep, np.int64)])).astype(np.int64)
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _companions(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, others: set[int],
+                root: str = "") -> set[int]:
+    """The phase's files and the small ones written beside them during it (a checkpoint's
+    index or metadata file): under ``root`` (the directory a call named), else in the same
+    directories with a checkpoint's name (:data:`NAME_HINT`); never the files of other saves
+    (``others``)."""
+    dirs = {ctx.paths[c].rsplit("/", 1)[0] for c in codes}
+    win = ix.between(lo - GROUP_NS * 1000, hi + GROUP_NS * 1000)
+    win = win[(ctx.kind[win] == "write") & ~ctx.is_sync[win]]
+    more = set()
+    for c in set(ctx.path_code[win].tolist()):
+        p = ctx.paths[c]
+        if (_under(p, root) if root else (p.rsplit("/", 1)[0] in dirs and NAME_HINT.search(p))):
+            more.add(c)
+    return codes | (more - others)
+
+
+def _fold_background(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An async save: the span (what the caller waited for) and, later, the writes of its files
+    found by shape (the background part) are one phase; ``background_ns`` the part after the
+    span."""
+    out: list[dict[str, Any]] = []
+    for ph in sorted(phases, key=lambda p: p["start_ns"]):
+        host = None
+        if ph["source"] == "shape" and ph["kind"] == "save" and ph["paths"]:
+            host = next((o for o in reversed(out) if o["source"] != "shape" and o["kind"] == "save"
+                         and o["path"] and all(_under(p, o["path"]) for p in ph["paths"])
+                         and not o["bytes"]), None)
+        if host is None:
+            out.append(ph)
+            continue
+        for k in ("files", "bytes", "io_time_s", "fsync_time_s", "rename_time_s", "calls", "blocking_ns"):
+            host[k] += ph[k]
+        host["paths"] = ph["paths"]
+        host["median_call_bytes"] = ph["median_call_bytes"]
+        host["background_ns"] = max(ph["end_ns"] - host.get("_span_end_ns", host["end_ns"]), 0)
+        host["end_ns"] = max(host["end_ns"], ph["end_ns"])
+        host["_rows"] = np.concatenate([host["_rows"], ph["_rows"]])
+    return out
+
+
+def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
+    """The run's checkpoint saves and loads in time order (cached on ``ctx``; pass ``space``
+    the first time so the hook spans are seen)."""
+    got = getattr(ctx, "_checkpoints", None)
+    if got is not None:
+        return got
+    train = _train_mask(ctx)
+    ix = _Index(ctx)
+    phases: list[dict[str, Any]] = []
+    taken: list[tuple[int, int, set[int]]] = []
+    spans, step_lines = _spans(space)
+    nexts = [sp[0] for sp in spans[1:]] + [None]
+    for (lo, hi, kind, path, line, call), stop in zip(spans, nexts):
+        span_lo = lo
+        win = ix.between(lo, hi)
+        win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
+        codes = set(ctx.path_code[win].tolist())
+        if path:      # the call's own file(s): a background writer's calls in the span are another save's
+            codes = {c for c in codes if _under(ctx.paths[c], path)} | {
+                c for c, p in enumerate(ctx.paths) if p == path}
+        # the job's flush/fsync/close right after the call, however long a loaded machine
+        # keeps its thread off the CPU between them: up to GAP_NS apart, before the next call
+        rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop) if codes else np.zeros(0, np.int64)
+        end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
+        if codes and kind == "save":
+            codes = _companions(ctx, ix, codes, lo, end, set(), path)
+            rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop)
+            end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
+        lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
+        on_train = line in step_lines or not step_lines
+        ph = _phase(ctx, kind, rows, lo, end, call, on_train, train)
+        if path:
+            ph["path"] = path
+        off_train = rows[~train[rows]]
+        if len(off_train):     # an async save's writer: its part after the call returned
+            ph["background_ns"] = max(int(ctx.e_ps[off_train].max()) - hi, 0) // 1000
+        ph["_span_end_ns"] = ph["start_ns"] + (hi - lo) // 1000
+        if on_train:     # the call, and the job's own open/flush/fsync/close around it: the loop waits
+            own = rows[train[rows]]     # (not for a background writer's calls)
+            b_lo = min(span_lo, int(ctx.s_ps[own].min())) if len(own) else span_lo
+            b_hi = max(hi, int(ctx.e_ps[own].max())) if len(own) else hi
+            ph["blocking_ns"] = (b_hi - b_lo) // 1000
+        phases.append(ph)
+        taken.append((lo, end, codes))
+
+    def free(lo: int, hi: int, codes: set[int]) -> bool:
+        return not any(lo < b and hi > a and codes & c for a, b, c in taken)
+
+    saved: set[str] = set()
+    for kind in ("save", "load"):
+        groups = _group(_shape_candidates(ctx, ix, kind, saved))
+        large = {c for _, _, g in groups for c in g}
+        for lo, hi, codes in groups:
+            if not free(lo, hi, codes):
+                continue
+            if kind == "save":
+                codes = _companions(ctx, ix, codes, lo, hi, large - codes)
+            rows = _rows_of(ctx, ix, codes, lo, hi)
+            end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
+            lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the open before the writes
+            ph = _phase(ctx, kind, rows, lo, end, "shape", None, train)
+            phases.append(ph)
+        if kind == "save":
+            saved = {p for ph in phases if ph["kind"] == "save" for p in ph["paths"]}
+    phases = _fold_background(phases)
+    ctx._checkpoints = phases          # type: ignore[attr-defined]
+    return phases
+
+
+def public(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The phases without their private row lists (JSON-ready)."""
+    return [{k: v for k, v in p.items() if not k.startswith("_")} for p in phases]
+
+
+# ---------------------------------------------------------------------------- findings
+
+TITLES = {
+    "checkpoint-blocking": "Checkpoint saves stop training",
+    "checkpoint-small-writes": "Checkpoints written in small pieces",
+    "checkpoint-fsync": "Checkpoint time goes to fsync",
+}
+
+
+def training_time_ns(ctx: Context) -> tuple[int, int | None, str]:
+    """(the run's training time in ns, its step count or None, basis): the steps' span when
+    steps are known, else from the first checkpoint load (a restore starts the training; else
+    the first data-file call) to the last data-file call."""
+    steps = ctx.att.steps if ctx.att is not None else []
+    if steps:
+        return (max(s.end_ps for s in steps) - min(s.start_ps for s in steps)) // 1000, len(steps), "steps"
+    rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
+    if not len(rows):
+        return 0, None, "none"
+    loads = [p["start_ns"] for p in checkpoint_phases(ctx) if p["kind"] == "load"]
+    first = min(loads) if loads else int(ctx.trace.start_ns[rows].min())
+    basis = "data I/O from the first load" if loads else "data I/O span"
+    return int(ctx.trace.end_ns[rows].max()) - first, None, basis
+
+
+def _impact(ctx: Context, blocked_ns: int) -> dict[str, Any]:
+    total, nsteps, basis = training_time_ns(ctx)
+    return {"step_share": blocked_ns / total if total else 0.0,
+            "ms_per_step": blocked_ns / 1e6 / nsteps if nsteps else None, "basis": basis}
+
+
+def _finding(fid: str, severity: str, statement: str, evidence: dict[str, Any], suggestion: str,
+             files: list[str], impact: dict[str, Any]) -> dict[str, Any]:
+    return {"id": fid, "severity": severity, "title": TITLES[fid], "statement": statement,
+            "evidence": evidence, "files": files[:20], "ops": [], "suggestion": suggestion, "impact": impact}
+
+
+def _block_bytes(fs_type: str) -> int:
+    """The write size a file system wants: its stripe/transfer size for parallel and network
+    file systems (Lustre, GPFS, BeeGFS, NFS, FUSE object stores: 1 MiB), else a 4 KiB block."""
+    net = ("lustre", "gpfs", "beegfs", "nfs", "fuse", "cifs", "smb", "ceph", "9p", "wekafs")
+    return MiB if fs_type.lower().startswith(net) else BLOCK_BYTES
+
+
+def _saves(ctx: Context) -> list[dict[str, Any]]:
+    return [p for p in checkpoint_phases(ctx) if p["kind"] == "save"]
+
+
+def _files(saves: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(p for s in saves for p in s["paths"]))
+
+
+def checkpoint_blocking(ctx: Context, steps: Any = None) -> dict[str, Any] | None:
+    saves = _saves(ctx)
+    blocked = sum(s["blocking_ns"] for s in saves)
+    total, _, basis = training_time_ns(ctx)
+    share = blocked / total if total else 0.0
+    if not saves or share < BLOCKING_SHARE:
+        return None
+    nbytes = sum(s["bytes"] for s in saves)
+    ev = {"saves": len(saves), "blocking_s": blocked / 1e9, "training_time_s": total / 1e9, "basis": basis,
+          "bytes": nbytes, "blocking_share": share,
+          "mean_save_s": blocked / 1e9 / len(saves)}
+    stmt = (f"{len(saves)} checkpoint saves ({nbytes / MiB:.1f} MiB) stopped training for {blocked / 1e9:.2f} s, "
+            f"{100 * share:.0f}% of the run's training time ({total / 1e9:.2f} s, {basis}).")
+    sug = ("Save asynchronously (torch.distributed.checkpoint.async_save, orbax's async checkpointer, "
+           "tf.train.CheckpointOptions(enable_async=True), or torch.save from a background thread after "
+           "copying the state to host memory), save to a faster tier (local NVMe, tmpfs) and copy out in the "
+           "background, or save less often.")
+    sev = "critical" if share >= 0.25 else "warning"
+    return _finding("checkpoint-blocking", sev, stmt, ev, sug, _files(saves), _impact(ctx, blocked))
+
+
+def checkpoint_small_writes(ctx: Context, steps: Any = None) -> dict[str, Any] | None:
+    saves = _saves(ctx)
+    rows = [s["_rows"] for s in saves]
+    if not rows:
+        return None
+    r = np.concatenate(rows)
+    r = r[(ctx.kind[r] == "write") & ~ctx.is_sync[r]]
+    if len(r) < SMALL_WRITE_MIN:
+        return None
+    sizes = np.clip(ctx.trace.returned[r], 0, None)
+    block = max(_block_bytes(ctx.path_mount[int(c)].fs_type) for c in np.unique(ctx.path_code[r]).tolist())
+    med = float(np.median(sizes))
+    if med >= SMALL_WRITE_FACTOR * block:
+        return None
+    small = r[sizes < block]
+    blocked = sum(s["blocking_ns"] for s in saves)
+    io = sum(s["io_time_s"] for s in saves)
+    # what the small writes cost: their share of the saves' write time, of the saves' blocking
+    cost = int(blocked * (float(ctx.dur_s[small].sum()) / io)) if io > 0 else 0
+    ev = {"writes": int(len(r)), "small_writes": int(len(small)), "median_bytes": med, "block_bytes": block,
+          "write_time_s": float(ctx.dur_s[small].sum())}
+    stmt = (f"Checkpoint saves made {len(r)} writes with a median of {med:.0f} B, far below the file system's "
+            f"{block} B block ({len(small)} writes under a block).")
+    sug = ("Buffer or aggregate the writes: torch.save to an io.BytesIO then one write, open the file with a "
+           "large buffer (open(path, 'wb', buffering=16 << 20)), or a checkpointer that coalesces tensors "
+           "into large writes (torch.distributed.checkpoint, safetensors).")
+    return _finding("checkpoint-small-writes", "warning", stmt, ev, sug, _files(saves), _impact(ctx, cost))
+
+
+def checkpoint_fsync(ctx: Context, steps: Any = None) -> dict[str, Any] | None:
+    saves = _saves(ctx)
+    sync = sum(s["fsync_time_s"] for s in saves)
+    io = sum(s["io_time_s"] for s in saves) + sync
+    if not saves or io <= 0 or sync / io < FSYNC_SHARE:
+        return None
+    rows = np.concatenate([s["_rows"] for s in saves])
+    train = _train_mask(ctx)
+    mine = rows[ctx.is_sync[rows] & train[rows]]
+    cost = int(1e9 * float(ctx.dur_s[mine].sum()))       # the syncs the training thread waited in
+    ev = {"saves": len(saves), "fsync_time_s": sync, "write_time_s": io - sync, "fsync_share": sync / io,
+          "fsync_on_training_thread_s": cost / 1e9}
+    where = "" if cost else " (in the background: the training thread did not wait for them)"
+    stmt = (f"fsync/fdatasync took {sync:.2f} s of the saves' {io:.2f} s of I/O ({100 * sync / io:.0f}%){where}: "
+            f"the writes land in the page cache and the time goes to flushing them to the device.")
+    sug = ("Sync in the background (a thread that fsyncs and renames once the save is written), on a "
+           "faster tier, or once per save rather than per file; keep the fsync if the checkpoint must "
+           "survive a crash at once.")
+    sev = "warning" if cost and sync / io >= 0.8 else "info"
+    return _finding("checkpoint-fsync", sev, stmt, ev, sug, _files(saves), _impact(ctx, cost))
+
+
+RULES = {"checkpoint-blocking": checkpoint_blocking, "checkpoint-small-writes": checkpoint_small_writes,
+         "checkpoint-fsync": checkpoint_fsync}
+
+
+def render(phases: list[dict[str, Any]]) -> str:
+    """The text report's table: one line per save or load (MiB/s: bytes over the time in the
+    write or read calls; bg s: an async save's background part)."""
+    if not phases:
+        return ""
+    lines = ["Checkpoints", f"  {'kind':<5} {'start':>9} {'s':>7} {'files':>5} {'MiB':>9} {'MiB/s':>8} "
+             f"{'fsync s':>8} {'blocked s':>9} {'bg s':>7}  path"]
+    t0 = phases[0]["start_ns"]
+    for p in phases:
+        dur = (p["end_ns"] - p["start_ns"]) / 1e9
+        bw = p["bytes"] / MiB / p["io_time_s"] if p["io_time_s"] > 0 else 0.0
+        lines.append(f"  {p['kind']:<5} {(p['start_ns'] - t0) / 1e9:>+8.2f}s {dur:>7.3f} {p['files']:>5} "
+                     f"{p['bytes'] / MiB:>9.1f} {bw:>8.0f} {p['fsync_time_s']:>8.3f} "
+                     f"{p['blocking_ns'] / 1e9:>9.3f} {p.get('background_ns', 0) / 1e9:>7.3f}  {p['path']}")
+    return "\n".join(lines) + "\n"
