@@ -90,11 +90,13 @@ def _serial(a, d):
     ib = ev(a, "input-bound")
     assert ib["io_share_of_wait"] == e["io_share_of_wait"]
     assert "file I/O," in a.finding("input-bound")["statement"] or "mostly file I/O" in a.finding("input-bound")["statement"]
-    # the verdict (issue 19): read-bound; its file_io share is the finding's, the advice reads in parallel
+    # the verdict (issue 19): input-bound, its file_io share the finding's. Which part of the wait
+    # is largest is not asserted here: the host caches this VM's disk, so "cold" reads are not
+    # slow by construction (file_io 60% of the wait on an idle machine, 37% under a loaded CI run,
+    # where the descheduled pipeline shows as starved); serial_fifo's pipe is, and asserts it
     v = a.verdict
-    assert v["bound"] == "input" and v["cause"] == "file_io", v
+    assert v["bound"] == "input", v
     assert v["wait_breakdown"]["file_io"] == pytest.approx(e["io_share_of_wait"], abs=1e-9)
-    assert v["change"].startswith("read in parallel: interleave"), v
 
 
 def _serial_fifo(a, d, hop=False):
@@ -109,6 +111,12 @@ def _serial_fifo(a, d, hop=False):
     if hop:
         assert e["reading_threads"] == 2 and e["top_thread_read_share"] <= 0.6, e
     assert "one at a time" in a.finding("serial-reads")["statement"]
+    # the verdict (issue 19): read-bound (the writer feeds a chunk per 12 ms: reads block on it,
+    # file_io 87-89% of the wait here), its file_io share the finding's, the advice reads in parallel
+    v = a.verdict
+    assert v["bound"] == "input" and v["cause"] == "file_io", v
+    assert v["wait_breakdown"]["file_io"] == pytest.approx(e["io_share_of_wait"], abs=1e-9)
+    assert v["change"].startswith("read in parallel: interleave"), v
 
 
 def _parallel(a, d):
