@@ -85,7 +85,23 @@ def test_keras_profile_batch_window(tmp_path: Path, mode: str) -> None:
     assert att.has_step_markers and len(att.steps) >= 2
     data_reads = rows[trace.returned[rows] > 0]
     assert all("TFRecord" in str(att.enclosing[i]) or "Iterator" in str(att.enclosing[i])
-               for i in data_reads), set(att.enclosing[data_reads])
+               or at_line_edge(space, att, i) for i in data_reads), set(att.enclosing[data_reads])
+    assert any("TFRecord" in str(att.enclosing[i]) for i in data_reads), set(att.enclosing[data_reads])
+
+
+def at_line_edge(space, att, i: int) -> bool:
+    """Whether read ``i`` lies on its thread's host line but outside the span of that line's
+    events: a read in flight while TensorFlow's tracer was starting or stopping, whose
+    enclosing iterator event TF dropped (a TraceMe opened before the tracer records is not
+    kept; on a loaded machine that gap grows). A read in the middle of the line must be
+    enclosed."""
+    from tb_iotrace.xplane import HOST_PLANE, columns, find_plane
+
+    li = int(att.host_line[i])
+    if li < 0:
+        return False
+    ln = columns(find_plane(space, HOST_PLANE)).lines[li]
+    return len(ln) > 0 and (att.s_ps[i] < int(ln.start_ps.min()) or att.e_ps[i] > int(ln.end_ps.max()))
 
 
 @pytest.mark.parametrize("tool", ["trace_viewer@", "trace_viewer"])
