@@ -101,7 +101,7 @@ def at_line_edge(space, att, i: int) -> bool:
     if li < 0:
         return False
     ln = columns(find_plane(space, HOST_PLANE)).lines[li]
-    return len(ln) > 0 and (att.s_ps[i] < int(ln.start_ps.min()) or att.e_ps[i] > int(ln.end_ps.max()))
+    return len(ln) > 0 and (att.start_ps[i] < int(ln.start_ps.min()) or att.end_ps[i] > int(ln.end_ps.max()))
 
 
 @pytest.mark.parametrize("tool", ["trace_viewer@", "trace_viewer"])
