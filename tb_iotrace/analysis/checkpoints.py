@@ -17,8 +17,10 @@ Two ways to know a checkpoint, the first that applies wins for a stretch of time
 ``blocking_ns``: how long the training loop could not run during the phase: the phase's time
 on the training thread (from its first to its last call there, or the whole span for a hook
 span made there); a phase wholly on another thread blocks the loop only where no step ran
-(steps known). The training thread: the one whose host line holds the steps; without steps,
-the process's main thread (PyTorch's main process's first thread; else the lowest thread id).
+within the training time (steps known). The training thread: the one whose host line holds the
+steps (even with no I/O call of its own); without steps, the process's main thread (PyTorch's
+main process's first thread; else the lowest thread id). The findings' blocked time is clipped
+to the training time; a finding with no impact on training is not made.
 """
 from __future__ import annotations
 
@@ -52,13 +54,15 @@ BLOCK_BYTES = 4096            # the block size when the mount table gives none
 __all__ = ["RULES", "SPAN_NAME", "TITLES", "checkpoint_phases", "render"]
 
 
-def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray) -> list[tuple[int, int]]:
+def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray, nbytes: np.ndarray) -> list[tuple[int, int]]:
     """(first, last+1) index ranges of one file's sorted calls (capture-clock ps) split where a
-    gap exceeds GAP_NS or the file is started again from offset 0 (rewritten)."""
+    gap exceeds GAP_NS or the file is started again from offset 0 (rewritten): a call at offset
+    0 after one that reached past it, a whole-file write at offset 0 included (a file rewritten
+    by one write each time)."""
     if not len(t0):
         return []
     run_end = np.maximum.accumulate(t1)
-    again = (offset[1:] == 0) & (offset[:-1] > 0)
+    again = (offset[1:] == 0) & (offset[:-1] >= 0) & (offset[:-1] + np.clip(nbytes[:-1], 0, None) > 0)
     cut = np.flatnonzero((t0[1:] - run_end[:-1] > GAP_NS * 1000) | again) + 1
     edges = [0, *cut.tolist(), len(t0)]
     return list(zip(edges[:-1], edges[1:]))
@@ -100,8 +104,11 @@ def _main_tid(ctx: Context) -> int | None:
 
 
 def _train_mask(ctx: Context) -> np.ndarray:
-    """Per row: on the training thread (the steps' thread, else the main thread)."""
-    if ctx.train_rows.any():
+    """Per row: on the training thread (the steps' thread, else the main thread). When a line
+    holds the steps, that is the training thread even if it made no I/O call (TF's loop often
+    makes none: tf.data's threads read): the lowest thread id is then some other thread, a
+    background saver's for one."""
+    if ctx.train_rows.any() or ctx.step_line_ids:
         return ctx.train_rows
     main = _main_tid(ctx)
     return ctx.trace.tid == main if main is not None else np.zeros(len(ctx.trace), bool)
@@ -112,12 +119,21 @@ def _steps_iv(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
     return (np.array([s.start_ps for s in steps], np.int64), np.array([s.end_ps for s in steps], np.int64))
 
 
-def _unstepped(ctx: Context, lo: int, hi: int) -> int:
-    """Time in [lo, hi] when no step ran (0 when steps are unknown: nothing says the loop waited)."""
+def _unstepped(ctx: Context, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The stretches of [lo, hi] within the training time (the first step's start to the last
+    step's end) when no step ran; none when steps are unknown (nothing says the loop waited).
+    Before the first step and after the last the job does other things (start-up, warming up,
+    the end): a background save then stops no training."""
     ss, se = _steps_iv(ctx)
     if not len(ss):
-        return 0
-    return (hi - lo) - overlap(merge(ss, se), clip((np.array([lo]), np.array([hi])), lo, hi))
+        return []
+    lo, hi = max(lo, int(ss.min())), min(hi, int(se.max()))
+    if hi <= lo:
+        return []
+    ms, me = clip(merge(ss, se), lo, hi)
+    edges_lo = [lo, *me.tolist()]
+    edges_hi = [*ms.tolist(), hi]
+    return [(a, b) for a, b in zip(edges_lo, edges_hi) if b > a]
 
 
 def _phase(ctx: Context, kind: str, rows: np.ndarray, lo: int, hi: int, source: str,
@@ -133,11 +149,12 @@ def _phase(ctx: Context, kind: str, rows: np.ndarray, lo: int, hi: int, source: 
     ren = rows[np.isin(tr.op[rows], RENAME_OPS)]
     mine = rows[train[rows]]
     if span_on_train is not None:
-        blocking = (hi - lo) if span_on_train else _unstepped(ctx, lo, hi)
+        block = [(lo, hi)] if span_on_train else _unstepped(ctx, lo, hi)
     elif len(mine):
-        blocking = int(ctx.e_ps[mine].max() - ctx.s_ps[mine].min())
+        block = [(int(ctx.s_ps[mine].min()), int(ctx.e_ps[mine].max()))]
     else:
-        blocking = _unstepped(ctx, lo, hi)
+        block = _unstepped(ctx, lo, hi)
+    blocking = sum(b - a for a, b in block)
     off = int(tr.start_ns[0]) * 1000 - int(ctx.s_ps[0]) if len(tr) else 0     # capture clock -> epoch ps
     paths = sorted(per_file, key=lambda p: -per_file[p])
     return {"kind": kind, "start_ns": (lo + off) // 1000, "end_ns": (hi + off) // 1000,
@@ -146,7 +163,7 @@ def _phase(ctx: Context, kind: str, rows: np.ndarray, lo: int, hi: int, source: 
             "rename_time_s": float(ctx.dur_s[ren].sum()), "blocking_ns": int(blocking) // 1000,
             "path": paths[0] if paths else "", "paths": paths[:20], "calls": int(len(data)),
             "median_call_bytes": float(np.median(data_b)) if len(data_b) else 0.0,
-            "source": source, "background_ns": 0, "_rows": rows}
+            "source": source, "background_ns": 0, "_rows": rows, "_block": block, "_lo": lo}
 
 
 class _Index:
@@ -196,7 +213,7 @@ def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> l
         named = bool(NAME_HINT.search(path))
         if kind == "load" and not (named or path in saved):
             continue
-        for i, j in _bursts(ctx.s_ps[fr], ctx.e_ps[fr], tr.offset[fr]):
+        for i, j in _bursts(ctx.s_ps[fr], ctx.e_ps[fr], tr.offset[fr], tr.returned[fr]):
             br = fr[i:j]
             if int(np.clip(tr.returned[br], 0, None).sum()) < MIN_BYTES:
                 continue
@@ -228,15 +245,21 @@ def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[i
 
 def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, gap_ns: int = GROUP_NS,
              stop: int | None = None) -> np.ndarray:
-    """Data calls on the files ``codes`` in [lo - GROUP_NS, hi] (the open before the first
-    write), then the closing calls (write, flush, fsync, close, rename) that the same threads
-    make on them within ``gap_ns`` of each other, before ``stop`` (ps)."""
-    inside = [ix.of_file(c, lo - GROUP_NS * 1000, hi) for c in codes]
+    """Data calls on the files ``codes`` in [lo, hi] and the open/stat/seek calls just before it
+    (within GROUP_NS: the open before the first write, not the end of the file's previous save),
+    then the closing calls (write, flush, fsync, close, rename) that the same threads make on
+    them within ``gap_ns`` of each other, before ``stop`` (ps: the file's next save)."""
+    closing = ("close", "fclose", *RENAME_OPS)
+    inside = []
+    for c in codes:
+        fr = ix.of_file(c, lo - GROUP_NS * 1000, hi)
+        n_before = int(np.searchsorted(ctx.s_ps[fr], lo, "left"))
+        ended = np.flatnonzero((ctx.kind[fr[:n_before]] != "meta") | np.isin(ctx.trace.op[fr[:n_before]], closing))
+        inside.append(fr[int(ended[-1]) + 1 if len(ended) else 0:])      # after the previous use's end
     later = np.concatenate([ix.of_file(c, hi + 1, hi + TAIL_NS * 1000) for c in codes] or [np.zeros(0, np.int64)])
     tids = np.unique(ctx.trace.tid[np.concatenate([*inside, np.zeros(0, np.int64)])])
     ops = ctx.trace.op[later]
-    later = later[np.isin(ctx.trace.tid[later], tids) & ((ctx.kind[later] == "write")
-                                                         | np.isin(ops, ("close", "fclose", *RENAME_OPS)))]
+    later = later[np.isin(ctx.trace.tid[later], tids) & ((ctx.kind[later] == "write") | np.isin(ops, closing))]
     # the flush/fsync/rename/close that end the phase, joined while they follow within a gap
     keep = []
     end = hi
@@ -290,6 +313,7 @@ def _fold_background(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         host["background_ns"] = max(ph["end_ns"] - host.get("_span_end_ns", host["end_ns"]), 0)
         host["end_ns"] = max(host["end_ns"], ph["end_ns"])
         host["_rows"] = np.concatenate([host["_rows"], ph["_rows"]])
+        host["_block"] = host["_block"] + ph["_block"]
     return out
 
 
@@ -335,6 +359,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
             b_lo = min(span_lo, int(ctx.s_ps[own].min())) if len(own) else span_lo
             b_hi = max(hi, int(ctx.e_ps[own].max())) if len(own) else hi
             ph["blocking_ns"] = (b_hi - b_lo) // 1000
+            ph["_block"] = [(b_lo, b_hi)]
         phases.append(ph)
         taken.append((lo, end, codes))
 
@@ -345,12 +370,14 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     for kind in ("save", "load"):
         groups = _group(_shape_candidates(ctx, ix, kind, saved))
         large = {c for _, _, g in groups for c in g}
-        for lo, hi, codes in groups:
+        for n, (lo, hi, codes) in enumerate(groups):
             if not free(lo, hi, codes):
                 continue
+            # a file written again (the next save, the next load) ends this phase's closing calls
+            stop = min((g_lo for g_lo, _, g in groups[n + 1:] if g & codes), default=None)
             if kind == "save":
                 codes = _companions(ctx, ix, codes, lo, hi, large - codes)
-            rows = _rows_of(ctx, ix, codes, lo, hi)
+            rows = _rows_of(ctx, ix, codes, lo, hi, stop=stop)
             end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
             lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the open before the writes
             ph = _phase(ctx, kind, rows, lo, end, "shape", None, train)
@@ -392,6 +419,34 @@ def training_time_ns(ctx: Context) -> tuple[int, int | None, str]:
     return int(ctx.trace.end_ns[rows].max()) - first, None, basis
 
 
+def _window_ps(ctx: Context) -> tuple[int, int] | None:
+    """The training time of :func:`training_time_ns` as capture-clock ps [lo, hi]."""
+    steps = ctx.att.steps if ctx.att is not None else []
+    if steps:
+        return min(s.start_ps for s in steps), max(s.end_ps for s in steps)
+    rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
+    if not len(rows):
+        return None
+    loads = [p["_lo"] for p in checkpoint_phases(ctx) if p["kind"] == "load"]
+    return (min(loads) if loads else int(ctx.s_ps[rows].min())), int(ctx.e_ps[rows].max())
+
+
+def _within_training(ctx: Context, starts: Any, ends: Any) -> int:
+    """ns of the union of the intervals (capture-clock ps) within the training time: a share of
+    the training time never exceeds 100%, and overlapping phases count once."""
+    w = _window_ps(ctx)
+    if w is None or not len(starts):
+        return 0
+    ms, me = clip(merge(np.asarray(starts, np.int64), np.asarray(ends, np.int64)), *w)
+    return int((me - ms).sum()) // 1000
+
+
+def _blocked_ns(ctx: Context, saves: list[dict[str, Any]]) -> int:
+    """The time the saves blocked the loop within the training time (ns)."""
+    iv = [b for s in saves for b in s["_block"]]
+    return _within_training(ctx, [a for a, _ in iv], [b for _, b in iv])
+
+
 def _impact(ctx: Context, blocked_ns: int) -> dict[str, Any]:
     total, nsteps, basis = training_time_ns(ctx)
     return {"step_share": blocked_ns / total if total else 0.0,
@@ -421,7 +476,7 @@ def _files(saves: list[dict[str, Any]]) -> list[str]:
 
 def checkpoint_blocking(ctx: Context, steps: Any = None) -> dict[str, Any] | None:
     saves = _saves(ctx)
-    blocked = sum(s["blocking_ns"] for s in saves)
+    blocked = _blocked_ns(ctx, saves)
     total, _, basis = training_time_ns(ctx)
     share = blocked / total if total else 0.0
     if not saves or share < BLOCKING_SHARE:
@@ -430,7 +485,7 @@ def checkpoint_blocking(ctx: Context, steps: Any = None) -> dict[str, Any] | Non
     ev = {"saves": len(saves), "blocking_s": blocked / 1e9, "training_time_s": total / 1e9, "basis": basis,
           "bytes": nbytes, "blocking_share": share,
           "mean_save_s": blocked / 1e9 / len(saves)}
-    stmt = (f"{len(saves)} checkpoint saves ({nbytes / MiB:.1f} MiB) stopped training for {blocked / 1e9:.2f} s, "
+    stmt = (f"{len(saves)} checkpoint save{'s' if len(saves) != 1 else ''} ({nbytes / MiB:.1f} MiB) stopped training for {blocked / 1e9:.2f} s, "
             f"{100 * share:.0f}% of the run's training time ({total / 1e9:.2f} s, {basis}).")
     sug = ("Save asynchronously (torch.distributed.checkpoint.async_save, orbax's async checkpointer, "
            "tf.train.CheckpointOptions(enable_async=True), or torch.save from a background thread after "
@@ -455,10 +510,12 @@ def checkpoint_small_writes(ctx: Context, steps: Any = None) -> dict[str, Any] |
     if med >= SMALL_WRITE_FACTOR * block:
         return None
     small = r[sizes < block]
-    blocked = sum(s["blocking_ns"] for s in saves)
+    blocked = _blocked_ns(ctx, saves)
     io = sum(s["io_time_s"] for s in saves)
     # what the small writes cost: their share of the saves' write time, of the saves' blocking
-    cost = int(blocked * (float(ctx.dur_s[small].sum()) / io)) if io > 0 else 0
+    cost = int(blocked * min(float(ctx.dur_s[small].sum()) / io, 1.0)) if io > 0 else 0
+    if not cost:        # saves that block no training (in the background): nothing to gain here
+        return None
     ev = {"writes": int(len(r)), "small_writes": int(len(small)), "median_bytes": med, "block_bytes": block,
           "write_time_s": float(ctx.dur_s[small].sum())}
     stmt = (f"Checkpoint saves made {len(r)} writes with a median of {med:.0f} B, far below the file system's "
@@ -478,16 +535,17 @@ def checkpoint_fsync(ctx: Context, steps: Any = None) -> dict[str, Any] | None:
     rows = np.concatenate([s["_rows"] for s in saves])
     train = _train_mask(ctx)
     mine = rows[ctx.is_sync[rows] & train[rows]]
-    cost = int(1e9 * float(ctx.dur_s[mine].sum()))       # the syncs the training thread waited in
+    cost = _within_training(ctx, ctx.s_ps[mine], ctx.e_ps[mine])     # the syncs the loop waited in
+    if not cost:        # synced off the training thread (the advice itself): no finding
+        return None
     ev = {"saves": len(saves), "fsync_time_s": sync, "write_time_s": io - sync, "fsync_share": sync / io,
           "fsync_on_training_thread_s": cost / 1e9}
-    where = "" if cost else " (in the background: the training thread did not wait for them)"
-    stmt = (f"fsync/fdatasync took {sync:.2f} s of the saves' {io:.2f} s of I/O ({100 * sync / io:.0f}%){where}: "
+    stmt = (f"fsync/fdatasync took {sync:.2f} s of the saves' {io:.2f} s of I/O ({100 * sync / io:.0f}%): "
             f"the writes land in the page cache and the time goes to flushing them to the device.")
     sug = ("Sync in the background (a thread that fsyncs and renames once the save is written), on a "
            "faster tier, or once per save rather than per file; keep the fsync if the checkpoint must "
            "survive a crash at once.")
-    sev = "warning" if cost and sync / io >= 0.8 else "info"
+    sev = "warning" if sync / io >= 0.8 else "info"
     return _finding("checkpoint-fsync", sev, stmt, ev, sug, _files(saves), _impact(ctx, cost))
 
 
