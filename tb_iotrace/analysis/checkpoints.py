@@ -54,15 +54,18 @@ BLOCK_BYTES = 4096            # the block size when the mount table gives none
 __all__ = ["RULES", "SPAN_NAME", "TITLES", "checkpoint_phases", "render"]
 
 
-def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray, nbytes: np.ndarray) -> list[tuple[int, int]]:
+def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray, nbytes: np.ndarray | None = None) -> list[tuple[int, int]]:
     """(first, last+1) index ranges of one file's sorted calls (capture-clock ps) split where a
-    gap exceeds GAP_NS or the file is started again from offset 0 (rewritten): a call at offset
-    0 after one that reached past it, a whole-file write at offset 0 included (a file rewritten
-    by one write each time)."""
+    gap exceeds GAP_NS or the file is started again from offset 0: a call at offset 0 after one
+    at a later offset, or, given the calls' byte counts (writes: the file rewritten), after one
+    that reached past 0 (a file rewritten whole by one write each time). Reads are not split
+    so: a reader goes back to the start of a file it is reading (a zip's header after its
+    directory)."""
     if not len(t0):
         return []
     run_end = np.maximum.accumulate(t1)
-    again = (offset[1:] == 0) & (offset[:-1] >= 0) & (offset[:-1] + np.clip(nbytes[:-1], 0, None) > 0)
+    reach = offset[:-1] if nbytes is None else offset[:-1] + np.clip(nbytes[:-1], 0, None)
+    again = (offset[1:] == 0) & (offset[:-1] >= 0) & (reach > 0)
     cut = np.flatnonzero((t0[1:] - run_end[:-1] > GAP_NS * 1000) | again) + 1
     edges = [0, *cut.tolist(), len(t0)]
     return list(zip(edges[:-1], edges[1:]))
@@ -213,7 +216,7 @@ def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> l
         named = bool(NAME_HINT.search(path))
         if kind == "load" and not (named or path in saved):
             continue
-        for i, j in _bursts(ctx.s_ps[fr], ctx.e_ps[fr], tr.offset[fr], tr.returned[fr]):
+        for i, j in _bursts(ctx.s_ps[fr], ctx.e_ps[fr], tr.offset[fr], tr.returned[fr] if kind == "save" else None):
             br = fr[i:j]
             if int(np.clip(tr.returned[br], 0, None).sum()) < MIN_BYTES:
                 continue
@@ -245,8 +248,9 @@ def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[i
 
 def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, gap_ns: int = GROUP_NS,
              stop: int | None = None) -> np.ndarray:
-    """Data calls on the files ``codes`` in [lo, hi] and the open/stat/seek calls just before it
-    (within GROUP_NS: the open before the first write, not the end of the file's previous save),
+    """Data calls on the files ``codes`` in [lo, hi] and those just before it (within GROUP_NS:
+    the open before the first write, a load's first reads; not past a close, rename or write,
+    the end of the file's previous save),
     then the closing calls (write, flush, fsync, close, rename) that the same threads make on
     them within ``gap_ns`` of each other, before ``stop`` (ps: the file's next save)."""
     closing = ("close", "fclose", *RENAME_OPS)
@@ -254,8 +258,8 @@ def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, gap_ns
     for c in codes:
         fr = ix.of_file(c, lo - GROUP_NS * 1000, hi)
         n_before = int(np.searchsorted(ctx.s_ps[fr], lo, "left"))
-        ended = np.flatnonzero((ctx.kind[fr[:n_before]] != "meta") | np.isin(ctx.trace.op[fr[:n_before]], closing))
-        inside.append(fr[int(ended[-1]) + 1 if len(ended) else 0:])      # after the previous use's end
+        ended = np.flatnonzero((ctx.kind[fr[:n_before]] == "write") | np.isin(ctx.trace.op[fr[:n_before]], closing))
+        inside.append(fr[int(ended[-1]) + 1 if len(ended) else 0:])      # after the previous save's end
     later = np.concatenate([ix.of_file(c, hi + 1, hi + TAIL_NS * 1000) for c in codes] or [np.zeros(0, np.int64)])
     tids = np.unique(ctx.trace.tid[np.concatenate([*inside, np.zeros(0, np.int64)])])
     ops = ctx.trace.op[later]

@@ -321,3 +321,12 @@ def test_rewrites_on_the_training_thread_each_block_for_their_own_calls() -> Non
     assert [(p["start_ns"], p["end_ns"]) for p in saves] == [(s, e - 1_300_000 - 5_000_000 + 1_200_000 + 5_000_000 + 5_000)
                                                              for s, e in spans]
     assert [p["blocking_ns"] for p in saves] == [p["end_ns"] - p["start_ns"] for p in saves]
+
+
+def test_a_load_going_back_to_the_start_of_its_file_is_one_load() -> None:
+    """torch.load reads a zip's first bytes, then reads it again from offset 0: one load with all
+    the bytes it read (a read at offset 0 is no new load, unlike a write)."""
+    rows = [("open", "/ckpt/init.pt", -1, 3, T0, 10_000), ("read", "/ckpt/init.pt", 0, 128, T0 + 20_000, 10_000)]
+    rows += [("read", "/ckpt/init.pt", i * MiB, MiB, T0 + 100_000 + i * 1_100_000, 1_000_000) for i in range(4)]
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    assert [(p["kind"], p["bytes"], p["calls"]) for p in a.checkpoints] == [("load", 4 * MiB + 128, 5)]
