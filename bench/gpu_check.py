@@ -144,6 +144,30 @@ def torch_workers(device: str) -> int:
     return max(2, min(8, cpus - 1))
 
 
+def train_step(model: Any, opt: Any, x: Any, y: Any, device: str) -> None:
+    """One step of the small CNN (on the CPU run, a sleep stands for the GPU's time)."""
+    import torch
+
+    x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+    loss = torch.nn.functional.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    if device != "cuda":
+        time.sleep(CPU_STEP_S)
+
+
+def profile(device: str, steps: int, handler: Any) -> Any:
+    """torch.profiler over ``steps`` steps after SKIP, CUDA activity on the GPU."""
+    import torch
+
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if device == "cuda":
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    sched = torch.profiler.schedule(wait=SKIP - 1, warmup=1, active=steps, repeat=1)
+    return torch.profiler.profile(activities=acts, schedule=sched, on_trace_ready=handler)
+
+
 def job_torch(out: str, paths: list[str], device: str, steps: int) -> dict[str, Any]:
     import torch
     from torch.utils.data import DataLoader
@@ -162,19 +186,9 @@ def job_torch(out: str, paths: list[str], device: str, steps: int) -> dict[str, 
         torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
         torch.nn.Flatten(), torch.nn.Linear(32, 4)).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    acts = [torch.profiler.ProfilerActivity.CPU]
-    if device == "cuda":
-        acts.append(torch.profiler.ProfilerActivity.CUDA)
-    sched = torch.profiler.schedule(wait=SKIP - 1, warmup=1, active=steps, repeat=1)
-    with torch.profiler.profile(activities=acts, schedule=sched, on_trace_ready=handler) as prof:
+    with profile(device, steps, handler) as prof:
         for k, (x, y) in enumerate(loader):
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            if device != "cuda":
-                time.sleep(CPU_STEP_S)
+            train_step(model, opt, x, y, device)
             prof.step()
             if k + 1 >= steps + SKIP:
                 break
@@ -236,13 +250,7 @@ def job_compare(out: str, paths: list[str], device: str, steps: int) -> dict[str
                     if device == "cuda":
                         torch.cuda.synchronize()
                     t0 = time.perf_counter()
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                loss = torch.nn.functional.cross_entropy(model(x), y)
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                if device != "cuda":
-                    time.sleep(CPU_STEP_S)
+                train_step(model, opt, x, y, device)
                 if prof is not None:
                     prof.step()
                 k += 1
@@ -252,11 +260,7 @@ def job_compare(out: str, paths: list[str], device: str, steps: int) -> dict[str
                     return n / (time.perf_counter() - t0)
 
     handler = tbt.trace_handler(out)   # before the workers start
-    acts = [torch.profiler.ProfilerActivity.CPU]
-    if device == "cuda":
-        acts.append(torch.profiler.ProfilerActivity.CUDA)
-    sched = torch.profiler.schedule(wait=SKIP - 1, warmup=1, active=steps, repeat=1)
-    with torch.profiler.profile(activities=acts, schedule=sched, on_trace_ready=handler) as prof:
+    with profile(device, steps, handler) as prof:
         train(loader(False), steps, prof)
     rates = {"naive": train(loader(False), COMPARE_STEPS), "tuned": train(loader(True), COMPARE_STEPS)}
     return {"torch": torch.__version__, "cuda": torch.cuda.is_available(), "steps_per_s": rates,
