@@ -126,7 +126,7 @@ case "$job" in
         js_tests || rc=1
         log "Python unit tests (quick: without the slow, framework and browser ones)"
         "$VENV/bin/python" -m pytest -q -n 2 -p no:cacheprovider \
-            -m "not slow and not tf and not jax and not torch and not browser and not spark" tests/unit "${@:2}" || rc=1
+            -m "not slow and not tf and not jax and not torch and not browser and not spark and not fuzz" tests/unit "${@:2}" || rc=1
         exit $rc
         ;;
     demo)

@@ -116,6 +116,7 @@ def hostile_log(base: Path, hostname: str) -> Path:
     return out
 
 
+@pytest.mark.slow   # eight crafted Darshan logs through PyDarshan: ~18 s
 def test_import_darshan_hostname_stays_in_logdir(tmp_path):
     outside = Path(tempfile.mkdtemp(prefix="h", dir="/tmp"))   # short: DXT hostnames hold 63 bytes
     try:

@@ -16,6 +16,8 @@ import pytest
 
 from cloud_servers import Server, start_gcs, start_s3
 
+pytestmark = pytest.mark.slow   # starts local S3 and GCS servers: ~40 s in all (./dev.sh quick leaves it out)
+
 pytest.importorskip("s3fs")
 pytest.importorskip("gcsfs")
 

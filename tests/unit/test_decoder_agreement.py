@@ -13,6 +13,8 @@ from tb_iotrace.plugin.model import load_capture
 from tb_iotrace.plugin.synthetic import make_logdir
 from tb_iotrace.xplane import XPlaneError
 
+pytestmark = pytest.mark.slow   # thousands of damaged captures through both decoders
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 
 

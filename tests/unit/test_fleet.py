@@ -19,6 +19,8 @@ from tb_iotrace.fleet.names import component
 from tb_iotrace.fleet.reports import REPORTS
 from tb_iotrace.fleet.tables import host_table, text
 
+pytestmark = pytest.mark.slow   # builds datasets in child processes: ~30 s in all (./dev.sh quick leaves it out)
+
 DATA = Path(__file__).resolve().parents[1] / "data"
 PY = sys.executable
 

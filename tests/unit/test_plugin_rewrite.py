@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow   # rewrites a capture under a decoding child for seconds
+
 # The serving process: decodes the capture in a loop through the plugin's routes, as a tab
 # polling it would, until told to stop; prints how many answers of each status it got.
 SERVER = r"""
@@ -33,6 +35,7 @@ ANALYSIS = r"""
 import sys, time, collections
 from tb_iotrace.analysis.source import load_for_analysis
 from tb_iotrace.xplane import XPlaneError
+
 path = sys.argv[1] + "/plugins/profile/r/h.xplane.pb"
 stop = time.monotonic() + float(sys.argv[2])
 seen = collections.Counter()
