@@ -14,7 +14,7 @@ from __future__ import annotations
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError, Message
 
-from .wire import read_varint
+from .wire import read_varint, varint_bytes
 
 _STRING = FieldDescriptor.TYPE_STRING
 _MESSAGE = FieldDescriptor.TYPE_MESSAGE
@@ -60,7 +60,7 @@ def _fix(data: bytes | memoryview, desc, out: bytearray, depth: int) -> None:
                     _fix(value, fd.message_type, inner, depth + 1)
                     fixed = bytes(inner)
                 out += mv[at:pos]           # the tag
-                out += _varint(len(fixed))
+                out += varint_bytes(len(fixed))
                 out += fixed
                 pos = p + n
                 continue
@@ -72,16 +72,6 @@ def _fix(data: bytes | memoryview, desc, out: bytearray, depth: int) -> None:
         out += mv[at:pos]
 
 
-def _varint(v: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = v & 0x7F
-        v >>= 7
-        if v:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
 
 
 def valid_utf8(msg_type, data: bytes | memoryview) -> bytes:
