@@ -332,24 +332,17 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
                  "copy": part["copy"]}[key]
     model = (f"a change removes at most the part of the wait it addresses ({100 * addressed:.0f}% of the wait): "
              f"step time falls by at most input_wait_share ({100 * s:.0f}%) x that part")
-    if run is not None:
-        change, workers_cut, workers_model = _torch_change(ctx, s, key, run, d)
+    if run is not None or grain is not None:
+        change, workers_cut, workers_model = (_torch_change(ctx, s, key, run, d) if run is not None
+                                              else _grain_change(ctx, s, key, grain.grain_threads))
         if workers_cut is not None:    # more workers: the reads and the decode both spread over them
             addressed = part["file_io"] + part["decode"] + rest
             cut = min(s * addressed, workers_cut)
             model = workers_model or model
         else:
             cut = s * addressed
-        if pin and key != "copy":
+        if run is not None and pin and key != "copy":
             change += "; also pin_memory=True (a GPU run)"
-    elif grain is not None:
-        change, workers_cut, workers_model = _grain_change(ctx, s, key, grain.grain_threads)
-        if workers_cut is not None:    # more workers: the reads and the decode both spread over them
-            addressed = part["file_io"] + part["decode"] + rest
-            cut = min(s * addressed, workers_cut)
-            model = workers_model or model
-        else:
-            cut = s * addressed
     else:
         change, cut = _tf_change(key), s * addressed
     return {"change": change, "expected_step_time_change": -cut, "model": model,
