@@ -1,5 +1,5 @@
 """How long the I/O tab's first open of a PyTorch trace takes: the JSON parse and the
-conversion to an XSpace (tb_iotrace.kineto_xspace), side by side on one synthetic trace.
+conversion to an XSpace (tb_iotrace.store.kineto_xspace), side by side on one synthetic trace.
 
     python bench/kineto_convert.py                       # 300,000 op events + 200,000 I/O calls
     python bench/kineto_convert.py --ops 30000 --io 20000
@@ -8,7 +8,7 @@ The trace: one main thread with ProfilerStep#N spans of 2,000 aten ops each (thr
 op, as Kineto writes), two DataLoader workers with one pread64 each per 3 us over 100 files, the
 tb_iotrace record. Prints the file size, the parse and conversion times, their ratio (the
 conversion against what reading the file costs anyway), the converted size and the peak RSS.
-The tab converts a trace once per version and keeps the result (tb_iotrace/plugin/kineto.py).
+The tab converts a trace once per version and keeps the result (tb_iotrace/plugin/torch_traces.py).
 """
 from __future__ import annotations
 
@@ -59,8 +59,8 @@ def main() -> int:
     ap.add_argument("--ops", type=int, default=300_000)
     ap.add_argument("--io", type=int, default=200_000)
     args = ap.parse_args()
-    from tb_iotrace.kineto import read_trace
-    from tb_iotrace.kineto_xspace import to_xspace
+    from tb_iotrace.store.kineto import read_trace
+    from tb_iotrace.store.kineto_xspace import to_xspace
 
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "w.1.pt.trace.json")

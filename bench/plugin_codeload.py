@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from cdp import Browser  # noqa: E402
 from tab import tensorboard  # noqa: E402
 
-from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
-from tb_iotrace.plugin.plugin import BUNDLE_PATH  # noqa: E402
+from tb_iotrace.plugin.synthetic import make_logdir
+from tb_iotrace.plugin.plugin import BUNDLE_PATH
 
 GPU = ROOT / "tests" / "data" / "gpu_multi_worker.xplane.pb"
 

@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from cdp import Browser  # noqa: E402
 
-from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
+from tb_iotrace.plugin.synthetic import make_logdir
 
 GPU = ROOT / "tests" / "data" / "gpu_multi_worker.xplane.pb"
 RUN = "2024_01_01_00_00_00"
@@ -49,8 +49,8 @@ PREFETCH_DELAY_S = 3.0
 
 MEM_SCRIPT = """
 import json, os, sys, time, tracemalloc
-from tb_iotrace.xplane import columnar as decode
-from tb_iotrace.plugin.model import load_capture
+from tb_iotrace.model import columnar as decode
+from tb_iotrace.plugin.tab_model import load_capture
 def rss():
     d = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
     return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024

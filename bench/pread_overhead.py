@@ -74,7 +74,7 @@ if str(TREE) not in sys.path:   # run from a checkout without installing
     sys.path.insert(0, str(TREE))
 
 import tb_iotrace  # noqa: E402
-from tb_iotrace._ffi import native  # noqa: E402
+from tb_iotrace.recording.ffi import native
 
 IDLE_TARGET_NS = 5.0
 TRACED_TARGET_NS = 50.0

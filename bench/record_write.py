@@ -11,7 +11,7 @@ loaded machine the wall time is mostly waiting for a core):
 
   stop     recording.session.end_session: the native session's end, the copy of its counters
            and trace into columns, its memory given back
-  write    tb_iotrace.runrecord.write_record (the trace .npz, the columnar file table, the JSON)
+  write    tb_iotrace.store.runrecord.write_record (the trace .npz, the columnar file table, the JSON)
   read     read_record + its file table, and the sum of the byte column (checked exact)
 
 and the peak RSS. The record goes to a temporary directory on the same tmpfs, removed after
@@ -37,8 +37,8 @@ if str(REPO) not in sys.path:   # run from a checkout without installing
 sys.path.insert(0, str(HERE))
 
 import tb_iotrace  # noqa: E402
-from tb_iotrace.recording import session  # noqa: E402
-from tb_iotrace.runrecord import read_record, table_path, write_record  # noqa: E402
+from tb_iotrace.recording import session
+from tb_iotrace.store.runrecord import read_record, table_path, write_record
 
 from scale_files import build_loop, create, expected_bytes  # noqa: E402
 

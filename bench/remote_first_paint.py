@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from cloud_servers import start_s3  # noqa: E402
 from plugin_client import make_client  # noqa: E402
 
-from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
+from tb_iotrace.plugin.synthetic import make_logdir
 
 GPU = ROOT / "tests" / "data" / "gpu_multi_worker.xplane.pb"
 

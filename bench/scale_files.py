@@ -12,7 +12,7 @@ temporary directory on tmpfs, and removed afterwards.  Four figures:
      every file; the record must list each one (by name) with its exact bytes.
      Its size, the time from the child's last line to its end (the stop of the
      whole-run recording and the record's write at exit), the child's peak RSS,
-     and the time to read the record back (tb_iotrace.runrecord: the JSON and
+     and the time to read the record back (tb_iotrace.store.runrecord: the JSON and
      its columnar file table) and to sum its byte columns.
   2. in that child, after it made them: the exit of an empty ``capture()``
      (target < 50 ms), and a capture that creates --new more files must list
@@ -55,7 +55,7 @@ if str(REPO) not in sys.path:   # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 import tb_iotrace  # noqa: E402
-from tb_iotrace.runrecord import read_record, table_path  # noqa: E402
+from tb_iotrace.store.runrecord import read_record, table_path
 
 EMPTY_EXIT_TARGET_MS = 50.0
 IDLE_OPEN_TARGET_NS = 50.0

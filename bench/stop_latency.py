@@ -112,7 +112,7 @@ def _xplanes(logdir: str) -> list[str]:
 
 def _install_timers(times: dict[str, float]) -> None:
     """Wrap the stop path's Python stages with timers (same calls, same order)."""
-    from tb_iotrace import xplane
+    from tb_iotrace.store import xplane
     from tb_iotrace.recording import session as recorder
 
     def timed(name: str, fn: Any) -> Any:
@@ -147,7 +147,7 @@ def child_window(a: argparse.Namespace) -> dict[str, Any]:
     import tensorflow as tf
 
     if with_io:
-        from tb_iotrace._ffi import native
+        from tb_iotrace.recording.ffi import native
 
         if not native()[1].tbio_tf_registered():
             raise SystemExit("tb_iotrace is enabled but not registered with TensorFlow")
@@ -209,7 +209,7 @@ def child_verify(a: argparse.Namespace) -> dict[str, Any]:
     repo_on_path()
     import numpy as np
 
-    from tb_iotrace.xplane import load_xspace, read_io_data, read_io_info
+    from tb_iotrace.store.xplane import load_xspace, read_io_data, read_io_info
 
     out: dict[str, Any] = {"path": a.xplane}
     t0 = time.perf_counter()

@@ -152,7 +152,7 @@ def _pipeline(tf: Any, shards: list[str], read_buffer: int) -> Any:
 
 
 def _io_summary(xplane_path: str, shards: list[str]) -> dict[str, Any]:
-    from tb_iotrace.xplane import load_xspace, read_io_info
+    from tb_iotrace.store.xplane import load_xspace, read_io_info
 
     info = read_io_info(load_xspace(xplane_path))
     if info is None:
@@ -183,7 +183,7 @@ def child_fit(a: argparse.Namespace) -> dict[str, Any]:
     import tensorflow as tf
 
     if a.side == "B":
-        from tb_iotrace._ffi import native
+        from tb_iotrace.recording.ffi import native
 
         lib = native()[1]
         if not (lib.tbio_is_enabled() and lib.tbio_tf_registered()):

@@ -19,13 +19,12 @@ __all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters
            "set_max_files", "NativeError"]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .recording.api import (Capture, NativeError, capture, disable, enable, is_enabled, set_filters,
-                                set_max_files, set_trace_cap)
+    from tb_iotrace.recording.api import Capture, NativeError, capture, disable, enable, is_enabled, set_filters, set_max_files, set_trace_cap
 
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
-        from .recording import api
+        from tb_iotrace.recording import api
 
         return getattr(api, name)
     raise AttributeError(f"module 'tb_iotrace' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """``python -m tb_iotrace``: the ``tb-iotrace`` command line."""
 import sys
 
-from .cli import main
+from tb_iotrace.cli import main
 
 sys.exit(main())

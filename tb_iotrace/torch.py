@@ -11,14 +11,14 @@ writes the Kineto trace PyTorch's handler writes (``<worker>.<ns>.pt.trace.json[
 the profiled window's file I/O added: one track per process and thread that did I/O
 (DataLoader workers started with ``fork`` included), each call an event with its file, offset
 and bytes, on Kineto's clock, and the window's Darshan counters under the ``tb_iotrace`` key
-(see :mod:`tb_iotrace.kineto`). Perfetto and HTA open it as before.
+(see :mod:`tb_iotrace.store.kineto`). Perfetto and HTA open it as before.
 """
 from __future__ import annotations
 
 import logging
 
-from .recording import api
-from .recording import torch as torch_capture
+from tb_iotrace.recording import api
+from tb_iotrace.recording import torch as torch_capture
 
 __all__ = ["TraceHandler", "trace_handler"]
 

@@ -12,7 +12,7 @@
 #define TBIO_CODEC_API __attribute__((visibility("default")))
 
 /* XLine.events entries (protobuf wire format) for n I/O events: the bytes
- * tb_iotrace.xplane.encode writes (layout in encode.c).  Columns in event
+ * tb_iotrace.store.xplane.encode writes (layout in encode.c).  Columns in event
  * order; stat_ids holds the XStatMetadata ids of path, offset,
  * bytes_requested, bytes_returned, fd, errno; path_ref, offset, fd and err may
  * be NULL (absent on every event).  kind_requested/kind_returned (nkinds
@@ -28,7 +28,7 @@ TBIO_CODEC_API uint64_t tbio_encode_io_events(uint64_t n, const int64_t *metadat
                                         const int64_t *kind_returned, const int64_t *stat_ids, uint8_t *out,
                                         uint64_t cap);
 
-/* Protobuf wire scanning for the columnar XSpace reader (tb_iotrace.xplane.columnar) (xdecode.c); every
+/* Protobuf wire scanning for the columnar XSpace reader (tb_iotrace.model.columnar) (xdecode.c); every
  * position is an offset into buf, every read bounds-checked against end
  * (which must not exceed buf's size: the caller's one promise).  Errors are
  * these negative codes. */

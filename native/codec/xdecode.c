@@ -1,5 +1,5 @@
 /* Protobuf wire scanning for the TensorBoard plugin's XSpace decoder
- * (tb_iotrace/xplane/columnar/), which otherwise tokenizes the events with
+ * (tb_iotrace/model/columnar/), which otherwise tokenizes the events with
  * NumPy: ~0.5 s of CPU for a million I/O events, this loop ~20 ms.
  *
  * Two jobs, both on a read-only buffer (the memory-mapped file) with every

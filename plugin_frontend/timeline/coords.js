@@ -1,4 +1,4 @@
-// Coordinate spaces of the timeline (the server's tb_iotrace/plugin/lod.py uses the same):
+// Coordinate spaces of the timeline (the server's tb_iotrace/plugin/level_of_detail.py uses the same):
 //
 //   time  ns on the view's clock: ns since the capture's profile start (all lanes share it).
 //   x     CSS pixels from the left edge of the plot area (the canvas right of the labels).

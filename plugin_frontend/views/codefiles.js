@@ -1,5 +1,5 @@
 // Code loading apart from data files in the /files answer (the rule is the backend's,
-// tb_iotrace/codepaths.py: `files.code[i]`): pure, so node tests it.
+// tb_iotrace/base/codepaths.py: `files.code[i]`): pure, so node tests it.
 import { fmtBytes } from "../lib/format.js";
 
 /** The /files answer with only the rows of data files (or all rows when `showAll`). */

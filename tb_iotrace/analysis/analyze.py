@@ -13,16 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from .._memory import trim_memory
-from ..attribution import attribute
-from ..xplane import IoTrace, read_io_data
-from .checkpoints import checkpoint_phases, public, render as render_checkpoints
-from .context import Context, fs_table, stages_table, steps_table
-from .mounts import table_for
-from .rules import evaluate
-from .source import load_for_analysis
-from .thresholds import DEFAULT, Thresholds
-from .verdict import verdict
+from tb_iotrace.base.memory import trim_memory
+from tb_iotrace.analysis.attribution import attribute
+from tb_iotrace.store.xplane import IoTrace, read_io_data
+from tb_iotrace.analysis.checkpoints import checkpoint_phases, public, render as render_checkpoints
+from tb_iotrace.analysis.context import Context, fs_table, stages_table, steps_table
+from tb_iotrace.analysis.mounts import table_for
+from tb_iotrace.analysis.rules import evaluate
+from tb_iotrace.analysis.source import load_for_analysis
+from tb_iotrace.analysis.thresholds import DEFAULT, Thresholds
+from tb_iotrace.analysis.verdict import verdict
 
 
 @dataclass
@@ -94,7 +94,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     The mount table comes from the capture when it carries one (``trace.machine`` or
     ``trace.mounts``: :func:`tb_iotrace.analysis.mounts.table_for`), else from ``mountinfo``
     (text), else from this process's /proc/self/mountinfo.
-    ``python``: a whole-run record's interpreter prefixes and sys.path (tb_iotrace.codepaths).
+    ``python``: a whole-run record's interpreter prefixes and sys.path (tb_iotrace.base.codepaths).
     """
     th = thresholds or DEFAULT
     if isinstance(space, (str, os.PathLike)):

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ..attribution import STEP_EVENT_NAMES
-from ..xplane import HOST_PLANE, columns, find_plane
-from .context import Context
-from .intervals import clip, merge, overlap
+from tb_iotrace.analysis.attribution import STEP_EVENT_NAMES
+from tb_iotrace.store.xplane import HOST_PLANE, columns, find_plane
+from tb_iotrace.analysis.context import Context
+from tb_iotrace.analysis.intervals import clip, merge, overlap
 
 MiB = 1 << 20
 MIN_BYTES = 1 * MiB           # a burst moving less is not a checkpoint by shape

@@ -4,7 +4,7 @@ the per-step, per-stage and per-file-system tables built from it.
 
 Only *data files* count: the process loading its code (Python imports, ``.so``,
 ``site-packages``, the directories the import system scans, ``~/.keras/keras.json``: the
-rule is :mod:`tb_iotrace.codepaths`) is left out, as Darshan leaves out /usr and /lib.
+rule is :mod:`tb_iotrace.base.codepaths`) is left out, as Darshan leaves out /usr and /lib.
 """
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from ..attribution import STEP_EVENT_NAMES, Attribution, innermost, op_kind
-from ..codepaths import code_paths, is_code_path
-from ..xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
-from .intervals import clip, merge, overlap
-from .mounts import Mount, MountTable
-from .pytorch import TorchRun, torch_run
-from .thresholds import Thresholds
+from tb_iotrace.analysis.attribution import STEP_EVENT_NAMES, Attribution, innermost, op_kind
+from tb_iotrace.base.codepaths import code_paths, is_code_path
+from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
+from tb_iotrace.analysis.intervals import clip, merge, overlap
+from tb_iotrace.analysis.mounts import Mount, MountTable
+from tb_iotrace.analysis.pytorch import TorchRun, torch_run
+from tb_iotrace.analysis.thresholds import Thresholds
 
 SYNC_OPS = ("fsync", "fdatasync")
 OPEN_OPS = ("open", "open64", "openat", "openat64", "__open_2", "__open64_2", "__openat_2",
@@ -31,7 +31,7 @@ _INDEX = re.compile(r"\[\d+\]")
 
 
 def is_library_path(path: str) -> bool:
-    """The path rule of :mod:`tb_iotrace.codepaths` on its own (no directories, no sys.path)."""
+    """The path rule of :mod:`tb_iotrace.base.codepaths` on its own (no directories, no sys.path)."""
     return is_code_path(path)
 
 
@@ -267,7 +267,7 @@ class Context:
                 continue
             if np.isin(pc.event_names(ln), STEP_EVENT_NAMES).any():
                 self.step_line_ids.add(int(ln.id))
-        self.wait_iv = self.att.wait_iv      # tb_iotrace.stepwait's rule, as the report and the tab
+        self.wait_iv = self.att.wait_iv      # tb_iotrace.model.stepwait's rule, as the report and the tab
         # stage: the innermost enclosing tf.data iterator event on the row's own host line
         att = self.att
         for li in np.unique(att.host_line[att.host_line >= 0]).tolist():

@@ -21,10 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from ..stepwait import covered, input_wait, merge
-from .context import Context
-from .pytorch import worker_starts, worker_stops
-from .thresholds import Thresholds
+from tb_iotrace.model.stepwait import covered, input_wait, merge
+from tb_iotrace.analysis.context import Context
+from tb_iotrace.analysis.pytorch import worker_starts, worker_stops
+from tb_iotrace.analysis.thresholds import Thresholds
 
 
 def _window(ctx: Context, steps: list[dict[str, Any]]) -> tuple[int, int | None, str]:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..stepwait import merge
+from tb_iotrace.model.stepwait import merge
 
 __all__ = ["clip", "in_flight", "merge", "overlap"]
 

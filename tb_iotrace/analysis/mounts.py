@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..machine import host_facts, mountinfo_entries
+from tb_iotrace.store.machine import host_facts, mountinfo_entries
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class MountTable:
 
 def recorded_mounts(capture: Any) -> list[Mount] | None:
     """The mount table the capture recorded (``capture``: anything
-    :func:`tb_iotrace.machine.host_facts` reads: an IoTrace, an XSpace, a Kineto trace, a run
+    :func:`tb_iotrace.store.machine.host_facts` reads: an IoTrace, an XSpace, a Kineto trace, a run
     record); None when it recorded none."""
     facts = host_facts(capture)
     if facts is None or not facts["mounts"]:

@@ -1,13 +1,13 @@
 """What the findings know of a PyTorch run, and the advice they give in PyTorch's terms.
 
 A Kineto trace written by ``tb_iotrace.torch.trace_handler`` reaches the analysis as an XSpace
-(:mod:`tb_iotrace.kineto_xspace`) whose I/O record holds, under ``kineto``, the processes of
+(:mod:`tb_iotrace.store.kineto_xspace`) whose I/O record holds, under ``kineto``, the processes of
 the window (``pid``, ``role`` main/worker, ``tids``) and under ``kineto.pytorch`` what the
 recording noted of torch (its version, the usable cores, the DataLoaders the window iterated
 with their settings, worker pids and the epochs begun in the window:
 :mod:`tb_iotrace.recording.torch_loaders`). The main process waiting for its next batch is
 the DataLoader iterator's ``__next__`` (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``,
-``..._MultiProcessingDataLoaderIter.__next__``): an input wait (:mod:`tb_iotrace.attribution`);
+``..._MultiProcessingDataLoaderIter.__next__``): an input wait (:mod:`tb_iotrace.analysis.attribution`);
 ``ProfilerStep#N`` are the steps.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..xplane import profile_start_ns, read_io_info
-from .intervals import merge, overlap
+from tb_iotrace.store.xplane import profile_start_ns, read_io_info
+from tb_iotrace.analysis.intervals import merge, overlap
 
 __all__ = ["NEXT_EVENT", "SUGGESTIONS", "TorchRun", "input_bound_advice", "io_during", "loader_text",
            "torch_run", "worker_starts", "worker_stops"]

@@ -12,12 +12,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import checkpoints
-from .context import Context, file_type, fs_table
-from .impact import grade, impact_of
-from .intervals import in_flight, merge, overlap
-from .pytorch import (NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, worker_starts,
-                      worker_stops)
+from tb_iotrace.analysis import checkpoints
+from tb_iotrace.analysis.context import Context, file_type, fs_table
+from tb_iotrace.analysis.impact import grade, impact_of
+from tb_iotrace.analysis.intervals import in_flight, merge, overlap
+from tb_iotrace.analysis.pytorch import NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, worker_starts, worker_stops
 
 TITLES = {
     "input-bound": "Steps wait for input",

@@ -4,7 +4,7 @@
 events (upb messages for every event, then a Python loop over them). The analysis needs the
 I/O events only as columns, and of the rest only the host plane's TensorFlow events (steps,
 input waits, tf.data iterators) and the plane stats (profile start, the ``tb_iotrace.io``
-record). So the file is decoded column-wise (read, not mapped; numpy, :mod:`tb_iotrace.xplane.columnar`
+record). So the file is decoded column-wise (read, not mapped; numpy, :mod:`tb_iotrace.model.columnar`
 does it for the I/O tab too) and only those small parts become protobuf messages:
 
 - the I/O lines -> an :class:`IoTrace` with the same rows, order and values as ``read_io_data``;
@@ -19,14 +19,12 @@ import os
 
 import numpy as np
 
-from ..stepwait import DEVICE_STEPS_LINE
-from ..xplane import (HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XPlaneError, XSpace,
-                      read_io_info)
-from ..xplane.lenient import parse_lenient
-from ..xplane.ioread import kind_columns, metadata_names, recorded_lines
-from ..xplane.schema import (EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED,
-                             STAT_RETURNED, event_kinds)
-from ..xplane.wire import WT_LEN, tag, varint_bytes
+from tb_iotrace.model.stepwait import DEVICE_STEPS_LINE
+from tb_iotrace.store.xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XPlaneError, XSpace, read_io_info
+from tb_iotrace.store.xplane.lenient import parse_lenient
+from tb_iotrace.store.xplane.read_io import kind_columns, metadata_names, recorded_lines
+from tb_iotrace.store.xplane.schema import EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, event_kinds
+from tb_iotrace.store.xplane.wire import WT_LEN, tag, varint_bytes
 
 # An absent stat means its default; absent byte counts come from the event's kind (format /2:
 # path, fd and the kind's byte counts live on its XEventMetadata), else returned 0 and
@@ -138,9 +136,9 @@ def _reader(fh, path: str):
 
 def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
     """(slim XSpace, I/O trace or None) of a capture file; see the module docstring.
-    Raises :class:`tb_iotrace.xplane.XPlaneError` for a file that cannot be read."""
+    Raises :class:`tb_iotrace.store.xplane.XPlaneError` for a file that cannot be read."""
     # the columnar decoder; its package imports tensorboard (a dependency), hence not at module level
-    from ..xplane.columnar import decode_xspace
+    from tb_iotrace.model.columnar import decode_xspace
 
     defaults = [_DEFAULTS.get(name, 0) for name in EVENT_STATS]
     sd = decode_xspace(path, stats_for=lambda plane, meta, line: line.name.startswith(LINE_PREFIX)

@@ -13,7 +13,7 @@ MiB = 1024 * KiB
 
 @dataclass(frozen=True)
 class Thresholds:
-    # --- input-bound: share of step time spent waiting for input (tb_iotrace.stepwait), over all
+    # --- input-bound: share of step time spent waiting for input (tb_iotrace.model.stepwait), over all
     # steps; xprof's classification: highly input-bound from 20%, moderately from 5% (the verdict's
     # "partly input")
     input_wait_share: float = 0.20

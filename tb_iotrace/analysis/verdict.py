@@ -1,7 +1,7 @@
 """The verdict of a capture: is the job waiting for its input, on what, and the one change
 with the biggest expected effect (docs/diagnosis.md).
 
-    {"input_wait_share": float | None,          # tb_iotrace.stepwait's rule, as everywhere
+    {"input_wait_share": float | None,          # tb_iotrace.model.stepwait's rule, as everywhere
      "basis": "steps" | "input waits" | "none",
      "bound": "input" | "partly input" | "not input" | "unknown",
      "wait_breakdown": {"file_io", "decode", "starved", "copy", "other": float | None},
@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from ..stepwait import GRAIN_WAIT_NAMES, covered, input_wait, merge
-from ..xplane import HOST_PLANE, LINE_PREFIX, columns
-from .context import Context
-from .pytorch import TorchRun, worker_starts, worker_stops
-from .thresholds import Thresholds
+from tb_iotrace.model.stepwait import GRAIN_WAIT_NAMES, covered, input_wait, merge
+from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
+from tb_iotrace.analysis.context import Context
+from tb_iotrace.analysis.pytorch import TorchRun, worker_starts, worker_stops
+from tb_iotrace.analysis.thresholds import Thresholds
 
 FETCH_EVENT = "tb_iotrace::fetch"           # a DataLoader worker fetching one batch
 TF_ITERATOR = "Iterator::"

@@ -12,13 +12,13 @@ import sys
 import traceback
 from typing import Sequence
 
-from ..safenames import printable
-from ._base import Command, UserError
-from .export import Export
-from .fleet import Fleet
-from .import_darshan import ImportDarshan
-from .report import Report
-from .run import Run
+from tb_iotrace.base.safenames import printable
+from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.cli.export import Export
+from tb_iotrace.cli.fleet import Fleet
+from tb_iotrace.cli.import_darshan import ImportDarshan
+from tb_iotrace.cli.report import Report
+from tb_iotrace.cli.run import Run
 
 COMMANDS: tuple[type[Command], ...] = (Run, Report, Export, ImportDarshan, Fleet)
 

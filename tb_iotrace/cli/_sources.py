@@ -12,7 +12,7 @@ PATH may be:
 - a PyTorch Kineto trace written by ``tb_iotrace.torch.trace_handler``
   (``<worker>.<ns>.pt.trace.json[.gz]``), or the folder of such traces: one host per process
   that recorded I/O (``<trace name>/pid<N>``, ``<worker>`` for the main process). Its
-  :meth:`Source.space` is the trace converted by :mod:`tb_iotrace.kineto_xspace` (one conversion
+  :meth:`Source.space` is the trace converted by :mod:`tb_iotrace.store.kineto_xspace` (one conversion
   shared by the processes of a file), its :meth:`Source.io_trace` that process's calls with its
   own counters.
 """
@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import remote
-from ..filetable import FileTable
-from ..kineto import KinetoTraceError, io_record, read_trace
-from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
-from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
-from ..safenames import printable
-from ._base import UserError
+from tb_iotrace.store import remote
+from tb_iotrace.store.filetable import FileTable
+from tb_iotrace.store.kineto import KinetoTraceError, io_record, read_trace
+from tb_iotrace.store.logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
+from tb_iotrace.store.runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
+from tb_iotrace.base.safenames import printable
+from tb_iotrace.cli._base import UserError
 
 
 @dataclass
@@ -65,7 +65,7 @@ class Source:
         if self.kind != "xplane":
             return None
         if self._space is None:
-            from ..xplane import XPlaneError, load_xspace
+            from tb_iotrace.store.xplane import XPlaneError, load_xspace
 
             try:
                 self._space = load_xspace(self.path)
@@ -94,7 +94,7 @@ class Source:
         if self.kind != "xplane":
             return None
         if not self._loaded:
-            from ..xplane import read_io_data
+            from tb_iotrace.store.xplane import read_io_data
 
             try:
                 self._trace = read_io_data(self.space())
@@ -148,13 +148,13 @@ class Source:
         return dict(u) if isinstance(u, dict) else None
 
     def timeseries(self) -> dict[str, Any] | None:
-        """A whole-run record's time series (tb_iotrace.timeseries JSON form), else None."""
+        """A whole-run record's time series (tb_iotrace.store.timeseries JSON form), else None."""
         if self.kind != "record":
             return None
         ts = self.record().doc.get("timeseries")  # type: ignore[union-attr]
         if ts is None:
             return None
-        from ..timeseries import TimeSeries, TimeSeriesError
+        from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
 
         try:
             return TimeSeries.from_dict(ts).to_dict()
@@ -172,7 +172,7 @@ class Source:
 
 @functools.lru_cache(maxsize=2)
 def _converted(path: str, size: int, mtime_ns: int) -> Any:
-    from ..kineto_xspace import read_xspace
+    from tb_iotrace.store.kineto_xspace import read_xspace
 
     return read_xspace(path)
 
@@ -190,8 +190,8 @@ def _kineto_space(path: str) -> Any:
 
 def _process_trace(space: Any, proc: dict[str, Any]) -> Any:
     """One process's part of a converted Kineto trace: its threads' calls, its own counters."""
-    from ..kineto_xspace import KINETO_KEY
-    from ..xplane import read_io_data, read_io_info
+    from tb_iotrace.store.kineto_xspace import KINETO_KEY
+    from tb_iotrace.store.xplane import read_io_data, read_io_info
 
     tr = read_io_data(space)
     if tr is None:

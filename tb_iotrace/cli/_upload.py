@@ -17,9 +17,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from .. import remote
-from ..runrecord import RECORD_SUFFIX, record_dir
-from ..safenames import printable
+from tb_iotrace.store import remote
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, record_dir
+from tb_iotrace.base.safenames import printable
 
 
 class RecordUploader:

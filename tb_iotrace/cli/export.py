@@ -8,11 +8,11 @@ import sys
 import tempfile
 from typing import TextIO
 
-from .. import remote
-from ..progress import Progress
-from ..safenames import printable
-from ._base import Command, UserError
-from ._sources import resolve
+from tb_iotrace.store import remote
+from tb_iotrace.base.progress import Progress
+from tb_iotrace.base.safenames import printable
+from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.cli._sources import resolve
 
 FORMATS = ("chrome", "darshan", "darshan-log", "parquet", "csv")
 
@@ -121,12 +121,12 @@ class Export(Command):
         progress = not args.no_progress
         try:
             if args.format == "chrome":
-                from ..export import chrome
+                from tb_iotrace.export import chrome
 
                 n = chrome.export(sources, out, progress=progress)
                 print(f"wrote {shown}: {n} events", file=sys.stderr)
             elif args.format == "darshan":
-                from ..export import darshan
+                from tb_iotrace.export import darshan
 
                 if out == "-":
                     # a terminal gets every field escaped (file names are data from the
@@ -136,8 +136,8 @@ class Export(Command):
                     n = darshan.write_file(sources, out)
                     print(f"wrote {shown}: {n} counter lines", file=sys.stderr)
             elif args.format == "darshan-log":
-                from ..export import darshan_log
-                from ..names import MODULES, counter_names
+                from tb_iotrace.export import darshan_log
+                from tb_iotrace.recording.opnames import MODULES, counter_names
 
                 if out == "-":
                     raise UserError("darshan-log writes a binary file: give -o FILE.darshan")
@@ -149,7 +149,7 @@ class Export(Command):
                 print(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "
                       f"{c['bytes']} bytes", file=sys.stderr)
             else:
-                from ..export import tables
+                from tb_iotrace.export import tables
 
                 if os.path.exists(out) and not os.path.isdir(out):
                     raise UserError(f"{out}: exists and is not a folder ({args.format} writes files.* and ops.* "

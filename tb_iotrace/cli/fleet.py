@@ -18,15 +18,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..fleet import ENGINES, REPORTS, Dataset, FleetError, Layout, host_tables, query, sql_of, stamp, write_parts
-from ..fleet.deps import INSTALL
-from ..logdir import XPLANE_SUFFIX
-from ..progress import Progress
-from ..runrecord import RECORD_SUFFIX, TABLE_SUFFIX
-from ._base import Command, UserError
-from ._sources import Source, resolve
-from .import_darshan import ImportDarshan
-from .report import default_jobs, host_doc
+from tb_iotrace.fleet import ENGINES, REPORTS, Dataset, FleetError, Layout, host_tables, query, sql_of, stamp, write_parts
+from tb_iotrace.fleet.deps import INSTALL
+from tb_iotrace.store.logdir import XPLANE_SUFFIX
+from tb_iotrace.base.progress import Progress
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, TABLE_SUFFIX
+from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.cli._sources import Source, resolve
+from tb_iotrace.cli.import_darshan import ImportDarshan
+from tb_iotrace.cli.report import default_jobs, host_doc
 
 DARSHAN_SUFFIX = ".darshan"
 DARSHAN_MAGIC = (b"3.", (6567223).to_bytes(8, "little"))   # version "3.xx", DARSHAN_MAGIC_NR
@@ -156,7 +156,7 @@ def _try_unit(unit: Unit, root: str, seq: int, layout: Layout) -> tuple[Any, str
 
 
 def counter_layout() -> Layout:
-    from ..names import MODULES, counter_names
+    from tb_iotrace.recording.opnames import MODULES, counter_names
 
     return {m: (counter_names(m, False), counter_names(m, True)) for m in MODULES}
 

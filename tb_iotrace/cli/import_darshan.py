@@ -13,10 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import remote
-from .._atomic import atomic_write
-from ..safenames import printable, safe_component
-from ._base import Command, UserError
+from tb_iotrace.store import remote
+from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.base.safenames import printable, safe_component
+from tb_iotrace.cli._base import Command, UserError
 
 MODULES = ("POSIX", "STDIO")
 DXT = "DXT_POSIX"
@@ -119,7 +119,7 @@ def _run_name(start_ns: int) -> str:
 
 
 def write_capture(meta: dict[str, Any], arrays: dict[str, np.ndarray], logdir: str, host: str | None) -> tuple[str, int]:
-    from ..xplane import IoTrace, XSpace, add_io_to_space
+    from tb_iotrace.store.xplane import IoTrace, XSpace, add_io_to_space
 
     job = meta["job"]
     start_ns = int(job.get("start_time_sec", 0)) * 10**9 + int(job.get("start_time_nsec", 0))

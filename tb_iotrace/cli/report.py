@@ -12,14 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import report as textreport
-from ..codepaths import code_paths
-from ..progress import Progress
-from ..recordid import darshan_ids, renamed_from
-from ..safenames import printable
-from ..stepwait import InputWait, input_wait
-from ._base import Command, UserError
-from ._sources import Source, group_by_run, resolve
+from tb_iotrace.analysis import text_report as textreport
+from tb_iotrace.base.codepaths import code_paths
+from tb_iotrace.base.progress import Progress
+from tb_iotrace.base.recordid import darshan_ids, renamed_from
+from tb_iotrace.base.safenames import printable
+from tb_iotrace.model.stepwait import InputWait, input_wait
+from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.cli._sources import Source, group_by_run, resolve
 
 FORMAT = "tb_iotrace.report/1"
 MAX_STEPS_SHOWN = 20
@@ -27,8 +27,8 @@ MAX_STEPS_SHOWN = 20
 
 def _record_trace(src: Source) -> Any:
     """A run record's stored trace as an IoTrace (None without one)."""
-    from ..export import io_columns
-    from ..xplane import IoTrace
+    from tb_iotrace.export import io_columns
+    from tb_iotrace.store.xplane import IoTrace
 
     got = io_columns(src)
     if got is None:
@@ -58,7 +58,7 @@ def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None
     none: the main process's verdict is the job's); and the checkpoint phases
     (docs/checkpoints.md)."""
     try:
-        from .. import analysis  # type: ignore[attr-defined]
+        from tb_iotrace import analysis
     except ImportError:
         return [], None, None, []
     if src.kind == "kineto" and not _kineto_main(src):
@@ -92,11 +92,11 @@ NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
 
 def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
     """The capture's steps, whether it has step markers, and its input wait (ps) by the one
-    rule of :mod:`tb_iotrace.stepwait`."""
+    rule of :mod:`tb_iotrace.model.stepwait`."""
     if not (src.kind == "xplane" or _kineto_main(src)) or src.io_trace() is None:
         return [], False, NO_WAIT
     try:
-        from ..attribution import attribute
+        from tb_iotrace.analysis.attribution import attribute
 
         att = attribute(src.space(), src.io_trace())
     except Exception:
@@ -129,9 +129,9 @@ def _counter(files: list[dict[str, Any]], name: str) -> list[float]:
 
 
 def host_summary(src: Source, files: list[dict[str, Any]], iw: InputWait) -> dict[str, Any]:
-    """The host's row of the per-host table (:func:`tb_iotrace.report.host_row`, as the tab's
+    """The host's row of the per-host table (:func:`tb_iotrace.analysis.text_report.host_row`, as the tab's
     /hosts): its counters' bytes and read time, its traced calls, and its input wait (ps) by the
-    one rule (:mod:`tb_iotrace.stepwait`: inside the steps, over the steps' time)."""
+    one rule (:mod:`tb_iotrace.model.stepwait`: inside the steps, over the steps' time)."""
     row = textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
                               io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000)
     row["wait_basis"] = iw.basis
@@ -184,7 +184,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "notes": ([note] if note else []),
     }
     if src.kind == "xplane" and src.io_trace() is None:
-        from ..xplane.origin import missing_io_reason
+        from tb_iotrace.store.xplane.origin import missing_io_reason
 
         doc["no_io_reason"] = missing_io_reason(src.space().planes)
     if src.kind == "kineto" and src.process is not None:
@@ -210,7 +210,7 @@ def write_errors_note(errors: Any) -> list[str]:
 
 def write_json(doc: Any, out: Any, level: int = 0) -> None:
     """``doc`` as JSON (indented by one space per level), streaming: a record's file entries
-    (:class:`tb_iotrace.report.TableFiles`) are built and written one at a time, one line each."""
+    (:class:`tb_iotrace.analysis.text_report.TableFiles`) are built and written one at a time, one line each."""
     pad = "\n" + " " * (level + 1)
     if isinstance(doc, dict):
         if not doc:
@@ -313,7 +313,7 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                     out.append(f"  ... {len(h['steps']) - MAX_STEPS_SHOWN} more steps (--json for all)")
                 out.append("")
             if h.get("checkpoints"):
-                from ..analysis.checkpoints import render as render_checkpoints
+                from tb_iotrace.analysis.checkpoints import render as render_checkpoints
 
                 out.append(render_checkpoints(h["checkpoints"]))
             if h["findings"]:
@@ -409,7 +409,7 @@ class Report(Command):
                                        "reads", "writes", "opens", "read_time", "write_time",
                                        "meta_time", "read_bw_mib_s", "write_bw_mib_s"}},
                             "files": [{"path", "module", "record_id", ["rank",]
-                                       "code": bool,  # code loading (tb_iotrace.codepaths)
+                                       "code": bool,  # code loading (tb_iotrace.base.codepaths)
                                        "counters": {NAME: int}, "fcounters": {NAME: float}}],
                             "code_loading": {"files", "bytes_read", "bytes_written",
                                              "calls", "time_s"},   # the files marked code
@@ -438,7 +438,7 @@ class Report(Command):
                                         "input_wait_pct", "span_ns", "wait_basis"},
                                                       # the per-host table's row (as the
                                                       # tab's /hosts): input wait by the one
-                                                      # rule (tb_iotrace.stepwait): inside the
+                                                      # rule (tb_iotrace.model.stepwait): inside the
                                                       # steps over their time (span_ns),
                                                       # wait_basis "steps"|"input waits"|"none"
                             ["no_io_reason": str,]    # a capture without tb_iotrace's I/O

@@ -8,12 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .. import remote
-from ..runrecord import find_records, record_dir
-from ._base import Command, UserError
-from ._upload import RecordUploader
+from tb_iotrace.store import remote
+from tb_iotrace.store.runrecord import find_records, record_dir
+from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.cli._upload import RecordUploader
 
-AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "_autostart")
+AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "recording" / "autostart")
 # Forwarded to the command. SIGINT is not: Ctrl-C reaches the whole foreground process group
 # already (the command gets it once; the runner ignores it and waits for the command).
 FORWARDED = ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
@@ -45,7 +45,7 @@ class Run(Command):
     script makes (Keras profile_batch, tf.profiler start/stop, remote capture) carry their
     I/O as usual. A command that is a .py file runs with this Python.
 
-    How: TB_IOTRACE_RUN_DIR=DIR and PYTHONPATH=<tb_iotrace/_autostart>:... whose
+    How: TB_IOTRACE_RUN_DIR=DIR and PYTHONPATH=<tb_iotrace/recording/autostart>:... whose
     sitecustomize.py starts the capture (and then runs any other sitecustomize).
 
     DIR may be a URL (s3://bucket/logs, gs://...; pip install tb_iotrace[cloud]): the records

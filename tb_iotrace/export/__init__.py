@@ -7,10 +7,10 @@
 - :mod:`.tables`: the per-file counter table and the per-operation table as Parquet or CSV.
 
 Every exporter takes :class:`tb_iotrace.cli._sources.Source` objects (one per run/host) and
-writes the trace in chunks (:data:`CHUNK` rows) with progress on a terminal (:mod:`tb_iotrace.progress`).
+writes the trace in chunks (:data:`CHUNK` rows) with progress on a terminal (:mod:`tb_iotrace.base.progress`).
 """
 from __future__ import annotations
 
-from ._common import CHUNK, io_columns, io_rows
+from tb_iotrace.export._common import CHUNK, io_columns, io_rows
 
 __all__ = ["CHUNK", "io_columns", "io_rows"]

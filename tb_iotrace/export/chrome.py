@@ -26,9 +26,9 @@ from typing import Any, BinaryIO, TextIO
 
 import numpy as np
 
-from .._atomic import atomic_write
-from ..progress import Progress
-from ._common import io_columns, io_rows
+from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.base.progress import Progress
+from tb_iotrace.export._common import io_columns, io_rows
 
 PID_STRIDE = 1000
 MAX_TID = 0x7FFFFFFF
@@ -37,7 +37,7 @@ MAX_TID = 0x7FFFFFFF
 def _origin(src: Any) -> int:
     if src.kind == "record":
         return int(src.record().doc.get("start_ns") or 0)
-    from ..xplane import profile_start_ns, read_io_info
+    from tb_iotrace.store.xplane import profile_start_ns, read_io_info
 
     start = profile_start_ns(src.space())
     if start is None:
@@ -58,7 +58,7 @@ def _has_planes(src: Any) -> bool:
 def _count(src: Any) -> int:
     n = src.nevents()
     if _has_planes(src):
-        from ..xplane.schema import LINE_PREFIX
+        from tb_iotrace.store.xplane.schema import LINE_PREFIX
 
         for p in src.space().planes:
             if p.name.startswith(("/host:", "/device:")):
@@ -100,8 +100,8 @@ class _Writer:
 
 
 def _planes(w: _Writer, src: Any, base_pid: int, shift_us: float, label: str, prog: Progress) -> None:
-    from ..xplane import columns
-    from ..xplane.schema import LINE_PREFIX
+    from tb_iotrace.store.xplane import columns
+    from tb_iotrace.store.xplane.schema import LINE_PREFIX
 
     for pi, plane in enumerate(src.space().planes):
         if not plane.name.startswith(("/host:", "/device:")):
@@ -130,8 +130,8 @@ def _steps(w: _Writer, src: Any, pid: int, shift_us: float, label: str) -> None:
     """A "Steps" track: one span per training step, named as the report and the I/O tab name it
     (``step <step_num>`` as TensorFlow recorded it, else ``step <position>``); its args carry the
     step's input wait (``input_wait_us``, ``input_wait_share``) by the one rule of
-    :mod:`tb_iotrace.stepwait`, as the report and the tab give it."""
-    from ..attribution import attribute
+    :mod:`tb_iotrace.model.stepwait`, as the report and the tab give it."""
+    from tb_iotrace.analysis.attribution import attribute
 
     try:
         att = attribute(src.space(), src.io_trace())

@@ -12,7 +12,7 @@ darshan-parser does. Ranks: the processes of a run are numbered 0..N-1 in (host,
 (the ``# rank map`` comment lines give the mapping). Mount points and file system types come
 from ``/proc/mounts`` of the exporting machine (longest prefix), ``UNKNOWN`` otherwise.
 Scripts written for darshan-parser output (``awk``/``grep`` on columns 1-8) read it unchanged;
-:func:`parse` reads it back. Record ids are Darshan's (:mod:`tb_iotrace.recordid`).
+:func:`parse` reads it back. Record ids are Darshan's (:mod:`tb_iotrace.base.recordid`).
 """
 from __future__ import annotations
 
@@ -22,10 +22,10 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, BinaryIO, TextIO
 
-from .._atomic import atomic_write
+from tb_iotrace.base.atomic import atomic_write
 
-from ..filetable import FileDicts
-from ..recordid import darshan_ids, renamed_from
+from tb_iotrace.store.filetable import FileDicts
+from tb_iotrace.base.recordid import darshan_ids, renamed_from
 
 MODULE_ORDER = ("POSIX", "STDIO")
 VERSION = "3.41"

@@ -20,7 +20,7 @@ import math
 import struct
 from dataclasses import dataclass
 
-from ..timeseries import TimeSeries
+from tb_iotrace.store.timeseries import TimeSeries
 
 HEATMAP_ID, HEATMAP_VER = 15, 1
 INITIAL_WIDTH_S = 0.1      # DARSHAN_INITIAL_BIN_WIDTH_SECONDS

@@ -27,7 +27,7 @@ Conventions:
   processes) are the ranks of one log, 0..N-1 in (run, host) order, ``nprocs`` N, as
   ``darshan-merge`` would write them; a ``rankN=<run>/<host>`` metadata line names each.
   A log is one job: PATH must hold one run (pick it with ``--run``).
-- Record ids are Darshan's (:mod:`tb_iotrace.recordid`); records imported from a Darshan log
+- Record ids are Darshan's (:mod:`tb_iotrace.base.recordid`); records imported from a Darshan log
   keep their ids and ranks. ``POSIX_RENAMED_FROM`` carries the same kind of id.
 - Times are seconds from the job start: the earliest process start (a whole-run record's
   ``start_ns``, which is the zero of its counters; a capture's profile start, which TensorFlow
@@ -61,13 +61,13 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from .._atomic import atomic_write
-from ..analysis.mounts import Mount, parse_mountinfo, read_mountinfo
-from ..recordid import darshan_ids, path_bytes, record_id, renamed_from
-from ..timeseries import TimeSeries
-from ..xplane import profile_start_ns, profile_stop_ns, read_io_info
-from . import darshan_heatmap as heatmap
-from ._common import io_columns
+from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.analysis.mounts import Mount, parse_mountinfo, read_mountinfo
+from tb_iotrace.base.recordid import darshan_ids, path_bytes, record_id, renamed_from
+from tb_iotrace.store.timeseries import TimeSeries
+from tb_iotrace.store.xplane import profile_start_ns, profile_stop_ns, read_io_info
+from tb_iotrace.export import darshan_heatmap as heatmap
+from tb_iotrace.export._common import io_columns
 
 FORMAT_VERSION = b"3.41"
 LIB_VER = "3.5.0"          # the Darshan release whose log format and module versions this writes

@@ -20,10 +20,10 @@ import csv
 import os
 from typing import Any
 
-from .._atomic import Staged
-from ..progress import Progress
-from ..recordid import darshan_ids, renamed_from
-from ._common import CHUNK, IO_COLUMNS, io_columns, io_rows
+from tb_iotrace.base.atomic import Staged
+from tb_iotrace.base.progress import Progress
+from tb_iotrace.base.recordid import darshan_ids, renamed_from
+from tb_iotrace.export._common import CHUNK, IO_COLUMNS, io_columns, io_rows
 
 OPS_COLUMNS = ("run", "host") + IO_COLUMNS
 INT_OPS = ("start_ns", "end_ns", "offset", "requested", "returned", "fd", "errno", "tid")

@@ -31,10 +31,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .._atomic import atomic_write
-from .deps import FleetError, require
-from .names import component
-from .tables import TABLES, Layout, schema
+from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.fleet.deps import FleetError, require
+from tb_iotrace.fleet.names import component
+from tb_iotrace.fleet.tables import TABLES, Layout, schema
 
 FORMAT = "tb_iotrace.fleet/1"
 META = "_fleet"

@@ -20,9 +20,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .dataset import Dataset
-from .deps import FleetError, require
-from .tables import TABLES
+from tb_iotrace.fleet.dataset import Dataset
+from tb_iotrace.fleet.deps import FleetError, require
+from tb_iotrace.fleet.tables import TABLES
 
 ENGINES = ("duckdb", "spark")
 SPARK_CONF = {

@@ -32,12 +32,12 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..analysis.mounts import MountTable, parse_mountinfo
-from .deps import require
+from tb_iotrace.analysis.mounts import MountTable, parse_mountinfo
+from tb_iotrace.fleet.deps import require
 
 TABLES = ("files", "hosts", "steps", "findings")
 
-# module -> (integer counter names, float counter names), Darshan's order (tb_iotrace.names)
+# module -> (integer counter names, float counter names), Darshan's order (tb_iotrace.recording.opnames)
 Layout = Mapping[str, tuple[Sequence[str], Sequence[str]]]
 
 FILE_KEYS = (("run", "string"), ("host", "string"), ("module", "string"), ("path", "string"),

@@ -1,12 +1,12 @@
 """TensorBoard "I/O" tab (plugin name ``iotrace``), registered through the
 ``tensorboard_plugins`` entry point as ``tb_iotrace.plugin:IoTracePlugin``.
 
-Layout: :mod:`.model` (lanes, I/O table, counters, from :mod:`tb_iotrace.xplane.columnar`),
-:mod:`.records` (the same from whole-run records), :mod:`.lod` (level-of-detail merging),
-:mod:`.view` (one host or all hosts of a run on one clock), :mod:`.impl` (the endpoints as
+Layout: :mod:`tb_iotrace.plugin.tab_model` (lanes, I/O table, counters, from :mod:`tb_iotrace.model.columnar`),
+:mod:`.records` (the same from whole-run records), :mod:`tb_iotrace.plugin.level_of_detail` (level-of-detail merging),
+:mod:`tb_iotrace.plugin.request_view` (one host or all hosts of a run on one clock), :mod:`tb_iotrace.plugin.endpoints` (the endpoints as
 pure ``*_impl`` functions, one module each), :mod:`.findings_runner` (findings in a child
 process, cached), :mod:`.cache` (the logdir scan and loaded captures, cached; the scan itself
-is :mod:`tb_iotrace.logdir`), :mod:`.plugin` (the TBPlugin and its thin HTTP handlers),
+is :mod:`tb_iotrace.store.logdir`), :mod:`.plugin` (the TBPlugin and its thin HTTP handlers),
 :mod:`.synthetic` (synthetic I/O
 merged into real captures, for tests and benchmarks). The frontend lives in
 ``plugin_frontend/`` at the repository root: plain ES modules, nothing fetched from
@@ -39,6 +39,6 @@ Data flow::
 Importing this package never imports TensorFlow or the native shim (tb_iotrace._native).
 """
 
-from .plugin import ALL_HOSTS, PLUGIN_NAME, IoTracePlugin
+from tb_iotrace.plugin.plugin import ALL_HOSTS, PLUGIN_NAME, IoTracePlugin
 
 __all__ = ["ALL_HOSTS", "IoTracePlugin", "PLUGIN_NAME"]

@@ -1,15 +1,15 @@
-"""The plugin's view of a logdir: the scan (:mod:`tb_iotrace.logdir`) cached for a few
+"""The plugin's view of a logdir: the scan (:mod:`tb_iotrace.store.logdir`) cached for a few
 seconds, a cache of loaded captures, and a cache of the views built from them.
 
 Loading: a capture is decoded when first asked for and kept while its size and mtime stay the
 same, least recently used dropped first once the loaded captures hold more than the cache's
 byte budget (``TBIO_PLUGIN_CACHE_BYTES``; by default a quarter of the machine's memory, at most
-2 GiB), measured as :meth:`.model.Capture.nbytes` (what the decoded capture holds, ~1.3x its
+2 GiB), measured as :meth:`tb_iotrace.plugin.tab_model.Capture.nbytes` (what the decoded capture holds, ~1.3x its
 file). A budget in bytes, not in entries: an "All hosts" view of a 64-host run is 64 captures
 asked for in turn, and an LRU of a few entries missed on every one of them.
 
-Views: the :class:`.view.View` of a request (one host, or every host of a run) is kept too,
-with the answers memoized on it (:meth:`.view.View.memo`), while each of its captures is the
+Views: the :class:`tb_iotrace.plugin.request_view.View` of a request (one host, or every host of a run) is kept too,
+with the answers memoized on it (:meth:`tb_iotrace.plugin.request_view.View.memo`), while each of its captures is the
 one the cache holds: a changed file or an evicted capture drops the views built on it. Two moments start it early, on a background thread: when
 TensorBoard lists its plugins (``prefetch_latest``: the newest run, unless
 ``TBIO_PLUGIN_PREFETCH=0``), and when the tab's entry module is served (``warm_default``:
@@ -24,14 +24,14 @@ import time
 from collections import OrderedDict
 from typing import Callable
 
-from .. import logdir, remote
-from .._memory import one_trim
-from ..logdir import RunInfo, is_kineto_path, is_record_path
-from ..xplane import XPlaneError
-from .kineto import load_kineto
-from .model import Capture, load_capture
-from .records import cache_key, load_record, total_size
-from .view import View, make_view
+from tb_iotrace.store import logdir, remote
+from tb_iotrace.base.memory import one_trim
+from tb_iotrace.store.logdir import RunInfo, is_kineto_path, is_record_path
+from tb_iotrace.store.xplane import XPlaneError
+from tb_iotrace.plugin.torch_traces import load_kineto
+from tb_iotrace.plugin.tab_model import Capture, load_capture
+from tb_iotrace.plugin.records import cache_key, load_record, total_size
+from tb_iotrace.plugin.request_view import View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")
 
@@ -100,7 +100,7 @@ class LogdirIndex:
 
     def __init__(self, logdir: str, max_bytes: int | None = None,
                  loader: Callable[[str, str], Capture] | None = None):
-        # a URL logdir (s3://, gs://) is read through its local mirror (tb_iotrace.remote): each
+        # a URL logdir (s3://, gs://) is read through its local mirror (tb_iotrace.store.remote): each
         # scan first brings the mirror up to date (listing level by level, fetching only new or
         # changed captures); the scan, the decoders and the path checks then work on local files
         self.url: str | None = None
@@ -261,7 +261,7 @@ class LogdirIndex:
     # -- captures
     @property
     def cached_bytes(self) -> int:
-        """What the cached captures count against the budget (see :meth:`.model.Capture.nbytes`)."""
+        """What the cached captures count against the budget (see :meth:`tb_iotrace.plugin.tab_model.Capture.nbytes`)."""
         with self._lock:
             return self._cached_bytes
 

@@ -1,7 +1,7 @@
 """How the tab gets findings: tb_iotrace.analysis runs in a child process
 (:mod:`.findings_worker`), one at a time per capture and at most ``FINDINGS_CHILDREN`` at
 once in all, its answer kept in a small LRU keyed by the file's size and mtime; captures above
-a size point to the CLI instead. Policy only: the endpoint is :mod:`.impl.findings`."""
+a size point to the CLI instead. Policy only: the endpoint is :mod:`tb_iotrace.plugin.endpoints.findings`."""
 from __future__ import annotations
 
 import os
@@ -10,9 +10,9 @@ import time
 from collections import OrderedDict
 from typing import Any
 
-from . import findings_worker
-from .cache import file_key
-from .records import total_size
+from tb_iotrace.plugin import findings_worker
+from tb_iotrace.plugin.cache import file_key
+from tb_iotrace.plugin.records import total_size
 
 # tb_iotrace.analysis reads the capture file column-wise (tb_iotrace.analysis.source: about 4.4x
 # the file at its peak, a few seconds per million I/O events), in a child process (see

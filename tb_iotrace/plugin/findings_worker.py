@@ -36,20 +36,20 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
 
 def findings_of(path: str) -> dict[str, Any]:
     """What /findings shows for one capture: ``{findings, notes, message, verdict}``."""
-    from ..analysis import analyze  # imported here: heavy, and only the child needs it
+    from tb_iotrace.analysis import analyze
 
     partial = False
     if path.endswith(".json"):
-        from ..runrecord import read_record
-        from .records import record_trace
+        from tb_iotrace.store.runrecord import read_record
+        from tb_iotrace.plugin.records import record_trace
 
         partial = read_record(path).partial
         a = analyze(None, trace=record_trace(path))
     else:
         a = analyze(path)
     if a is None:
-        from ..xplane import load_xspace
-        from ..xplane.origin import missing_io_reason
+        from tb_iotrace.store.xplane import load_xspace
+        from tb_iotrace.store.xplane.origin import missing_io_reason
 
         return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
     d = a.to_dict()

@@ -1,4 +1,4 @@
-"""The TensorBoard plugin: thin HTTP handlers over the pure endpoints in :mod:`.impl`.
+"""The TensorBoard plugin: thin HTTP handlers over the pure endpoints in :mod:`tb_iotrace.plugin.endpoints`.
 
 Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``host``, where
 ``host`` may be ``__all__`` for every host of the run on one clock):
@@ -48,13 +48,13 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from .._memory import trim_memory
-from ..logdir import BadName
-from ..xplane import XPlaneError
-from .cache import LogdirIndex
-from . import packed
-from .impl import event, files, findings, hosts, summary, timeline, timeseries
-from .view import NotFound, View
+from tb_iotrace.base.memory import trim_memory
+from tb_iotrace.store.logdir import BadName
+from tb_iotrace.store.xplane import XPlaneError
+from tb_iotrace.plugin.cache import LogdirIndex
+from tb_iotrace.plugin import packed
+from tb_iotrace.plugin.endpoints import event, files, findings, hosts, summary, timeline, bandwidth as timeseries
+from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
 

@@ -1,9 +1,9 @@
 """Whole-run records (``tb-iotrace run``) as I/O tab captures.
 
 A record is ``<dir>/plugins/iotrace/<host>.<pid>[.execN].json`` plus, when it kept its
-trace, ``<host>.<pid>[.execN].npz`` (see :mod:`tb_iotrace.runrecord`). The tab shows each
+trace, ``<host>.<pid>[.execN].npz`` (see :mod:`tb_iotrace.store.runrecord`). The tab shows each
 folder as the run ``[<dir>/]iotrace`` (the name ``tb-iotrace report`` uses) and each record
-as a host. This module builds the tab's :class:`~.model.Capture` straight from the record's
+as a host. This module builds the tab's :class:`~tb_iotrace.plugin.tab_model.Capture` straight from the record's
 JSON and trace columns, without protobuf:
 
 - clock: ns since the record's ``start_ns`` (``profile_start_ns`` = ``start_ns``, so "All
@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record, table_path
-from ..timeseries import TimeSeries, TimeSeriesError
-from .._memory import trim_memory
-from .model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record, table_path
+from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
+from tb_iotrace.base.memory import trim_memory
+from tb_iotrace.plugin.tab_model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane
 
 
 def trace_path(json_path: str) -> str:
@@ -158,7 +158,7 @@ def _load_record(path: str, host: str) -> Capture:
         "process": {k: doc.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")},
         "threads": [[tid, int(th.get("pthread_self") or 0), str(th.get("name") or "")]
                     for tid, th in sorted(threads.items())],
-        "timeseries": series,   # tb_iotrace.timeseries JSON form, or None
+        "timeseries": series,   # tb_iotrace.store.timeseries JSON form, or None
     }
     return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=[], lanes=lanes,
                    planes={}, io=io, io_info=io_info, counter_records=table, steps=[],
@@ -172,7 +172,7 @@ def _untracked(doc: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _machine(doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The record's machine (tb_iotrace.machine), None in older records."""
+    """The record's machine (tb_iotrace.store.machine), None in older records."""
     m = doc.get("machine")
     return dict(m) if isinstance(m, dict) else None
 
@@ -180,7 +180,7 @@ def _machine(doc: dict[str, Any]) -> dict[str, Any] | None:
 def record_trace(path: str) -> Any:
     """The record as an ``IoTrace`` for :func:`tb_iotrace.analysis.analyze` (absolute
     times); without a stored trace, an empty one carrying the per-file counters."""
-    from ..xplane import IoTrace
+    from tb_iotrace.store.xplane import IoTrace
 
     rec: RunRecord = read_record(path)
     t = rec.trace()

@@ -1,6 +1,6 @@
-"""The steps of a capture as the tab finds them, by the one rule of :mod:`tb_iotrace.stepwait`:
+"""The steps of a capture as the tab finds them, by the one rule of :mod:`tb_iotrace.model.stepwait`:
 the host's step markers, else the first device plane's ``Steps`` line. Times are the model's
-(ns on the capture's clock). The input waits are found by :mod:`.impl.timeseries`."""
+(ns on the capture's clock). The input waits are found by :mod:`tb_iotrace.plugin.endpoints.bandwidth`."""
 from __future__ import annotations
 
 import re
@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..attribution import STEP_STATS
-from ..stepwait import select_steps, step_kind
-from ..xplane.columnar import MetadataFile, event_stats
+from tb_iotrace.analysis.attribution import STEP_STATS
+from tb_iotrace.model.stepwait import select_steps, step_kind
+from tb_iotrace.model.columnar import MetadataFile, event_stats
 
 MAX_STEP_STATS = 20_000   # step markers whose step_num is read back from the file (one read each)
 STEP_NAME_RE = re.compile(r"^(train|test|predict|train_step|test_step|TrainStep|Profiled batch)(\b|$)"
@@ -24,7 +24,7 @@ def capture_steps(path: str, names: list[str], lanes: list[Any], planes: dict[in
                   device_source: str) -> tuple[list[dict[str, Any]], str]:
     """(steps as ``{"start", "end", "name"}``, where they came from): of the host lanes'
     markers (train / test / predict TraceMe, Keras "Profiled batch", PyTorch ProfilerStep#N)
-    the kind seen most often, non-overlapping (:func:`tb_iotrace.stepwait.select_steps`),
+    the kind seen most often, non-overlapping (:func:`tb_iotrace.model.stepwait.select_steps`),
     each named by its step number when the file has one; without host markers
     ``device_steps`` (a device plane's Steps line)."""
     steps: list[dict[str, Any]] = []
@@ -37,7 +37,7 @@ def capture_steps(path: str, names: list[str], lanes: list[Any], planes: dict[in
                 continue
             for k in np.flatnonzero(np.isin(ln.name_id, mset)).tolist():
                 rows.append((int(ln.start[k]), int(ln.end[k]), names[int(ln.name_id[k])], (ln, k)))
-    chosen = select_steps(rows)          # tb_iotrace.stepwait's rule, as the report's
+    chosen = select_steps(rows)          # tb_iotrace.model.stepwait's rule, as the report's
     if chosen:
         for s0, e0, _, (ln, k) in chosen:
             num = _step_num(path, planes, md_files, ln, k) if len(chosen) <= MAX_STEP_STATS else None

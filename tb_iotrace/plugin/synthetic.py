@@ -2,7 +2,7 @@
 
 ``make_logdir(dst, source, n_events=...)`` copies a capture (e.g. the shared GPU capture)
 to ``<dst>/plugins/profile/<run>/<host>.xplane.pb`` and merges a synthetic trace into it
-with :func:`tb_iotrace.xplane.merge_into_capture`, with Darshan-style counters derived
+with :func:`tb_iotrace.store.xplane.merge_into_capture`, with Darshan-style counters derived
 from the synthetic calls (sizes, sequential/consecutive, timers), so every view of the tab
 has something to show. Nothing here needs TensorFlow or the native module.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..logdir import PROFILE_DIR
-from ..xplane import XPLANE_SUFFIX, IoTrace, ThreadInfo, load_xspace, merge_into_capture
-from ..xplane.reader import profile_start_ns
+from tb_iotrace.store.logdir import PROFILE_DIR
+from tb_iotrace.store.xplane import XPLANE_SUFFIX, IoTrace, ThreadInfo, load_xspace, merge_into_capture
+from tb_iotrace.store.xplane.read_xspace import profile_start_ns
 
 HOSTILE_NAME = "/data/<img src=x onerror=alert(1)>.tfrecord"
 SIZE_BINS = ((100, "0_100"), (1024, "100_1K"), (10240, "1K_10K"), (102400, "10K_100K"),
@@ -27,7 +27,7 @@ DEFAULT_BASE_NS = 1_700_000_000_000_000_000
 
 
 def _extent_ns(path: str | os.PathLike) -> tuple[int, int]:
-    from ..xplane.columnar import decode_xspace
+    from tb_iotrace.model.columnar import decode_xspace
 
     space = decode_xspace(path)
     lo, hi = None, None

@@ -6,9 +6,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .._ffi import NativeError, last_error, native
-from . import jax, session, tensorflow
-from .session import Capture, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
+from tb_iotrace.recording.ffi import NativeError, last_error, native
+from tb_iotrace.recording import jax, session, tensorflow
+from tb_iotrace.recording.session import Capture, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
 
 __all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "set_max_files",
            "NativeError"]

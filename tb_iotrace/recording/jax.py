@@ -25,11 +25,11 @@ import os
 import threading
 from typing import Any, Callable
 
-from .._ffi import native
-from .importhook import call_after_import
-from ..frameworks import JAXLIB_CHECKS_READ, release
-from .jaxlib_check import TableCheck, read_table_check, table_size_for, with_known_size
-from .window import ProfileWindow
+from tb_iotrace.recording.ffi import native
+from tb_iotrace.recording.importhook import call_after_import
+from tb_iotrace.base.frameworks import JAXLIB_CHECKS_READ, release
+from tb_iotrace.recording.jaxlib_check import TableCheck, read_table_check, table_size_for, with_known_size
+from tb_iotrace.recording.window import ProfileWindow
 
 __all__ = ["IMPLEMENTED_TABLES", "STATE", "attach", "hook_state", "jaxlib_version", "library_paths",
            "loaded_check", "registered"]

@@ -12,11 +12,11 @@ from typing import Any, overload
 
 import numpy as np
 
-from .._ffi import NativeError, last_error, native
-from ..filetable import FileTable, ModuleRows, PathTable
-from ..machine import machine_facts
-from ..names import MODULES, counter_names, op_names
-from ..timeseries import TimeSeries
+from tb_iotrace.recording.ffi import NativeError, last_error, native
+from tb_iotrace.store.filetable import FileTable, ModuleRows, PathTable
+from tb_iotrace.store.machine import machine_facts
+from tb_iotrace.recording.opnames import MODULES, counter_names, op_names
+from tb_iotrace.store.timeseries import TimeSeries
 
 __all__ = ["Capture", "EventTable", "FileRecord", "FileRecords", "NativeError", "ThreadInfo", "Untracked", "begin_session",
            "check_layout", "end_all_and_disable", "end_session", "excludes", "forget", "set_filters",
@@ -490,7 +490,7 @@ class Capture:
     """The result of one capture window; filled when the window closes."""
 
     def __init__(self) -> None:
-        self.table: FileTable = FileTable()   # the files' counters as columns (tb_iotrace.filetable)
+        self.table: FileTable = FileTable()   # the files' counters as columns (tb_iotrace.store.filetable)
         self._files: FileRecords | None = None
         self.events: EventTable = _empty_events()
         self.threads: list[ThreadInfo] = []
@@ -499,10 +499,10 @@ class Capture:
         self.start_ns: int = 0
         self.end_ns: int = 0
         self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
-        self.machine: dict[str, Any] | None = None   # tb_iotrace.machine's record, then
+        self.machine: dict[str, Any] | None = None   # tb_iotrace.store.machine's record, then
         # {path: "fifo" | "socket" | ...} of the files open at stop that are not regular files
         self.file_types: dict[str, str] = {}
-        # the whole window in fixed memory, whatever the trace cap kept (tb_iotrace.timeseries)
+        # the whole window in fixed memory, whatever the trace cap kept (tb_iotrace.store.timeseries)
         self.timeseries: TimeSeries | None = None
         self.closed = False
 
@@ -567,8 +567,8 @@ class Capture:
         return None if i is None else self.files[i]
 
     def to_iotrace(self) -> Any:
-        """The trace and counters as the xplane writer's IoTrace (tb_iotrace.xplane)."""
-        from ..xplane.iotrace import IoTrace, Labels, ThreadInfo as XThread
+        """The trace and counters as the xplane writer's IoTrace (tb_iotrace.store.xplane)."""
+        from tb_iotrace.store.xplane.iotrace import IoTrace, Labels, ThreadInfo as XThread
 
         ev = self.events
         # op and path as codes + name tables: a window of a million calls holds a handful

@@ -22,9 +22,9 @@ import sys
 import threading
 from typing import Any
 
-from .._ffi import native
-from .importhook import call_after_import
-from .window import PLANE_NAME, ProfileWindow
+from tb_iotrace.recording.ffi import native
+from tb_iotrace.recording.importhook import call_after_import
+from tb_iotrace.recording.window import PLANE_NAME, ProfileWindow
 
 __all__ = ["ENV_LIBRARY_PATH", "PLANE_NAME", "STATE", "attach", "library_path"]
 ENV_LIBRARY_PATH = "TF_PLUGGABLE_DEVICE_LIBRARY_PATH"
@@ -34,7 +34,7 @@ STATE = ProfileWindow("TensorFlow")
 
 def library_path() -> str:
     ffi, lib = native()
-    from .. import _native  # type: ignore[attr-defined]
+    from tb_iotrace import _native
 
     return os.path.abspath(_native.__file__)
 

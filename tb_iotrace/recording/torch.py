@@ -14,7 +14,7 @@ pair: the child keeps one end and a daemon thread (``tb_iotrace-torch``) that wa
 the parent the other. The protocol is lines: the child first says ``H <pid>``. At window
 start the parent sends ``S <window> <spool>``; the child begins a session and answers
 ``R <window>``. At window stop it sends ``E <window>``; the child ends the session, writes
-its process record (:mod:`tb_iotrace.kineto`) to ``<spool>/<window>.<pid>.json`` and answers
+its process record (:mod:`tb_iotrace.store.kineto`) to ``<spool>/<window>.<pid>.json`` and answers
 ``D <window>`` (``N <window>``: nothing recorded). A child forked inside a window starts
 recording at once (it inherits the window), and one that exits inside a window (end of an
 epoch) writes its record at exit (a ``multiprocessing`` finalizer); end-of-file on its
@@ -63,13 +63,13 @@ import threading
 import time
 from typing import Any
 
-from .. import remote
-from .._atomic import atomic_write
-from ..kineto import KinetoTraceError, add_io, read_trace, write_trace
-from ..machine import machine_facts
-from ..safenames import safe_component
-from . import checkpoint_hooks, torch_loaders
-from .session import Capture, begin_session, end_session, forget
+from tb_iotrace.store import remote
+from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.store.kineto import KinetoTraceError, add_io, read_trace, write_trace
+from tb_iotrace.store.machine import machine_facts
+from tb_iotrace.base.safenames import safe_component
+from tb_iotrace.recording import checkpoint_hooks, torch_loaders
+from tb_iotrace.recording.session import Capture, begin_session, end_session, forget
 
 __all__ = ["FETCHERS", "START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry",
            "fetch_spans_unavailable", "hooks_off",
@@ -110,7 +110,7 @@ FETCHERS = ("_MapDatasetFetcher", "_IterableDatasetFetcher")   # in torch.utils.
 def process_record(cap: Capture, role: str, start_ns: int,
                    fetches: list[tuple[int, int, int, int]] | None = None,
                    worker_id: int | None = None) -> dict[str, Any]:
-    """A capture as the process record :mod:`tb_iotrace.kineto` writes; a DataLoader worker's
+    """A capture as the process record :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's
     also holds its fetch spans (``fetches``: equal-length lists ``start_ns``, ``end_ns``,
     ``tid``, ``samples``) and its ``worker_id``."""
     ev = cap.events
@@ -283,7 +283,7 @@ def _start_spawned(control: str) -> None:
     """In a spawn/forkserver worker: enable, connect, record the current window, serve."""
     global _child_sock, _role, _window
     try:
-        from . import api
+        from tb_iotrace.recording import api
 
         api.enable()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -587,7 +587,7 @@ class _Window:
         self.start_ns = start_ns     # when the window's start was sent to the workers
         self.late = late             # pid -> name of the workers that did not begin in time
         self.loaders = loaders       # the DataLoaders iterated in the window (torch_loaders)
-        self.machine = machine       # tb_iotrace.machine's record of this machine, at the stop
+        self.machine = machine       # tb_iotrace.store.machine's record of this machine, at the stop
 
 
 # The window now open: when its start was sent, and the workers that did not answer it in time.
@@ -796,7 +796,7 @@ def _mark_late(procs: list[dict[str, Any]], win: _Window, notes: list[str]) -> N
 
 class TraceHandler:
     """``on_trace_ready`` callable: PyTorch's ``tensorboard_trace_handler`` output with the
-    window's I/O added (see :func:`tb_iotrace.kineto.add_io`)."""
+    window's I/O added (see :func:`tb_iotrace.store.kineto.add_io`)."""
 
     def __init__(self, dir_name: str, worker_name: str | None = None, use_gzip: bool = False,
                  wait_s: float = WAIT_S, start_wait_s: float = START_WAIT_S) -> None:

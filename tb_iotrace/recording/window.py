@@ -14,13 +14,13 @@ import os
 import threading
 from typing import Any
 
-from .session import Capture, begin_session, end_session
+from tb_iotrace.recording.session import Capture, begin_session, end_session
 
 log = logging.getLogger("tb_iotrace")
 
 # Both frameworks' post-processing (MergeHostPlanesAndSortLines) merges planes of
 # this name into /host:CPU, where xprof's trace viewers draw them
-# (see tb_iotrace.xplane.encode).
+# (see tb_iotrace.store.xplane.encode).
 PLANE_NAME = "/host:python-tracer"
 
 
@@ -102,7 +102,7 @@ class ProfileWindow:
 
 
 def serialize(cap: Capture) -> bytes | bytearray:
-    from ..xplane import io_space_bytes  # here, not at the top: enable() stays light
+    from tb_iotrace.store.xplane import io_space_bytes
 
     # absolute CLOCK_REALTIME ns: the framework normalizes every plane to the profile start after merging
     return io_space_bytes(cap.to_iotrace(), PLANE_NAME, start_ns=0)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME, make_logdir
-from tb_iotrace.xplane import load_xspace, read_io_data
+from tb_iotrace.store.xplane import load_xspace, read_io_data
 
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 from cdp import CHROMIUM, Browser  # noqa: E402

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.plugin.synthetic import synthetic_trace
-from tb_iotrace.xplane import io_space_bytes
+from tb_iotrace.store.xplane import io_space_bytes
 
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 from cdp import CHROMIUM, Browser  # noqa: E402

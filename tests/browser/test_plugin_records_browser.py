@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.runrecord import RecordError, read_record, table_path
+from tb_iotrace.store.runrecord import RecordError, read_record, table_path
 
 pytest.importorskip("websocket", reason="websocket-client is needed to drive Chromium (requirements-dev.txt)")
 from cdp import CHROMIUM, Browser  # noqa: E402

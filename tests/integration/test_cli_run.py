@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.runrecord import read_record
+from tb_iotrace.store.runrecord import read_record
 
 PY = sys.executable
 

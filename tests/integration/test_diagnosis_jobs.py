@@ -24,9 +24,9 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.kineto import CATEGORY, io_record, read_trace
-from tb_iotrace.machine import host_facts, machine_facts
-from tb_iotrace.xplane import load_xspace, read_io_data
+from tb_iotrace.store.kineto import CATEGORY, io_record, read_trace
+from tb_iotrace.store.machine import host_facts, machine_facts
+from tb_iotrace.store.xplane import load_xspace, read_io_data
 
 SCRIPTS = Path(__file__).parent / "scripts"
 

@@ -24,8 +24,8 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from tb_iotrace.analysis import Analysis, MountTable, analyze, read_mountinfo
-from tb_iotrace.attribution import op_kind
-from tb_iotrace.xplane import load_xspace, read_io_data
+from tb_iotrace.analysis.attribution import op_kind
+from tb_iotrace.store.xplane import load_xspace, read_io_data
 
 pytestmark = pytest.mark.tf
 SCRIPTS = Path(__file__).parent / "scripts"

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace.attribution import attribute, op_kind
-from tb_iotrace.xplane import load_xspace, read_io_data
+from tb_iotrace.analysis.attribution import attribute, op_kind
+from tb_iotrace.store.xplane import load_xspace, read_io_data
 
 pytestmark = pytest.mark.jax
 ROOT = Path(__file__).resolve().parents[2]

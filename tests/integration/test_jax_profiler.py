@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace.attribution import attribute, op_kind
-from tb_iotrace.xplane import columns, find_plane, load_xspace, profile_start_ns, read_io_data
+from tb_iotrace.analysis.attribution import attribute, op_kind
+from tb_iotrace.store.xplane import columns, find_plane, load_xspace, profile_start_ns, read_io_data
 
 pytestmark = pytest.mark.jax
 SCRIPTS = Path(__file__).parent / "scripts"

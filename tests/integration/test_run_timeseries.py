@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tb_iotrace.runrecord import read_record
+from tb_iotrace.store.runrecord import read_record
 
 PY = sys.executable
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace.attribution import attribute, op_kind
-from tb_iotrace.xplane import load_xspace, profile_start_ns, read_io_data
+from tb_iotrace.analysis.attribution import attribute, op_kind
+from tb_iotrace.store.xplane import load_xspace, profile_start_ns, read_io_data
 
 pytestmark = pytest.mark.tf
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -95,7 +95,7 @@ def at_line_edge(space, att, i: int) -> bool:
     enclosing iterator event TF dropped (a TraceMe opened before the tracer records is not
     kept; on a loaded machine that gap grows). A read in the middle of the line must be
     enclosed."""
-    from tb_iotrace.xplane import HOST_PLANE, columns, find_plane
+    from tb_iotrace.store.xplane import HOST_PLANE, columns, find_plane
 
     li = int(att.host_line[i])
     if li < 0:

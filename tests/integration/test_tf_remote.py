@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace.xplane import load_xspace, read_io_data
+from tb_iotrace.store.xplane import load_xspace, read_io_data
 
 pytestmark = pytest.mark.tf
 SCRIPTS = Path(__file__).parent / "scripts"

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.kineto import CATEGORY, io_record, read_trace
-from tb_iotrace.kineto_xspace import to_xspace
-from tb_iotrace.xplane import find_plane
+from tb_iotrace.store.kineto import CATEGORY, io_record, read_trace
+from tb_iotrace.store.kineto_xspace import to_xspace
+from tb_iotrace.store.xplane import find_plane
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.analysis import analyze
-from tb_iotrace.attribution import op_kind
+from tb_iotrace.analysis.attribution import op_kind
 from tb_iotrace.cli import main as cli_main
-from tb_iotrace.kineto import CATEGORY, io_record, read_trace
-from tb_iotrace.kineto_xspace import to_xspace
+from tb_iotrace.store.kineto import CATEGORY, io_record, read_trace
+from tb_iotrace.store.kineto_xspace import to_xspace
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch

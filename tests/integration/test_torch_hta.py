@@ -19,8 +19,8 @@ from typing import Any, Callable
 
 import pytest
 
-from tb_iotrace.attribution import op_kind
-from tb_iotrace.kineto import CATEGORY, FETCH_CATEGORY, read_trace
+from tb_iotrace.analysis.attribution import op_kind
+from tb_iotrace.store.kineto import CATEGORY, FETCH_CATEGORY, read_trace
 
 pytest.importorskip("torch")
 pytest.importorskip("hta")

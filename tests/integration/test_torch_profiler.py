@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.attribution import op_kind
+from tb_iotrace.analysis.attribution import op_kind
 from tb_iotrace.cli import main as cli_main
-from tb_iotrace.kineto import CATEGORY, io_record, read_trace
+from tb_iotrace.store.kineto import CATEGORY, io_record, read_trace
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch

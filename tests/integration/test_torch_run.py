@@ -69,8 +69,8 @@ def test_run_and_trace_handler_together(tmp_path: Path) -> None:
     """A job that profiles with tb_iotrace.torch.trace_handler, run under ``tb-iotrace run``
     (spawn workers, persistent, one unprofiled epoch then one profiled): the profiled window's
     trace holds that epoch's reads, the whole-run records both epochs', exactly."""
-    from tb_iotrace.attribution import op_kind
-    from tb_iotrace.kineto import CATEGORY, read_trace
+    from tb_iotrace.analysis.attribution import op_kind
+    from tb_iotrace.store.kineto import CATEGORY, read_trace
 
     work, logdir = tmp_path / "work", tmp_path / "logs"
     work.mkdir()

@@ -22,7 +22,7 @@ def libio_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def shim() -> Iterator[Any]:
     """tb_iotrace with a clean slate, and everything process-global put back after."""
     import tb_iotrace
-    from tb_iotrace._ffi import native
+    from tb_iotrace.recording.ffi import native
 
     ffi, lib = native()
     excludes = ffi.string(lib.tbio_get_excludes())

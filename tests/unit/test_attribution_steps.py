@@ -3,9 +3,8 @@ step-root stat ``_r`` whatever its name, and Keras 3 on JAX names its steps
 "Profiled batch <n>" (TensorFlow's Keras: "Profiled batch" with no number)."""
 from __future__ import annotations
 
-from tb_iotrace.attribution import attribute
-from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XEventMetadata, XSpace,
-                               XStatMetadata, add_io_to_space, thread_line_id)
+from tb_iotrace.analysis.attribution import attribute
+from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XEventMetadata, XSpace, XStatMetadata, add_io_to_space, thread_line_id
 
 BASE = 1_700_000_000_000_000_000
 MS = 10**9   # ps
@@ -65,7 +64,7 @@ def test_tensorflow_step_names_unchanged() -> None:
 
 
 def test_one_kind_of_marker_is_the_steps() -> None:
-    """tb_iotrace.stepwait's rule (issue 19), as the tab's: of the marker kinds, the one seen
+    """tb_iotrace.model.stepwait's rule (issue 19), as the tab's: of the marker kinds, the one seen
     most often is the steps (before, the report took every marker of any kind, so a capture
     with two kinds had steps the tab did not)."""
     sp = capture([("train", {"step_num": 0}), ("Profiled batch", {}), ("Profiled batch", {}),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tb_iotrace import _autostart
+from tb_iotrace.recording import autostart as _autostart
 from tb_iotrace.recording import session
 
 # the shim's defaults: Darshan's exclusions (docs/internals.md, "Darshan counter rules"), and /lib64/

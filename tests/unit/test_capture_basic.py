@@ -169,7 +169,7 @@ def test_to_dict_is_json_and_complete(shim, tmp_path):
     d = json.loads(json.dumps(cap.to_dict()))
     recs = [f for f in d["files"] if f["path"] == str(p)]
     assert len(recs) == 1 and recs[0]["module"] == "POSIX"
-    from tb_iotrace.names import counter_names
+    from tb_iotrace.recording.opnames import counter_names
 
     assert list(recs[0]["counters"]) == list(counter_names("POSIX", False))
     assert list(recs[0]["fcounters"]) == list(counter_names("POSIX", True))

@@ -11,7 +11,7 @@ from capture_util import load_libio, rec, wx_mappings
 
 
 def native():
-    from tb_iotrace._ffi import native as n
+    from tb_iotrace.recording.ffi import native as n
 
     return n()
 
@@ -31,7 +31,7 @@ def peek(addr: int) -> int:
 
 
 def wrapper_names() -> dict[int, str]:
-    from tb_iotrace.names import op_names
+    from tb_iotrace.recording.opnames import op_names
 
     ffi, lib = native()
     return {int(lib.tbio_wrapper_address(n.encode())): n for n in op_names()}

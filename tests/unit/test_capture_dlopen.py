@@ -95,7 +95,7 @@ def test_library_loaded_after_enable_is_captured(shim, tmp_path):
     so = compile_so("libio.c", tmp_path / "libio_late.so")
     data = tmp_path / "late.bin"
     data.write_bytes(b"L" * 4096)
-    _, nlib = __import__("tb_iotrace._ffi", fromlist=["native"]).native()
+    _, nlib = __import__("tb_iotrace.recording.ffi", fromlist=["native"]).native()
     shim.enable()
     before = nlib.tbio_patched_objects()
     lib = load_libio(so)                 # dlopen through _ctypes: the wrapper patches it

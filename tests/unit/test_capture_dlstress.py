@@ -29,7 +29,7 @@ def libs(tmp_path_factory) -> tuple[Path, list[Path]]:
 @pytest.mark.parametrize("round_", range(3))
 @pytest.mark.slow
 def test_libraries_loaded_during_walks_are_all_patched(shim, libs, tmp_path, round_):
-    from tb_iotrace._ffi import native
+    from tb_iotrace.recording.ffi import native
 
     ffi, lib = native()
     driver_path, paths = libs
@@ -91,7 +91,7 @@ def _mapping_of(path: Path) -> list[tuple[int, int, str]]:
 def test_slot_overwritten_after_patching_is_patched_again(shim, libs, tmp_path):
     """A lazy-binding fixup on another thread can write the real function over
     the wrapper just written into a PLT slot; the next walk must put it back."""
-    from tb_iotrace._ffi import native
+    from tb_iotrace.recording.ffi import native
 
     ffi, lib = native()
     _, paths = libs

@@ -44,7 +44,7 @@ def _addr(fn) -> int:
 
 
 def test_ctypes_cdll_none_read_is_traced(shim, data):
-    from tb_iotrace._ffi import native
+    from tb_iotrace.recording.ffi import native
 
     _, lib = native()
     path, fd = data
@@ -84,7 +84,7 @@ def test_caller_relative_lookups_answer_as_without_the_shim(shim, libs):
     """RTLD_NEXT and RTLD_DEFAULT from a library loaded RTLD_LOCAL with a
     dependency: a dlsym wrapper that made the shim the caller would find
     nothing in the library's local scope and the wrong 'next' object."""
-    from tb_iotrace._ffi import native
+    from tb_iotrace.recording.ffi import native
 
     _, lib = native()
     interp = ctypes.CDLL(str(libs["interp"]))   # RTLD_LOCAL: dep_only_here is in its local scope only

@@ -15,7 +15,7 @@ from capture_util import events_for, load_libio, rec
 
 
 def native():
-    from tb_iotrace._ffi import native as n
+    from tb_iotrace.recording.ffi import native as n
 
     return n()
 

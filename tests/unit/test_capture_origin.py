@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.cli import main
-from tb_iotrace.frameworks import jaxlib_support
-from tb_iotrace.xplane import XEventMetadata, XSpace, XStatMetadata, load_xspace
-from tb_iotrace.xplane.origin import Origin, capture_origin, missing_io_reason
+from tb_iotrace.base.frameworks import jaxlib_support
+from tb_iotrace.store.xplane import XEventMetadata, XSpace, XStatMetadata, load_xspace
+from tb_iotrace.store.xplane.origin import Origin, capture_origin, missing_io_reason
 
 
 def jax_space(jax: str | None, jaxlib: str | None) -> XSpace:

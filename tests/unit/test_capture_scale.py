@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace import xplane as X
-from tb_iotrace.report import render
+from tb_iotrace.store import xplane as X
+from tb_iotrace.analysis.text_report import render
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DEFAULT_MAX_FILES = 4_194_304

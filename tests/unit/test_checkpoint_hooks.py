@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
-from tb_iotrace.recording import checkpoint_hooks  # noqa: E402
+from tb_iotrace.recording import checkpoint_hooks
 
 
 def test_spans_get_kind_and_path_only_inside_a_profiler(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tb_iotrace.analysis import analyze
 from tb_iotrace.analysis.checkpoints import MIN_BYTES
-from tb_iotrace.xplane import IoTrace
+from tb_iotrace.store.xplane import IoTrace
 
 MOUNTS = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"
 MiB = 1 << 20
@@ -159,8 +159,7 @@ def _tf_capture(tmp_path) -> str:
     """A capture with 10 steps "train" of 10 ms on the training thread (pthread 77, tid 100):
     after step 4 a 40 ms gap in which that thread saves /ck/a.ckpt (fsync); during steps 7-8 a
     background thread (pthread 78, tid 101) saves /ck/b.ckpt."""
-    from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata,
-                                   add_io_to_space, thread_line_id)
+    from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata, add_io_to_space, thread_line_id
     base = 1_700_000_000_000_000_000
     sp = XSpace()
     env = sp.planes.add(id=1, name=TASK_ENV_PLANE)
@@ -219,8 +218,7 @@ def _capture(tmp_path, n_steps: int, step_ms: int, first_step_ms: int, rows: lis
     """A capture with ``n_steps`` steps "train" of ``step_ms`` back to back from ``first_step_ms``
     on the training thread (pthread 77, tid 100), a background thread (pthread 78, tid 101), and
     the I/O ``rows`` (times epoch ns from ``base``)."""
-    from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata,
-                                   add_io_to_space, thread_line_id)
+    from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata, add_io_to_space, thread_line_id
     sp = XSpace()
     env = sp.planes.add(id=1, name=TASK_ENV_PLANE)
     env.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="profile_start_time"))
@@ -287,7 +285,7 @@ def test_blocking_share_is_clipped_to_the_training_time(tmp_path) -> None:
     after, _ = save("/ck/final.ckpt", base + 300 * ms, 4 * MiB, MiB, write_ns=117 * ms)
     # steps 0-4 from 0 ms, then steps 5-9 from 100 ms (the 45 ms gap holds the first save)
     path = _capture(tmp_path, 5, 10, 0, inside + after, base)
-    from tb_iotrace.xplane import HOST_PLANE, XSpace, find_plane
+    from tb_iotrace.store.xplane import HOST_PLANE, XSpace, find_plane
     sp = XSpace.FromString(Path(path).read_bytes())
     line = find_plane(sp, HOST_PLANE).lines[0]
     for k in range(5, 10):

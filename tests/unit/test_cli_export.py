@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace import xplane as X
+from tb_iotrace.store import xplane as X
 from tb_iotrace.cli import main
 from tb_iotrace.export import darshan
-from tb_iotrace.progress import Progress
-from tb_iotrace.recordid import record_id
-from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
+from tb_iotrace.base.progress import Progress
+from tb_iotrace.base.recordid import record_id
+from tb_iotrace.store.runrecord import FORMAT as RECORD_FORMAT
 
 from test_cli_report import COUNTERS, GPU_HOST, T0, logdir, small_trace  # noqa: F401  (fixture)
 

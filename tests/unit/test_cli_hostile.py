@@ -19,9 +19,9 @@ import pytest
 from tb_iotrace.cli import import_darshan, main
 from tb_iotrace.cli._sources import resolve
 from tb_iotrace.export import darshan_log
-from tb_iotrace.names import MODULES, counter_names
-from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
-from tb_iotrace.safenames import printable, safe_component
+from tb_iotrace.recording.opnames import MODULES, counter_names
+from tb_iotrace.store.runrecord import FORMAT as RECORD_FORMAT
+from tb_iotrace.base.safenames import printable, safe_component
 
 PY = sys.executable
 DXT_LOG = Path(darshan.__file__).parent / "examples" / "example_logs" / "dxt.darshan"
@@ -152,7 +152,7 @@ def test_import_darshan_host_option_still_checked(tmp_path):
 
 def test_record_names_stay_in_the_record_folder(tmp_path, monkeypatch):
     """A machine's name is set by whoever runs it: a record's file name is one component."""
-    from tb_iotrace import runrecord
+    from tb_iotrace.store import runrecord
 
     for name in ("../../../x", "/abs", "..", ".h", "a\nb"):
         monkeypatch.setattr(runrecord.socket, "gethostname", lambda name=name: name)

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace import xplane as X
+from tb_iotrace.store import xplane as X
 from tb_iotrace.cli import main
-from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
+from tb_iotrace.store.runrecord import FORMAT as RECORD_FORMAT
 
 GPU_HOST = "34.83.195.179_6003"
 T0 = 1_700_000_000_000_000_000

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from tb_iotrace.cli import main
-from tb_iotrace.kineto import add_io, write_trace
+from tb_iotrace.store.kineto import add_io, write_trace
 
 BASE = 1_790_857_026_000_000_000
 

@@ -1,4 +1,4 @@
-"""Logdirs and outputs on s3:// and gs:// (tb_iotrace.remote), against local servers started
+"""Logdirs and outputs on s3:// and gs:// (tb_iotrace.store.remote), against local servers started
 here on 127.0.0.1: moto's S3 server and gcp-storage-emulator. What is in a bucket is always
 listed through its server (a fresh client), never read from a local folder."""
 from __future__ import annotations
@@ -101,7 +101,7 @@ def _no_local_url_folder(cwd: Path) -> None:
 
 
 def test_urls_and_paths() -> None:
-    from tb_iotrace import remote
+    from tb_iotrace.store import remote
 
     assert remote.is_url("s3://b/logs") and remote.is_url("gs://b") and remote.is_url("memory://x")
     assert not remote.is_url("file:///tmp/logs") and not remote.is_url("/tmp/s3:/x")
@@ -131,7 +131,7 @@ def test_a_missing_client_names_the_extra(tmp_path: Path) -> None:
 
 
 def test_report_fetches_each_object_once(store: dict[str, Any]) -> None:
-    from tb_iotrace import remote
+    from tb_iotrace.store import remote
 
     sizes = _put_logdir(store["fs"], store["bucket"])
     url = store["url"] + "/logs"
@@ -371,8 +371,8 @@ def test_torch_trace_handler_uploads_the_trace(store: dict[str, Any]) -> None:
 def test_the_mirror_is_updated_in_place(store: dict[str, Any]) -> None:
     """A second fetch keeps the mirror's path and unchanged files (same inode: a reader's open
     map stays valid), and drops what left the bucket."""
-    from tb_iotrace import remote
-    from tb_iotrace.logdir import is_read_name
+    from tb_iotrace.store import remote
+    from tb_iotrace.store.logdir import is_read_name
 
     _put_logdir(store["fs"], store["bucket"])
     url = store["url"] + "/logs"
@@ -424,8 +424,8 @@ def test_tensorboard_tab_on_a_url_logdir(store: dict[str, Any]) -> None:
 def test_the_cache_is_bounded(store: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
     """Over TB_IOTRACE_CACHE_BYTES, the least recently used objects go; those the current
     fetch uses stay (its mirror must be readable), and a later fetch brings them back."""
-    from tb_iotrace import remote
-    from tb_iotrace.logdir import is_read_name
+    from tb_iotrace.store import remote
+    from tb_iotrace.store.logdir import is_read_name
 
     sizes = _put_logdir(store["fs"], store["bucket"])
     store["fs"].put_file(str(CAPTURE), f"{store['bucket']}/other/plugins/profile/s2/vm.xplane.pb")

@@ -1,4 +1,4 @@
-"""Record ids are Darshan's: lookup8 of the path (tb_iotrace.recordid and native/recordid.c)
+"""Record ids are Darshan's: lookup8 of the path (tb_iotrace.base.recordid and native/recordid.c)
 against id/name pairs of Darshan's own logs, and in what a capture stores."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace._ffi import native
-from tb_iotrace.recordid import lookup8, record_id
+from tb_iotrace.recording.ffi import native
+from tb_iotrace.base.recordid import lookup8, record_id
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "darshan_record_ids.tsv"
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-import tb_iotrace.xplane.columnar as columnar
-from tb_iotrace.plugin.model import load_capture
+import tb_iotrace.model.columnar as columnar
+from tb_iotrace.plugin.tab_model import load_capture
 from tb_iotrace.plugin.synthetic import make_logdir
-from tb_iotrace.xplane import XPlaneError
+from tb_iotrace.store.xplane import XPlaneError
 
 pytestmark = pytest.mark.slow   # thousands of damaged captures through both decoders
 

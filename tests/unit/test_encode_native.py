@@ -1,5 +1,5 @@
 """The native event encoder (native/codec/encode.c) writes exactly the bytes of the NumPy one
-(tb_iotrace.xplane.encode.encode_events_numpy), and traces given as codes (Labels) are
+(tb_iotrace.store.xplane.encode.encode_events_numpy), and traces given as codes (Labels) are
 written like traces of str objects."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tb_iotrace import xplane as X
-from tb_iotrace.xplane import encode as iowriter
-from tb_iotrace.xplane.iotrace import Labels
-from tb_iotrace.xplane.encode import EventColumns, KindValues, encode_events_native, encode_events_numpy
+from tb_iotrace.store import xplane as X
+from tb_iotrace.store.xplane import encode as iowriter
+from tb_iotrace.store.xplane.iotrace import Labels
+from tb_iotrace.store.xplane.encode import EventColumns, KindValues, encode_events_native, encode_events_numpy
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 T0 = 1_700_000_000_000_000_000

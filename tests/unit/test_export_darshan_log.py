@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from tb_iotrace.export.darshan_log import DXT_READS, DXT_WRITES
-from tb_iotrace.recordid import record_id
-from tb_iotrace.runrecord import FORMAT as RECORD_FORMAT
-from tb_iotrace.runrecord import read_record
+from tb_iotrace.base.recordid import record_id
+from tb_iotrace.store.runrecord import FORMAT as RECORD_FORMAT
+from tb_iotrace.store.runrecord import read_record
 
 from test_cli_report import GPU_HOST, T0, logdir, small_trace  # noqa: F401  (fixture)
 
@@ -376,7 +376,7 @@ def test_bad_input(tmp_path):
     err = one_line_error(cli("export", str(record(tmp_path / "empty", [])), "--format", "darshan-log", "-o",
                              str(out)), out)
     assert "no I/O recorded" in err
-    from tb_iotrace import xplane as X
+    from tb_iotrace.store import xplane as X
 
     plain = tmp_path / "run" / "plain.xplane.pb"      # a capture without I/O data
     plain.parent.mkdir()

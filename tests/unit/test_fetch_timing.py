@@ -14,7 +14,7 @@ from torch.utils.data import IterableDataset   # noqa: E402
 from torch.utils.data._utils import fetch as torch_fetch   # noqa: E402
 from torch.utils.data._utils.collate import default_collate   # noqa: E402
 
-from tb_iotrace.recording import torch as cap   # noqa: E402
+from tb_iotrace.recording import torch as cap
 
 
 class Count(IterableDataset):
@@ -81,6 +81,6 @@ def test_torch_without_the_fetchers_runs_untouched_with_a_note(monkeypatch, tmp_
                 fh.write('{"traceEvents": [], "baseTimeNanoseconds": 0}')
 
     handler(Prof())
-    from tb_iotrace.kineto import io_record, read_trace
+    from tb_iotrace.store.kineto import io_record, read_trace
     rec = io_record(read_trace(handler.written[0]))
     assert rec is not None and why in rec["notes"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import tb_iotrace
 from tb_iotrace.analysis import analyze
-from tb_iotrace.runrecord import merge_files
-from tb_iotrace.xplane import TASK_ENV_PLANE, XSpace, add_io_to_space
+from tb_iotrace.store.runrecord import merge_files
+from tb_iotrace.store.xplane import TASK_ENV_PLANE, XSpace, add_io_to_space
 
 CHUNK = 4096
 

@@ -1,4 +1,4 @@
-"""Per-file counters as columns (tb_iotrace.filetable): a capture's stop copies them in bulk and
+"""Per-file counters as columns (tb_iotrace.store.filetable): a capture's stop copies them in bulk and
 builds no Python object per file; whole-run records (tb_iotrace.run/2) keep them in a columnar
 ``.files.npz`` with paths as exact bytes, stored once; records of format run/1 (per-file JSON,
 tests/data/run_v1, written by the code before this format) stay readable everywhere."""
@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace.filetable import Accumulator, FileTable, TableError, load_table
-from tb_iotrace.runrecord import FORMAT, FORMAT_V1, RecordError, read_record, table_path, write_record
+from tb_iotrace.store.filetable import Accumulator, FileTable, TableError, load_table
+from tb_iotrace.store.runrecord import FORMAT, FORMAT_V1, RecordError, read_record, table_path, write_record
 
 PY = sys.executable
 V1_DIR = Path(__file__).resolve().parents[1] / "data" / "run_v1"
@@ -274,7 +274,7 @@ def test_report_from_columns_equals_report_from_records(only, tmp_path):
 
 def test_accumulator_agrees_with_the_dict_merge():
     """The columnar merge of flush windows and runrecord.merge_files (dicts) give the same records."""
-    from tb_iotrace.runrecord import merge_files
+    from tb_iotrace.store.runrecord import merge_files
 
     rng = np.random.default_rng(7)
     names = ["POSIX_OPENS", "POSIX_BYTES_READ", "POSIX_MAX_BYTE_READ", "POSIX_MODE", "POSIX_ACCESS1_ACCESS"]
@@ -321,7 +321,7 @@ def test_accumulator_keeps_a_column_a_later_window_sets():
 def test_periodic_flush_waits_in_proportion_to_its_cost():
     """A run of a million files rewrites a ~100 MB record per flush: flushes take at most
     1/FLUSH_COST_FACTOR of the time, whatever TB_IOTRACE_FLUSH_S asks."""
-    from tb_iotrace._autostart import FLUSH_COST_FACTOR, flush_wait
+    from tb_iotrace.recording.autostart import FLUSH_COST_FACTOR, flush_wait
 
     assert flush_wait(5.0, 0.01) == 5.0
     assert flush_wait(5.0, 1.5) == 1.5 * FLUSH_COST_FACTOR >= 20 * 1.5

@@ -25,13 +25,13 @@ from pathlib import Path
 import pytest
 
 from plugin_client import make_client
-import tb_iotrace.xplane.columnar as columnar
-from tb_iotrace.kineto import KinetoTraceError, read_trace
-from tb_iotrace.kineto_xspace import to_xspace
-from tb_iotrace.plugin.model import STAT_DEFAULTS
-from tb_iotrace.runrecord import RecordError, read_record
-from tb_iotrace.xplane import LINE_PREFIX, XPlaneError
-from tb_iotrace.xplane.schema import EVENT_STATS
+import tb_iotrace.model.columnar as columnar
+from tb_iotrace.store.kineto import KinetoTraceError, read_trace
+from tb_iotrace.store.kineto_xspace import to_xspace
+from tb_iotrace.plugin.tab_model import STAT_DEFAULTS
+from tb_iotrace.store.runrecord import RecordError, read_record
+from tb_iotrace.store.xplane import LINE_PREFIX, XPlaneError
+from tb_iotrace.store.xplane.schema import EVENT_STATS
 
 pytestmark = pytest.mark.fuzz
 

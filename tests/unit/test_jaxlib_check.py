@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.frameworks import JAXLIB_CHECKS_READ, release
+from tb_iotrace.base.frameworks import JAXLIB_CHECKS_READ, release
 from tb_iotrace.recording.jaxlib_check import MESSAGE, TableCheck, read_table_check, table_size_for, with_known_size
 
 EXACT = MESSAGE + b" \x00"

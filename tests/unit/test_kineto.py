@@ -1,4 +1,4 @@
-"""tb_iotrace.kineto: I/O events on a Kineto trace's clock, and clear errors for files that
+"""tb_iotrace.store.kineto: I/O events on a Kineto trace's clock, and clear errors for files that
 are not Kineto traces."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.kineto import CATEGORY, KEY, KinetoTraceError, add_io, io_record, read_trace, write_trace
+from tb_iotrace.store.kineto import CATEGORY, KEY, KinetoTraceError, add_io, io_record, read_trace, write_trace
 
 BASE = 1_790_857_026_000_000_000
 

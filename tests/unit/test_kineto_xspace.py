@@ -1,4 +1,4 @@
-"""tb_iotrace.kineto_xspace: a Kineto trace as an XSpace shaped like a TF/JAX capture.
+"""tb_iotrace.store.kineto_xspace: a Kineto trace as an XSpace shaped like a TF/JAX capture.
 
 Ground truth: tests/data/torch_loader.pt.trace.json.gz, a real CPU torch 2.13 run (made by
 tests/data/make_torch_trace.py) whose DataLoader(num_workers=2) read 8 known files, with their
@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace.attribution import attribute, op_kind
-from tb_iotrace.kineto import CATEGORY, KinetoTraceError, read_trace
-from tb_iotrace.kineto_xspace import KINETO_KEY, read_xspace, to_xspace
-from tb_iotrace.xplane import find_plane, profile_start_ns, profile_stop_ns, read_io_data, read_io_info
-from tb_iotrace.xplane.origin import capture_origin, missing_io_reason
+from tb_iotrace.analysis.attribution import attribute, op_kind
+from tb_iotrace.store.kineto import CATEGORY, KinetoTraceError, read_trace
+from tb_iotrace.store.kineto_xspace import KINETO_KEY, read_xspace, to_xspace
+from tb_iotrace.store.xplane import find_plane, profile_start_ns, profile_stop_ns, read_io_data, read_io_info
+from tb_iotrace.store.xplane.origin import capture_origin, missing_io_reason
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 TRACE = DATA / "torch_loader.pt.trace.json.gz"
@@ -186,7 +186,7 @@ def test_fetch_spans_are_events_of_the_workers_host_lines() -> None:
     """A forked worker's thread has the pthread_self of the parent's thread that forked it: the
     main thread keeps TensorFlow's line id (its I/O stays attributed to it), the worker's fetch
     spans get their own line, the tid, with worker_id and samples as stats."""
-    from tb_iotrace.kineto import add_io
+    from tb_iotrace.store.kineto import add_io
 
     base = 1_790_857_026_000_000_000
     pthread = 0x7F00DEAD0000
@@ -218,6 +218,6 @@ def test_fetch_spans_are_events_of_the_workers_host_lines() -> None:
     assert stats == {"worker_id": 0, "samples": 2}
     info = read_io_info(space)
     by_tid = {li["tid"]: li for li in info["lines"]}
-    from tb_iotrace.xplane import thread_line_id
+    from tb_iotrace.store.xplane import thread_line_id
     assert by_tid[10]["host_line_id"] == thread_line_id(pthread)   # the main thread keeps its link
     assert by_tid[11]["host_line_id"] is None

@@ -19,40 +19,19 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[2] / "tb_iotrace"
 
-# Longest prefix wins.
+# Longest prefix wins. A folder is a layer; the top level holds only the facade and the compiled
+# extensions.
 LAYERS = {
-    "tb_iotrace._atomic": "base",
-    "tb_iotrace._memory": "base",
-    "tb_iotrace.recordid": "base",       # Darshan's record id of a path (pure)
-    "tb_iotrace.frameworks": "base",     # which framework releases tb_iotrace hooks (pure)
-    "tb_iotrace.codepaths": "base",      # which recorded paths are code loading, not data (pure)
-    "tb_iotrace.safenames": "base",      # file-derived names made safe for paths and terminals (pure)
-    "tb_iotrace.limits": "base",         # bounds on what reading one input may cost (issue 25)
+    "tb_iotrace.base": "base",           # pure rules: record ids, releases, code paths, atomic writes, bounds
     "tb_iotrace._codec": "store",        # the compiled codecs (native/codec: encode.c, xdecode.c)
-    "tb_iotrace.codecs": "store",
-    "tb_iotrace.xplane": "store",
-    "tb_iotrace.runrecord": "store",
-    "tb_iotrace.filetable": "store",     # per-file counters as columns (captures, whole-run records)
-    "tb_iotrace.timeseries": "store",    # a recording's time series: data and JSON form (pure)
-    "tb_iotrace.logdir": "store",
-    "tb_iotrace.machine": "store",       # the machine a capture was made on: cores, mount table
-    "tb_iotrace.remote": "store",        # URLs (s3://, gs://): fetch into a local cache, upload whole
-    "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events
-    "tb_iotrace.kineto_xspace": "store", # a Kineto trace as an XSpace shaped like a TF capture
-    "tb_iotrace.xplane.columnar": "model",
-    "tb_iotrace.stepwait": "model",      # the one rule for steps and input wait (pure)
+    "tb_iotrace.store": "store",         # formats on disk and in buckets: XPlane, records, Kineto, logdirs, URLs
+    "tb_iotrace.model": "model",         # the columnar tables of a capture; the step and input-wait rule
     "tb_iotrace._native": "capture",     # the interposer
-    "tb_iotrace._ffi": "capture",
-    "tb_iotrace.names": "capture",
-    "tb_iotrace.recording": "capture",
-    "tb_iotrace._autostart": "capture",
-    "tb_iotrace.attribution": "analysis",
-    "tb_iotrace.analysis": "analysis",
-    "tb_iotrace.report": "analysis",
+    "tb_iotrace.recording": "capture",   # the shim's Python side, framework glue, the whole-run recorder
+    "tb_iotrace.analysis": "analysis",   # attribution, findings, verdict, checkpoints, the text report
     "tb_iotrace": "surface",             # the facade: enable()/capture() for users
     "tb_iotrace.__main__": "surface",
     "tb_iotrace.cli": "surface",
-    "tb_iotrace.progress": "surface",    # the terminal progress line of long CLI work
     "tb_iotrace.export": "surface",
     "tb_iotrace.fleet": "surface",       # the fleet dataset: Parquet parts, DuckDB/Spark queries
     "tb_iotrace.plugin": "surface",
@@ -263,14 +242,14 @@ def test_the_checker_catches_each_rule(rule, tmp_path):
         assert got == [["a", "b", "c"]]
         assert _cycles([Edge("a", "b", None, 1), Edge("b", "c", None, 1)]) == []
     elif rule == "upward":
-        assert layer_of("tb_iotrace.xplane.columnar") == "model"
-        assert layer_of("tb_iotrace.xplane.reader") == "store"
+        assert layer_of("tb_iotrace.model.columnar") == "model"
+        assert layer_of("tb_iotrace.store.xplane.read_xspace") == "store"
         assert "analysis" not in MAY_IMPORT["model"] and "surface" not in MAY_IMPORT["analysis"]
     else:
         src = tmp_path / "tb_iotrace" / "x.py"
         src.parent.mkdir()
-        src.write_text("from .xplane import reader\n\ndef f():\n    from .xplane.reader import _private\n"
+        src.write_text("from .store.xplane import read_xspace as reader\n\ndef f():\n    from .store.xplane.read_xspace import _private\n"
                        "    return reader._hidden\n")
         edges, attrs = edges_of("tb_iotrace.x", src)
         assert [e.name for e in edges if e.name and is_private(e.name)] == ["_private"]
-        assert attrs == [(5, "tb_iotrace.xplane.reader", "_hidden")]
+        assert attrs == [(5, "tb_iotrace.store.xplane.read_xspace", "_hidden")]

@@ -15,9 +15,9 @@ import pytest
 
 from plugin_client import make_client
 from tb_iotrace.cli import main
-from tb_iotrace.kineto import KinetoTraceError, read_trace
-from tb_iotrace.limits import MAX_TRACE_ENV, LimitError, max_trace_bytes
-from tb_iotrace.runrecord import RecordError, read_record
+from tb_iotrace.store.kineto import KinetoTraceError, read_trace
+from tb_iotrace.base.limits import MAX_TRACE_ENV, LimitError, max_trace_bytes
+from tb_iotrace.store.runrecord import RecordError, read_record
 
 MiB = 1 << 20
 
@@ -157,7 +157,7 @@ def test_hostile_record_trace(tmp_path, monkeypatch, capsys, write_npz, reason):
 
 def test_npz_keeps_its_arrays(tmp_path):
     """What the bounded reader returns is what np.load did."""
-    from tb_iotrace.limits import load_npz
+    from tb_iotrace.base.limits import load_npz
 
     arrays = {"a": np.arange(10, dtype=np.int64), "names": np.array(["x", "yy"]), "m": np.ones((3, 2), np.float32)}
     np.savez(tmp_path / "t.npz", **arrays)

@@ -1,4 +1,4 @@
-"""The machine a capture was made on (tb_iotrace.machine): its usable cores and mount table,
+"""The machine a capture was made on (tb_iotrace.store.machine): its usable cores and mount table,
 recorded by every kind of capture (a TF/JAX capture's I/O record, a PyTorch trace, a whole-run
 record) and read back by one reader, ``host_facts``; the analysis names file systems by the
 recorded mount table, by the analysing machine's only for captures that recorded none."""
@@ -11,11 +11,11 @@ import numpy as np
 
 import tb_iotrace
 from tb_iotrace.analysis import analyze
-from tb_iotrace.kineto import add_io, read_trace, write_trace
-from tb_iotrace.kineto_xspace import to_xspace
-from tb_iotrace.machine import FORMAT, host_facts, machine_facts, usable_cpus
-from tb_iotrace.runrecord import read_record, write_record
-from tb_iotrace.xplane import TASK_ENV_PLANE, IoTrace, XSpace, add_io_to_space
+from tb_iotrace.store.kineto import add_io, read_trace, write_trace
+from tb_iotrace.store.kineto_xspace import to_xspace
+from tb_iotrace.store.machine import FORMAT, host_facts, machine_facts, usable_cpus
+from tb_iotrace.store.runrecord import read_record, write_record
+from tb_iotrace.store.xplane import TASK_ENV_PLANE, IoTrace, XSpace, add_io_to_space
 
 BASE = 1_790_857_026_000_000_000
 

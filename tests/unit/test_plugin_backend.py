@@ -22,7 +22,7 @@ from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
 from tb_iotrace.plugin import IoTracePlugin
-from tb_iotrace import logdir as logdir_mod
+from tb_iotrace.store import logdir as logdir_mod
 from tb_iotrace.plugin import cache as cache_mod
 from tb_iotrace.plugin import plugin as plugin_mod
 from tb_iotrace.plugin.plugin import static_file
@@ -481,15 +481,15 @@ def test_bandwidth_adds_up(client):
 
 def _expected_host_row(path: Path) -> dict:
     """Ground truth for one host's /hosts row, computed apart from the plugin: bytes and
-    read time from the capture's Darshan records (tb_iotrace.xplane); input wait by the one rule
-    of tb_iotrace.stepwait (issue 19), by hand: the union of the events named IteratorGetNext*,
+    read time from the capture's Darshan records (tb_iotrace.store.xplane); input wait by the one rule
+    of tb_iotrace.model.stepwait (issue 19), by hand: the union of the events named IteratorGetNext*,
     MultiDeviceIteratorGetNextFromShard or enumerate(DataLoader)#* at any depth on any host
     line, inside the steps (this capture has no host step markers: the first device plane's
     Steps line), against the steps' time. (Before issue 19 the tab summed each line's outermost
     IteratorGetNext-or-Iterator:: events against the capture's whole span.)"""
     import re
 
-    from tb_iotrace.xplane import load_xspace, read_io_data
+    from tb_iotrace.store.xplane import load_xspace, read_io_data
 
     space = load_xspace(path)
     rd = wr = rt = 0.0
@@ -555,9 +555,9 @@ def test_steps_with_and_without_markers(client):
 
 
 def test_steps_fallback_windows(gpu_capture, tmp_path):
-    from tb_iotrace.plugin.impl import timeline, timeseries
-    from tb_iotrace.plugin.view import make_view
-    from tb_iotrace.plugin.model import load_capture
+    from tb_iotrace.plugin.endpoints import timeline, bandwidth as timeseries
+    from tb_iotrace.plugin.request_view import make_view
+    from tb_iotrace.plugin.tab_model import load_capture
     src = make_logdir(tmp_path, gpu_capture, n_events=1000)
     cap = load_capture(str(src), "h")
     cap.steps = []
@@ -859,9 +859,9 @@ def _tf_read(get, run, host, cap, io_lanes, data):
 
 MEM_SCRIPT = textwrap.dedent("""
     import json, os, sys, tracemalloc
-    from tb_iotrace.plugin.model import load_capture
-    from tb_iotrace.plugin.impl import timeline, timeseries
-    from tb_iotrace.plugin.view import make_view
+    from tb_iotrace.plugin.tab_model import load_capture
+    from tb_iotrace.plugin.endpoints import timeline, timeseries
+    from tb_iotrace.plugin.request_view import make_view
     def rss():
         with open("/proc/self/status") as f:
             d = dict(l.split(":", 1) for l in f if ":" in l)

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace import xplane as X
+from tb_iotrace.store import xplane as X
 
 PY = sys.executable
 T0 = 1_700_000_000_000_000_000
@@ -48,7 +48,7 @@ PROBE = textwrap.dedent("""
     from werkzeug.test import Client
     from werkzeug.wrappers import Response
     import tb_iotrace.plugin as p
-    from tb_iotrace.xplane import columnar
+    from tb_iotrace.model import columnar
 
     plugin = p.IoTracePlugin(types.SimpleNamespace(logdir=sys.argv[1]))
     apps = plugin.get_plugin_apps()
@@ -63,7 +63,7 @@ PROBE = textwrap.dedent("""
         "runs": runs,
         "maps_native": [m for m in maps if "_native" in m.rsplit("/", 1)[-1]],
         "maps_codec": [m for m in maps if "_codec" in m.rsplit("/", 1)[-1]],
-        "modules": sorted(m for m in sys.modules if m.startswith(("tb_iotrace._native", "tb_iotrace._ffi",
+        "modules": sorted(m for m in sys.modules if m.startswith(("tb_iotrace._native", "tb_iotrace.recording.ffi",
                                                                   "tb_iotrace.recording", "tensorflow"))),
     }))
 """)

@@ -1,5 +1,5 @@
 """The plugin's columnar decoder and level-of-detail merging against the reference reader
-(tb_iotrace.xplane: protobuf objects) on real and synthetic captures."""
+(tb_iotrace.store.xplane: protobuf objects) on real and synthetic captures."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import tb_iotrace.xplane.columnar as D
-from tb_iotrace.xplane.columnar import tokens
-from tb_iotrace.plugin import lod
-from tb_iotrace.plugin.model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
+import tb_iotrace.model.columnar as D
+from tb_iotrace.model.columnar import tokens
+from tb_iotrace.plugin import level_of_detail as lod
+from tb_iotrace.plugin.tab_model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
-from tb_iotrace.xplane import (LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns,
-                               load_xspace, merge_into_capture, read_io_data, read_io_info)
-from tb_iotrace.xplane.schema import EVENT_STATS, event_kinds
+from tb_iotrace.store.xplane import LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns, load_xspace, merge_into_capture, read_io_data, read_io_info
+from tb_iotrace.store.xplane.schema import EVENT_STATS, event_kinds
 
 KW = dict(stats_for=lambda pn, meta, ln: pn.startswith("/host:") and ln.name.startswith(LINE_PREFIX),
           stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS)
@@ -342,7 +341,7 @@ def test_native_survives_random_damage(gpu_capture, tmp_path, monkeypatch):
 
 
 def test_tf_data_flags_match_the_regex():
-    from tb_iotrace.plugin.model import TF_DATA_RE, tf_data_flags
+    from tb_iotrace.plugin.tab_model import TF_DATA_RE, tf_data_flags
 
     names = ["tf_data", "tf_data_x", " tf_data", "x\ntf_data", "Iterator::Map", "a/Iterator::",
              "Iterator:", "iterator::Map", "TF_DATA", "", "IteratorGetNext", "x Iterator::y\n",
@@ -386,7 +385,7 @@ def test_lazy_event_metadata_reads_the_same_back(gpu_capture, monkeypatch):
 def test_capture_event_details_read_their_metadata_back(gpu_capture):
     """The tab's captures keep no parsed event metadata; an event's details read its
     metadata's stats back from the file, as the full decode has them."""
-    from tb_iotrace.plugin.model import load_capture
+    from tb_iotrace.plugin.tab_model import load_capture
 
     cap = load_capture(str(gpu_capture), "h")
     full = {p.index: p.meta for p in D.decode_xspace(gpu_capture).planes}
@@ -406,8 +405,8 @@ def test_lazy_event_metadata_stats_of_the_metadata(tmp_path, monkeypatch):
     """An event whose metadata carry stats (the GPU capture's have none): its details hold
     them when the metadata are read back from the file; other map entries around it,
     and a key written twice (the last wins, as protobuf reads a map)."""
-    from tb_iotrace.xplane._proto import XSpace
-    from tb_iotrace.xplane.wire import varint_bytes
+    from tb_iotrace.store.xplane._proto import XSpace
+    from tb_iotrace.store.xplane.wire import varint_bytes
 
     sp = XSpace()
     pl = sp.planes.add(id=1, name="/host:CPU")

@@ -39,7 +39,7 @@ def test_invalid_utf8_event_name(jax_captures, tmp_path, monkeypatch, native):
     """An event name of stray bytes (a capture without I/O): its routes answered 500 with
     HTML, decoding the file again per request. Now the name reads with U+FFFD for the bad
     bytes, and the capture shows like any other."""
-    import tb_iotrace.xplane.columnar as columnar
+    import tb_iotrace.model.columnar as columnar
 
     monkeypatch.setattr(columnar, "USE_NATIVE", native == "1")
     body = jax_captures[1].read_bytes()
@@ -64,8 +64,8 @@ def test_io_record_nested_too_deep(jax_captures, tmp_path):
     """The capture's tb_iotrace.io record (JSON in a plane stat) nested 100,000 deep: the
     reader's RecursionError was no error it expected (a 500). Now the record is not ours: the
     capture reads as one without I/O."""
-    from tb_iotrace.xplane import load_xspace
-    from tb_iotrace.xplane.schema import IO_STAT
+    from tb_iotrace.store.xplane import load_xspace
+    from tb_iotrace.store.xplane.schema import IO_STAT
 
     space = load_xspace(jax_captures[0])
     hits = 0

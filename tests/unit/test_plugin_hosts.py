@@ -10,8 +10,8 @@ import pytest
 
 pytest.importorskip("tensorboard")
 
-from tb_iotrace.plugin import cache as cache_mod  # noqa: E402
-from tb_iotrace.plugin.cache import load_any  # noqa: E402
+from tb_iotrace.plugin import cache as cache_mod
+from tb_iotrace.plugin.cache import load_any
 from plugin_client import make_client  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"

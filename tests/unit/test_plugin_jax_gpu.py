@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from fixtures.plugin_client import items_of, make_client
-from tb_iotrace.xplane import load_xspace
-from tb_iotrace.xplane.origin import Origin, capture_origin
+from tb_iotrace.store.xplane import load_xspace
+from tb_iotrace.store.xplane.origin import Origin, capture_origin
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "jax_gpu_h200_noio.xplane.pb"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace import logdir as logdir_mod
+from tb_iotrace.store import logdir as logdir_mod
 from plugin_client import items_of, make_client
 
 DATA = Path(__file__).resolve().parents[1] / "data"

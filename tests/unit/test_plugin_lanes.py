@@ -18,11 +18,11 @@ pytest.importorskip("tensorboard")
 from werkzeug.test import Client  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
 
-from tb_iotrace.plugin import model as model_mod  # noqa: E402
-from tb_iotrace.plugin import packed  # noqa: E402
-from tb_iotrace.plugin import plugin as plugin_mod  # noqa: E402
-from tb_iotrace.plugin.plugin import IoTracePlugin  # noqa: E402
-from tb_iotrace.plugin.synthetic import make_logdir  # noqa: E402
+from tb_iotrace.plugin import tab_model as model_mod
+from tb_iotrace.plugin import packed
+from tb_iotrace.plugin import plugin as plugin_mod
+from tb_iotrace.plugin.plugin import IoTracePlugin
+from tb_iotrace.plugin.synthetic import make_logdir
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 RUN = "2024_01_01_00_00_00"
@@ -119,7 +119,7 @@ def test_lanes_are_described_once_per_view_not_per_request(logdir, monkeypatch):
 
 
 def test_only_the_asked_lanes_are_visited(logdir, monkeypatch):
-    from tb_iotrace.plugin import lod
+    from tb_iotrace.plugin import level_of_detail as lod
     visited = []
     orig = lod.window
 
@@ -215,7 +215,7 @@ def test_memoized_answers_are_encoded_and_gzipped_once(logdir, monkeypatch):
 def test_one_trim_defers_this_threads_trims_to_its_end(monkeypatch):
     import threading
 
-    from tb_iotrace import _memory
+    from tb_iotrace.base import memory as _memory
 
     class Libc:
         calls = 0
@@ -242,7 +242,7 @@ def test_one_trim_defers_this_threads_trims_to_its_end(monkeypatch):
 
 
 def test_an_all_hosts_view_trims_once_not_per_capture(logdir, monkeypatch):
-    from tb_iotrace import _memory
+    from tb_iotrace.base import memory as _memory
 
     class Libc:
         calls = 0

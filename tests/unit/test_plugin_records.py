@@ -18,9 +18,9 @@ import pytest
 from werkzeug.test import Client
 from werkzeug.wrappers import Response
 
-from tb_iotrace import logdir as logdir_mod
+from tb_iotrace.store import logdir as logdir_mod
 from tb_iotrace.plugin import cache as cache_mod
-from tb_iotrace.runrecord import read_record, table_path
+from tb_iotrace.store.runrecord import read_record, table_path
 from plugin_client import items_of, make_client
 
 PY = sys.executable

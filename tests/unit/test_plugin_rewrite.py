@@ -34,7 +34,7 @@ print(dict(seen), flush=True)
 ANALYSIS = r"""
 import sys, time, collections
 from tb_iotrace.analysis.source import load_for_analysis
-from tb_iotrace.xplane import XPlaneError
+from tb_iotrace.store.xplane import XPlaneError
 
 path = sys.argv[1] + "/plugins/profile/r/h.xplane.pb"
 stop = time.monotonic() + float(sys.argv[2])

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.filetable import FileTable
-from tb_iotrace.runrecord import RecordError, find_records, read_record, record_dir, table_path, write_record
+from tb_iotrace.store.filetable import FileTable
+from tb_iotrace.store.runrecord import RecordError, find_records, read_record, record_dir, table_path, write_record
 
 PY = sys.executable
 PAGE = os.sysconf("SC_PAGE_SIZE")   # tmpfs allocates whole pages

@@ -1,4 +1,4 @@
-"""One rule for steps and input wait (tb_iotrace.stepwait, issue 19): the report, the tab's
+"""One rule for steps and input wait (tb_iotrace.model.stepwait, issue 19): the report, the tab's
 /hosts and /steps, the chrome export's step track and the findings give the same input wait
 for the same capture. Before, the tab summed each thread's outermost waits (tf.data's
 ``Iterator::`` events included) against the capture's whole span, the report the union of
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tb_iotrace.cli import main
-from tb_iotrace.stepwait import covered, input_wait, is_input_wait, merge
+from tb_iotrace.model.stepwait import covered, input_wait, is_input_wait, merge
 
 from plugin_client import make_client
 

@@ -1,12 +1,12 @@
-"""tb_iotrace.timeseries: the stored form is validated, and a periodic flush folds its
+"""tb_iotrace.store.timeseries: the stored form is validated, and a periodic flush folds its
 windows' series onto one grid of the run with exact totals (the native widening itself is
 native/tests/test_timeseries.c)."""
 from __future__ import annotations
 
 import pytest
 
-from tb_iotrace.report import render_timeseries
-from tb_iotrace.timeseries import TimeSeries, TimeSeriesError, accumulate, sparkline
+from tb_iotrace.analysis.text_report import render_timeseries
+from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError, accumulate, sparkline
 
 
 def series(start: int, width: float, reads: list[int]) -> TimeSeries:

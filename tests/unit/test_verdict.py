@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.analysis import analyze
-from tb_iotrace.kineto_xspace import read_xspace
+from tb_iotrace.store.kineto_xspace import read_xspace
 
 import torch_fetch_trace
 
@@ -180,8 +180,7 @@ def _tf_capture(tmp_path: Path, name: str, reads_at_ms: float = 0.0, reads: int 
     in all. ``names`` (step, wait, the consumer's event under it, the loader's work) and
     ``loader_line`` make it a grain capture (:data:`GRAIN_NAMES`, a plain ``python`` thread);
     ``cpus``: the machine record's usable cores."""
-    from tb_iotrace.xplane import (HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata,
-                                   add_io_to_space, thread_line_id)
+    from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata, add_io_to_space, thread_line_id
     from test_analysis import make_trace
 
     base = 1_700_000_000_000_000_000

@@ -1,7 +1,7 @@
-"""tb_iotrace.xplane: schema, reader, I/O writer, and what xprof's trace viewers draw.
+"""tb_iotrace.store.xplane: schema, reader, I/O writer, and what xprof's trace viewers draw.
 
 TensorFlow and xprof are installed wherever these tests run (dev venv and CI); they are used
-as the reference implementations, never by tb_iotrace.xplane itself.
+as the reference implementations, never by tb_iotrace.store.xplane itself.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace import xplane as X
-from tb_iotrace.xplane import _proto, encode, schema, wire
+from tb_iotrace.store import xplane as X
+from tb_iotrace.store.xplane import _proto, encode, schema, wire
 
 REPO = Path(__file__).resolve().parents[2]
 GPU_HOST = "34.83.195.179_6003"
-PROTO_FILE = REPO / "tb_iotrace" / "xplane" / "xplane.proto"
+PROTO_FILE = REPO / "tb_iotrace" / "store" / "xplane" / "xplane.proto"
 T0 = 1_700_000_000_000_000_000  # an arbitrary profile start for the GPU capture (it has none)
 
 
@@ -269,7 +269,7 @@ def test_private_pool_coexists_with_tensorflow(gpu_capture, tf_xplane):
 
 
 def test_import_needs_no_tensorflow():
-    code = ("import sys, tb_iotrace.xplane as x; "
+    code = ("import sys, tb_iotrace.store.xplane as x; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'; "
             "assert x.XSpace.DESCRIPTOR.file.pool is not __import__('google.protobuf.descriptor_pool', "
             "fromlist=['x']).Default()")

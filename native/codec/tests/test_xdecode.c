@@ -241,7 +241,7 @@ static void test_round_trip(uint8_t **out, size_t *out_len) {
     *out_len = size;
 }
 
-/* Decode everything a buffer holds, as tb_iotrace/xplane/columnar/ does: count, then decode the run. */
+/* Decode everything a buffer holds, as tb_iotrace/model/columnar/ does: count, then decode the run. */
 static int decode_all(const uint8_t *src, size_t n) {
     uint8_t *buf = copy_exact(src, n);
     int64_t stop;

@@ -114,7 +114,7 @@ else:
         window(logdir)
         jax.profiler.stop_trace()
 
-from tb_iotrace.recording import jax as jaxhook  # noqa: E402
+from tb_iotrace.recording import jax as jaxhook
 
 result["hook"] = jaxhook.hook_state()
 result["xplanes"] = sorted(glob.glob(os.path.join(work, "logs*", "**", "*.xplane.pb"), recursive=True))

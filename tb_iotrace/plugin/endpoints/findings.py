@@ -1,0 +1,61 @@
+"""``/findings``: the analysis' findings for every host of the view (computed by
+:mod:`..findings_runner`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from tb_iotrace.plugin.findings_runner import findings_for, findings_for_all
+from tb_iotrace.plugin.request_view import View
+
+
+def findings_impl(view: View) -> dict[str, Any]:
+    """Findings from tb_iotrace.analysis, per host of the view:
+    ``{"findings": [{"id", "severity", "title", "statement", "evidence", "files", "ops",
+    "suggestion", "impact", "host"?}], "verdicts": [{"host", **verdict}], "message", "notes",
+    "pending", "hosts"}`` (the verdict of each host that has one: tb_iotrace.analysis.verdict;
+    findings ordered by impact). For several hosts the
+    answer comes within ``FINDINGS_ALL_WAIT_S``: ``pending`` counts the hosts (of ``hosts``)
+    still being analysed (in one background child for all of them); asking again adds them
+    (the tab asks again until none is pending)."""
+    multi = len(view.parts) > 1
+    try:
+        got_all = findings_for_all([p.capture.path for p in view.parts]) if multi else {}
+    except Exception as exc:  # a finding failure never breaks the tab
+        got_all = {p.capture.path: {"findings": [], "message": f"Findings could not be computed: {exc}"}
+                   for p in view.parts}
+    findings: list[dict[str, Any]] = []
+    verdicts: list[dict[str, Any]] = []
+    notes: list[str] = []
+    messages: list[str] = []
+    pending = 0
+    for part in view.parts:
+        if multi:
+            got = got_all.get(part.capture.path)
+            if got is None:
+                pending += 1
+                continue
+        else:
+            try:
+                got = findings_for(part.capture.path)
+            except Exception as exc:  # a finding failure never breaks the tab
+                got = {"findings": [], "message": f"Findings could not be computed: {exc}"}
+        for f in got["findings"]:
+            findings.append(dict(f, host=part.host) if multi else f)
+        if got.get("verdict"):
+            verdicts.append(dict(got["verdict"], host=part.host))
+        notes += got.get("notes", [])
+        if got.get("message"):
+            messages.append(got["message"])
+    if pending:
+        notes.insert(0, f"Findings of {len(view.parts) - pending} of {len(view.parts)} hosts so far: the other "
+                        f"{pending} are still being analysed.")
+    if findings:
+        message = ""
+    elif pending:
+        message = f"Findings are being computed for {pending} hosts."
+    else:
+        message = messages[0] if messages else "No findings for this capture."
+    if multi:    # the hosts' findings together, by what they cost
+        findings.sort(key=lambda f: -((f.get("impact") or {}).get("step_share") or 0.0))
+    return {"findings": findings, "verdicts": verdicts, "message": message, "notes": notes, "pending": pending,
+            "hosts": len(view.parts)}

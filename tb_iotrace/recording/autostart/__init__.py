@@ -1,0 +1,337 @@
+"""Whole-run capture for ``tb-iotrace run``, started by ``sitecustomize.py`` in this folder.
+
+``tb-iotrace run`` sets ``TB_IOTRACE_RUN_DIR`` and puts this folder first on ``PYTHONPATH``,
+so every Python process of the run (the script, ``multiprocessing`` spawn/forkserver
+workers, subprocess Pythons) calls :func:`start` at startup:
+
+- ``tb_iotrace.enable()`` and one native session recording the whole process life
+  (``tb_iotrace.recording.session.begin_session``). TensorFlow profile windows and user captures are
+  independent sessions beside it (at most 4 at once per process: this one uses 1, plus 1
+  more while periodic flushing is on).
+- The record (:mod:`tb_iotrace.store.runrecord`) is written at exit, whichever way the process
+  ends: normal exit and uncaught exceptions (``atexit``), ``os._exit`` (wrapped: the
+  ``multiprocessing`` fork workers end that way), signals whose handler was the default
+  (SIGTERM, SIGHUP: the handler only hands the signal to the run's thread, which writes the
+  record, then ends the process with the signal's default action; the handler itself takes
+  no lock, since the code it interrupted may hold the one ending a session needs).
+- ``os.exec*`` (wrapped): the image before the exec writes ``<host>.<pid>.exec<N>.json``; the
+  new image, if Python, records itself as usual.
+- Forked children (``os.register_at_fork``): the shim drops the parent's sessions in the
+  child, so the child starts its own session, empty, and writes its own record.
+- Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off), and at least
+  ``FLUSH_COST_FACTOR`` times as long as the last flush took (a run that touched a million files
+  rewrites a ~100 MB record per flush: it spends at most 1/20 of its time on them), on the run's
+  thread (``tb_iotrace-run``, which also serves the signals): a second
+  session is rotated and its windows are summed into a record marked ``"partial": true``,
+  which the final record replaces. A process killed with SIGKILL keeps the last flush
+  (counts up to it; sequential/stride counters approximate, no trace).
+
+The record folder is added to the path exclusions, so writing records is never traced.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import queue
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+SIGNALS = ("SIGTERM", "SIGHUP")
+FLUSH_COST_FACTOR = 20
+
+
+def flush_wait(flush_s: float, last_cost_s: float) -> float:
+    """Seconds until the next periodic flush: the interval asked for, stretched so that flushes
+    take at most 1/FLUSH_COST_FACTOR of the run's time."""
+    return max(flush_s, FLUSH_COST_FACTOR * last_cost_s)
+
+_state: "_Run | None" = None
+_real_exit = os._exit
+
+
+class _Run:
+    def __init__(self, run_dir: str, flush_s: float) -> None:
+        self.run_dir = run_dir
+        self.flush_s = flush_s
+        self.lock = threading.RLock()  # os._exit or exec may be called inside finish() (atexit)
+        self.pid = os.getpid()
+        self.sess: Any = None
+        self.flush_sess: Any = None
+        self.acc: Any = None  # the flushed windows' files (tb_iotrace.store.filetable.Accumulator)
+        self.acc_untracked: dict[str, Any] = {}
+        self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
+        self.flush_cost = 0.0        # seconds the last flush took
+        self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
+        self.start_ns = time.time_ns()
+        self.done = False
+        self.exc: str | None = None
+        # signal numbers from _on_signal: SimpleQueue.put is reentrant, safe in a signal handler
+        self.signals: queue.SimpleQueue[int] = queue.SimpleQueue()
+
+    # ----------------------------------------------------------------- sessions
+    def begin(self) -> None:
+        from tb_iotrace.recording import session
+
+        self.sess = session.begin_session()
+        self.start_ns = time.time_ns()
+        if self.flush_s > 0:
+            try:
+                self.flush_sess = session.begin_session()
+            except Exception:
+                self.flush_sess = None  # no slot left: the first flush starts it
+            self._write_partial()  # a record exists even if killed before the first flush
+        threading.Thread(target=self._serve, name="tb_iotrace-run", daemon=True).start()
+
+    def _serve(self) -> None:
+        """The run's thread: periodic flushes, and the record of a signal, written here
+        rather than in the handler (which may have interrupted a holder of a lock
+        finish() needs: the main thread goes on and releases it, this thread waits)."""
+        while True:
+            timeout = flush_wait(self.flush_s, self.flush_cost) if self.flush_s > 0 and not self.done else None
+            try:
+                signum = self.signals.get(timeout=timeout)
+            except queue.Empty:
+                t0 = time.monotonic()
+                try:
+                    self.flush()
+                except Exception:
+                    pass
+                self.flush_cost = time.monotonic() - t0
+                continue
+            try:
+                self.finish("signal", signum=signum)
+            except BaseException:
+                pass
+            _die_of(signum)
+
+    def flush(self) -> None:
+        from tb_iotrace.recording import session
+
+        with self.lock:
+            if self.done or os.getpid() != self.pid:
+                return
+            try:
+                new = session.begin_session()
+            except Exception:
+                new = None  # every slot busy (TensorFlow windows): keep the previous flush
+            old, self.flush_sess = self.flush_sess, new if new is not None else self.flush_sess
+            if old is not None and new is not None:
+                cap = session.Capture()
+                session.end_session(old, cap)
+                from tb_iotrace.store.filetable import Accumulator
+                from tb_iotrace.store.runrecord import merge_untracked
+
+                if self.acc is None:
+                    self.acc = Accumulator()
+                self.acc.add(cap.table)
+                if cap.untracked:
+                    merge_untracked(self.acc_untracked, cap.untracked.to_dict())
+                if cap.timeseries is not None:
+                    from tb_iotrace.store.timeseries import accumulate
+
+                    self.acc_series = accumulate(self.acc_series, cap.timeseries, self.start_ns)
+                self._write_partial()
+
+    def _failed_write(self, exc: OSError) -> None:
+        """Note a record write that failed (a full disk): the previous record stays whole, and
+        the next one written says how many failed and why."""
+        self.write_errors["count"] = int(self.write_errors.get("count", 0)) + 1
+        self.write_errors["last"] = exc.strerror or str(exc)
+
+    def _write_partial(self) -> None:
+        from tb_iotrace.store.filetable import FileTable
+        from tb_iotrace.store.runrecord import write_record
+
+        try:
+            write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
+                         files=self.acc.table() if self.acc is not None else FileTable(),
+                         start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
+                         untracked=self.acc_untracked or None, timeseries=self.acc_series,
+                         write_errors=self.write_errors or None)
+        except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
+            self._failed_write(exc)
+
+    def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
+        from tb_iotrace.recording import session
+        from tb_iotrace.store.runrecord import write_record
+
+        with self.lock:
+            if self.done or os.getpid() != self.pid or self.sess is None:
+                return
+            self.done = True
+            cap = session.Capture()
+            session.end_session(self.sess, cap)
+            if self.flush_sess is not None:
+                session.end_session(self.flush_sess, session.Capture())
+                self.flush_sess = None
+            if how == "exit" and self.exc:
+                how = "exception"
+            exit = {"how": how, "code": code, "signal": signum, "exception": self.exc}
+            if not cap.closed:  # the script called tb_iotrace.disable(), which ended every session
+                exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
+            try:
+                write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix,
+                             write_errors=self.write_errors or None)
+            except OSError as exc:
+                # a full disk: keep the final counters without the trace (the bulk of a record)
+                self._failed_write(exc)
+                if not len(cap.events):
+                    raise
+                self.write_errors["trace_left_out"] = True
+                write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix, with_trace=False,
+                             write_errors=self.write_errors)
+            if suffix:  # this image's periodic flushes went to the plain name: the new image's now
+                from tb_iotrace.store.runrecord import record_paths, table_path
+
+                plain = record_paths(self.run_dir)[0]
+                for p in (plain, table_path(plain)):
+                    try:
+                        os.unlink(p)
+                    except OSError:
+                        pass
+
+
+# --------------------------------------------------------------------------- exit paths
+
+
+def _at_exit() -> None:
+    if _state is not None:
+        try:
+            _state.finish("exit")
+        except Exception as exc:
+            sys.stderr.write(f"tb-iotrace: record not written (the last periodic flush, if any, stays "
+                             f"as the record, marked partial): {exc}\n")
+
+
+def _os_exit(code: int) -> None:
+    if _state is not None:
+        try:
+            _state.finish("os._exit", code=code)
+        except BaseException:
+            pass
+    _real_exit(code)
+
+
+def _exec_wrapper(real: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        global _state
+        st = _state
+        if st is not None and not st.done and os.getpid() == st.pid:
+            n = int(os.environ.get("TB_IOTRACE_EXEC_N", "0")) + 1
+            os.environ["TB_IOTRACE_EXEC_N"] = str(n)
+            try:
+                st.finish("exec", suffix=f".exec{n}")
+            except Exception:
+                pass
+            # the new image starts capture itself (if it is Python); if exec fails, start again
+            try:
+                return real(*args, **kwargs)
+            except BaseException:
+                _state = _Run(st.run_dir, st.flush_s)
+                try:
+                    _state.begin()
+                except Exception:
+                    _state = None
+                raise
+        return real(*args, **kwargs)
+    wrapper.__wrapped__ = real  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    """Hand the signal to the run's thread and return: no lock, no I/O here."""
+    st = _state
+    if st is not None and os.getpid() == st.pid:
+        st.signals.put(signum)
+    else:
+        _die_of(signum)
+
+
+def _die_of(signum: int) -> None:
+    """End the process with ``signum``'s default action, from any thread (``signal.signal``
+    works on the main thread only, hence libc's ``signal`` elsewhere)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signum, signal.SIG_DFL)
+    else:
+        import ctypes
+
+        libc_signal = ctypes.CDLL(None).signal
+        libc_signal.restype = ctypes.c_void_p
+        libc_signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc_signal(signum, None)  # SIG_DFL
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+    os.kill(os.getpid(), signum)
+    time.sleep(5)  # the signal may be blocked in every other thread: it ends us on unblock
+    _real_exit(128 + signum)
+
+
+def _excepthook(prev: Any) -> Any:
+    def hook(tp: Any, value: Any, tb: Any) -> None:
+        if _state is not None:
+            _state.exc = getattr(tp, "__name__", str(tp))
+        prev(tp, value, tb)
+    return hook
+
+
+def _after_fork_in_child() -> None:
+    global _state
+    old = _state
+    if old is None:
+        return
+    from tb_iotrace.recording import session
+
+    for s in (old.sess, old.flush_sess):
+        if s is not None:
+            session.forget(s)  # the shim dropped the parent's sessions in the child
+    _state = _Run(old.run_dir, old.flush_s)
+    try:
+        _state.begin()
+    except Exception as exc:
+        sys.stderr.write(f"tb-iotrace: capture not started in forked pid {os.getpid()}: {exc}\n")
+        _state = None
+
+
+def _exclude_record_dir(run_dir: str) -> None:
+    from tb_iotrace.recording import session
+    from tb_iotrace.store.runrecord import record_dir
+
+    rec = str(record_dir(run_dir))  # the folder itself too (mkdir, stat)
+    cur = os.environ.get("TBIO_EXCLUDE")
+    # TBIO_EXCLUDE replaces the shim's defaults: keep them, add the record folder
+    parts = [p for p in cur.split(os.pathsep) if p] if cur else session.excludes()
+    if rec not in parts:
+        os.environ["TBIO_EXCLUDE"] = os.pathsep.join(parts + [rec])
+
+
+def start() -> None:
+    """Enable capture for the whole life of this process (idempotent)."""
+    global _state
+    if _state is not None:
+        return
+    run_dir = os.path.abspath(os.environ["TB_IOTRACE_RUN_DIR"])
+    try:
+        flush_s = float(os.environ.get("TB_IOTRACE_FLUSH_S", "5"))
+    except ValueError:
+        flush_s = 5.0
+    _exclude_record_dir(run_dir)
+    from tb_iotrace.recording import api
+
+    api.enable()
+    st = _Run(run_dir, flush_s)
+    st.begin()
+    _state = st
+    atexit.register(_at_exit)
+    os._exit = _os_exit
+    # os.execl/execle/execlp/execlpe/execvp/execvpe all end in os.execv or os.execve
+    os.execv = _exec_wrapper(os.execv)
+    os.execve = _exec_wrapper(os.execve)
+    sys.excepthook = _excepthook(sys.excepthook)
+    if threading.current_thread() is threading.main_thread():
+        for name in SIGNALS:
+            sig = getattr(signal, name, None)
+            if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _on_signal)
+    os.register_at_fork(after_in_child=_after_fork_in_child)

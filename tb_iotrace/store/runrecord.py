@@ -1,0 +1,430 @@
+"""Whole-run records: what ``tb-iotrace run`` leaves for each Python process it traced.
+
+Layout: ``<DIR>/plugins/iotrace/<host>.<pid>.json``, ``<host>.<pid>.files.npz`` (the per-file
+counters, columnar: :mod:`tb_iotrace.store.filetable`) and ``<host>.<pid>.npz`` (the trace, when kept);
+a process that replaced its image with ``os.exec*`` leaves ``<host>.<pid>.exec<N>.json`` for
+the image it had before its N-th exec (the new image, if Python, writes ``<host>.<pid>.json``).
+
+The JSON document (format ``tb_iotrace.run/2``)::
+
+    {
+      "format": "tb_iotrace.run/2",
+      "host": str, "pid": int, "ppid": int, "argv": [str, ...],
+      "start_ns": int, "end_ns": int,           # CLOCK_REALTIME epoch ns of the window
+      "partial": bool,                          # true: a periodic flush, the process did not
+                                                # finish writing (killed, or still running);
+                                                # counters then cover [start_ns, end_ns] only
+                                                # and sequential/stride counters are approximate
+      "exit": {"how": "exit"|"os._exit"|"signal"|"exception"|"flush", "code": int|null,
+               "signal": int|null, "exception": str|null},
+      "file_table": "<host>.<pid>.files.npz",   # beside the JSON: every file's counters as
+                                                # columns (tb_iotrace.store.filetable: paths stored once,
+                                                # as bytes; counter names once per module)
+      "nfiles": {"POSIX": int, "STDIO": int},   # rows per module in it
+      "threads": [{"index", "tid", "pthread_self", "name", "nevents", "dropped"}],
+      "nevents": int, "dropped": int,
+      "untracked": {"files", "calls", "bytes_read", "bytes_written", "reentrant_calls",
+                    "examples"},                # only when something was counted but not
+                                                # tracked (files past TBIO_MAX_FILES, calls
+                                                # from signal handlers inside the shim)
+      "trace": "<host>.<pid>.npz" | null,       # beside the JSON
+      "timeseries": {"start_ns", "bin_ns", "bytes_read": [...], "bytes_written": [...],
+                     "calls": [...], "io_time_s": [...],
+                     "modules": {"POSIX": {"bytes_read", "bytes_written"}, "STDIO": {...}}},
+                                                # the whole window in at most 256 bins, however
+                                                # long (tb_iotrace.store.timeseries); whatever the
+                                                # trace cap kept; in a periodic flush, the
+                                                # flushed windows' bins each placed whole at
+                                                # its start (timeseries.accumulate)
+      "python": {"prefixes": [str], "path": [str]},  # sys.*prefix and sys.path: which paths
+                                                # are code loading (tb_iotrace.base.codepaths)
+      "generation": int,                        # this write's number, also in the zip comment
+                                                # of its file table and trace
+                                                # ("tb_iotrace.generation=<n>"): a reader
+                                                # never pairs one write's JSON with another's
+      "write_errors": {"count": int, "last": str, "trace_left_out"?: bool}
+                                                # only when writes of this record failed (a
+                                                # full disk): how many, the last error, and
+                                                # whether this final record left its trace out
+                                                # to keep its counters
+      "machine": {"format", "cpus", "cpus_online", "cpu_quota",
+                  "mounts": [[mount_point, fs_type, source], ...]}
+                                                # the machine that ran it: usable cores and
+                                                # mount table (tb_iotrace.store.machine); absent in
+                                                # older records
+    }
+
+A write puts the trace, the file table and the JSON under temporary names first and renames
+them (the JSON last) only when all three are written: a write that fails leaves the previous
+record whole.
+
+The ``.npz`` holds one array per trace column (``start_ns``, ``end_ns``, ``offset``,
+``requested``, ``returned``, ``fd``, ``errno``, ``tid``: int64; ``op_id``, ``file_id``:
+int32, -1 when none) plus ``op_names`` and ``paths`` (str arrays the ids index).
+
+Format ``tb_iotrace.run/1`` (still read) kept the files in the JSON itself: ``"files": [{"path",
+"module", "record_id", "counters": {...}, "fcounters": {...}}]``, about 2.5 KB a file, which made a
+record of a million files gigabytes of JSON. A ``/2`` document may carry such an inline ``files``
+list instead of ``file_table`` (small hand-made records).
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import stat
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from collections.abc import Sequence
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from tb_iotrace.base.atomic import Staged
+from tb_iotrace.base.codepaths import this_python
+from tb_iotrace.base.limits import json_loads, load_npz, max_trace_bytes, read_limited
+from tb_iotrace.base.safenames import safe_component
+from tb_iotrace.store.filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
+from tb_iotrace.store.machine import machine_facts
+
+FORMAT = "tb_iotrace.run/2"
+FORMAT_V1 = "tb_iotrace.run/1"
+FORMATS = (FORMAT, FORMAT_V1)
+TABLE_SUFFIX = ".files.npz"
+RECORD_RUN = "iotrace"  # the folder under plugins/, and the run name it gets at a logdir's top
+RECORD_DIR = os.path.join("plugins", RECORD_RUN)
+RECORD_SUFFIX = ".json"
+GENERATION_TAG = b"tb_iotrace.generation="   # the zip comment of a record's .npz files
+
+
+class RecordError(ValueError):
+    """A whole-run record that cannot be read."""
+
+
+def record_dir(run_dir: str | os.PathLike[str]) -> Path:
+    return Path(run_dir) / RECORD_DIR
+
+
+def hostname() -> str:
+    return socket.gethostname() or "localhost"
+
+
+def record_paths(run_dir: str | os.PathLike[str], pid: int | None = None,
+                 host: str | None = None, suffix: str = "") -> tuple[Path, Path]:
+    d = record_dir(run_dir)
+    # the machine's name is whatever its owner set (a container's can hold "/" or ".."): one
+    # safe file name component, as every name that becomes a path
+    stem = f"{safe_component(host or hostname())}.{pid if pid is not None else os.getpid()}{suffix}"
+    return d / f"{stem}{RECORD_SUFFIX}", d / f"{stem}.npz"
+
+
+def table_path(json_path: str | os.PathLike[str]) -> Path:
+    """The file table beside a record (``<stem>.files.npz``)."""
+    p = Path(json_path)
+    stem = p.name[: -len(RECORD_SUFFIX)] if p.name.endswith(RECORD_SUFFIX) else p.name
+    return p.with_name(stem + TABLE_SUFFIX)
+
+
+def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
+    """Columns of a recording.session.Capture's trace, as stored in the .npz (``paths``: the
+    files its rows name, not every file the capture has counters for)."""
+    ev = cap.events
+    n = len(ev)
+    file_id = ev.file_id.astype(np.int64)
+    fid = np.where(file_id == 0xFFFFFFFF, -1, file_id)
+    ids, inv = np.unique(fid, return_inverse=True)
+    names = ev.path_names(ids[ids >= 0]) if len(ids) else []
+    has = np.array([-1] * int((ids < 0).sum()) + [0 if nm else -1 for nm in names], dtype=np.int64)
+    has[has == 0] = np.arange(int((has == 0).sum()))
+    fid = has[inv.reshape(-1)] if n else np.zeros(0, np.int64)
+    paths = [nm for nm in names if nm]
+    return {
+        "start_ns": ev.start_ns.astype(np.int64), "end_ns": ev.end_ns.astype(np.int64),
+        "op_id": ev.op_id.astype(np.int32), "file_id": fid.astype(np.int32),
+        "offset": ev.offset.astype(np.int64), "requested": ev.requested.astype(np.int64),
+        "returned": ev.returned.astype(np.int64), "fd": ev.fd.astype(np.int64),
+        "errno": ev.errno.astype(np.int64), "tid": ev.tid.astype(np.int64) if n else np.zeros(0, np.int64),
+        "op_names": np.array(list(ev.op_names), dtype=str),
+        "paths": np.array(paths, dtype=object).astype(str),
+    }
+
+
+def _stamp(path: str, generation: int) -> None:
+    """Mark a written ``.npz`` (a zip) with the generation of the record it belongs to, in the
+    zip's comment (readers of the arrays never see it)."""
+    with zipfile.ZipFile(path, "a") as z:
+        z.comment = GENERATION_TAG + str(generation).encode()
+
+
+def stored_generation(fh: BinaryIO) -> int | None:
+    """The generation an ``.npz`` of a record was written with (None: none, an older writer);
+    the file position is kept."""
+    pos = fh.tell()
+    try:
+        with zipfile.ZipFile(fh) as z:
+            comment = z.comment
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return None
+    finally:
+        fh.seek(pos)
+    if not comment.startswith(GENERATION_TAG):
+        return None
+    try:
+        return int(comment[len(GENERATION_TAG):])
+    except ValueError:
+        return None
+
+
+def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
+                 files: FileTable | list[dict[str, Any]] | None = None, start_ns: int | None = None,
+                 end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
+                 untracked: dict[str, Any] | None = None, timeseries: Any = None,
+                 write_errors: dict[str, Any] | None = None) -> Path:
+    """Write the record of this process from a recording.session.Capture (or explicit ``files``).
+
+    ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec).
+    The trace, the file table and the JSON are each written in full under a temporary name,
+    then renamed, the JSON last, all three stamped with one new generation: a write that fails
+    (a full disk) leaves the previous record whole, and a reader never pairs one write's JSON
+    with another's table or trace (:meth:`RunRecord.table`). ``write_errors``: earlier writes
+    of this record that failed (``{"count", "last"[, "trace_left_out"]}``), kept in the JSON."""
+    jpath, npath = record_paths(run_dir, suffix=suffix)
+    jpath.parent.mkdir(parents=True, exist_ok=True)
+    table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
+        else cap.table if cap is not None else FileTable()
+    tpath = table_path(jpath)
+    generation = secrets.randbits(62)
+    with Staged() as stage:
+        trace_name = None
+        if cap is not None and with_trace and len(cap.events):
+            arrays = trace_arrays(cap)
+            tmp = stage.temp(npath)
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **arrays)
+            _stamp(tmp, generation)
+            trace_name = npath.name
+        tmp = stage.temp(tpath)
+        with open(tmp, "wb") as fh:
+            table.save(fh)
+        _stamp(tmp, generation)
+        _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
+                   end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
+                   generation=generation, write_errors=write_errors)
+    return jpath
+
+
+def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dict[str, Any] | None,
+               table: FileTable, tpath: Path, start_ns: int | None, end_ns: int | None, trace_name: str | None,
+               untracked: dict[str, Any] | None, timeseries: Any, generation: int,
+               write_errors: dict[str, Any] | None) -> None:
+    doc = {
+        "format": FORMAT, "host": hostname(), "pid": os.getpid(), "ppid": os.getppid(),
+        "argv": list(getattr(__import__("sys"), "argv", []) or []),
+        "start_ns": int(start_ns if start_ns is not None else getattr(cap, "start_ns", 0)),
+        "end_ns": int(end_ns if end_ns is not None else getattr(cap, "end_ns", 0)),
+        "partial": bool(partial),
+        "exit": dict(exit or {}),
+        "file_table": tpath.name, "nfiles": table.counts(),
+        "threads": [dict(t.__dict__) for t in cap.threads] if cap is not None else [],
+        "nevents": len(cap.events) if cap is not None else 0,
+        "dropped": int(cap.dropped) if cap is not None else 0,
+        "trace": trace_name,
+        "python": this_python(),
+        "generation": generation,
+        "machine": (cap.machine if cap is not None and getattr(cap, "machine", None) else machine_facts()),
+    }
+    if write_errors:
+        doc["write_errors"] = dict(write_errors)
+    ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
+    if ts is not None:
+        doc["timeseries"] = ts.to_dict()
+    if cap is not None and cap.untracked:
+        untracked = cap.untracked.to_dict()
+    if untracked:
+        doc["untracked"] = dict(untracked)
+    data = json.dumps(doc, separators=(",", ":")).encode()
+    stage.write(jpath, lambda fh: fh.write(data))
+
+
+@dataclass
+class RunRecord:
+    path: Path
+    doc: dict[str, Any]
+    _table: FileTable | None = None
+
+    @property
+    def name(self) -> str:
+        """``<host>.<pid>``, the record's host name in reports."""
+        return self.path.name[: -len(RECORD_SUFFIX)]
+
+    @property
+    def files(self) -> Sequence[dict[str, Any]]:
+        """The files as JSON-like records (``{"path", "module", "record_id", "counters",
+        "fcounters"}``), each built when read; :meth:`table` has them as columns."""
+        inline = self.doc.get("files")
+        return inline if isinstance(inline, list) else self.table().dicts()
+
+    @property
+    def nfiles(self) -> int:
+        """Rows of the file table (without loading it)."""
+        inline = self.doc.get("files")
+        if isinstance(inline, list):
+            return len(inline)
+        counts = self.doc.get("nfiles")
+        if isinstance(counts, dict) and all(isinstance(v, int) for v in counts.values()):
+            return sum(counts.values())
+        return len(self.table())
+
+    def table(self) -> FileTable:
+        """Every file's counters as columns (loaded once; RecordError when unreadable)."""
+        if self._table is None:
+            inline = self.doc.get("files")
+            try:
+                if isinstance(inline, list):
+                    self._table = FileTable.from_dicts(inline)
+                else:
+                    self._table = self._load_table()
+            except TableError as exc:
+                raise RecordError(f"{self.path}: {exc}") from None
+        return self._table
+
+    def _load_table(self) -> FileTable:
+        name = self.doc.get("file_table")
+        if not isinstance(name, str):
+            raise RecordError(f"{self.path}: its 'file_table' entry is not a file name")
+        # always the table beside the record, never through a link (as the trace)
+        p = table_path(self.path)
+        try:
+            with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise RecordError(f"{p}: not a regular file")
+                self._same_write(p, stored_generation(fh))
+                return load_table(fh, str(p))
+        except FileNotFoundError:
+            raise RecordError(f"{p}: the record's file table is missing") from None
+        except OSError as exc:
+            raise RecordError(f"{p}: cannot read the file table ({exc})") from None
+
+    def _same_write(self, part: Path, generation: int | None) -> None:
+        """Check that a file beside the record was written with its JSON (same generation; a
+        record from before generations has none to check). When not, the record is being
+        rewritten (a periodic flush between reading the JSON and this file): read the JSON
+        again, once, and go on with it if it is the write ``part`` belongs to."""
+        want = self.doc.get("generation")
+        if not isinstance(want, int) or generation == want:
+            return
+        try:
+            doc = read_record(self.path).doc
+        except RecordError:
+            doc = {}
+        if generation is not None and doc.get("generation") == generation:
+            self.doc, self._table = doc, None
+            return
+        raise RecordError(f"{part}: not from the same write as {self.path.name} (a write of the record was "
+                          f"cut short between its files, or it is being rewritten: read it again)")
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.doc.get("partial"))
+
+    def trace(self) -> dict[str, np.ndarray] | None:
+        """The stored trace columns (see the module docstring), or None."""
+        name = self.doc.get("trace")
+        if not name:
+            return None
+        if not isinstance(name, str):
+            raise RecordError(f"{self.path}: its 'trace' entry is not a file name")
+        # Always the .npz beside the record (record_paths names both), never through a link:
+        # a record found in a logdir must not make its reader open a file outside it.
+        p = self.path.with_suffix(".npz")
+        try:
+            with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    raise ValueError("not a regular file")
+                self._same_write(p, stored_generation(fh))
+                # bounded: declared sizes checked before anything is allocated (issue 25)
+                return load_npz(fh, max_trace_bytes(), "the trace")
+        except (OSError, ValueError, KeyError, EOFError) as exc:
+            raise RecordError(f"{p}: cannot read the trace ({exc})") from None
+
+
+def is_record_file(path: str | os.PathLike[str]) -> bool:
+    p = str(path)
+    if not p.endswith(RECORD_SUFFIX):
+        return False
+    try:
+        with open(p, "rb") as fh:
+            head = fh.read(64)
+    except OSError:
+        return False
+    return b'"format"' in head and any(f.encode() in head for f in FORMATS)
+
+
+def read_record(path: str | os.PathLike[str]) -> RunRecord:
+    p = Path(path)
+    try:
+        with open(p, "rb") as fh:
+            doc = json_loads(read_limited(fh, max_trace_bytes(), "the record"), "the record's JSON")
+    except FileNotFoundError:
+        raise RecordError(f"{p}: no such file") from None
+    except (OSError, ValueError) as exc:
+        raise RecordError(f"{p}: not a tb_iotrace run record ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") not in FORMATS:
+        raise RecordError(f"{p}: not a tb_iotrace run record (format {FORMAT} expected)")
+    if not isinstance(doc.get("files"), list) and (doc.get("format") == FORMAT_V1
+                                                   or not isinstance(doc.get("file_table"), str)):
+        raise RecordError(f"{p}: a tb_iotrace run record without its files")
+    return RunRecord(p, doc)
+
+
+def find_records(directory: str | os.PathLike[str]) -> list[Path]:
+    """Record files directly in ``directory`` (a ``plugins/iotrace`` folder), sorted."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    return sorted(p for p in d.iterdir() if p.name.endswith(RECORD_SUFFIX) and not p.name.startswith("."))
+
+
+# --------------------------------------------------------------------------- merging flushes
+
+def merge_untracked(acc: dict[str, Any], more: dict[str, Any]) -> None:
+    """Add one flush window's untracked counts (Capture.untracked.to_dict()) to ``acc``."""
+    for k in ("files", "calls", "bytes_read", "bytes_written", "reentrant_calls"):
+        acc[k] = int(acc.get(k, 0)) + int(more.get(k) or 0)
+    acc["examples"] = (list(acc.get("examples", [])) + list(more.get("examples") or []))[:8]
+
+
+def merge_files(acc: dict[tuple[str, str], dict[str, Any]], files: list[dict[str, Any]]) -> None:
+    """Add consecutive windows' per-file records into ``acc`` (keyed by (module, path)), as
+    dicts (tb_iotrace.store.filetable.Accumulator does it on columns, with the same rules).
+
+    Counts, bytes and times add up; maxima take the max; start timestamps the first, end
+    timestamps the last; settings and common-value slots keep the latest window's value."""
+    for f in files:
+        key = (f["module"], f["path"])
+        cur = acc.get(key)
+        if cur is None:
+            cur = acc[key] = {"path": f["path"], "module": f["module"], "record_id": f.get("record_id", 0),
+                              "counters": dict(f["counters"]), "fcounters": dict(f["fcounters"])}
+            if f.get("file_type"):
+                cur["file_type"] = f["file_type"]
+            continue
+        if f.get("file_type"):     # a named pipe, a socket: the capture that saw it open says so
+            cur["file_type"] = f["file_type"]
+        for k, v in f["counters"].items():
+            if any(k.endswith(m) for m in MAX_KEYS):
+                cur["counters"][k] = max(cur["counters"].get(k, v), v)
+            elif any(m in k for m in LAST_KEYS):
+                cur["counters"][k] = v
+            else:
+                cur["counters"][k] = cur["counters"].get(k, 0) + v
+        for k, v in f["fcounters"].items():
+            old = cur["fcounters"].get(k, 0.0)
+            if "START_TIMESTAMP" in k:
+                cur["fcounters"][k] = min(x for x in (old, v) if x > 0) if (old > 0 or v > 0) else 0.0
+            elif "END_TIMESTAMP" in k or "MAX_" in k:
+                cur["fcounters"][k] = max(old, v)
+            else:
+                cur["fcounters"][k] = old + v
