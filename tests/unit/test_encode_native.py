@@ -1,5 +1,5 @@
 """The native event encoder (native/codec/encode.c) writes exactly the bytes of the NumPy one
-(tb_iotrace.store.xplane.encode.encode_events_numpy), and traces given as codes (Labels) are
+(tb_iotrace.store.xplane.event_rows.encode_events_numpy), and traces given as codes (Labels) are
 written like traces of str objects."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from tb_iotrace.store import xplane as X
-from tb_iotrace.store.xplane import encode as iowriter
+from tb_iotrace.store.xplane import encode as iowriter, event_rows
 from tb_iotrace.store.xplane.iotrace import Labels
-from tb_iotrace.store.xplane.encode import EventColumns, KindValues, encode_events_native, encode_events_numpy
+from tb_iotrace.store.xplane.event_rows import EventColumns, KindValues, encode_events_native, encode_events_numpy
 
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 T0 = 1_700_000_000_000_000_000
@@ -79,7 +79,7 @@ def test_absent_columns(absent):
     ev = columns(np.random.default_rng(9), 3000, None)
     sids = (11, 12, 13, 14, 15, 16)
     full = {name: getattr(ev, name) for name in ev.__dataclass_fields__}
-    dense = EventColumns(**{**full, **{k: np.full(len(ev), iowriter._OPTIONAL[k]) for k in absent}})
+    dense = EventColumns(**{**full, **{k: np.full(len(ev), event_rows._OPTIONAL[k]) for k in absent}})
     sparse = EventColumns(**{**full, **{k: None for k in absent}})
     want = encode_events_numpy(dense, sids)
     assert bytes(encode_events_native(sparse, sids)) == want
@@ -129,7 +129,7 @@ def rows(trace: X.IoTrace) -> list[tuple]:
 def test_space_bytes_same_with_and_without_native(monkeypatch, labels):
     trace = make_trace(3000, 1, labels)
     native = iowriter.io_space_bytes(trace, "/host:python-tracer", start_ns=T0)
-    monkeypatch.setattr(iowriter, "_native_lib", lambda: None)
+    monkeypatch.setattr(event_rows, "_native_lib", lambda: None)
     assert iowriter.io_space_bytes(trace, "/host:python-tracer", start_ns=T0) == native
     back = X.read_io_data(X.XSpace.FromString(native))
     assert rows(back) == rows(make_trace(3000, 1, False))

@@ -1,87 +1,7 @@
 """Encode a per-operation I/O trace into an XSpace so xprof's trace viewers draw it.
 
-Where the I/O goes, and why
-===========================
-The I/O lines are added to the **``/host:CPU`` plane itself**, one XLine per OS thread that
-did I/O. Measured with xprof 2.24 (``xprof.convert.raw_to_tool_data.xspace_to_tool_data``)
-on a CPU-only TF 2.21 capture and on ``tests/data/gpu_multi_worker.xplane.pb`` (8 GPU
-planes), with a 3-event line put in each candidate place:
-
-==============================  ==========================  ==========================
-where the I/O line lives        ``trace_viewer@`` (default)  ``trace_viewer`` (older)
-                                CPU capture / GPU capture    CPU capture / GPU capture
-==============================  ==========================  ==========================
-extra line in ``/host:CPU``     drawn / drawn                drawn / drawn
-second plane named ``/host:CPU``  drawn / drawn              not drawn / not drawn
-``/host:CPU IO``, ``/host:CPU:IO``  drawn / drawn            not drawn / not drawn
-``/device:CUSTOM:0`` or ``:IO``  drawn / drawn               drawn / **not drawn**
-``/host:POSIX-IO``              not drawn / not drawn        not drawn / not drawn
-==============================  ==========================  ==========================
-
-(``trace_viewer@`` draws every plane whose name starts with ``/host:CPU``, the GPU planes and
-every ``/device:CUSTOM:`` plane; the older ``trace_viewer`` takes the first plane named
-exactly ``/host:CPU`` plus GPU, else TPU, else CUSTOM planes.) Only lines inside the
-``/host:CPU`` plane are drawn by both viewers for both kinds of capture, and there they sit
-in the same process as the host threads, which is what we want to show anyway. In both
-viewers the line's ``display_id`` is the tid and its ``display_name`` the thread name; the
-I/O events come out with ``pid`` = the host process (1701 in ``trace_viewer@``, 701 in
-``trace_viewer``), like the host threads, and ``ts``/``dur`` on the same clock.
-
-Naming: each line is ``"I/O <host thread> (tid N)"``, where ``<host thread>`` is the name of
-the host line of the same thread when it can be found (TF 2.21's host line id is
-``std::hash<std::thread::id>``, i.e. libstdc++'s ``_Hash_bytes(&pthread_self, 8,
-0xc70f6907)``; see :func:`thread_line_id`), else the thread's comm name. ``display_id`` is
-a small integer (1, 2, ...; skipping any value a host line already shows as its tid), so
-the I/O lines sort at the top of the host process, ordered by OS tid; the line ``id`` is the
-same number.
-
-Events (format ``tb_iotrace.io/2``): one XEventMetadata per *event kind*, i.e. distinct
-(call, path, fd). Its ``display_name`` is the call (``pread64``, ``open``...), which is what
-both viewers draw; its ``name`` is ``"pread64 /data/x.bin (fd 5)"`` (see :func:`_kind_name`;
-unique, because TensorFlow merges event metadata by name), and it carries the kind's stats
-``path`` (``str_value``), ``fd`` (when not -1), ``bytes_requested`` and ``bytes_returned``
-(those of the kind's first event written). Each event carries only ``offset`` (absent when
--1), ``bytes_requested`` and ``bytes_returned`` where they differ from its kind's (readers
-take absent as the kind's), and ``errno`` (only when non-zero): a loop of equal-sized
-preads is one stat per event, a short read two. A selected event's details in
-``trace_viewer@`` and the older viewer's args list the event's stats over its metadata's, so
-path, fd and both byte counts show either way, exact. Why so few per-event stats:
-TensorFlow parses, merges (event by event, stat by stat) and re-serializes our plane when a
-profile stops; per million events each stat cost it 0.3-0.9 s on the 2-core dev VM, and the
-stop-to-file budget is 2 s (``bench/stop_latency.py``). Format /1 (read, no longer written)
-named metadata by call and put ``path`` (``ref_value`` -> interned string), ``fd`` and both
-byte counts on every event. All metadata ids we add are above the
-plane's existing ones; stat names already present in the plane (e.g. ``offset``) are reused.
-
-Clock: saved captures are normalized to the profile start. Event times are written as
-``absolute_ns - start``, with ``start`` from the ``Task Environment`` plane, or the explicit
-``start_ns`` argument (required when that plane is missing, and it wins when given;
-``start_ns=0`` writes absolute epoch times, which is what TensorFlow's pluggable profiler
-``collect`` wants before TF normalizes). Each line's ``timestamp_ns`` is its first event's
-start, so all offsets are non-negative, and the record below keeps that first start in
-absolute ns per line (``t0_ns``), so :func:`read_io_data` gets absolute times back
-whatever constant shift the file went through.
-
-TensorFlow's pluggable-profiler path (``tb_iotrace.recording.tensorflow``, and JAX's PJRT plugin path, ``tb_iotrace.recording.jax``, through ``tb_iotrace.recording.window``) serializes a space built by
-:func:`add_io_to_space` under another ``/host:`` plane name, and TF merges it into
-``/host:CPU``: that renumbers event/stat metadata ids, drops the lines' ``display_id``
-(the viewer then uses the small line ``id`` as tid) and normalizes timestamps. The plane
-stat survives, and :func:`read_io_data` / :func:`read_io_info` go by stat and line names,
-so they read such files too (checked against a real TF 2.21 capture with the shim loaded).
-
-Everything else (the thread table, ``dropped``, the Darshan per-file counters, the ids of
-what we added, the start clock used) is stored as one plane stat on the same plane, named
-``tb_iotrace.io``, whose ``bytes_value`` is UTF-8 JSON (format ``tb_iotrace.io/2``, keys
-documented in :func:`_info_json`; its ``event_kinds`` maps each kind's name back to
-(call, path, fd) exactly). :func:`read_io_data` turns a space back into an
-:class:`IoTrace` (from /1 and /2 records); :func:`remove_io_data` takes it out again, so
-merging twice replaces.
-
-Events are encoded by the native module (``native/codec/encode.c``, ~20 ms per million) where it
-is built, else column-wise with numpy (:mod:`.wire`, ~1.5 s per million; the plugin side
-needs no native code); both write the same bytes (:func:`encode_events_numpy`), spliced
-into the serialized plane. No Python object is created per event: the capture hands the
-call and path columns over as codes (:class:`~.iotrace.Labels`).
+The design (where the I/O lines go, their names, stats and record, each measured against xprof's
+viewers) is in docs/internals.md, "Where the I/O lines go in an XSpace, and why".
 """
 
 from __future__ import annotations
@@ -92,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.codecs import codec
 from tb_iotrace.store.xplane import wire
 from tb_iotrace.store.xplane._proto import XLine, XPlane
+from tb_iotrace.store.xplane.event_rows import EventBlock, EventColumns, KindValues, join_chunks
 from tb_iotrace.store.xplane.iotrace import IoTrace, Labels
 from tb_iotrace.store.xplane.read_io import find_io_record, io_line_names
 from tb_iotrace.store.xplane.read_xspace import HOST_PLANE, find_plane, profile_start_ns
-from tb_iotrace.store.xplane.schema import DEFAULT_MAX_EVENTS, EVENT_STATS, FORMAT, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, kind_name, thread_line_id
+from tb_iotrace.store.xplane.schema import DEFAULT_MAX_EVENTS, EVENT_STATS, FORMAT, IO_STAT, LINE_PREFIX, STAT_FD, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, kind_name, thread_line_id
 
 def _safe_text(s: str) -> tuple[str, bool]:
     """(text protobuf can store as a string field, whether it is exactly ``s``)."""
@@ -200,197 +120,7 @@ class Encoded:
     @property
     def lines_blob(self) -> bytes:
         """The XPlane.lines entries as one byte string, ready to append to a plane."""
-        return bytes(_join(self.lines_chunks))
-
-
-def _int_stat(rows: wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
-    """Append an XEvent.stats entry (field 4) ``XStat{metadata_id: sid, <value_field>: value}``
-    to each row (where ``present``)."""
-    head = wire.tag(1, wire.WT_VARINT) + wire.varint_bytes(sid) + wire.tag(value_field, wire.WT_VARINT)
-    mat, lengths = wire.varint_matrix(values)
-    size = (lengths + len(head)).astype(np.uint8)  # < 128: a one-byte varint
-    rows.const(wire.tag(4, wire.WT_LEN), present)
-    rows.parts.append((size[:, None], rows._present(np.ones(len(size), dtype=np.int64), present)))
-    rows.const(head, present)
-    rows.parts.append((mat, rows._present(lengths, present)))
-
-
-_OPTIONAL = {"path_ref": 0, "offset": -1, "fd": -1, "errno": 0}   # column -> its "absent" value
-
-
-@dataclass
-class EventColumns:
-    """The I/O events of the lines being written, in file order, as int64 columns.
-
-    ``path_ref`` is the XStatMetadata id of the interned path (0: none); ``offset``/``fd``
-    are -1 and ``errno`` 0 when absent. Those four may be None: absent on every event."""
-
-    metadata_id: np.ndarray
-    offset_ps: np.ndarray
-    duration_ps: np.ndarray
-    path_ref: np.ndarray | None
-    offset: np.ndarray | None
-    requested: np.ndarray
-    returned: np.ndarray
-    fd: np.ndarray | None
-    errno: np.ndarray | None
-
-    def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if value is not None or name not in _OPTIONAL:
-                setattr(self, name, np.ascontiguousarray(value, dtype=np.int64))
-
-    def __len__(self) -> int:
-        return len(self.metadata_id)
-
-    def slice(self, a: int, b: int) -> "EventColumns":
-        return EventColumns(*(None if getattr(self, name) is None else getattr(self, name)[a:b]
-                              for name in self.__dataclass_fields__))
-
-    def column(self, name: str) -> np.ndarray:
-        """A column, the "absent" value repeated where it is None."""
-        value = getattr(self, name)
-        return np.full(len(self), _OPTIONAL[name], dtype=np.int64) if value is None else value
-
-
-@dataclass
-class KindValues:
-    """bytes_requested / bytes_returned of each event kind (XEventMetadata ids ``base``,
-    ``base + 1``...): events of a kind leave out the stats equal to these."""
-
-    base: int
-    requested: np.ndarray
-    returned: np.ndarray
-
-    def __post_init__(self) -> None:
-        self.requested = np.ascontiguousarray(self.requested, dtype=np.int64)
-        self.returned = np.ascontiguousarray(self.returned, dtype=np.int64)
-
-
-def _byte_stats_present(ev: EventColumns, kinds: KindValues | None) -> tuple[np.ndarray, np.ndarray | None]:
-    """(bytes_requested written?, bytes_returned written? or None: always) per event."""
-    if kinds is None or not len(kinds.requested):
-        return ev.requested != ev.returned, None
-    k = ev.metadata_id - np.int64(kinds.base)
-    known = (k >= 0) & (k < len(kinds.requested))
-    k = np.where(known, k, 0)
-    req = np.where(known, ev.requested != kinds.requested[k], ev.requested != ev.returned)
-    ret = ~known | (ev.returned != kinds.returned[k])
-    return req, ret
-
-
-def encode_events_numpy(ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None = None) -> bytes:
-    """XLine.events entries for ``ev`` (field 4 each), encoded column-wise with NumPy.
-
-    ``stat_ids``: XStatMetadata ids of the stats in :data:`EVENT_STATS` order. Layout
-    (the native ``tbio_encode_io_events`` writes the same bytes): metadata_id,
-    offset_ps, duration_ps, then the stats ``path`` (ref, when != 0), ``offset``
-    (when != -1), ``bytes_requested`` and ``bytes_returned`` (each when it differs from
-    the event kind's value in ``kinds``; without: requested when it differs from
-    returned, returned always), ``fd`` (when != -1), ``errno`` (when != 0)."""
-    sid = dict(zip(EVENT_STATS, stat_ids))
-    req_present, ret_present = _byte_stats_present(ev, kinds)
-    rows = wire.Rows(len(ev))
-    rows.varint_field(1, ev.metadata_id)
-    rows.varint_field(2, ev.offset_ps)
-    rows.varint_field(3, ev.duration_ps)
-    for name, stat, field_number in (("path_ref", STAT_PATH, 7), ("offset", STAT_OFFSET, 4)):
-        if getattr(ev, name) is not None:
-            values = ev.column(name)
-            _int_stat(rows, sid[stat], field_number, values, values != _OPTIONAL[name])
-    _int_stat(rows, sid[STAT_REQUESTED], 4, ev.requested, req_present)
-    _int_stat(rows, sid[STAT_RETURNED], 4, ev.returned, ret_present)
-    for name, stat in (("fd", STAT_FD), ("errno", STAT_ERRNO)):
-        if getattr(ev, name) is not None:
-            values = ev.column(name)
-            _int_stat(rows, sid[stat], 4, values, values != _OPTIONAL[name])
-    return rows.wrap(4).finish().data.tobytes()
-
-
-def _native_lib() -> Any:
-    """(ffi, lib) of the codecs (tb_iotrace._codec), or None where they are not built."""
-    return codec()
-
-
-def _native_call(ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None, out: Any = None,
-                 at: int = 0, cap: int = 0) -> int:
-    """tbio_encode_io_events on ``ev``: the encoded size, and the bytes written into the
-    writable buffer ``out`` from offset ``at`` when ``out`` is given (``cap`` bytes there)."""
-    found = _native_lib()
-    if found is None:
-        raise RuntimeError("the tb_iotrace native module is not available")
-    ffi, lib = found
-    cols = [ffi.NULL if getattr(ev, name) is None else ffi.from_buffer("int64_t[]", getattr(ev, name))
-            for name in ev.__dataclass_fields__]
-    sids = ffi.new("int64_t[]", [int(s) for s in stat_ids])
-    dst = ffi.from_buffer("uint8_t[]", out) + at if out is not None else ffi.NULL
-    if kinds is not None and len(kinds.requested):
-        ktab = (kinds.base, len(kinds.requested), ffi.from_buffer("int64_t[]", kinds.requested),
-                ffi.from_buffer("int64_t[]", kinds.returned))
-    else:
-        ktab = (0, 0, ffi.NULL, ffi.NULL)
-    return int(lib.tbio_encode_io_events(len(ev), *cols, *ktab, sids, dst, cap if out is not None else 0))
-
-
-def encode_events_native(ev: EventColumns, stat_ids: tuple[int, ...],
-                         kinds: KindValues | None = None) -> bytearray:
-    """The bytes of :func:`encode_events_numpy`, written by the native module (~100x faster).
-    Raises RuntimeError when the native module is not available."""
-    size = _native_call(ev, stat_ids, kinds)
-    out = bytearray(size)
-    if size and _native_call(ev, stat_ids, kinds, out, 0, size) != size:
-        raise RuntimeError("tbio_encode_io_events wrote a different size")
-    return out
-
-
-class EventBlock:
-    """One line's XLine.events entries, encoded when written (:meth:`write_into`), so the
-    native encoder writes straight into the final buffer: no intermediate copy."""
-
-    def __init__(self, ev: EventColumns, stat_ids: tuple[int, ...], kinds: KindValues | None) -> None:
-        self.ev, self.stat_ids, self.kinds = ev, stat_ids, kinds
-        self.native = len(ev) > 0 and _native_lib() is not None
-        self._bytes = None if self.native else encode_events_numpy(ev, stat_ids, kinds)
-        self.size = _native_call(ev, stat_ids, kinds) if self.native else len(self._bytes or b"")
-
-    def __len__(self) -> int:
-        return self.size
-
-    def write_into(self, out: bytearray, at: int) -> None:
-        if self.native:
-            if _native_call(self.ev, self.stat_ids, self.kinds, out, at, self.size) != self.size:
-                raise RuntimeError("tbio_encode_io_events wrote a different size")
-        else:
-            out[at:at + self.size] = self._bytes or b""
-
-    def tobytes(self) -> bytes:
-        if not self.native:
-            return self._bytes or b""
-        out = bytearray(self.size)
-        self.write_into(out, 0)
-        return bytes(out)
-
-
-def _join(chunks: list) -> bytearray:
-    """Concatenate bytes and :class:`EventBlock` chunks into one new buffer."""
-    out = bytearray(sum(len(c) for c in chunks))
-    at = 0
-    for c in chunks:
-        if isinstance(c, EventBlock):
-            c.write_into(out, at)
-        else:
-            out[at:at + len(c)] = c
-        at += len(c)
-    return out
-
-
-def encode_events(ev: EventColumns, stat_ids: tuple[int, ...],
-                  kinds: KindValues | None = None) -> bytes | bytearray:
-    """:func:`encode_events_native` where the native module is built, else the NumPy path."""
-    if len(ev) and _native_lib() is not None:
-        return encode_events_native(ev, stat_ids, kinds)
-    return encode_events_numpy(ev, stat_ids, kinds)
+        return bytes(join_chunks(self.lines_chunks))
 
 
 def encode_trace(trace: IoTrace, host: XPlane | None, start_ns: int, max_events: int) -> Encoded:
@@ -699,4 +429,4 @@ def io_space_bytes(trace: IoTrace, plane_name: str, *, start_ns: int = 0,
     head = plane.SerializeToString()   # repeated field 3 (lines) may come last
     size = len(head) + sum(len(c) for c in enc.lines_chunks)
     # one XSpace.planes entry, joined in one copy
-    return _join([wire.tag(1, wire.WT_LEN) + wire.varint_bytes(size), head, *enc.lines_chunks])
+    return join_chunks([wire.tag(1, wire.WT_LEN) + wire.varint_bytes(size), head, *enc.lines_chunks])

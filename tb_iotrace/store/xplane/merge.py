@@ -12,7 +12,8 @@ from typing import Any
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.xplane import wire
 from tb_iotrace.store.xplane._proto import XSpace
-from tb_iotrace.store.xplane.encode import EventBlock, apply_metadata, encode_trace, host_plane, remove_io_data, start_clock
+from tb_iotrace.store.xplane.event_rows import EventBlock
+from tb_iotrace.store.xplane.encode import apply_metadata, encode_trace, host_plane, remove_io_data, start_clock
 from tb_iotrace.store.xplane.iotrace import IoTrace
 from tb_iotrace.store.xplane.read_xspace import HOST_PLANE, load_xspace
 from tb_iotrace.store.xplane.schema import CACHE_SUFFIXES, DEFAULT_MAX_EVENTS, XPLANE_SUFFIX
