@@ -194,7 +194,7 @@ def job_torch(out: str, paths: list[str], device: str, steps: int) -> dict[str, 
                 break
     if device == "cuda":
         torch.cuda.synchronize()
-    from tb_iotrace.recording import torch as torch_capture
+    from tb_iotrace.recording import pytorch as torch_capture
 
     return {"torch": torch.__version__, "cuda": torch.cuda.is_available(), "written": handler.written,
             "hooks_off": torch_capture.hooks_off()}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 
 from tb_iotrace.recording import api
-from tb_iotrace.recording import torch as torch_capture
+from tb_iotrace.recording import pytorch as torch_capture
 
 __all__ = ["TraceHandler", "trace_handler"]
 

@@ -149,7 +149,7 @@ class Export(Command):
                 print(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "
                       f"{c['bytes']} bytes", file=sys.stderr)
             else:
-                from tb_iotrace.export import tables
+                from tb_iotrace.export import flat_tables as tables
 
                 if os.path.exists(out) and not os.path.isdir(out):
                     raise UserError(f"{out}: exists and is not a folder ({args.format} writes files.* and ops.* "

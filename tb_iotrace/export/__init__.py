@@ -4,7 +4,7 @@
   device lines and I/O on one clock; gzip when the output ends in ``.gz``.
 - :mod:`.darshan`: ``darshan-parser``-style text, and :func:`.darshan.parse` to read it back.
 - :mod:`.darshan_log`: binary Darshan logs (format 3.41) for PyDarshan, Drishti, DXT Explorer.
-- :mod:`.tables`: the per-file counter table and the per-operation table as Parquet or CSV.
+- :mod:`tb_iotrace.export.flat_tables`: the per-file counter table and the per-operation table as Parquet or CSV.
 
 Every exporter takes :class:`tb_iotrace.cli._sources.Source` objects (one per run/host) and
 writes the trace in chunks (:data:`CHUNK` rows) with progress on a terminal (:mod:`tb_iotrace.base.progress`).

@@ -14,7 +14,7 @@ from tb_iotrace.fleet.dataset import Dataset, stamp, write_parts
 from tb_iotrace.fleet.deps import FleetError
 from tb_iotrace.fleet.engines import ENGINES, Result, query
 from tb_iotrace.fleet.reports import REPORTS, sql_of
-from tb_iotrace.fleet.tables import TABLES, Layout, host_tables
+from tb_iotrace.fleet.rows import TABLES, Layout, host_tables
 
 __all__ = ["Dataset", "stamp", "write_parts", "FleetError", "ENGINES", "Result", "query", "REPORTS", "sql_of",
            "TABLES", "Layout", "host_tables"]

@@ -34,7 +34,7 @@ from typing import Any
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.fleet.deps import FleetError, require
 from tb_iotrace.fleet.names import component
-from tb_iotrace.fleet.tables import TABLES, Layout, schema
+from tb_iotrace.fleet.rows import TABLES, Layout, schema
 
 FORMAT = "tb_iotrace.fleet/1"
 META = "_fleet"
@@ -222,7 +222,7 @@ class Dataset:
 
 def union(schemas: Sequence[Any]) -> Any:
     """Every column of ``schemas`` in order of appearance; a column's first type wins (a
-    part's unknown key is typed by :func:`tb_iotrace.fleet.tables.kind_of`, which keeps one
+    part's unknown key is typed by :func:`tb_iotrace.fleet.rows.kind_of`, which keeps one
     type per kind of value)."""
     pa = require("pyarrow")
     fields: dict[str, Any] = {}

@@ -22,7 +22,7 @@ from typing import Any
 
 from tb_iotrace.fleet.dataset import Dataset
 from tb_iotrace.fleet.deps import FleetError, require
-from tb_iotrace.fleet.tables import TABLES
+from tb_iotrace.fleet.rows import TABLES
 
 ENGINES = ("duckdb", "spark")
 SPARK_CONF = {

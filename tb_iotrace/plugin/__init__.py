@@ -24,7 +24,7 @@ Data flow::
     xplane.columnar.decode_xspace: the file read whole + numpy (the codecs of tb_iotrace._codec); plane metadata through protobuf, events decoded
       column-wise; I/O lines (``I/O ...`` lines of /host:CPU) with their stats by name
       v
-    model.Capture: lanes (host threads, /device:* lines, I/O per thread or per file), each
+    model.TabCapture: lanes (host threads, /device:* lines, I/O per thread or per file), each
       sorted by (nesting row, start) with running max ends; the I/O table (start, end, op,
       path, offset, sizes, fd, errno, tid); Darshan counters as a matrix; steps
       v

@@ -4,7 +4,7 @@ seconds, a cache of loaded captures, and a cache of the views built from them.
 Loading: a capture is decoded when first asked for and kept while its size and mtime stay the
 same, least recently used dropped first once the loaded captures hold more than the cache's
 byte budget (``TBIO_PLUGIN_CACHE_BYTES``; by default a quarter of the machine's memory, at most
-2 GiB), measured as :meth:`tb_iotrace.plugin.tab_model.Capture.nbytes` (what the decoded capture holds, ~1.3x its
+2 GiB), measured as :meth:`tb_iotrace.plugin.tab_model.TabCapture.nbytes` (what the decoded capture holds, ~1.3x its
 file). A budget in bytes, not in entries: an "All hosts" view of a 64-host run is 64 captures
 asked for in turn, and an LRU of a few entries missed on every one of them.
 
@@ -29,7 +29,7 @@ from tb_iotrace.base.memory import one_trim
 from tb_iotrace.store.logdir import RunInfo, is_kineto_path, is_record_path
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.torch_traces import load_kineto
-from tb_iotrace.plugin.tab_model import Capture, load_capture
+from tb_iotrace.plugin.tab_model import TabCapture, load_capture
 from tb_iotrace.plugin.records import cache_key, load_record, total_size
 from tb_iotrace.plugin.request_view import View, make_view
 
@@ -63,7 +63,7 @@ def cache_budget() -> int:
     return max(CACHE_MIN_DEFAULT, min(CACHE_MAX_DEFAULT, phys // 4))
 
 
-def _nbytes(value: Capture | XPlaneError) -> int:
+def _nbytes(value: TabCapture | XPlaneError) -> int:
     if isinstance(value, Exception):
         return ERROR_NBYTES
     try:
@@ -81,7 +81,7 @@ def file_key(path: str) -> tuple[int, ...]:
     return st.st_size, st.st_mtime_ns
 
 
-def load_any(path: str, host: str) -> Capture:
+def load_any(path: str, host: str) -> TabCapture:
     """A profile capture (``.xplane.pb``), a whole-run record (``.json``) or a PyTorch trace
     (``.pt.trace.json[.gz]``), loaded."""
     if is_kineto_path(path):
@@ -99,7 +99,7 @@ class LogdirIndex:
     """Cached view of a logdir's runs and a cache of loaded captures."""
 
     def __init__(self, logdir: str, max_bytes: int | None = None,
-                 loader: Callable[[str, str], Capture] | None = None):
+                 loader: Callable[[str, str], TabCapture] | None = None):
         # a URL logdir (s3://, gs://) is read through its local mirror (tb_iotrace.store.remote): each
         # scan first brings the mirror up to date (listing level by level, fetching only new or
         # changed captures); the scan, the decoders and the path checks then work on local files
@@ -119,7 +119,7 @@ class LogdirIndex:
         self._active: bool | None = None
         self._active_at = -1e9
         # path -> (file key, capture or its decoding error, bytes counted)
-        self._captures: OrderedDict[str, tuple[tuple[int, ...], Capture | XPlaneError, int]] = OrderedDict()
+        self._captures: OrderedDict[str, tuple[tuple[int, ...], TabCapture | XPlaneError, int]] = OrderedDict()
         self._cached_bytes = 0
         self._loading: dict[str, threading.Lock] = {}
         self.max_bytes = cache_budget() if max_bytes is None else max_bytes
@@ -261,11 +261,11 @@ class LogdirIndex:
     # -- captures
     @property
     def cached_bytes(self) -> int:
-        """What the cached captures count against the budget (see :meth:`tb_iotrace.plugin.tab_model.Capture.nbytes`)."""
+        """What the cached captures count against the budget (see :meth:`tb_iotrace.plugin.tab_model.TabCapture.nbytes`)."""
         with self._lock:
             return self._cached_bytes
 
-    def capture(self, path: str, host: str) -> Capture:
+    def capture(self, path: str, host: str) -> TabCapture:
         """The loaded capture for a file found by the scan (cached by size and mtime);
         raises XPlaneError for unreadable or corrupt files."""
         root_real = os.path.realpath(self.logdir)
@@ -297,7 +297,7 @@ class LogdirIndex:
                     return hit[1]
                 self._drop(path)
             try:
-                value: Capture | XPlaneError = self.loader(path, host)
+                value: TabCapture | XPlaneError = self.loader(path, host)
             except XPlaneError as exc:
                 value = exc
             # TypeError/AttributeError: a field of the wrong type in a record's or an I/O
@@ -337,7 +337,7 @@ class LogdirIndex:
         evicted): answers memoized on it are then reused by later requests. Of several
         hosts, those that cannot be read are left out and listed (``View.unreadable``);
         XPlaneError only when none can."""
-        caps: list[tuple[str, Capture]] = []
+        caps: list[tuple[str, TabCapture]] = []
         paths: list[str] = []
         unreadable: list[tuple[str, str, str]] = []
         with one_trim():  # decoding several captures: give freed memory back once, at the end

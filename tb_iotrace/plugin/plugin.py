@@ -53,7 +53,7 @@ from tb_iotrace.store.logdir import BadName
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex
 from tb_iotrace.plugin import packed
-from tb_iotrace.plugin.endpoints import event, files, findings, hosts, summary, timeline, bandwidth as timeseries
+from tb_iotrace.plugin.endpoints import event, files, findings, hosts, summary, timeline, bandwidth
 from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -332,11 +332,11 @@ class IoTracePlugin(base_plugin.TBPlugin):
         view = self._view(args)
         start, end, bins = _num(args, "start"), _num(args, "end"), _num(args, "bins", 200, int)
         return view.memo(("bandwidth", start, end, bins),
-                         lambda: Body.json(timeseries.bandwidth_impl(view, start, end, bins)))
+                         lambda: Body.json(bandwidth.bandwidth_impl(view, start, end, bins)))
 
     def _steps(self, args):
         view = self._view(args)
-        return view.memo(("steps",), lambda: Body.json(timeseries.steps_impl(view)))
+        return view.memo(("steps",), lambda: Body.json(bandwidth.steps_impl(view)))
 
     def _hosts(self, args):
         view = self._view(args)

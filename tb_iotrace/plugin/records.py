@@ -3,7 +3,7 @@
 A record is ``<dir>/plugins/iotrace/<host>.<pid>[.execN].json`` plus, when it kept its
 trace, ``<host>.<pid>[.execN].npz`` (see :mod:`tb_iotrace.store.runrecord`). The tab shows each
 folder as the run ``[<dir>/]iotrace`` (the name ``tb-iotrace report`` uses) and each record
-as a host. This module builds the tab's :class:`~tb_iotrace.plugin.tab_model.Capture` straight from the record's
+as a host. This module builds the tab's :class:`~tb_iotrace.plugin.tab_model.TabCapture` straight from the record's
 JSON and trace columns, without protobuf:
 
 - clock: ns since the record's ``start_ns`` (``profile_start_ns`` = ``start_ns``, so "All
@@ -26,7 +26,7 @@ import numpy as np
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record, table_path
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
 from tb_iotrace.base.memory import trim_memory
-from tb_iotrace.plugin.tab_model import READ_OPS_RE, WRITE_OPS_RE, Capture, IoTable, make_lane
+from tb_iotrace.plugin.tab_model import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
 
 
 def trace_path(json_path: str) -> str:
@@ -92,15 +92,15 @@ def _io_table(t: dict[str, np.ndarray], t0: int) -> IoTable:
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)
 
 
-def load_record(path: str, host: str) -> Capture:
-    """One record as a :class:`Capture` (raises RecordError, a ValueError, when unreadable)."""
+def load_record(path: str, host: str) -> TabCapture:
+    """One record as a :class:`TabCapture` (raises RecordError, a ValueError, when unreadable)."""
     try:
         return _load_record(path, host)
     finally:
         trim_memory()
 
 
-def _load_record(path: str, host: str) -> Capture:
+def _load_record(path: str, host: str) -> TabCapture:
     st = os.stat(path)
     rec = read_record(path)
     doc = rec.doc
@@ -160,7 +160,7 @@ def _load_record(path: str, host: str) -> Capture:
                     for tid, th in sorted(threads.items())],
         "timeseries": series,   # tb_iotrace.store.timeseries JSON form, or None
     }
-    return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=[], lanes=lanes,
+    return TabCapture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=[], lanes=lanes,
                    planes={}, io=io, io_info=io_info, counter_records=table, steps=[],
                    steps_source="", extent=(lo, max(hi, lo + 1)), profile_start_ns=t0,
                    hostnames=[str(doc.get("host") or "")], warnings=warnings)

@@ -9,7 +9,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tb_iotrace.plugin.tab_model import Capture, Lane
+from tb_iotrace.plugin.tab_model import TabCapture, Lane
 
 
 MEMO_KEPT = 16  # answers kept per view
@@ -21,7 +21,7 @@ class NotFound(KeyError):
 
 @dataclass
 class Part:
-    capture: Capture
+    capture: TabCapture
     prefix: str  # lane key prefix ("" for a single host)
     offset: int  # ns added to this capture's times to reach the view's clock
     host: str
@@ -57,7 +57,7 @@ class View:
         return value
 
     @property
-    def single(self) -> Capture:
+    def single(self) -> TabCapture:
         return self.parts[0].capture
 
     def extent(self) -> tuple[int, int]:
@@ -110,7 +110,7 @@ class LaneTable:
     described: list[dict[str, Any]]
 
 
-def make_view(run: str, captures: list[tuple[str, Capture]],
+def make_view(run: str, captures: list[tuple[str, TabCapture]],
               unreadable: list[tuple[str, str, str]] | None = None) -> View:
     """A view of the given (host, capture) pairs; several hosts are aligned on their
     ``profile_start_time`` when every capture has one, else on their own starts.

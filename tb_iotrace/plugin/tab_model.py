@@ -86,7 +86,7 @@ class Lane:
     plane: str
     start: np.ndarray  # int64 ns, sorted by (row, start)
     end: np.ndarray
-    name_id: np.ndarray  # int32 into Capture.names (io lanes: op code into Capture.io.ops)
+    name_id: np.ndarray  # int32 into TabCapture.names (io lanes: op code into TabCapture.io.ops)
     row_bounds: np.ndarray  # row r is [row_bounds[r], row_bounds[r+1])
     maxend: np.ndarray  # running max of end within each row
     src: np.ndarray | None = None  # io lanes: io table row per event (None: src_base + i)
@@ -243,7 +243,7 @@ def _counters_from(records: list[dict] | FileTable) -> Counters:
 
 
 @dataclass
-class Capture:
+class TabCapture:
     """One ``<host>.xplane.pb``, loaded."""
 
     path: str
@@ -436,15 +436,15 @@ def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
     return None, None
 
 
-def load_capture(path: str, host: str) -> Capture:
-    """Decode one capture file into a :class:`Capture` (raises XPlaneError)."""
+def load_capture(path: str, host: str) -> TabCapture:
+    """Decode one capture file into a :class:`TabCapture` (raises XPlaneError)."""
     try:
         return _load_capture(path, host)
     finally:
         trim_memory()
 
 
-def _load_capture(path: str, host: str) -> Capture:
+def _load_capture(path: str, host: str) -> TabCapture:
     st = os.stat(path)
     space = decode_xspace(
         path,
@@ -551,7 +551,7 @@ def _load_capture(path: str, host: str) -> Capture:
         # the per-kind tables (~50,000 entries each for a million events) are used up
         io_info = {k: v for k, v in io_info.items()
                    if k not in ("counters", "event_kinds", "added_event_metadata", "added_stat_metadata")}
-    return Capture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
+    return TabCapture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
                    lanes=lanes, planes=planes, md_files=md_files, io=io, io_info=io_info, counter_records=counter_records,
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
                    profile_start_ns=start_ns, hostnames=space.hostnames,
@@ -741,4 +741,4 @@ def _io_table(parts, info) -> IoTable:
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)
 
 
-__all__ = ["Capture", "Counters", "IoTable", "Lane", "load_capture", "MAX_FILE_LANES"]
+__all__ = ["TabCapture", "Counters", "IoTable", "Lane", "load_capture", "MAX_FILE_LANES"]

@@ -24,7 +24,7 @@ from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.kineto import KinetoTraceError
 from tb_iotrace.store.kineto_xspace import KINETO_KEY, read_xspace
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.plugin.tab_model import Capture, load_capture
+from tb_iotrace.plugin.tab_model import TabCapture, load_capture
 
 _lock = threading.Lock()
 _folder: str | None = None
@@ -91,8 +91,8 @@ def converted_path(path: str) -> str:
     return os.path.join(_converted_folder(), f"{key}.{st.st_size}.{st.st_mtime_ns}.xplane.pb")
 
 
-def load_kineto(path: str, host: str) -> Capture:
-    """One PyTorch trace as a :class:`Capture` (XPlaneError when it is not a readable one)."""
+def load_kineto(path: str, host: str) -> TabCapture:
+    """One PyTorch trace as a :class:`TabCapture` (XPlaneError when it is not a readable one)."""
     try:
         out = converted_path(path)
     except OSError as exc:

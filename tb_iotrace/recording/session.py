@@ -18,7 +18,7 @@ from tb_iotrace.store.machine import machine_facts
 from tb_iotrace.recording.opnames import MODULES, counter_names, op_names
 from tb_iotrace.store.timeseries import TimeSeries
 
-__all__ = ["Capture", "EventTable", "FileRecord", "FileRecords", "NativeError", "ThreadInfo", "Untracked", "begin_session",
+__all__ = ["Capture", "EventTable", "FileRecord", "FileRecords", "NativeError", "RecordedThread", "Untracked", "begin_session",
            "check_layout", "end_all_and_disable", "end_session", "excludes", "forget", "set_filters",
            "set_max_files", "set_trace_cap"]
 
@@ -268,7 +268,7 @@ class _FileNames(Mapping[int, str]):
 
 
 @dataclass(frozen=True)
-class ThreadInfo:
+class RecordedThread:
     index: int
     tid: int                    # OS thread id
     pthread_self: int           # pthread_t value
@@ -444,7 +444,7 @@ def _empty_events() -> EventTable:
     return _events_from(z, [], {}, {})
 
 
-def _events_from(raw: np.ndarray, threads: list[ThreadInfo], paths: Mapping[int, str],
+def _events_from(raw: np.ndarray, threads: list[RecordedThread], paths: Mapping[int, str],
                  modules: Mapping[int, str]) -> EventTable:
     tids = np.array([t.tid for t in threads], dtype=np.int64)
     return EventTable(
@@ -493,7 +493,7 @@ class Capture:
         self.table: FileTable = FileTable()   # the files' counters as columns (tb_iotrace.store.filetable)
         self._files: FileRecords | None = None
         self.events: EventTable = _empty_events()
-        self.threads: list[ThreadInfo] = []
+        self.threads: list[RecordedThread] = []
         self.dropped: int = 0
         self.untracked: Untracked = Untracked()
         self.start_ns: int = 0
@@ -516,7 +516,7 @@ class Capture:
         info = ffi.new("tbio_thread_info *")
         for i in range(lib.tbio_session_nthreads(sess)):
             lib.tbio_session_thread(sess, i, info)
-            self.threads.append(ThreadInfo(i, int(info.tid), int(info.pthread_self),
+            self.threads.append(RecordedThread(i, int(info.tid), int(info.pthread_self),
                                            ffi.string(info.comm).decode("utf-8", "replace"),
                                            int(info.nevents), int(info.dropped)))
         n = int(lib.tbio_session_nevents(sess))

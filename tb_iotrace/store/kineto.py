@@ -1,6 +1,6 @@
 """Kineto traces (PyTorch's ``*.pt.trace.json[.gz]``) carrying tb_iotrace's I/O.
 
-The capture (``tb_iotrace.recording.torch``) hands over one *process record* per process
+The capture (``tb_iotrace.recording.pytorch``) hands over one *process record* per process
 that recorded the profiled window (the main process, each DataLoader worker): a JSON-ready
 dict::
 

@@ -352,7 +352,7 @@ class _Profiler:
 
 
 def test_torch_trace_handler_uploads_the_trace(store: dict[str, Any]) -> None:
-    from tb_iotrace.recording.torch import TraceHandler
+    from tb_iotrace.recording.pytorch import TraceHandler
 
     handler = TraceHandler(store["url"] + "/torch", worker_name="w0")
     handler(_Profiler())

@@ -1,4 +1,4 @@
-"""The DataLoader worker's fetch timing (tb_iotrace.recording.torch): a span per fetched batch
+"""The DataLoader worker's fetch timing (tb_iotrace.recording.pytorch): a span per fetched batch
 only while the worker records, the samples the batch holds (a short last batch of an iterable
 dataset included), nothing while idle, and a torch release without the fetcher names left
 untouched with a note in the trace."""
@@ -14,7 +14,8 @@ from torch.utils.data import IterableDataset   # noqa: E402
 from torch.utils.data._utils import fetch as torch_fetch   # noqa: E402
 from torch.utils.data._utils.collate import default_collate   # noqa: E402
 
-from tb_iotrace.recording import torch as cap
+from tb_iotrace.recording import pytorch as cap
+from tb_iotrace.recording.pytorch import fetch as cap_fetch, state as cap_state
 
 
 class Count(IterableDataset):
@@ -27,11 +28,11 @@ class Count(IterableDataset):
 
 def test_map_fetch_timed_only_while_recording(monkeypatch) -> None:
     fetcher = torch_fetch._MapDatasetFetcher(list(range(10)), True, default_collate, False)
-    fetch = cap._wrap_fetch(torch_fetch._MapDatasetFetcher.fetch, iterable=False)
-    monkeypatch.setattr(cap, "_spans", None)
+    fetch = cap_fetch.wrap_fetch(torch_fetch._MapDatasetFetcher.fetch, iterable=False)
+    monkeypatch.setattr(cap_state, "spans", None)
     assert fetch(fetcher, [1, 2, 3]).tolist() == [1, 2, 3]
     spans: list = []
-    monkeypatch.setattr(cap, "_spans", spans)
+    monkeypatch.setattr(cap_state, "spans", spans)
     assert fetch(fetcher, [4, 5]).tolist() == [4, 5]
     (s,) = spans
     start, end, tid, samples = s
@@ -43,19 +44,19 @@ def test_span_dropped_when_the_window_ends_during_the_fetch(monkeypatch) -> None
     spans: list = []
 
     def real(self, index):
-        cap._spans = None   # the worker's stop arrives while the batch is fetched
+        cap_state.spans = None   # the worker's stop arrives while the batch is fetched
         return index
 
-    monkeypatch.setattr(cap, "_spans", spans)
-    assert cap._wrap_fetch(real, iterable=False)(object(), [1]) == [1]
+    monkeypatch.setattr(cap_state, "spans", spans)
+    assert cap_fetch.wrap_fetch(real, iterable=False)(object(), [1]) == [1]
     assert spans == []
 
 
 def test_iterable_short_last_batch_counts_its_samples(monkeypatch) -> None:
     fetcher = torch_fetch._IterableDatasetFetcher(Count(5), True, default_collate, False)
-    fetch = cap._wrap_fetch(torch_fetch._IterableDatasetFetcher.fetch, iterable=True)
+    fetch = cap_fetch.wrap_fetch(torch_fetch._IterableDatasetFetcher.fetch, iterable=True)
     spans: list = []
-    monkeypatch.setattr(cap, "_spans", spans)
+    monkeypatch.setattr(cap_state, "spans", spans)
     assert fetch(fetcher, [0, 1, 2]).tolist() == [0, 1, 2]
     assert fetch(fetcher, [0, 1, 2]).tolist() == [3, 4]
     with pytest.raises(StopIteration):
@@ -69,10 +70,10 @@ def test_torch_without_the_fetchers_runs_untouched_with_a_note(monkeypatch, tmp_
     why = cap.fetch_spans_unavailable()
     assert why is not None and "torch.utils.data._utils.fetch._MapDatasetFetcher.fetch" in why
     before = torch_fetch._IterableDatasetFetcher.fetch
-    monkeypatch.setattr(cap, "_fetch_note", None)
-    cap._time_fetches((), {"worker_id": 0})
+    monkeypatch.setattr(cap_state, "fetch_note", None)
+    cap_fetch.time_fetches((), {"worker_id": 0})
     assert torch_fetch._IterableDatasetFetcher.fetch is before   # nothing wrapped
-    monkeypatch.setattr(cap, "_fetch_note", why)
+    monkeypatch.setattr(cap_state, "fetch_note", why)
     handler = cap.TraceHandler(str(tmp_path))
 
     class Prof:

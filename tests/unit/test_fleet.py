@@ -17,7 +17,7 @@ from tb_iotrace.fleet import Dataset, FleetError, host_tables, query, sql_of, wr
 from tb_iotrace.fleet.engines import engine
 from tb_iotrace.fleet.names import component
 from tb_iotrace.fleet.reports import REPORTS
-from tb_iotrace.fleet.tables import host_table, text
+from tb_iotrace.fleet.rows import host_table, text
 
 pytestmark = pytest.mark.slow   # builds datasets in child processes: ~30 s in all (./dev.sh quick leaves it out)
 

@@ -860,7 +860,7 @@ def _tf_read(get, run, host, cap, io_lanes, data):
 MEM_SCRIPT = textwrap.dedent("""
     import json, os, sys, tracemalloc
     from tb_iotrace.plugin.tab_model import load_capture
-    from tb_iotrace.plugin.endpoints import timeline, timeseries
+    from tb_iotrace.plugin.endpoints import timeline, bandwidth as timeseries
     from tb_iotrace.plugin.request_view import make_view
     def rss():
         with open("/proc/self/status") as f:

@@ -24,7 +24,7 @@ The result keeps, per event, ``metadata_id``, ``start_ps`` (``timestamp_ns*1000 
 offset_ps``), ``duration_ps`` and the byte range of the event in the file, so the stats of
 one event can be read later (``event_stats``) without keeping anything else in memory.
 
-Modules: :mod:`.tables` (what a decode returns), :mod:`.walk` (wire walking, lock-step field
+Modules: :mod:`tb_iotrace.model.columnar.planes` (what a decode returns), :mod:`.walk` (wire walking, lock-step field
 decoding), :mod:`.tokens` (the token decoder of a line's events), :mod:`.native_scan`
 (native/codec/xdecode.c, used where ``tb_iotrace._codec`` is built); this module puts a plane
 together from them (:func:`decode_xspace`, :func:`event_stats`).
@@ -45,8 +45,8 @@ from tb_iotrace.store.xplane import XEvent, XPlane
 from tb_iotrace.store.xplane.lenient import parse_lenient
 from tb_iotrace.store.xplane.read_xspace import XPlaneError, open_capture, stats_dict
 from tb_iotrace.model.columnar.native_scan import NativeScan, decode_plane_native
-from tb_iotrace.model.columnar.tables import LineInfo, MetadataFile, PlaneData, SpaceData, read_event_metadata
-from tb_iotrace.model.columnar.tokens import Run, token_run
+from tb_iotrace.model.columnar.planes import LineInfo, MetadataFile, PlaneData, SpaceData, read_event_metadata
+from tb_iotrace.model.columnar.tokens import EventRun, token_run
 from tb_iotrace.model.columnar.walk import CHUNK, check_events, decode_events, field_spans, fields, walk_events, walk_line
 
 # Lines at least this big are decoded on THREADS worker threads by the NumPy path. One by
@@ -154,8 +154,8 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
             plane.md_file = (lazy_md, *spans)
         return plane
 
-    def decode_line(li: int, a: int, b: int) -> tuple[dict[str, Any], list[Run]]:
-        line_runs: list[Run] = []
+    def decode_line(li: int, a: int, b: int) -> tuple[dict[str, Any], list[EventRun]]:
+        line_runs: list[EventRun] = []
         probe = LineInfo(index=li, id=0, display_id=0, name="", display_name="", timestamp_ns=0,
                          first=0, count=0)
         want: list[bool | None] = [None]
@@ -178,7 +178,7 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
                 for c0 in range(0, len(s), CHUNK):
                     c1 = min(c0 + CHUNK, len(s))
                     m, o, d = decode_events(buf, s[c0:c1], e[c0:c1], sc, [c[c0:c1] for c in cols])
-                    rs.append(Run(s[c0:c1], (e - s)[c0:c1], m, o, d, [c[c0:c1] for c in cols]))
+                    rs.append(EventRun(s[c0:c1], (e - s)[c0:c1], m, o, d, [c[c0:c1] for c in cols]))
             for r in rs:   # as strict as the native scan (it reads every field)
                 if not r.well_formed:
                     check_events(buf, r.pos, r.pos + r.len)
@@ -190,7 +190,7 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
 
     # Big lines are decoded on worker threads (numpy releases the GIL in its loops).
     big = [i for i, (a, b) in enumerate(line_ranges) if b - a >= PARALLEL_LINE_BYTES]
-    results: dict[int, tuple[dict[str, Any], list[Run]]] = {}
+    results: dict[int, tuple[dict[str, Any], list[EventRun]]] = {}
     if len(big) > 1 and THREADS > 1:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -206,7 +206,7 @@ def _decode_plane(data, buf, index: int, start: int, end: int,
             results[i] = decode_line(i, a, b)
 
     lines: list[LineInfo] = []
-    runs: list[Run] = []
+    runs: list[EventRun] = []
     total = 0
     for li in range(len(line_ranges)):
         head, line_runs = results.pop(li)

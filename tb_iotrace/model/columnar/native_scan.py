@@ -7,7 +7,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tb_iotrace.store.xplane import XPlane
-from tb_iotrace.model.columnar.tables import LineInfo, PlaneData
+from tb_iotrace.model.columnar.planes import LineInfo, PlaneData
 from tb_iotrace.model.columnar.walk import walk_line
 
 

@@ -8,7 +8,7 @@ import numpy as np
 TOKEN_CHUNK = 1 << 18
 
 
-class Run:
+class EventRun:
     """Decoded events of one run (columns in file order)."""
 
     __slots__ = ("pos", "len", "mid", "off", "dur", "cols", "well_formed")
@@ -120,7 +120,7 @@ def _template_chunk(tag, ival, val, tag_pos, val_end, rlen: int, at_end: bool, s
     return (pos, ln, mid, off, dur, cols), cut, finished
 
 
-def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[Run]] | None:
+def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[EventRun]] | None:
     """Vectorized decode of the run of events starting at ``start`` (a line-level field 4),
     by tokenizing the bytes into varints.
 
@@ -132,7 +132,7 @@ def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[
     stat before it, else inside a stat. Chunks hold whole events. Returns None when the run
     holds anything else (doubles, strings, multi-byte tags): the caller then falls back to
     the scalar walk."""
-    runs: list[Run] = []
+    runs: list[EventRun] = []
     ncols = len(defaults)
     c0 = start
     chunk = TOKEN_CHUNK
@@ -170,7 +170,7 @@ def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[
             fast = _template_chunk(tag, ival, val, tag_pos, val_end, c1 - c0, c1 == end, stat_col, defaults)
             if fast is not None:
                 (pos_, ln_, mid_, off_, dur_, cols_), cut_, fin_ = fast
-                runs.append(Run((c0 + pos_).astype(np.int64), ln_, mid_, off_, dur_, cols_, well_formed=True))
+                runs.append(EventRun((c0 + pos_).astype(np.int64), ln_, mid_, off_, dur_, cols_, well_formed=True))
                 if fin_:
                     return c0 + cut_, runs
                 c0 += cut_
@@ -265,7 +265,7 @@ def token_run(buf, start: int, end: int, stat_col, defaults) -> tuple[int, list[
                 m = hit & (col_of == c)
                 column[st_ev[m]] = sval[m]
                 cols.append(column)
-        runs.append(Run(pos, ln, mid, off, dur, cols))
+        runs.append(EventRun(pos, ln, mid, off, dur, cols))
         if finished:
             return stop_abs, runs
         c0 += cut

@@ -8,7 +8,7 @@ import numpy as np
 
 from tb_iotrace.plugin import level_of_detail as lod
 from tb_iotrace.model.stepwait import InputWait, covered, input_wait, is_input_wait, merge
-from tb_iotrace.plugin.tab_model import Capture, Lane
+from tb_iotrace.plugin.tab_model import TabCapture, Lane
 from tb_iotrace.plugin.request_view import View, fmt_float, view_steps
 
 MAX_BINS = 4096
@@ -150,7 +150,7 @@ def _no_steps_message(view: View) -> str:
             "Keras 'Profiled batch' events): showing equal time windows instead.")
 
 
-def _input_mask(cap: Capture, lane: Lane) -> np.ndarray:
+def _input_mask(cap: TabCapture, lane: Lane) -> np.ndarray:
     """The lane's input-wait events (tb_iotrace.model.stepwait's rule: at any depth)."""
     got = lane.cache.get("_input")
     if got is None:
@@ -161,7 +161,7 @@ def _input_mask(cap: Capture, lane: Lane) -> np.ndarray:
     return got
 
 
-def wait_intervals(cap: Capture) -> tuple[np.ndarray, np.ndarray]:
+def wait_intervals(cap: TabCapture) -> tuple[np.ndarray, np.ndarray]:
     """The capture's input waits, merged over all its host lanes (ns, capture clock): the one
     rule of :mod:`tb_iotrace.model.stepwait`, as the report and the findings take it."""
     got = cap.cache.get("wait_iv")
@@ -180,7 +180,7 @@ def wait_intervals(cap: Capture) -> tuple[np.ndarray, np.ndarray]:
     return got
 
 
-def capture_input_wait(cap: Capture) -> InputWait:
+def capture_input_wait(cap: TabCapture) -> InputWait:
     """The capture's input wait and its share (ns) by :func:`tb_iotrace.model.stepwait.input_wait`:
     inside its steps over their time, else over the span of its waits."""
     return input_wait(wait_intervals(cap), [s["start"] for s in cap.steps], [s["end"] for s in cap.steps])
@@ -202,7 +202,7 @@ def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray)
     return _integral(us, ue, ones, ends) - _integral(us, ue, ones, starts)
 
 
-def input_wait_ns(cap: Capture, lo: float, hi: float) -> float:
+def input_wait_ns(cap: TabCapture, lo: float, hi: float) -> float:
     """How long the capture's host waited on input inside [lo, hi] (capture clock): the union
     of its input waits (tb_iotrace.model.stepwait), as /steps' ``input_wait_ns``."""
     return float(covered(wait_intervals(cap), int(lo), int(hi))[0])

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.plugin.tab_model import Capture, Lane
+from tb_iotrace.plugin.tab_model import TabCapture, Lane
 from tb_iotrace.plugin.request_view import NotFound, Part, View, view_steps
 
 
@@ -44,7 +44,7 @@ def event_impl(view: View, lane_key: str, index: int) -> dict[str, Any]:
     return out
 
 
-def _enclosing(cap: Capture, lane: Lane, s: int, e: int, part: Part) -> dict[str, Any] | None:
+def _enclosing(cap: TabCapture, lane: Lane, s: int, e: int, part: Part) -> dict[str, Any] | None:
     best = None
     for r in range(lane.rows):
         a, b = int(lane.row_bounds[r]), int(lane.row_bounds[r + 1])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tb_iotrace.base.codepaths import code_paths
-from tb_iotrace.plugin.tab_model import Capture
+from tb_iotrace.plugin.tab_model import TabCapture
 from tb_iotrace.plugin.request_view import View
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
@@ -120,7 +120,7 @@ def files_impl(view: View) -> dict[str, Any]:
             "values": [clean(row) for row in values.tolist()], "message": msg}
 
 
-def _traced_per_path(cap: Capture, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
+def _traced_per_path(cap: TabCapture, paths: list[str]) -> tuple[np.ndarray, np.ndarray]:
     n = len(paths)
     calls = np.zeros(n)
     moved = np.zeros(n)

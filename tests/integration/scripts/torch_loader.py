@@ -49,13 +49,13 @@ def main() -> None:
             fh.write(bytes([i]) * (1000 + 37 * i))
         paths.append(p)
     if mode.startswith("renamed"):
-        from tb_iotrace.recording import torch as torch_capture
-        from tb_iotrace.recording import torch_loaders
+        from tb_iotrace.recording import pytorch as torch_capture
+        from tb_iotrace.recording.pytorch import loaders as torch_loaders
 
         if mode == "renamed-window":
-            torch_capture.WINDOW_HOOK = ("torch.profiler.profiler", "_KinetoProfile", ("start_trace", "_stop_gone"))
+            torch_capture.state.WINDOW_HOOK = ("torch.profiler.profiler", "_KinetoProfile", ("start_trace", "_stop_gone"))
         else:
-            torch_capture.WORKER_HOOK = ("torch.utils.data._utils.worker", "_worker_loop_gone")
+            torch_capture.state.WORKER_HOOK = ("torch.utils.data._utils.worker", "_worker_loop_gone")
             torch_loaders.SHUTDOWN_HOOK = ("torch.utils.data.dataloader", "_MultiProcessingDataLoaderIter",
                                            "_shutdown_gone")
     if mode == "stopped-short":

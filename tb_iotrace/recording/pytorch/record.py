@@ -1,0 +1,86 @@
+"""This process's part of a window: begin and end its native session, and turn what it recorded into a *process record* (:mod:`tb_iotrace.store.kineto`)."""
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.recording.pytorch import loaders as torch_loaders
+from tb_iotrace.recording.session import Capture, begin_session, end_session
+from tb_iotrace.recording.pytorch import state
+
+
+def process_record(cap: Capture, role: str, start_ns: int,
+                   fetches: list[tuple[int, int, int, int]] | None = None,
+                   worker_id: int | None = None) -> dict[str, Any]:
+    """A capture as the process record :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's
+    also holds its fetch spans (``fetches``: equal-length lists ``start_ns``, ``end_ns``,
+    ``tid``, ``samples``) and its ``worker_id``."""
+    ev = cap.events
+    events = {
+        "op": ev.op.tolist(), "path": ev.path.tolist(),
+        "offset": ev.offset.tolist(), "requested": ev.requested.tolist(), "returned": ev.returned.tolist(),
+        "fd": ev.fd.tolist(), "errno": ev.errno.tolist(), "start_ns": ev.start_ns.tolist(),
+        "end_ns": ev.end_ns.tolist(), "tid": ev.tid.tolist(),
+    }
+    rec: dict[str, Any] = {
+        "pid": os.getpid(), "role": role, "start_ns": int(cap.start_ns or start_ns), "end_ns": int(cap.end_ns),
+        "threads": [[t.tid, t.pthread_self, t.name] for t in cap.threads if t.nevents or t.dropped],
+        "events": events, "counters": cap.records(), "dropped": int(cap.dropped),
+    }
+    if cap.untracked:
+        rec["untracked"] = cap.untracked.to_dict()
+    if fetches is not None:
+        rec["fetches"] = {k: [int(f[i]) for f in fetches] for i, k in enumerate(FETCH_COLUMNS)}
+        if worker_id is not None:
+            rec["worker_id"] = int(worker_id)
+    return rec
+
+
+def begin() -> None:
+    if state.session is None:
+        state.session_start_ns = time.time_ns()
+        state.session = begin_session()
+        if state.role == "worker":
+            state.spans = []     # after the session began: every span lies inside it
+
+
+def end() -> Capture | None:
+    sess, state.session = state.session, None
+    # before the session ends: every span kept ended inside it
+    spans, state.spans = state.spans, None
+    state.ended_spans = spans if spans is not None else []
+    if sess is None:
+        return None
+    cap = Capture()
+    end_session(sess, cap)
+    return cap
+
+
+def write_side_record(window: int, spool: str) -> str | None:
+    """End this (child) process's session and write its record; the path, None if none."""
+    cap = end()
+    if cap is None:
+        return None
+    path = os.path.join(spool, f"{window}.{os.getpid()}.json")
+    rec = process_record(cap, state.role, state.session_start_ns, list(state.ended_spans) if state.role == "worker" else None,
+                         state.worker_id)
+    body = json.dumps(rec, separators=(",", ":")).encode()
+    atomic_write(path, lambda fh: fh.write(body))
+    return path
+
+
+FETCH_COLUMNS = ("start_ns", "end_ns", "tid", "samples")
+
+
+def pytorch_facts(loaders: list[dict[str, Any]], machine: dict[str, Any]) -> dict[str, Any]:
+    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
+    this process may use (the ``machine`` record's ``cpus``) and the DataLoaders the window
+    iterated (:func:`torch_loaders.window_stopped`)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return {"version": str(getattr(torch, "__version__", "")), "cpus": int(machine.get("cpus") or 0),
+            "dataloaders": loaders}
