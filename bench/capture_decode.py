@@ -1,4 +1,4 @@
-"""One capture's decode for the I/O tab (``tb_iotrace.plugin.tab_model.load_capture``), two
+"""One capture's decode for the I/O tab (``tb_iotrace.plugin.capture_load.load_capture``), two
 checkouts side by side: the cold "All hosts" switch of ``bench/plugin_hosts.py`` is 64 of these.
 
     python bench/capture_decode.py --old /work/main --captures /tmp/hosts/plugins/profile/*/
@@ -19,7 +19,7 @@ from pathlib import Path
 
 CHILD = r"""
 import sys, time
-from tb_iotrace.plugin.tab_model import load_capture
+from tb_iotrace.plugin.capture_load import load_capture
 files = sys.argv[1:]
 load_capture(files[0], "h")  # imports, first-touch of the file pages
 c = time.process_time()

@@ -29,7 +29,8 @@ from tb_iotrace.base.memory import one_trim
 from tb_iotrace.store.logdir import RunInfo, is_kineto_path, is_record_path
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.torch_traces import load_kineto
-from tb_iotrace.plugin.tab_model import TabCapture, load_capture
+from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.plugin.tab_model import TabCapture
 from tb_iotrace.plugin.records import cache_key, load_record, total_size
 from tb_iotrace.plugin.request_view import View, make_view
 

@@ -12,7 +12,8 @@ import pytest
 import tb_iotrace.model.columnar as D
 from tb_iotrace.model.columnar import tokens
 from tb_iotrace.plugin import level_of_detail as lod
-from tb_iotrace.plugin.tab_model import ABSENT, STAT_DEFAULTS, _fill_bytes, _rows
+from tb_iotrace.plugin.capture_load import _fill_bytes
+from tb_iotrace.plugin.tab_model import ABSENT, STAT_DEFAULTS, _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
 from tb_iotrace.store.xplane import LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns, load_xspace, merge_into_capture, read_io_data, read_io_info
 from tb_iotrace.store.xplane.schema import EVENT_STATS, event_kinds
@@ -385,7 +386,7 @@ def test_lazy_event_metadata_reads_the_same_back(gpu_capture, monkeypatch):
 def test_capture_event_details_read_their_metadata_back(gpu_capture):
     """The tab's captures keep no parsed event metadata; an event's details read its
     metadata's stats back from the file, as the full decode has them."""
-    from tb_iotrace.plugin.tab_model import load_capture
+    from tb_iotrace.plugin.capture_load import load_capture
 
     cap = load_capture(str(gpu_capture), "h")
     full = {p.index: p.meta for p in D.decode_xspace(gpu_capture).planes}
