@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
 from tb_iotrace.recording import jax, session, tensorflow
 from tb_iotrace.recording.session import Capture, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
@@ -13,17 +13,7 @@ from tb_iotrace.recording.session import Capture, begin_session, check_layout, e
 __all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "set_max_files",
            "NativeError"]
 
-_lock = threading.Lock()
-
-
-def _new_lock_in_child() -> None:
-    # A fork while another thread held _lock (inside enable() or disable()) would leave the
-    # child's copy locked forever. The native shim resets its own locks at fork.
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)
+_lock = ForkSafeLock()
 
 
 def _env_prefixes(name: str) -> list[str] | None:

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import mmap
 import os
-import threading
 from typing import Any, Callable
 
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import native
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.base.frameworks import JAXLIB_CHECKS_READ, release
@@ -42,20 +42,10 @@ IMPLEMENTED_TABLES = (80, 104)
 LIBRARY_NAMES = ("libjax_common", "xla_extension")
 MAPS = "/proc/self/maps"   # where the mapped libraries are listed
 
-_attach_lock = threading.Lock()
+_attach_lock = ForkSafeLock()
 _attached = False
 # What registration found: jaxlib's version, the library read, its check, the table handed over.
 _hook_state: dict[str, Any] = {}
-
-
-def _new_lock_in_child() -> None:
-    # A fork while another thread was inside attach() would leave the child's copy locked
-    # forever: the child's enable() (which attaches) would hang.
-    global _attach_lock
-    _attach_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def library_paths() -> list[str]:
@@ -196,21 +186,7 @@ def _register_with_jax() -> None:
 
 
 def _install_callbacks() -> None:
-    ffi, lib = native()
-
-    @ffi.def_extern()
-    def tbio_py_jax_start() -> int:
-        return STATE.start()
-
-    @ffi.def_extern()
-    def tbio_py_jax_stop() -> int:
-        return STATE.stop()
-
-    @ffi.def_extern()
-    def tbio_py_jax_collect(buffer: Any, size: int) -> int:
-        return STATE.collect(ffi, buffer, size)
-
-    lib.tbio_jax_set_python_ready(1)
+    STATE.install_callbacks("tbio_py_jax", "tbio_jax_set_python_ready")
 
 
 def attach() -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
 import numpy as np
 
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
 from tb_iotrace.store.filetable import FileTable, ModuleRows, PathTable
 from tb_iotrace.store.machine import machine_facts
@@ -30,7 +30,7 @@ EVENT_DTYPE = np.dtype([
     ("thread", "<u2"),
 ])
 NO_FILE = 0xFFFFFFFF
-_lock = threading.Lock()
+_lock = ForkSafeLock()
 # Native sessions recording now (captures, TensorFlow windows), so disable() can end them.
 _live: set[Any] = set()
 
@@ -79,17 +79,6 @@ def forget(sess: Any) -> None:
     already dropped the parent's sessions."""
     with _lock:
         _live.discard(sess)
-
-
-def _new_lock_in_child() -> None:
-    # A fork while another thread held _lock (inside disable() or a session's
-    # begin/end) would leave the child's copy locked forever: its first
-    # capture() would hang.  The native shim resets its own locks at fork.
-    global _lock
-    _lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def check_layout() -> None:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import threading
 from typing import Any
 
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import native
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.recording.window import PLANE_NAME, ProfileWindow
@@ -40,35 +40,11 @@ def library_path() -> str:
 
 
 def _install_callbacks() -> None:
-    ffi, lib = native()
-
-    @ffi.def_extern()
-    def tbio_py_prof_start() -> int:
-        return STATE.start()
-
-    @ffi.def_extern()
-    def tbio_py_prof_stop() -> int:
-        return STATE.stop()
-
-    @ffi.def_extern()
-    def tbio_py_prof_collect(buffer: Any, size: int) -> int:
-        return STATE.collect(ffi, buffer, size)
-
-    lib.tbio_tf_set_python_ready(1)
+    STATE.install_callbacks("tbio_py_prof", "tbio_tf_set_python_ready")
 
 
-_attach_lock = threading.Lock()
+_attach_lock = ForkSafeLock()
 _attached = False
-
-
-def _new_lock_in_child() -> None:
-    # A fork while another thread was inside attach() would leave the child's copy locked
-    # forever: the child's enable() (which attaches) would hang.
-    global _attach_lock
-    _attach_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_new_lock_in_child)
 
 
 def _load_into_tensorflow() -> None:

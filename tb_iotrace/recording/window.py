@@ -10,10 +10,10 @@ the capture goes on without I/O.
 from __future__ import annotations
 
 import logging
-import os
-import threading
 from typing import Any
 
+from tb_iotrace.recording.ffi import native
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.session import Capture, begin_session, end_session
 
 log = logging.getLogger("tb_iotrace")
@@ -29,18 +29,24 @@ class ProfileWindow:
 
     def __init__(self, framework: str) -> None:
         self.framework = framework
-        self.lock = threading.Lock()
-        # a fork while another thread is inside start/stop/collect would leave the child's
-        # copy of the lock held forever (its own profile windows would hang)
-        os.register_at_fork(after_in_child=self._new_lock_in_child)
+        # a fork while another thread is inside start/stop/collect must not leave the child's
+        # copy held forever (its own profile windows would hang)
+        self.lock = ForkSafeLock()
         self.session: Any = None
         self.pending: Any = None        # Capture of the last window
         self.payload: bytes | bytearray | None = None
         self.warned: set[str] = set()
         self.windows = 0
 
-    def _new_lock_in_child(self) -> None:
-        self.lock = threading.Lock()
+    def install_callbacks(self, prefix: str, set_ready: str) -> None:
+        """Give the shim this window's start, stop and collect as its ``extern "Python"``
+        callbacks ``<prefix>_start``, ``<prefix>_stop`` and ``<prefix>_collect``, then tell it
+        Python is ready (``lib.<set_ready>(1)``)."""
+        ffi, lib = native()
+        ffi.def_extern(name=f"{prefix}_start")(lambda: self.start())
+        ffi.def_extern(name=f"{prefix}_stop")(lambda: self.stop())
+        ffi.def_extern(name=f"{prefix}_collect")(lambda buffer, size: self.collect(ffi, buffer, size))
+        getattr(lib, set_ready)(1)
 
     def forget_uncollected(self, window: int) -> None:
         """Drop window number ``window`` if it is still the last one, stopped and not collected
