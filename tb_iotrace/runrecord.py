@@ -47,6 +47,9 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # full disk): how many, the last error, and
                                                 # whether this final record left its trace out
                                                 # to keep its counters
+      "rank": int,                              # only in a distributed job: the process's rank
+                                                # (env RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
+                                                # PMIX_RANK, SLURM_PROCID at write time)
       "machine": {"format", "cpus", "cpus_online", "cpu_quota",
                   "mounts": [[mount_point, fs_type, source], ...]}
                                                 # the machine that ran it: usable cores and
@@ -235,6 +238,9 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         "generation": generation,
         "machine": (cap.machine if cap is not None and getattr(cap, "machine", None) else machine_facts()),
     }
+    rank = job_rank(os.environ)
+    if rank is not None:
+        doc["rank"] = rank
     if write_errors:
         doc["write_errors"] = dict(write_errors)
     ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
@@ -246,6 +252,20 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         doc["untracked"] = dict(untracked)
     data = json.dumps(doc, separators=(",", ":")).encode()
     stage.write(jpath, lambda fh: fh.write(data))
+
+
+RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def job_rank(env: Any) -> int | None:
+    """The process's rank in a distributed job, as its launcher says (torchrun's RANK, Open MPI,
+    PMI, Slurm), read when the record is written (a job that sets RANK itself counts); None
+    outside one."""
+    for name in RANK_VARS:
+        val = env.get(name)
+        if val is not None and str(val).strip().isdigit():
+            return int(val)
+    return None
 
 
 @dataclass

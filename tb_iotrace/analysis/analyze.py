@@ -16,6 +16,7 @@ import numpy as np
 from .._memory import trim_memory
 from ..attribution import attribute
 from ..xplane import IoTrace, read_io_data
+from .checkpoint_facts import add_facts, training
 from .checkpoints import checkpoint_phases, public, render as render_checkpoints
 from .context import Context, fs_table, stages_table, steps_table
 from .mounts import table_for
@@ -40,6 +41,7 @@ class Analysis:
     thresholds: dict[str, Any] = field(default_factory=dict)
     verdict: dict[str, Any] = field(default_factory=dict)   # tb_iotrace.analysis.verdict
     checkpoints: list[dict[str, Any]] = field(default_factory=list)   # checkpoints.py
+    training: dict[str, Any] = field(default_factory=dict)   # checkpoint_facts.training
 
     @property
     def ids(self) -> list[str]:
@@ -124,7 +126,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
         notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
                      "window; per-file counters are exact")
     ctx = Context(trace, att, space, mounts, th, python)
-    checkpoints = public(checkpoint_phases(ctx, space))
+    checkpoints = public(add_facts(ctx, checkpoint_phases(ctx, space)))
     steps = steps_table(ctx)
     files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))
     summary = {
@@ -148,4 +150,5 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
             f["suggestion"] = f"Biggest expected effect: {v['advice']} Also: {f['suggestion']}"
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
-                    notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints)
+                    notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints,
+                    training=training(ctx) if checkpoints else {})
