@@ -47,6 +47,10 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # full disk): how many, the last error, and
                                                 # whether this final record left its trace out
                                                 # to keep its counters
+      "checkpoint_calls": [{"kind", "path", "root", "call", "start_ns", "end_ns", "tid"}],
+                                                # only when the process made some: its
+                                                # safetensors/orbax/tf.train.Checkpoint calls
+                                                # (tb_iotrace.ckptcalls; docs/checkpoints.md)
       "rank": int,                              # only in a distributed job: the process's rank
                                                 # (env RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
                                                 # PMIX_RANK, SLURM_PROCID at write time)
@@ -85,6 +89,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from . import ckptcalls
 from ._atomic import Staged
 from .codepaths import this_python
 from .limits import json_loads, load_npz, max_trace_bytes, read_limited
@@ -238,6 +243,9 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         "generation": generation,
         "machine": (cap.machine if cap is not None and getattr(cap, "machine", None) else machine_facts()),
     }
+    calls = ckptcalls.snapshot()
+    if calls:
+        doc["checkpoint_calls"] = calls
     rank = job_rank(os.environ)
     if rank is not None:
         doc["rank"] = rank

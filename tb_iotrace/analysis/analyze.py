@@ -17,6 +17,7 @@ from .._memory import trim_memory
 from ..attribution import attribute
 from ..xplane import IoTrace, read_io_data
 from .checkpoint_facts import add_facts, training
+from .checkpoint_spans import extend_async, relabel
 from .checkpoints import checkpoint_phases, public, render as render_checkpoints
 from .context import Context, fs_table, stages_table, steps_table
 from .mounts import table_for
@@ -89,7 +90,8 @@ class Analysis:
 
 
 def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thresholds | None = None,
-            mountinfo: str | None = None, python: dict[str, Any] | None = None) -> Analysis | None:
+            mountinfo: str | None = None, python: dict[str, Any] | None = None,
+            checkpoint_calls: list[dict[str, Any]] | None = None) -> Analysis | None:
     """Analyse a capture: ``space`` is an XSpace (or a path to ``*.xplane.pb``); ``trace`` an
     ``IoTrace`` (read from ``space`` when not given). None when there is no I/O data at all.
 
@@ -97,6 +99,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     ``trace.mounts``: :func:`tb_iotrace.analysis.mounts.table_for`), else from ``mountinfo``
     (text), else from this process's /proc/self/mountinfo.
     ``python``: a whole-run record's interpreter prefixes and sys.path (tb_iotrace.codepaths).
+    ``checkpoint_calls``: a whole-run record's noted checkpoint calls (tb_iotrace.ckptcalls).
     """
     th = thresholds or DEFAULT
     if isinstance(space, (str, os.PathLike)):
@@ -126,7 +129,10 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
         notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
                      "window; per-file counters are exact")
     ctx = Context(trace, att, space, mounts, th, python)
-    checkpoints = public(add_facts(ctx, checkpoint_phases(ctx, space)))
+    ctx.checkpoint_calls = list(checkpoint_calls or [])     # type: ignore[attr-defined]
+    phases = extend_async(ctx, relabel(ctx, checkpoint_phases(ctx, space)))
+    ctx._checkpoints = phases      # type: ignore[attr-defined]   # what the checkpoint findings see
+    checkpoints = public(add_facts(ctx, phases))
     steps = steps_table(ctx)
     files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))
     summary = {

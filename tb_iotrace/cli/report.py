@@ -75,7 +75,9 @@ def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None
             trace = _record_trace(src)
             if trace is None:
                 return [], None, None, [], {}
-            result = analysis.analyze(None, trace=trace, python=_python(src))
+            calls = src.record().doc.get("checkpoint_calls") if src.kind == "record" else None  # type: ignore[union-attr]
+            result = analysis.analyze(None, trace=trace, python=_python(src),
+                                      checkpoint_calls=calls if isinstance(calls, list) else None)
         found = list(getattr(result, "findings", []) or []) if result is not None else []
         verdict = getattr(result, "verdict", None) or None
         ckpts = list(getattr(result, "checkpoints", []) or []) if result is not None else []

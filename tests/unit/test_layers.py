@@ -27,7 +27,8 @@ LAYERS = {
     "tb_iotrace.frameworks": "base",     # which framework releases tb_iotrace hooks (pure)
     "tb_iotrace.codepaths": "base",      # which recorded paths are code loading, not data (pure)
     "tb_iotrace.safenames": "base",      # file-derived names made safe for paths and terminals (pure)
-    "tb_iotrace.limits": "base",         # bounds on what reading one input may cost (issue 25)
+    "tb_iotrace.limits": "base",
+    "tb_iotrace.ckptcalls": "base",      # the checkpoint library calls a process made, for its record (pure)         # bounds on what reading one input may cost (issue 25)
     "tb_iotrace._codec": "store",        # the compiled codecs (native/codec: encode.c, xdecode.c)
     "tb_iotrace.codecs": "store",
     "tb_iotrace.xplane": "store",
