@@ -131,3 +131,32 @@ def test_throttled_rank_is_named_straggler(tmp_path: Path) -> None:
                          timeout=300).stdout
     assert "Checkpoint saves per rank" in txt and f"straggler: {slow['host']}" in txt
     print("straggler", f["statement"], f["impact"], [s["lag_ns"] / 1e9 for s in run["checkpoint_saves"]])
+    _check_tab(tmp_path / "logs", fast, slow)
+
+
+def _check_tab(logdir: Path, fast: dict, slow: dict) -> None:
+    """The tab's /checkpoints over all hosts: both ranks' saves on one clock (the lane), a
+    table per save with the straggler marked; /findings names it too."""
+    import time
+
+    from plugin_client import make_client
+
+    _, get = make_client(logdir)
+    deadline = time.monotonic() + 300
+    while True:
+        code, body = get("/checkpoints", run="iotrace", host="__all__")
+        assert code == 200, body
+        if not body["pending"] or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert body["pending"] == 0
+    assert sorted({(p["host"], p["rank"]) for p in body["phases"]}) == [(fast["host"], 0), (slow["host"], 1)]
+    assert len(body["saves"]) == 2 and all(s["straggler"] == slow["host"] for s in body["saves"])
+    for s in body["saves"]:
+        r0, r1 = s["ranks"]
+        assert (r0["rank"], r1["rank"]) == (0, 1) and r1["finish"] - r0["finish"] > 0.2e9
+        assert r1["bandwidth_mib_s"] < r0["bandwidth_mib_s"] / 2
+    assert body["straggler"]["id"] == "checkpoint-straggler" and body["straggler"]["host"] == slow["host"]
+    code, found = get("/findings", run="iotrace", host="__all__")
+    assert code == 200 and any(f["id"] == "checkpoint-straggler" and f["host"] == slow["host"]
+                               for f in found["findings"]), found
