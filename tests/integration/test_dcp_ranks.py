@@ -64,6 +64,18 @@ def test_two_rank_dcp_save_listed_per_rank(tmp_path: Path) -> None:
     run, jobs = _run(tmp_path, "save")
     _check_ranks(run, jobs, {"shape"})
     assert not [f for h in run["hosts"] for f in h["findings"] if f["id"] == "checkpoint-straggler"]
+    # the Darshan log export still works on the run: each rank's checkpoint files, their bytes
+    darshan = pytest.importorskip("darshan")
+    out = tmp_path / "run.darshan"
+    r = subprocess.run([PY, "-m", "tb_iotrace", "export", str(tmp_path / "logs"), "--format", "darshan-log", "-o",
+                        str(out), "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    rep = darshan.DarshanReport(str(out), read_all=True)
+    names = rep.name_records
+    df = rep.records["POSIX"].to_df()["counters"]
+    written = {names[int(i)]: int(b) for i, b in zip(df["id"], df["POSIX_BYTES_WRITTEN"]) if names[int(i)].endswith(".distcp")}
+    assert written == {os.path.join(ck, f): v for job in jobs for ck, files in job["sizes"].items()
+                       for f, v in files.items() if f.endswith(".distcp")}
 
 
 def test_two_rank_dcp_async_save_listed_per_rank(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 library, timing each save itself (tests/integration/test_checkpoint_libraries.py).
 
     python library_checkpoint_job.py WORK LIB     # LIB: safetensors | orbax | tf
-safetensors: safetensors.torch.save_file/load_file (a 4 MiB state, one file per save);
+safetensors: safetensors.torch.save_file/load_file (a 32 MiB state, one file per save);
 orbax: orbax.checkpoint.StandardCheckpointer save/restore of a JAX pytree (a directory per
 save; the save is async: the job times the call, the writes go on in the background); tf: tf.train.Checkpoint save/restore (prefix files .index + .data-00000-of-00001).
 The checkpoints go to WORK/ckpt. The first save (init) is made before the loop and
@@ -38,7 +38,8 @@ def main() -> None:
         import torch
         from safetensors.torch import load_file, save_file
 
-        state = {f"w{i}": torch.from_numpy(w) for i, w in enumerate(weights)}
+        # 32 MiB: a save takes tens of ms, well above a loaded machine's scheduling delays
+        state = {f"w{i}": torch.from_numpy(rng.standard_normal((1024, 1024)).astype(np.float32)) for i in range(8)}
 
         def save(path: str) -> None:
             save_file(state, path)
