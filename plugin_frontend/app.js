@@ -17,6 +17,7 @@ import { renderRunSeries } from "./views/runseries.js";
 import { pollFindings, renderFindings } from "./views/findings.js";
 import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
 import { HostsTable } from "./views/hosts.js";
+import { renderCheckpoints } from "./views/checkpoints.js";
 
 const ALL_HOSTS = "__all__";
 const PANELS_WAIT_MS = 3000;  // the panels wait at most this long for the timeline's first paint
@@ -67,6 +68,9 @@ export class App {
     this.runSeriesRoot = el("div", { class: "runseries" });
     this.runSeriesSection = section("Whole run: bandwidth over the process's life", this.runSeriesRoot, "runseries-section");
     this.runSeriesSection.hidden = true;
+    this.checkpointsRoot = el("div", { class: "checkpoints" });
+    this.checkpointsSection = section("Checkpoints", this.checkpointsRoot, "checkpoints-section");
+    this.checkpointsSection.hidden = true;
     this.hostsSection = section("Hosts", this.hostsTable.root, "hosts-section");
     this.hostsSection.hidden = true;
     this.fileChip = el("div", { class: "file-chip", hidden: true });
@@ -75,6 +79,7 @@ export class App {
       this.fileChip,
       this.runSeriesSection,
       this.hostsSection,
+      this.checkpointsSection,
       el("div", { class: "grid2" },
         section("Findings", this.findingsRoot, "findings-section"),
         section("Top files (bytes moved)", this.topRoot, "top-section")),
@@ -250,6 +255,7 @@ export class App {
         drawFindings(findings);
       }),
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
+      this._loadCheckpoints(p, token),
     ]);
     if (token !== this._token) return;
     this.root.dataset.panels = "ready";
@@ -259,6 +265,23 @@ export class App {
       const current = () => panels === this._panels;
       const load = () => getJson("findings", p).catch((e) => ({ error: e.message }));
       await pollFindings(load, drawFindings, current, { first: firstFindings });
+    }
+  }
+
+  /** The checkpoint lane and the per-save tables (asked again while hosts are pending, as
+   * the findings are: they come from the same analysis). */
+  async _loadCheckpoints(p, token) {
+    this.checkpointsSection.hidden = true;
+    for (let wait = 1000; ; wait = Math.min(wait * 2, 8000)) {
+      let r;
+      try { r = await getJson("checkpoints", p); } catch (e) { r = { error: e.message, phases: [], saves: [] }; }
+      if (token !== this._token) return;
+      this.timeline.setCheckpoints(r);
+      this.checkpointsSection.hidden = !(r.phases && r.phases.length);
+      renderCheckpoints(this.checkpointsRoot, r, (a, b) => this.timeline.zoomTo(a - (b - a) * 0.1, b + (b - a) * 0.1));
+      if (!r.pending || r.error) return;
+      await new Promise((res) => setTimeout(res, wait));
+      if (token !== this._token) return;
     }
   }
 

@@ -21,6 +21,7 @@ import { drawAxis, drawBandwidth, drawTimeline } from "./view.js";
 import { Loader } from "./loader.js";
 import { wireInput } from "./input.js";
 import { itemLines, Tooltip } from "./tooltip.js";
+import { drawCheckpointLane, laneHeight, laneRows, rowLabel, ROW_H as CK_ROW_H } from "./ckptlane.js";
 
 export const LABEL_W = 250;
 export const LABELS_ALL_PX = 8000;  // lanes up to this tall: every label in the DOM (see _renderLabels)
@@ -87,6 +88,12 @@ export class Timeline {
     this.canvas = el("canvas", { class: "tl-canvas", "aria-label": "timeline" });
     this.bwCanvas = el("canvas", { class: "tl-bw", "aria-label": "bandwidth over time" });
     this.labels = el("div", { class: "tl-labels", role: "list", "aria-label": "lanes" });
+    // the checkpoint lane under the steps (ckptlane.js): hidden while there is none
+    this.ckCanvas = el("canvas", { class: "tl-ckpt", "aria-label": "checkpoint saves and loads" });
+    this.ckLabels = el("div", { class: "tl-corner tl-ckpt-labels" });
+    this.ckRow = el("div", { class: "tl-ckpt-row", hidden: true }, this.ckLabels, this.ckCanvas);
+    this.ckRows = [];
+    this.ckSaves = [];
     this.tooltip = new Tooltip();
     this.boxEl = el("div", { class: "tl-box", hidden: true });
     this.rangeText = el("span", { class: "tl-range" });
@@ -105,6 +112,7 @@ export class Timeline {
         el("span", { class: "tl-help", text: "wheel: zoom · drag: pan · shift+drag: box zoom · W/A/S/D · R: reset" }),
         this.rangeText),
       el("div", { class: "tl-axis-row" }, this.clockLabel, this.axisCanvas),
+      this.ckRow,
       this.noLanes,
       this.scroll,
       el("div", { class: "tl-bw-row" }, el("div", { class: "tl-corner", text: "I/O bandwidth" }), this.bwCanvas),
@@ -133,6 +141,9 @@ export class Timeline {
     this.askedLanes = null;
     this.bw = null;
     this.selected = null;
+    this.ckRows = [];       // the new view's come with its /checkpoints answer
+    this.ckSaves = [];
+    this.ckRow.hidden = true;
     if (!keep) this.scroll.scrollTop = 0;
     this._relayout();
     if (!keep && first && first.width === this._plotWidth()) {
@@ -252,7 +263,8 @@ export class Timeline {
     const w = this._plotWidth();
     this.viewHeight = this._viewportHeight();
     this._clampViewTop();
-    for (const [c, ch] of [[this.canvas, this.viewHeight], [this.axisCanvas, AXIS_H], [this.bwCanvas, BW_H]]) {
+    for (const [c, ch] of [[this.canvas, this.viewHeight], [this.axisCanvas, AXIS_H], [this.bwCanvas, BW_H],
+                           [this.ckCanvas, Math.max(1, laneHeight(this.ckRows))]]) {
       c.style.width = `${w}px`;
       c.style.height = `${ch}px`;
       c.width = Math.round(w * dpr);
@@ -386,12 +398,37 @@ export class Timeline {
     const actx = this.axisCanvas.getContext("2d");
     actx.setTransform(dpr, 0, 0, dpr, 0, 0);
     drawAxis(actx, this.scale, steps, AXIS_H);
+    this._drawCheckpoints();
     this._drawBandwidth();
     this.root.dataset.items = String(drawn);
     this.root.dataset.start = String(this.scale.t0);
     this.root.dataset.end = String(this.scale.t1);
     this.root.dataset.viewTop = String(top);
     this.rangeText.textContent = `${fmtNs(this.scale.t0)} – ${fmtNs(this.scale.t1)} (${fmtNs(this.scale.span)})`;
+  }
+
+  /** The checkpoint lane's data: a /checkpoints answer (phases on this view's clock, saves
+   * across ranks), or null to hide it. */
+  setCheckpoints(answer) {
+    this.ckRows = laneRows(answer && !answer.error ? answer.phases : []);
+    this.ckSaves = answer && !answer.error ? answer.saves : [];
+    this.ckRow.hidden = !this.ckRows.length;
+    clear(this.ckLabels);
+    this.ckLabels.appendChild(el("div", { class: "tl-ckpt-title", text: "Checkpoints" }));
+    for (const row of this.ckRows) {
+      this.ckLabels.appendChild(el("div", { class: "tl-ckpt-label", style: { height: `${CK_ROW_H}px` }, text: rowLabel(row) }));
+    }
+    this.root.dataset.checkpoints = String(this.ckRows.reduce((n, r) => n + r.phases.length, 0));
+    this._sizeCanvas();
+    this.draw();
+  }
+
+  _drawCheckpoints() {
+    if (!this.ckRows.length) return;
+    const dpr = window.devicePixelRatio || 1;
+    const ctx = this.ckCanvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    drawCheckpointLane(ctx, this.scale, this.ckRows, this.ckSaves, laneHeight(this.ckRows));
   }
 
   _drawBandwidth() {

@@ -16,6 +16,8 @@ import numpy as np
 from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.analysis.attribution import attribute
 from tb_iotrace.store.xplane import IoTrace, read_io_data
+from tb_iotrace.analysis.checkpoint_facts import add_facts, training
+from tb_iotrace.analysis.checkpoint_spans import extend_async, relabel
 from tb_iotrace.analysis.checkpoints import checkpoint_phases, public, render as render_checkpoints
 from tb_iotrace.analysis.context import Context, fs_table, stages_table, steps_table
 from tb_iotrace.analysis.mounts import table_for
@@ -40,6 +42,7 @@ class Analysis:
     thresholds: dict[str, Any] = field(default_factory=dict)
     verdict: dict[str, Any] = field(default_factory=dict)   # tb_iotrace.analysis.verdict
     checkpoints: list[dict[str, Any]] = field(default_factory=list)   # checkpoints.py
+    training: dict[str, Any] = field(default_factory=dict)   # checkpoint_facts.training
 
     @property
     def ids(self) -> list[str]:
@@ -87,7 +90,8 @@ class Analysis:
 
 
 def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thresholds | None = None,
-            mountinfo: str | None = None, python: dict[str, Any] | None = None) -> Analysis | None:
+            mountinfo: str | None = None, python: dict[str, Any] | None = None,
+            checkpoint_calls: list[dict[str, Any]] | None = None) -> Analysis | None:
     """Analyse a capture: ``space`` is an XSpace (or a path to ``*.xplane.pb``); ``trace`` an
     ``IoTrace`` (read from ``space`` when not given). None when there is no I/O data at all.
 
@@ -95,6 +99,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     ``trace.mounts``: :func:`tb_iotrace.analysis.mounts.table_for`), else from ``mountinfo``
     (text), else from this process's /proc/self/mountinfo.
     ``python``: a whole-run record's interpreter prefixes and sys.path (tb_iotrace.base.codepaths).
+    ``checkpoint_calls``: a whole-run record's noted checkpoint calls (tb_iotrace.base.ckptcalls).
     """
     th = thresholds or DEFAULT
     if isinstance(space, (str, os.PathLike)):
@@ -124,7 +129,10 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
         notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
                      "window; per-file counters are exact")
     ctx = Context(trace, att, space, mounts, th, python)
-    checkpoints = public(checkpoint_phases(ctx, space))
+    ctx.checkpoint_calls = list(checkpoint_calls or [])     # type: ignore[attr-defined]
+    phases = extend_async(ctx, relabel(ctx, checkpoint_phases(ctx, space)))
+    ctx._checkpoints = phases      # type: ignore[attr-defined]   # what the checkpoint findings see
+    checkpoints = public(add_facts(ctx, phases))
     steps = steps_table(ctx)
     files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))
     summary = {
@@ -148,4 +156,5 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
             f["suggestion"] = f"Biggest expected effect: {v['advice']} Also: {f['suggestion']}"
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
-                    notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints)
+                    notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints,
+                    training=training(ctx) if checkpoints else {})

@@ -31,6 +31,7 @@ import numpy as np
 
 from tb_iotrace.analysis.attribution import STEP_EVENT_NAMES
 from tb_iotrace.store.xplane import HOST_PLANE, columns, find_plane
+from tb_iotrace.analysis.checkpoint_spans import call_spans
 from tb_iotrace.analysis.context import Context
 from tb_iotrace.analysis.intervals import clip, merge, overlap
 
@@ -332,6 +333,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     phases: list[dict[str, Any]] = []
     taken: list[tuple[int, int, set[int]]] = []
     spans, step_lines = _spans(space)
+    spans = sorted(spans + call_spans(ctx))       # a whole-run record's noted library calls
     nexts = [sp[0] for sp in spans[1:]] + [None]
     for (lo, hi, kind, path, line, call), stop in zip(spans, nexts):
         span_lo = lo

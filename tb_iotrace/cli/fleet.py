@@ -303,7 +303,7 @@ class Fleet(Command):
     modification time). A corrupt source is named on stderr and skipped; the rest is built
     and the exit code is 3.
 
-    query: SQL over the views files, hosts, steps, findings; DuckDB in this process by
+    query: SQL over the views files, hosts, steps, findings, checkpoints; DuckDB in this process by
     default, or Spark (pyspark and a Java runtime; --master for a cluster, local[*]
     otherwise). --json prints a list of row objects, --csv a header and rows.
 
@@ -330,7 +330,7 @@ class Fleet(Command):
             q = sub.add_parser(name, help=helptext)
             q.add_argument("dataset", metavar="DATASET")
             if name == "query":
-                q.add_argument("sql", metavar="SQL", help="over the views files, hosts, steps, findings")
+                q.add_argument("sql", metavar="SQL", help="over the views files, hosts, steps, findings, checkpoints")
             q.add_argument("--engine", choices=ENGINES, default="duckdb")
             q.add_argument("--master", metavar="URL", help="Spark's master (default local[*])")
             fmt = q.add_mutually_exclusive_group()

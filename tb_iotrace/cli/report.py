@@ -52,39 +52,43 @@ def _kineto_main(src: Source) -> bool:
     return src.kind == "kineto" and (src.process or {}).get("role") == "main"
 
 
-def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None, list[dict[str, Any]]]:
+def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None, list[dict[str, Any]],
+                                    dict[str, Any]]:
     """Findings and verdict from tb_iotrace.analysis when it is installed: captures, run
     records that kept their trace, and a Kineto trace's main process (its workers' hosts have
     none: the main process's verdict is the job's); and the checkpoint phases
-    (docs/checkpoints.md)."""
+    (docs/checkpoints.md) with the training time their shares are of."""
     try:
         from tb_iotrace import analysis
     except ImportError:
-        return [], None, None, []
+        return [], None, None, [], {}
     if src.kind == "kineto" and not _kineto_main(src):
-        return [], None, None, []
+        return [], None, None, [], {}
     try:
         if _kineto_main(src):
             result = analysis.analyze(src.space())
         elif src.kind == "xplane":
             if src.io_trace() is None:
-                return [], None, None, []
+                return [], None, None, [], {}
             result = analysis.analyze(src.space(), trace=src.io_trace())
         else:
             trace = _record_trace(src)
             if trace is None:
-                return [], None, None, []
-            result = analysis.analyze(None, trace=trace, python=_python(src))
+                return [], None, None, [], {}
+            calls = src.record().doc.get("checkpoint_calls") if src.kind == "record" else None  # type: ignore[union-attr]
+            result = analysis.analyze(None, trace=trace, python=_python(src),
+                                      checkpoint_calls=calls if isinstance(calls, list) else None)
         found = list(getattr(result, "findings", []) or []) if result is not None else []
         verdict = getattr(result, "verdict", None) or None
         ckpts = list(getattr(result, "checkpoints", []) or []) if result is not None else []
-        plain = json.loads(json.dumps([found, verdict, ckpts],
+        training = dict(getattr(result, "training", {}) or {}) if result is not None else {}
+        plain = json.loads(json.dumps([found, verdict, ckpts, training],
                                       default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
-        return plain[0], plain[1], None, plain[2]
+        return plain[0], plain[1], None, plain[2], plain[3]
     except UserError:
         raise
     except Exception as exc:  # the analysis must never break the report
-        return [], None, f"analysis failed: {type(exc).__name__}: {exc}", []
+        return [], None, f"analysis failed: {type(exc).__name__}: {exc}", [], {}
 
 
 NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
@@ -156,7 +160,7 @@ def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] 
 
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
-    findings, verdict, note, checkpoints = _findings(src)
+    findings, verdict, note, checkpoints, training = _findings(src)
     steps, markers, iw = _steps(src)
     columnar = _table_listing(src)
     if columnar is not None:
@@ -179,7 +183,8 @@ def host_doc(src: Source) -> dict[str, Any]:
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
-        "findings": findings, "checkpoints": checkpoints, "steps": steps, "has_step_markers": markers,
+        "findings": findings, "checkpoints": checkpoints, "training": training or None,
+        "steps": steps, "has_step_markers": markers,
         "summary": summary,
         "notes": ([note] if note else []),
     }
@@ -192,7 +197,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         doc["notes"].extend(src.notes)
     if src.kind == "record":
         rec = src.record().doc  # type: ignore[union-attr]
-        doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit")}
+        doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit", "rank")}
         if (rec.get("exit") or {}).get("note"):
             doc["notes"].append(rec["exit"]["note"])
         doc["notes"].extend(write_errors_note(rec.get("write_errors")))
@@ -272,9 +277,25 @@ def build(sources: list[Source], progress: bool = False, jobs: int | None = None
     prog.close()
     runs, k = [], 0
     for run, srcs in groups.items():
-        runs.append({"run": run, "hosts": docs[k:k + len(srcs)]})
+        runs.append(_with_ranks({"run": run, "hosts": docs[k:k + len(srcs)]}))
         k += len(srcs)
     return {"format": FORMAT, "runs": runs}
+
+
+def _with_ranks(run: dict[str, Any]) -> dict[str, Any]:
+    """The run's checkpoint saves across its ranks (``checkpoint_saves``) and the straggler
+    finding on the late rank's host (tb_iotrace.analysis.checkpoint_ranks)."""
+    try:
+        from tb_iotrace.analysis.checkpoint_ranks import save_table, straggler_finding
+    except ImportError:
+        return run
+    run["checkpoint_saves"] = save_table(run["hosts"])
+    got = straggler_finding(run["checkpoint_saves"], run["hosts"])
+    if got is not None:
+        host = next(h for h in run["hosts"] if h["host"] == got[0])
+        host["findings"] = sorted([*host["findings"], got[1]], key=lambda f: -((f.get("impact") or {}).get(
+            "step_share") or 0.0))
+    return run
 
 
 def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
@@ -352,6 +373,10 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                              f"{t.writes:>9}")
             lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
                       textreport.render_hosts([h["summary"] for h in hosts if "summary" in h])]
+            if run.get("checkpoint_saves"):
+                from tb_iotrace.analysis.checkpoint_ranks import render as render_ranks
+
+                lines += ["", render_ranks(run["checkpoint_saves"])]
             out.append("\n".join(lines) + "\n")
     # every name was escaped where it was put; this catches what a later change forgets
     text = "\n".join(printable(line) for line in "\n".join(out).split("\n"))
@@ -370,6 +395,15 @@ class Report(Command):
 
       {"format": "tb_iotrace.report/1",
        "runs": [{"run": str,
+                 "checkpoint_saves": [{"start_ns", "end_ns", "straggler": str|null, "lag_ns",
+                                       "ranks": [{"host", "rank": int|null, "start_ns",
+                                                  "finish_ns", "end_ns", "bytes", "files",
+                                                  "io_time_s", "fsync_time_s",
+                                                  "bandwidth_mib_s", "blocking_ns",
+                                                  "background_ns", "fs_type", "mount_point",
+                                                  "path", "source"}]}],
+                                                      # the run's saves across its hosts
+                                                      # (ranks): docs/checkpoints.md
                  "hosts": [{"host": str,              # <host> of a capture, <host>.<pid> of a record
                             "kind": "xplane"|"record"|"kineto", "source": path,
                             "verdict": null | {"input_wait_share": float|null,
@@ -426,9 +460,12 @@ class Report(Command):
                                              "files", "bytes", "io_time_s", "fsync_time_s",
                                              "rename_time_s", "blocking_ns", "background_ns",
                                              "path", "paths", "calls", "median_call_bytes",
-                                             "source"}],
+                                             "source", "finish_ns", "fs_type", "mount_point"}],
                                                       # checkpoint saves and loads, [] when none
                                                       # (docs/checkpoints.md; where findings are)
+                            "training": null | {"time_ns", "steps": int|null, "basis"},
+                                                      # with checkpoints: the training time
+                                                      # the checkpoint findings' shares are of
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
                                        "duration_ps", "input_wait_ps", "input_wait_share",
                                        "io_bytes", "io_calls", "io_time_ps"}],
@@ -444,7 +481,8 @@ class Report(Command):
                             ["no_io_reason": str,]    # a capture without tb_iotrace's I/O
                                                       # record: why, as the capture tells
                             "process": {...}}]}]}     # records only: pid, ppid, argv, start_ns,
-                                                      # end_ns, exit {how, code, signal, exception}
+                                                      # end_ns, exit {how, code, signal, exception},
+                                                      # rank (null outside a distributed job)
 
     A run record marked partial comes from a process that did not finish writing it (killed
     with SIGKILL, still running, or its final write failed on a full disk): its counts stop at

@@ -3,7 +3,7 @@
 Layout::
 
     DATASET/
-      files/run=<run>/host=<host>/part-<N>.parquet      (and hosts/, steps/, findings/)
+      files/run=<run>/host=<host>/part-<N>.parquet      (and hosts/, steps/, findings/, checkpoints/)
       _fleet/manifest.json     the sources built, each with its stamp and its parts
       _fleet/schema/<table>.parquet   no rows: every column of the table (the base
                                columns every part has, and those only some parts have)

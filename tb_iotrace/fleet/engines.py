@@ -1,6 +1,6 @@
 """SQL over the fleet dataset: DuckDB embedded, or Spark (local or a cluster).
 
-Both register the tables (``files``, ``hosts``, ``steps``, ``findings``) as views over the
+Both register the tables (``files``, ``hosts``, ``steps``, ``findings``, ``checkpoints``) as views over the
 parts the manifest lists plus the table's schema file (so every column exists even where
 no part has a row), columns matched by name (a part may have columns others lack), and
 return :class:`Result`: column names and rows of plain Python values (:func:`plain`), so

@@ -1,7 +1,7 @@
 """The fleet tables' rows, from the report's per-host JSON document.
 
 Each host of ``tb-iotrace report --json`` (``runs[].hosts[]``, built by the CLI's
-``host_doc``) becomes rows of four tables; new keys of that document flow into ``hosts``
+``host_doc``) becomes rows of five tables; new keys of that document flow into ``hosts``
 without a change here:
 
 - ``files``: one row per file record: ``run``, ``host``, ``module``, ``path``,
@@ -21,6 +21,13 @@ without a change here:
 - ``findings``: one row per finding: ``run``, ``host``, ``index`` (its place in the host's
   list), ``id``, ``severity``, ``title``, ``statement``, ``suggestion``; ``evidence``,
   ``files`` and ``ops`` as JSON text.
+- ``checkpoints``: one row per checkpoint save or load (docs/checkpoints.md): ``run``, ``host``,
+  ``rank`` (the process's, from its launcher; else null), ``index`` and the phase's keys
+  (``kind``, ``start_ns``, ``end_ns``, ``finish_ns``, ``files``, ``bytes``, ``io_time_s``,
+  ``fsync_time_s``, ``rename_time_s``, ``blocking_ns``, ``background_ns``, ``calls``,
+  ``median_call_bytes``, ``path``, ``source``, ``fs_type``, ``mount_point``; ``paths`` as JSON
+  text). The saves of a run's ranks are rows of the same run: ``GROUP BY run`` over
+  overlapping saves compares them.
 
 Text that is not valid UTF-8 (a path read with ``surrogateescape``) is stored with ``\\xNN``
 escapes, as the Darshan log export writes it (:func:`text`).
@@ -35,7 +42,7 @@ from typing import Any
 from tb_iotrace.analysis.mounts import MountTable, parse_mountinfo
 from tb_iotrace.fleet.deps import require
 
-TABLES = ("files", "hosts", "steps", "findings")
+TABLES = ("files", "hosts", "steps", "findings", "checkpoints")
 
 # module -> (integer counter names, float counter names), Darshan's order (tb_iotrace.recording.opnames)
 Layout = Mapping[str, tuple[Sequence[str], Sequence[str]]]
@@ -58,8 +65,14 @@ STEP_KEYS = (("run", "string"), ("host", "string"), ("index", "int64"), ("name",
 FINDING_KEYS = (("run", "string"), ("host", "string"), ("index", "int64"), ("id", "string"),
                 ("severity", "string"), ("title", "string"), ("statement", "string"),
                 ("suggestion", "string"), ("evidence", "json"), ("files", "json"), ("ops", "json"))
+CHECKPOINT_KEYS = (("run", "string"), ("host", "string"), ("rank", "int64"), ("index", "int64"),
+                   ("kind", "string"), ("start_ns", "int64"), ("end_ns", "int64"), ("finish_ns", "int64"),
+                   ("files", "int64"), ("bytes", "int64"), ("io_time_s", "float64"), ("fsync_time_s", "float64"),
+                   ("rename_time_s", "float64"), ("blocking_ns", "int64"), ("background_ns", "int64"),
+                   ("calls", "int64"), ("median_call_bytes", "float64"), ("path", "string"), ("source", "string"),
+                   ("fs_type", "string"), ("mount_point", "string"), ("paths", "json"))
 # the document's keys that are tables of their own (not columns of ``hosts``)
-OWN_TABLES = ("files", "steps", "findings")
+OWN_TABLES = ("files", "steps", "findings", "checkpoints")
 
 
 def text(s: Any) -> str:
@@ -159,7 +172,7 @@ def _counter_keys(layout: Layout) -> list[tuple[str, str]]:
 def schema(table: str, layout: Layout) -> Any:
     """The columns every part of ``table`` has (a part may add columns of its own)."""
     keys = {"files": [*FILE_KEYS, *_counter_keys(layout)], "hosts": HOST_KEYS, "steps": STEP_KEYS,
-            "findings": FINDING_KEYS}[table]
+            "findings": FINDING_KEYS, "checkpoints": CHECKPOINT_KEYS}[table]
     return _table(keys, []).schema
 
 
@@ -218,11 +231,20 @@ def findings_table(run: str, host: str, findings: Sequence[Any]) -> Any:
     return _table(FINDING_KEYS, rows)
 
 
+def checkpoints_table(run: str, host: str, phases: Sequence[Any], rank: Any = None) -> Any:
+    """The ``checkpoints`` rows of one host: its saves and loads, with its rank."""
+    rows = [{**p, "run": run, "host": host, "rank": rank if isinstance(rank, int) else None, "index": i}
+            for i, p in enumerate(phases) if isinstance(p, Mapping)]
+    return _table(CHECKPOINT_KEYS, rows)
+
+
 def host_tables(run: str, doc: Mapping[str, Any], layout: Layout, mounts: str = "") -> dict[str, Any]:
     """The rows of one host document, per table (a table without rows is left out)."""
     host = str(doc["host"])
     out = {"files": files_table(run, host, doc.get("files") or [], layout, mounts),
            "hosts": host_table(run, doc),
            "steps": steps_table(run, host, doc.get("steps") or []),
-           "findings": findings_table(run, host, doc.get("findings") or [])}
+           "findings": findings_table(run, host, doc.get("findings") or []),
+           "checkpoints": checkpoints_table(run, host, doc.get("checkpoints") or [],
+                                            (doc.get("process") or {}).get("rank"))}
     return {k: t for k, t in out.items() if t.num_rows}

@@ -15,8 +15,7 @@ from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.model.columnar import PlaneData, SpaceData, decode_xspace
 from tb_iotrace.model.stepwait import DEVICE_STEPS_LINE
 from tb_iotrace.plugin.steps import capture_steps
-from tb_iotrace.plugin.tab_model import (ABSENT, READ_OPS_RE, STAT_DEFAULTS, TF_DATA_RE, WRITE_OPS_RE, IoTable, Lane,
-                                         TabCapture, make_lane, tf_data_flags)
+from tb_iotrace.plugin.tab_model import ABSENT, READ_OPS_RE, STAT_DEFAULTS, TF_DATA_RE, WRITE_OPS_RE, IoTable, Lane, TabCapture, make_lane, tf_data_flags
 from tb_iotrace.store.xplane import XSpace, read_io_info
 from tb_iotrace.store.xplane.origin import missing_io_reason
 from tb_iotrace.store.xplane.schema import EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id

@@ -35,16 +35,22 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
 
 
 def findings_of(path: str) -> dict[str, Any]:
-    """What /findings shows for one capture: ``{findings, notes, message, verdict}``."""
+    """What /findings shows for one capture: ``{findings, notes, message, verdict}``, and what
+    /checkpoints shows: ``checkpoints`` (its saves and loads), ``training`` (the time their
+    findings' shares are of) and ``rank`` (a whole-run record's, else None)."""
     from tb_iotrace.analysis import analyze
 
     partial = False
+    rank = None
     if path.endswith(".json"):
         from tb_iotrace.store.runrecord import read_record
         from tb_iotrace.plugin.records import record_trace
 
-        partial = read_record(path).partial
-        a = analyze(None, trace=record_trace(path))
+        rec = read_record(path)
+        partial = rec.partial
+        rank = rec.doc.get("rank") if isinstance(rec.doc.get("rank"), int) else None
+        calls = rec.doc.get("checkpoint_calls")
+        a = analyze(None, trace=record_trace(path), checkpoint_calls=calls if isinstance(calls, list) else None)
     else:
         a = analyze(path)
     if a is None:
@@ -58,7 +64,8 @@ def findings_of(path: str) -> dict[str, Any]:
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
                         "from its counters up to the last periodic flush; it has no trace.")
     return {"findings": d["findings"], "notes": notes, "verdict": d.get("verdict") or None,
-            "message": "No findings for this capture." if not d["findings"] else ""}
+            "message": "No findings for this capture." if not d["findings"] else "",
+            "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank}
 
 
 def _installed_in_site() -> bool:

@@ -24,6 +24,9 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/hosts``          per host: bytes, read time, I/O calls, input wait (the "All hosts" table)
 ``/findings``       findings with evidence (tb_iotrace.analysis in a child process,
                     captures up to 1 GiB)
+``/checkpoints``    checkpoint saves and loads per host on the view's clock and, across hosts,
+                    one table per save with every rank's bandwidth and finish time
+                    (computed with the findings)
 ``/event``          one event's details: ``lane``, ``index``
 ==================  ========================================================================
 
@@ -53,7 +56,7 @@ from tb_iotrace.store.logdir import BadName
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex
 from tb_iotrace.plugin import packed
-from tb_iotrace.plugin.endpoints import event, files, findings, hosts, summary, timeline, bandwidth
+from tb_iotrace.plugin.endpoints import checkpoints, event, files, findings, hosts, summary, timeline, bandwidth
 from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -216,6 +219,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
             "/steps": self._route(self._steps),
             "/hosts": self._route(self._hosts),
             "/findings": self._route(self._findings),
+            "/checkpoints": self._route(self._checkpoints),
             "/event": self._route(self._event),
         }
 
@@ -344,6 +348,9 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def _findings(self, args):
         return findings.findings_impl(self._view(args))
+
+    def _checkpoints(self, args):
+        return checkpoints.checkpoints_impl(self._view(args))
 
     def _event(self, args):
         lane = args.get("lane")

@@ -47,6 +47,13 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # full disk): how many, the last error, and
                                                 # whether this final record left its trace out
                                                 # to keep its counters
+      "checkpoint_calls": [{"kind", "path", "root", "call", "start_ns", "end_ns", "tid"}],
+                                                # only when the process made some: its
+                                                # safetensors/orbax/tf.train.Checkpoint calls
+                                                # (tb_iotrace.base.ckptcalls; docs/checkpoints.md)
+      "rank": int,                              # only in a distributed job: the process's rank
+                                                # (env RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
+                                                # PMIX_RANK, SLURM_PROCID at write time)
       "machine": {"format", "cpus", "cpus_online", "cpu_quota",
                   "mounts": [[mount_point, fs_type, source], ...]}
                                                 # the machine that ran it: usable cores and
@@ -82,6 +89,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from tb_iotrace.base import ckptcalls
 from tb_iotrace.base.atomic import Staged
 from tb_iotrace.base.codepaths import this_python
 from tb_iotrace.base.limits import json_loads, load_npz, max_trace_bytes, read_limited
@@ -235,6 +243,12 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         "generation": generation,
         "machine": (cap.machine if cap is not None and getattr(cap, "machine", None) else machine_facts()),
     }
+    calls = ckptcalls.snapshot()
+    if calls:
+        doc["checkpoint_calls"] = calls
+    rank = job_rank(os.environ)
+    if rank is not None:
+        doc["rank"] = rank
     if write_errors:
         doc["write_errors"] = dict(write_errors)
     ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
@@ -246,6 +260,20 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         doc["untracked"] = dict(untracked)
     data = json.dumps(doc, separators=(",", ":")).encode()
     stage.write(jpath, lambda fh: fh.write(data))
+
+
+RANK_VARS = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def job_rank(env: Any) -> int | None:
+    """The process's rank in a distributed job, as its launcher says (torchrun's RANK, Open MPI,
+    PMI, Slurm), read when the record is written (a job that sets RANK itself counts); None
+    outside one."""
+    for name in RANK_VARS:
+        val = env.get(name)
+        if val is not None and str(val).strip().isdigit():
+            return int(val)
+    return None
 
 
 @dataclass

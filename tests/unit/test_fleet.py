@@ -205,7 +205,7 @@ def test_a_corrupt_source_is_named_and_skipped(tmp_path, jax_captures):
 def test_query_errors_are_one_line(dataset):
     ds, _ = dataset
     for sql, words in (("SELECT nope FROM files", "nope"), ("SELEC 1", "syntax"),
-                       ("SELECT * FROM checkpoints", "checkpoints")):
+                       ("SELECT * FROM no_such_table", "no_such_table")):
         r = cli("fleet", "query", str(ds), sql)
         assert r.returncode == 1 and r.stdout == ""
         (line,) = r.stderr.strip().splitlines()
@@ -374,3 +374,27 @@ def test_duckdb_and_spark_give_the_same_rows(dataset):
         assert set(ca) == set(cb), sql
         order = [b.columns.index(c) for c in a.columns]
         assert _same(a.rows, [tuple(r[i] for i in order) for r in b.rows]), sql
+
+
+def test_checkpoints_table_rows_per_save_with_rank(tmp_path):
+    """A host's checkpoint phases become checkpoints rows with its rank; a host without
+    checkpoints writes none, and the view still has every column."""
+    layout = {"POSIX": (("POSIX_READS",), ("POSIX_F_READ_TIME",))}
+    ds = Dataset.open(tmp_path / "ds", create=True)
+    phase = {"kind": "save", "start_ns": 10, "end_ns": 90, "finish_ns": 80, "files": 1, "bytes": 8 << 20,
+             "io_time_s": 0.01, "fsync_time_s": 0.5, "rename_time_s": 0.0, "blocking_ns": 80, "background_ns": 0,
+             "calls": 32, "median_call_bytes": 262144.0, "path": "/ck/__1_0.distcp", "source": "shape",
+             "fs_type": "ext4", "mount_point": "/", "paths": ["/ck/__1_0.distcp"]}
+    base = {"kind": "record", "source": "/r", "files": [], "steps": [], "findings": [], "summary": {"bytes_read": 0}}
+    docs = [{**base, "host": "h1", "process": {"pid": 1, "rank": 1}, "checkpoints": [phase, {**phase, "index": 9}]},
+            {**base, "host": "h2", "process": {"pid": 2, "rank": None}, "checkpoints": []}]
+    for seq, doc in enumerate(docs):
+        tables = host_tables("r", doc, layout)
+        assert ("checkpoints" in tables) == (seq == 0) and "checkpoints" not in tables["hosts"].column_names
+        got = write_parts(ds.root, seq, "r", doc["host"], tables)
+        ds.put(f"/src{seq}", [], "record", [("r", doc["host"])], got)
+        ds.commit(layout, got)
+    (res,) = query(Dataset.open(ds.root), "SELECT host, rank, \"index\", kind, bytes, fsync_time_s, finish_ns, paths "
+                                         "FROM checkpoints ORDER BY \"index\"")
+    assert res.records() == [{"host": "h1", "rank": 1, "index": i, "kind": "save", "bytes": 8 << 20,
+                              "fsync_time_s": 0.5, "finish_ns": 80, "paths": '["/ck/__1_0.distcp"]'} for i in (0, 1)]

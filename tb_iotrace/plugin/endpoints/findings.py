@@ -55,6 +55,13 @@ def findings_impl(view: View) -> dict[str, Any]:
         message = f"Findings are being computed for {pending} hosts."
     else:
         message = messages[0] if messages else "No findings for this capture."
+    if multi and not pending:      # one rank's saves finish long after the others' (a run-level finding)
+        from tb_iotrace.plugin.endpoints.checkpoints import run_straggler
+
+        late = run_straggler([(p, got_all[p.capture.path]) for p in view.parts])
+        if late is not None:
+            findings.append(late)
+            message = ""
     if multi:    # the hosts' findings together, by what they cost
         findings.sort(key=lambda f: -((f.get("impact") or {}).get("step_share") or 0.0))
     return {"findings": findings, "verdicts": verdicts, "message": message, "notes": notes, "pending": pending,

@@ -335,3 +335,6 @@ def start() -> None:
             if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
                 signal.signal(sig, _on_signal)
     os.register_at_fork(after_in_child=_after_fork_in_child)
+    from tb_iotrace.recording import library_checkpoints
+
+    library_checkpoints.install()     # safetensors/orbax/tf.train.Checkpoint calls for the record
