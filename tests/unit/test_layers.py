@@ -36,6 +36,7 @@ LAYERS = {
     "tb_iotrace.timeseries": "store",    # a recording's time series: data and JSON form (pure)
     "tb_iotrace.logdir": "store",
     "tb_iotrace.machine": "store",       # the machine a capture was made on: cores, mount table
+    "tb_iotrace.summaries": "store",     # per-capture host summaries kept on disk (issue 23)
     "tb_iotrace.remote": "store",        # URLs (s3://, gs://): fetch into a local cache, upload whole
     "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events
     "tb_iotrace.kineto_xspace": "store", # a Kineto trace as an XSpace shaped like a TF capture

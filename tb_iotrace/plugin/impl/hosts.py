@@ -1,37 +1,92 @@
 """``/hosts``: one row per host of a view, so that a slow worker stands out in "All hosts"
-(the rows are :func:`tb_iotrace.report.host_row`'s, as in ``tb-iotrace report``)."""
+(the rows are :func:`tb_iotrace.report.host_row`'s, as in ``tb-iotrace report``), each kept
+on disk per version of its capture (:mod:`tb_iotrace.summaries`): after a TensorBoard restart
+the table is read from the summaries, and only captures without a valid one are decoded."""
 from __future__ import annotations
 
+import logging
+import os
 from typing import Any
 
+from ... import summaries
+from ..._memory import one_trim
 from ...report import host_row
+from ...xplane import XPlaneError
+from ..cache import LogdirIndex
+from ..model import Capture
 from ..view import View, unreadable_json
 from .timeseries import capture_input_wait
 
+log = logging.getLogger("tb_iotrace.plugin")
 
-def hosts_impl(view: View) -> dict[str, Any]:
+
+def capture_row(host: str, cap: Capture) -> dict[str, Any]:
     """Per host: ``bytes_read``/``bytes_written``/``read_time_s``, the Darshan counters summed
     over the host's POSIX and STDIO records (``source`` "counters"), or the traced calls when
     the host has no counter record ("trace"); ``io_calls`` the traced calls; ``input_wait_ns``
     the time the host waited on input and ``input_wait_pct`` its share, by the one rule of
     :mod:`tb_iotrace.stepwait` (inside the steps over the steps' time, as /steps, the report and
-    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none").
-    ``unreadable``: the run's hosts whose file cannot be read, each with the reason (left out of
-    the rows)."""
-    rows = []
-    for p in view.parts:
-        cap = p.capture
-        io = cap.io
-        calls = len(io) if io is not None else 0
-        ct = cap.counters
-        trace = None
-        if not len(ct.paths) and calls:
-            r, w = io.moved()
-            trace = (float(r.sum()), float(w.sum()),
-                     float((io.end - io.start)[io.is_read[io.op]].sum()) / 1e9)
-        iw = capture_input_wait(cap)
-        row = host_row(p.host, ct.modules, ct.col, trace=trace, io_calls=calls, input_wait_ns=iw.wait,
-                       span_ns=iw.time)
-        row["wait_basis"] = iw.basis
-        rows.append(row)
-    return {"hosts": rows, "unreadable": unreadable_json(view)}
+    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none")."""
+    io = cap.io
+    calls = len(io) if io is not None else 0
+    ct = cap.counters
+    trace = None
+    if not len(ct.paths) and calls:
+        r, w = io.moved()
+        trace = (float(r.sum()), float(w.sum()),
+                 float((io.end - io.start)[io.is_read[io.op]].sum()) / 1e9)
+    iw = capture_input_wait(cap)
+    return host_row(host, ct.modules, ct.col, trace=trace, io_calls=calls, input_wait_ns=iw.wait,
+                    span_ns=iw.time, wait_basis=iw.basis)
+
+
+def hosts_impl(view: View) -> dict[str, Any]:
+    """The rows of a view's hosts (:func:`capture_row`); ``unreadable``: the run's hosts whose
+    file cannot be read, each with the reason (left out of the rows)."""
+    return {"hosts": [capture_row(p.host, p.capture) for p in view.parts], "unreadable": unreadable_json(view)}
+
+
+def _stored(path: str) -> dict[str, Any] | None:
+    try:
+        return summaries.load(path)
+    except Exception:  # noqa: BLE001 - a summary is only ever a shortcut: never a failed answer
+        log.warning("cannot read the summary of %s", path, exc_info=True)
+        return None
+
+
+def _keep(path: str, row: dict[str, Any], before: summaries.Identity | None) -> None:
+    try:
+        summaries.save(path, row, before=before)
+    except Exception:  # noqa: BLE001 - as above
+        log.warning("cannot keep the summary of %s", path, exc_info=True)
+
+
+def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]]) -> dict[str, Any]:
+    """:func:`hosts_impl`'s answer for ``files`` ((host, path) of one run, in order) without
+    building the view: each host's row from its stored summary, else from its capture (loaded
+    through ``index``'s cache) and then stored. Of several hosts, those that cannot be read are
+    left out and listed; XPlaneError when none can (or the one asked for alone cannot)."""
+    rows: list[dict[str, Any]] = []
+    unreadable: list[dict[str, str]] = []
+    with one_trim():
+        for host, path in files:
+            got = _stored(path)
+            if got is not None:
+                rows.append({"host": host, **got})
+                continue
+            try:
+                before = summaries.identity(path)
+            except Exception:  # noqa: BLE001
+                before = None
+            try:
+                row = capture_row(host, index.capture(path, host))
+            except XPlaneError as exc:
+                if len(files) == 1 or len(unreadable) + 1 == len(files):
+                    raise
+                unreadable.append({"host": host, "file": os.path.basename(exc.path),
+                                   "error": f"cannot read this capture: {exc.reason}"})
+                continue
+            if before is not None:
+                _keep(path, row, before)
+            rows.append(row)
+    return {"hosts": rows, "unreadable": unreadable}
