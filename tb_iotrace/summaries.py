@@ -161,13 +161,13 @@ def _read(file: Path) -> Any:
         return None
 
 
-def load(path: str, part: str = "") -> dict[str, Any] | None:
+def load(path: str, part: str = "", ident: Identity | None = None) -> dict[str, Any] | None:
     """The stored row of ``path`` (without ``host``) when a valid summary of its current
-    version exists, else None."""
+    version (``ident``: its :func:`identity` when the caller has it already) exists, else None."""
     locs = locations(path, part)
     if not locs:
         return None
-    ident = identity(path)
+    ident = identity(path) if ident is None else ident
     if ident is None:
         return None
     for file, name in locs:

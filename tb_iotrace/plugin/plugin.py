@@ -188,6 +188,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         if "," in logdir and not os.path.isdir(logdir):
             logdir = ""  # multi-logdir specs: not supported (a URL is: see LogdirIndex)
         self.index = LogdirIndex(logdir)
+        self.host_rows = hosts.RowMemo()   # the "All hosts" rows read or computed (see _hosts)
 
     # -- TBPlugin
     def is_active(self) -> bool:
@@ -345,7 +346,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
     def _hosts(self, args):
         # from the captures' stored summaries: no view is built (no capture decoded) when
         # every host has one (tb_iotrace.summaries)
-        return Body.json(hosts.hosts_cached(self.index, self._files_of(args)[1]))
+        return Body.json(hosts.hosts_cached(self.index, self._files_of(args)[1], self.host_rows))
 
     def _findings(self, args):
         return findings.findings_impl(self._view(args))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from typing import Any
 
 from ... import summaries
@@ -46,38 +47,70 @@ def hosts_impl(view: View) -> dict[str, Any]:
     return {"hosts": [capture_row(p.host, p.capture) for p in view.parts], "unreadable": unreadable_json(view)}
 
 
-def _stored(path: str) -> dict[str, Any] | None:
+class RowMemo:
+    """The rows this process has read or computed, per capture path with the identity they are
+    of (a repeated "All hosts" request stats each capture, and reads no summary file again);
+    at most :attr:`KEPT` paths, the oldest dropped first."""
+
+    KEPT = 65536
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[summaries.Identity, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: str, ident: summaries.Identity) -> dict[str, Any] | None:
+        with self._lock:
+            got = self._rows.get(path)
+        return got[1] if got is not None and got[0] == ident else None
+
+    def put(self, path: str, ident: summaries.Identity, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._rows.pop(path, None)
+            self._rows[path] = (ident, row)
+            while len(self._rows) > self.KEPT:
+                del self._rows[next(iter(self._rows))]
+
+
+def _identity(path: str) -> summaries.Identity | None:
     try:
-        return summaries.load(path)
+        return summaries.identity(path)
     except Exception:  # noqa: BLE001 - a summary is only ever a shortcut: never a failed answer
+        log.warning("cannot stat %s", path, exc_info=True)
+        return None
+
+
+def _stored(path: str, ident: summaries.Identity) -> dict[str, Any] | None:
+    try:
+        return summaries.load(path, ident=ident)
+    except Exception:  # noqa: BLE001 - as above
         log.warning("cannot read the summary of %s", path, exc_info=True)
         return None
 
 
-def _keep(path: str, row: dict[str, Any], before: summaries.Identity | None) -> None:
+def _keep(path: str, row: dict[str, Any], before: summaries.Identity) -> None:
     try:
         summaries.save(path, row, before=before)
     except Exception:  # noqa: BLE001 - as above
         log.warning("cannot keep the summary of %s", path, exc_info=True)
 
 
-def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]]) -> dict[str, Any]:
+def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo | None = None) -> dict[str, Any]:
     """:func:`hosts_impl`'s answer for ``files`` ((host, path) of one run, in order) without
-    building the view: each host's row from its stored summary, else from its capture (loaded
-    through ``index``'s cache) and then stored. Of several hosts, those that cannot be read are
-    left out and listed; XPlaneError when none can (or the one asked for alone cannot)."""
+    building the view: each host's row from ``memo`` or its stored summary, else from its
+    capture (loaded through ``index``'s cache) and then stored. Of several hosts, those that
+    cannot be read are left out and listed; XPlaneError when none can (or the one asked for
+    alone cannot)."""
     rows: list[dict[str, Any]] = []
     unreadable: list[dict[str, str]] = []
+    memo = memo if memo is not None else RowMemo()
     with one_trim():
         for host, path in files:
-            got = _stored(path)
+            before = _identity(path)
+            got = None if before is None else memo.get(path, before) or _stored(path, before)
             if got is not None:
+                memo.put(path, before, got)   # type: ignore[arg-type]
                 rows.append({"host": host, **got})
                 continue
-            try:
-                before = summaries.identity(path)
-            except Exception:  # noqa: BLE001
-                before = None
             try:
                 row = capture_row(host, index.capture(path, host))
             except XPlaneError as exc:
@@ -88,5 +121,6 @@ def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]]) -> dict[str, 
                 continue
             if before is not None:
                 _keep(path, row, before)
+                memo.put(path, before, {k: v for k, v in row.items() if k != "host"})
             rows.append(row)
     return {"hosts": rows, "unreadable": unreadable}
