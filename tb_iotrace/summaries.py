@@ -32,6 +32,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -151,14 +152,31 @@ def _valid_row(row: Any) -> bool:
 
 
 def _read(file: Path) -> Any:
+    """The JSON of a summary file; None for anything but a regular file (never a link, FIFO or
+    device: opened without following a link and without blocking) of at most MAX_BYTES."""
     try:
-        with open(file, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size > MAX_BYTES:
-                return None
-            raw = fh.read(MAX_BYTES + 1)
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        raw = os.read(fd, MAX_BYTES + 1)
         return json.loads(raw) if len(raw) <= MAX_BYTES else None
     except (OSError, ValueError, RecursionError):
         return None
+    finally:
+        os.close(fd)
+
+
+def _own_folder(folder: Path) -> bool:
+    """``folder`` (``<A>/plugins/iotrace/summaries``) is where it says: none of its last three
+    parts is a link (a logdir's writer must not send our writes elsewhere)."""
+    try:
+        return os.path.realpath(folder) == os.path.join(os.path.realpath(folder.parents[2]), *FOLDER)
+    except OSError:
+        return False
 
 
 def load(path: str, part: str = "", ident: Identity | None = None) -> dict[str, Any] | None:
@@ -213,6 +231,8 @@ def save(path: str, row: Mapping[str, Any], part: str = "", before: Identity | N
             return None
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
+            if file.parent.parts[-3:] == FOLDER and not _own_folder(file.parent):
+                continue
             atomic_write(file, lambda fh: fh.write(data))
             return file
         except OSError:

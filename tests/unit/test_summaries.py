@@ -112,6 +112,13 @@ def test_report_rows_are_kept_and_read_back_equal_on_real_sources(tmp_path, besi
     assert again["computed"] == 0
     assert {(r["run"], h["host"]): h for r in again["runs"] for h in r["hosts"]} == \
         {k: d["summary"] for k, d in docs.items()}
+    text = hostrows.render(again)
+    assert all(f"  {s.host} " in text for s in sources) and "Per host" in text
+    for f in (tmp_path / "logdir").rglob("*" + summaries.SUFFIX):
+        f.unlink()
+    fresh = hostrows.build(resolve(str(tmp_path / "logdir")), cli_report.summary_row, jobs=2)   # in 2 processes
+    assert fresh["computed"] == len(sources) and fresh["runs"] == again["runs"]
+    assert hostrows.build(resolve(str(tmp_path / "logdir")), cli_report.summary_row, jobs=2)["computed"] == 0
 
 
 def test_changed_capture_is_summarized_again(tmp_path, beside):
@@ -245,6 +252,7 @@ def test_all_hosts_after_a_restart_decodes_nothing(tmp_path, beside):
     assert get("/hosts", run=RUN, host="bad")[0] == 422
 
 
+@pytest.mark.slow
 def test_report_hosts_in_a_new_process_reads_the_summaries(tmp_path, beside):
     """``tb-iotrace report --hosts`` run twice, each in its own process: the first computes
     and keeps every host's row, the second reads them all back (``computed`` 0) and prints the
@@ -342,3 +350,44 @@ def test_remote_capture_not_fetched_is_identified_by_its_object_version(tmp_path
     (top / remote.MANIFEST).write_text(json.dumps({"plugins/profile/r/h.xplane.pb": entry}))
     assert summaries.load(str(f)) is None
     assert not list(top.rglob("*" + summaries.SUFFIX))
+
+
+def test_hostile_summary_files_neither_hang_nor_redirect_writes(tmp_path, beside):
+    """A logdir's writer cannot hang the tab with a FIFO or a link where a summary would be,
+    nor send its summary writes elsewhere with a linked summaries folder."""
+    root = tmp_path / "logdir"
+    path = _real_logdir(root)["jax"]
+    (file, _), _ = summaries.locations(str(path))
+    file.parent.mkdir(parents=True)
+    os.mkfifo(file)                                   # opened blocking, this would hang for ever
+    _, get = make_client(root)
+    good = get("/hosts", run="jax", host="__all__")
+    assert good[0] == 200
+    assert summaries.load(str(path)) is not None       # the FIFO was replaced by a real summary
+    file.unlink()
+    os.symlink(DATA / "torch_loader.json", file)       # a link is never followed
+    assert summaries.load(str(path)) is None
+    file.unlink()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.rmtree(file.parent)
+    os.symlink(elsewhere, file.parent)
+    plugin, get = make_client(root)
+    assert get("/hosts", run="jax", host="__all__") == good
+    assert list(elsewhere.iterdir()) == []             # not written through the link ...
+    assert [p.parent for p in beside.iterdir()] == [beside]   # ... but in the local cache
+
+
+def test_repeated_all_hosts_in_one_process_reads_its_memo_until_a_capture_changes(tmp_path, beside):
+    root = tmp_path / "logdir"
+    path = _real_logdir(root)["jax"]
+    plugin, get = make_client(root)
+    decoded = _counting(plugin)
+    first = get("/hosts", run="jax", host="__all__")
+    for f in root.rglob("*" + summaries.SUFFIX):
+        f.unlink()                                     # the memo answers: nothing read, nothing decoded
+    assert get("/hosts", run="jax", host="__all__") == first and decoded == ["cpu0.xplane.pb"]
+    shutil.copyfile(DATA / "jax_plain.xplane.pb", path)
+    again = get("/hosts", run="jax", host="__all__")
+    assert decoded == ["cpu0.xplane.pb"] * 2 and again != first
+    assert again[1]["hosts"] == [capture_row("cpu0", load_any(str(path), "cpu0"))]
