@@ -168,13 +168,15 @@ HOST_COUNTERS = (("bytes_read", "POSIX_BYTES_READ", "STDIO_BYTES_READ"),
 
 def host_row(host: str, modules: Sequence[str], counter: Callable[[str], Sequence[float]], *,
              trace: tuple[float, float, float] | None = None, io_calls: int = 0,
-             input_wait_ns: float = 0.0, span_ns: float = 0.0) -> dict[str, Any]:
-    """One host's row of the per-host table (the tab's ``/hosts`` and ``tb-iotrace report``),
+             input_wait_ns: float = 0.0, span_ns: float = 0.0, wait_basis: str = "none") -> dict[str, Any]:
+    """One host's row of the per-host table (the tab's ``/hosts``, ``tb-iotrace report``'s
+    ``summary`` and the fleet's ``hosts`` table; kept on disk by :mod:`tb_iotrace.store.summaries`),
     so that a slow worker stands out: ``bytes_read``/``bytes_written``/``read_time_s`` summed
     over the host's POSIX and STDIO counter records (``modules[i]`` the module of record ``i``,
     ``counter(name)`` that counter per record, NaN where absent; ``source`` "counters"), else
     ``trace`` = (bytes read, bytes written, read seconds) of the traced calls ("trace");
-    ``input_wait_pct`` the input wait against ``span_ns`` (at most 100)."""
+    ``input_wait_pct`` the input wait against ``span_ns`` (at most 100); ``wait_basis`` how the
+    wait was measured (:mod:`tb_iotrace.model.stepwait`: "steps", "input waits" or "none")."""
     if len(modules):
         mods = np.asarray(modules, dtype=object)
         got = {}
@@ -195,7 +197,7 @@ def host_row(host: str, modules: Sequence[str], counter: Callable[[str], Sequenc
             "bytes_written": int(got["bytes_written"]), "read_time_s": rt if np.isfinite(rt) else 0.0,
             "io_calls": int(io_calls), "files": len(modules), "input_wait_ns": int(input_wait_ns),
             "input_wait_pct": round(100.0 * min(float(input_wait_ns), span) / span, 2) if span_ns else 0.0,
-            "span_ns": int(span_ns)}
+            "span_ns": int(span_ns), "wait_basis": wait_basis}
 
 
 def render_hosts(rows: Sequence[Mapping[str, Any]]) -> str:

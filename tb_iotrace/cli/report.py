@@ -18,6 +18,7 @@ from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
 from tb_iotrace.base.safenames import printable
 from tb_iotrace.model.stepwait import InputWait, input_wait
+from tb_iotrace.cli import hostrows
 from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.cli._sources import Source, group_by_run, resolve
 
@@ -136,10 +137,21 @@ def host_summary(src: Source, files: list[dict[str, Any]], iw: InputWait) -> dic
     """The host's row of the per-host table (:func:`tb_iotrace.analysis.text_report.host_row`, as the tab's
     /hosts): its counters' bytes and read time, its traced calls, and its input wait (ps) by the
     one rule (:mod:`tb_iotrace.model.stepwait`: inside the steps, over the steps' time)."""
-    row = textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
-                              io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000)
-    row["wait_basis"] = iw.basis
-    return row
+    return textreport.host_row(src.host, [f["module"] for f in files], lambda name: _counter(files, name),
+                               io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000,
+                               wait_basis=iw.basis)
+
+
+def summary_row(src: Source) -> dict[str, Any]:
+    """The host's row of the per-host table alone (``report --hosts``), as :func:`host_doc`'s
+    ``summary``, without its findings or file listing."""
+    _, _, iw = _steps(src)
+    if src.kind == "record" and not isinstance(src.record().doc.get("files"), list):  # type: ignore[union-attr]
+        table = src.table()
+        assert table is not None
+        return textreport.host_row(src.host, table.module_names(), table.column, io_calls=src.nevents(),
+                                   input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000, wait_basis=iw.basis)
+    return host_summary(src, list(src.files()), iw)
 
 
 def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] | None:
@@ -160,14 +172,15 @@ def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] 
 
 def host_doc(src: Source) -> dict[str, Any]:
     """One host entry of the JSON report (see :class:`Report` for the schema)."""
+    before = hostrows.version(src)
     findings, verdict, note, checkpoints, training = _findings(src)
     steps, markers, iw = _steps(src)
     columnar = _table_listing(src)
     if columnar is not None:
         listed: Any = columnar[0]
         summary = textreport.host_row(src.host, columnar[1]["modules"], columnar[1]["column"],
-                                      io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000)
-        summary["wait_basis"] = iw.basis
+                                      io_calls=src.nevents(), input_wait_ns=iw.wait / 1000, span_ns=iw.time / 1000,
+                                      wait_basis=iw.basis)
     else:
         files = src.files()
         ids, remap = darshan_ids(files)
@@ -177,6 +190,7 @@ def host_doc(src: Source) -> dict[str, Any]:
                    "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
                   for f, rid in zip(files, ids)]
         summary = host_summary(src, files, iw)
+    hostrows.keep(src, summary, before)    # the tab's "All hosts" and `report --hosts` read it
     doc = {
         "host": src.host, "kind": src.kind, "source": src.name, "verdict": verdict, "partial": src.partial(),
         "dropped": src.dropped(), "untracked": src.untracked(), "nevents": src.nevents(),
@@ -501,11 +515,19 @@ class Report(Command):
         parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
         parser.add_argument("--jobs", type=int, metavar="N", default=None,
                             help="hosts decoded at once (default: the cores this process may use)")
+        parser.add_argument("--hosts", action="store_true",
+                            help="only the per-host table, from the captures' stored summaries (a capture "
+                                 "without one is decoded and its summary kept)")
         parser.add_argument("--all-files", action="store_true",
                             help="list code loading (Python imports, .so, interpreter, framework config) with "
                                  "the data files instead of as one line")
 
     def run(self, args: argparse.Namespace) -> int:
+        if args.hosts:
+            rows = hostrows.build(resolve(args.path, args.run, args.host), summary_row, jobs=args.jobs)
+            sys.stdout.write(json.dumps(rows, indent=1) + "\n" if args.json else hostrows.render(rows))
+            sys.stdout.flush()
+            return 0
         doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress, jobs=args.jobs)
         if args.json:
             write_json(doc, sys.stdout)

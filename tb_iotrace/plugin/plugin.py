@@ -191,6 +191,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         if "," in logdir and not os.path.isdir(logdir):
             logdir = ""  # multi-logdir specs: not supported (a URL is: see LogdirIndex)
         self.index = LogdirIndex(logdir)
+        self.host_rows = hosts.RowMemo()   # the "All hosts" rows read or computed (see _hosts)
 
     # -- TBPlugin
     def is_active(self) -> bool:
@@ -275,6 +276,10 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return app
 
     def _view(self, args) -> View:
+        return self.index.view(*self._files_of(args))
+
+    def _files_of(self, args) -> tuple[str, list[tuple[str, str]]]:
+        """The run and the (host, path) pairs a request names (one host, or every host)."""
         run = args.get("run", "")
         host = args.get("host", "")
         if not run:
@@ -287,7 +292,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         else:
             _, path = self.index.find(run, host)
             files = [(host, path)]
-        return self.index.view(run, files)
+        return run, files
 
     def _runs(self, args) -> dict[str, Any]:
         runs = self.index.runs(refresh=args.get("refresh") == "1")
@@ -343,8 +348,9 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return view.memo(("steps",), lambda: Body.json(bandwidth.steps_impl(view)))
 
     def _hosts(self, args):
-        view = self._view(args)
-        return view.memo(("hosts",), lambda: Body.json(hosts.hosts_impl(view)))
+        # from the captures' stored summaries: no view is built (no capture decoded) when
+        # every host has one (tb_iotrace.store.summaries)
+        return Body.json(hosts.hosts_cached(self.index, self._files_of(args)[1], self.host_rows))
 
     def _findings(self, args):
         return findings.findings_impl(self._view(args))

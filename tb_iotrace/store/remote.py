@@ -434,6 +434,27 @@ def _write_manifest(top: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, top / MANIFEST)
 
 
+def lazy_entry(path: str | os.PathLike[str], root: Path | None = None) -> dict[str, Any] | None:
+    """The manifest entry (url, path, size, version) of a mirror's file that is still a
+    placeholder (not fetched yet), else None: what identifies its version without fetching it."""
+    import json
+
+    p = Path(path)
+    try:
+        if p.stat().st_size != 0:
+            return None
+        trees = ((root or cache_root()) / "trees").resolve()
+        if not str(p.resolve()).startswith(str(trees) + os.sep):
+            return None
+        top = p.parent
+        while top != top.parent and top.resolve() != trees and not (top / MANIFEST).is_file():
+            top = top.parent
+        got = json.loads((top / MANIFEST).read_text()).get(p.relative_to(top).as_posix())
+    except (OSError, ValueError, AttributeError):
+        return None
+    return got if isinstance(got, dict) else None
+
+
 def materialize(path: str | os.PathLike[str], root: Path | None = None) -> bool:
     """Fetch a lazy file of a mirror (and its record's tables beside it) if it is still a
     placeholder; False when ``path`` is not in a mirror with a manifest. RemoteError (one

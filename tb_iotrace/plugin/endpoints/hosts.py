@@ -1,37 +1,126 @@
 """``/hosts``: one row per host of a view, so that a slow worker stands out in "All hosts"
-(the rows are :func:`tb_iotrace.analysis.text_report.host_row`'s, as in ``tb-iotrace report``)."""
+(the rows are :func:`tb_iotrace.analysis.text_report.host_row`'s, as in ``tb-iotrace report``), each kept
+on disk per version of its capture (:mod:`tb_iotrace.store.summaries`): after a TensorBoard restart
+the table is read from the summaries, and only captures without a valid one are decoded."""
 from __future__ import annotations
 
+import logging
+import os
+import threading
 from typing import Any
 
+from tb_iotrace.store import summaries
+from tb_iotrace.base.memory import one_trim
 from tb_iotrace.analysis.text_report import host_row
+from tb_iotrace.store.xplane import XPlaneError
+from tb_iotrace.plugin.cache import LogdirIndex
+from tb_iotrace.plugin.tab_model import TabCapture
 from tb_iotrace.plugin.request_view import View, unreadable_json
 from tb_iotrace.plugin.endpoints.bandwidth import capture_input_wait
 
+log = logging.getLogger("tb_iotrace.plugin")
 
-def hosts_impl(view: View) -> dict[str, Any]:
+
+def capture_row(host: str, cap: TabCapture) -> dict[str, Any]:
     """Per host: ``bytes_read``/``bytes_written``/``read_time_s``, the Darshan counters summed
     over the host's POSIX and STDIO records (``source`` "counters"), or the traced calls when
     the host has no counter record ("trace"); ``io_calls`` the traced calls; ``input_wait_ns``
     the time the host waited on input and ``input_wait_pct`` its share, by the one rule of
     :mod:`tb_iotrace.model.stepwait` (inside the steps over the steps' time, as /steps, the report and
-    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none").
-    ``unreadable``: the run's hosts whose file cannot be read, each with the reason (left out of
-    the rows)."""
-    rows = []
-    for p in view.parts:
-        cap = p.capture
-        io = cap.io
-        calls = len(io) if io is not None else 0
-        ct = cap.counters
-        trace = None
-        if not len(ct.paths) and calls:
-            r, w = io.moved()
-            trace = (float(r.sum()), float(w.sum()),
-                     float((io.end - io.start)[io.is_read[io.op]].sum()) / 1e9)
-        iw = capture_input_wait(cap)
-        row = host_row(p.host, ct.modules, ct.col, trace=trace, io_calls=calls, input_wait_ns=iw.wait,
-                       span_ns=iw.time)
-        row["wait_basis"] = iw.basis
-        rows.append(row)
-    return {"hosts": rows, "unreadable": unreadable_json(view)}
+    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none")."""
+    io = cap.io
+    calls = len(io) if io is not None else 0
+    ct = cap.counters
+    trace = None
+    if not len(ct.paths) and calls:
+        r, w = io.moved()
+        trace = (float(r.sum()), float(w.sum()),
+                 float((io.end - io.start)[io.is_read[io.op]].sum()) / 1e9)
+    iw = capture_input_wait(cap)
+    return host_row(host, ct.modules, ct.col, trace=trace, io_calls=calls, input_wait_ns=iw.wait,
+                    span_ns=iw.time, wait_basis=iw.basis)
+
+
+def hosts_impl(view: View) -> dict[str, Any]:
+    """The rows of a view's hosts (:func:`capture_row`); ``unreadable``: the run's hosts whose
+    file cannot be read, each with the reason (left out of the rows)."""
+    return {"hosts": [capture_row(p.host, p.capture) for p in view.parts], "unreadable": unreadable_json(view)}
+
+
+class RowMemo:
+    """The rows this process has read or computed, per capture path with the identity they are
+    of (a repeated "All hosts" request stats each capture, and reads no summary file again);
+    at most :attr:`KEPT` paths, the oldest dropped first."""
+
+    KEPT = 65536
+
+    def __init__(self) -> None:
+        self._rows: dict[str, tuple[summaries.Identity, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, path: str, ident: summaries.Identity) -> dict[str, Any] | None:
+        with self._lock:
+            got = self._rows.get(path)
+        return got[1] if got is not None and got[0] == ident else None
+
+    def put(self, path: str, ident: summaries.Identity, row: dict[str, Any]) -> None:
+        with self._lock:
+            self._rows.pop(path, None)
+            self._rows[path] = (ident, row)
+            while len(self._rows) > self.KEPT:
+                del self._rows[next(iter(self._rows))]
+
+
+def _identity(path: str) -> summaries.Identity | None:
+    try:
+        return summaries.identity(path)
+    except Exception:  # noqa: BLE001 - a summary is only ever a shortcut: never a failed answer
+        log.warning("cannot stat %s", path, exc_info=True)
+        return None
+
+
+def _stored(path: str, ident: summaries.Identity) -> dict[str, Any] | None:
+    try:
+        return summaries.load(path, ident=ident)
+    except Exception:  # noqa: BLE001 - as above
+        log.warning("cannot read the summary of %s", path, exc_info=True)
+        return None
+
+
+def _keep(path: str, row: dict[str, Any], before: summaries.Identity) -> None:
+    try:
+        summaries.save(path, row, before=before)
+    except Exception:  # noqa: BLE001 - as above
+        log.warning("cannot keep the summary of %s", path, exc_info=True)
+
+
+def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo | None = None) -> dict[str, Any]:
+    """:func:`hosts_impl`'s answer for ``files`` ((host, path) of one run, in order) without
+    building the view: each host's row from ``memo`` or its stored summary, else from its
+    capture (loaded through ``index``'s cache) and then stored. Of several hosts, those that
+    cannot be read are left out and listed; XPlaneError when none can (or the one asked for
+    alone cannot)."""
+    rows: list[dict[str, Any]] = []
+    unreadable: list[dict[str, str]] = []
+    memo = memo if memo is not None else RowMemo()
+    with one_trim():
+        for host, path in files:
+            before = _identity(path)
+            got = None if before is None else memo.get(path, before) or _stored(path, before)
+            if got is not None:
+                memo.put(path, before, got)   # type: ignore[arg-type]
+                rows.append({"host": host, **got})
+                continue
+            try:
+                row = capture_row(host, index.capture(path, host))
+            except XPlaneError as exc:
+                if len(files) == 1 or len(unreadable) + 1 == len(files):
+                    raise
+                unreadable.append({"host": host, "file": os.path.basename(exc.path),
+                                   "error": f"cannot read this capture: {exc.reason}"})
+                continue
+            if before is not None:
+                _keep(path, row, before)
+                memo.put(path, before, {k: v for k, v in row.items() if k != "host"})
+            rows.append(row)
+    return {"hosts": rows, "unreadable": unreadable}

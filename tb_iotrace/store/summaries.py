@@ -1,0 +1,244 @@
+"""Per-capture summaries kept on disk: the host row of the "All hosts" table, of
+``tb-iotrace report``'s per-host table and of the fleet dataset's ``hosts`` table
+(:func:`tb_iotrace.analysis.text_report.host_row` computes it), stored once per version of the capture so that
+a TensorBoard restart or a second ``report`` reads ~500 bytes instead of decoding the capture.
+
+Where: beside the capture, under its run's ``plugins/iotrace/summaries/`` (TensorBoard's
+place for a plugin's data; the logdir scan never descends a ``plugins`` folder, and record
+folders only list their own ``*.json`` files, so a summary is never taken for a capture or a
+whole-run record). A capture ``<A>/plugins/profile/<session>/<host>.xplane.pb`` or a record
+``<A>/plugins/iotrace/<host>.<pid>.json`` keeps its summary in ``<A>/plugins/iotrace/summaries/``;
+any other file (a PyTorch trace, a loose capture) in ``<its folder>/plugins/iotrace/summaries/``.
+When that cannot be written (a read-only logdir) and for a remote logdir's local mirror, the
+summary goes to the local cache: ``$XDG_CACHE_HOME/tb_iotrace/summaries/`` (``~/.cache`` when
+unset; ``$TB_IOTRACE_CACHE/summaries/`` when that is set, as for the remote cache). ``TBIO_SUMMARIES``: unset or ``1`` beside the capture (else the local cache), ``local``
+the local cache only, ``0`` none kept or read.
+
+A summary file is a small JSON object (``format`` :data:`FORMAT`, the capture's name relative to
+the summaries folder's run, the part of it summarized, the identities of the version it
+summarizes, the row). It is trusted only when all of it checks out: at most :data:`MAX_BYTES`,
+the same format, name and part, an identity the capture has now (size and mtime of each of
+its files; of a remote capture not fetched yet, the object's URL, etag/generation and size
+from the mirror's manifest; once fetched, the fetched file's size and mtime), and a row of
+exactly :data:`FIELDS` with values of their types and ranges. Anything else is read as "no
+summary" and the caller computes it again and replaces the file. Writes are atomic (a temporary
+file renamed over the old one): concurrent writers each leave a whole file, the last one stays.
+Nothing here raises on a bad or unwritable summary: :func:`load` returns None and :func:`save`
+returns None.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import stat
+from pathlib import Path
+from typing import Any, Mapping
+
+from tb_iotrace.store import remote
+from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, table_path
+
+FORMAT = "tb_iotrace.summary/1"
+ENV = "TBIO_SUMMARIES"
+MAX_BYTES = 16 << 10
+FOLDER = ("plugins", "iotrace", "summaries")
+SUFFIX = ".summary.json"
+# the row's fields (the host's name is not stored: the run's scan names it) and their types
+FIELDS: dict[str, type] = {"source": str, "bytes_read": int, "bytes_written": int, "read_time_s": float,
+                           "io_calls": int, "files": int, "input_wait_ns": int, "input_wait_pct": float,
+                           "span_ns": int, "wait_basis": str}
+CHOICES = {"source": ("counters", "trace", "none"), "wait_basis": ("steps", "input waits", "none")}
+Identity = list[list[Any]]
+
+
+def mode() -> str:
+    """``beside`` (the default), ``local`` or ``off`` (:data:`ENV`)."""
+    raw = os.environ.get(ENV, "1").strip().lower()
+    return "off" if raw in ("0", "off", "no") else "local" if raw == "local" else "beside"
+
+
+def local_root() -> Path:
+    """The local cache of summaries: ``$XDG_CACHE_HOME/tb_iotrace/summaries`` (beside the
+    remote cache's folders under ``$TB_IOTRACE_CACHE`` when that is set)."""
+    base = os.environ.get("TB_IOTRACE_CACHE")
+    if base:
+        return Path(base) / "summaries"
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(xdg) / "tb_iotrace" / "summaries"
+
+
+def _stat(path: str) -> list[Any] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return [os.path.basename(path), int(st.st_size), int(st.st_mtime_ns)]
+
+
+def _companions(path: str) -> list[str]:
+    """A whole-run record's trace and file table beside its JSON (a flush rewrites any)."""
+    if not path.endswith(RECORD_SUFFIX) or path.endswith(".pt.trace.json"):
+        return []
+    return [path[: -len(RECORD_SUFFIX)] + ".npz", str(table_path(path))]
+
+
+def identity(path: str) -> Identity | None:
+    """What must stay the same for a summary of ``path`` to stay valid (None: unreadable):
+    size and mtime of the file and of a record's trace and table; for a remote logdir's file
+    not fetched yet, the object's URL, version and size as the mirror's manifest has them."""
+    lazy = remote.lazy_entry(path)
+    if lazy is not None:
+        return [["remote", str(lazy.get("url")), str(lazy.get("version")), int(lazy.get("size") or 0)]]
+    own = _stat(path)
+    if own is None:
+        return None
+    return [own] + [s for s in (_stat(c) for c in _companions(path)) if s is not None]
+
+
+def _beside(path: str) -> tuple[Path, str]:
+    """The summaries folder for ``path`` and the capture's name relative to that folder's run."""
+    p = Path(os.path.abspath(path))
+    parts = p.parts
+    if len(parts) >= 5 and parts[-4:-2] == ("plugins", "profile"):
+        return p.parents[3].joinpath(*FOLDER), "/".join(parts[-3:])
+    if len(parts) >= 4 and parts[-3:-1] == ("plugins", "iotrace"):
+        return p.parents[2].joinpath(*FOLDER), "/".join(parts[-2:])
+    return p.parent.joinpath(*FOLDER), p.name
+
+
+def _in_mirror(path: str) -> bool:
+    try:
+        trees = os.path.realpath(remote.cache_root() / "trees")
+        return os.path.realpath(path).startswith(trees + os.sep)
+    except OSError:
+        return False
+
+
+def _name(key: str, part: str) -> str:
+    return hashlib.sha256(f"{key}\x00{part}".encode("utf-8", "surrogateescape")).hexdigest()[:40] + SUFFIX
+
+
+def locations(path: str, part: str = "") -> list[tuple[Path, str]]:
+    """Where the summary of ``path`` (``part`` of it: "" for the whole capture) may be, in
+    the order it is looked for and written: (file, the capture's name stored in it)."""
+    how = mode()
+    if how == "off":
+        return []
+    out = []
+    if how == "beside" and not _in_mirror(path):
+        folder, rel = _beside(path)
+        out.append((folder / _name(rel, part), rel))
+    real = os.path.realpath(path)
+    out.append((local_root() / _name(real, part), real))
+    return out
+
+
+def _valid_row(row: Any) -> bool:
+    if not isinstance(row, dict) or set(row) != set(FIELDS):
+        return False
+    for k, kind in FIELDS.items():
+        v = row[k]
+        if kind is int:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                return False
+        elif kind is float:
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v) or v < 0:
+                return False
+        elif not isinstance(v, str) or v not in CHOICES[k]:
+            return False
+    return row["input_wait_pct"] <= 100.0
+
+
+def _read(file: Path) -> Any:
+    """The JSON of a summary file; None for anything but a regular file (never a link, FIFO or
+    device: opened without following a link and without blocking) of at most MAX_BYTES."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+            return None
+        raw = os.read(fd, MAX_BYTES + 1)
+        return json.loads(raw) if len(raw) <= MAX_BYTES else None
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _own_folder(folder: Path) -> bool:
+    """``folder`` (``<A>/plugins/iotrace/summaries``) is where it says: none of its last three
+    parts is a link (a logdir's writer must not send our writes elsewhere)."""
+    try:
+        return os.path.realpath(folder) == os.path.join(os.path.realpath(folder.parents[2]), *FOLDER)
+    except OSError:
+        return False
+
+
+def load(path: str, part: str = "", ident: Identity | None = None) -> dict[str, Any] | None:
+    """The stored row of ``path`` (without ``host``) when a valid summary of its current
+    version (``ident``: its :func:`identity` when the caller has it already) exists, else None."""
+    locs = locations(path, part)
+    if not locs:
+        return None
+    ident = identity(path) if ident is None else ident
+    if ident is None:
+        return None
+    for file, name in locs:
+        doc = _read(file)
+        idents = doc.get("identities") if isinstance(doc, dict) else None
+        if (isinstance(doc, dict) and doc.get("format") == FORMAT and doc.get("path") == name
+                and doc.get("part") == part and isinstance(idents, list) and ident in idents
+                and _valid_row(doc.get("row"))):
+            row = dict(doc["row"])
+            for k, kind in FIELDS.items():
+                if kind is float:
+                    row[k] = float(row[k])
+            return row
+    return None
+
+
+def row_of(row: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The stored fields of a host row (None when it does not have them all, valid)."""
+    got = {k: row.get(k) for k in FIELDS}
+    return got if _valid_row(got) else None
+
+
+def save(path: str, row: Mapping[str, Any], part: str = "", before: Identity | None = None) -> Path | None:
+    """Keep ``row`` (a host row: :data:`FIELDS`, ``host`` dropped) as the summary of
+    ``path``'s version ``before``: its identity taken before it was decoded (default: now),
+    so that a capture rewritten meanwhile is not stored under its new identity. Of a remote
+    capture not fetched before (identified by the manifest), its identity once fetched is kept
+    too (both name the same object). The first location that can be written gets it; None
+    when none can, or the row is invalid."""
+    stored = row_of(row)
+    first = identity(path) if before is None else before
+    if stored is None or first is None:
+        return None
+    kept = [first]
+    if first[0][:1] == ["remote"]:
+        now = identity(path)
+        if now is not None and now != first:
+            kept.append(now)
+    for file, name in locations(path, part):
+        data = json.dumps({"format": FORMAT, "path": name, "part": part, "identities": kept, "row": stored},
+                          ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
+        if len(data) > MAX_BYTES:
+            return None
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            if file.parent.parts[-3:] == FOLDER and not _own_folder(file.parent):
+                continue
+            atomic_write(file, lambda fh: fh.write(data))
+            return file
+        except OSError:
+            continue
+    return None
+
+
+__all__ = ["ENV", "FIELDS", "FORMAT", "MAX_BYTES", "identity", "load", "local_root",
+           "locations", "mode", "row_of", "save"]
