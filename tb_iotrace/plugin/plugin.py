@@ -25,6 +25,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/findings``       findings with evidence (tb_iotrace.analysis in a child process,
                     captures up to 1 GiB)
 ``/event``          one event's details: ``lane``, ``index``
+``/windows``        the profile windows of ``run``'s job in time order, with their input wait
+                    and I/O (takes ``run`` only; :mod:`.impl.windows`)
 ==================  ========================================================================
 
 Status codes: 400 for malformed parameters (including names that try to leave the
@@ -53,7 +55,7 @@ from ..logdir import BadName
 from ..xplane import XPlaneError
 from .cache import LogdirIndex
 from . import packed
-from .impl import event, files, findings, hosts, summary, timeline, timeseries
+from .impl import event, files, findings, hosts, summary, timeline, timeseries, windows
 from .view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -217,6 +219,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
             "/hosts": self._route(self._hosts),
             "/findings": self._route(self._findings),
             "/event": self._route(self._event),
+            "/windows": self._route(self._windows),
         }
 
     # -- static
@@ -351,6 +354,13 @@ class IoTracePlugin(base_plugin.TBPlugin):
             raise HttpError(400, "missing lane")
         return event.event_impl(self._view(args), lane, _num(args, "index", None, int) if
                                   args.get("index") is not None else _missing("index"))
+
+
+    def _windows(self, args):
+        run = args.get("run", "")
+        if not run:
+            raise HttpError(400, "missing run")
+        return windows.windows_impl(self.index, run)
 
 
 def _missing(name: str):

@@ -58,11 +58,13 @@ def _check_windows(doc: dict[str, Any], files: list[str], sizes: list[int], coun
 @pytest.mark.slow
 @pytest.mark.tf
 def test_keras_profile_every_steps_to_a_bucket(store: dict[str, Any], tmp_path: Path) -> None:
-    """TensorFlow backend, every 4 steps, 2 steps a window, 12 batches: 3 windows, each uploaded
-    whole to the bucket (nothing in the cwd, no staging left) and read back by the report."""
+    """TensorFlow backend, every 4 steps, 2 steps a window, 14 batches: 3 windows, each uploaded
+    whole to the bucket (nothing in the cwd, no staging left) and read back by the report.
+    (Keras's TensorFlow data adapter reads a PyDataset's batches ahead, on its own thread: a
+    window holds the reads of the batches fetched while it ran, each file read whole.)"""
     url = store["url"] + "/logs"
     env = {**store["env"], **QUIET, "KERAS_BACKEND": "tensorflow"}
-    r = subprocess.run([sys.executable, str(KERAS_JOB), str(tmp_path / "work"), url, "every_steps", "4", "2", "12"],
+    r = subprocess.run([sys.executable, str(KERAS_JOB), str(tmp_path / "work"), url, "every_steps", "4", "2", "14"],
                        cwd=store["cwd"], env=env, capture_output=True, text=True, timeout=400)
     assert r.returncode == 0, r.stderr[-4000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
@@ -75,9 +77,8 @@ def test_keras_profile_every_steps_to_a_bucket(store: dict[str, Any], tmp_path: 
     assert os.listdir(store["cwd"]) == []
     staging = Path(os.environ["TB_IOTRACE_CACHE"]).parent / "staging"
     assert not staging.exists() or not any(staging.iterdir())
-    # windows at batches 4, 8 and 12 (the fit ends inside the last: one step)
-    ws = _check_windows(_report(url), res["files"], res["sizes"], 3, None)
-    assert [w["steps"] for w in ws] == [2, 2, 1]
+    # windows at batches 4-5, 8-9 and 12-13, each marked as Keras marks its profiled batches
+    _check_windows(_report(url), res["files"], res["sizes"], 3, 2)
 
 
 @pytest.mark.slow
