@@ -64,7 +64,7 @@ class PeriodicWindows:
         if os.getpid() != self._pid:
             return
         self._stop.set()
-        self._thread.join(timeout=self.for_s + 60)
+        self._thread.join(timeout=self.for_s + 30)
 
 
 def from_env(default_logdir: str) -> PeriodicWindows | None:

@@ -114,12 +114,12 @@ class WindowWriter:
             log.warning("tb_iotrace: %s", msg)
 
     def start(self, framework: str | None = None) -> bool:
-        """Start a window on ``framework`` (default: the writer's, else :func:`loaded_framework`);
+        """Start a window on ``framework`` (default: the writer's, else :func:`loaded_framework`'s);
         False when none could start: no framework imported, a profiler already running, ..."""
         with self.lock:
             if self.active is not None:
                 return False
-            framework = framework or loaded_framework(self.framework)
+            framework = framework or self.framework or loaded_framework()
             if framework is None:
                 return False
             try:
