@@ -71,7 +71,7 @@ export class App {
     this.runSeriesSection.hidden = true;
     this.hostsSection = section("Hosts", this.hostsTable.root, "hosts-section");
     this.hostsSection.hidden = true;
-    this.windowsTable = new WindowsTable({ onPickRun: (r) => { this.runSel.value = r; this.pickRun(r); } });
+    this.windowsTable = new WindowsTable({ onPickRun: (r) => this.pickRun(r) });
     this.windowsSection = section("Profile windows of this job, in time order", this.windowsTable.root, "windows-section");
     this.windowsSection.hidden = true;
     this.fileChip = el("div", { class: "file-chip", hidden: true });

@@ -58,7 +58,15 @@ def _start_profiler(framework: str, logdir: str) -> None:
     if framework == "jax":
         import jax  # type: ignore[import-not-found]
 
-        jax.profiler.start_trace(logdir)
+        # without JAX's Python tracer (on by default): it traces every Python call, which
+        # slowed a step of the tests' JAX loop tenfold inside a window; TensorFlow's is off
+        options_type = getattr(jax.profiler, "ProfileOptions", None)
+        if options_type is None:       # jax before 0.4.36
+            jax.profiler.start_trace(logdir)
+            return
+        options = options_type()
+        options.python_tracer_level = 0
+        jax.profiler.start_trace(logdir, profiler_options=options)
     else:
         import tensorflow as tf  # type: ignore[import-not-found]
 

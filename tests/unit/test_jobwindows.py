@@ -15,28 +15,16 @@ from tb_iotrace.cli._sources import resolve
 from tb_iotrace.jobwindows import job_of, jobs, render, window_row
 from tb_iotrace.xplane import load_xspace, profile_start_ns
 
-DATA = Path(__file__).resolve().parents[1] / "data"
-CAPTURE = DATA / "jax_io.xplane.pb"
-HOUR = 3600 * 10**9
+from moved_capture import CAPTURE, HOUR_NS, job_logdir
+
 # session name -> hours after the capture's own start: name order b, c, d; time order d, b, c
 SHIFTS = {"b": 1, "c": 2, "d": 0}
 
 
-def _moved(dest: Path, hours: int) -> None:
-    """CAPTURE with its profile start and stop moved by ``hours``."""
-    space = load_xspace(CAPTURE)
-    [env] = [p for p in space.planes if p.name == "Task Environment"]
-    for st in env.stats:
-        if env.stat_metadata[st.metadata_id].name in ("profile_start_time", "profile_stop_time"):
-            st.uint64_value += hours * HOUR
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(space.SerializeToString())
-
 
 @pytest.fixture()
 def logdir(tmp_path: Path) -> Path:
-    for name, hours in SHIFTS.items():
-        _moved(tmp_path / "job" / "plugins" / "profile" / name / "vm.xplane.pb", hours)
+    job_logdir(tmp_path, SHIFTS)
     other = tmp_path / "other" / "plugins" / "profile" / "s1" / "vm.xplane.pb"
     other.parent.mkdir(parents=True)
     shutil.copyfile(CAPTURE, other)
@@ -71,7 +59,7 @@ def test_report_lists_a_jobs_windows_in_time_order(logdir: Path) -> None:
     ws = by_job["job"]
     assert [w["run"] for w in ws] == ["job/d", "job/b", "job/c"]
     base = profile_start_ns(load_xspace(CAPTURE))
-    assert [w["start_ns"] - base for w in ws] == [0, HOUR, 2 * HOUR]
+    assert [w["start_ns"] - base for w in ws] == [0, HOUR_NS, 2 * HOUR_NS]
     hosts = {r["run"]: r["hosts"][0] for r in doc["runs"]}
     for w in ws:
         h = hosts[w["run"]]
