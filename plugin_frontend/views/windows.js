@@ -17,7 +17,7 @@ export function windowRows(windows) {
     run: w.run,
     cells: [String(w.n), fmtStart(w.start_ns), fmtNs(w.duration_ns), fmtInt(w.steps),
             w.input_wait_share === null || w.input_wait_share === undefined ? "–" : fmtPct(100 * w.input_wait_share),
-            fmtBytes(w.bytes_read), fmtInt(w.io_calls), fmtSeconds(w.read_time_s)],
+            fmtBytes(w.bytes_read), fmtInt(w.io_calls), fmtSeconds(w.read_time_s), w.run],
   }));
 }
 
@@ -33,7 +33,7 @@ export function waitTrend(windows) {
     `${fmtPct(100 * b.input_wait_share)} in window ${b.n}; most in window ${most.n} (${fmtPct(100 * most.input_wait_share)}).`;
 }
 
-export const WINDOW_COLUMNS = ["#", "Start (UTC)", "Length", "Steps", "Input wait", "Read", "I/O calls", "Read time"];
+export const WINDOW_COLUMNS = ["#", "Start (UTC)", "Length", "Steps", "Input wait", "Read", "I/O calls", "Read time", "Run"];
 
 export class WindowsTable {
   constructor({ onPickRun } = {}) {

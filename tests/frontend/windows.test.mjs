@@ -24,6 +24,7 @@ test("one row per window in the answer's order, one cell per column", () => {
   assert.ok(rows.every((r) => r.cells.length === WINDOW_COLUMNS.length));
   assert.deepEqual(rows[0].cells.slice(0, 5), ["1", "2026-11-26 14:53:57", "500.0 ms", "20", "5.0 %"]);
   assert.equal(rows[1].cells[4], "40.0 %");
+  assert.deepEqual(rows.map((r) => r.cells[r.cells.length - 1]), ["job/a", "job/b", "job/c"]);
   assert.deepEqual(rows[2].cells.slice(1, 5), ["–", "–", "0", "–"]);
 });
 
