@@ -10,10 +10,12 @@ the capture there (with the I/O plane merged into it, :mod:`.window`), it is pub
   endpoint for ``gs://``) is never asked to write it;
 - to a local logdir, each file copied under a hidden name beside its final place and renamed.
 
-The framework names a window's session folder after the second it stopped; two windows of one
-writer in the same second get ``_2``, ``_3``, ... rather than overwrite each other. A window
-that cannot be published stays in its staging folder, named by one warning, and the job goes
-on: nothing here raises into the training loop after the writer is made.
+The framework names a window's session folder after the second it stopped; a window whose
+session name is taken (an earlier window of this writer, or, at the destination, the same
+capture file of another process on this host in the same second) gets ``_2``, ``_3``, ...
+rather than overwrite it. A window that cannot be published stays in its staging folder (the
+first such is one warning naming it) and the job goes on: nothing here raises into the
+training loop after the writer is made.
 """
 from __future__ import annotations
 
@@ -159,10 +161,23 @@ class WindowWriter:
             shutil.rmtree(self.staging, ignore_errors=True)
             self.staging = None
 
-    def _session_name(self, name: str) -> str:
+    def _taken(self, session: str, files: list[str]) -> bool:
+        """Whether ``session`` is a name this writer used, or holds one of ``files`` already
+        (another process of the job on this host, whose window stopped in the same second)."""
+        if session in self._names:
+            return True
+        if not self.is_url:
+            return os.path.exists(os.path.join(self.log_dir, *PROFILE_DIR, session))
+        try:
+            fs, _ = remote.filesystem(self.log_dir)
+            return any(fs.exists(fs._strip_protocol(remote.join(self.log_dir, *PROFILE_DIR, session, f)))
+                       for f in files)
+        except Exception:   # the upload says what is wrong with the storage
+            return False
+
+    def _session_name(self, name: str, files: list[str]) -> str:
         got, n = name, 1
-        while got in self._names or (not self.is_url and os.path.exists(
-                os.path.join(self.log_dir, *PROFILE_DIR, got))):
+        while self._taken(got, files):
             n += 1
             got = f"{name}_{n}"
         self._names.add(got)
@@ -178,7 +193,7 @@ class WindowWriter:
             self._warn("empty", "a profile window wrote no capture")
             self._drop_staging()
             return []
-        names = {s: self._session_name(s.name) for s in sessions}
+        names = {s: self._session_name(s.name, [f.name for t, f in files if t == s]) for s in sessions}
         done: list[str] = []
         try:
             for s, f in files:

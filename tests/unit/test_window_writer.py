@@ -139,3 +139,22 @@ def test_run_checks_the_window_options(args: list[str], says: str, tmp_path: Pat
     assert main(["run", "--logdir", str(tmp_path / "logs"), *args, "--", "true"]) != 0
     assert says in capsys.readouterr().err
     assert not (tmp_path / "logs").exists()
+
+
+def test_two_processes_in_one_second_keep_both_windows(profiler: dict[str, Any], tmp_path: Path) -> None:
+    """Two writers (two processes of a job on one host) whose windows stop in the same second
+    write the same <session>/<host>.xplane.pb: the second one took the first's place in a bucket.
+    Now it gets the next free name, in a bucket as in a folder."""
+    import fsspec
+
+    for dest in (f"memory://two{os.getpid()}/logs", str(tmp_path / "logs")):
+        got = []
+        for _ in range(2):
+            w = windows.WindowWriter(dest, "tensorflow")
+            assert w.start()
+            got += w.stop()
+        assert [p.rsplit("/", 2)[-2] for p in got] == [SESSION, SESSION + "_2"]
+        if dest.startswith("memory://"):
+            fs = fsspec.filesystem("memory")
+            assert [len(fs.cat_file(p[len("memory://"):])) for p in got] == [len(b"\x0a\x00") * 100 * k
+                                                                            for k in (profiler["n"] - 1, profiler["n"])]
