@@ -26,6 +26,7 @@ import threading
 from typing import Any, Callable
 
 from .._ffi import native
+from . import url_profiles
 from .importhook import call_after_import
 from ..frameworks import JAXLIB_CHECKS_READ, release
 from .jaxlib_check import TableCheck, read_table_check, table_size_for, with_known_size
@@ -222,3 +223,4 @@ def attach() -> None:
         _install_callbacks()
         _attached = True
         call_after_import("jax", _register_with_jax)
+        call_after_import("jax", url_profiles.wrap_jax)   # a URL log dir: staged, uploaded

@@ -23,6 +23,7 @@ import threading
 from typing import Any
 
 from .._ffi import native
+from . import url_profiles
 from .importhook import call_after_import
 from .window import PLANE_NAME, ProfileWindow
 
@@ -130,3 +131,4 @@ def attach() -> None:
         _install_callbacks()
         _attached = True
         call_after_import("tensorflow", _load_into_tensorflow)
+        call_after_import("tensorflow", url_profiles.wrap_tensorflow)   # a URL log dir: staged, uploaded

@@ -133,8 +133,7 @@ class WindowWriter:
             if framework is None:
                 return False
             try:
-                self.staging = Path(tempfile.mkdtemp(prefix="window-", dir=staging_root()))
-                _start_profiler(framework, str(self.staging))
+                _start_profiler(framework, str(self.open_staging()))
             except Exception as exc:   # another profile running, no profiler in this build
                 self._warn("start", f"could not start a {framework} profile window: {exc}")
                 self._drop_staging()
@@ -152,6 +151,22 @@ class WindowWriter:
                 _stop_profiler(framework)
             except Exception as exc:
                 self._warn("stop", f"could not stop the {framework} profile window: {exc}")
+                self._drop_staging()
+                return []
+            return self._publish()
+
+    def open_staging(self) -> Path:
+        """A new staging folder for the next window (the framework profiles into it)."""
+        self.staging = Path(tempfile.mkdtemp(prefix="window-", dir=staging_root()))
+        return self.staging
+
+    def close_staging(self, publish: bool) -> list[str]:
+        """Publish the window the framework wrote into the staging folder (``publish``), or
+        drop it; the files published."""
+        with self.lock:
+            if self.staging is None:
+                return []
+            if not publish:
                 self._drop_staging()
                 return []
             return self._publish()
