@@ -158,3 +158,19 @@ def test_two_processes_in_one_second_keep_both_windows(profiler: dict[str, Any],
             fs = fsspec.filesystem("memory")
             assert [len(fs.cat_file(p[len("memory://"):])) for p in got] == [len(b"\x0a\x00") * 100 * k
                                                                             for k in (profiler["n"] - 1, profiler["n"])]
+
+
+def test_tb_iotrace_imports_no_framework() -> None:
+    """`import tb_iotrace` and `enable()` (which wraps the frameworks' profilers once they are
+    imported) import neither TensorFlow, Keras, JAX nor a cloud client; `tb_iotrace.keras` is
+    what imports Keras."""
+    import subprocess
+    import sys
+
+    code = ("import sys, tb_iotrace; tb_iotrace.enable()\n"
+            "import tb_iotrace.recording.periodic, tb_iotrace.recording.url_profiles, tb_iotrace.jobwindows\n"
+            "print(sorted(m for m in ('tensorflow', 'keras', 'jax', 'fsspec', 's3fs', 'gcsfs') if m in sys.modules))")
+    root = str(Path(__file__).resolve().parents[2])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": root})
+    assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
