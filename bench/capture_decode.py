@@ -22,7 +22,7 @@ import sys, time
 try:
     from tb_iotrace.plugin.capture_load import load_capture
 except ImportError:   # a checkout from before the layer folders (2026-11-26)
-    from tb_iotrace.plugin.model import load_capture
+    from tb_iotrace.plugin.tab_model import load_capture
 files = sys.argv[1:]
 load_capture(files[0], "h")  # imports, first-touch of the file pages
 c = time.process_time()

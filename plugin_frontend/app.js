@@ -1,7 +1,8 @@
 // The "I/O" tab: run/host pickers, the combined timeline with its details panel, the
 // files table, charts and findings. Data flow: /runs -> /capture (lanes, extent, steps)
 // -> /timeline per view change (level of detail, packed: lib/packed.js), /bandwidth aligned under it, and
-// /files, /histograms, /steps, /findings (and /hosts for "All hosts") once per capture;
+// /files, /histograms, /steps, /findings (and /hosts for "All hosts", /windows for a profile
+// run: its job's windows) once per capture;
 // /event on click. A pick that supersedes an earlier one (an event, a file) drops the
 // earlier answer, whichever comes first (lib/latest.js).
 
@@ -18,6 +19,7 @@ import { pollFindings, renderFindings } from "./views/findings.js";
 import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
 import { HostsTable } from "./views/hosts.js";
 import { renderCheckpoints } from "./views/checkpoints.js";
+import { WindowsTable } from "./views/windows.js";
 
 const ALL_HOSTS = "__all__";
 const PANELS_WAIT_MS = 3000;  // the panels wait at most this long for the timeline's first paint
@@ -73,11 +75,15 @@ export class App {
     this.checkpointsSection.hidden = true;
     this.hostsSection = section("Hosts", this.hostsTable.root, "hosts-section");
     this.hostsSection.hidden = true;
+    this.windowsTable = new WindowsTable({ onPickRun: (r) => this.pickRun(r) });
+    this.windowsSection = section("Profile windows of this job, in time order", this.windowsTable.root, "windows-section");
+    this.windowsSection.hidden = true;
     this.fileChip = el("div", { class: "file-chip", hidden: true });
     this.content = el("div", { class: "content" },
       el("div", { class: "main-row" }, this.timeline.root, this.details),
       this.fileChip,
       this.runSeriesSection,
+      this.windowsSection,
       this.hostsSection,
       this.checkpointsSection,
       el("div", { class: "grid2" },
@@ -222,6 +228,9 @@ export class App {
     this.root.dataset.findings = "loading";
     const multi = this.host === ALL_HOSTS;
     this.hostsSection.hidden = !multi;
+    const info = this.runs.find((x) => x.run === p.run);
+    const profile = !!info && info.kind === "profile";
+    if (!profile) this.windowsSection.hidden = true;
     if (multi) this.hostsTable.setData(null);
     await this.timeline.painted(PANELS_WAIT_MS);
     if (token !== this._token) return;
@@ -256,6 +265,7 @@ export class App {
       }),
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
       this._loadCheckpoints(p, token),
+      profile ? show("windows", { run: p.run }, (w) => { this.windowsSection.hidden = !this.windowsTable.setData(w, p.run); }) : null,
     ]);
     if (token !== this._token) return;
     this.root.dataset.panels = "ready";

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.analysis import jobwindows
 from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.base.codepaths import code_paths
 from tb_iotrace.base.progress import Progress
@@ -202,6 +203,10 @@ def host_doc(src: Source) -> dict[str, Any]:
         "summary": summary,
         "notes": ([note] if note else []),
     }
+    if src.kind == "xplane":   # the window's bounds (tb_iotrace.analysis.jobwindows)
+        from tb_iotrace.store.xplane import profile_start_ns, profile_stop_ns
+
+        doc["profile"] = {"start_ns": profile_start_ns(src.space()), "stop_ns": profile_stop_ns(src.space())}
     if src.kind == "xplane" and src.io_trace() is None:
         from tb_iotrace.store.xplane.origin import missing_io_reason
 
@@ -293,7 +298,7 @@ def build(sources: list[Source], progress: bool = False, jobs: int | None = None
     for run, srcs in groups.items():
         runs.append(_with_ranks({"run": run, "hosts": docs[k:k + len(srcs)]}))
         k += len(srcs)
-    return {"format": FORMAT, "runs": runs}
+    return {"format": FORMAT, "runs": runs, "jobs": jobwindows.from_report(runs)}
 
 
 def _with_ranks(run: dict[str, Any]) -> dict[str, Any]:
@@ -392,6 +397,9 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
 
                 lines += ["", render_ranks(run["checkpoint_saves"])]
             out.append("\n".join(lines) + "\n")
+    windows = jobwindows.render(doc.get("jobs") or [])
+    if windows:
+        out.append(windows)
     # every name was escaped where it was put; this catches what a later change forgets
     text = "\n".join(printable(line) for line in "\n".join(out).split("\n"))
     return text if text.endswith("\n") else text + "\n"
@@ -494,9 +502,19 @@ class Report(Command):
                                                       # wait_basis "steps"|"input waits"|"none"
                             ["no_io_reason": str,]    # a capture without tb_iotrace's I/O
                                                       # record: why, as the capture tells
-                            "process": {...}}]}]}     # records only: pid, ppid, argv, start_ns,
+                            "process": {...},         # records only: pid, ppid, argv, start_ns,
                                                       # end_ns, exit {how, code, signal, exception},
                                                       # rank (null outside a distributed job)
+                            "profile": {"start_ns", "stop_ns"}}]}],
+                                                      # captures only: the profile's bounds
+                                                      # (epoch ns, null when it has none)
+       "jobs": [{"job": str,                           # the folder of plugins/profile ("" at the top)
+                 "windows": [{"n", "run", "job", "start_ns", "stop_ns", "duration_ns", "hosts",
+                              "steps", "input_wait_ns", "span_ns", "input_wait_share",
+                              "bytes_read", "bytes_written", "read_time_s", "io_calls"}]}]}
+                                                      # each profile run a window, in time order
+                                                      # (tb_iotrace.analysis.jobwindows); the text report
+                                                      # shows a job's table from 2 windows on
 
     A run record marked partial comes from a process that did not finish writing it (killed
     with SIGKILL, still running, or its final write failed on a full disk): its counts stop at

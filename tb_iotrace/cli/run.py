@@ -31,6 +31,20 @@ def child_env(logdir: str, flush_s: float | None = None, base: dict[str, str] | 
     return env
 
 
+def profile_windows(every: float | None, length: float | None) -> dict[str, str]:
+    """The environment of ``--profile-every``/``--profile-for`` ({} without them)."""
+    if every is None:
+        if length is not None:
+            raise UserError("--profile-for needs --profile-every")
+        return {}
+    length = 2.0 if length is None else length
+    if not every > 0 or not length > 0:
+        raise UserError("--profile-every and --profile-for must be > 0 seconds")
+    if length >= every:
+        raise UserError(f"--profile-for ({length:g} s) must be shorter than --profile-every ({every:g} s)")
+    return {"TB_IOTRACE_PROFILE_EVERY": repr(every), "TB_IOTRACE_PROFILE_FOR": repr(length)}
+
+
 class Run(Command):
     """Run a command with I/O capture on in every Python process it starts (no code change).
 
@@ -48,9 +62,14 @@ class Run(Command):
     How: TB_IOTRACE_RUN_DIR=DIR and PYTHONPATH=<tb_iotrace/recording/autostart>:... whose
     sitecustomize.py starts the capture (and then runs any other sitecustomize).
 
+    --profile-every S [--profile-for D]: every S seconds, each process that runs TensorFlow or
+    JAX takes a profile window of D seconds (default 2) with its I/O, a run of its own under
+    DIR/plugins/profile (tb-iotrace report lists a job's windows in time order).
+
     DIR may be a URL (s3://bucket/logs, gs://...; pip install tb_iotrace[cloud]): the records
     are written into a local staging folder and uploaded whole after each flush and at exit, so
-    a killed job leaves its last flush in the bucket. A storage failure is said on stderr (with
+    a killed job leaves its last flush in the bucket. Profile windows are made locally and
+    uploaded whole by the process that took them. A storage failure is said on stderr (with
     the folder the records are kept in) and never changes the exit code.
 
     Exit code: the command's (128+N when it died of signal N).
@@ -65,6 +84,11 @@ class Run(Command):
                                  "default: ./iotrace-logs)")
         parser.add_argument("--flush", type=float, default=None, metavar="SECONDS",
                             help="periodic flush interval (default 5; 0: only at exit)")
+        parser.add_argument("--profile-every", type=float, default=None, metavar="SECONDS",
+                            help="take a TensorFlow or JAX profile window (with its I/O) every SECONDS in each "
+                                 "process that runs either, into DIR/plugins/profile (issue 21)")
+        parser.add_argument("--profile-for", type=float, default=None, metavar="SECONDS",
+                            help="length of each --profile-every window (default 2)")
         parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
         parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
 
@@ -76,6 +100,7 @@ class Run(Command):
             raise UserError("no command given (tb-iotrace run [--logdir DIR] -- COMMAND ...)")
         if args.flush is not None and args.flush < 0:
             raise UserError("--flush must be >= 0")
+        windows = profile_windows(args.profile_every, args.profile_for)
         if cmd[0].endswith(".py") and not os.access(cmd[0], os.X_OK):
             cmd = [sys.executable] + cmd
         uploader = None
@@ -96,6 +121,8 @@ class Run(Command):
         except OSError as exc:
             raise UserError(f"{args.logdir}: cannot create: {exc.strerror or exc}") from None
         env = child_env(logdir, args.flush)
+        if windows:
+            env.update(windows, TB_IOTRACE_PROFILE_LOGDIR=args.logdir if uploader is not None else logdir)
         try:
             proc = subprocess.Popen(cmd, env=env)
         except OSError as exc:

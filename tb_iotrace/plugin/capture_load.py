@@ -158,7 +158,7 @@ def _load_capture(path: str, host: str) -> TabCapture:
         hi = max(int(ln.maxend.max()) for ln in lanes if len(ln)) if any(len(ln) for ln in lanes) else 1
     else:
         lo, hi = 0, 1
-    start_ns, _ = _task_env(space)
+    start_ns, stop_ns = _task_env(space)
     no_io_reason = missing_io_reason(p.full_meta() for p in space.planes) if io_info is None else ""
     counter_records = list((io_info or {}).get("counters", []) or [])
     if io_info is not None:
@@ -168,7 +168,7 @@ def _load_capture(path: str, host: str) -> TabCapture:
     return TabCapture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=names,
                    lanes=lanes, planes=planes, md_files=md_files, io=io, io_info=io_info, counter_records=counter_records,
                    steps=steps, steps_source=steps_source, extent=(lo, max(hi, lo + 1)),
-                   profile_start_ns=start_ns, hostnames=space.hostnames,
+                   profile_start_ns=start_ns, profile_stop_ns=stop_ns, hostnames=space.hostnames,
                    warnings=list(space.warnings) + list(space.errors), no_io_reason=no_io_reason)
 
 

@@ -28,6 +28,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
                     one table per save with every rank's bandwidth and finish time
                     (computed with the findings)
 ``/event``          one event's details: ``lane``, ``index``
+``/windows``        the profile windows of ``run``'s job in time order, with their input wait
+                    and I/O (takes ``run`` only; :mod:`tb_iotrace.plugin.endpoints.windows`)
 ==================  ========================================================================
 
 Status codes: 400 for malformed parameters (including names that try to leave the
@@ -56,7 +58,7 @@ from tb_iotrace.store.logdir import BadName
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex
 from tb_iotrace.plugin import packed
-from tb_iotrace.plugin.endpoints import checkpoints, event, files, findings, hosts, summary, timeline, bandwidth
+from tb_iotrace.plugin.endpoints import checkpoints, event, files, findings, hosts, summary, timeline, bandwidth, windows
 from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -222,6 +224,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
             "/findings": self._route(self._findings),
             "/checkpoints": self._route(self._checkpoints),
             "/event": self._route(self._event),
+            "/windows": self._route(self._windows),
         }
 
     # -- static
@@ -364,6 +367,13 @@ class IoTracePlugin(base_plugin.TBPlugin):
             raise HttpError(400, "missing lane")
         return event.event_impl(self._view(args), lane, _num(args, "index", None, int) if
                                   args.get("index") is not None else _missing("index"))
+
+
+    def _windows(self, args):
+        run = args.get("run", "")
+        if not run:
+            raise HttpError(400, "missing run")
+        return windows.windows_impl(self.index, run)
 
 
 def _missing(name: str):

@@ -260,6 +260,7 @@ class TabCapture:
     # index -> where the plane's event metadata lie in the file (decoded lazily: not in planes)
     md_files: dict[int, MetadataFile] = field(default_factory=dict)
     no_io_reason: str = ""   # why a capture without tb_iotrace's record has none (xplane.origin)
+    profile_stop_ns: int | None = None   # the Task Environment's profile_stop_time
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
     _file_lanes: list[Lane] | None = None
     _counters: Counters | None = None

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import native
+from tb_iotrace.recording import url_profiles
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.base.frameworks import JAXLIB_CHECKS_READ, release
 from tb_iotrace.recording.jaxlib_check import TableCheck, read_table_check, table_size_for, with_known_size
@@ -198,3 +199,4 @@ def attach() -> None:
         _install_callbacks()
         _attached = True
         call_after_import("jax", _register_with_jax)
+        call_after_import("jax", url_profiles.wrap_jax)   # a URL log dir: staged, uploaded

@@ -23,6 +23,7 @@ from typing import Any
 
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import native
+from tb_iotrace.recording import url_profiles
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.recording.window import PLANE_NAME, ProfileWindow
 
@@ -106,3 +107,4 @@ def attach() -> None:
         _install_callbacks()
         _attached = True
         call_after_import("tensorflow", _load_into_tensorflow)
+        call_after_import("tensorflow", url_profiles.wrap_tensorflow)   # a URL log dir: staged, uploaded

@@ -47,7 +47,7 @@ LOWER = {
 MAY_IMPORT = {layer: lower | {layer} for layer, lower in LOWER.items()}
 # Only these surfaces start a capture; TensorBoard's plugin and the exporters never load the
 # interposer.
-CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch")
+CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch", "tb_iotrace.keras")
 # Surfaces stand side by side: one uses another only where listed (the CLI's ``export`` verb
 # drives the exporters and ``fleet`` the fleet dataset, which takes the report's host documents
 # from the CLI and never opens sources itself; ``python -m tb_iotrace`` is the CLI).

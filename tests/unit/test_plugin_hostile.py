@@ -11,7 +11,7 @@ import pytest
 
 from plugin_client import make_client
 
-ROUTES = ("/capture", "/files", "/timeline", "/histograms", "/bandwidth", "/steps", "/hosts")
+ROUTES = ("/capture", "/files", "/timeline", "/histograms", "/bandwidth", "/steps", "/hosts", "/windows")
 
 
 def _profile(logdir: Path, run: str, host: str, body: bytes) -> Path:

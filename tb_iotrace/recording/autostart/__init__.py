@@ -26,7 +26,12 @@ workers, subprocess Pythons) calls :func:`start` at startup:
   which the final record replaces. A process killed with SIGKILL keeps the last flush
   (counts up to it; sequential/stride counters approximate, no trace).
 
-The record folder is added to the path exclusions, so writing records is never traced.
+- Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
+  ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
+  (:mod:`tb_iotrace.recording.periodic`).
+
+The record folder (and the windows' staging folder) is added to the path exclusions, so writing
+records is never traced.
 """
 from __future__ import annotations
 
@@ -298,7 +303,13 @@ def _exclude_record_dir(run_dir: str) -> None:
     from tb_iotrace.recording import session
     from tb_iotrace.store.runrecord import record_dir
 
-    rec = str(record_dir(run_dir))  # the folder itself too (mkdir, stat)
+    _exclude(str(record_dir(run_dir)))  # the folder itself too (mkdir, stat)
+
+
+def _exclude(rec: str) -> None:
+    """Add the folder ``rec`` to the path exclusions (before the first enable())."""
+    from tb_iotrace.recording import session
+
     cur = os.environ.get("TBIO_EXCLUDE")
     # TBIO_EXCLUDE replaces the shim's defaults: keep them, add the record folder
     parts = [p for p in cur.split(os.pathsep) if p] if cur else session.excludes()
@@ -317,12 +328,22 @@ def start() -> None:
     except ValueError:
         flush_s = 5.0
     _exclude_record_dir(run_dir)
-    from tb_iotrace.recording import api
+    from tb_iotrace.recording import api, periodic
 
+    windows = bool(os.environ.get(periodic.ENV_EVERY, "").strip())
+    if windows:   # the windows' staging folders are not the job's I/O
+        from tb_iotrace.recording.window_writer import staging_root
+
+        _exclude(str(staging_root()))
     api.enable()
     st = _Run(run_dir, flush_s)
     st.begin()
     _state = st
+    if windows:
+        try:
+            periodic.from_env(run_dir)
+        except Exception as exc:
+            sys.stderr.write(f"tb-iotrace: no profile windows in pid {os.getpid()}: {exc}\n")
     atexit.register(_at_exit)
     os._exit = _os_exit
     # os.execl/execle/execlp/execlpe/execvp/execvpe all end in os.execv or os.execve

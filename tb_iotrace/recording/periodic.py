@@ -1,0 +1,82 @@
+"""Profile windows every so many seconds in a process that runs TensorFlow or JAX, with no
+change to its code: what ``tb-iotrace run --profile-every S --profile-for D`` starts in each
+Python process of the run (:mod:`tb_iotrace.recording.autostart`).
+
+A thread of its own (``tb_iotrace-windows``) wakes every ``every_s`` seconds from the process's
+start; when the import of TensorFlow or JAX has finished by then (:func:`tb_iotrace.recording.window_writer.pick_framework`
+picks one), it profiles the next ``for_s`` seconds and publishes the window
+(:class:`tb_iotrace.recording.window_writer.WindowWriter`: a URL gets each file uploaded whole). A process that never
+imports either takes no window. A window still open when the process exits is stopped and
+published at exit.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+
+from tb_iotrace.recording.importhook import call_after_import
+from tb_iotrace.recording.window_writer import FRAMEWORKS, WindowWriter, pick_framework
+
+ENV_EVERY = "TB_IOTRACE_PROFILE_EVERY"
+ENV_FOR = "TB_IOTRACE_PROFILE_FOR"
+ENV_LOGDIR = "TB_IOTRACE_PROFILE_LOGDIR"
+DEFAULT_FOR_S = 2.0
+
+__all__ = ["DEFAULT_FOR_S", "ENV_EVERY", "ENV_FOR", "ENV_LOGDIR", "PeriodicWindows", "from_env"]
+
+
+class PeriodicWindows:
+    """Windows of ``for_s`` seconds starting every ``every_s`` seconds, into ``log_dir``."""
+
+    def __init__(self, log_dir: str, every_s: float, for_s: float) -> None:
+        if not every_s > 0 or not for_s > 0:
+            raise ValueError("the window period and length must be > 0 seconds")
+        if for_s >= every_s:
+            raise ValueError(f"a window of {for_s:g} s every {every_s:g} s would never end before the next")
+        self.every_s = every_s
+        self.for_s = for_s
+        self.writer = WindowWriter(log_dir)
+        # frameworks whose import has finished: one still importing (on the main thread) is in
+        # sys.modules already, and starting its profiler from here would race its import
+        self.ready: set[str] = set()
+        for name in FRAMEWORKS:
+            call_after_import(name, lambda name=name: self.ready.add(name))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tb_iotrace-windows", daemon=True)
+        self._pid = os.getpid()
+
+    def start(self) -> "PeriodicWindows":
+        self._thread.start()
+        atexit.register(self.close)
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            framework = pick_framework(self.ready)
+            if framework is None or not self.writer.start(framework):
+                continue
+            self._stop.wait(self.for_s)
+            self.writer.stop()
+
+    def close(self) -> None:
+        """Stop taking windows; a window open now is stopped and published."""
+        if os.getpid() != self._pid:
+            return
+        self._stop.set()
+        self._thread.join(timeout=self.for_s + 30)
+
+
+def from_env(default_logdir: str) -> PeriodicWindows | None:
+    """The windows the environment asks for (``TB_IOTRACE_PROFILE_EVERY``, ``..._FOR``, into
+    ``TB_IOTRACE_PROFILE_LOGDIR`` or ``default_logdir``), started; None when not asked.
+    Raises ValueError for values that are not positive numbers."""
+    raw = os.environ.get(ENV_EVERY, "").strip()
+    if not raw:
+        return None
+    try:
+        every = float(raw)
+        length = float(os.environ.get(ENV_FOR, "").strip() or DEFAULT_FOR_S)
+    except ValueError:
+        raise ValueError(f"{ENV_EVERY}/{ENV_FOR} must be numbers of seconds") from None
+    return PeriodicWindows(os.environ.get(ENV_LOGDIR) or default_logdir, every, length).start()

@@ -1,0 +1,143 @@
+"""Profiles the job starts itself with a URL log dir, staged locally and uploaded whole:
+``tf.profiler.experimental.start("s3://...")`` / ``stop()`` (and ``Profile``, Keras's
+``TensorBoard(profile_batch=...)`` on TensorFlow, which call them), ``jax.profiler.start_trace(URL)``
+/ ``stop_trace()`` (and ``jax.profiler.trace``, Keras on JAX).
+
+Once the framework is imported, its start and stop functions are wrapped wherever its modules
+hold them. A start whose log dir is a URL with an fsspec client installed
+(:func:`tb_iotrace.store.remote.is_url`) profiles into a local staging folder instead, and the stop
+publishes the window there whole (:class:`tb_iotrace.recording.window_writer.WindowWriter`: each file uploaded once the
+framework has written it, with the I/O plane merged in), so no reader ever sees a half-merged
+``.xplane.pb`` and the framework's own filesystem (no ``s3://`` in TensorFlow or jaxlib) is
+never asked to write it. A URL whose client is not installed, and every local log dir, go to
+the framework unchanged. ``TBIO_URL_PROFILES=0`` turns this off.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+from typing import Any, Callable
+
+from tb_iotrace.store import remote
+from tb_iotrace.recording.window_writer import WindowWriter
+
+__all__ = ["wrap_jax", "wrap_tensorflow"]
+
+_lock = threading.Lock()
+_open: dict[str, WindowWriter] = {}    # framework -> the URL window being profiled
+
+
+def _enabled() -> bool:
+    return os.environ.get("TBIO_URL_PROFILES", "1") != "0"
+
+
+def _redirect(framework: str, logdir: Any) -> tuple[Any, WindowWriter | None]:
+    """The folder the framework should profile into and the window's writer: a staging folder
+    for a URL log dir this process can write, else ``logdir`` unchanged and None."""
+    if not _enabled() or not isinstance(logdir, str) or not remote.is_url(logdir):
+        return logdir, None
+    try:
+        writer = WindowWriter(logdir, framework)
+    except remote.RemoteError:
+        return logdir, None      # no client for it here: the framework's own filesystem decides
+    return str(writer.open_staging()), writer
+
+
+def _started(framework: str, writer: WindowWriter | None) -> None:
+    if writer is not None:
+        with _lock:
+            _open[framework] = writer
+
+
+def _finish(framework: str, publish: bool) -> None:
+    with _lock:
+        writer = _open.pop(framework, None)
+    if writer is not None:
+        writer.close_staging(publish)
+
+
+def _replace(prefix: str, real: Callable[..., Any], wrapper: Callable[..., Any]) -> None:
+    """Put ``wrapper`` wherever a module of ``prefix`` holds ``real`` (``__dict__``, not
+    getattr: TensorFlow's lazily loaded API modules import on attribute access)."""
+    wrapper.__tbio_url__ = True  # type: ignore[attr-defined]
+    for name, mod in list(sys.modules.items()):
+        if name == prefix or name.startswith(prefix + "."):
+            d = getattr(mod, "__dict__", {})
+            for attr, value in list(d.items()):
+                if value is real:
+                    setattr(mod, attr, wrapper)
+
+
+def wrap_tensorflow() -> None:
+    """Wrap ``tf.profiler.experimental.start``/``stop`` (idempotent; a TensorFlow without them
+    is left as it is)."""
+    try:
+        from tensorflow.python.profiler import profiler_v2
+    except Exception:
+        return
+    real_start, real_stop = profiler_v2.__dict__.get("start"), profiler_v2.__dict__.get("stop")
+    if real_start is None or real_stop is None or getattr(real_start, "__tbio_url__", False):
+        return
+
+    @functools.wraps(real_start)
+    def start(logdir: Any, options: Any = None) -> Any:
+        target, writer = _redirect("tensorflow", logdir)
+        try:
+            got = real_start(target, options)
+        except BaseException:
+            if writer is not None:
+                writer.close_staging(publish=False)
+            raise
+        _started("tensorflow", writer)
+        return got
+
+    @functools.wraps(real_stop)
+    def stop(save: bool = True) -> Any:
+        published = False
+        try:
+            got = real_stop(save)
+            published = bool(save)
+            return got
+        finally:
+            _finish("tensorflow", publish=published)
+
+    _replace("tensorflow", real_start, start)
+    _replace("tensorflow", real_stop, stop)
+
+
+def wrap_jax() -> None:
+    """Wrap ``jax.profiler.start_trace``/``stop_trace`` (idempotent)."""
+    try:
+        from jax._src import profiler as jax_profiler  # type: ignore[import-not-found]
+    except Exception:
+        return
+    real_start, real_stop = jax_profiler.__dict__.get("start_trace"), jax_profiler.__dict__.get("stop_trace")
+    if real_start is None or real_stop is None or getattr(real_start, "__tbio_url__", False):
+        return
+
+    @functools.wraps(real_start)
+    def start_trace(log_dir: Any, *args: Any, **kwargs: Any) -> Any:
+        target, writer = _redirect("jax", log_dir)
+        try:
+            got = real_start(target, *args, **kwargs)
+        except BaseException:
+            if writer is not None:
+                writer.close_staging(publish=False)
+            raise
+        _started("jax", writer)
+        return got
+
+    @functools.wraps(real_stop)
+    def stop_trace() -> Any:
+        published = False
+        try:
+            got = real_stop()
+            published = True
+            return got
+        finally:
+            _finish("jax", publish=published)
+
+    _replace("jax", real_start, start_trace)
+    _replace("jax", real_stop, stop_trace)

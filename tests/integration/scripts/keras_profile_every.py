@@ -1,0 +1,56 @@
+"""Subprocess workload for test_keras_profile_every: Keras 3 (backend from KERAS_BACKEND) with
+tb_iotrace.keras.ProfileEvery, each batch read from its own file on the training thread.
+
+argv: WORKDIR LOG_DIR every_steps|every_secs N STEPS NBATCH
+Prints one JSON line: the files, their sizes and what the callback published.
+"""
+import io
+import json
+import os
+import sys
+import time
+
+work, log_dir, how, n, steps, nbatch = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), \
+    int(sys.argv[5]), int(sys.argv[6])
+
+import tb_iotrace  # noqa: E402
+
+tb_iotrace.enable()
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+import tb_iotrace.keras  # noqa: E402
+
+datadir = os.path.join(work, "data")
+os.makedirs(datadir, exist_ok=True)
+files = []
+rng = np.random.default_rng(0)
+for i in range(nbatch):
+    p = os.path.join(datadir, f"batch{i}.npy")
+    np.save(p, rng.normal(size=(16 + i, 4)).astype(np.float32))
+    files.append(p)
+
+
+class Batches(keras.utils.PyDataset):
+    """Batch i is read from file i (whole, once), on the thread that trains (no workers)."""
+
+    def __len__(self):
+        return nbatch
+
+    def __getitem__(self, i):
+        with open(files[i], "rb") as f:
+            x = np.load(io.BytesIO(f.read()))
+        if how == "every_secs":
+            time.sleep(0.05)
+        return x, x.sum(axis=1, keepdims=True)
+
+
+every = {"every_steps": int(n)} if how == "every_steps" else {"every_secs": n}
+cb = tb_iotrace.keras.ProfileEvery(log_dir, steps=steps, **every)
+model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(1)])
+model.compile("sgd", "mse")
+model.fit(Batches(), epochs=1, callbacks=[cb], verbose=0, shuffle=False)
+print(json.dumps({"backend": keras.backend.backend(), "files": files,
+                  "sizes": [os.path.getsize(p) for p in files], "windows": cb.windows,
+                  "published": cb.published}))

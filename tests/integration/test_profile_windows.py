@@ -1,0 +1,219 @@
+"""Profile windows every N steps or seconds (issue 21): ``tb_iotrace.keras.ProfileEvery`` in real
+Keras jobs (TensorFlow backend here; JAX backend in the Python 3.12 venv, as test_jax_keras) and
+``tb-iotrace run --profile-every`` on a TensorFlow and a JAX job, writing to moto's S3 server and
+gcp-storage-emulator on 127.0.0.1 (test_cloud's fixtures) or to a folder. What is in a bucket is
+listed through its server; the report of the bucket lists the job's windows in time order."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "unit"))
+from test_cloud import _cli, _listed, server, store  # noqa: E402,F401  (the local servers' fixtures)
+
+SCRIPTS = Path(__file__).parent / "scripts"
+KERAS_JOB = SCRIPTS / "keras_profile_every.py"
+RUN_JOB = SCRIPTS / "profile_every_job.py"
+QUIET = {"TF_CPP_MIN_LOG_LEVEL": "2", "CUDA_VISIBLE_DEVICES": "", "JAX_PLATFORMS": "cpu"}
+
+
+def _report(logdir: str) -> dict[str, Any]:
+    rc, out, err = _cli("report", logdir, "--json", "--no-progress")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def _check_windows(doc: dict[str, Any], files: list[str], sizes: list[int], count: int,
+                   steps: int | None, strict: bool = False) -> list[dict[str, Any]]:
+    """The report's one job has ``count`` windows in time order; in each, every data file it
+    read was read whole, once (bytes read = the file's size), and one with steps read at least
+    one (a window taken while the framework starts up may have neither). Not ``strict``: a
+    window's edge may fall between a file's read and its open or close (time windows, or a
+    loader thread reading ahead), which puts the file in the window with 0 bytes read: such
+    files are left out. ``strict``: every data file in the window was read whole in it."""
+    [job] = doc["jobs"]
+    ws = job["windows"]
+    assert len(ws) == count, [w["run"] for w in ws]
+    starts = [w["start_ns"] for w in ws]
+    assert all(s is not None for s in starts) and starts == sorted(starts) and len(set(starts)) == count
+    assert [w["n"] for w in ws] == list(range(1, count + 1))
+    hosts = {r["run"]: r["hosts"] for r in doc["runs"]}
+    for w in ws:
+        [host] = hosts[w["run"]]
+        got = {f["path"]: f["counters"]["POSIX_BYTES_READ"] for f in host["files"]
+               if f["module"] == "POSIX" and f["path"] in files}
+        if not strict:
+            got = {p: b for p, b in got.items() if b}
+        assert got or not w["steps"], f"window {w['run']} has steps and read no data file"
+        assert got == {p: sizes[files.index(p)] for p in got}, got
+        assert w["bytes_read"] >= sum(got.values())
+        if steps is not None:
+            assert w["steps"] == steps, w
+        assert w["duration_ns"] > 0 and w["io_calls"] > 0
+    return ws
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_keras_profile_every_steps_to_a_bucket(store: dict[str, Any], tmp_path: Path) -> None:
+    """TensorFlow backend, every 4 steps, 2 steps a window, 14 batches: 3 windows, each uploaded
+    whole to the bucket (nothing in the cwd, no staging left) and read back by the report.
+    (Keras's TensorFlow data adapter reads a PyDataset's batches ahead, on its own thread: a
+    window holds the reads of the batches fetched while it ran, each file read whole.)"""
+    url = store["url"] + "/logs"
+    env = {**store["env"], **QUIET, "KERAS_BACKEND": "tensorflow"}
+    r = subprocess.run([sys.executable, str(KERAS_JOB), str(tmp_path / "work"), url, "every_steps", "4", "2", "14"],
+                       cwd=store["cwd"], env=env, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["backend"] == "tensorflow" and res["windows"] == 3
+    assert all(p.startswith(url + "/plugins/profile/") and p.endswith(".xplane.pb") for p in res["published"])
+    prefix = store["url"] + "/"
+    listed = _listed(store, "logs")
+    assert sorted(listed) == sorted(p[len(prefix):] for p in res["published"])
+    assert all(size > 0 for size in listed.values())
+    assert os.listdir(store["cwd"]) == []
+    staging = Path(os.environ["TB_IOTRACE_CACHE"]).parent / "staging"
+    assert not staging.exists() or not any(staging.iterdir())
+    # windows at batches 4-5, 8-9 and 12-13, each marked as Keras marks its profiled batches
+    _check_windows(_report(url), res["files"], res["sizes"], 3, 2)
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_keras_profile_every_secs_to_a_folder(tmp_path: Path) -> None:
+    """every_secs on a folder: windows land as runs of the folder, published under their final
+    names only (no hidden temporary left)."""
+    logdir = tmp_path / "logs"
+    env = {**os.environ, **QUIET, "KERAS_BACKEND": "tensorflow", "TB_IOTRACE_CACHE": str(tmp_path / "cache"),
+           "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    r = subprocess.run([sys.executable, str(KERAS_JOB), str(tmp_path / "work"), str(logdir), "every_secs", "0.5",
+                        "2", "40"], env=env, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["windows"] >= 2, res
+    on_disk = sorted(str(p) for p in logdir.rglob("*") if p.is_file())
+    assert on_disk == sorted(res["published"])
+    assert not any(Path(p).name.startswith(".") for p in on_disk)
+    _check_windows(_report(str(logdir)), res["files"], res["sizes"], res["windows"], None)
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_profile_every_checks_its_arguments() -> None:
+    from tb_iotrace.keras import ProfileEvery
+
+    for kwargs, says in (({}, "exactly one"), ({"every_steps": 5, "every_secs": 2.0}, "exactly one"),
+                         ({"every_steps": 0}, "every_steps"), ({"every_secs": -1.0}, "every_secs"),
+                         ({"every_steps": 2, "steps": 3}, "must not exceed"), ({"every_steps": 2, "steps": 0}, "steps")):
+        with pytest.raises(ValueError, match=says):
+            ProfileEvery("logs", **kwargs)
+
+
+def _run_job(logdir: str, framework: str, cwd: Path, env: dict[str, str], seconds: float = 6.0) -> Any:
+    return subprocess.run([sys.executable, "-m", "tb_iotrace", "run", "--logdir", logdir, "--profile-every", "1.5",
+                           "--profile-for", "0.5", "--", sys.executable, str(RUN_JOB), framework,
+                           str(cwd.parent / "data"), str(seconds)],
+                          cwd=cwd, env={**env, **QUIET}, capture_output=True, text=True, timeout=400)
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_run_profile_every_on_a_tensorflow_job(store: dict[str, Any]) -> None:
+    """`tb-iotrace run --profile-every 1.5 --profile-for 0.5` on a TensorFlow loop that reads a
+    file per step for 6 s once TensorFlow is imported: several windows in the bucket, beside the
+    whole-run record, and the report lists them in time order."""
+    url = store["url"] + "/logs"
+    r = _run_job(url, "tensorflow", store["cwd"], store["env"])
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    listed = _listed(store, "logs")
+    windows = sorted(k for k in listed if k.startswith("logs/plugins/profile/") and k.endswith(".xplane.pb"))
+    assert len(windows) >= 2, sorted(listed)
+    assert any(k.startswith("logs/plugins/iotrace/") and k.endswith(".json") for k in listed)
+    assert os.listdir(store["cwd"]) == []
+    doc = _report(url)
+    ws = _check_windows(doc, res["files"], res["sizes"], len(windows), None)
+    # --profile-for 0.5; the job's exit may cut its last window short
+    assert all(0.4e9 <= w["duration_ns"] <= 3e9 for w in ws[:-1]), [w["duration_ns"] for w in ws]
+    assert 0 < ws[-1]["duration_ns"] <= 3e9
+    rc, text, err = _cli("report", url, "--no-progress")
+    assert rc == 0 and f"Profile windows of . ({len(windows)}, in time order)" in text, err
+
+
+@pytest.mark.slow
+@pytest.mark.jax
+def test_run_profile_every_on_a_jax_job(store: dict[str, Any]) -> None:
+    """The same on a JAX loop (jax.profiler windows, StepTraceAnnotation steps) into the bucket."""
+    url = store["url"] + "/jaxlogs"
+    r = _run_job(url, "jax", store["cwd"], store["env"])
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    windows = [k for k in _listed(store, "jaxlogs") if k.startswith("jaxlogs/plugins/profile/")
+               and k.endswith(".xplane.pb")]
+    assert len(windows) >= 2, windows
+    assert os.listdir(store["cwd"]) == []
+    ws = _check_windows(_report(url), res["files"], res["sizes"], len(windows), None)
+    assert sum(w["steps"] for w in ws) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.jax
+def test_keras_profile_every_on_jax(tmp_path: Path) -> None:
+    """Keras on the JAX backend (Python 3.12 venv, as test_jax_keras), every 3 steps, 2 a window,
+    10 batches, into a folder: 3 windows whose steps are Keras's "Profiled batch" markers, the
+    batches' files read inside them, each whole (the JAX trainer reads a batch inside its step).
+    The 3.12 venv has no cloud clients: the upload path is the same as the TensorFlow tests'."""
+    from test_jax_keras import python312
+
+    logdir = tmp_path / "logs"
+    env = {**os.environ, **QUIET, "KERAS_BACKEND": "jax", "TB_IOTRACE_CACHE": str(tmp_path / "cache"),
+           "PYTHONPATH": str(ROOT)}
+    r = subprocess.run([python312(), str(KERAS_JOB), str(tmp_path / "work"), str(logdir), "every_steps", "3", "2",
+                        "10"], env=env, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["backend"] == "jax" and res["windows"] == 3, res
+    doc = _report(str(logdir))
+    ws = _check_windows(doc, res["files"], res["sizes"], 3, 2, strict=True)
+    hosts = {run["run"]: run["hosts"][0] for run in doc["runs"]}
+    for w, first in zip(ws, (3, 6, 9)):
+        h = hosts[w["run"]]
+        assert [s["name"] for s in h["steps"]] == [f"Profiled batch {first}", f"Profiled batch {first + 1}"]
+        read = {f["path"] for f in h["files"] if f["module"] == "POSIX" and f["path"] in res["files"]}
+        # batches first and first+1 of the fit are files first-1 and first
+        assert read == {res["files"][first - 1], res["files"][first]}, read
+
+
+URL_JOB = SCRIPTS / "url_profile_job.py"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", [pytest.param("tensorflow", marks=pytest.mark.tf),
+                                       pytest.param("jax", marks=pytest.mark.jax)])
+def test_the_jobs_own_profile_to_a_url(store: dict[str, Any], tmp_path: Path, framework: str) -> None:
+    """tf.profiler.experimental.start("s3://...") / jax.profiler.start_trace("gs://...") in the
+    job itself: TensorFlow had no s3:// filesystem (the start failed) and neither framework can
+    reach an emulator; now the window is profiled locally and uploaded whole, with the I/O of
+    the file read inside it."""
+    url = store["url"] + "/own"
+    data = tmp_path / "data.bin"
+    data.write_bytes(os.urandom(123_457))
+    r = subprocess.run([sys.executable, str(URL_JOB), framework, url, str(data)], cwd=store["cwd"],
+                       env={**store["env"], **QUIET}, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0 and r.stdout.strip() == "done", r.stderr[-4000:]
+    [key] = [k for k in _listed(store, "own") if k.endswith(".xplane.pb")]
+    assert key.startswith("own/plugins/profile/")
+    assert os.listdir(store["cwd"]) == []
+    [job] = _report(url)["jobs"]
+    [w] = job["windows"]
+    [host] = [h for run in _report(url)["runs"] for h in run["hosts"]]
+    got = [f["counters"]["POSIX_BYTES_READ"] for f in host["files"] if f["path"] == str(data)]
+    assert got == [data.stat().st_size] and w["bytes_read"] >= data.stat().st_size
