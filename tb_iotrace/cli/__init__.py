@@ -14,6 +14,7 @@ from typing import Sequence
 
 from tb_iotrace.base.safenames import printable
 from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.model.sources import SourceError
 from tb_iotrace.cli.export import Export
 from tb_iotrace.cli.fleet import Fleet
 from tb_iotrace.cli.import_darshan import ImportDarshan
@@ -49,7 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmd = args._command()
     try:
         return int(cmd.run(args) or 0)
-    except UserError as exc:
+    except (UserError, SourceError) as exc:
         return _error(cmd.name, str(exc), args.verbose)
     except KeyboardInterrupt:
         print(f"tb-iotrace {cmd.name}: interrupted", file=sys.stderr)

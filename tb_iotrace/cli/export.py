@@ -12,7 +12,8 @@ from tb_iotrace.store import remote
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.safenames import printable
 from tb_iotrace.cli._base import Command, UserError
-from tb_iotrace.cli._sources import resolve
+from tb_iotrace.model.open_source import open_source
+from tb_iotrace.model.sources import SourceError
 
 FORMATS = ("chrome", "darshan", "darshan-log", "parquet", "csv")
 
@@ -101,13 +102,13 @@ class Export(Command):
     def _export(self, args: argparse.Namespace, shown: str | None = None) -> int:
         try:
             return self._write(args)
-        except UserError as exc:
+        except (UserError, SourceError) as exc:
             if shown is None:
                 raise
             raise UserError(str(exc).replace(args.output, shown)) from None
 
     def _write(self, args: argparse.Namespace) -> int:
-        sources = resolve(args.path, args.run, args.host)
+        sources = open_source(args.path, args.run, args.host)
         reading = Progress("export: reading", len(sources) if not args.no_progress else 0, unit="hosts", keep=False)
         for s in sources:  # load now: a corrupt input is reported before anything is written
             s.files()

@@ -24,7 +24,8 @@ from tb_iotrace.store.logdir import XPLANE_SUFFIX
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, TABLE_SUFFIX
 from tb_iotrace.cli._base import Command, UserError
-from tb_iotrace.cli._sources import Source, resolve
+from tb_iotrace.model.open_source import SKIPPED, open_source
+from tb_iotrace.model.sources import CaptureSource, Source, SourceError
 from tb_iotrace.cli.import_darshan import ImportDarshan
 from tb_iotrace.cli.report import default_jobs, host_doc
 
@@ -32,7 +33,7 @@ DARSHAN_SUFFIX = ".darshan"
 DARSHAN_MAGIC = (b"3.", (6567223).to_bytes(8, "little"))   # version "3.xx", DARSHAN_MAGIC_NR
 SKIPPED_RC = 3
 DARSHAN_TIMEOUT_S = 600.0   # import-darshan's limit for reading one log (where it has one)
-SCAN_SKIPPED = "tb-iotrace: skipped "     # how the source scan (cli._sources) names a file it skips
+SCAN_SKIPPED = SKIPPED     # how the source scan (model.open_source) names a file it skips
 
 
 # --------------------------------------------------------------------------- sources
@@ -91,8 +92,8 @@ def units_of(paths: Sequence[str]) -> tuple[list[Unit], list[str]]:
             said = io.StringIO()
             try:
                 with contextlib.redirect_stderr(said):   # the traces a folder scan skipped
-                    sources = resolve(path)
-            except UserError as exc:
+                    sources = open_source(path)
+            except (UserError, SourceError) as exc:
                 if not logs:
                     errors.append(str(exc))
                 sources = []
@@ -122,15 +123,14 @@ def _docs(unit: Unit) -> list[tuple[str, dict[str, Any], str]]:
                                                        timeout=DARSHAN_TIMEOUT_S))
             (cap,) = Path(tmp).glob(f"plugins/profile/*/*{XPLANE_SUFFIX}")
             host = cap.name[: -len(XPLANE_SUFFIX)]
-            doc = host_doc(Source(run=unit.run, host=host, kind="xplane", path=str(cap)))
+            doc = host_doc(CaptureSource(run=unit.run, host=host, path=str(cap)))
             doc.update(kind="darshan", source=unit.key)
             return [(unit.run, doc, "")]
     out = []
     for s in unit.sources:
         doc = host_doc(s)
         doc["source"] = unit.key       # the real path: the dataset outlives the working folder
-        tr = s.io_trace() if s.kind in ("xplane", "kineto") else None
-        out.append((s.run, doc, str(getattr(tr, "mounts", "") or "")))
+        out.append((s.run, doc, s.mounts()))
     return out
 
 
@@ -147,7 +147,7 @@ def _try_unit(unit: Unit, root: str, seq: int, layout: Layout) -> tuple[Any, str
     """:func:`build_unit`, its failure as a line (a corrupt source must not stop the build)."""
     try:
         return build_unit(unit, root, seq, layout), None
-    except UserError as exc:
+    except (UserError, SourceError) as exc:
         return None, str(exc)
     except FleetError as exc:
         return None, f"{unit.files[0]}: {exc}"

@@ -16,7 +16,7 @@ from typing import Any
 from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.store import summaries
 from tb_iotrace.base.safenames import printable
-from tb_iotrace.cli._sources import Source
+from tb_iotrace.model.sources import Source
 
 FORMAT = "tb_iotrace.hosts/1"
 Compute = Callable[[Source], dict[str, Any]]
@@ -24,9 +24,7 @@ Compute = Callable[[Source], dict[str, Any]]
 
 def part_of(src: Source) -> str:
     """Which part of its file a source is ("" for the whole file)."""
-    if src.kind == "kineto" and src.process is not None:
-        return f"pid{src.process.get('pid')}"
-    return ""
+    return src.part
 
 
 def version(src: Source) -> summaries.Identity | None:

@@ -21,37 +21,11 @@ from tb_iotrace.base.safenames import printable
 from tb_iotrace.model.stepwait import InputWait, input_wait
 from tb_iotrace.cli import hostrows
 from tb_iotrace.cli._base import Command, UserError
-from tb_iotrace.cli._sources import Source, group_by_run, resolve
+from tb_iotrace.model.open_source import group_by_run, open_source
+from tb_iotrace.model.sources import Source, SourceError
 
 FORMAT = "tb_iotrace.report/1"
 MAX_STEPS_SHOWN = 20
-
-
-def _record_trace(src: Source) -> Any:
-    """A run record's stored trace as an IoTrace (None without one)."""
-    from tb_iotrace.export import io_columns
-    from tb_iotrace.store.xplane import IoTrace
-
-    got = io_columns(src)
-    if got is None:
-        return None
-    cols, names = got
-    machine = src.record().doc.get("machine") if src.kind == "record" else None  # type: ignore[union-attr]
-    return IoTrace(**cols, threads={t: (0, n) for t, n in names.items()}, dropped=src.dropped(),
-                   counters=src.files(), machine=dict(machine) if isinstance(machine, dict) else None)
-
-
-def _python(src: Source) -> dict[str, Any] | None:
-    """A record's interpreter prefixes and sys.path (None for captures and older records)."""
-    if src.kind != "record":
-        return None
-    return src.record().doc.get("python")  # type: ignore[union-attr]
-
-
-def _kineto_main(src: Source) -> bool:
-    """A Kineto trace's main process: its host carries the trace's steps and findings (the
-    training loop's, over the I/O of the main process and of every DataLoader worker)."""
-    return src.kind == "kineto" and (src.process or {}).get("role") == "main"
 
 
 def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None, list[dict[str, Any]],
@@ -64,22 +38,15 @@ def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None
         from tb_iotrace import analysis
     except ImportError:
         return [], None, None, [], {}
-    if src.kind == "kineto" and not _kineto_main(src):
+    given = src.analysis_input()
+    if given is None:
         return [], None, None, [], {}
     try:
-        if _kineto_main(src):
-            result = analysis.analyze(src.space())
-        elif src.kind == "xplane":
-            if src.io_trace() is None:
-                return [], None, None, [], {}
-            result = analysis.analyze(src.space(), trace=src.io_trace())
+        space, trace = given
+        if space is not None:
+            result = analysis.analyze(space, trace=trace)
         else:
-            trace = _record_trace(src)
-            if trace is None:
-                return [], None, None, [], {}
-            calls = src.record().doc.get("checkpoint_calls") if src.kind == "record" else None  # type: ignore[union-attr]
-            result = analysis.analyze(None, trace=trace, python=_python(src),
-                                      checkpoint_calls=calls if isinstance(calls, list) else None)
+            result = analysis.analyze(None, trace=trace, python=src.python(), checkpoint_calls=src.checkpoint_calls())
         found = list(getattr(result, "findings", []) or []) if result is not None else []
         verdict = getattr(result, "verdict", None) or None
         ckpts = list(getattr(result, "checkpoints", []) or []) if result is not None else []
@@ -87,7 +54,7 @@ def _findings(src: Source) -> tuple[list[Any], dict[str, Any] | None, str | None
         plain = json.loads(json.dumps([found, verdict, ckpts, training],
                                       default=lambda o: o.to_dict() if hasattr(o, "to_dict") else str(o)))
         return plain[0], plain[1], None, plain[2], plain[3]
-    except UserError:
+    except (UserError, SourceError):
         raise
     except Exception as exc:  # the analysis must never break the report
         return [], None, f"analysis failed: {type(exc).__name__}: {exc}", [], {}
@@ -99,7 +66,7 @@ NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
 def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
     """The capture's steps, whether it has step markers, and its input wait (ps) by the one
     rule of :mod:`tb_iotrace.model.stepwait`."""
-    if not (src.kind == "xplane" or _kineto_main(src)) or src.io_trace() is None:
+    if not src.has_timeline or src.io_trace() is None:
         return [], False, NO_WAIT
     try:
         from tb_iotrace.analysis.attribution import attribute
@@ -147,7 +114,7 @@ def summary_row(src: Source) -> dict[str, Any]:
     """The host's row of the per-host table alone (``report --hosts``), as :func:`host_doc`'s
     ``summary``, without its findings or file listing."""
     _, _, iw = _steps(src)
-    if src.kind == "record" and not isinstance(src.record().doc.get("files"), list):  # type: ignore[union-attr]
+    if src.files_as_columns():
         table = src.table()
         assert table is not None
         return textreport.host_row(src.host, table.module_names(), table.column, io_calls=src.nevents(),
@@ -159,12 +126,12 @@ def _table_listing(src: Source) -> tuple[textreport.TableFiles, dict[str, Any]] 
     """A whole-run record's files for the report, from its columns (None for other sources and
     records that keep their files in the JSON): its entries built as they are written, and
     the per-host row. The ids are those the shim stored: Darshan's hash of each path."""
-    if src.kind != "record" or isinstance(src.record().doc.get("files"), list):  # type: ignore[union-attr]
+    if not src.files_as_columns():
         return None
     table = src.table()
     assert table is not None
     paths = [p for t in table.modules.values() for p in t.path_strings()]
-    code = code_paths(paths, _python(src))
+    code = code_paths(paths, src.python())
     is_code = np.fromiter((p in code for p in paths), dtype=bool, count=len(paths))
     del paths
     ids = np.concatenate([t.record_id for t in table.modules.values()]) if len(table) else np.zeros(0, np.uint64)
@@ -185,7 +152,7 @@ def host_doc(src: Source) -> dict[str, Any]:
     else:
         files = src.files()
         ids, remap = darshan_ids(files)
-        code = code_paths([f["path"] for f in files], _python(src))
+        code = code_paths([f["path"] for f in files], src.python())
         listed = [{"path": f["path"], "module": f["module"], "record_id": rid,
                    **({"rank": f["rank"]} if "rank" in f else {}), "code": f["path"] in code,
                    "counters": _renamed(f["counters"], remap), "fcounters": f["fcounters"]}
@@ -203,23 +170,17 @@ def host_doc(src: Source) -> dict[str, Any]:
         "summary": summary,
         "notes": ([note] if note else []),
     }
-    if src.kind == "xplane":   # the window's bounds (tb_iotrace.analysis.jobwindows)
-        from tb_iotrace.store.xplane import profile_start_ns, profile_stop_ns
-
-        doc["profile"] = {"start_ns": profile_start_ns(src.space()), "stop_ns": profile_stop_ns(src.space())}
-    if src.kind == "xplane" and src.io_trace() is None:
-        from tb_iotrace.store.xplane.origin import missing_io_reason
-
-        doc["no_io_reason"] = missing_io_reason(src.space().planes)
-    if src.kind == "kineto" and src.process is not None:
-        doc["process"] = {k: src.process.get(k) for k in ("pid", "role", "start_ns", "end_ns")}
-        doc["notes"].extend(src.notes)
-    if src.kind == "record":
-        rec = src.record().doc  # type: ignore[union-attr]
-        doc["process"] = {k: rec.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit", "rank")}
-        if (rec.get("exit") or {}).get("note"):
-            doc["notes"].append(rec["exit"]["note"])
-        doc["notes"].extend(write_errors_note(rec.get("write_errors")))
+    bounds = src.profile_bounds()       # a window's bounds (tb_iotrace.analysis.jobwindows)
+    if bounds is not None:
+        doc["profile"] = bounds
+    reason = src.no_io_reason()
+    if reason is not None:
+        doc["no_io_reason"] = reason
+    process = src.process()
+    if process is not None:
+        doc["process"] = process
+    doc["notes"].extend(src.process_notes())
+    doc["notes"].extend(write_errors_note(src.write_errors()))
     return doc
 
 
@@ -542,11 +503,11 @@ class Report(Command):
 
     def run(self, args: argparse.Namespace) -> int:
         if args.hosts:
-            rows = hostrows.build(resolve(args.path, args.run, args.host), summary_row, jobs=args.jobs)
+            rows = hostrows.build(open_source(args.path, args.run, args.host), summary_row, jobs=args.jobs)
             sys.stdout.write(json.dumps(rows, indent=1) + "\n" if args.json else hostrows.render(rows))
             sys.stdout.flush()
             return 0
-        doc = build(resolve(args.path, args.run, args.host), progress=not args.no_progress, jobs=args.jobs)
+        doc = build(open_source(args.path, args.run, args.host), progress=not args.no_progress, jobs=args.jobs)
         if args.json:
             write_json(doc, sys.stdout)
             sys.stdout.write("\n")

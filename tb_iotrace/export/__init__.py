@@ -6,11 +6,11 @@
 - :mod:`.darshan_log`: binary Darshan logs (format 3.41) for PyDarshan, Drishti, DXT Explorer.
 - :mod:`tb_iotrace.export.flat_tables`: the per-file counter table and the per-operation table as Parquet or CSV.
 
-Every exporter takes :class:`tb_iotrace.cli._sources.Source` objects (one per run/host) and
+Every exporter takes :class:`tb_iotrace.model.sources.Source` objects (one per run/host) and
 writes the trace in chunks (:data:`CHUNK` rows) with progress on a terminal (:mod:`tb_iotrace.base.progress`).
 """
 from __future__ import annotations
 
-from tb_iotrace.export._common import CHUNK, io_columns, io_rows
+from tb_iotrace.export._common import CHUNK, IO_COLUMNS, io_rows
 
-__all__ = ["CHUNK", "io_columns", "io_rows"]
+__all__ = ["CHUNK", "IO_COLUMNS", "io_rows"]

@@ -28,31 +28,20 @@ import numpy as np
 
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.base.progress import Progress
-from tb_iotrace.export._common import io_columns, io_rows
+from tb_iotrace.export._common import io_rows
+from tb_iotrace.model.sources import Source
 
 PID_STRIDE = 1000
 MAX_TID = 0x7FFFFFFF
 
 
-def _origin(src: Any) -> int:
-    if src.kind == "record":
-        return int(src.record().doc.get("start_ns") or 0)
-    from tb_iotrace.store.xplane import profile_start_ns, read_io_info
-
-    start = profile_start_ns(src.space())
-    if start is None:
-        info = read_io_info(src.space()) or {}
-        start = int(info.get("profile_start_ns") or 0)
-        if not start:
-            tr = src.io_trace()
-            start = int(tr.start_ns.min()) if tr is not None and len(tr) else 0
-    return int(start)
+def _origin(src: Source) -> int:
+    return src.origin_ns()
 
 
-def _has_planes(src: Any) -> bool:
-    """Whether the source's host and device planes are drawn: a capture's; of a Kineto trace's
-    processes, the main one's (the timeline Kineto recorded is that process's)."""
-    return src.kind == "xplane" or (src.kind == "kineto" and (src.process or {}).get("role") == "main")
+def _has_planes(src: Source) -> bool:
+    """Whether the source's host and device planes are drawn (:attr:`Source.has_timeline`)."""
+    return src.has_timeline
 
 
 def _count(src: Any) -> int:
@@ -149,7 +138,7 @@ def _steps(w: _Writer, src: Any, pid: int, shift_us: float, label: str) -> None:
 
 
 def _io(w: _Writer, src: Any, pid: int, origin_ns: int, label: str, prog: Progress) -> None:
-    got = io_columns(src)
+    got = src.io_columns()
     if got is None:
         return
     cols, names = got

@@ -61,11 +61,11 @@ def write(sources: list[Any], fh: TextIO) -> int:
     table = mounts()
     starts, ends, exes = [], [], []
     for s in sources:
-        if s.kind == "record":
-            d = s.record().doc
-            starts.append(int(d.get("start_ns") or 0))
-            ends.append(int(d.get("end_ns") or 0))
-            exes.append(" ".join(d.get("argv") or []))
+        life = s.life_ns()
+        if life is not None:
+            starts.append(life[0])
+            ends.append(life[1])
+            exes.append(s.exe())
     start = min((x for x in starts if x), default=0) // 10**9
     end = max(ends, default=0) // 10**9
     fh.write(f"# darshan log version: {VERSION}\n# compression method: NONE\n")

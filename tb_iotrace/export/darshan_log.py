@@ -67,7 +67,6 @@ from tb_iotrace.base.recordid import darshan_ids, path_bytes, record_id, renamed
 from tb_iotrace.store.timeseries import TimeSeries
 from tb_iotrace.store.xplane import profile_start_ns, profile_stop_ns, read_io_info
 from tb_iotrace.export import darshan_heatmap as heatmap
-from tb_iotrace.export._common import io_columns
 
 FORMAT_VERSION = b"3.41"
 LIB_VER = "3.5.0"          # the Darshan release whose log format and module versions this writes
@@ -129,12 +128,11 @@ class Process:
 
 def _process(src: Any) -> Process:
     files = src.files()
-    if src.kind == "record":
-        doc = src.record().doc
-        start, end = int(doc.get("start_ns") or 0), int(doc.get("end_ns") or 0)
-        argv = doc.get("argv") or []
-        exe = " ".join(str(a) for a in argv) if isinstance(argv, list) else str(argv)
-        host, jobid, mounts = str(doc.get("host") or src.host), int(doc.get("pid") or 0), read_mountinfo()
+    life = src.life_ns()
+    if life is not None:            # a whole process's recording (tb-iotrace run)
+        start, end = life
+        exe = src.exe()
+        host, jobid, mounts = src.machine_name(), int((src.process() or {}).get("pid") or 0), read_mountinfo()
     else:
         space, tr = src.space(), src.io_trace()
         info = read_io_info(space) or {}
@@ -148,7 +146,7 @@ def _process(src: Any) -> Process:
         exe = f"tb_iotrace-capture {getattr(src, 'name', src.path)}"
         host, jobid = src.host, 0
         mounts = parse_mountinfo(tr.mounts) if tr is not None and tr.mounts else read_mountinfo()
-    got = io_columns(src)
+    got = src.io_columns()
     trace = got[0] if got is not None else None
     ts = src.timeseries()
     return Process(label=f"{src.run}/{src.host}", host=host, start_ns=start, end_ns=max(end, start), exe=exe,

@@ -23,7 +23,7 @@ from typing import Any
 from tb_iotrace.base.atomic import Staged
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
-from tb_iotrace.export._common import CHUNK, IO_COLUMNS, io_columns, io_rows
+from tb_iotrace.export._common import CHUNK, IO_COLUMNS, io_rows
 
 OPS_COLUMNS = ("run", "host") + IO_COLUMNS
 INT_OPS = ("start_ns", "end_ns", "offset", "requested", "returned", "fd", "errno", "tid")
@@ -90,7 +90,7 @@ def _files(fpath: str, sources: list[Any], fmt: str) -> int:
 
 
 def _ops(opath: str, sources: list[Any], fmt: str, progress: bool) -> int:
-    cols = [(s, io_columns(s)) for s in sources]
+    cols = [(s, s.io_columns()) for s in sources]
     total = sum(len(c[0]["start_ns"]) for _, c in cols if c is not None)
     prog = Progress(f"export {fmt}", total) if progress else Progress("", 0)
     nops = 0

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tb_iotrace.cli import import_darshan, main
-from tb_iotrace.cli._sources import resolve
+from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.export import darshan_log
 from tb_iotrace.recording.opnames import MODULES, counter_names
 from tb_iotrace.store.runrecord import FORMAT as RECORD_FORMAT

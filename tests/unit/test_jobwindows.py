@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tb_iotrace.cli.report import build, render_text
-from tb_iotrace.cli._sources import resolve
+from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.analysis.jobwindows import job_of, jobs, render, window_row
 from tb_iotrace.store.xplane import load_xspace, profile_start_ns
 

@@ -179,7 +179,7 @@ def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
     per-host rows are the captures' counters summed (POSIX + STDIO), equal to the tab's
     /hosts rows; the text table marks the host with the slowest reads."""
     from tb_iotrace.cli import report as cli_report
-    from tb_iotrace.cli._sources import resolve
+    from tb_iotrace.model.open_source import open_source as resolve
     from tb_iotrace.plugin.synthetic import make_logdir
 
     for i, n in enumerate((1_000, 6_000, 2_000)):

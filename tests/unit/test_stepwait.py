@@ -67,7 +67,7 @@ def _tf_logdir(tmp_path: Path) -> tuple[Path, str]:
                          ids=["pytorch", "pytorch-h200", "tensorflow-gpu"])
 def test_report_tab_exports_and_findings_agree(make, tmp_path: Path, capsys) -> None:
     from tb_iotrace.analysis import analyze
-    from tb_iotrace.cli._sources import resolve
+    from tb_iotrace.model.open_source import open_source as resolve
 
     logdir, run = make(tmp_path)
     assert main(["report", str(logdir), "--json", "--no-progress", "--jobs", "1"]) == 0

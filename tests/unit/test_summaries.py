@@ -20,7 +20,7 @@ pytest.importorskip("tensorboard")
 from tb_iotrace.store import summaries
 from tb_iotrace.cli import hostrows
 from tb_iotrace.cli import report as cli_report
-from tb_iotrace.cli._sources import resolve
+from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.store.logdir import scan
 from tb_iotrace.plugin.cache import load_any
 from tb_iotrace.plugin.endpoints.hosts import capture_row
