@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import remote
 from ..filetable import FileTable
-from ..kineto import KinetoTraceError, io_record, read_trace
+from ..kineto import KinetoTraceError, io_record
 from ..logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
 from ..runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
 from ..safenames import printable
@@ -208,9 +208,10 @@ def _process_trace(space: Any, proc: dict[str, Any]) -> Any:
 def kineto_sources(path: Path, run: str) -> list[Source]:
     """One source per process of a Kineto trace's tb_iotrace record; UserError when the file
     is not a Kineto trace or carries no I/O record."""
+    from ..kineto_json import read_header
+
     try:
-        trace = read_trace(path)
-        rec = io_record(trace, str(path))
+        rec = io_record(read_header(path), str(path))   # the record alone: no event is decoded
     except KinetoTraceError as exc:
         raise UserError(str(exc)) from None
     if rec is None:

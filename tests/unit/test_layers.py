@@ -39,6 +39,8 @@ LAYERS = {
     "tb_iotrace.remote": "store",        # URLs (s3://, gs://): fetch into a local cache, upload whole
     "tb_iotrace.kineto": "store",        # Kineto (PyTorch) trace JSON with I/O events
     "tb_iotrace.kineto_xspace": "store", # a Kineto trace as an XSpace shaped like a TF capture
+    "tb_iotrace.kineto_json": "store",   # a Kineto trace's JSON split by msgspec, events in batches
+    "tb_iotrace.kineto_columns": "store",  # a Kineto trace's events as compact columns
     "tb_iotrace.xplane.columnar": "model",
     "tb_iotrace.stepwait": "model",      # the one rule for steps and input wait (pure)
     "tb_iotrace._native": "capture",     # the interposer
