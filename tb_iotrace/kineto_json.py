@@ -18,6 +18,7 @@ batch of structs; the caller's columns are the rest (see :mod:`tb_iotrace.kineto
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -29,8 +30,9 @@ from .limits import LimitError, gunzip, json_loads, max_trace_bytes, read_limite
 
 __all__ = ["BATCH", "Event", "TraceJson", "open_trace", "read_header"]
 
-BATCH = 32768
+BATCH = 8192
 _T = TypeVar("_T")
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
 _WHAT = "the trace's JSON"
 _DEEP = f"{_WHAT} nests deeper than Python's recursion limit"
 
@@ -120,7 +122,8 @@ def _split(raw: bytes, path: str) -> dict[str, Any] | None:
     except msgspec.ValidationError:
         return None
     except msgspec.DecodeError as exc:
-        if "truncated" in str(exc) and not raw.rstrip().endswith(b"}"):
+        # msgspec says "truncated" for a lone surrogate escape too, which json reads
+        if "truncated" in str(exc) and raw.strip() and not _SURROGATE.search(raw):
             raise KinetoTraceError(f"{path}: not a readable Kineto trace (truncated: its JSON ends "
                                    f"after {len(raw)} bytes, before the document does)") from None
         return None
