@@ -27,7 +27,7 @@ import pytest
 from plugin_client import make_client
 import tb_iotrace.xplane.columnar as columnar
 from tb_iotrace.kineto import KinetoTraceError, read_trace
-from tb_iotrace.kineto_xspace import to_xspace
+from tb_iotrace.kineto_xspace import read_xspace, to_xspace
 from tb_iotrace.plugin.model import STAT_DEFAULTS
 from tb_iotrace.runrecord import RecordError, read_record
 from tb_iotrace.xplane import LINE_PREFIX, XPlaneError
@@ -94,10 +94,11 @@ def check_decoders(path: Path, kind: str) -> None:
             except XPlaneError:
                 pass
     elif kind == "kineto":
-        try:
-            to_xspace(read_trace(path), str(path))
-        except (KinetoTraceError, ValueError, TypeError, KeyError, OverflowError, AttributeError, IndexError):
-            pass   # the tab's cache turns each of these into a 422 (plugin.cache.LogdirIndex.capture)
+        for convert in (lambda: to_xspace(read_trace(path), str(path)), lambda: read_xspace(path)):
+            try:   # the dict per event, and the batches into columns (kineto_json) the tab reads with
+                convert()
+            except (KinetoTraceError, ValueError, TypeError, KeyError, OverflowError, AttributeError, IndexError):
+                pass   # the tab's cache turns each of these into a 422 (plugin.cache.LogdirIndex.capture)
     else:
         try:
             rec = read_record(path)
