@@ -17,6 +17,7 @@ batch of structs; the caller's columns are the rest (see :mod:`tb_iotrace.kineto
 """
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from collections.abc import Callable, Iterator
@@ -33,6 +34,7 @@ __all__ = ["BATCH", "Event", "TraceJson", "open_trace", "read_header"]
 BATCH = 8192
 _T = TypeVar("_T")
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+_UTF8_CHUNK = 1 << 24
 _WHAT = "the trace's JSON"
 _DEEP = f"{_WHAT} nests deeper than Python's recursion limit"
 
@@ -82,7 +84,7 @@ class TraceJson:
                 got: list[Any] = _EVENTS.decode(body)
             except RecursionError:
                 raise KinetoTraceError(f"{self.path}: {_DEEP}") from None
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError):
                 got = _guarded(self.path, lambda: json_loads(body, _WHAT))
             yield got
 
@@ -110,6 +112,19 @@ def _read_text(path: str) -> bytes:
 
 def _not_trace(path: str) -> KinetoTraceError:
     return KinetoTraceError(f"{path}: not a Kineto trace (no top-level 'traceEvents' list)")
+
+
+def _utf8(raw: bytes) -> bool:
+    """Whether ``raw`` is UTF-8 as ``json`` decodes it (surrogates let pass), checked a chunk at
+    a time (no second copy of the text)."""
+    dec = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+    view = memoryview(raw)
+    try:
+        for at in range(0, len(raw), _UTF8_CHUNK):
+            dec.decode(view[at:at + _UTF8_CHUNK], at + _UTF8_CHUNK >= len(raw))
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _split(raw: bytes, path: str) -> dict[str, Any] | None:
@@ -140,7 +155,7 @@ def _whole(raw: bytes, path: str) -> TraceJson:
 
 def _open(path: str, header_only: bool) -> TraceJson:
     raw = _read_text(path)
-    top = _split(raw, path)
+    top = _split(raw, path) if _utf8(raw) else None    # not UTF-8: json says where, as it did
     if top is None:
         return _whole(raw, path)
     text = top.pop("traceEvents", None)

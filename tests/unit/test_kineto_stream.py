@@ -239,3 +239,12 @@ def test_conversion_peak_within_three_times_the_file(tmp_path: Path) -> None:
     got = json.loads(out.stdout)
     size = path.stat().st_size
     assert got["planes"] >= 3 and got["grew"] <= 3 * size, (got, size)
+
+
+@pytest.mark.parametrize("bad", [b"\xff", b"\x80", b"\xed\xa0\x80", b"\xc3"])
+def test_text_not_utf8_same_outcome(bad: bytes, tmp_path: Path) -> None:
+    """Bytes that are not UTF-8 (json names the position in the file), and an encoded surrogate
+    (json lets it pass): the same outcome as json's."""
+    text = doc([OP.replace("aten::mm", "aten::mm\x00"), IO]).encode().replace(b"\x00", bad)
+    old, new = both(write(tmp_path, text))
+    assert new == old
