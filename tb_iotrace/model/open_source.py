@@ -23,7 +23,7 @@ from pathlib import Path
 from tb_iotrace.base.safenames import printable
 from tb_iotrace.model.sources import CaptureSource, RecordSource, Source, SourceError, TorchTraceSource
 from tb_iotrace.store import remote
-from tb_iotrace.store.kineto import KinetoTraceError, io_record, read_trace
+from tb_iotrace.store.kineto import KinetoTraceError, io_record
 from tb_iotrace.store.logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
 from tb_iotrace.store.runrecord import RECORD_RUN, RECORD_SUFFIX, find_records
 
@@ -33,9 +33,10 @@ SKIPPED = "tb-iotrace: skipped "     # how the scan names a file it skips, on st
 def kineto_sources(path: Path, run: str) -> list[Source]:
     """One source per process of a Kineto trace's tb_iotrace record; SourceError when the file
     is not a Kineto trace or carries no I/O record."""
+    from tb_iotrace.store.kineto_json import read_header
+
     try:
-        trace = read_trace(path)
-        rec = io_record(trace, str(path))
+        rec = io_record(read_header(path), str(path))   # the record alone: no event is decoded
     except KinetoTraceError as exc:
         raise SourceError(str(exc)) from None
     if rec is None:

@@ -2,7 +2,10 @@
 TensorFlow and JAX captures, so that everything built on those (the I/O tab's model, the
 analysis, the exports) reads PyTorch runs unchanged.
 
-    space = to_xspace(read_trace(path))        # or read_xspace(path)
+    space = read_xspace(path)        # or to_xspace(read_trace(path)): the same space, ~3x the memory
+
+:func:`read_xspace` reads the file a batch of events at a time (:mod:`tb_iotrace.store.kineto_json`)
+into columns (:mod:`tb_iotrace.store.kineto_columns`); :func:`to_xspace` takes a trace already in memory.
 
 What goes where:
 
@@ -43,11 +46,14 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.kineto import CATEGORY, KinetoTraceError, io_record, read_trace
+from tb_iotrace.store.kineto import KinetoTraceError, io_record
+from tb_iotrace.store.kineto_columns import ARG_FLOAT, ARG_INT, DEVICE_CATEGORIES, MAX_STAT_TEXT, Collector, IoColumns, Line
+from tb_iotrace.store.kineto_json import open_trace
 from tb_iotrace.store.runrecord import merge_files, merge_untracked
 from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XSpace, add_io_to_space, thread_line_id
 from tb_iotrace.store.xplane.iotrace import Labels
@@ -57,28 +63,8 @@ __all__ = ["DEVICE_CATEGORIES", "FRAMEWORK", "KINETO_KEY", "METADATA_PLANE", "re
 FRAMEWORK = "PyTorch"
 METADATA_PLANE = "/host:metadata"
 KINETO_KEY = "kineto"            # key of the I/O record holding the processes
-DEVICE_CATEGORIES = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"})
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
-MAX_STAT_TEXT = 1024
-MAX_US = 1e15          # |ts| and dur bound (about 31 years in us): past it an event is dropped / has no length
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    return float(v) if v == v and abs(v) != float("inf") else None
-
-
-def _int_id(v: Any) -> int | None:
-    """A pid/tid/device/stream as an int (Kineto writes ints; GPU traces may write ``"stream 7"``)."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    if isinstance(v, str):
-        m = re.fullmatch(r"\s*(?:stream\s+)?(-?\d+)\s*", v)
-        return int(m.group(1)) if m else None
-    return None
+_CHUNK = 65536       # rows of a line turned into Python ints at a time
 
 
 class _Plane:
@@ -88,7 +74,7 @@ class _Plane:
         self.plane = plane
         self.event_ids: dict[str, int] = {}
         self.stat_ids: dict[str, int] = {}
-        self.lines: dict[Any, list[tuple[int, int, str, dict[str, Any]]]] = {}
+        self.lines: dict[Any, Line] = {}
         self.steps: set[int] = set()     # event metadata ids of ProfilerStep#N
 
     def event_id(self, name: str) -> int:
@@ -121,20 +107,37 @@ class _Plane:
             text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
             stats.add(metadata_id=self.stat_id(name), str_value=text[:MAX_STAT_TEXT])
 
-    def add_line(self, key: Any, line_id: int, display_id: int, name: str, start_ns: int) -> None:
-        events = sorted(self.lines.get(key, []), key=lambda e: (e[0], -e[1]))
-        if not events:
+    def add_line(self, key: Any, line_id: int, display_id: int, name: str, start_ns: int, cols: Collector) -> None:
+        """Write the line ``key`` (its events sorted by start, longest first; then dropped
+        from ``self.lines``), their arguments as stats."""
+        line = self.lines.pop(key, None)
+        if line is None or not len(line.start):
             return
+        start = np.array(line.start, dtype=np.int64)
+        dur = np.array(line.dur, dtype=np.int64)
+        order = np.lexsort((-dur, start))     # stable: equal keys keep the trace's order
         ln = self.plane.lines.add()
         ln.id = line_id
         ln.display_id = display_id
         ln.name = ln.display_name = name
-        t0 = events[0][0]
+        t0 = int(start[order[0]])
         ln.timestamp_ns = t0 - start_ns
         add = ln.events.add
+        nids = np.array(line.name, dtype=np.int64)
+        arg_at = np.array(line.arg_at, dtype=np.int64)
+        shape = np.array(line.shape, dtype=np.int64)
+        del line
+        for c in range(0, len(order), _CHUNK):     # Python ints for a chunk of rows at a time
+            rows = order[c:c + _CHUNK]
+            self._add_events(add, t0, zip(start[rows].tolist(), dur[rows].tolist(), nids[rows].tolist(),
+                                          arg_at[rows].tolist(), shape[rows].tolist()), cols)
+
+    def _add_events(self, add: Any, t0: int, rows: Iterable[tuple[int, int, int, int, int]], cols: Collector) -> None:
         ids = self.event_ids
         stat_ids = self.stat_ids
-        for s, d, nm, args in events:
+        names, shapes, vals, args_of = cols.names, cols.shapes, cols.arg_val, cols.args_of
+        for s, d, nid, at, shape in rows:
+            nm = names[nid]
             mid = ids.get(nm)
             if mid is None:
                 mid = self.event_id(nm)
@@ -144,16 +147,25 @@ class _Plane:
             if mid in self.steps:
                 self.set_stat(ev.stats, "step_num", int(nm[len("ProfilerStep#"):]))
                 self.set_stat(ev.stats, "_r", 1)
-            if not args:
+            if not shape:
                 continue
             stats = ev.stats
-            for k, v in args.items():
-                t = type(v)
+            keys, kinds = shapes[shape]
+            if kinds is None:    # the usual case: every value an int
+                for k, v in zip(keys, vals[at:at + len(keys)]):
+                    sid = stat_ids.get(k)
+                    stats.add(metadata_id=sid if sid is not None else self.stat_id(k), int64_value=v)
+                continue
+            for k, kind, v in args_of(at, shape):
                 sid = stat_ids.get(k)
-                if sid is not None and t is int and -(1 << 63) <= v < (1 << 63):   # the usual case
+                if sid is None:
+                    sid = self.stat_id(k)
+                if kind == ARG_INT:
                     stats.add(metadata_id=sid, int64_value=v)
+                elif kind == ARG_FLOAT:
+                    stats.add(metadata_id=sid, double_value=v)
                 else:
-                    self.set_stat(stats, str(k), v)
+                    stats.add(metadata_id=sid, str_value=v)
 
 
 def _plane(space: XSpace, name: str) -> Any:
@@ -163,34 +175,34 @@ def _plane(space: XSpace, name: str) -> Any:
     return p
 
 
-def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: list[dict[str, Any]],
+def _io_trace(io: IoColumns, procs: list[dict[str, Any]],
               linked: set[tuple[int, int]], machine: dict[str, Any] | None = None) -> tuple[IoTrace, list[dict[str, Any]]]:
     """The I/O events as an IoTrace (absolute ns) and the processes' summary for the record.
     Only the threads in ``linked`` ((pid, tid) with a host line named by their pthread) keep
     their ``pthread_self``: a forked worker's main thread has its parent's."""
-    argl = [x[5] for x in io]
+    if io.overflow:
+        raise OverflowError(io.overflow)
 
-    def ints(key: str, default: int) -> np.ndarray:
-        return np.fromiter((v if type(v) is int else default for v in (a.get(key, default) for a in argl)),
-                           dtype=np.int64, count=len(argl))
+    def ints(key: str) -> np.ndarray:
+        return np.array(io.ints[key], dtype=np.int64)
 
-    def labels(values: Any) -> Labels:
+    def labels(values: list[str]) -> Labels:
         table: dict[str, int] = {}
         codes = np.fromiter((table.setdefault(v, len(table)) for v in values), dtype=np.int64, count=len(io))
         return Labels(codes, tuple(table))
 
-    op = labels(x[4] for x in io)
-    path = labels(p if type(p) is str else "" for p in (a.get("path") for a in argl))
-    offset, requested = ints("offset", -1), ints("bytes_requested", -1)
-    fd, errno = ints("fd", -1), ints("errno", 0)
-    returned = ints("bytes", -(1 << 62))
+    op = labels(io.op)
+    path = labels(io.path)
+    offset, requested = ints("offset"), ints("bytes_requested")
+    fd, errno = ints("fd"), ints("errno")
+    returned = ints("bytes")
     unknown = returned == -(1 << 62)     # not a data call: the trace has no return value
     returned[unknown] = np.where(errno[unknown] != 0, -1, 0)
-    start = np.fromiter((x[0] for x in io), dtype=np.int64, count=len(io))
-    end = start + np.fromiter((x[1] for x in io), dtype=np.int64, count=len(io))
-    tid = np.fromiter((x[3] for x in io), dtype=np.int64, count=len(io))
+    start = np.array(io.start, dtype=np.int64)
+    end = start + np.array(io.dur, dtype=np.int64)
+    tid = np.array(io.tid, dtype=np.int64)
     tids_of: dict[int, set[int]] = {}
-    for pid, t in {(x[2], x[3]) for x in io}:
+    for pid, t in set(zip(io.pid, io.tid)):
         tids_of.setdefault(pid, set()).add(t)
     threads: dict[int, ThreadInfo] = {}
     files: dict[tuple[str, str], dict[str, Any]] = {}
@@ -229,89 +241,42 @@ def _io_trace(io: list[tuple[int, int, int, int, str, dict[str, Any]]], procs: l
 def to_xspace(trace: dict[str, Any], source: str = "trace") -> XSpace:
     """The Kineto trace ``trace`` (as :func:`tb_iotrace.store.kineto.read_trace` returns it) as an
     XSpace (see the module doc); KinetoTraceError (naming ``source``) when it is not one."""
+    events = trace.get("traceEvents") if isinstance(trace, dict) else None
+    if not isinstance(events, list):
+        raise KinetoTraceError(f"{source}: not a Kineto trace (no top-level 'traceEvents' list)")
+    return _converted(trace, [events], source)
+
+
+def read_xspace(path: str | os.PathLike[str]) -> XSpace:
+    """:func:`to_xspace` of the trace file at ``path``, read a batch of events at a time
+    (:mod:`tb_iotrace.store.kineto_json`, :mod:`tb_iotrace.store.kineto_columns`): no dict per event kept."""
+    src = os.fspath(path)
+    trace = open_trace(src)
+    return _converted(trace.header, trace.batches(), src)
+
+
+def _converted(header: dict[str, Any], batches: Iterable[list[Any]], source: str) -> XSpace:
     try:
-        return _to_xspace(trace, source)
+        return _to_xspace(header, batches, source)
     except KinetoTraceError:
         raise
     except (ValueError, OverflowError, TypeError) as exc:   # a value protobuf or int64 cannot hold
         raise KinetoTraceError(f"{source}: malformed Kineto trace ({type(exc).__name__}: {exc})") from None
 
 
-def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
-    events = trace.get("traceEvents") if isinstance(trace, dict) else None
-    if not isinstance(events, list):
-        raise KinetoTraceError(f"{source}: not a Kineto trace (no top-level 'traceEvents' list)")
+def _to_xspace(trace: dict[str, Any], batches: Iterable[list[Any]], source: str) -> XSpace:
+    """``trace``: the top-level keys (``traceEvents`` is not read), ``batches`` its events."""
     rec = io_record(trace, source)
     base = trace.get("baseTimeNanoseconds", 0) or 0
     if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < (1 << 62):
         raise KinetoTraceError(f"{source}: baseTimeNanoseconds is not an epoch time in ns ({base!r})")
-    host: dict[tuple[int, int], list] = {}
-    device: dict[int, dict[int, list]] = {}
-    io: list[tuple[int, int, int, int, str, dict[str, Any]]] = []
-    thread_names: dict[tuple[int, int], str] = {}
-    lo = hi = None
-    complete = 0
-    empty: dict[str, Any] = {}
-    for e in events:
-        if type(e) is not dict:
-            continue
-        ph = e.get("ph")
-        if ph == "M":
-            if e.get("name") == "thread_name":
-                pid, tid = _int_id(e.get("pid")), _int_id(e.get("tid"))
-                args = e.get("args") if isinstance(e.get("args"), dict) else {}
-                if pid is not None and tid is not None and isinstance(args.get("name"), str):
-                    thread_names.setdefault((pid, tid), args["name"])
-            continue
-        if ph != "X":
-            continue
-        ts, dur, name = e.get("ts"), e.get("dur"), e.get("name")
-        if type(ts) is not float or not -MAX_US < ts < MAX_US:   # Kineto writes floats
-            ts = _num(ts)
-            if ts is None or not -MAX_US < ts < MAX_US:
-                continue
-        if type(name) is not str:
-            continue
-        if type(dur) is not float or not dur < MAX_US:
-            dur = _num(dur) or 0.0
-            if not dur < MAX_US:
-                dur = 0.0
-        complete += 1
-        s = base + round(ts * 1000)
-        d = round(dur * 1000) if dur > 0 else 0
-        args = e.get("args", empty)
-        if type(args) is not dict:
-            args = empty
-        cat = e.get("cat")
-        pid, tid = e.get("pid"), e.get("tid")
-        if type(pid) is not int:
-            pid = _int_id(pid)
-        if type(tid) is not int:
-            tid = _int_id(tid)
-        if cat == CATEGORY:
-            if pid is None or tid is None:
-                continue
-            io.append((s, d, pid, tid, name, args))
-        elif cat in DEVICE_CATEGORIES:
-            dev = _int_id(args.get("device", e.get("pid")))
-            stream = _int_id(args.get("stream", e.get("tid")))
-            if dev is None or stream is None:
-                continue
-            device.setdefault(dev, {}).setdefault(stream, []).append((s, d, name, args))
-        elif pid is not None and tid is not None:
-            got = host.get((pid, tid))
-            if got is None:
-                got = host[(pid, tid)] = []
-            got.append((s, d, name, args))
-        else:
-            continue   # Kineto's own spans ("Spans", "Traces" pseudo-processes)
-        if lo is None or s < lo:
-            lo = s
-        if hi is None or s + d > hi:
-            hi = s + d
-    if complete == 0 and events:
+    cols = Collector(base)
+    for batch in batches:
+        cols.add_events(batch)
+    if cols.complete == 0 and cols.seen:
         raise KinetoTraceError(f"{source}: no complete ('ph': 'X') events with a name and a numeric 'ts': "
                                "not a Kineto trace")
+    host, device, thread_names, lo, hi = cols.host, cols.device, cols.thread_names, cols.lo, cols.hi
     start = int(lo if lo is not None else base)
     stop = int(hi if hi is not None else start)
 
@@ -355,12 +320,12 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
         if len(pids) > 1:
             name = f"{name} [pid {pid}]"
         line_id = thread_line_id(pthreads[(pid, tid)]) if (pid, tid) in linked else tid
-        cpu.add_line((pid, tid), line_id, tid, name, start)
+        cpu.add_line((pid, tid), line_id, tid, name, start, cols)
     for dev in sorted(device):
         gpu = _Plane(_plane(space, f"/device:GPU:{dev}"))
         gpu.lines = device[dev]
         for stream in sorted(device[dev]):
-            gpu.add_line(stream, stream, stream, f"Stream #{stream}", start)
+            gpu.add_line(stream, stream, stream, f"Stream #{stream}", start, cols)
 
     env = _Plane(_plane(space, TASK_ENV_PLANE))
     env.set_stat(env.plane.stats, "profile_start_time", start)
@@ -369,7 +334,7 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
     if rec is not None:
         try:
             machine = rec.get("machine")
-            iot, summary = _io_trace(io, procs, linked, dict(machine) if isinstance(machine, dict) else None)
+            iot, summary = _io_trace(cols.io, procs, linked, dict(machine) if isinstance(machine, dict) else None)
         except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:
             raise KinetoTraceError(f"{source}: malformed tb_iotrace record or I/O event ({exc})") from None
         add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),
@@ -379,7 +344,3 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
                                             "pytorch": rec.get("pytorch")}})
     return space
 
-
-def read_xspace(path: str | os.PathLike[str]) -> XSpace:
-    """:func:`to_xspace` of the trace file at ``path``."""
-    return to_xspace(read_trace(path), os.fspath(path))

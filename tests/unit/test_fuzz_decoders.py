@@ -27,7 +27,7 @@ import pytest
 from plugin_client import make_client
 import tb_iotrace.model.columnar as columnar
 from tb_iotrace.store.kineto import KinetoTraceError, read_trace
-from tb_iotrace.store.kineto_xspace import to_xspace
+from tb_iotrace.store.kineto_xspace import read_xspace, to_xspace
 from tb_iotrace.plugin.tab_model import STAT_DEFAULTS
 from tb_iotrace.store.runrecord import RecordError, read_record
 from tb_iotrace.store.xplane import LINE_PREFIX, XPlaneError
@@ -94,10 +94,14 @@ def check_decoders(path: Path, kind: str) -> None:
             except XPlaneError:
                 pass
     elif kind == "kineto":
-        try:
-            to_xspace(read_trace(path), str(path))
-        except (KinetoTraceError, ValueError, TypeError, KeyError, OverflowError, AttributeError, IndexError):
-            pass   # the tab's cache turns each of these into a 422 (plugin.cache.LogdirIndex.capture)
+        got = []
+        for convert in (lambda: to_xspace(read_trace(path), str(path)), lambda: read_xspace(path)):
+            try:   # the dict per event, and the batches into columns (kineto_json) the tab reads with
+                got.append(convert().SerializeToString(deterministic=True))
+            except (KinetoTraceError, ValueError, TypeError, KeyError, OverflowError, AttributeError, IndexError) as exc:
+                got.append(str(exc))   # the tab's cache turns each of these into a 422 (plugin.cache.LogdirIndex.capture)
+        truncated = isinstance(got[1], str) and "truncated: its JSON ends" in got[1]   # json says it less plainly
+        assert got[0] == got[1] or (truncated and "not a readable Kineto trace" in got[0]), (path, got[0][:300], got[1][:300])
     else:
         try:
             rec = read_record(path)
