@@ -58,7 +58,7 @@ from tb_iotrace.store.logdir import BadName
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex
 from tb_iotrace.plugin import packed
-from tb_iotrace.plugin.endpoints import checkpoints, event, files, findings, hosts, summary, timeline, bandwidth, windows
+from tb_iotrace.plugin.endpoints import checkpoint_tables, event, files, findings, hosts, summary, timeline, bandwidth, windows
 from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -359,7 +359,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return findings.findings_impl(self._view(args))
 
     def _checkpoints(self, args):
-        return checkpoints.checkpoints_impl(self._view(args))
+        return checkpoint_tables.checkpoints_impl(self._view(args))
 
     def _event(self, args):
         lane = args.get("lane")

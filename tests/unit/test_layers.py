@@ -253,3 +253,20 @@ def test_the_checker_catches_each_rule(rule, tmp_path):
         edges, attrs = edges_of("tb_iotrace.x", src)
         assert [e.name for e in edges if e.name and is_private(e.name)] == ["_private"]
         assert attrs == [(5, "tb_iotrace.store.xplane.read_xspace", "_hidden")]
+
+
+MAX_LINES = 600
+
+
+def test_modules_are_small_and_named_once():
+    """No module over MAX_LINES lines (one job each), and no two modules with the same file name
+    (``__init__.py`` aside): a name says which module it is without its folder."""
+    long = [f"{m}: {n} lines" for m, p in MODULES.items()
+            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+    assert not long, "\n".join(long)
+    seen: dict[str, list[str]] = {}
+    for m, p in MODULES.items():
+        if p.name != "__init__.py":
+            seen.setdefault(p.name, []).append(m)
+    clashes = {name: mods for name, mods in seen.items() if len(mods) > 1}
+    assert not clashes, clashes

@@ -61,7 +61,7 @@ from tb_iotrace.recording.pytorch.handler import TraceHandler
 from tb_iotrace.recording.pytorch.hooks import install, installed
 from tb_iotrace.recording.pytorch.record import process_record
 from tb_iotrace.recording.pytorch.state import FETCHERS, START_WAIT_S, WAIT_S, WINDOW_HOOK, WORKER_HOOK
-from tb_iotrace.recording.pytorch.window import hooks_off
+from tb_iotrace.recording.pytorch.profiler_window import hooks_off
 from tb_iotrace.recording.pytorch.workers import WorkerEntry
 
 __all__ = ["FETCHERS", "START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry",

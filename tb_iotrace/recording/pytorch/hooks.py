@@ -10,7 +10,7 @@ from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.fetch import note_fetch_spans
 from tb_iotrace.recording.pytorch.workers import after_fork_in_child, after_fork_in_parent, before_fork, install_worker_entry
-from tb_iotrace.recording.pytorch.window import hooks_off, start_window, stop_window, torch_version
+from tb_iotrace.recording.pytorch.profiler_window import hooks_off, start_window, stop_window, torch_version
 from tb_iotrace.recording.pytorch.handler import TraceHandler
 
 
