@@ -169,8 +169,7 @@ def test_run_profile_every_on_a_jax_job(store: dict[str, Any]) -> None:
 def test_keras_profile_every_on_jax(tmp_path: Path) -> None:
     """Keras on the JAX backend (Python 3.12 venv, as test_jax_keras), every 3 steps, 2 a window,
     10 batches, into a folder: 3 windows whose steps are Keras's "Profiled batch" markers, the
-    batches' files read inside them, each whole (the JAX trainer reads a batch inside its step).
-    The 3.12 venv has no cloud clients: the upload path is the same as the TensorFlow tests'."""
+    batches' files read inside them, each whole (the JAX trainer reads a batch inside its step)."""
     from test_jax_keras import python312
 
     logdir = tmp_path / "logs"
@@ -190,6 +189,32 @@ def test_keras_profile_every_on_jax(tmp_path: Path) -> None:
         read = {f["path"] for f in h["files"] if f["module"] == "POSIX" and f["path"] in res["files"]}
         # batches first and first+1 of the fit are files first-1 and first
         assert read == {res["files"][first - 1], res["files"][first]}, read
+
+
+@pytest.mark.slow
+@pytest.mark.jax
+def test_keras_profile_every_on_jax_to_a_bucket(store: dict[str, Any], tmp_path: Path) -> None:
+    """Keras on the JAX backend (Python 3.12 venv, with the cloud clients of the [cloud] extra)
+    writing its windows to the bucket: 3 windows uploaded whole (nothing in the cwd), each with
+    the profiled batches' files read whole, listed by the report of the bucket."""
+    from test_jax_keras import python312
+
+    url = store["url"] + "/jaxlogs"
+    env = {**store["env"], **QUIET, "KERAS_BACKEND": "jax"}
+    r = subprocess.run([python312(), str(KERAS_JOB), str(tmp_path / "work"), url, "every_steps", "3", "2", "10"],
+                       cwd=store["cwd"], env=env, capture_output=True, text=True, timeout=400)
+    assert r.returncode == 0, r.stderr[-4000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["backend"] == "jax" and res["windows"] == 3, res
+    # each window's files (JAX also writes a .trace.json.gz beside the .xplane.pb) under the URL
+    assert all(p.startswith(url + "/plugins/profile/") for p in res["published"]), res["published"]
+    assert sum(p.endswith(".xplane.pb") for p in res["published"]) == 3, res["published"]
+    prefix = store["url"] + "/"
+    listed = _listed(store, "jaxlogs")
+    assert sorted(listed) == sorted(p[len(prefix):] for p in res["published"])
+    assert all(size > 0 for size in listed.values())
+    assert os.listdir(store["cwd"]) == []
+    _check_windows(_report(url), res["files"], res["sizes"], 3, 2, strict=True)
 
 
 URL_JOB = SCRIPTS / "url_profile_job.py"
