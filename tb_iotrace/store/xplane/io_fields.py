@@ -92,9 +92,8 @@ class IoColumns:
 
     def op_text(self) -> np.ndarray:
         """The calls as an object array of str."""
-        table = np.empty(len(self.ops) + 1, dtype=object)
-        table[:-1] = self.ops
-        table[-1] = UNKNOWN_CALL
+        table = np.empty(len(self.ops), dtype=object)
+        table[:] = self.ops
         return table[self.op]
 
     def path_text(self) -> np.ndarray:
