@@ -1,5 +1,6 @@
 """One capture's decode for the I/O tab (``tb_iotrace.plugin.capture_load.load_capture``), two
 checkouts side by side: the cold "All hosts" switch of ``bench/plugin_hosts.py`` is 64 of these.
+With ``--analysis``, the analysis's read of a capture (``analysis.capture_reader.load_for_analysis``).
 
     python bench/capture_decode.py --old /work/main --captures /tmp/hosts/plugins/profile/*/
 
@@ -19,11 +20,24 @@ from pathlib import Path
 
 CHILD = r"""
 import sys, time
-try:
-    from tb_iotrace.plugin.capture_load import load_capture
-except ImportError:   # a checkout from before the layer folders (2026-11-26)
-    from tb_iotrace.plugin.tab_model import load_capture
-files = sys.argv[1:]
+import importlib
+
+
+def first(*names):
+    # a checkout from before the layer folders (2026-11-26) has the older module names
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            pass
+    raise ImportError(names)
+
+
+load_capture = first("tb_iotrace.plugin.capture_load", "tb_iotrace.plugin." + "model").load_capture
+if sys.argv[1] == "analysis":   # the analysis's read of a capture instead of the tab's
+    reader = first("tb_iotrace.analysis.capture_reader", "tb_iotrace.analysis." + "source")
+    load_capture = lambda f, host: reader.load_for_analysis(f)   # noqa: E731
+files = sys.argv[2:]
 load_capture(files[0], "h")  # imports, first-touch of the file pages
 c = time.process_time()
 for f in files:
@@ -32,9 +46,9 @@ print((time.process_time() - c) / len(files))
 """
 
 
-def run(tree: str, files: list[str]) -> float:
+def run(tree: str, files: list[str], what: str = "tab") -> float:
     env = dict(os.environ, PYTHONPATH=tree)
-    out = subprocess.run([sys.executable, "-c", CHILD, *files], env=env, cwd=tree, check=True,
+    out = subprocess.run([sys.executable, "-c", CHILD, what, *files], env=env, cwd=tree, check=True,
                          capture_output=True, text=True)
     return float(out.stdout.split()[-1])
 
@@ -46,6 +60,8 @@ def main() -> int:
     ap.add_argument("--captures", required=True, help="a folder of *.xplane.pb")
     ap.add_argument("--files", type=int, default=16, help="captures decoded per process")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--analysis", action="store_true",
+                    help="time the analysis's read (analysis.capture_reader.load_for_analysis), not the tab's")
     args = ap.parse_args()
     files = sorted(str(p) for p in Path(args.captures).glob("*.xplane.pb"))[:args.files]
     if not files:
@@ -60,7 +76,7 @@ def main() -> int:
         if r % 2:
             pair.reverse()
         for name, tree in pair:
-            (old if name == "old" else new).append(run(tree, files))
+            (old if name == "old" else new).append(run(tree, files, "analysis" if args.analysis else "tab"))
         print(f"  round {r}: old {1000 * old[-1]:.1f} ms  new {1000 * new[-1]:.1f} ms  "
               f"new/old {new[-1] / old[-1]:.2f}")
     print(f"load average after: {os.getloadavg()[0]:.2f}")

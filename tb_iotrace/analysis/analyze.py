@@ -22,7 +22,7 @@ from tb_iotrace.analysis.checkpoints import checkpoint_phases, public, render as
 from tb_iotrace.analysis.context import Context, fs_table, stages_table, steps_table
 from tb_iotrace.analysis.mounts import table_for
 from tb_iotrace.analysis.rules import evaluate
-from tb_iotrace.analysis.source import load_for_analysis
+from tb_iotrace.analysis.capture_reader import load_for_analysis
 from tb_iotrace.analysis.thresholds import DEFAULT, Thresholds
 from tb_iotrace.analysis.verdict import verdict
 

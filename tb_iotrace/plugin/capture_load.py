@@ -13,12 +13,14 @@ import numpy as np
 
 from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.model.columnar import PlaneData, SpaceData, decode_xspace
+from tb_iotrace.model.io_events import io_events
 from tb_iotrace.model.stepwait import DEVICE_STEPS_LINE
 from tb_iotrace.plugin.steps import capture_steps
-from tb_iotrace.plugin.tab_model import ABSENT, READ_OPS_RE, STAT_DEFAULTS, TF_DATA_RE, WRITE_OPS_RE, IoTable, Lane, TabCapture, make_lane, tf_data_flags
+from tb_iotrace.plugin.tab_model import READ_OPS_RE, TF_DATA_RE, WRITE_OPS_RE, IoTable, Lane, TabCapture, make_lane, tf_data_flags
 from tb_iotrace.store.xplane import XSpace, read_io_info
 from tb_iotrace.store.xplane.origin import missing_io_reason
-from tb_iotrace.store.xplane.schema import EVENT_STATS, IO_STAT, LINE_PREFIX, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, thread_line_id
+from tb_iotrace.store.xplane.io_fields import STAT_DEFAULTS
+from tb_iotrace.store.xplane.schema import EVENT_STATS, IO_STAT, LINE_PREFIX, thread_line_id
 
 def _plane_names(plane: PlaneData) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(sorted metadata ids, their index into the returned names)."""
@@ -66,7 +68,7 @@ def _load_capture(path: str, host: str) -> TabCapture:
         stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS, lazy_event_metadata=True)
     names: list[str] = []
     lanes: list[Lane] = []
-    io_parts = []
+    io_planes: list[PlaneData] = []
     io_info = None
     device_steps: list[dict[str, Any]] = []
     device_source = ""
@@ -89,7 +91,8 @@ def _load_capture(path: str, host: str) -> TabCapture:
                 continue
             sl = slice(ln.first, ln.first + ln.count)
             if is_host and ln.name.startswith(LINE_PREFIX):
-                io_parts.append((plane, ln))
+                if not io_planes or io_planes[-1] is not plane:
+                    io_planes.append(plane)
                 continue
             start = plane.start_ps[sl] // 1000
             end = (plane.start_ps[sl] + plane.duration_ps[sl]) // 1000
@@ -117,8 +120,8 @@ def _load_capture(path: str, host: str) -> TabCapture:
                 device_steps.sort(key=lambda s: s["start"])
                 device_source = f"{plane.name} Steps"
 
-    io = _io_table(io_parts, io_info) if io_parts else None
-    del io_parts
+    io = _io_table(io_planes, io_info)
+    del io_planes
     # Keep, per host/device event, only its byte range in the file (for details); drop the
     # plane arrays.
     for lane in lanes:
@@ -208,151 +211,21 @@ def _io_info(plane: PlaneData) -> dict[str, Any] | None:
     return None
 
 
-def _fill_bytes(requested: np.ndarray, returned: np.ndarray, kind_req: np.ndarray | None,
-                kind_ret: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-    """bytes_requested/returned with the absent ones (ABSENT) filled in, in place: from the
-    event's kind where it has one (``kind_*`` per event, ABSENT where none), else returned
-    0 and requested == returned (format /1 wrote both; absent means a foreign event)."""
-    for col, kind in ((returned, kind_ret), (requested, kind_req)):
-        absent = col == ABSENT
-        if absent.any():
-            if kind is not None:
-                col[absent] = kind[absent]
-                absent &= col == ABSENT
-            col[absent] = 0 if col is returned else returned[absent]
-    return requested, returned
-
-
-def _factorize(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sorted distinct ids, code of each) like np.unique(return_inverse=True), in O(n) with
-    a dense table when the ids are small non-negative integers (metadata ids are)."""
-    if len(ids) == 0:
-        return ids[:0], np.zeros(0, dtype=np.int64)
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo < 0 or hi > 50_000_000:
-        uniq, inv = np.unique(ids, return_inverse=True)
-        return uniq, inv.reshape(-1)
-    present = np.zeros(hi + 1, dtype=bool)
-    present[ids] = True
-    uniq = np.flatnonzero(present)
-    code = np.cumsum(present, dtype=np.int64) - 1
-    return uniq.astype(ids.dtype), code[ids]
-
-
-def _kind(raw: Any, text: str, exact_ops: dict[str, str]) -> tuple[str, str, int, int, int]:
-    """(call, path, fd, bytes_requested, bytes_returned) of the events of XEventMetadata
-    ``text``: its ``event_kinds`` entry (format /2, read as schema.event_kinds does), else
-    the name is the call (format /1)."""
-    if raw is None:
-        return exact_ops.get(text, text), "", -1, ABSENT, ABSENT
-    return str(raw[0]), str(raw[1]), int(raw[2]), int(raw[3]), int(raw[4])
-
-
-_TID_RE = re.compile(r"\(tid (-?\d+)\)\s*$")
-
-
-def _io_table(parts, info) -> IoTable:
-    """Build the I/O table from the decoded I/O lines, one column at a time, dropping each
-    decoded plane column once copied (keeps the peak near one copy of the events)."""
-    by_name = {li.get("name"): li for li in (info or {}).get("lines", [])}
-    exact_ops = (info or {}).get("exact_ops", {}) or {}
-    exact_paths = (info or {}).get("exact_paths", {}) or {}
-    plane = parts[0][0]
-    slices, tids, orders = [], [], []
-    for pl, ln in parts:
-        sl = slice(ln.first, ln.first + ln.count)
-        li = by_name.get(ln.name)
-        if li is not None and "tid" in li:
-            tid = int(li["tid"])
-        else:
-            m = _TID_RE.search(ln.name)
-            tid = int(m.group(1)) if m else -ln.id
-        s = pl.start_ps[sl]
-        order = np.argsort(s, kind="stable") if len(s) > 1 and bool(np.any(s[1:] < s[:-1])) else None
-        slices.append((pl, sl))
-        tids.append(tid)
-        orders.append(order)
-    # rows ordered by (tid, start)
-    line_order = sorted(range(len(slices)), key=lambda k: tids[k])
-    slices = [slices[k] for k in line_order]
-    orders = [orders[k] for k in line_order]
-    tids = [tids[k] for k in line_order]
-
-    # The usual layout (tb_iotrace writes one line per thread, by tid, events in time
-    # order) makes every column one contiguous run of its plane column: a view, no copy.
-    contiguous = (all(o is None for o in orders) and all(pl is slices[0][0] for pl, _ in slices)
-                  and all(a[1].stop == b[1].start for a, b in zip(slices, slices[1:])))
-
-    def column(get) -> np.ndarray:
-        if contiguous and slices:
-            return get(slices[0][0])[slices[0][1].start:slices[-1][1].stop]
-        parts_ = []
-        for (pl, sl), order in zip(slices, orders):
-            a = get(pl)[sl]
-            parts_.append(a if order is None else a[order])
-        return np.concatenate(parts_) if parts_ else np.zeros(0, np.int64)
-
-    def stat(name) -> np.ndarray:
-        col = column(lambda pl: pl.stats[name])
-        for pl, _ in slices:
-            pl.stats.pop(name, None)
-        return col
-
-    start_ps = column(lambda pl: pl.start_ps)
-    start = start_ps // 1000
-    end = (start_ps + column(lambda pl: pl.duration_ps)) // 1000
-    del start_ps
-    tid = np.concatenate([np.full(sl.stop - sl.start, t, dtype=np.int64) for (pl, sl), t in zip(slices, tids)])
-    # call, path and fd per event: from its metadata's event kind (format /2: the record maps
-    # the metadata name to (call, path, fd)), or the metadata name is the call and path/fd
-    # are event stats (format /1)
-    md_ids, md_code = _factorize(column(lambda pl: pl.metadata_id))
-    # Looked up for the kinds present only, column by column (a million-event capture has
-    # ~50,000 kinds: a loop of numpy item assignments took ~0.15 s of the cold load).
-    raw_kinds = (info or {}).get("event_kinds") or {}
-    table_ids, table_names = plane.metadata_names()
-    at = np.minimum(np.searchsorted(table_ids, md_ids), max(len(table_ids) - 1, 0))
-    found = (table_ids[at] == md_ids) if len(table_ids) else np.zeros(len(md_ids), dtype=bool)
-    texts = [table_names[i] if hit else "?" for i, hit in zip(at.tolist(), found.tolist())]
-    rows = [_kind(raw_kinds.get(t), t, exact_ops) for t in texts]
-    op_index: dict[str, int] = {}
-    path_index: dict[str, int] = {}
-    md_op = np.array([op_index.setdefault(r[0], len(op_index)) for r in rows], dtype=np.int16)
-    md_path = np.array([path_index.setdefault(r[1], len(path_index)) if r[1] else -1 for r in rows],
-                       dtype=np.int32)
-    md_fd = np.array([r[2] for r in rows], dtype=np.int32)
-    md_req = np.array([r[3] for r in rows], dtype=np.int64)
-    md_ret = np.array([r[4] for r in rows], dtype=np.int64)
-    del rows, texts
-    ref_ids, ref_code = _factorize(stat(STAT_PATH))
-    ref_path = np.full(len(ref_ids), -1, dtype=np.int32)
-    for j, k in enumerate(ref_ids.tolist()):
-        md = plane.meta.stat_metadata.get(k) if k else None
-        text = md.name if md is not None else ""
-        text = exact_paths.get(text, text)
-        ref_path[j] = path_index.setdefault(text, len(path_index)) if text else -1
-    ops, paths = list(op_index), list(path_index)
-    op_code = md_op[md_code]
-    path_code = md_path[md_code]
-    if (ref_path != -1).any():
-        by_ref = ref_path[ref_code]
-        path_code = np.where(by_ref != -1, by_ref, path_code)
-    del ref_code
-    fd = stat(STAT_FD).astype(np.int32)
-    stat_fd = fd != -1
-    fd = np.where(stat_fd, fd, md_fd[md_code]) if stat_fd.any() else md_fd[md_code]
-    has_kind = (md_req != ABSENT).any()
-    requested, returned = _fill_bytes(stat(STAT_REQUESTED), stat(STAT_RETURNED),
-                                      md_req[md_code] if has_kind else None,
-                                      md_ret[md_code] if has_kind else None)
-    del md_code, stat_fd
+def _io_table(planes: list[PlaneData], info: dict[str, Any] | None) -> IoTable | None:
+    """The I/O table of the host planes' I/O lines (None when there are none), by the model's
+    one decoder of the I/O events."""
+    ev = io_events(planes, info, recorded_only=False)
+    if ev is None:
+        return None
+    start, end = ev.file_ns()
+    calls, tid = ev.calls, ev.tid
+    del ev
+    ops = calls.ops
     is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
     is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
-    return IoTable(start=start, end=end, op=op_code, path=path_code,
-                   offset=stat(STAT_OFFSET), requested=requested,
-                   returned=returned,
-                   fd=fd, errno=stat(STAT_ERRNO).astype(np.int32), tid=tid,
-                   ops=ops, paths=paths, is_read=is_read, is_write=is_write)
+    return IoTable(start=start, end=end, op=calls.op, path=calls.path, offset=calls.offset,
+                   requested=calls.requested, returned=calls.returned, fd=calls.fd, errno=calls.errno,
+                   tid=tid, ops=ops, paths=calls.paths, is_read=is_read, is_write=is_write)
 
 
 __all__ = ["load_capture"]

@@ -33,14 +33,8 @@ from typing import Any
 import numpy as np
 
 from tb_iotrace.store.filetable import FileTable
-from tb_iotrace.store.xplane.schema import EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED
 from tb_iotrace.model.columnar import MetadataFile, event_stats
 
-# bytes_requested / bytes_returned are left out of events where they equal their event
-# kind's (tb_iotrace.io/2): decoded with this marker where absent, then filled in.
-ABSENT = -(1 << 63)
-STAT_DEFAULTS = tuple({STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: ABSENT, STAT_RETURNED: ABSENT,
-                       STAT_FD: -1, STAT_ERRNO: 0}[name] for name in EVENT_STATS)
 MAX_FILE_LANES = 48
 MAX_ROWS = 24
 # A tf.data thread: a lane label or event name starting with TF_DATA_PREFIX or holding

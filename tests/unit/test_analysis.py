@@ -11,7 +11,7 @@ import pytest
 
 from tb_iotrace.analysis import FINDING_IDS, MountTable, Thresholds, analyze, parse_mountinfo, stage_name
 from tb_iotrace.analysis.thresholds import DEFAULT
-from tb_iotrace.analysis.source import load_for_analysis
+from tb_iotrace.analysis.capture_reader import load_for_analysis
 from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XEventMetadata, XSpace, XStatMetadata, add_io_to_space, find_plane, load_xspace, read_io_data, thread_line_id
 
 MOUNTINFO = """\

@@ -28,8 +28,8 @@ from plugin_client import make_client
 import tb_iotrace.model.columnar as columnar
 from tb_iotrace.store.kineto import KinetoTraceError, read_trace
 from tb_iotrace.store.kineto_xspace import read_xspace, to_xspace
-from tb_iotrace.plugin.tab_model import STAT_DEFAULTS
 from tb_iotrace.store.runrecord import RecordError, read_record
+from tb_iotrace.store.xplane.io_fields import STAT_DEFAULTS
 from tb_iotrace.store.xplane import LINE_PREFIX, XPlaneError
 from tb_iotrace.store.xplane.schema import EVENT_STATS
 

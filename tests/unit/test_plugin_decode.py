@@ -12,10 +12,11 @@ import pytest
 import tb_iotrace.model.columnar as D
 from tb_iotrace.model.columnar import tokens
 from tb_iotrace.plugin import level_of_detail as lod
-from tb_iotrace.plugin.capture_load import _fill_bytes
-from tb_iotrace.plugin.tab_model import ABSENT, STAT_DEFAULTS, _rows
+from tb_iotrace.plugin.tab_model import _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
 from tb_iotrace.store.xplane import LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns, load_xspace, merge_into_capture, read_io_data, read_io_info
+from tb_iotrace.store.xplane.io_fields import ABSENT, STAT_DEFAULTS
+from tb_iotrace.store.xplane.io_fields import fill_bytes as _fill_bytes
 from tb_iotrace.store.xplane.schema import EVENT_STATS, event_kinds
 
 KW = dict(stats_for=lambda pn, meta, ln: pn.startswith("/host:") and ln.name.startswith(LINE_PREFIX),

@@ -33,7 +33,7 @@ print(dict(seen), flush=True)
 # The findings' child and `tb-iotrace report`: the analysis's reader, same loop.
 ANALYSIS = r"""
 import sys, time, collections
-from tb_iotrace.analysis.source import load_for_analysis
+from tb_iotrace.analysis.capture_reader import load_for_analysis
 from tb_iotrace.store.xplane import XPlaneError
 
 path = sys.argv[1] + "/plugins/profile/r/h.xplane.pb"

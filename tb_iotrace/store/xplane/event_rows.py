@@ -11,6 +11,7 @@ import numpy as np
 
 from tb_iotrace.store.codecs import codec
 from tb_iotrace.store.xplane import wire
+from tb_iotrace.store.xplane.io_fields import STAT_ABSENT
 from tb_iotrace.store.xplane.schema import EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED
 
 def _int_stat(rows: wire.Rows, sid: int, value_field: int, values: np.ndarray, present=None) -> None:
@@ -25,7 +26,10 @@ def _int_stat(rows: wire.Rows, sid: int, value_field: int, values: np.ndarray, p
     rows.parts.append((mat, rows._present(lengths, present)))
 
 
-_OPTIONAL = {"path_ref": 0, "offset": -1, "fd": -1, "errno": 0}   # column -> its "absent" value
+# column -> its "absent" value: a stat left out of an event where it is this, read back as it
+# (the one convention of io_fields)
+_OPTIONAL = {"path_ref": STAT_ABSENT[STAT_PATH], "offset": STAT_ABSENT[STAT_OFFSET], "fd": STAT_ABSENT[STAT_FD],
+             "errno": STAT_ABSENT[STAT_ERRNO]}
 
 
 @dataclass

@@ -1,18 +1,21 @@
 """Reading the I/O data back from an XSpace (protobuf objects): the ``tb_iotrace.io`` record
 (:func:`read_io_info`) and the trace (:func:`read_io_data`), from format /1 and /2 records,
 also after TensorFlow merged our plane into its host plane (lines and stats are found by
-name). The columnar reader (:mod:`tb_iotrace.model.columnar`) shares the name lookups."""
+name). This reader takes an XSpace in memory (protobuf objects: what the capture, a Kineto
+conversion or a caller holds); a file is read column-wise by :mod:`tb_iotrace.model.io_events`.
+Both turn the events into calls by the one rule of :mod:`tb_iotrace.store.xplane.io_fields`
+(the store cannot import the model, and a space in memory has no file bytes to decode)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tb_iotrace.store.xplane.iotrace import IoTrace, ThreadInfo
 from tb_iotrace.store.xplane.read_xspace import HOST_PLANE, find_plane
-from tb_iotrace.store.xplane.schema import EVENT_STATS, IO_STAT, LINE_PREFIX, READ_FORMATS, event_kinds, thread_line_id
+from tb_iotrace.store.xplane.io_fields import STAT_DEFAULTS, resolve_io_columns
+from tb_iotrace.store.xplane.schema import EVENT_STATS, IO_STAT, LINE_PREFIX, READ_FORMATS, thread_line_id
 
 
 def find_io_record(space) -> tuple[Any, int, dict[str, Any]] | None:
@@ -32,20 +35,6 @@ def find_io_record(space) -> tuple[Any, int, dict[str, Any]] | None:
 
 def io_line_names(info: dict[str, Any]) -> set[str]:
     return {li["name"] for li in info.get("lines", [])}
-
-
-def metadata_names(ids: np.ndarray, table, exact: dict[str, str]) -> np.ndarray:
-    """Names of metadata ids (an object array; id 0 or unknown: ""), one lookup per distinct
-    id; ``exact`` maps a name as stored back to the exact one (non-UTF-8 paths and calls)."""
-    if not len(ids):
-        return np.empty(0, dtype=object)
-    uniq, inv = np.unique(ids, return_inverse=True)
-    lookup = np.empty(len(uniq), dtype=object)
-    for j, k in enumerate(uniq.tolist()):
-        md = table.get(k) if k else None
-        text = md.name if md is not None else ""
-        lookup[j] = exact.get(text, text)
-    return lookup[inv.reshape(-1)]
 
 
 def recorded_lines(lines, info: dict[str, Any]) -> list[tuple[int, int, Any]]:
@@ -78,48 +67,42 @@ def read_io_data(space) -> IoTrace | None:
     plane, _, info = found
     exact_ops = dict(info.get("exact_ops", {}))
     exact_paths = dict(info.get("exact_paths", {}))
-    kind_of = {}  # stat metadata id -> column index in EVENT_STATS
+    col_of = {}  # stat metadata id -> column index in EVENT_STATS
     for k, md in plane.stat_metadata.items():
         if md.name in EVENT_STATS:
-            kind_of[k] = EVENT_STATS.index(md.name)
+            col_of[k] = EVENT_STATS.index(md.name)
     parts = []
     for tid, t0_ns, ln in recorded_lines(plane.lines, info):
         m = len(ln.events)
         mid = np.empty(m, dtype=np.int64)
         off_ps = np.empty(m, dtype=np.int64)
         dur_ps = np.empty(m, dtype=np.int64)
-        # columns in EVENT_STATS order: path ref, offset, requested, returned, fd, errno
-        vals = np.zeros((6, m), dtype=np.int64)
-        vals[1] = -1
-        vals[4] = -1
-        has = np.zeros((6, m), dtype=bool)
+        # columns in EVENT_STATS order, each stat's "absent" value where an event leaves it out
+        vals = np.array(STAT_DEFAULTS, dtype=np.int64)[:, None].repeat(m, axis=1)
         for i, ev in enumerate(ln.events):
             mid[i] = ev.metadata_id
             off_ps[i] = ev.offset_ps
             dur_ps[i] = ev.duration_ps
             for st in ev.stats:
-                kind = kind_of.get(st.metadata_id)
-                if kind is not None:
-                    vals[kind, i] = st.ref_value if kind == 0 else st.int64_value
-                    has[kind, i] = True
+                col = col_of.get(st.metadata_id)
+                if col is not None:
+                    vals[col, i] = st.ref_value if col == 0 else st.int64_value
         rel = off_ps // 1000
         start = rel - (rel.min() if m else 0) + t0_ns
-        parts.append((tid, mid, start, start + dur_ps // 1000, vals, has))
+        parts.append((tid, mid, start, start + dur_ps // 1000, vals))
 
     if parts:
         vals = np.concatenate([p[4] for p in parts], axis=1)
-        has = np.concatenate([p[5] for p in parts], axis=1)
-        # the event's kind (format /2) gives what its stats leave out; format /1: the metadata
-        # name is the call, the event has every stat but bytes_requested where it == returned
-        kind = kind_columns(np.concatenate([p[1] for p in parts]), plane.event_metadata,
-                             event_kinds(info), exact_ops)
-        ref_path = metadata_names(vals[0], plane.stat_metadata, exact_paths)
-        returned = np.where(has[3] | ~kind.known, vals[3], kind.returned)
-        requested = np.where(has[2], vals[2], np.where(kind.known, kind.requested, returned))
+        mids = np.concatenate([p[1] for p in parts])
+        table = plane.event_metadata
+        present = [k for k in np.unique(mids).tolist() if k in table]
+        # what the stats left out, the one rule of io_fields (the columnar reader's too)
+        cols = resolve_io_columns(mids, lambda name: vals[EVENT_STATS.index(name)].copy(),
+                                  np.array(present, dtype=np.int64), [table[k].name for k in present],
+                                  plane.stat_metadata, info)
         trace = IoTrace(
-            op=kind.op, path=np.where(vals[0] != 0, ref_path, kind.path),
-            offset=vals[1], requested=requested, returned=returned,
-            fd=np.where(vals[4] != -1, vals[4], kind.fd), errno=vals[5],
+            op=cols.op_text(), path=cols.path_text(), offset=cols.offset, requested=cols.requested,
+            returned=cols.returned, fd=cols.fd, errno=cols.errno,
             start_ns=np.concatenate([p[2] for p in parts]),
             end_ns=np.concatenate([p[3] for p in parts]),
             tid=np.concatenate([np.full(len(p[1]), p[0], dtype=np.int64) for p in parts]))
@@ -132,39 +115,6 @@ def read_io_data(space) -> IoTrace | None:
     trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
     trace.untracked = dict(info["untracked"]) if isinstance(info.get("untracked"), dict) else None
     return trace
-
-
-@dataclass
-class KindColumns:
-    op: np.ndarray          # object
-    path: np.ndarray        # object
-    fd: np.ndarray
-    requested: np.ndarray
-    returned: np.ndarray
-    known: np.ndarray       # bool: the metadata is a format /2 kind
-
-
-def kind_columns(mids: np.ndarray, table, kinds: dict[str, tuple[str, str, int, int, int]],
-                  exact_ops: dict[str, str]) -> KindColumns:
-    """Per event, from its XEventMetadata: its format /2 kind, else (format /1) the metadata
-    name as the call and nothing else."""
-    uniq, inv = np.unique(mids, return_inverse=True)
-    op = np.empty(len(uniq), dtype=object)
-    path = np.empty(len(uniq), dtype=object)
-    ints = np.zeros((3, len(uniq)), dtype=np.int64)
-    known = np.zeros(len(uniq), dtype=bool)
-    for j, k in enumerate(uniq.tolist()):
-        md = table.get(k)
-        text = md.name if md is not None else ""
-        kind = kinds.get(text)
-        if kind is not None:
-            op[j], path[j] = kind[0], kind[1]
-            ints[:, j] = kind[2:]
-            known[j] = True
-        else:
-            op[j], path[j], ints[0, j] = exact_ops.get(text, text), "", -1
-    inv = inv.reshape(-1)
-    return KindColumns(op[inv], path[inv], ints[0][inv], ints[1][inv], ints[2][inv], known[inv])
 
 
 def read_io_info(space) -> dict[str, Any] | None:

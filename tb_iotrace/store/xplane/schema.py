@@ -62,5 +62,9 @@ def event_kinds(info: dict[str, Any]) -> dict[str, tuple[str, str, int, int, int
     ``tb_iotrace.io`` record: what an event of that kind has unless its own stats say
     otherwise. Empty for format /1, whose metadata names are the calls and whose events
     carry path, fd and both byte counts."""
-    return {str(k): (str(v[0]), str(v[1]), int(v[2]), int(v[3]), int(v[4]))
-            for k, v in (info.get("event_kinds") or {}).items()}
+    return {str(k): parse_kind(v) for k, v in (info.get("event_kinds") or {}).items()}
+
+
+def parse_kind(v: Any) -> tuple[str, str, int, int, int]:
+    """One ``event_kinds`` entry as (call, path, fd, bytes_requested, bytes_returned)."""
+    return str(v[0]), str(v[1]), int(v[2]), int(v[3]), int(v[4])

@@ -7,7 +7,8 @@ input waits, tf.data iterators) and the plane stats (profile start, the ``tb_iot
 record). So the file is decoded column-wise (read, not mapped; numpy, :mod:`tb_iotrace.model.columnar`
 does it for the I/O tab too) and only those small parts become protobuf messages:
 
-- the I/O lines -> an :class:`IoTrace` with the same rows, order and values as ``read_io_data``;
+- the I/O lines -> an :class:`IoTrace` with the same rows, order and values as ``read_io_data``
+  (:func:`tb_iotrace.model.io_events.io_events`, the tab's decoder of the I/O events too);
 - a slim ``XSpace``: every plane's metadata and stats, and the host plane's non-I/O lines
   (re-parsed from their bytes, stats included), so ``attribute`` and the host timeline code
   work on it unchanged. Of the device planes only the ``Steps`` line and the host-to-device copy
@@ -17,21 +18,13 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-
 from tb_iotrace.model.stepwait import DEVICE_STEPS_LINE
 from tb_iotrace.store.xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XPlaneError, XSpace, read_io_info
 from tb_iotrace.store.xplane.lenient import parse_lenient
-from tb_iotrace.store.xplane.read_io import kind_columns, metadata_names, recorded_lines
-from tb_iotrace.store.xplane.schema import EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, event_kinds
+from tb_iotrace.store.xplane.io_fields import STAT_DEFAULTS
+from tb_iotrace.store.xplane.schema import EVENT_STATS
 from tb_iotrace.store.xplane.wire import WT_LEN, tag, varint_bytes
 
-# An absent stat means its default; absent byte counts come from the event's kind (format /2:
-# path, fd and the kind's byte counts live on its XEventMetadata), else returned 0 and
-# requested == returned: the same rules as read_io_data.
-_ABSENT = -(1 << 62)
-_DEFAULTS = {STAT_PATH: 0, STAT_OFFSET: -1, STAT_REQUESTED: _ABSENT, STAT_RETURNED: _ABSENT, STAT_FD: -1,
-             STAT_ERRNO: 0}
 _EVENT_TAG = tag(4, WT_LEN)          # XLine.events
 
 
@@ -44,48 +37,19 @@ def _has_io_record(meta: XPlane) -> bool:
 
 
 def _io_trace(pd, info: dict) -> IoTrace:
-    """The I/O lines of the decoded plane ``pd`` as read_io_data returns them. Each decoded
-    column is dropped once copied, so the peak stays near one copy of the events."""
-    parts = recorded_lines(pd.lines, info)
-    if not parts:
+    """The I/O lines of the decoded plane ``pd`` as read_io_data returns them (the model's one
+    decoder of the I/O events: the lines the record lists, in its order; epoch times)."""
+    # beside the columnar decoder, whose package imports tensorboard: not at module level
+    from tb_iotrace.model.io_events import io_events
+
+    ev = io_events([pd], info, recorded_only=True)
+    if ev is None:
         return IoTrace.empty()
-    sls = [slice(ln.first, ln.first + ln.count) for _, _, ln in parts]
-
-    def take(col: np.ndarray) -> np.ndarray:
-        return np.concatenate([col[sl] for sl in sls])
-
-    n = sum(ln.count for *_, ln in parts)
-    cols: dict[str, np.ndarray] = {}
-    for name in EVENT_STATS:
-        got = pd.stats.pop(name, None)
-        cols[name] = take(got) if got is not None else np.full(n, _DEFAULTS.get(name, 0), dtype=np.int64)
-        del got
-    meta = pd.meta
-    kind = kind_columns(take(pd.metadata_id), meta.event_metadata, event_kinds(info),
-                        dict(info.get("exact_ops", {})))
-    pd.metadata_id = None
-    req, ret = cols[STAT_REQUESTED], cols[STAT_RETURNED]
-    ret_has = ret != _ABSENT
-    returned = np.where(ret_has | ~kind.known, np.where(ret_has, ret, 0), kind.returned)
-    requested = np.where(req != _ABSENT, req, np.where(kind.known, kind.requested, returned))
-    del req, ret, ret_has
-    ref = cols.pop(STAT_PATH)
-    path = np.where(ref != 0, metadata_names(ref, meta.stat_metadata, dict(info.get("exact_paths", {}))), kind.path)
-    fd = cols[STAT_FD]
-    fd = np.where(fd != -1, fd, kind.fd)
-    op = kind.op
-    del ref, kind
-    start, end = [], []
-    for (_, t0, ln), sl in zip(parts, sls):
-        rel = (pd.start_ps[sl] - np.int64(ln.timestamp_ns * 1000)) // 1000
-        s0 = rel - (rel.min() if ln.count else 0) + t0
-        start.append(s0)
-        end.append(s0 + pd.duration_ps[sl] // 1000)
-    pd.start_ps = pd.duration_ps = None
-    return IoTrace(op=op, path=path, offset=cols[STAT_OFFSET], requested=requested, returned=returned,
-                   fd=fd, errno=cols[STAT_ERRNO], start_ns=np.concatenate(start),
-                   end_ns=np.concatenate(end),
-                   tid=np.concatenate([np.full(ln.count, tid, dtype=np.int64) for tid, _, ln in parts]))
+    start, end = ev.epoch_ns()
+    calls = ev.calls
+    return IoTrace(op=calls.op_text(), path=calls.path_text(), offset=calls.offset, requested=calls.requested,
+                   returned=calls.returned, fd=calls.fd, errno=calls.errno, start_ns=start, end_ns=end,
+                   tid=ev.tid)
 
 
 def _slim_host(pd, data, path: str, keep=lambda name: not name.startswith(LINE_PREFIX)) -> XPlane:
@@ -140,9 +104,8 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
     # the columnar decoder; its package imports tensorboard (a dependency), hence not at module level
     from tb_iotrace.model.columnar import decode_xspace
 
-    defaults = [_DEFAULTS.get(name, 0) for name in EVENT_STATS]
     sd = decode_xspace(path, stats_for=lambda plane, meta, line: line.name.startswith(LINE_PREFIX)
-                       and _has_io_record(meta), stat_names=EVENT_STATS, stat_defaults=defaults)
+                       and _has_io_record(meta), stat_names=EVENT_STATS, stat_defaults=STAT_DEFAULTS)
     space = XSpace()
     space.hostnames.extend(sd.hostnames)
     trace = None
