@@ -23,7 +23,7 @@ import numpy as np
 
 from tb_iotrace.store.filetable import FileTable
 from tb_iotrace.store.kineto import KinetoTraceError
-from tb_iotrace.store.runrecord import RecordError, RunRecord, read_record
+from tb_iotrace.store.runrecord import RecordError, RunRecord, checked_trace, read_record
 
 # The columns of a source's I/O calls (absolute epoch ns times), as :meth:`Source.io_columns` gives them.
 IO_COLUMNS = ("start_ns", "end_ns", "op", "path", "offset", "requested", "returned", "fd", "errno", "tid")
@@ -255,12 +255,16 @@ class RecordSource(Source):
             raise SourceError(str(exc)) from None
         if t is None:
             return None
-        ops = t["op_names"].astype(object)
-        paths = np.append(t["paths"].astype(object), "")
+        try:
+            t = checked_trace(t)
+        except RecordError as exc:
+            raise SourceError(f"{self.path}: {exc}") from None
+        ops = np.array(t["ops"] + [""], dtype=object)
+        paths = np.array(t["paths"] + [""], dtype=object)
         cols = {
             "start_ns": t["start_ns"], "end_ns": t["end_ns"],
-            "op": ops[t["op_id"]] if len(ops) else np.empty(0, object),
-            "path": paths[np.where(t["file_id"] < 0, len(paths) - 1, t["file_id"])],
+            "op": ops[t["op_id"]],
+            "path": paths[t["file_id"]],   # -1 (no file): the last entry, ""
             "offset": t["offset"], "requested": t["requested"], "returned": t["returned"],
             "fd": t["fd"], "errno": t["errno"], "tid": t["tid"],
         }

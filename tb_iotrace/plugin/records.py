@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, RunRecord, read_record, table_path
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, RunRecord, checked_trace, read_record, table_path
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
 from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.plugin.tab_model import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
@@ -62,10 +62,8 @@ def _when(ns: int) -> str:
 
 def _io_table(t: dict[str, np.ndarray], t0: int) -> IoTable:
     """The trace columns as the tab's I/O table, rows sorted by (thread, start)."""
+    t = checked_trace(t)
     n = len(t["start_ns"])
-    for k in ("end_ns", "op_id", "file_id", "offset", "requested", "returned", "fd", "errno", "tid"):
-        if len(t[k]) != n:
-            raise RecordError(f"trace column {k!r} has {len(t[k])} rows, expected {n}")
     order = np.lexsort((t["start_ns"], t["tid"]))
     if n and bool(np.all(order[1:] > order[:-1])):
         order = None  # already sorted: keep the loaded columns as they are
@@ -74,15 +72,9 @@ def _io_table(t: dict[str, np.ndarray], t0: int) -> IoTable:
         a = t[name] if order is None else t[name][order]
         return a.astype(dtype, copy=False)
 
-    ops = [str(x) for x in t["op_names"].tolist()]
-    paths = [str(x) for x in t["paths"].tolist()]
+    ops, paths = t["ops"], t["paths"]
     op = col("op_id", np.int32)
-    bad_op = (op < 0) | (op >= len(ops))
-    if bad_op.any():
-        op = np.where(bad_op, len(ops), op)
-        ops.append("?")
     path = col("file_id", np.int32)
-    path = np.where((path >= 0) & (path < len(paths)), path, -1).astype(np.int32)
     is_read = np.array([bool(READ_OPS_RE.search(o)) for o in ops] + [False])
     is_write = np.array([bool(WRITE_OPS_RE.search(o)) and not READ_OPS_RE.search(o) for o in ops] + [False])
     return IoTable(start=col("start_ns", np.int64) - t0, end=col("end_ns", np.int64) - t0,

@@ -378,6 +378,33 @@ class RunRecord:
             raise RecordError(f"{p}: cannot read the trace ({exc})") from None
 
 
+TRACE_COLUMNS = ("start_ns", "end_ns", "op_id", "file_id", "offset", "requested", "returned", "fd", "errno", "tid")
+
+
+def checked_trace(t: dict[str, np.ndarray]) -> dict[str, Any]:
+    """A stored trace with its bounds checked once, for every reader (the tab, the report, the
+    exports): every column present and of one length (RecordError otherwise); op ids inside the op
+    table (an unknown one points at an extra last entry ``"?"``); file ids inside the path table
+    (an unknown one is -1: no file). Adds ``ops`` and ``paths``, the tables as lists of str."""
+    for k in TRACE_COLUMNS + ("op_names", "paths"):
+        if k not in t:
+            raise RecordError(f"trace column {k!r} is missing")
+    n = len(t["start_ns"])
+    for k in TRACE_COLUMNS:
+        if len(t[k]) != n:
+            raise RecordError(f"trace column {k!r} has {len(t[k])} rows, expected {n}")
+    ops = [str(x) for x in t["op_names"].tolist()]
+    paths = [str(x) for x in t["paths"].tolist()]
+    op = t["op_id"]
+    bad_op = (op < 0) | (op >= len(ops))
+    if bad_op.any():
+        op = np.where(bad_op, len(ops), op)
+        ops.append("?")
+    fid = t["file_id"]
+    fid = np.where((fid >= 0) & (fid < len(paths)), fid, -1)
+    return {**{k: t[k] for k in TRACE_COLUMNS}, "op_id": op, "file_id": fid, "ops": ops, "paths": paths}
+
+
 def is_record_file(path: str | os.PathLike[str]) -> bool:
     p = str(path)
     if not p.endswith(RECORD_SUFFIX):

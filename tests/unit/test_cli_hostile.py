@@ -351,3 +351,27 @@ def test_malformed_record_is_one_line_not_a_traceback(tmp_path, change, command)
     one_line_error(r, args[0])
     v = cli("-v", args[0], str(root), *args[1:], "--no-progress")
     assert v.returncode == 1 and "Traceback" in v.stderr
+
+
+def test_record_trace_op_and_file_ids_out_of_range_read_the_same_everywhere(tmp_path):
+    """A whole-run record's trace is converted with one bounds check (store.runrecord.checked_trace)
+    for the tab and for the report and exports: an op id outside the op table is "?" and a file id
+    outside the path table is no file, in both. Before, the exports' conversion indexed the tables
+    as they came: a negative op id took the last op's name, one past the end raised IndexError."""
+    from tb_iotrace.model.open_source import open_source
+    from tb_iotrace.plugin.records import load_record
+
+    root = make_record(tmp_path / "r", n=6)
+    npz = root / "plugins" / "iotrace" / "h.1.npz"
+    t = dict(np.load(npz))
+    t["op_names"] = np.array(["pread64", "write"])
+    t["op_id"] = np.array([0, 1, -1, 7, 0, 1], np.int32)
+    t["file_id"] = np.array([0, -1, 99, -5, 1, 2], np.int32)
+    np.savez(npz, **t)
+    (src,) = open_source(str(root))
+    cols, _ = src.io_columns()
+    assert cols["op"].tolist() == ["pread64", "write", "?", "?", "pread64", "write"]
+    assert cols["path"].tolist() == ["/d/f0", "", "", "", "/d/f1", "/d/f2"]
+    io = load_record(str(root / "plugins" / "iotrace" / "h.1.json"), "h").io
+    assert [io.ops[o] for o in io.op.tolist()] == cols["op"].tolist()   # one tid, already in start order
+    assert [io.paths[p] if p >= 0 else "" for p in io.path.tolist()] == cols["path"].tolist()
