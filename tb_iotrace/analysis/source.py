@@ -22,7 +22,7 @@ import numpy as np
 from tb_iotrace.model.stepwait import DEVICE_STEPS_LINE
 from tb_iotrace.store.xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, ThreadInfo, XLine, XPlane, XPlaneError, XSpace, read_io_info
 from tb_iotrace.store.xplane.lenient import parse_lenient
-from tb_iotrace.store.xplane.read_io import kind_columns, metadata_names, recorded_lines
+from tb_iotrace.store.xplane.read_io import checkpoint_calls, kind_columns, metadata_names, recorded_lines
 from tb_iotrace.store.xplane.schema import EVENT_STATS, STAT_ERRNO, STAT_FD, STAT_OFFSET, STAT_PATH, STAT_REQUESTED, STAT_RETURNED, event_kinds
 from tb_iotrace.store.xplane.wire import WT_LEN, tag, varint_bytes
 
@@ -168,6 +168,7 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
                     trace.counters = list(info.get("counters", []))
                     trace.mounts = str(info.get("mounts", ""))
                     trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
+                    trace.checkpoint_calls = checkpoint_calls(info)
             pd.stats.clear()
             pd.metadata_id = pd.start_ps = pd.duration_ps = None
     return space, trace
