@@ -29,7 +29,7 @@ import numpy as np
 
 from tb_iotrace.store import remote
 from tb_iotrace.store.filetable import FileTable
-from tb_iotrace.store.kineto import KinetoTraceError, io_record, read_trace
+from tb_iotrace.store.kineto import KinetoTraceError, io_record, read_trace, trace_rank
 from tb_iotrace.store.logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
 from tb_iotrace.store.runrecord import RECORD_RUN, RECORD_SUFFIX, RecordError, RunRecord, find_records, read_record
 from tb_iotrace.base.safenames import printable
@@ -217,12 +217,13 @@ def kineto_sources(path: Path, run: str) -> list[Source]:
         raise UserError(f"{path}: a Kineto trace without tb_iotrace I/O (written by "
                         f"torch.profiler.tensorboard_trace_handler, not tb_iotrace.torch.trace_handler?)")
     name = next((path.name[: -len(sfx)] for sfx in KINETO_SUFFIXES[::-1] if path.name.endswith(sfx)), path.name)
+    rank = trace_rank(trace)      # a distributed job's: every process of the trace (its workers inherit it)
     out = []
     for proc in rec["processes"]:
         if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
             raise UserError(f"{path}: malformed tb_iotrace record (a process without a pid)")
         host = name if proc.get("role") == "main" else f"{name}/pid{proc['pid']}"
-        out.append(Source(run=run, host=host, kind="kineto", path=str(path), process=proc,
+        out.append(Source(run=run, host=host, kind="kineto", path=str(path), process=dict(proc, rank=rank),
                           notes=[str(n) for n in rec.get("notes", [])]))
     return out
 

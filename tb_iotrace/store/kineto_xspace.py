@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.kineto import CATEGORY, KinetoTraceError, io_record, read_trace
+from tb_iotrace.store.kineto import CATEGORY, KinetoTraceError, io_record, read_trace, trace_rank
 from tb_iotrace.store.runrecord import merge_files, merge_untracked
 from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XSpace, add_io_to_space, thread_line_id
 from tb_iotrace.store.xplane.iotrace import Labels
@@ -376,7 +376,7 @@ def _to_xspace(trace: dict[str, Any], source: str) -> XSpace:
                         extra={KINETO_KEY: {"format": rec.get("format"), "base_time_ns": base,
                                             "processes": summary,
                                             "notes": [str(n) for n in rec.get("notes") or []],
-                                            "pytorch": rec.get("pytorch")}})
+                                            "pytorch": rec.get("pytorch"), "rank": trace_rank(trace)}})
     return space
 
 
