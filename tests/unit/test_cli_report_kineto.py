@@ -160,3 +160,15 @@ def test_rank_of_pytorch_traces_and_their_saves_side_by_side(tmp_path: Path, cap
     assert [r["rank"] for r in save["ranks"]] == [0, 1] and save["straggler"] == "r1.1", save
     (f,) = [f for f in hosts["r1.1"]["findings"] if f["id"] == "checkpoint-straggler"]
     assert f["evidence"]["rank"] == 1 and "rank 1" in f["statement"]
+
+
+def test_tab_gets_the_rank_of_a_pytorch_trace(tmp_path: Path) -> None:
+    """The tab reads a PyTorch trace converted to a capture: its /checkpoints answer has the rank."""
+    from tb_iotrace.plugin.findings_worker import findings_of
+    from tb_iotrace.store.kineto_xspace import read_xspace
+
+    rank_trace(tmp_path / "r1.1.pt.trace.json", 1, distributed=True)
+    out = tmp_path / "r1.xplane.pb"
+    out.write_bytes(read_xspace(tmp_path / "r1.1.pt.trace.json").SerializeToString())
+    got = findings_of(str(out))
+    assert got["rank"] == 1 and [p["source"] for p in got["checkpoints"]] == ["torch.save"]
