@@ -5,7 +5,9 @@ part of that save's ``blocking_ns`` (docs/checkpoints.md).
 The waits are noted calls (:mod:`tb_iotrace.base.ckptcalls`, kind ``wait``) of a whole-run
 record or a capture's I/O record. A wait belongs to the last orbax save that started before
 it; it blocks when made on the training thread (the host line that holds the steps; any
-thread when the capture has no steps, and in a whole-run record, which has no timeline). The
+thread when the capture has no steps, and in a whole-run record, which has no timeline) while
+the training goes on: before the last step ends, or, without steps, before another orbax save
+(a job that has finished its loop waits for its last save too: that stops no training). The
 time it adds is what the save's blocked stretches do not already cover.
 """
 from __future__ import annotations
@@ -40,6 +42,10 @@ def add_waits(ctx: Context, phases: list[dict[str, Any]], space: Any = None) -> 
         return phases
     _, step_lines = hook_spans(space)
     off = epoch_offset_ps(ctx)
+    steps = ctx.att.steps if ctx.att is not None else []
+    # the training goes on after a wait that starts before this (epoch ns)
+    last_ns = ((max(int(st.end_ps) for st in steps) + off) // 1000 if steps
+               else max(int(p["start_ns"]) for p in saves))
     for w in waits:
         try:
             start, end = int(w["start_ns"]), int(w["end_ns"])
@@ -48,7 +54,7 @@ def add_waits(ctx: Context, phases: list[dict[str, Any]], space: Any = None) -> 
         if step_lines and call_line(ctx, w.get("tid")) not in step_lines:
             continue       # another thread waited: the loop ran on
         owner = next((p for p in reversed(saves) if int(p["start_ns"]) <= start), None)
-        if owner is None or end <= start:
+        if owner is None or end <= start or start >= last_ns:
             continue
         block = list(owner.get("_block") or [])
         before = _covered(block)

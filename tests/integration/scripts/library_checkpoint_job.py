@@ -5,7 +5,7 @@ library, timing each save itself (tests/integration/test_checkpoint_libraries.py
 MODE: run (default: under ``tb-iotrace run``), window (the restore and the loop in a profile
 window of the library's framework, written to WORK/logs: tb_iotrace.torch.trace_handler for
 safetensors, tf.profiler for tf, jax.profiler for orbax; a step event per step), wait (orbax:
-each save followed by ``wait_until_finished``, the job timing both).
+each save followed by ``wait_until_finished``, the job timing each: ``waits_s``).
 safetensors: safetensors.torch.save_file/load_file (a 32 MiB state, one file per save);
 orbax: orbax.checkpoint.StandardCheckpointer save/restore of a JAX pytree (a directory per
 save; the save is async: the job times the call, the writes go on in the background); tf: tf.train.Checkpoint save/restore (prefix files .index + .data-00000-of-00001).
@@ -155,6 +155,7 @@ def main() -> None:
         ckptr.wait_until_finished()
     x = np.ones((64, 512), np.float32)
     saves: list[float] = []
+    waits: list[float] = []
     out: dict[str, int] = {}
     t0 = time.perf_counter()
     if window is not None:
@@ -168,9 +169,11 @@ def main() -> None:
                 path = os.path.join(ckdir, name.format(k + 1))
                 s = time.perf_counter()
                 save(path)
-                if mode == "wait":
-                    ckptr.wait_until_finished()
                 saves.append(time.perf_counter() - s)
+                if mode == "wait":
+                    s = time.perf_counter()
+                    ckptr.wait_until_finished()
+                    waits.append(time.perf_counter() - s)
     if window is not None:
         window.stop()
     loop_s = time.perf_counter() - t0
@@ -180,7 +183,7 @@ def main() -> None:
         path = os.path.join(ckdir, name.format(k))
         out[path] = sizes_under(os.path.dirname(path) if lib == "tf" else path)
     with open(os.path.join(work, "result.json"), "w") as fh:
-        json.dump({"saves_s": saves, "loop_s": loop_s, "sizes": out, "pid": os.getpid(), "init": init,
+        json.dump({"saves_s": saves, "waits_s": waits, "loop_s": loop_s, "sizes": out, "pid": os.getpid(), "init": init,
                    "init_size": sizes_under(os.path.dirname(init) if lib == "tf" else init)}, fh)
 
 
