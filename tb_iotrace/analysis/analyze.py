@@ -17,7 +17,8 @@ from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.analysis.attribution import attribute
 from tb_iotrace.store.xplane import IoTrace, read_io_data
 from tb_iotrace.analysis.checkpoint_facts import add_facts, training
-from tb_iotrace.analysis.checkpoint_spans import extend_async, relabel
+from tb_iotrace.analysis.checkpoint_spans import extend_async
+from tb_iotrace.analysis.checkpoint_waits import add_waits
 from tb_iotrace.analysis.checkpoints import checkpoint_phases, public, render as render_checkpoints
 from tb_iotrace.analysis.context import Context, fs_table, stages_table, steps_table
 from tb_iotrace.analysis.mounts import table_for
@@ -99,7 +100,8 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     ``trace.mounts``: :func:`tb_iotrace.analysis.mounts.table_for`), else from ``mountinfo``
     (text), else from this process's /proc/self/mountinfo.
     ``python``: a whole-run record's interpreter prefixes and sys.path (tb_iotrace.base.codepaths).
-    ``checkpoint_calls``: a whole-run record's noted checkpoint calls (tb_iotrace.base.ckptcalls).
+    ``checkpoint_calls``: a whole-run record's noted checkpoint calls (tb_iotrace.base.ckptcalls;
+    a capture's are in its I/O record).
     """
     th = thresholds or DEFAULT
     if isinstance(space, (str, os.PathLike)):
@@ -129,8 +131,9 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
         notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
                      "window; per-file counters are exact")
     ctx = Context(trace, att, space, mounts, th, python)
+    # a record's noted calls; a capture's come with its trace (trace.checkpoint_calls)
     ctx.checkpoint_calls = list(checkpoint_calls or [])     # type: ignore[attr-defined]
-    phases = extend_async(ctx, relabel(ctx, checkpoint_phases(ctx, space)))
+    phases = add_waits(ctx, extend_async(ctx, checkpoint_phases(ctx, space)), space)
     ctx._checkpoints = phases      # type: ignore[attr-defined]   # what the checkpoint findings see
     checkpoints = public(add_facts(ctx, phases))
     steps = steps_table(ctx)

@@ -23,6 +23,7 @@ from tb_iotrace.store.xplane import HOST_PLANE, IO_STAT, LINE_PREFIX, IoTrace, T
 from tb_iotrace.store.xplane.lenient import parse_lenient
 from tb_iotrace.store.xplane.io_fields import STAT_DEFAULTS
 from tb_iotrace.store.xplane.schema import EVENT_STATS
+from tb_iotrace.store.xplane.read_io import checkpoint_calls
 from tb_iotrace.store.xplane.wire import WT_LEN, tag, varint_bytes
 
 _EVENT_TAG = tag(4, WT_LEN)          # XLine.events
@@ -131,6 +132,7 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
                     trace.counters = list(info.get("counters", []))
                     trace.mounts = str(info.get("mounts", ""))
                     trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
+                    trace.checkpoint_calls = checkpoint_calls(info)
             pd.stats.clear()
             pd.metadata_id = pd.start_ps = pd.duration_ps = None
     return space, trace

@@ -29,9 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.attribution import STEP_EVENT_NAMES
-from tb_iotrace.store.xplane import HOST_PLANE, columns, find_plane
-from tb_iotrace.analysis.checkpoint_spans import call_spans
+from tb_iotrace.analysis.checkpoint_spans import SPAN_NAME, call_spans, hook_spans
 from tb_iotrace.analysis.context import Context
 from tb_iotrace.analysis.intervals import clip, merge, overlap
 
@@ -40,8 +38,6 @@ MIN_BYTES = 1 * MiB           # a burst moving less is not a checkpoint by shape
 GAP_NS = 500_000_000          # a pause longer than this ends a file's burst
 GROUP_NS = 50_000_000         # files whose bursts follow each other this closely are one phase
 TAIL_NS = 2_000_000_000       # calls on a hook span's files this soon after it belong to it
-SPAN_NAME = "tb_iotrace::checkpoint"
-STEP_PREFIXES = ("ProfilerStep#", *STEP_EVENT_NAMES)
 NAME_HINT = re.compile(r"(ckpt|checkpoint|\.pth?$|\.pt\.tmp|\.safetensors$|\.h5$|\.keras$|\.index$"
                        r"|\.data-\d+-of-\d+$|\.distcp$|/\.metadata(\.tmp)?$|optimizer|model_state)", re.I)
 RENAME_OPS = ("rename", "renameat", "renameat2")
@@ -70,32 +66,6 @@ def _bursts(t0: np.ndarray, t1: np.ndarray, offset: np.ndarray, nbytes: np.ndarr
     cut = np.flatnonzero((t0[1:] - run_end[:-1] > GAP_NS * 1000) | again) + 1
     edges = [0, *cut.tolist(), len(t0)]
     return list(zip(edges[:-1], edges[1:]))
-
-
-def _spans(space: Any) -> tuple[list[tuple[int, int, str, str, int, str]], set[int]]:
-    """(start_ps, end_ps, kind, path, host line id, call) of the hook spans on the host plane, and
-    the ids of the lines that hold steps (``ProfilerStep#N``, the step events of TF/JAX)."""
-    host = find_plane(space, HOST_PLANE) if space is not None else None
-    if host is None:
-        return [], set()
-    pc = columns(host)
-    out, step_lines = [], set()
-    for ln in pc.lines:
-        if not len(ln):
-            continue
-        names = pc.event_names(ln)
-        _, first = np.unique(np.asarray(ln.metadata_id), return_index=True)    # one name per event kind
-        kinds = [str(x) for x in names[first].tolist()]
-        if any(x.startswith(STEP_PREFIXES) for x in kinds):
-            step_lines.add(int(ln.id))
-        if SPAN_NAME not in kinds:
-            continue
-        for i in np.flatnonzero(names == SPAN_NAME).tolist():
-            st = pc.event_stats(ln, i)
-            kind = str(st.get("kind", "save"))
-            out.append((int(ln.start_ps[i]), int(ln.end_ps[i]), kind if kind in ("save", "load") else "save",
-                        str(st.get("path", "")), int(ln.id), str(st.get("call") or f"torch.{kind}")))
-    return sorted(out), step_lines
 
 
 def _main_tid(ctx: Context) -> int | None:
@@ -306,7 +276,7 @@ def _fold_background(phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         host = None
         if ph["source"] == "shape" and ph["kind"] == "save" and ph["paths"]:
             host = next((o for o in reversed(out) if o["source"] != "shape" and o["kind"] == "save"
-                         and o["path"] and all(_under(p, o["path"]) for p in ph["paths"])
+                         and o["path"] and all(_under(p, o.get("_root") or o["path"]) for p in ph["paths"])
                          and not o["bytes"]), None)
         if host is None:
             out.append(ph)
@@ -332,10 +302,10 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     ix = _Index(ctx)
     phases: list[dict[str, Any]] = []
     taken: list[tuple[int, int, set[int]]] = []
-    spans, step_lines = _spans(space)
-    spans = sorted(spans + call_spans(ctx))       # a whole-run record's noted library calls
+    spans, step_lines = hook_spans(space)
+    spans = sorted(spans + call_spans(ctx))       # the noted library calls of a record or capture
     nexts = [sp[0] for sp in spans[1:]] + [None]
-    for (lo, hi, kind, path, line, call), stop in zip(spans, nexts):
+    for (lo, hi, kind, path, line, call, shown), stop in zip(spans, nexts):
         span_lo = lo
         win = ix.between(lo, hi)
         win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
@@ -354,8 +324,8 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
         lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
         on_train = line in step_lines or not step_lines
         ph = _phase(ctx, kind, rows, lo, end, call, on_train, train)
-        if path:
-            ph["path"] = path
+        if path or shown:
+            ph["path"], ph["_root"] = shown or path, path      # the path named; where its files are
         off_train = rows[~train[rows]]
         if len(off_train):     # an async save's writer: its part after the call returned
             ph["background_ns"] = max(int(ctx.e_ps[off_train].max()) - hi, 0) // 1000

@@ -463,9 +463,12 @@ class Report(Command):
                                                       # wait_basis "steps"|"input waits"|"none"
                             ["no_io_reason": str,]    # a capture without tb_iotrace's I/O
                                                       # record: why, as the capture tells
-                            "process": {...},         # records only: pid, ppid, argv, start_ns,
+                            "process": {...},         # records: pid, ppid, argv, start_ns,
                                                       # end_ns, exit {how, code, signal, exception},
-                                                      # rank (null outside a distributed job)
+                                                      # rank (null outside a distributed job);
+                                                      # PyTorch traces: pid, role, start_ns,
+                                                      # end_ns, rank (the trace's distributedInfo,
+                                                      # else RANK at capture; null outside one)
                             "profile": {"start_ns", "stop_ns"}}]}],
                                                       # captures only: the profile's bounds
                                                       # (epoch ns, null when it has none)

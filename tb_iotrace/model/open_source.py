@@ -23,7 +23,7 @@ from pathlib import Path
 from tb_iotrace.base.safenames import printable
 from tb_iotrace.model.sources import CaptureSource, RecordSource, Source, SourceError, TorchTraceSource
 from tb_iotrace.store import remote
-from tb_iotrace.store.kineto import KinetoTraceError, io_record
+from tb_iotrace.store.kineto import KinetoTraceError, io_record, trace_rank
 from tb_iotrace.store.logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
 from tb_iotrace.store.runrecord import RECORD_RUN, RECORD_SUFFIX, find_records
 
@@ -36,19 +36,21 @@ def kineto_sources(path: Path, run: str) -> list[Source]:
     from tb_iotrace.store.kineto_json import read_header
 
     try:
-        rec = io_record(read_header(path), str(path))   # the record alone: no event is decoded
+        header = read_header(path)                      # the record alone: no event is decoded
+        rec = io_record(header, str(path))
     except KinetoTraceError as exc:
         raise SourceError(str(exc)) from None
     if rec is None:
         raise SourceError(f"{path}: a Kineto trace without tb_iotrace I/O (written by "
                         f"torch.profiler.tensorboard_trace_handler, not tb_iotrace.torch.trace_handler?)")
     name = next((path.name[: -len(sfx)] for sfx in KINETO_SUFFIXES[::-1] if path.name.endswith(sfx)), path.name)
+    rank = trace_rank(header)     # a distributed job's: every process of the trace (its workers inherit it)
     out = []
     for proc in rec["processes"]:
         if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
             raise SourceError(f"{path}: malformed tb_iotrace record (a process without a pid)")
         host = name if proc.get("role") == "main" else f"{name}/pid{proc['pid']}"
-        out.append(TorchTraceSource(run=run, host=host, path=str(path), proc=proc,
+        out.append(TorchTraceSource(run=run, host=host, path=str(path), proc=dict(proc, rank=rank),
                                     notes=[str(n) for n in rec.get("notes", [])]))
     return out
 

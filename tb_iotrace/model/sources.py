@@ -447,7 +447,7 @@ class TorchTraceSource(Source):
         return int(self.proc.get("num_events", 0))
 
     def process(self) -> dict[str, Any] | None:
-        return {k: self.proc.get(k) for k in ("pid", "role", "start_ns", "end_ns")}
+        return {k: self.proc.get(k) for k in ("pid", "role", "start_ns", "end_ns", "rank")}
 
     def analysis_input(self) -> tuple[Any, Any] | None:
         """The main process's: the whole trace (its workers' I/O joined to its loop); a worker's

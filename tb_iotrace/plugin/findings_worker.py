@@ -37,7 +37,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
 def findings_of(path: str) -> dict[str, Any]:
     """What /findings shows for one capture: ``{findings, notes, message, verdict}``, and what
     /checkpoints shows: ``checkpoints`` (its saves and loads), ``training`` (the time their
-    findings' shares are of) and ``rank`` (a whole-run record's, else None)."""
+    findings' shares are of) and ``rank`` (a whole-run record's, a PyTorch trace's, else None)."""
     from tb_iotrace.analysis import analyze
 
     partial = False
@@ -59,6 +59,8 @@ def findings_of(path: str) -> dict[str, Any]:
 
         return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
     d = a.to_dict()
+    if rank is None and a.checkpoints and not path.endswith(".json"):
+        rank = _capture_rank(path)
     notes = list(d.get("notes", []))
     if partial:
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
@@ -66,6 +68,16 @@ def findings_of(path: str) -> dict[str, Any]:
     return {"findings": d["findings"], "notes": notes, "verdict": d.get("verdict") or None,
             "message": "No findings for this capture." if not d["findings"] else "",
             "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank}
+
+
+def _capture_rank(path: str) -> int | None:
+    """The rank of a PyTorch trace converted to a capture (its record's, tb_iotrace.store.
+    kineto_xspace), None for other captures."""
+    from tb_iotrace.store.kineto_xspace import KINETO_KEY
+    from tb_iotrace.store.xplane import load_xspace, read_io_info
+
+    got = ((read_io_info(load_xspace(path)) or {}).get(KINETO_KEY) or {}).get("rank")
+    return got if isinstance(got, int) and not isinstance(got, bool) else None
 
 
 def _installed_in_site() -> bool:

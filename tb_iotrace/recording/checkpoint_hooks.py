@@ -7,17 +7,24 @@ imports ``torch.distributed.checkpoint``. While a profiler records, each call
 runs inside ``torch.profiler.record_function("tb_iotrace::checkpoint")`` and is noted (thread,
 start, end, kind, path); Kineto writes no arguments of a ``record_function``, so
 :func:`annotate`, called on the exported trace before tb_iotrace adds its I/O, gives each
-``tb_iotrace::checkpoint`` event the args ``{"kind": "save"|"load", "path", "call"}`` of the
-call it times (``call``: the function, e.g. ``torch.save``). The analysis (:mod:`tb_iotrace.analysis.checkpoints`) uses the spans when present.
+``tb_iotrace::checkpoint`` event the args ``{"kind": "save"|"load", "path", "root", "call"}``
+of the call it times (``call``: the function, e.g. ``torch.save``; ``root``: where its files
+are, the path itself for torch's calls). The library hooks
+(:mod:`tb_iotrace.recording.library_checkpoints`: safetensors, orbax, ``tf.train.Checkpoint``)
+time their calls in a window through :func:`span` the same way. The analysis
+(:mod:`tb_iotrace.analysis.checkpoints`) uses the spans when present.
 Outside a profiler the wrappers call straight through. Code that bound ``from torch import
 save`` before :func:`install` keeps the real function (its saves are still found by shape).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 SPAN_NAME = "tb_iotrace::checkpoint"
@@ -25,11 +32,11 @@ MAX_CALLS = 10_000              # noted calls kept at most (a window that is nev
 SLACK_NS = 1_000_000            # Kineto's ts against time.time_ns()
 
 _lock = threading.Lock()
-_calls: list[tuple[int, int, int, str, str, str]] = []     # (tid, start_ns, end_ns, kind, path, call)
+_calls: list[tuple[int, int, int, str, str, str, str]] = []     # (tid, start_ns, end_ns, kind, path, call, root)
 _installed = False
 _inside = threading.local()       # a checkpoint call on this thread is running (DCP calls torch.save)
 
-__all__ = ["SPAN_NAME", "annotate", "install"]
+__all__ = ["SPAN_NAME", "annotate", "install", "span"]
 
 
 def _path_of(f: Any) -> str:
@@ -79,12 +86,44 @@ def _wrap(real: Any, kind: str, target_of: Any = _torch_target, call: str = "") 
                 return real(*args, **kwargs)
         finally:
             _inside.on = False
-            with _lock:
-                if len(_calls) < MAX_CALLS:
-                    _calls.append((threading.get_native_id(), start, time.time_ns(), kind, _path_of(target), call))
+            _note(start, kind, _path_of(target), call, _path_of(target))
 
     wrapper.__tbio_wrapper__ = True      # type: ignore[attr-defined]
     return wrapper
+
+
+def _note(start: int, kind: str, path: str, call: str, root: str) -> None:
+    with _lock:
+        if len(_calls) < MAX_CALLS:
+            _calls.append((threading.get_native_id(), start, time.time_ns(), kind, path, call, root))
+
+
+def _profiling() -> bool:
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.autograd.profiler._is_profiler_enabled)   # noqa: SLF001
+    except AttributeError:
+        return False
+
+
+@contextlib.contextmanager
+def span(kind: str, path: str, root: str, call: str) -> Iterator[None]:
+    """A library's checkpoint call (``kind`` save or load) timed as a ``tb_iotrace::checkpoint``
+    span while a torch profiler records, and noted for :func:`annotate`; outside one, or
+    inside another checkpoint call on this thread, nothing."""
+    if kind not in ("save", "load") or getattr(_inside, "on", False) or not _profiling():
+        yield
+        return
+    import torch
+
+    start = time.time_ns()
+    _inside.on = True
+    try:
+        with torch.profiler.record_function(SPAN_NAME):
+            yield
+    finally:
+        _inside.on = False
+        _note(start, kind, path, call, root)
 
 
 def install() -> None:
@@ -184,11 +223,11 @@ def annotate(trace: dict[str, Any]) -> int:
         except (KeyError, TypeError, ValueError):
             continue
         latest = max(latest, t)
-        for tid, start, end, kind, path, call in calls:
+        for tid, start, end, kind, path, call, root in calls:
             if tid == e.get("tid") and start - SLACK_NS <= t <= end:
                 args = e.setdefault("args", {})
                 if isinstance(args, dict):
-                    args["kind"], args["path"], args["call"] = kind, path, call
+                    args["kind"], args["path"], args["call"], args["root"] = kind, path, call, root
                     done += 1
                 break
     with _lock:

@@ -15,7 +15,12 @@ imports the library (importing it here would cost the job its import time):
 
 Each call is timed and noted (kind, path, the directory or file its files are under, the
 function, start, end, thread); a call made inside another noted one (a manager's checkpointer)
-is not noted again. The wrapper never changes what the call does or returns, and a failure
+is not noted again. The notes go to the whole-run record and to the TensorFlow/JAX profile
+windows made meanwhile (:mod:`tb_iotrace.recording.window`); while a torch profiler records,
+a save or load is also a ``tb_iotrace::checkpoint`` span of the PyTorch trace
+(:func:`tb_iotrace.recording.checkpoint_hooks.span`). orbax's ``wait_until_finished``
+(``AsyncCheckpointer``, ``CheckpointManager``) is noted as a ``wait``: the caller blocked on
+an async save's background writes. The wrapper never changes what the call does or returns, and a failure
 to wrap leaves the library as it was (its saves are then found by shape).
 """
 from __future__ import annotations
@@ -30,6 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tb_iotrace.base import ckptcalls
+from tb_iotrace.recording import checkpoint_hooks
 
 _inside = threading.local()
 _lock = threading.Lock()
@@ -70,6 +76,11 @@ def _manager_target(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     return (os.path.join(root, str(step)) if root and step is not None else root), root
 
 
+def _wait_target(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
+    d = _fspath(getattr(args[0], "directory", "")) if args else ""
+    return d, d
+
+
 def _tf_target(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
     p = _fspath(args[1] if len(args) > 1 else kwargs.get("file_prefix") or kwargs.get("save_path"))
     p = os.path.abspath(p) if p else p
@@ -91,7 +102,8 @@ def _wrap(real: Callable[..., Any], kind: str, target: Callable[..., tuple[str, 
         start = time.time_ns()
         _inside.on = True
         try:
-            return real(*args, **kwargs)
+            with checkpoint_hooks.span(kind, path, root, call):
+                return real(*args, **kwargs)
         finally:
             _inside.on = False
             ckptcalls.note(kind, path, root, call, start, time.time_ns(), threading.get_native_id())
@@ -121,6 +133,11 @@ def _orbax(mod: Any) -> None:
     if isinstance(mgr, type):
         _wrap_attr(mgr, "save", "save", _manager_target, "orbax.checkpoint.CheckpointManager.save")
         _wrap_attr(mgr, "restore", "load", _manager_target, "orbax.checkpoint.CheckpointManager.restore")
+    for cls_name in ("AsyncCheckpointer", "CheckpointManager"):      # the loop waiting for the writes
+        cls = getattr(mod, cls_name, None)
+        if isinstance(cls, type):
+            _wrap_attr(cls, "wait_until_finished", "wait", _wait_target,
+                       f"orbax.checkpoint.{cls_name}.wait_until_finished")
 
 
 def _tensorflow(mod: Any) -> None:

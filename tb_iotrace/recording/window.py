@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tb_iotrace.base import ckptcalls
 from tb_iotrace.recording.ffi import native
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.session import Capture, begin_session, end_session
@@ -108,7 +109,12 @@ class ProfileWindow:
 
 
 def serialize(cap: Capture) -> bytes | bytearray:
+    """The window's XSpace bytes: its I/O, and in its record the checkpoint library calls
+    noted during it (safetensors, orbax, ``tf.train.Checkpoint``: the analysis labels their
+    saves by call)."""
     from tb_iotrace.store.xplane import io_space_bytes
 
+    trace = cap.to_iotrace()
+    trace.checkpoint_calls = ckptcalls.between(cap.start_ns, cap.end_ns)
     # absolute CLOCK_REALTIME ns: the framework normalizes every plane to the profile start after merging
-    return io_space_bytes(cap.to_iotrace(), PLANE_NAME, start_ns=0)
+    return io_space_bytes(trace, PLANE_NAME, start_ns=0)

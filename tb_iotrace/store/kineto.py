@@ -25,7 +25,9 @@ The counters and per-process facts go under the top-level key ``"tb_iotrace"`` (
 also hold ``late_start_ns`` (a worker that began recording that long after the window's start,
 ``window_start_ns`` in the record); ``workers_missing`` lists the pids of workers whose I/O
 never came. ``machine`` is the machine that made the trace (usable cores, mount table: format
-in :mod:`tb_iotrace.store.machine`).
+in :mod:`tb_iotrace.store.machine`). ``rank`` (only in a distributed job) is the process's rank
+from the launcher's environment at capture (:func:`trace_rank` prefers Kineto's own
+``distributedInfo``).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ from typing import Any
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.base.limits import LimitError, gunzip, json_loads, max_trace_bytes, read_limited
 
-__all__ = ["CATEGORY", "FETCH_CATEGORY", "FETCH_EVENT", "FORMAT", "KEY", "KinetoTraceError", "add_io",
+__all__ = ["CATEGORY", "FETCH_CATEGORY", "FETCH_EVENT", "FORMAT", "KEY", "KinetoTraceError", "add_io", "trace_rank",
            "io_record", "read_trace", "write_trace"]
 
 KEY = "tb_iotrace"
@@ -177,6 +179,27 @@ def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[st
         "notes": list(notes or []),
     } | dict(extra or {})
     return trace
+
+
+def _rank_of(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    return int(value) if isinstance(value, str) and value.strip().isdigit() else None
+
+
+def trace_rank(trace: dict[str, Any]) -> int | None:
+    """The rank of the process that wrote a Kineto trace in its distributed job: Kineto's
+    ``distributedInfo.rank`` (torch.distributed was initialised), else the ``rank`` the
+    ``tb_iotrace`` record took from the launcher's environment at capture (torchrun's RANK,
+    MPI, Slurm); None outside a distributed job."""
+    info = trace.get("distributedInfo")
+    got = _rank_of(info.get("rank")) if isinstance(info, dict) else None
+    if got is None:
+        rec = trace.get(KEY)
+        got = _rank_of(rec.get("rank")) if isinstance(rec, dict) else None
+    return got
 
 
 def io_record(trace: dict[str, Any], source: str = "trace") -> dict[str, Any] | None:

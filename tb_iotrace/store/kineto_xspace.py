@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.kineto import KinetoTraceError, io_record
+from tb_iotrace.store.kineto import KinetoTraceError, io_record, trace_rank
 from tb_iotrace.store.kineto_columns import ARG_FLOAT, ARG_INT, DEVICE_CATEGORIES, MAX_STAT_TEXT, Collector, IoColumns, Line
 from tb_iotrace.store.kineto_json import open_trace
 from tb_iotrace.store.runrecord import merge_files, merge_untracked
@@ -341,6 +341,6 @@ def _to_xspace(trace: dict[str, Any], batches: Iterable[list[Any]], source: str)
                         extra={KINETO_KEY: {"format": rec.get("format"), "base_time_ns": base,
                                             "processes": summary,
                                             "notes": [str(n) for n in rec.get("notes") or []],
-                                            "pytorch": rec.get("pytorch")}})
+                                            "pytorch": rec.get("pytorch"), "rank": trace_rank(trace)}})
     return space
 

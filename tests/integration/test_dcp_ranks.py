@@ -1,7 +1,8 @@
 """torch.distributed.checkpoint save and async_save over two ranks (gloo, CPU, two processes)
-under ``tb-iotrace run``: each rank's saves listed on its own host with its rank, bytes equal to
-its files' sizes, one table per save with both ranks; and ``checkpoint-straggler`` naming the
-rank whose writes a cgroup block throttle slows (docs/checkpoints.md)."""
+under ``tb-iotrace run``, and save in each rank's PyTorch trace (tb_iotrace.torch.trace_handler,
+the rank read from the trace): each rank's saves listed on its own host with its rank, bytes
+equal to its files' sizes, one table per save with both ranks; and ``checkpoint-straggler``
+naming the rank whose writes a cgroup block throttle slows (docs/checkpoints.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -25,7 +26,9 @@ _serial = itertools.count()
 
 
 def _run(work: Path, mode: str, cgroup: str = "") -> tuple[dict, list[dict]]:
-    cmd = [PY, "-m", "tb_iotrace", "run", "--quiet", "--logdir", str(work / "logs"), "--", PY, str(JOB), str(work), mode]
+    cmd = [PY, str(JOB), str(work), mode]      # trace: the job writes its ranks' PyTorch traces to logs
+    if mode != "trace":
+        cmd = [PY, "-m", "tb_iotrace", "run", "--quiet", "--logdir", str(work / "logs"), "--", *cmd]
     r = subprocess.run(cmd + ([cgroup] if cgroup else []), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-4000:]
     jobs = [json.loads((work / f"result.{k}.json").read_text()) for k in range(2)]
@@ -52,7 +55,7 @@ def _check_ranks(run: dict, jobs: list[dict], source_ok: set[str]) -> None:
             # rank 0's .metadata (7 KiB, written once both ranks reported) joins its save when it
             # follows the data closely
             assert p["bytes"] in (data, sum(files.values())), (p, files)
-            assert p["path"].startswith(ckpt + "/") and p["source"] in source_ok
+            assert (p["path"] == ckpt or p["path"].startswith(ckpt + "/")) and p["source"] in source_ok
             assert p["start_ns"] <= p["finish_ns"] <= p["end_ns"] and p["fs_type"]
     others = [h for h in run["hosts"] if h not in hosts]
     assert all(h["checkpoints"] == [] for h in others)        # the launcher and the resource tracker
@@ -86,6 +89,15 @@ def test_two_rank_dcp_async_save_listed_per_rank(tmp_path: Path) -> None:
     assert not [f for h in run["hosts"] for f in h["findings"] if f["id"].startswith("checkpoint-")]
 
 
+DCP_SAVE = {"torch.distributed.checkpoint.save"}
+
+
+def test_two_rank_dcp_save_in_pytorch_traces(tmp_path: Path) -> None:
+    run, jobs = _run(tmp_path, "trace")
+    _check_ranks(run, jobs, DCP_SAVE)
+    assert not [f for h in run["hosts"] for f in h["findings"] if f["id"] == "checkpoint-straggler"]
+
+
 def _block_device(path: Path) -> str | None:
     dev = os.stat(path).st_dev
     sysdir = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
@@ -115,12 +127,29 @@ def write_throttle(disk: str, bps: int) -> Iterator[str]:
         group.rmdir()
 
 
-def test_throttled_rank_is_named_straggler(tmp_path: Path) -> None:
+def _throttled(tmp_path: Path, mode: str) -> tuple[dict, list[dict]]:
     disk = _block_device(tmp_path)
     if disk is None:
         pytest.fail(f"{tmp_path} is on no block device: no disk whose writes a cgroup can throttle")
     with write_throttle(disk, THROTTLE_BPS) as group:
-        run, jobs = _run(tmp_path, "save", group)
+        return _run(tmp_path, mode, group)
+
+
+def test_throttled_rank_is_named_straggler_in_pytorch_traces(tmp_path: Path) -> None:
+    run, jobs = _throttled(tmp_path, "trace")
+    _check_ranks(run, jobs, DCP_SAVE)
+    fast, slow = _rank_hosts(run, jobs)
+    assert all(s["straggler"] == slow["host"] and s["lag_ns"] > 0.2e9 for s in run["checkpoint_saves"]), \
+        run["checkpoint_saves"]
+    assert not [f for f in fast["findings"] if f["id"] == "checkpoint-straggler"]
+    (f,) = [f for f in slow["findings"] if f["id"] == "checkpoint-straggler"]
+    assert f["evidence"]["rank"] == 1 and f["evidence"]["saves"] == 2 and "rank 1" in f["statement"]
+    assert f["evidence"]["bandwidth_mib_s"] < 2 * THROTTLE_BPS / MiB
+    print("straggler (traces)", f["statement"], f["impact"], [s["lag_ns"] / 1e9 for s in run["checkpoint_saves"]])
+
+
+def test_throttled_rank_is_named_straggler(tmp_path: Path) -> None:
+    run, jobs = _throttled(tmp_path, "save")
     _check_ranks(run, jobs, {"shape"})
     fast, slow = _rank_hosts(run, jobs)
     assert all(s["straggler"] == slow["host"] and s["lag_ns"] > 0.2e9 for s in run["checkpoint_saves"]), \

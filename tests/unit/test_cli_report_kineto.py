@@ -38,7 +38,7 @@ def test_report_one_host_per_process(tmp_path: Path, capsys) -> None:
     assert {h["kind"] for h in hosts.values()} == {"kineto"}
     assert hosts["h_10.1/pid11"]["totals"]["POSIX"]["bytes_read"] == 700
     assert hosts["h_10.1/pid12"]["process"] == {"pid": 12, "role": "worker", "start_ns": BASE + 1000,
-                                                "end_ns": BASE + 9000}
+                                                "end_ns": BASE + 9000, "rank": None}
     assert hosts["h_10.1"]["nevents"] == 1
     # the file itself is a path too
     assert main(["report", str(tmp_path / "h_10.1.pt.trace.json.gz"), "--host", "h_10.1/pid12"]) == 0
@@ -116,3 +116,59 @@ def test_exports_of_a_real_pytorch_trace(tmp_path: Path, capsys) -> None:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 64 and {r["host"] for r in rows} == {f"worker0.1/pid{p}" for p in man["worker_pids"]}
     assert main(["export", str(src), "--format", "darshan-log", "-o", str(tmp_path / "x.darshan"), "--no-progress"]) == 0
+
+
+MiB = 1 << 20
+
+
+def rank_trace(path: Path, rank: int, *, distributed: bool, late_ms: int = 0) -> None:
+    """One rank's trace: a torch.save span (the hook's) over 8 writes of 1 MiB and an fsync to its
+    own file, the rank known from Kineto's distributedInfo or else from the record (RANK at
+    capture); rank 1 may write ``late_ms`` slower."""
+    pid = 100 + rank
+    f = f"/ck/step4/rank{rank}.pt"
+    t0 = BASE + 10_000_000
+    step = (2 + late_ms // 8) * 1_000_000           # ns per 1 MiB write
+    starts = [t0 + k * step for k in range(8)] + [t0 + 8 * step]
+    ends = [s + step // 2 for s in starts[:8]] + [starts[8] + 1_000_000]
+    ops = ["write"] * 8 + ["fsync"]
+    n = len(ops)
+    p = {"pid": pid, "role": "main", "start_ns": BASE, "end_ns": ends[-1] + 5_000_000,
+         "threads": [[pid, 1, "python"]],
+         "events": {"op": ops, "path": [f] * n, "offset": [k * MiB for k in range(8)] + [-1],
+                    "requested": [MiB] * 8 + [0], "returned": [MiB] * 8 + [0], "fd": [5] * n, "errno": [0] * n,
+                    "start_ns": starts, "end_ns": ends, "tid": [pid] * n},
+         "counters": [], "dropped": 0}
+    span = {"ph": "X", "name": "tb_iotrace::checkpoint", "cat": "user_annotation", "pid": pid, "tid": pid,
+            "ts": (t0 - BASE) / 1000 - 1, "dur": (ends[-1] - t0) / 1000 + 2,
+            "args": {"kind": "save", "path": f, "call": "torch.save", "root": f}}
+    trace = {"baseTimeNanoseconds": BASE, "traceEvents": [span]}
+    if distributed:
+        trace["distributedInfo"] = {"backend": "gloo", "rank": rank, "world_size": 2}
+    write_trace(path, add_io(trace, [p], extra={} if distributed else {"rank": rank}))
+
+
+def test_rank_of_pytorch_traces_and_their_saves_side_by_side(tmp_path: Path, capsys) -> None:
+    rank_trace(tmp_path / "r0.1.pt.trace.json", 0, distributed=True)
+    rank_trace(tmp_path / "r1.1.pt.trace.json", 1, distributed=False, late_ms=400)
+    assert main(["report", str(tmp_path), "--json"]) == 0
+    (run,) = json.loads(capsys.readouterr().out)["runs"]
+    hosts = {h["host"]: h for h in run["hosts"]}
+    assert hosts["r0.1"]["process"]["rank"] == 0 and hosts["r1.1"]["process"]["rank"] == 1
+    assert [p["source"] for h in hosts.values() for p in h["checkpoints"]] == ["torch.save"] * 2
+    (save,) = run["checkpoint_saves"]
+    assert [r["rank"] for r in save["ranks"]] == [0, 1] and save["straggler"] == "r1.1", save
+    (f,) = [f for f in hosts["r1.1"]["findings"] if f["id"] == "checkpoint-straggler"]
+    assert f["evidence"]["rank"] == 1 and "rank 1" in f["statement"]
+
+
+def test_tab_gets_the_rank_of_a_pytorch_trace(tmp_path: Path) -> None:
+    """The tab reads a PyTorch trace converted to a capture: its /checkpoints answer has the rank."""
+    from tb_iotrace.plugin.findings_worker import findings_of
+    from tb_iotrace.store.kineto_xspace import read_xspace
+
+    rank_trace(tmp_path / "r1.1.pt.trace.json", 1, distributed=True)
+    out = tmp_path / "r1.xplane.pb"
+    out.write_bytes(read_xspace(tmp_path / "r1.1.pt.trace.json").SerializeToString())
+    got = findings_of(str(out))
+    assert got["rank"] == 1 and [p["source"] for p in got["checkpoints"]] == ["torch.save"]

@@ -82,3 +82,52 @@ def test_noted_calls_go_into_the_record(tmp_path):
     assert rec.doc["checkpoint_calls"] == [{"kind": "save", "path": "/c/a.pt", "root": "/c",
                                             "call": "safetensors.torch.save_file", "start_ns": 1, "end_ns": 2,
                                             "tid": 3}]
+
+
+def test_orbax_wait_until_finished_noted_as_a_wait(tmp_path):
+    class AsyncCheckpointer:
+        def save(self, directory, item=None):
+            self.wait_until_finished()          # orbax waits for the previous save in its save
+            return "ok"
+
+        def wait_until_finished(self):
+            return None
+
+    mod = types.SimpleNamespace(AsyncCheckpointer=AsyncCheckpointer)
+    lc._orbax(mod)                 # noqa: SLF001
+    ck = AsyncCheckpointer()
+    assert ck.save(str(tmp_path / "s1")) == "ok" and ck.wait_until_finished() is None
+    save, wait = ckptcalls.snapshot()          # the wait inside the save is the save's
+    assert (save["kind"], wait["kind"], wait["call"]) == (
+        "save", "wait", "orbax.checkpoint.AsyncCheckpointer.wait_until_finished")
+    assert save["end_ns"] <= wait["start_ns"]
+
+
+def test_a_window_capture_carries_the_calls_made_during_it():
+    """The calls overlapping a window go into its capture's I/O record and are read back with
+    its trace (both readers: the protobuf one and the analysis' columnar one)."""
+    import tempfile
+
+    import numpy as np
+
+    from tb_iotrace.analysis.capture_reader import load_for_analysis
+    from tb_iotrace.store.xplane import XSpace, io_space_bytes, read_io_data
+    from tb_iotrace.store.xplane.iotrace import IoTrace
+
+    for k, (a, b) in enumerate([(10, 20), (90, 110), (150, 160), (195, 250), (300, 310)]):
+        ckptcalls.note("save", f"/c/{k}", "/c", "tf.train.Checkpoint.save", a, b, 7)
+    calls = ckptcalls.between(100, 200)
+    assert [c["path"] for c in calls] == ["/c/1", "/c/2", "/c/3"]
+    one = lambda v: np.array([v])       # noqa: E731
+    trace = IoTrace(op=np.array(["write"], object), path=np.array(["/c/1"], object), offset=one(0),
+                    requested=one(8), returned=one(8), fd=one(3), errno=one(0), start_ns=one(120),
+                    end_ns=one(130), tid=one(7), threads={7: (1, "main")}, checkpoint_calls=calls)
+    data = bytes(io_space_bytes(trace, "/host:CPU", start_ns=0))
+    space = XSpace()
+    space.ParseFromString(data)
+    assert read_io_data(space).checkpoint_calls == calls
+    with tempfile.NamedTemporaryFile(suffix=".xplane.pb") as fh:
+        fh.write(data)
+        fh.flush()
+        _, got = load_for_analysis(fh.name)
+    assert got is not None and got.checkpoint_calls == calls

@@ -15,6 +15,7 @@ from tb_iotrace.recording import checkpoint_hooks
 from tb_iotrace.store import remote
 from tb_iotrace.store.kineto import KinetoTraceError, add_io, read_trace, write_trace
 from tb_iotrace.store.machine import machine_facts
+from tb_iotrace.store.runrecord import job_rank
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.record import end, pytorch_facts
@@ -134,6 +135,9 @@ class TraceHandler:
             extra["machine"] = machine_facts()
             if not self.unavailable:
                 notes.append("no I/O recorded for this window (its start was not seen)")
+        rank = job_rank(os.environ)       # the launcher's (torchrun's RANK), for the per-rank tables
+        if rank is not None:
+            extra["rank"] = rank
         tmp = os.path.join(self.spool(), f"export.{os.getpid()}.json")
         prof.export_chrome_trace(tmp)
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tb_iotrace.recording import checkpoint_hooks
+from tb_iotrace.recording import checkpoint_hooks, library_checkpoints
 from tb_iotrace.recording.pytorch import loaders as torch_loaders
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
@@ -70,6 +70,7 @@ def install() -> None:
                             after_in_child=after_fork_in_child)
         state.installed = True
         checkpoint_hooks.install()
+        library_checkpoints.install()      # safetensors (orbax, tf.train.Checkpoint) calls as spans too
         try:
             torch_loaders.install()
         except Exception as exc:

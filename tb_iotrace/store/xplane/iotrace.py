@@ -102,6 +102,8 @@ class IoTrace:
     mounts     the traced process's /proc/self/mountinfo at capture time ("" if unknown)
     machine    the machine that made it (tb_iotrace.store.machine's record: cpus, mount table), None
                when not recorded
+    checkpoint_calls   the checkpoint library calls noted in the window (tb_iotrace.base.ckptcalls:
+               safetensors, orbax, tf.train.Checkpoint), [] when none
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
 
@@ -125,6 +127,7 @@ class IoTrace:
     untracked: dict | None = None
     mounts: str = ""    # /proc/self/mountinfo of the traced process at capture time ("" unknown)
     machine: dict | None = None   # tb_iotrace.store.machine record of the machine that made it
+    checkpoint_calls: list = field(default_factory=list)   # tb_iotrace.base.ckptcalls' calls of the window
 
     def __post_init__(self) -> None:
         n = None
@@ -180,7 +183,7 @@ class IoTrace:
                        else getattr(self, name)[index]) for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
                        counters=self.counters, mounts=self.mounts, untracked=self.untracked,
-                       machine=self.machine)
+                       machine=self.machine, checkpoint_calls=list(self.checkpoint_calls))
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}

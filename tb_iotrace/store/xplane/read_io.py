@@ -114,7 +114,14 @@ def read_io_data(space) -> IoTrace | None:
     trace.mounts = str(info.get("mounts", ""))
     trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
     trace.untracked = dict(info["untracked"]) if isinstance(info.get("untracked"), dict) else None
+    trace.checkpoint_calls = checkpoint_calls(info)
     return trace
+
+
+def checkpoint_calls(info: dict[str, Any]) -> list[dict[str, Any]]:
+    """The checkpoint library calls an I/O record carries (``checkpoint_calls``), [] if none."""
+    got = info.get("checkpoint_calls")
+    return [dict(c) for c in got if isinstance(c, dict)] if isinstance(got, list) else []
 
 
 def read_io_info(space) -> dict[str, Any] | None:

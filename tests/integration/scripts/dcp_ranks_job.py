@@ -1,10 +1,12 @@
 """A two-rank training loop (gloo, CPU, two processes) that saves with
 torch.distributed.checkpoint every few steps (tests/integration/test_dcp_ranks.py).
 
-    python dcp_ranks_job.py WORK MODE [SLOW_CGROUP]   # MODE: save | async
+    python dcp_ranks_job.py WORK MODE [SLOW_CGROUP]   # MODE: save | async | trace
 Each rank holds its own 8 MiB of weights (keys named by rank, so each rank writes its own
 shard; rank 0 also writes the checkpoint's .metadata) and saves them at steps 4 and 8 into
-WORK/stepN. ``save``: dcp.save; ``async``: dcp.async_save, each waited for before the next.
+WORK/stepN. ``save``: dcp.save; ``async``: dcp.async_save, each waited for before the next;
+``trace``: dcp.save, each rank's loop profiled by tb_iotrace.torch.trace_handler into WORK/logs
+(its trace named rankN).
 SLOW_CGROUP: a cgroup v1 blkio directory whose write throttle caps the disk; rank 1 joins it
 (its writes, and the fsync that flushes them to the disk, run at the cap): the straggler.
 The ranks set RANK in their environment (as torchrun does) for the record.
@@ -38,6 +40,15 @@ def rank_main(rank: int, work: str, mode: str, cgroup: str) -> None:
     x = torch.randn(16, 512)
     saves: list[float] = []
     sizes: dict[str, dict[str, int]] = {}
+    prof = None
+    if mode == "trace":
+        import tb_iotrace.torch as tbt
+
+        prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
+                                      schedule=torch.profiler.schedule(wait=0, warmup=0, active=STEPS, repeat=1),
+                                      on_trace_ready=tbt.trace_handler(os.path.join(work, "logs"),
+                                                                       worker_name=f"rank{rank}"))
+        prof.__enter__()
     t0 = time.perf_counter()
     for k in range(STEPS):
         for _ in range(3):
@@ -57,7 +68,11 @@ def rank_main(rank: int, work: str, mode: str, cgroup: str) -> None:
             dist.barrier()
             mine = [f for f in os.listdir(path) if f.startswith(f"__{rank}_") or (rank == 0 and f == ".metadata")]
             sizes[path] = {f: os.path.getsize(os.path.join(path, f)) for f in mine}
+        if prof is not None:
+            prof.step()
     loop_s = time.perf_counter() - t0
+    if prof is not None:
+        prof.__exit__(None, None, None)
     dist.destroy_process_group()
     with open(os.path.join(work, f"result.{rank}.json"), "w") as fh:
         json.dump({"rank": rank, "pid": os.getpid(), "saves_s": saves, "loop_s": loop_s, "sizes": sizes}, fh)
