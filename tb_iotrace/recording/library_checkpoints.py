@@ -11,7 +11,9 @@ imports the library (importing it here would cost the job its import time):
   beside the one named and renames it: the files are looked for under its parent); an async
   save's call is what the caller waits for, its writes in the background are found by shape;
 - ``tf.train.Checkpoint`` ``save`` / ``write`` / ``restore`` / ``read`` (the files beside the
-  prefix: ``.index``, ``.data-NNNNN-of-NNNNN``).
+  prefix: ``.index``, ``.data-NNNNN-of-NNNNN``);
+- Keras 3: ``keras.Model.save`` / ``save_weights`` / ``load_weights`` (what ``ModelCheckpoint``
+  calls each epoch; the ``.keras`` zip or ``.weights.h5`` file is written in place).
 
 Each call is timed and noted (kind, path, the directory or file its files are under, the
 function, start, end, thread); a call made inside another noted one (a manager's checkpointer)
@@ -147,8 +149,21 @@ def _tensorflow(mod: Any) -> None:
             _wrap_attr(cls, name, kind, _tf_target, f"tf.train.Checkpoint.{name}")
 
 
+def _keras_target(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[str, str]:
+    f = _fspath(args[1] if len(args) > 1 else kwargs.get("filepath"))
+    f = os.path.abspath(f) if f else f
+    return f, f
+
+
+def _keras(mod: Any) -> None:
+    cls = getattr(mod, "Model", None)
+    if isinstance(cls, type):
+        for name, kind in (("save", "save"), ("save_weights", "save"), ("load_weights", "load")):
+            _wrap_attr(cls, name, kind, _keras_target, f"keras.Model.{name}")
+
+
 HOOKS: dict[str, Callable[[Any], None]] = {"safetensors.torch": _safetensors, "orbax.checkpoint": _orbax,
-                                           "tensorflow": _tensorflow}
+                                           "tensorflow": _tensorflow, "keras": _keras}
 
 
 def wrap_now(name: str) -> None:

@@ -1,5 +1,6 @@
-"""Keras ModelCheckpoint under ``tb-iotrace run``: each epoch's .keras save is a phase found by
-the files' shape (docs/checkpoints.md)."""
+"""Keras ModelCheckpoint under ``tb-iotrace run``: each epoch's .keras save is a phase named by
+its call (``keras.Model.save``, what ModelCheckpoint calls; docs/checkpoints.md), its bytes the
+file's."""
 from __future__ import annotations
 
 import json
@@ -29,4 +30,4 @@ def test_model_checkpoint_saves_are_phases(tmp_path: Path) -> None:
     assert sorted(p["path"] for p in saves) == sorted(sizes)
     for p in saves:   # zipfile writes each member's header again once its size is known: a few bytes more
         assert sizes[p["path"]] <= p["bytes"] <= sizes[p["path"]] + 4096
-        assert p["source"] == "shape" and p["blocking_ns"] > 0
+        assert p["source"] == "keras.Model.save" and p["blocking_ns"] > 0, p
