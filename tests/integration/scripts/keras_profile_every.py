@@ -4,7 +4,6 @@ tb_iotrace.keras.ProfileEvery, each batch read from its own file on the training
 argv: WORKDIR LOG_DIR every_steps|every_secs N STEPS NBATCH
 Prints one JSON line: the files, their sizes and what the callback published.
 """
-import io
 import json
 import os
 import sys
@@ -19,17 +18,11 @@ tb_iotrace.enable()
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from npy_batches import read_batch, write_batches  # noqa: E402
 
 import tb_iotrace.keras  # noqa: E402
 
-datadir = os.path.join(work, "data")
-os.makedirs(datadir, exist_ok=True)
-files = []
-rng = np.random.default_rng(0)
-for i in range(nbatch):
-    p = os.path.join(datadir, f"batch{i}.npy")
-    np.save(p, rng.normal(size=(16 + i, 4)).astype(np.float32))
-    files.append(p)
+files = write_batches(work, nbatch)
 
 
 class Batches(keras.utils.PyDataset):
@@ -39,8 +32,7 @@ class Batches(keras.utils.PyDataset):
         return nbatch
 
     def __getitem__(self, i):
-        with open(files[i], "rb") as f:
-            x = np.load(io.BytesIO(f.read()))
+        x = read_batch(files[i])
         if how == "every_secs":
             time.sleep(0.05)
         return x, x.sum(axis=1, keepdims=True)
