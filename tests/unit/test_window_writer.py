@@ -98,7 +98,11 @@ def test_a_failed_upload_is_kept_and_said_once(profiler: dict[str, Any], tmp_pat
 def test_a_url_without_its_client_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
+    import fsspec  # noqa: F401  (fsspec.registry is then its module in sys.modules)
+
     monkeypatch.setitem(sys.modules, "s3fs", None)
+    # fsspec keeps the class of a scheme once loaded (another test of this worker may have): drop it
+    monkeypatch.delitem(sys.modules["fsspec.registry"]._registry, "s3", raising=False)
     with pytest.raises(remote.RemoteError, match=r"s3fs, which is not installed: pip install tb_iotrace\[cloud\]"):
         windows.WindowWriter("s3://bucket/logs")
 
