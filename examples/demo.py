@@ -257,7 +257,10 @@ def story(runs: dict[str, dict[str, Any]]) -> str:
 # ---------------------------------------------------------------- TensorBoard
 
 def serve(logdir: Path, port: int) -> int:
-    """TensorBoard on the logdir until Ctrl-C, SIGTERM or SIGHUP; it never outlives the demo."""
+    """TensorBoard on the logdir until Ctrl-C, SIGTERM or SIGHUP; it never outlives the demo.
+    Ctrl-C (SIGINT) stops it also when the demo was started in the background by a shell script,
+    which starts such jobs with SIGINT ignored (and Python then keeps it ignored)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _raise_stop)
     proc = None
