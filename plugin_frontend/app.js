@@ -264,7 +264,7 @@ export class App {
         drawFindings(findings);
       }),
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
-      this._loadCheckpoints(p, token),
+      this._loadCheckpoints(p, () => panels === this._panels),
       profile ? show("windows", { run: p.run }, (w) => { this.windowsSection.hidden = !this.windowsTable.setData(w, p.run); }) : null,
     ]);
     if (token !== this._token) return;
@@ -279,20 +279,29 @@ export class App {
   }
 
   /** The checkpoint lane and the per-save tables (asked again while hosts are pending, as
-   * the findings are: they come from the same analysis). */
-  async _loadCheckpoints(p, token) {
+   * the findings are: they come from the same analysis). Resolves at the first answer; the
+   * asking again goes on in the background while these panels stand (``current``), as the
+   * findings' does, so a switch of the I/O lanes neither stops it nor holds the panels back. */
+  _loadCheckpoints(p, current) {
     this.checkpointsSection.hidden = true;
-    for (let wait = 1000; ; wait = Math.min(wait * 2, 8000)) {
-      let r;
-      try { r = await getJson("checkpoints", p); } catch (e) { r = { error: e.message, phases: [], saves: [] }; }
-      if (token !== this._token) return;
-      this.timeline.setCheckpoints(r);
-      this.checkpointsSection.hidden = !(r.phases && r.phases.length);
-      renderCheckpoints(this.checkpointsRoot, r, (a, b) => this.timeline.zoomTo(a - (b - a) * 0.1, b + (b - a) * 0.1));
-      if (!r.pending || r.error) return;
-      await new Promise((res) => setTimeout(res, wait));
-      if (token !== this._token) return;
-    }
+    let answered;
+    const first = new Promise((res) => { answered = res; });
+    (async () => {
+      for (let wait = 1000; ; wait = Math.min(wait * 2, 8000)) {
+        let r;
+        try { r = await getJson("checkpoints", p); } catch (e) { r = { error: e.message, phases: [], saves: [] }; }
+        if (!current()) break;
+        this.timeline.setCheckpoints(r);
+        this.checkpointsSection.hidden = !(r.phases && r.phases.length);
+        renderCheckpoints(this.checkpointsRoot, r, (a, b) => this.timeline.zoomTo(a - (b - a) * 0.1, b + (b - a) * 0.1));
+        answered();
+        if (!r.pending || r.error) break;
+        await new Promise((res) => setTimeout(res, wait));
+        if (!current()) break;
+      }
+      answered();
+    })();
+    return first;
   }
 
   /** Files table and top files: data files only unless the code-loading toggle is on. */
