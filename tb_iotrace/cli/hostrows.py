@@ -22,11 +22,6 @@ FORMAT = "tb_iotrace.hosts/1"
 Compute = Callable[[Source], dict[str, Any]]
 
 
-def part_of(src: Source) -> str:
-    """Which part of its file a source is ("" for the whole file)."""
-    return src.part
-
-
 def version(src: Source) -> summaries.Identity | None:
     """The source file's identity now (taken before it is read: see :func:`keep`)."""
     try:
@@ -41,7 +36,7 @@ def keep(src: Source, row: dict[str, Any], before: summaries.Identity | None) ->
     if before is None:
         return
     try:
-        summaries.save(src.path, row, part_of(src), before=before)
+        summaries.save(src.path, row, src.part, before=before)
     except Exception:  # noqa: BLE001
         pass
 
@@ -49,7 +44,7 @@ def keep(src: Source, row: dict[str, Any], before: summaries.Identity | None) ->
 def stored(src: Source) -> dict[str, Any] | None:
     """``src``'s row from its valid stored summary, else None."""
     try:
-        got = summaries.load(src.path, part_of(src))
+        got = summaries.load(src.path, src.part)
     except Exception:  # noqa: BLE001
         return None
     return None if got is None else {"host": src.host, **got}
@@ -103,4 +98,4 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["FORMAT", "build", "keep", "part_of", "render", "stored", "version"]
+__all__ = ["FORMAT", "build", "keep", "render", "stored", "version"]

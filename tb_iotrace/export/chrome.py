@@ -29,24 +29,14 @@ import numpy as np
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.export._common import io_rows
-from tb_iotrace.model.sources import Source
 
 PID_STRIDE = 1000
 MAX_TID = 0x7FFFFFFF
 
 
-def _origin(src: Source) -> int:
-    return src.origin_ns()
-
-
-def _has_planes(src: Source) -> bool:
-    """Whether the source's host and device planes are drawn (:attr:`Source.has_timeline`)."""
-    return src.has_timeline
-
-
 def _count(src: Any) -> int:
     n = src.nevents()
-    if _has_planes(src):
+    if src.has_timeline:
         from tb_iotrace.store.xplane.schema import LINE_PREFIX
 
         for p in src.space().planes:
@@ -168,7 +158,7 @@ def export(sources: list[Any], out: str, progress: bool = True) -> int:
     """Write the sources as one trace; return the number of complete events written. The trace
     is written under a temporary name and renamed over ``out`` once complete: a failure half-way
     leaves the previous ``out`` as it was."""
-    origins = [_origin(s) for s in sources]
+    origins = [s.origin_ns() for s in sources]
     nonzero = [o for o in origins if o]
     origin = min(nonzero) if nonzero else 0
     total = sum(_count(s) for s in sources)
@@ -190,7 +180,7 @@ def _write(raw: BinaryIO, sources: list[Any], origins: list[int], origin: int, g
         label = f"{src.run}/{src.host} " if several else ""
         base = k * PID_STRIDE
         src_origin = o or origin
-        if _has_planes(src):
+        if src.has_timeline:
             _planes(w, src, base, (src_origin - origin) / 1e3, label, prog)
             _steps(w, src, base + PID_STRIDE - 2, (src_origin - origin) / 1e3, label)
         _io(w, src, base + PID_STRIDE - 1, origin if origin else src_origin, label or f"{src.host}", prog)
