@@ -70,6 +70,39 @@ def _replace(prefix: str, real: Callable[..., Any], wrapper: Callable[..., Any])
                     setattr(mod, attr, wrapper)
 
 
+def _start_wrapper(framework: str, real_start: Callable[..., Any]) -> Callable[..., Any]:
+    """The profiler's start, its log dir redirected to a staging folder when it is a URL."""
+    @functools.wraps(real_start)
+    def start(logdir: Any, *args: Any, **kwargs: Any) -> Any:
+        target, writer = _redirect(framework, logdir)
+        try:
+            got = real_start(target, *args, **kwargs)
+        except BaseException:
+            if writer is not None:
+                writer.close_staging(publish=False)
+            raise
+        _started(framework, writer)
+        return got
+
+    return start
+
+
+def _stop_wrapper(framework: str, real_stop: Callable[..., Any], saves: Callable[..., bool]) -> Callable[..., Any]:
+    """The profiler's stop, then the staged window published (when ``saves(*args)`` says the
+    stop wrote it) or dropped."""
+    @functools.wraps(real_stop)
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        published = False
+        try:
+            got = real_stop(*args, **kwargs)
+            published = saves(*args, **kwargs)
+            return got
+        finally:
+            _finish(framework, publish=published)
+
+    return stop
+
+
 def wrap_tensorflow() -> None:
     """Wrap ``tf.profiler.experimental.start``/``stop`` (idempotent; a TensorFlow without them
     is left as it is)."""
@@ -80,31 +113,8 @@ def wrap_tensorflow() -> None:
     real_start, real_stop = profiler_v2.__dict__.get("start"), profiler_v2.__dict__.get("stop")
     if real_start is None or real_stop is None or getattr(real_start, "__tbio_url__", False):
         return
-
-    @functools.wraps(real_start)
-    def start(logdir: Any, options: Any = None) -> Any:
-        target, writer = _redirect("tensorflow", logdir)
-        try:
-            got = real_start(target, options)
-        except BaseException:
-            if writer is not None:
-                writer.close_staging(publish=False)
-            raise
-        _started("tensorflow", writer)
-        return got
-
-    @functools.wraps(real_stop)
-    def stop(save: bool = True) -> Any:
-        published = False
-        try:
-            got = real_stop(save)
-            published = bool(save)
-            return got
-        finally:
-            _finish("tensorflow", publish=published)
-
-    _replace("tensorflow", real_start, start)
-    _replace("tensorflow", real_stop, stop)
+    _replace("tensorflow", real_start, _start_wrapper("tensorflow", real_start))
+    _replace("tensorflow", real_stop, _stop_wrapper("tensorflow", real_stop, lambda save=True: bool(save)))
 
 
 def wrap_jax() -> None:
@@ -116,28 +126,5 @@ def wrap_jax() -> None:
     real_start, real_stop = jax_profiler.__dict__.get("start_trace"), jax_profiler.__dict__.get("stop_trace")
     if real_start is None or real_stop is None or getattr(real_start, "__tbio_url__", False):
         return
-
-    @functools.wraps(real_start)
-    def start_trace(log_dir: Any, *args: Any, **kwargs: Any) -> Any:
-        target, writer = _redirect("jax", log_dir)
-        try:
-            got = real_start(target, *args, **kwargs)
-        except BaseException:
-            if writer is not None:
-                writer.close_staging(publish=False)
-            raise
-        _started("jax", writer)
-        return got
-
-    @functools.wraps(real_stop)
-    def stop_trace() -> Any:
-        published = False
-        try:
-            got = real_stop()
-            published = True
-            return got
-        finally:
-            _finish("jax", publish=published)
-
-    _replace("jax", real_start, start_trace)
-    _replace("jax", real_stop, stop_trace)
+    _replace("jax", real_start, _start_wrapper("jax", real_start))
+    _replace("jax", real_stop, _stop_wrapper("jax", real_stop, lambda: True))
