@@ -1,0 +1,102 @@
+"""The verdict's advice is bounded by what the machine allows (tb_iotrace.analysis.loader_capacity,
+worker_advice, tf_gil): no DataLoader workers past the usable cores while the loader keeps them
+busy, no prediction shorter than a batch's load time over the workers that can run at once, and
+no parallel-map gain for a tf.data map whose work is a GIL-bound py_function. Synthetic traces
+(tests/unit/fixtures/torch_fetch_trace.py, test_verdict's TF capture) with exact shares."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tb_iotrace.analysis import analyze
+from tb_iotrace.analysis.loader_capacity import LoaderWork, half_work_after, step_after
+from tb_iotrace.store.kineto_xspace import read_xspace
+
+import torch_fetch_trace
+
+
+def _verdict(path: Path) -> dict:
+    a = analyze(read_xspace(path))
+    assert a is not None
+    return a.verdict
+
+
+def test_model_terms() -> None:
+    """Each bound of the model on its own: the step's own work, a batch's load time over the
+    workers, the throughput grown with the workers, the CPU work over the cores."""
+    w = LoaderWork(step_ms=10, wait_share=0.8, batch_ms=20, work_ms=19, cpus=2, workers=2)
+    assert w.compute_ms == pytest.approx(2) and w.cores_busy == pytest.approx(21 / 20) and w.busy
+    assert step_after(w, 3) == pytest.approx(10)                # (19 + 2) / 2 > 10: capped at now
+    assert half_work_after(w) == pytest.approx(10 * 11.5 / 21)
+    many = LoaderWork(step_ms=10, wait_share=0.8, batch_ms=20, work_ms=19, cpus=64, workers=2)
+    assert step_after(many, 4) == pytest.approx(5) and not many.busy   # T n/m and L/m
+    main = LoaderWork(step_ms=10, wait_share=0.94, batch_ms=9.4, work_ms=8.4, cpus=2, workers=0)
+    assert step_after(main, 1) == pytest.approx(9.4)           # one worker does the main process's work
+    assert step_after(main, 4) == pytest.approx(4.5)           # the two cores: (8.4 + 0.6) / 2
+
+
+def test_busy_workers_on_two_cores_get_no_more_workers(tmp_path: Path) -> None:
+    """Two workers each fetching 20 ms a batch (1 ms of it reading) for a 10 ms step that waits
+    8: both always busy, on 2 usable cores. Before: "num_workers=2 -> 3 (the 2 usable cores are
+    the limit)" and -33% (DLIO ran 11% slower so). Now: no more workers, what can help, and the
+    effect of halving the work by the stated model."""
+    p = tmp_path / "busy.pt.trace.json.gz"
+    torch_fetch_trace.make(p, wait_ms=8, fetch_ms=20, read_ms=1, cpus=2)
+    v = _verdict(p)
+    assert v["bound"] == "input" and v["cause"] == "decode"
+    assert "num_workers=2 ->" not in v["change"] and v["change"].startswith("no more DataLoader workers")
+    for what in ("cheaper decode", "decode on the GPU", "preprocess offline", "more cores"):
+        assert what in v["change"]
+    # W = 19 ms, C = 2 ms: max(2, 10 x (9.5 + 2) / 21) = 5.48 ms of 10
+    assert v["expected_step_time_change"] == pytest.approx(-(1 - 11.5 / 21), abs=1e-3)
+    assert "halved" in v["advice"] and "max(C, T (W/2 + C)/(W + C))" in v["model"]
+
+
+def test_main_process_loading_on_two_cores_is_bounded(tmp_path: Path) -> None:
+    """num_workers=0, a tiny model: the main process loads 9.4 ms of a 10 ms step. One worker
+    (the 2 cores less one for the step) does the same work: the step cannot get shorter than
+    that batch's 9.4 ms. Before: "num_workers=0 -> 1, persistent_workers=True: -94%"."""
+    p = tmp_path / "main2.pt.trace.json.gz"
+    torch_fetch_trace.make(p, fetch_ms=None, num_workers=0, wait_ms=9.4, read_ms=1, cpus=2)
+    v = _verdict(p)
+    assert v["change"].startswith("num_workers=0 -> 1")
+    assert v["expected_step_time_change"] == pytest.approx(-0.06, abs=1e-6)
+    assert "L/m = 9.4 ms/1" in v["model"]
+
+
+def test_read_bound_workers_may_go_past_the_cores(tmp_path: Path) -> None:
+    """Workers that wait on their reads (18 of each 20 ms fetch) do not keep the cores busy:
+    one more worker keeps one more read in flight, past the 2 cores: 2 -> 3, by the model
+    max(C, L/m, T n/m, (W + C)/cpus) = 20/3 ms of 10."""
+    p = tmp_path / "reads.pt.trace.json.gz"
+    torch_fetch_trace.make(p, wait_ms=8, fetch_ms=20, read_ms=18, cpus=2)
+    v = _verdict(p)
+    assert v["cause"] == "file_io" and v["change"].startswith("num_workers=2 -> 3 (more reads in flight")
+    assert v["expected_step_time_change"] == pytest.approx(-(1 - 20 / 3 / 10), abs=1e-3)
+
+
+def test_many_cores_keep_the_workers_model(tmp_path: Path) -> None:
+    """The same busy workers with 16 usable cores: more workers, as before (2 -> 15 by
+    ceil(1.5 x 2 / 0.2), at most the cores less one), the step bounded by its own 2 ms."""
+    p = tmp_path / "busy16.pt.trace.json.gz"
+    torch_fetch_trace.make(p, wait_ms=8, fetch_ms=20, read_ms=1, cpus=16)
+    v = _verdict(p)
+    assert v["change"].startswith("num_workers=2 -> 15")
+    # max(2, 20/15, 10 x 2/15, 21/16) = 2 ms of 10: -80%
+    assert v["expected_step_time_change"] == pytest.approx(-0.8)
+
+
+def test_tf_py_function_map_gets_no_autotune_gain(tmp_path: Path) -> None:
+    """The tf.data map's work is EagerPyFunc (a tf.py_function): num_parallel_calls=AUTOTUNE is
+    not offered as the gain; the advice names TF ops and offline preprocessing, the effect at
+    most the decode part (80% x 1/2)."""
+    from test_analysis import MOUNTINFO
+    from test_verdict import _tf_capture
+
+    v = analyze(_tf_capture(tmp_path, "pyfunc"), mountinfo=MOUNTINFO).verdict
+    assert v["cause"] == "decode" and v["change"].startswith("the map's function is a tf.py_function")
+    assert "no gain predicted" in v["change"] and "TF ops" in v["change"] and "offline" in v["change"]
+    assert v["expected_step_time_change"] == pytest.approx(-0.4)
+    assert "one call at a time" in v["model"]
+
