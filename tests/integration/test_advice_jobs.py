@@ -26,4 +26,5 @@ def test_workers_on_every_core_get_no_more_workers(tmp_path: Path) -> None:
     # halving the work: at most half the step time (the model), never the whole wait
     assert -0.5 <= v["expected_step_time_change"] < 0, v
     top = findings[0]
-    assert top["id"] == "input-bound" and top["suggestion"].startswith(f"Biggest expected effect: {v['advice']}")
+    assert top["id"] == "input-bound" and top["suggestion"] == f"Biggest expected effect: {v['advice']}"
+    assert "raise num_workers" not in top["suggestion"]

@@ -43,7 +43,11 @@ def test_busy_workers_on_two_cores_get_no_more_workers(tmp_path: Path) -> None:
     effect of halving the work by the stated model."""
     p = tmp_path / "busy.pt.trace.json.gz"
     torch_fetch_trace.make(p, wait_ms=8, fetch_ms=20, read_ms=1, cpus=2)
-    v = _verdict(p)
+    a = analyze(read_xspace(p))
+    v = a.verdict
+    # the input-bound finding does not contradict it with "raise num_workers"
+    ib = a.finding("input-bound")
+    assert ib["suggestion"] == f"Biggest expected effect: {v['advice']}" and "raise num_workers" not in ib["suggestion"]
     assert v["bound"] == "input" and v["cause"] == "decode"
     assert "num_workers=2 ->" not in v["change"] and v["change"].startswith("no more DataLoader workers")
     for what in ("cheaper decode", "decode on the GPU", "preprocess offline", "more cores"):
