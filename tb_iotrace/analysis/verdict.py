@@ -46,6 +46,7 @@ from tb_iotrace.analysis.pytorch import TorchRun, worker_starts, worker_stops
 from tb_iotrace.analysis.thresholds import Thresholds
 from tb_iotrace.analysis.loader_capacity import measure
 from tb_iotrace.analysis.tf_gil import GIL_CHANGE, GIL_MODEL, py_function_time
+from tb_iotrace.analysis.tf_iterator_python import PY_CHANGE, PY_MODEL, python_time
 from tb_iotrace.analysis.worker_advice import HALF_WORK, NO_MORE, workers_change
 
 FETCH_EVENT = "tb_iotrace::fetch"           # a DataLoader worker fetching one batch
@@ -279,9 +280,11 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
     if hev.grain and run is None:
         notes.append("grain pipeline: its input waits are its prefetch iterator's __next__")
     step_ps = iw.time / iw.count if iw.count else 0.0
-    py = py_function_time(space, window) / total if run is None and not hev.grain and total else 0.0
+    tf = run is None and not hev.grain and total > 0
+    py = py_function_time(space, window) / total if tf else 0.0
+    it_py = python_time(space, window) / total if tf else 0.0      # the TF iterator's own Python
     out.update(_advice(ctx, iw.share, share, rest, cause, run, d, device, hev if hev.grain else None, step_ps, space,
-                       py))
+                       py, it_py))
     out["notes"] = notes
     return out
 
@@ -318,7 +321,7 @@ def _effect(cut: float) -> str:
 def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
             cause: str | None, run: TorchRun | None, d: dict[str, Any] | None, device: bool,
             grain: HostEvents | None = None, step_ps: float = 0.0, space: Any = None,
-            py_share: float = 0.0) -> dict[str, Any]:
+            py_share: float = 0.0, iter_py_share: float = 0.0) -> dict[str, Any]:
     """The change with the biggest expected effect, and that effect by a stated model: a change
     removes at most the part of the wait it addresses, so step time falls by at most
     ``input_wait_share x that part``; more DataLoader workers scale the loader's throughput with
@@ -352,6 +355,9 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
             cut = s * addressed
         if run is not None and pin and key != "copy":
             change += "; also pin_memory=True (a GPU run)"
+    elif iter_py_share >= 0.5 and key in ("decode", "starved"):   # the iterator packing, not the loader
+        change, cut = PY_CHANGE, s * iter_py_share
+        model = PY_MODEL.format(s=100 * s, part=100 * iter_py_share)
     elif key == "decode" and py_share > 0 and py_share >= 0.5 * addressed:   # a GIL-bound map: no parallel gain
         change, cut = GIL_CHANGE, s * addressed
         model = GIL_MODEL.format(s=100 * s, part=100 * addressed)

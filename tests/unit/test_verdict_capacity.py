@@ -104,3 +104,50 @@ def test_tf_py_function_map_gets_no_autotune_gain(tmp_path: Path) -> None:
     assert v["expected_step_time_change"] == pytest.approx(-0.4)
     assert "one call at a time" in v["model"]
 
+
+
+def _tf_loop_capture(tmp_path: Path) -> str:
+    """A plain TF loop, no step markers: 12 iterations of 10 ms, each waiting 8 ms in
+    tb_iotrace::next (the iterator's __next__), of which the IteratorGetNext op is the first
+    1 ms; a tf.data thread at work 0.5 ms after each wait (refilling the prefetch buffer), none
+    during it; one small read."""
+    from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, ThreadInfo, XEventMetadata, XSpace, XStatMetadata, add_io_to_space, thread_line_id
+    from test_analysis import make_trace
+
+    base = 1_700_000_000_000_000_000
+    sp = XSpace()
+    env = sp.planes.add(id=1, name=TASK_ENV_PLANE)
+    env.stat_metadata[1].CopyFrom(XStatMetadata(id=1, name="profile_start_time"))
+    env.stats.add(metadata_id=1, uint64_value=base)
+    host = sp.planes.add(id=2, name=HOST_PLANE)
+    for k, nm in enumerate(("tb_iotrace::next", "IteratorGetNextOp::DoCompute"), 1):
+        host.event_metadata[k].CopyFrom(XEventMetadata(id=k, name=nm))
+    host.event_metadata[3].CopyFrom(XEventMetadata(id=3, name="MapAndBatchProduce"))
+    main = host.lines.add(id=thread_line_id(77), name="python", timestamp_ns=0)
+    tfd = host.lines.add(id=thread_line_id(78), name="tf_data_private_threadpool", timestamp_ns=0)
+    ms = 10**9
+    for k in range(12):
+        main.events.add(metadata_id=1, offset_ps=10 * k * ms, duration_ps=8 * ms)
+        main.events.add(metadata_id=2, offset_ps=10 * k * ms, duration_ps=1 * ms)
+        tfd.events.add(metadata_id=3, offset_ps=10 * k * ms + 8 * ms, duration_ps=ms // 2)
+    tr = make_trace([("open", "/data/a.bin", -1, 3, base, 1000, 101),
+                     ("read", "/data/a.bin", 0, 4096, base + 2000, 1000, 101)])
+    tr.threads = {101: ThreadInfo(77, "python")}
+    add_io_to_space(sp, tr, start_ns=base)
+    path = tmp_path / "loop.xplane.pb"
+    path.write_bytes(sp.SerializeToString())
+    return str(path)
+
+
+def test_tf_iterator_python_is_not_a_prefetch_problem(tmp_path: Path) -> None:
+    """The wait is the iterator's Python packing a ready element (7 of each 8 ms outside the op):
+    not prefetch(AUTOTUNE), but fewer, larger tensors or a tf.function; effect at most the
+    wait share (8 ms over the 118 ms from the first wait to the last) x 7/8."""
+    from test_analysis import MOUNTINFO
+
+    v = analyze(_tf_loop_capture(tmp_path), mountinfo=MOUNTINFO).verdict
+    assert v["basis"] == "input waits" and v["cause"] == "starved"
+    share = 96 / 118
+    assert v["input_wait_share"] == pytest.approx(share)
+    assert v["change"].startswith("the wait is the iterator's own Python") and "prefetch(tf.data" not in v["change"]
+    assert v["expected_step_time_change"] == pytest.approx(-share * 7 / 8)
