@@ -136,4 +136,31 @@ def measure(ctx: Any, space: Any, *, step_ps: float, wait_share: float, workers:
     return LoaderWork(t_ms, wait_share, total / n / 1e9, max(total - reads, 0.0) / n / 1e9, cpus, workers)
 
 
-__all__ = ["BUSY_SHARE", "LoaderWork", "MIN_GAIN", "half_work_after", "measure", "step_after"]
+def tf_data_work_ps(space: Any, lo: np.ndarray, hi: np.ndarray) -> int:
+    """tf.data's threads' busy time inside the windows [lo, hi) (ps): per ``tf_data*`` host
+    line the union of its events (a thread counts once however deep its events nest), summed
+    over the lines (threads at work at once count each)."""
+    total = 0
+    for p in getattr(space, "planes", []):
+        if p.name != HOST_PLANE:
+            continue
+        pc = columns(p)
+        for ln in pc.lines:
+            if not ln.name.startswith("tf_data") or not len(ln):
+                continue
+            total += int(covered(merge(ln.start_ps, ln.end_ps), lo, hi).sum())
+    return total
+
+
+def cores_cut(step_ps: float, wait_share: float, work_per_step_ps: float, cpus: int | None) -> float | None:
+    """The most the step time can fall by when a loader's work per step (``work_per_step_ps``)
+    and the step's own share the usable cores: ``1 - max(1 - s, (W + C) / (cpus T))``; None
+    when the cores are not known."""
+    if not cpus or step_ps <= 0:
+        return None
+    c = step_ps * (1 - wait_share)
+    return max(0.0, 1 - max(1 - wait_share, (work_per_step_ps + c) / (cpus * step_ps)))
+
+
+__all__ = ["BUSY_SHARE", "LoaderWork", "MIN_GAIN", "cores_cut", "half_work_after", "measure", "step_after",
+           "tf_data_work_ps"]

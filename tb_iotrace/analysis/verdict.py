@@ -44,7 +44,7 @@ from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
 from tb_iotrace.analysis.context import Context
 from tb_iotrace.analysis.pytorch import TorchRun, worker_starts, worker_stops
 from tb_iotrace.analysis.thresholds import Thresholds
-from tb_iotrace.analysis.loader_capacity import measure
+from tb_iotrace.analysis.loader_capacity import MIN_GAIN, cores_cut, measure, tf_data_work_ps
 from tb_iotrace.analysis.tf_gil import GIL_CHANGE, GIL_MODEL, py_function_time
 from tb_iotrace.analysis.tf_iterator_python import PY_CHANGE, PY_MODEL, python_time
 from tb_iotrace.analysis.worker_advice import HALF_WORK, NO_MORE, workers_change
@@ -363,6 +363,15 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
         model = GIL_MODEL.format(s=100 * s, part=100 * addressed)
     else:
         change, cut = _tf_change(key), s * addressed
+        bound = _tf_cores(ctx, s, step_ps, space) if key == "decode" else None   # reads need no core
+        if bound is not None and bound < cut:      # tf.data and the step already share the cores
+            cut = bound
+            model = (f"{model}; and no more than the usable cores allow: a step's CPU work (tf.data's threads' busy "
+                     f"time and the step's own) over the cores bounds the step time: -{100 * bound:.0f}% at most")
+            if bound < MIN_GAIN:
+                change = (f"no more parallelism for tf.data: its threads and the step already use the usable cores; "
+                          f"cut the work per element (cheaper decode, decode on the GPU, preprocess offline) or "
+                          f"run on more cores")
     how = HALF_WORK if change.startswith(NO_MORE) else f"(the wait share removed, up to {100 * s:.0f}%)"
     return {"change": change, "expected_step_time_change": -cut, "model": model,
             "advice": f"{change}: {_effect(cut)} {how}."}
@@ -392,6 +401,22 @@ def _torch_change(ctx: Context, s: float, key: str, run: TorchRun, d: dict[str, 
     work = measure(ctx, space, step_ps=step_ps, wait_share=s, workers=n, cpus=cpus,
                    main_io_share=part.get("file_io", 0.0))
     return workers_change(work, key, d)
+
+
+def _tf_cores(ctx: Context, s: float, step_ps: float, space: Any) -> float | None:
+    """The most a tf.data change can cut the step time by on the recorded cores
+    (:func:`.loader_capacity.cores_cut`), from tf.data's threads' busy time per step."""
+    machine = getattr(ctx.trace, "machine", None)
+    cpus = machine.get("cpus") if isinstance(machine, dict) else None
+    att = ctx.att
+    if not isinstance(cpus, int) or att is None or not att.steps or step_ps <= 0:
+        return None
+    lo = np.array([x.start_ps for x in att.steps], np.int64)
+    hi = np.array([x.end_ps for x in att.steps], np.int64)
+    rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
+    reads = int(covered(merge(ctx.s_ps[rows], ctx.e_ps[rows]), lo, hi).sum()) if len(rows) else 0
+    work = max(0, tf_data_work_ps(space, lo, hi) - reads)     # a thread waiting on a read takes no core
+    return cores_cut(step_ps, s, work / len(lo), cpus)
 
 
 def _tf_change(key: str) -> str:
