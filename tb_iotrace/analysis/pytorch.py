@@ -21,7 +21,7 @@ from tb_iotrace.store.xplane import profile_start_ns, read_io_info
 from tb_iotrace.analysis.intervals import merge, overlap
 
 __all__ = ["NEXT_EVENT", "SUGGESTIONS", "TorchRun", "input_bound_advice", "io_during", "loader_text",
-           "torch_run", "worker_starts", "worker_stops"]
+           "torch_loaded", "torch_run", "worker_starts", "worker_stops"]
 
 NEXT_EVENT = "enumerate(DataLoader)#"    # the prefix of the iterator's __next__ events
 
@@ -81,6 +81,15 @@ def torch_run(space: Any) -> TorchRun | None:
     run.gpu = any(p.name.startswith("/device:GPU") for p in space.planes)
     run.start_ns = profile_start_ns(space) or 0
     return run
+
+
+TORCH_DATA = "/torch/utils/data/"       # a process that loaded torch's DataLoader read its code here
+
+
+def torch_loaded(paths: Any) -> bool:
+    """Whether the process loaded torch's DataLoader (its code among the recorded ``paths``): a
+    whole-run record of a PyTorch job, which carries no Kineto facts, still gets PyTorch's terms."""
+    return any(TORCH_DATA in str(p) for p in paths)
 
 
 def loader_text(d: dict[str, Any] | None) -> str:

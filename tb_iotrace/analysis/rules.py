@@ -14,9 +14,10 @@ import numpy as np
 
 from tb_iotrace.analysis import checkpoints
 from tb_iotrace.analysis.context import Context, file_type, fs_table
+from tb_iotrace.analysis.epochs import epochs
 from tb_iotrace.analysis.impact import grade, impact_of
 from tb_iotrace.analysis.intervals import in_flight, merge, overlap
-from tb_iotrace.analysis.pytorch import NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, worker_starts, worker_stops
+from tb_iotrace.analysis.pytorch import NEXT_EVENT, SUGGESTIONS, TorchRun, input_bound_advice, io_during, loader_text, torch_loaded, worker_starts, worker_stops
 
 TITLES = {
     "input-bound": "Steps wait for input",
@@ -67,7 +68,8 @@ def _finding(fid: str, severity: str, statement: str, evidence: dict[str, Any], 
 
 def _sug(ctx: Context, fid: str, text: str) -> str:
     """A finding's suggestion, in PyTorch's terms on a PyTorch run (pytorch.SUGGESTIONS)."""
-    return (SUGGESTIONS.get(fid) or text) if ctx.torch is not None else text
+    torch = ctx.torch is not None or torch_loaded([*ctx.paths, *(r["path"] for r in ctx.trace.counters)])
+    return (SUGGESTIONS.get(fid) or text) if torch else text
 
 
 def _top(counter: Counter, n: int = 20) -> list[str]:
@@ -329,15 +331,16 @@ def random_access(ctx: Context, steps) -> dict[str, Any] | None:
 def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
     th = ctx.th
     hits = []
+    per, how = epochs(ctx)       # a dataset read once per epoch is not read again
     for f in ctx.files.values():
         size = f.size_seen
         # a reader's read-ahead window read again as it moves forwards is not the file read again
         once = f.bytes_read - f.ahead_bytes
-        if size > 0 and once >= th.redundant_ratio * size:
+        if size > 0 and once >= th.redundant_ratio * size * per:
             if f.file_type is None:
                 f.file_type = file_type(f.path)
             if f.regular:          # a pipe's or socket's bytes are a stream: each is read once
-                hits.append((once - size, f))
+                hits.append((once - size * per, f))
     extra = sum(e for e, _ in hits)
     if not hits or extra < th.redundant_min_bytes:
         return None
@@ -346,12 +349,14 @@ def redundant_reads(ctx: Context, steps) -> dict[str, Any] | None:
     touched = sum(f.size_seen for _, f in hits)
     worst = hits[0][1]
     ev = {"files": len(hits), "bytes_read": read, "bytes_touched": touched, "redundant_bytes": extra,
+          "epochs": per, "epochs_from": how,
           "read_ahead_bytes": sum(f.ahead_bytes for _, f in hits),   # not counted: see FileStats
           "ratio": read / touched, "max_ratio": (worst.bytes_read - worst.ahead_bytes) / worst.size_seen,
           "per_file": [{"path": f.path, "bytes_read": f.bytes_read - f.ahead_bytes, "size_seen": f.size_seen,
                         "ratio": (f.bytes_read - f.ahead_bytes) / f.size_seen} for _, f in hits[:20]]}
     stmt = (f"{len(hits)} files were read {read / touched:.1f}x over ({_b(read)} read for {_b(touched)} "
-            f"of file data, {_b(extra)} read again).")
+            f"of file data, {_b(extra)} read again" + (f" beyond once in each of {per} epochs" if per > 1 else "")
+            + ").")
     sug = ("Cache what is re-read: Dataset.cache() (in memory, or cache(filename) on a fast local disk) "
            "before repeat(), or stage the files on a faster tier.")
     rows = ctx.rows_of_files(ctx.read_rows, [f.path for _, f in hits])

@@ -44,6 +44,10 @@ from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
 from tb_iotrace.analysis.context import Context
 from tb_iotrace.analysis.pytorch import TorchRun, worker_starts, worker_stops
 from tb_iotrace.analysis.thresholds import Thresholds
+from tb_iotrace.analysis.loader_capacity import MIN_GAIN, cores_cut, measure, tf_data_work_ps
+from tb_iotrace.analysis.tf_gil import GIL_CHANGE, GIL_MODEL, py_function_time
+from tb_iotrace.analysis.tf_iterator_python import PY_CHANGE, PY_MODEL, python_time
+from tb_iotrace.analysis.worker_advice import HALF_WORK, NO_MORE, workers_change
 
 FETCH_EVENT = "tb_iotrace::fetch"           # a DataLoader worker fetching one batch
 TF_ITERATOR = "Iterator::"
@@ -275,7 +279,12 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
     }
     if hev.grain and run is None:
         notes.append("grain pipeline: its input waits are its prefetch iterator's __next__")
-    out.update(_advice(ctx, iw.share, share, rest, cause, run, d, device, hev if hev.grain else None))
+    step_ps = iw.time / iw.count if iw.count else 0.0
+    tf = run is None and not hev.grain and total > 0
+    py = py_function_time(space, window) / total if tf else 0.0
+    it_py = python_time(space, window) / total if tf else 0.0      # the TF iterator's own Python
+    out.update(_advice(ctx, iw.share, share, rest, cause, run, d, device, hev if hev.grain else None, step_ps, space,
+                       py, it_py))
     out["notes"] = notes
     return out
 
@@ -311,11 +320,14 @@ def _effect(cut: float) -> str:
 
 def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
             cause: str | None, run: TorchRun | None, d: dict[str, Any] | None, device: bool,
-            grain: HostEvents | None = None) -> dict[str, Any]:
+            grain: HostEvents | None = None, step_ps: float = 0.0, space: Any = None,
+            py_share: float = 0.0, iter_py_share: float = 0.0) -> dict[str, Any]:
     """The change with the biggest expected effect, and that effect by a stated model: a change
     removes at most the part of the wait it addresses, so step time falls by at most
     ``input_wait_share x that part``; more DataLoader workers scale the loader's throughput with
-    their number until the cores run out."""
+    their number, bounded by the loader's measured work and the usable cores
+    (:mod:`.loader_capacity`); a tf.data map whose work is a py_function gets no parallel-map
+    gain (:mod:`.tf_gil`)."""
     pin = run is not None and device and d is not None and not d.get("pin_memory")
     if s < ctx.th.input_wait_moderate_share:
         change = "none for the input pipeline"
@@ -333,7 +345,7 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
     model = (f"a change removes at most the part of the wait it addresses ({100 * addressed:.0f}% of the wait): "
              f"step time falls by at most input_wait_share ({100 * s:.0f}%) x that part")
     if run is not None or grain is not None:
-        change, workers_cut, workers_model = (_torch_change(ctx, s, key, run, d) if run is not None
+        change, workers_cut, workers_model = (_torch_change(ctx, s, key, run, d, part, step_ps, space) if run is not None
                                               else _grain_change(ctx, s, key, grain.grain_threads))
         if workers_cut is not None:    # more workers: the reads and the decode both spread over them
             addressed = part["file_io"] + part["decode"] + rest
@@ -343,19 +355,34 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
             cut = s * addressed
         if run is not None and pin and key != "copy":
             change += "; also pin_memory=True (a GPU run)"
+    elif iter_py_share >= 0.5 and key in ("decode", "starved"):   # the iterator packing, not the loader
+        change, cut = PY_CHANGE, s * iter_py_share
+        model = PY_MODEL.format(s=100 * s, part=100 * iter_py_share)
+    elif key == "decode" and py_share > 0 and py_share >= 0.5 * addressed:   # a GIL-bound map: no parallel gain
+        change, cut = GIL_CHANGE, s * addressed
+        model = GIL_MODEL.format(s=100 * s, part=100 * addressed)
     else:
         change, cut = _tf_change(key), s * addressed
+        bound = _tf_cores(ctx, s, step_ps, space) if key == "decode" else None   # reads need no core
+        if bound is not None and bound < cut:      # tf.data and the step already share the cores
+            cut = bound
+            model = (f"{model}; and no more than the usable cores allow: a step's CPU work (tf.data's threads' busy "
+                     f"time and the step's own) over the cores bounds the step time: -{100 * bound:.0f}% at most")
+            if bound < MIN_GAIN:
+                change = (f"no more parallelism for tf.data: its threads and the step already use the usable cores; "
+                          f"cut the work per element (cheaper decode, decode on the GPU, preprocess offline) or "
+                          f"run on more cores")
+    how = HALF_WORK if change.startswith(NO_MORE) else f"(the wait share removed, up to {100 * s:.0f}%)"
     return {"change": change, "expected_step_time_change": -cut, "model": model,
-            "advice": f"{change}: {_effect(cut)} (the wait share removed, up to {100 * s:.0f}%)."}
+            "advice": f"{change}: {_effect(cut)} {how}."}
 
 
-def _torch_change(ctx: Context, s: float, key: str, run: TorchRun, d: dict[str, Any] | None
-                  ) -> tuple[str, float | None, str | None]:
+def _torch_change(ctx: Context, s: float, key: str, run: TorchRun, d: dict[str, Any] | None,
+                  part: dict[str, float], step_ps: float, space: Any) -> tuple[str, float | None, str | None]:
     """(change, step-time cut by the workers model or None when the change is not more workers,
     that model)."""
     n = int(d.get("num_workers") or 0) if d is not None else None
     cpus = run.cpus
-    cap = max(1, cpus - 1) if cpus else None           # one core for the training process itself
     if key == "copy":
         if d is not None and not d.get("pin_memory"):
             return "pin_memory=True (and .to(device, non_blocking=True))", None, None
@@ -368,26 +395,28 @@ def _torch_change(ctx: Context, s: float, key: str, run: TorchRun, d: dict[str, 
         if isinstance(p, int):
             return f"prefetch_factor={p} -> {2 * p}", None, None
         return "a larger prefetch_factor", None, None
-    # decode, file I/O, or not separable: more workers
-    if n == 0:
-        want = max(2, math.ceil(s / max(1 - s, 0.05)) + 1)
-        want = min(want, cap) if cap else want
-        return (f"num_workers=0 -> {want}" + (", persistent_workers=True" if d is not None else ""), s,
-                "loading moves out of the step into workers running beside it: the whole wait can go")
+    # decode, file I/O, or not separable: more workers, bounded by the loader's measured work
     if n is None:
         return "more DataLoader workers (num_workers)", 1.0, None
-    want = math.ceil(1.5 * n / max(1 - s, 0.05))      # throughput x 1/(1-s), with half again for bursts
-    want = max(n + 1, min(want, cap) if cap else want)
-    t_after = max(1 - s, n / want)                     # step time relative to now
-    text = f"num_workers={n} -> {want}"
-    if key == "file_io":
-        text += " (more reads in flight; faster storage or a warm page cache if the reads stay long)"
-    if cap and want >= cap:
-        text += f" (the {cpus} usable cores are the limit)"
-    model = (f"workers scale the loader's throughput with their number: {n} -> {want} workers deliver "
-             f"{want / n:.1f}x the batches, so the step time becomes max(1 - wait share, {n}/{want}) of now "
-             f"= {100 * t_after:.0f}%")
-    return text, 1 - t_after, model
+    work = measure(ctx, space, step_ps=step_ps, wait_share=s, workers=n, cpus=cpus,
+                   main_io_share=part.get("file_io", 0.0))
+    return workers_change(work, key, d)
+
+
+def _tf_cores(ctx: Context, s: float, step_ps: float, space: Any) -> float | None:
+    """The most a tf.data change can cut the step time by on the recorded cores
+    (:func:`.loader_capacity.cores_cut`), from tf.data's threads' busy time per step."""
+    machine = getattr(ctx.trace, "machine", None)
+    cpus = machine.get("cpus") if isinstance(machine, dict) else None
+    att = ctx.att
+    if not isinstance(cpus, int) or att is None or not att.steps or step_ps <= 0:
+        return None
+    lo = np.array([x.start_ps for x in att.steps], np.int64)
+    hi = np.array([x.end_ps for x in att.steps], np.int64)
+    rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
+    reads = int(covered(merge(ctx.s_ps[rows], ctx.e_ps[rows]), lo, hi).sum()) if len(rows) else 0
+    work = max(0, tf_data_work_ps(space, lo, hi) - reads)     # a thread waiting on a read takes no core
+    return cores_cut(step_ps, s, work / len(lo), cpus)
 
 
 def _tf_change(key: str) -> str:

@@ -17,6 +17,9 @@ A path is code loading when
   is one of its ``sys.path`` entries (whole-run records carry them: ``python`` in the record);
 - or it is a directory that holds one of the above (the import system and ``realpath`` stat
   every parent: the script's directory, ``/root``, the venv's folders).
+
+:func:`code_paths` also returns tb_iotrace's own files (:mod:`tb_iotrace.base.ownpaths`: its
+profile windows, records, staging): like code loading, they are not the job's data I/O.
 """
 from __future__ import annotations
 
@@ -25,6 +28,8 @@ import re
 import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from tb_iotrace.base.ownpaths import is_own_path
 
 CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".pyi", ".pyd", ".pth", ".so")
 CODE_PARTS = ("/site-packages/", "/dist-packages/", "/__pycache__/", "/lib/python3", "/lib64/python3",
@@ -56,7 +61,7 @@ def code_paths(paths: Iterable[str], python: Mapping[str, Any] | None = None) ->
     every = set(paths)
     prefixes = list((python or {}).get("prefixes") or [])
     entries = {os.path.normpath(p) for p in (python or {}).get("path") or [] if p}
-    code = {p for p in every if is_code_path(p, prefixes) or os.path.normpath(p) in entries}
+    code = {p for p in every if is_code_path(p, prefixes) or os.path.normpath(p) in entries or is_own_path(p)}
     for p in list(code):
         d = os.path.dirname(p)
         while d and d != "/" and d not in code:

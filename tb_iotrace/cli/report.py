@@ -71,7 +71,7 @@ def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
     try:
         from tb_iotrace.analysis.attribution import attribute
 
-        att = attribute(src.space(), src.io_trace())
+        att = attribute(src.space(), src.timeline_trace())   # a PyTorch job's: every process's I/O
     except Exception:
         return [], False, NO_WAIT
     if att is None:

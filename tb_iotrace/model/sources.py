@@ -138,6 +138,11 @@ class Source:
         tr = self.io_trace()
         return (None, tr) if tr is not None else None
 
+    def timeline_trace(self) -> Any:
+        """The I/O calls this host's timeline (its steps) counts: its own; a PyTorch main
+        process's, every process of the job (its DataLoader workers read its batches)."""
+        return self.io_trace()
+
     def profile_bounds(self) -> dict[str, int | None] | None:
         """A profile window's start and stop (epoch ns), for sources that are one."""
         return None
@@ -453,6 +458,15 @@ class TorchTraceSource(Source):
         """The main process's: the whole trace (its workers' I/O joined to its loop); a worker's
         host has none (the main process's verdict is the job's)."""
         return (self.space(), None) if self.is_main else None
+
+    def timeline_trace(self) -> Any:
+        """The main process's steps count the I/O of every process of the trace (the workers'
+        reads are its batches); a worker has no timeline of its own: its I/O."""
+        if not self.is_main:
+            return self.io_trace()
+        from tb_iotrace.store.xplane import read_io_data
+
+        return read_io_data(self.space())
 
     def process_notes(self) -> list[str]:
         return list(self.notes)

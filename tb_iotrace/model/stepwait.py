@@ -9,6 +9,9 @@ The rule:
   tf.data's ``IteratorGetNext*`` (the step asking its iterator for the next element),
   ``MultiDeviceIteratorGetNextFromShard``, PyTorch's DataLoader iterator ``__next__`` as
   Kineto names it (``enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__``), and
+  ``tb_iotrace::next`` (tb_iotrace's TraceMe around a tf.data iterator's ``__next__`` in an eager
+  loop: the iterator's Python around the op, :mod:`tb_iotrace.recording.tf_iterator`), TF's
+  eager dispatch of the op (``EagerLocalExecute: IteratorGetNext``), and
   grain's prefetch iterators' ``__next__`` (:data:`GRAIN_WAIT_NAMES`: grain's "prefetch" stage,
   traced on the consumer's thread; grain's other stages at work, ``Prefetch._getitem``,
   ``<Dataset>.__getitem__``, are the loader working, not a wait). At any
@@ -38,7 +41,8 @@ from typing import Any
 import numpy as np
 
 INPUT_WAIT_PREFIXES = ("IteratorGetNext", "IteratorGetNextOp", "IteratorGetNextAsOptional",
-                       "MultiDeviceIteratorGetNextFromShard", "enumerate(DataLoader)#")
+                       "MultiDeviceIteratorGetNextFromShard", "enumerate(DataLoader)#", "tb_iotrace::next",
+                       "EagerLocalExecute: IteratorGetNext")
 
 # grain (its ``trace_input_pipeline_next(IPL_CAT_PREFETCH)`` TraceAnnotations): the consumer
 # asking the iterator that hands elements over from grain's read threads. Limit: a thread

@@ -25,6 +25,7 @@ from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import native
 from tb_iotrace.recording import url_profiles
 from tb_iotrace.recording.importhook import call_after_import
+from tb_iotrace.recording.tf_iterator import wrap_iterators
 from tb_iotrace.recording.window import PLANE_NAME, ProfileWindow
 
 __all__ = ["ENV_LIBRARY_PATH", "PLANE_NAME", "STATE", "attach", "library_path"]
@@ -108,3 +109,4 @@ def attach() -> None:
         _attached = True
         call_after_import("tensorflow", _load_into_tensorflow)
         call_after_import("tensorflow", url_profiles.wrap_tensorflow)   # a URL log dir: staged, uploaded
+        call_after_import("tensorflow", wrap_iterators)   # the loop's whole next(): its input wait

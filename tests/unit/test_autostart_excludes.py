@@ -24,3 +24,20 @@ def test_run_keeps_the_defaults_and_adds_its_record_folder(monkeypatch, tmp_path
     monkeypatch.setenv("TBIO_EXCLUDE", os.pathsep.join(["/scratch/", str(tmp_path / "plugins" / "iotrace")]))
     _autostart._exclude_record_dir(str(tmp_path))
     assert os.environ["TBIO_EXCLUDE"].split(os.pathsep) == ["/scratch/", str(tmp_path / "plugins" / "iotrace")]
+
+
+def test_run_with_windows_excludes_their_staging_and_where_they_are_published(monkeypatch, tmp_path):
+    """Under --profile-every the windows tb_iotrace publishes to the log dir's plugins/profile
+    were the job's writes (and a checkpoint save, 18.2 MiB, in the issue's DLIO run)."""
+    from tb_iotrace.recording.window_writer import staging_root
+
+    monkeypatch.delenv("TBIO_EXCLUDE", raising=False)
+    monkeypatch.delenv("TB_IOTRACE_PROFILE_LOGDIR", raising=False)
+    monkeypatch.setenv("TB_IOTRACE_CACHE", str(tmp_path / "cache" / "remote"))
+    _autostart._exclude_windows(str(tmp_path / "run"))
+    assert os.environ["TBIO_EXCLUDE"].split(os.pathsep) == DARSHAN + [
+        str(staging_root()), str(tmp_path / "run" / "plugins" / "profile")]
+    monkeypatch.delenv("TBIO_EXCLUDE")
+    monkeypatch.setenv("TB_IOTRACE_PROFILE_LOGDIR", str(tmp_path / "elsewhere"))
+    _autostart._exclude_windows(str(tmp_path / "run"))
+    assert os.environ["TBIO_EXCLUDE"].split(os.pathsep)[-1] == str(tmp_path / "elsewhere" / "plugins" / "profile")

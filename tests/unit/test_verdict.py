@@ -221,11 +221,13 @@ def _tf_capture(tmp_path: Path, name: str, reads_at_ms: float = 0.0, reads: int 
 
 
 def test_tf_data_map_bound(tmp_path: Path) -> None:
-    """The tf.data thread busy for the first 6 ms of each 8 ms wait, reading for the first 2:
-    file_io 1/4, decode 1/2, starved 1/4; advice: a parallel map, its effect 80% x 1/2."""
+    """The tf.data thread busy for the first 6 ms of each 8 ms wait (a TF-ops stage; a
+    py_function map: test_verdict_capacity), reading for the first 2: file_io 1/4, decode 1/2,
+    starved 1/4; advice: a parallel map, its effect 80% x 1/2."""
     from test_analysis import MOUNTINFO
 
-    a = analyze(_tf_capture(tmp_path, "map"), mountinfo=MOUNTINFO)
+    names = TF_NAMES[:3] + ("Iterator::Root::ParallelMapV2::TFRecord",)
+    a = analyze(_tf_capture(tmp_path, "map", names=names), mountinfo=MOUNTINFO)
     v = a.verdict
     assert v["input_wait_share"] == pytest.approx(0.8) and v["bound"] == "input"
     assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "decode": 0.5, "starved": 0.25, "copy": 0.0,

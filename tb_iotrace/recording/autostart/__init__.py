@@ -306,6 +306,16 @@ def _exclude_record_dir(run_dir: str) -> None:
     _exclude(str(record_dir(run_dir)))  # the folder itself too (mkdir, stat)
 
 
+def _exclude_windows(run_dir: str) -> None:
+    """The profile windows' staging folders, and the folder they are published to (the log
+    dir's ``plugins/profile``), are not the job's I/O."""
+    from tb_iotrace.recording import periodic
+    from tb_iotrace.recording.window_writer import staging_root
+
+    _exclude(str(staging_root()))
+    _exclude(os.path.join(os.environ.get(periodic.ENV_LOGDIR) or run_dir, "plugins", "profile"))
+
+
 def _exclude(rec: str) -> None:
     """Add the folder ``rec`` to the path exclusions (before the first enable())."""
     from tb_iotrace.recording import session
@@ -331,10 +341,8 @@ def start() -> None:
     from tb_iotrace.recording import api, periodic
 
     windows = bool(os.environ.get(periodic.ENV_EVERY, "").strip())
-    if windows:   # the windows' staging folders are not the job's I/O
-        from tb_iotrace.recording.window_writer import staging_root
-
-        _exclude(str(staging_root()))
+    if windows:
+        _exclude_windows(run_dir)
     api.enable()
     st = _Run(run_dir, flush_s)
     st.begin()
