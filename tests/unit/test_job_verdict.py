@@ -145,3 +145,25 @@ def test_collective_wait_per_step_counts_overlap_once() -> None:
     steps = [{"start_ps": 0, "end_ps": 200}, {"start_ps": 200, "end_ps": 400}]
     assert per_step(iv, steps).tolist() == [150, 50]
     assert collective_fields(None, steps)["collective_wait_share"] is None
+
+
+def test_report_names_the_slow_rank_of_ranks_made_from_a_real_trace(tmp_path) -> None:
+    """Eight ranks made from a real gloo rank's PyTorch trace (tb_iotrace.plugin.synthetic_ranks),
+    rank 5's waits exchanged: the report's job verdict names rank 5, ranks 0-4 and 6-7 wait for it."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tb_iotrace.plugin.synthetic_ranks import make_ranks
+
+    make_ranks(Path(__file__).resolve().parents[1] / "data" / "ddp_rank0.pt.trace.json.gz", tmp_path / "logs", 8, 5)
+    r = subprocess.run([sys.executable, "-m", "tb_iotrace", "report", str(tmp_path / "logs"), "--json", "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    (run,) = json.loads(r.stdout)["runs"]
+    jv = run["job_verdict"]
+    assert jv["ranks"] == 8 and jv["matched_steps"] == 6 and jv["straggler"]["rank"] == 5, jv
+    assert jv["straggler"]["input_wait_ms_per_step"] > 300
+    waits = [h["verdict"].get("waits_for", {}).get("rank") for h in run["hosts"]]
+    assert waits == [5, 5, 5, 5, 5, None, 5, 5]
