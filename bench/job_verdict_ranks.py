@@ -56,12 +56,12 @@ def main() -> int:
         named = (jv.get("straggler") or {}).get("rank")
         tb, base = start_tb(logs, {})
         try:
-            cold = get(base, "hosts", run=".", host="__all__")
+            cold = get(base, "hosts", run=run["run"], host="__all__")
         finally:
             stop_tb(tb)
         tb, base = start_tb(logs, {})
         try:
-            restart = get(base, "hosts", run=".", host="__all__")
+            restart = get(base, "hosts", run=run["run"], host="__all__")
         finally:
             stop_tb(tb)
         print(f"load average after: {loadavg()}")
