@@ -22,7 +22,7 @@ report, the tab and the fleet dataset build the same verdict.
   of its step spent in collectives while the straggler was still loading (per step, the
   smaller of its collective wait and the straggler's excess);
 - **imbalanced shards**: a rank whose bytes (or files) read per step differ from the ranks'
-  median by more than :data:`IMBALANCE_FACTOR` (either way);
+  median by more than :data:`IMBALANCE_FACTOR` (either way), when every rank read some;
 - without matched steps (whole-run records, or windows over different steps): only the
   totals per rank can be compared (imbalance); which rank holds the others cannot be said.
 """
@@ -109,7 +109,7 @@ def _imbalance(rows: list[dict[str, Any]], per_step: bool) -> dict[str, Any] | N
                 for r in rows}
         good = {k: v for k, v in vals.items() if v is not None}
         med = statistics.median(good.values()) if good else 0
-        if not good or med <= 0:
+        if not good or med <= 0 or min(good.values()) <= 0:   # a rank reading nothing is no shard to compare
             continue
         k = max(good, key=lambda x: max(good[x] / med, med / good[x] if good[x] else float("inf")))
         ratio = good[k] / med
