@@ -9,7 +9,8 @@ report, the tab and the fleet dataset build the same verdict.
 - **ranks**: the documents with a rank (``process.rank``: a PyTorch trace's
   ``distributedInfo``, RANK/Slurm/MPI at capture) other than DataLoader workers (their bytes
   count to their rank); without any rank, every capture with a verdict is one rank (a TF/JAX
-  multi-host capture: one ``<host>.xplane.pb`` per worker), named by its host;
+  multi-host capture: one ``<host>.xplane.pb`` per worker), named by its host, provided one of
+  them holds collectives (else they are taken for unrelated processes: no job verdict);
 - **steps matched by number**: the step numbers every rank has (a rank profiled twice
   contributes both windows' steps); the job's step time of step n is the longest rank's;
 - the job's **input wait** of step n is the largest rank's input wait of that step (the
@@ -59,6 +60,8 @@ def _ranks(hosts: list[dict[str, Any]]) -> dict[Any, list[dict[str, Any]]]:
         for h in sorted(ranked, key=_is_worker):
             out.setdefault(_rank_of(h), []).append(h)
         return {k: v for k, v in sorted(out.items()) if not all(_is_worker(h) for h in v)}
+    if not any((h.get("verdict") or {}).get("collectives") for h in hosts):
+        return {}      # no rank and no collective: unrelated processes as far as anyone can tell
     for h in hosts:
         if h.get("verdict") is not None and not _is_worker(h):
             out[str(h.get("host"))] = [h]

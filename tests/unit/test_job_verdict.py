@@ -22,7 +22,8 @@ def _doc(host: str, rank: int | None, waits_ms: list[float], colls_ms: list[floa
     return {"host": host, "process": {"rank": rank, "role": role} if rank is not None else None,
             "verdict": {"bound": "not input" if max(waits_ms, default=0) < 50 else "input",
                         "input_wait_share": sum(waits_ms) / n / step_ms, "cause": "file_io",
-                        "change": "num_workers=2 -> 4", "advice": "Not input-bound: ..."} if role == "main" else None,
+                        "change": "num_workers=2 -> 4", "advice": "Not input-bound: ...",
+                        "collectives": bool(colls_ms)} if role == "main" else None,
             "steps": steps, "has_step_markers": bool(steps), "findings": [],
             "summary": {"bytes_read": bytes_read * n, "files": files * n},
             "files": [{"path": f"/data/{host}/s0.bin", "code": False, "counters": {"POSIX_BYTES_READ": bytes_read * n}}]}
@@ -118,6 +119,9 @@ def test_captures_without_ranks_are_ranks_by_host() -> None:
         d["process"] = None
     jv = job_verdict(docs)
     assert jv["straggler"]["label"] == "rank2" and jv["straggler"]["rank"] is None
+    for d in docs:                      # no rank and no collective: not taken for one job
+        d["verdict"]["collectives"] = False
+    assert job_verdict(docs) is None
 
 
 def test_one_rank_no_job_verdict() -> None:
