@@ -357,12 +357,12 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             for t in textreport.merge_totals(textreport.totals(h["files"]) for h in hosts).values():
                 lines.append(f"{t.module:<7} {t.files:>6} {t.bytes_read:>14} {t.bytes_written:>14} {t.reads:>9} "
                              f"{t.writes:>9}")
-            lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
-                      textreport.render_hosts([h["summary"] for h in hosts if "summary" in h])]
-            if run.get("job_verdict"):
+            if run.get("job_verdict"):       # the ranks as one job: on top of the per-host table
                 from tb_iotrace.analysis.job_verdict import render as render_job
 
-                lines += ["", render_job(run["job_verdict"])]
+                lines += ["", render_job(run["job_verdict"]).rstrip("\n")]
+            lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
+                      textreport.render_hosts([h["summary"] for h in hosts if "summary" in h])]
             if run.get("checkpoint_saves"):
                 from tb_iotrace.analysis.checkpoint_ranks import render as render_ranks
 
