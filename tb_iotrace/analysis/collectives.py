@@ -9,7 +9,8 @@ whose peers are late spends that time inside the collective. Which events are co
   its end), ``c10d::*`` (the dispatched op), ``record_param_comms``, and the NCCL kernels on
   the GPU lines (``ncclKernel_*``, ``ncclDevKernel_*``);
 - TensorFlow: the collective ops (``CollectiveReduceV2``, ``CollectiveGatherV2``,
-  ``CollectiveBcastSend``/``Recv``, ``NcclAllReduce``, ``HorovodAllreduce``...);
+  ``CollectiveBcastSend``/``Recv``, ``NcclAllReduce``, ``HorovodAllreduce``...), by their type
+  after the colon of TF's ``<op name>:<op type>`` (``sgd/CollectiveReduceV2:CollectiveReduceV2``);
 - XLA (TensorFlow and JAX on GPU/TPU): the HLO collectives on the device lines
   (``all-reduce``, ``all-reduce-start``/``-done``, ``all-gather``, ``reduce-scatter``,
   ``all-to-all``, ``collective-permute``), and JAX's ``psum``/``pmean``/``all_gather`` where
@@ -39,8 +40,12 @@ __all__ = ["COLLECTIVE", "collective_fields", "collective_intervals", "is_collec
 
 
 def is_collective(name: str) -> bool:
-    """Whether an event of this name is a collective (see the module docstring)."""
-    return COLLECTIVE.match(name) is not None
+    """Whether an event of this name is a collective (see the module docstring); a TensorFlow
+    op event is named ``<op name>:<op type>``, its type after the last colon."""
+    if COLLECTIVE.match(name) is not None:
+        return True
+    kind = name.rsplit(":", 1)[-1] if ":" in name else ""
+    return bool(kind) and COLLECTIVE.match(kind.strip()) is not None
 
 
 def collective_intervals(space: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -132,14 +132,16 @@ def test_one_rank_no_job_verdict() -> None:
                                   "ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
                                   "CollectiveReduceV2", "NcclAllReduce", "all-reduce.12", "all-reduce-start.3",
                                   "reduce-scatter.1", "all-gather-done", "collective-permute.2", "all-to-all",
-                                  "%all-reduce.7", "psum", "HorovodAllreduce"])
+                                  "%all-reduce.7", "psum", "HorovodAllreduce",
+                                  "sgd_1/CollectiveReduceV2:CollectiveReduceV2"])
 def test_collective_names(name: str) -> None:
     assert is_collective(name)
 
 
 @pytest.mark.parametrize("name", ["aten::add", "ProfilerStep#3", "DistributedDataParallel.forward", "fusion.12",
                                   "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "IteratorGetNext",
-                                  "psummary", "allocate"])
+                                  "psummary", "allocate", "CollectiveExecutor::RunClosure",
+                                  "EagerLocalExecute: IteratorGetNext", "sequential/dense/MatMul:_MklNativeFusedMatMul"])
 def test_not_collective_names(name: str) -> None:
     assert not is_collective(name)
 
