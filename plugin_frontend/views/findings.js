@@ -82,8 +82,12 @@ const pct = (x) => `${(100 * x).toFixed(x < 0.1 ? 1 : 0)}%`;
  */
 export function verdictLines(v, { host = true } = {}) {
   const share = v.input_wait_share;
-  let head = `${BOUND_WORDS[v.bound] || v.bound}${host && v.host ? ` (${v.host})` : ""}`;
+  const waitsFor = v.waits_for && v.waits_for.label ? `Waits for ${v.waits_for.label}'s input (job verdict)` : "";
+  let head = `${waitsFor || BOUND_WORDS[v.bound] || v.bound}${host && v.host ? ` (${v.host})` : ""}`;
   if (share !== null && share !== undefined) head += `: the step waits for input ${pct(share)} of its time`;
+  if (v.collectives && v.collective_wait_share !== null && v.collective_wait_share !== undefined) {
+    head += `, in collectives ${pct(v.collective_wait_share)}`;
+  }
   const b = v.wait_breakdown || {};
   const parts = WAIT_PARTS.filter(([k]) => b[k] !== null && b[k] !== undefined && b[k] > 0)
     .map(([k, name]) => `${name} ${pct(b[k])}`);
@@ -92,6 +96,25 @@ export function verdictLines(v, { host = true } = {}) {
   }
   return { head, wait: share ? `The wait: ${parts.join(", ")}` : "", unmeasured: share ? v.reason || "" : "",
     advice: v.advice || "" };
+}
+
+/**
+ * The job verdict across the view's hosts as ranks (tb_iotrace.analysis.job_verdict):
+ * {head, advice, bound} for the box on top of "All hosts"; null without one. Pure, for the tests.
+ */
+export function jobVerdictLines(jv) {
+  if (!jv) return null;
+  const steps = jv.matched_steps ? `, ${jv.matched_steps} steps matched by number` : ", no steps matched";
+  let head = `Job (${jv.ranks} ranks${steps}): ${BOUND_WORDS[jv.bound] || jv.bound}`;
+  if (jv.straggler) head += ` on ${jv.straggler.label}`;
+  return { head, advice: jv.advice || "", bound: jv.bound || "unknown" };
+}
+
+function renderJobVerdict(jv) {
+  const t = jobVerdictLines(jv);
+  return el("div", { class: `verdict job-verdict ${String(t.bound).replace(/ /g, "-")}`, role: "status" },
+    el("div", { class: "verdict-head", text: t.head }),
+    t.advice ? el("div", { class: "verdict-advice", text: t.advice }) : null);
 }
 
 function renderVerdict(v, host) {
@@ -114,6 +137,7 @@ export function renderFindings(root, f, { onFile, onRange } = {}) {
   const list = (f && f.findings) || [];
   // the verdict of each host first: is the step waiting for input, on what, what to change
   const verdicts = (f && f.verdicts) || [];
+  if (f && f.job_verdict) root.appendChild(renderJobVerdict(f.job_verdict));   // the ranks as one job, on top
   for (const v of verdicts) root.appendChild(renderVerdict(v, verdicts.length > 1));
   // the analysis's notes (what it could not see: no step markers, a partial record...)
   for (const note of (f && f.notes) || []) {

@@ -18,6 +18,7 @@ from tb_iotrace.analysis.attribution import attribute
 from tb_iotrace.store.xplane import IoTrace, read_io_data
 from tb_iotrace.analysis.checkpoint_facts import add_facts, training
 from tb_iotrace.analysis.checkpoint_spans import extend_async
+from tb_iotrace.analysis.collectives import collective_fields
 from tb_iotrace.analysis.checkpoint_waits import add_waits
 from tb_iotrace.analysis.checkpoints import checkpoint_phases, public, render as render_checkpoints
 from tb_iotrace.analysis.context import Context, fs_table, stages_table, steps_table
@@ -155,6 +156,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     fs = fs_table(ctx)
     findings = evaluate(ctx, steps, fs)
     v = verdict(ctx, steps, space)
+    v.update(collective_fields(space if att is not None else None, steps))   # and each step's collective_wait_ps
     for f in findings:       # input-bound's first suggestion: the verdict's change and its effect
         if f["id"] == "input-bound" and v.get("advice") and v.get("bound") in ("input", "partly input"):
             # when the cores are the limit, the rule's "raise num_workers" would contradict it

@@ -310,6 +310,8 @@ def render_verdict(v: Mapping[str, Any]) -> str:
     """The verdict's lines at the top of a host's report (tb_iotrace.analysis.verdict)."""
     share = v.get("input_wait_share")
     head = f"Verdict: {BOUND_WORDS.get(str(v.get('bound')), str(v.get('bound')).upper())}"
+    if isinstance(v.get("waits_for"), dict):       # another rank's input sets the step (job verdict)
+        head = f"Verdict: WAITS FOR {str(v['waits_for'].get('label', 'another rank')).upper()}'S INPUT (job verdict)"
     if share is not None:
         per = v.get("input_wait_ms_per_step")
         head += (f": the step waits for input {100 * share:.1f}% of its time"
@@ -324,6 +326,9 @@ def render_verdict(v: Mapping[str, Any]) -> str:
         lines.append("  the wait: " + ", ".join(parts))
         if v.get("reason"):
             lines.append(f"  not measured: {v['reason']}")
+    if v.get("collective_wait_share") is not None and v.get("collectives"):
+        lines.append(f"  collective wait: {100 * v['collective_wait_share']:.1f}% of step time "
+                     f"({v.get('collective_wait_ms_per_step') or 0:.2f} ms per step in all-reduce/all-gather/...)")
     if v.get("advice"):
         lines.append(f"  advice: {v['advice']}")
     return "\n".join(lines)

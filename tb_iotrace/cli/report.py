@@ -70,6 +70,7 @@ def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
         return [], False, NO_WAIT
     try:
         from tb_iotrace.analysis.attribution import attribute
+        from tb_iotrace.analysis.collectives import collective_fields
 
         att = attribute(src.space(), src.timeline_trace())   # a PyTorch job's: every process's I/O
     except Exception:
@@ -77,7 +78,9 @@ def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
     if att is None:
         return [], False, NO_WAIT
     iw = input_wait(att.wait_iv, [s.start_ps for s in att.steps], [s.end_ps for s in att.steps])
-    return [s.to_dict() for s in att.steps], bool(att.has_step_markers), iw
+    steps = [s.to_dict() for s in att.steps]
+    collective_fields(src.space(), steps)         # each step's collective_wait_ps
+    return steps, bool(att.has_step_markers), iw
 
 
 def _totals(files: list[dict[str, Any]]) -> dict[str, Any]:
@@ -267,8 +270,10 @@ def _with_ranks(run: dict[str, Any]) -> dict[str, Any]:
     finding on the late rank's host (tb_iotrace.analysis.checkpoint_ranks)."""
     try:
         from tb_iotrace.analysis.checkpoint_ranks import save_table, straggler_finding
+        from tb_iotrace.analysis.job_verdict import annotate
     except ImportError:
         return run
+    annotate(run)       # the job verdict across the ranks (docs/diagnosis.md), its findings
     run["checkpoint_saves"] = save_table(run["hosts"])
     got = straggler_finding(run["checkpoint_saves"], run["hosts"])
     if got is not None:
@@ -305,11 +310,12 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                 out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
                 out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
-                out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'I/O calls':>9} {'I/O bytes':>11}")
+                out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'collective':>10} {'I/O calls':>9} {'I/O bytes':>11}")
                 for s in h["steps"][:MAX_STEPS_SHOWN]:
                     num = s["step_num"] if s["step_num"] is not None else s["index"]
+                    coll = s.get("collective_wait_ps", 0) / max(s["duration_ps"], 1)
                     out.append(f"  {num:>6} {s['duration_ps'] / 1e9:>9.2f} {100 * s['input_wait_share']:>9.0f}% "
-                               f"{s['io_calls']:>9} {textreport.human_bytes(s['io_bytes']):>11}")
+                               f"{100 * coll:>9.0f}% {s['io_calls']:>9} {textreport.human_bytes(s['io_bytes']):>11}")
                 if len(h["steps"]) > MAX_STEPS_SHOWN:
                     out.append(f"  ... {len(h['steps']) - MAX_STEPS_SHOWN} more steps (--json for all)")
                 out.append("")
@@ -351,6 +357,10 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             for t in textreport.merge_totals(textreport.totals(h["files"]) for h in hosts).values():
                 lines.append(f"{t.module:<7} {t.files:>6} {t.bytes_read:>14} {t.bytes_written:>14} {t.reads:>9} "
                              f"{t.writes:>9}")
+            if run.get("job_verdict"):       # the ranks as one job: on top of the per-host table
+                from tb_iotrace.analysis.job_verdict import render as render_job
+
+                lines += ["", render_job(run["job_verdict"]).rstrip("\n")]
             lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
                       textreport.render_hosts([h["summary"] for h in hosts if "summary" in h])]
             if run.get("checkpoint_saves"):

@@ -65,9 +65,16 @@ def findings_of(path: str) -> dict[str, Any]:
     if partial:
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
                         "from its counters up to the last periodic flush; it has no trace.")
-    return {"findings": d["findings"], "notes": notes, "verdict": d.get("verdict") or None,
+    verdict = d.get("verdict") or None
+    if rank is None and verdict and verdict.get("collectives") and not path.endswith(".json"):
+        rank = _capture_rank(path)      # a rank of a distributed job: its job verdict needs it
+    return {"findings": d["findings"], "notes": notes, "verdict": verdict,
             "message": "No findings for this capture." if not d["findings"] else "",
-            "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank}
+            "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank,
+            # what the job verdict across the view's ranks needs (tb_iotrace.analysis.job_verdict)
+            "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
+                                             "collective_wait_ps")} for s in d.get("steps") or []],
+            "read": {"bytes_read": int(d["summary"].get("bytes_read") or 0), "files": int(d["summary"].get("files") or 0)}}
 
 
 def _capture_rank(path: str) -> int | None:

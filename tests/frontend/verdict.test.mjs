@@ -29,3 +29,17 @@ test("no verdict without a timeline", () => {
   assert.equal(t.head, "No verdict");
   assert.equal(t.wait, "");
 });
+
+test("the job verdict's box names the rank that holds the others, and a rank says it waits for it", async () => {
+  const { jobVerdictLines } = await import("../../plugin_frontend/views/findings.js");
+  const t = jobVerdictLines({ ranks: 4, matched_steps: 6, bound: "input", straggler: { label: "rank 2" },
+    advice: "Input-bound on rank 2 (h2): ..." });
+  assert.equal(t.head, "Job (4 ranks, 6 steps matched by number): Input-bound on rank 2");
+  assert.equal(t.advice, "Input-bound on rank 2 (h2): ...");
+  assert.equal(jobVerdictLines(null), null);
+  assert.equal(jobVerdictLines({ ranks: 3, matched_steps: 0, bound: "unknown", straggler: null }).head,
+    "Job (3 ranks, no steps matched): No verdict");
+  const v = verdictLines({ host: "h0", bound: "not input", input_wait_share: 0.001, collectives: true,
+    collective_wait_share: 0.83, waits_for: { label: "rank 2" } });
+  assert.equal(v.head, "Waits for rank 2's input (job verdict) (h0): the step waits for input 0.1% of its time, in collectives 83%");
+});

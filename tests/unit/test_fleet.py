@@ -58,15 +58,18 @@ def sources(tmp_path_factory, gpu_capture, jax_captures) -> dict[str, Path]:
     log.parent.mkdir()
     r = cli("export", str(jax_captures[0]), "--format", "darshan-log", "-o", str(log))
     assert r.returncode == 0, r.stderr
+    from tb_iotrace.plugin.synthetic_ranks import make_ranks
+
+    make_ranks(DATA / "ddp_rank0.pt.trace.json.gz", root / "ddpjob", 2, 1)     # two ranks, rank 1 slow
     return {"logdir": root / "logdir", "torch": torch, "record": DATA / "run_v1", "darshan": log,
-            "jax": jax_captures[0]}
+            "jax": jax_captures[0], "ddp": root / "ddpjob"}
 
 
 @pytest.fixture(scope="module")
 def dataset(sources, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     ds = tmp_path_factory.mktemp("fleet-ds") / "ds"
     r = cli("fleet", "build", str(sources["logdir"]), str(sources["torch"]), str(sources["record"]),
-            str(sources["darshan"]), "-o", str(ds), "--jobs", "2")
+            str(sources["darshan"]), str(sources["ddp"]), "-o", str(ds), "--jobs", "2")
     return ds, r
 
 
@@ -77,7 +80,7 @@ def counters_of(host: dict) -> dict:
 def test_build_reports_what_it_added(dataset):
     ds, r = dataset
     assert r.returncode == 0, r.stderr
-    assert "5 sources added, 0 replaced, 0 unchanged; 5 sources, 7 hosts in the dataset" in r.stderr
+    assert "7 sources added, 0 replaced, 0 unchanged; 7 sources, 9 hosts in the dataset" in r.stderr
     parts = sorted(str(p.relative_to(ds)) for p in ds.rglob("part-*.parquet"))
     assert any(p.startswith("hosts/run=2026_01_01/host=jaxhost/part-") for p in parts)
     assert any(p.startswith("files/run=torchjob/host=worker0.1700000000000%2Fpid") for p in parts)
@@ -90,7 +93,7 @@ def test_files_hold_the_reports_counters(dataset, sources):
         key = (r["run"], r["host"])
         got.setdefault(key, {})[(r["module"], r["path"])] = r
     want = {}
-    for name in ("logdir", "torch", "record"):
+    for name in ("logdir", "torch", "record", "ddp"):
         for run in report(sources[name])["runs"]:
             for h in run["hosts"]:
                 want[(run["run"], h["host"])] = counters_of(h)
@@ -238,7 +241,7 @@ def test_query_formats(dataset):
 
 def test_ready_reports(dataset):
     ds, _ = dataset
-    r = cli("fleet", "report", str(ds), "--json")
+    r = cli("fleet", "report", str(ds), "--json", "--limit", "100")     # every row of these few sources
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert list(got) == [rep.name for rep in REPORTS]
@@ -250,6 +253,10 @@ def test_ready_reports(dataset):
     small = {row["path"]: row for row in got["small-reads"]}
     assert small["/tmp/tbio_jax_data/part0.npy"]["jobs"] == 2
     assert small["/tmp/tbio_torch_data/sample0.bin"]["small_pct"] == 100.0
+    # the two DDP ranks: rank 1 (its waits exchanged) holds the job; the other waits for it in gloo
+    (strag,) = got["input-stragglers"]
+    assert strag["run"] == "ddpjob" and strag["ranks"] == 2 and strag["slowest_host"].startswith("rank1.")
+    assert strag["others_collective_pct"] > 50 and strag["job_input_wait_pct"] > 50
     fs = got["slow-fs"]
     assert fs and all(row["read_mib_s"] is None or row["read_mib_s"] > 0 for row in fs)
     assert sum(row["bytes_read"] for row in fs) == rows(ds, "SELECT SUM(COALESCE(POSIX_BYTES_READ, STDIO_BYTES_READ)) AS b "

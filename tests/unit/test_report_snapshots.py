@@ -31,6 +31,7 @@ SOURCES = [
     "h200_tuned.pt.trace.json.gz",
     "kineto_gpu_synthetic.pt.trace.json",
     "run_v1",
+    "ddp_rank0.pt.trace.json.gz",
 ]
 FILES_KEPT = 8
 UPDATE = os.environ.get("TBIO_UPDATE_SNAPSHOTS") == "1"

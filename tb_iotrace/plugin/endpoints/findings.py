@@ -12,7 +12,8 @@ def findings_impl(view: View) -> dict[str, Any]:
     """Findings from tb_iotrace.analysis, per host of the view:
     ``{"findings": [{"id", "severity", "title", "statement", "evidence", "files", "ops",
     "suggestion", "impact", "host"?}], "verdicts": [{"host", **verdict}], "message", "notes",
-    "pending", "hosts"}`` (the verdict of each host that has one: tb_iotrace.analysis.verdict;
+    "pending", "hosts", "job_verdict"}`` (the job verdict across the hosts as ranks when there are
+    two or more and none is pending, else null: tb_iotrace.analysis.job_verdict; the verdict of each host that has one: tb_iotrace.analysis.verdict;
     findings ordered by impact). For several hosts the
     answer comes within ``FINDINGS_ALL_WAIT_S``: ``pending`` counts the hosts (of ``hosts``)
     still being analysed (in one background child for all of them); asking again adds them
@@ -62,7 +63,15 @@ def findings_impl(view: View) -> dict[str, Any]:
         if late is not None:
             findings.append(late)
             message = ""
+    job = None
+    if multi and not pending:      # the hosts as the ranks of one job: which rank's input holds the others
+        from tb_iotrace.plugin.endpoints.job_tables import run_job_verdict
+
+        job, found, told = run_job_verdict([(p.host, got_all[p.capture.path]) for p in view.parts
+                                            if got_all.get(p.capture.path) is not None])
+        findings += found
+        verdicts = [dict(told.get(v["host"], v), host=v["host"]) for v in verdicts]
     if multi:    # the hosts' findings together, by what they cost
         findings.sort(key=lambda f: -((f.get("impact") or {}).get("step_share") or 0.0))
     return {"findings": findings, "verdicts": verdicts, "message": message, "notes": notes, "pending": pending,
-            "hosts": len(view.parts)}
+            "hosts": len(view.parts), "job_verdict": job}

@@ -13,7 +13,8 @@ from tb_iotrace.store import summaries
 from tb_iotrace.base.memory import one_trim
 from tb_iotrace.analysis.text_report import host_row
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.plugin.cache import LogdirIndex
+from tb_iotrace.plugin import summary_pool
+from tb_iotrace.plugin.cache import LogdirIndex, load_any
 from tb_iotrace.plugin.tab_model import TabCapture
 from tb_iotrace.plugin.request_view import View, unreadable_json
 from tb_iotrace.plugin.endpoints.bandwidth import capture_input_wait
@@ -94,6 +95,26 @@ def _keep(path: str, row: dict[str, Any], before: summaries.Identity) -> None:
         log.warning("cannot keep the summary of %s", path, exc_info=True)
 
 
+def _made_in_children(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo) -> dict[str, dict[str, Any]]:
+    """The rows of the captures of ``files`` with no row in ``memo`` nor a stored summary,
+    made in child processes (:mod:`tb_iotrace.plugin.summary_pool`) when there are at least
+    :data:`~tb_iotrace.plugin.summary_pool.MIN_CAPTURES` of them, the logdir is local, its
+    captures are loaded the default way and more than one core is there; path -> row
+    without ``host``. What a child did not answer with a row is left to the caller."""
+    if index.url is not None or index.loader is not load_any or summary_pool.jobs() < 2:
+        return {}
+    todo = []
+    for host, path in files:
+        before = _identity(path)
+        if before is None or memo.get(path, before) is not None or _stored(path, before) is not None:
+            continue
+        todo.append((host, path))
+    if len(todo) < summary_pool.MIN_CAPTURES:
+        return {}
+    got = summary_pool.rows_in_children(todo)
+    return {p: {k: v for k, v in r.items() if k != "host"} for p, r in got.items() if isinstance(r, dict)}
+
+
 def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo | None = None) -> dict[str, Any]:
     """:func:`hosts_impl`'s answer for ``files`` ((host, path) of one run, in order) without
     building the view: each host's row from ``memo`` or its stored summary, else from its
@@ -103,10 +124,13 @@ def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo
     rows: list[dict[str, Any]] = []
     unreadable: list[dict[str, str]] = []
     memo = memo if memo is not None else RowMemo()
+    made = _made_in_children(index, files, memo)
     with one_trim():
         for host, path in files:
             before = _identity(path)
             got = None if before is None else memo.get(path, before) or _stored(path, before)
+            if got is None and path in made:
+                got = made[path]
             if got is not None:
                 memo.put(path, before, got)   # type: ignore[arg-type]
                 rows.append({"host": host, **got})

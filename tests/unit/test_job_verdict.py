@@ -1,0 +1,186 @@
+"""The job verdict across a run's ranks (tb_iotrace.analysis.job_verdict) on host documents
+built here, and which event names are collectives (tb_iotrace.analysis.collectives)."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tb_iotrace.analysis.collectives import collective_fields, is_collective, per_step
+from tb_iotrace.analysis.job_verdict import annotate, job_verdict, render
+
+MS = 10**9     # ps
+
+
+def _doc(host: str, rank: int | None, waits_ms: list[float], colls_ms: list[float], step_ms: float = 500,
+         first: int = 2, bytes_read: int = 64 << 10, files: int = 4, role: str = "main") -> dict[str, Any]:
+    steps = [{"step_num": first + i, "start_ps": int(i * step_ms * MS), "end_ps": int((i + 1) * step_ms * MS),
+              "duration_ps": int(step_ms * MS), "input_wait_ps": int(w * MS), "collective_wait_ps": int(c * MS)}
+             for i, (w, c) in enumerate(zip(waits_ms, colls_ms))]
+    n = len(steps) or 1
+    return {"host": host, "process": {"rank": rank, "role": role} if rank is not None else None,
+            "verdict": {"bound": "not input" if max(waits_ms, default=0) < 50 else "input",
+                        "input_wait_share": sum(waits_ms) / n / step_ms, "cause": "file_io",
+                        "change": "num_workers=2 -> 4", "advice": "Not input-bound: ...",
+                        "collectives": bool(colls_ms)} if role == "main" else None,
+            "steps": steps, "has_step_markers": bool(steps), "findings": [],
+            "summary": {"bytes_read": bytes_read * n, "files": files * n},
+            "files": [{"path": f"/data/{host}/s0.bin", "code": False, "counters": {"POSIX_BYTES_READ": bytes_read * n}}]}
+
+
+def _job(slow: float = 400, heavy: float = 1.0) -> list[dict[str, Any]]:
+    docs = []
+    for r in range(4):
+        w = slow if r == 2 else 1.0
+        c = 2.0 if r == 2 else slow
+        docs.append(_doc(f"rank{r}", r, [w] * 6, [c] * 6, bytes_read=int((64 << 10) * (heavy if r == 2 else 1))))
+    return docs
+
+
+def test_straggler_named_with_its_cost_and_others_waiting() -> None:
+    jv = job_verdict(_job())
+    assert jv is not None and jv["ranks"] == 4 and jv["matched_steps"] == 6 and jv["bound"] == "input"
+    st = jv["straggler"]
+    assert st["rank"] == 2 and st["excess_ms_per_step"] == pytest.approx(399) and st["cost_share"] == pytest.approx(399 / 500)
+    assert sorted(o["rank"] for o in jv["others"]) == [0, 1, 3]
+    assert all(o["waiting_share"] == pytest.approx(399 / 500) for o in jv["others"])
+    assert "rank 2's loader: num_workers=2 -> 4" in jv["change"] and "/data/rank2" in jv["change"]
+    assert jv["imbalance"] is None
+
+
+def test_annotate_tells_rank_0_it_waits_for_rank_2() -> None:
+    run = {"run": "r", "hosts": _job()}
+    annotate(run)
+    v0 = run["hosts"][0]["verdict"]
+    assert v0["waits_for"]["rank"] == 2 and v0["advice"].startswith("Waits for rank 2")
+    (f,) = [f for f in run["hosts"][2]["findings"] if f["id"] == "input-straggler"]
+    assert f["impact"]["step_share"] == pytest.approx(399 / 500) and f["impact"]["ms_per_step"] == pytest.approx(399)
+    assert "waits_for" not in run["hosts"][2]["verdict"]
+    assert "INPUT-BOUND on rank 2" in render(run["job_verdict"])
+
+
+def test_balanced_job_not_input_bound() -> None:
+    docs = [_doc(f"rank{r}", r, [1.0] * 6, [3.0] * 6) for r in range(4)]
+    run = {"hosts": docs}
+    annotate(run)
+    jv = run["job_verdict"]
+    assert jv["bound"] == "not input" and jv["straggler"] is None and jv["imbalance"] is None
+    assert all(not h["findings"] and "waits_for" not in h["verdict"] for h in docs)
+
+
+def test_every_rank_slow_alike_is_input_bound_without_straggler() -> None:
+    docs = [_doc(f"rank{r}", r, [300.0] * 6, [5.0] * 6) for r in range(4)]
+    jv = job_verdict(docs)
+    assert jv["bound"] == "input" and jv["straggler"] is None and "every rank alike" in jv["advice"]
+
+
+def test_heavy_shard_is_imbalance_and_the_straggler_change_is_the_sharding() -> None:
+    run = {"hosts": _job(heavy=2.0)}
+    annotate(run)
+    jv = run["job_verdict"]
+    assert jv["imbalance"]["rank"] == 2 and jv["imbalance"]["ratio"] == pytest.approx(2.0)
+    assert jv["straggler"]["imbalanced"] and jv["change"].startswith("rebalance the data sharding")
+    ids = [f["id"] for f in run["hosts"][2]["findings"]]
+    assert ids.count("imbalanced-shards") == 1 and ids.count("input-straggler") == 1
+
+
+def test_heavy_shard_within_margin_is_not_named() -> None:
+    assert job_verdict(_job(slow=1.0, heavy=1.4))["imbalance"] is None
+    assert job_verdict(_job(slow=1.0, heavy=1.6))["imbalance"]["rank"] == 2
+
+
+def test_steps_matched_by_number_only() -> None:
+    docs = _job()
+    docs[1] = _doc("rank1", 1, [1.0] * 6, [400.0] * 6, first=4)     # steps 4..9: 4 in common (4..7)
+    assert job_verdict(docs)["matched_steps"] == 4
+
+
+def test_workers_bytes_count_to_their_rank() -> None:
+    docs = _job()
+    docs.append({**_doc("rank0.worker", 0, [], [], bytes_read=64 << 10, role="worker"), "summary": {"bytes_read": 10 << 20, "files": 4}})
+    jv = job_verdict(docs)
+    assert jv["ranks"] == 4
+    assert jv["imbalance"]["rank"] == 0 and jv["imbalance"]["what"] == "bytes"
+
+
+def test_whole_run_records_say_what_cannot_be_said() -> None:
+    docs = [_doc(f"h.{r}", r, [], [], bytes_read=(128 << 10) if r == 3 else (32 << 10)) for r in range(4)]
+    for d in docs:
+        d["verdict"] = None
+    jv = job_verdict(docs)
+    assert jv["basis"] == "totals" and jv["bound"] == "unknown" and jv["straggler"] is None
+    assert "cannot be said" in jv["advice"] and jv["imbalance"]["rank"] == 3
+
+
+def test_captures_without_ranks_are_ranks_by_host() -> None:
+    docs = _job()
+    for d in docs:
+        d["process"] = None
+    jv = job_verdict(docs)
+    assert jv["straggler"]["label"] == "rank2" and jv["straggler"]["rank"] is None
+    for d in docs:                      # no rank and no collective: not taken for one job
+        d["verdict"]["collectives"] = False
+    assert job_verdict(docs) is None
+
+
+def test_one_rank_no_job_verdict() -> None:
+    assert job_verdict(_job()[:1]) is None
+
+
+@pytest.mark.parametrize("name", ["gloo:all_reduce", "nccl:all_reduce", "c10d::allreduce_", "record_param_comms",
+                                  "ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
+                                  "CollectiveReduceV2", "NcclAllReduce", "all-reduce.12", "all-reduce-start.3",
+                                  "reduce-scatter.1", "all-gather-done", "collective-permute.2", "all-to-all",
+                                  "%all-reduce.7", "psum", "HorovodAllreduce",
+                                  "sgd_1/CollectiveReduceV2:CollectiveReduceV2"])
+def test_collective_names(name: str) -> None:
+    assert is_collective(name)
+
+
+@pytest.mark.parametrize("name", ["aten::add", "ProfilerStep#3", "DistributedDataParallel.forward", "fusion.12",
+                                  "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "IteratorGetNext",
+                                  "psummary", "allocate", "CollectiveExecutor::RunClosure",
+                                  "EagerLocalExecute: IteratorGetNext", "sequential/dense/MatMul:_MklNativeFusedMatMul"])
+def test_not_collective_names(name: str) -> None:
+    assert not is_collective(name)
+
+
+def test_collective_wait_per_step_counts_overlap_once() -> None:
+    iv = (np.array([0, 150]), np.array([100, 250]))
+    steps = [{"start_ps": 0, "end_ps": 200}, {"start_ps": 200, "end_ps": 400}]
+    assert per_step(iv, steps).tolist() == [150, 50]
+    assert collective_fields(None, steps)["collective_wait_share"] is None
+
+
+def test_report_names_the_slow_rank_of_ranks_made_from_a_real_trace(tmp_path) -> None:
+    """Eight ranks made from a real gloo rank's PyTorch trace (tb_iotrace.plugin.synthetic_ranks),
+    rank 5's waits exchanged: the report's job verdict names rank 5, ranks 0-4 and 6-7 wait for it."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tb_iotrace.plugin.synthetic_ranks import make_ranks
+
+    make_ranks(Path(__file__).resolve().parents[1] / "data" / "ddp_rank0.pt.trace.json.gz", tmp_path / "logs", 8, 5)
+    r = subprocess.run([sys.executable, "-m", "tb_iotrace", "report", str(tmp_path / "logs"), "--json", "--no-progress"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    (run,) = json.loads(r.stdout)["runs"]
+    jv = run["job_verdict"]
+    assert jv["ranks"] == 8 and jv["matched_steps"] == 6 and jv["straggler"]["rank"] == 5, jv
+    assert jv["straggler"]["input_wait_ms_per_step"] > 300
+    waits = [h["verdict"].get("waits_for", {}).get("rank") for h in run["hosts"]]
+    assert waits == [5, 5, 5, 5, 5, None, 5, 5]
+
+
+@pytest.mark.parametrize("name, want", [
+    ("all-reduce.3", True), ("%all-reduce-start.1", True), ("reduce-scatter", True),
+    ("collective-permute-done", True),
+    # XLA's compiler passes on its compiler threads (tests/data/jax_io.xplane.pb has both)
+    ("all-reduce-promotion", False), ("all_to_all_decomposer", False),
+])
+def test_hlo_collectives_by_instruction_name_not_compiler_passes(name: str, want: bool) -> None:
+    from tb_iotrace.analysis.collectives import is_collective
+    assert is_collective(name) is want
