@@ -26,6 +26,7 @@ from tb_iotrace.analysis.rules import evaluate
 from tb_iotrace.analysis.capture_reader import load_for_analysis
 from tb_iotrace.analysis.thresholds import DEFAULT, Thresholds
 from tb_iotrace.analysis.verdict import verdict
+from tb_iotrace.analysis.object_io import object_wait_note
 
 
 @dataclass
@@ -157,6 +158,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     for f in findings:       # input-bound's first suggestion: the verdict's change and its effect
         if f["id"] == "input-bound" and v.get("advice") and v.get("bound") in ("input", "partly input"):
             f["suggestion"] = f"Biggest expected effect: {v['advice']} Also: {f['suggestion']}"
+            f["statement"] += object_wait_note(v)
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
                     notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints,

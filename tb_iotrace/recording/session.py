@@ -17,6 +17,7 @@ from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
 from tb_iotrace.store.filetable import FileTable, ModuleRows, PathTable
 from tb_iotrace.store.machine import machine_facts
+from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.opnames import MODULES, counter_names, op_names
 from tb_iotrace.store.timeseries import TimeSeries
 
@@ -580,7 +581,8 @@ class Capture:
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
                        dropped=self.dropped, untracked=self.untracked.to_dict() if self.untracked else None,
                        counters=self.records(),
-                       mounts=self.mounts, machine=self.machine)
+                       mounts=self.mounts, machine=self.machine,
+                       objects=to_columns(self.objects) if self.objects else None)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""
