@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
@@ -79,13 +80,12 @@ def main() -> None:
     handler = tb_iotrace.torch.trace_handler(out, worker_name=f"{mode}-{start}")
     loader = DataLoader(Objects(mode, endpoint, urls), batch_size=2, num_workers=2,
                         multiprocessing_context=start)
-    w = torch.randn(64, 64)
+    torch.set_num_threads(1)        # the step: a short sleep, not a matmul that a loaded machine's threads slow down
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
                                 schedule=torch.profiler.schedule(wait=1, warmup=1, active=12, repeat=1),
                                 on_trace_ready=handler) as prof:
         for x in loader:
-            for _ in range(4):
-                x = x @ w[: x.shape[1], : x.shape[1]]
+            time.sleep(0.005)
             prof.step()
     print("\n".join(handler.written))
 
