@@ -120,3 +120,27 @@ def test_idle_process_has_no_wrapper_and_a_fork_starts_empty(server: FileServer)
         os.close(r)
         os.waitpid(pid, 0)
     assert not object_hooks.active()
+
+
+def test_whole_run_record_carries_objects(server: FileServer, tmp_path: Path) -> None:
+    """``tb-iotrace run``: the process's record holds its requests; the report names them."""
+    import json
+    import subprocess
+
+    script = tmp_path / "job.py"
+    script.write_text("import requests, sys\n"
+                      "for name in ('a.bin', 'b.bin', 'a.bin'):\n"
+                      "    requests.get(sys.argv[1] + '/' + name + '?token=SECRETSIG', timeout=10).content\n")
+    logdir = tmp_path / "logs"
+    r = subprocess.run([sys.executable, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--quiet", "--",
+                        sys.executable, str(script), server.endpoint], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rep = subprocess.run([sys.executable, "-m", "tb_iotrace", "report", "--json", str(logdir)], capture_output=True,
+                         text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr
+    [host] = json.loads(rep.stdout)["runs"][0]["hosts"]
+    objs = {o["object"].rsplit("/", 1)[1]: o["counters"] for o in host["objects"]["objects"]}
+    assert objs["a.bin"]["OBJ_GETS"] == 2 and objs["a.bin"]["OBJ_BYTES_READ"] == 200_000
+    assert objs["a.bin"]["OBJ_REFETCHED_BYTES"] == 100_000 and objs["b.bin"]["OBJ_BYTES_READ"] == 5_000
+    assert "SECRETSIG" not in rep.stdout
+    assert not any(b"SECRETSIG" in p.read_bytes() for p in logdir.rglob("*") if p.is_file())
