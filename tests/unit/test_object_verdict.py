@@ -91,3 +91,28 @@ def test_report_carries_objects(tmp_path: Path) -> None:
     assert rec["counters"]["OBJ_UNIQUE_BYTES_READ"] == 65536 and rec["counters"]["OBJ_MAX_CONCURRENCY"] == 1
     t = subprocess.run([sys.executable, "-m", "tb_iotrace", "report", str(p)], capture_output=True, text=True, timeout=120)
     assert "Objects: 20 requests (GET 20)" in t.stdout and "object I/O 50%" in t.stdout
+
+
+def test_exports_carry_objects(tmp_path: Path) -> None:
+    """Chrome: an "Objects" process with each request; Parquet and CSV: objects and requests."""
+    import csv
+    import json
+
+    import pyarrow.parquet as pq
+
+    from tb_iotrace.cli import main
+
+    p = tmp_path / "w.pt.trace.json.gz"
+    torch_fetch_trace.make(p, object_ms=2)
+    assert main(["export", str(p), "--format", "chrome", "-o", str(tmp_path / "c.json")]) == 0
+    doc = json.loads((tmp_path / "c.json").read_text())
+    objs = [e for e in doc["traceEvents"] if e.get("cat") == "object"]
+    assert len(objs) == 40 and objs[0]["name"].startswith("GET s3://objs/shards/")
+    assert objs[0]["args"]["range"] == "0-16383" and objs[0]["args"]["bytes"] == 16384
+    assert main(["export", str(p), "--format", "parquet", "-o", str(tmp_path / "pq")]) == 0
+    t = pq.read_table(tmp_path / "pq" / "objects.parquet").to_pylist()
+    assert len(t) == 10 and all(r["OBJ_BYTES_READ"] == 65536 and r["OBJ_RANGED_GETS"] == 4 for r in t)
+    assert pq.read_table(tmp_path / "pq" / "requests.parquet").num_rows == 40
+    assert main(["export", str(p), "--format", "csv", "-o", str(tmp_path / "csv")]) == 0
+    with open(tmp_path / "csv" / "requests.csv", newline="") as fh:
+        assert len(list(csv.DictReader(fh))) == 40
