@@ -116,3 +116,28 @@ def test_exports_carry_objects(tmp_path: Path) -> None:
     assert main(["export", str(p), "--format", "csv", "-o", str(tmp_path / "csv")]) == 0
     with open(tmp_path / "csv" / "requests.csv", newline="") as fh:
         assert len(list(csv.DictReader(fh))) == 40
+
+
+def test_fleet_objects_table(tmp_path: Path) -> None:
+    """The fleet dataset's ``objects`` table: one row per object of each host, its counters."""
+    import json
+    import subprocess
+    import sys
+
+    pytest.importorskip("pyarrow")
+    from tb_iotrace.fleet import host_tables
+
+    p = tmp_path / "w.pt.trace.json.gz"
+    torch_fetch_trace.make(p, object_ms=2)
+    r = subprocess.run([sys.executable, "-m", "tb_iotrace", "report", "--json", str(p)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    layout = {"POSIX": (("POSIX_READS",), ("POSIX_F_READ_TIME",))}
+    rows = []
+    for doc in json.loads(r.stdout)["runs"][0]["hosts"]:
+        tables = host_tables("r", doc, layout)
+        assert "objects" not in tables["hosts"].column_names
+        if "objects" in tables:
+            rows += tables["objects"].to_pylist()
+    assert len(rows) == 10 and {x["host"].rsplit("/", 1)[1] for x in rows} == {"pid201", "pid202"}
+    assert all(x["OBJ_BYTES_READ"] == 65536 and x["OBJ_GETS"] == 4 for x in rows)
