@@ -141,3 +141,22 @@ def test_fleet_objects_table(tmp_path: Path) -> None:
             rows += tables["objects"].to_pylist()
     assert len(rows) == 10 and {x["host"].rsplit("/", 1)[1] for x in rows} == {"pid201", "pid202"}
     assert all(x["OBJ_BYTES_READ"] == 65536 and x["OBJ_GETS"] == 4 for x in rows)
+
+
+def test_tab_objects_endpoint(tmp_path: Path) -> None:
+    """The tab's /objects on a logdir holding the trace (one host: the trace, its workers'
+    requests together): the objects, most bytes first."""
+    from tb_iotrace.plugin.cache import LogdirIndex
+    from tb_iotrace.plugin.endpoints.objects import objects_impl
+
+    run = tmp_path / "logs" / "job"
+    run.mkdir(parents=True)
+    torch_fetch_trace.make(run / "w0.1790857026000.pt.trace.json.gz", object_ms=2)
+    index = LogdirIndex(str(tmp_path / "logs"))
+    [info] = index.runs()
+    body = objects_impl(index.view(info.run, sorted(info.hosts.items())))
+    assert body["errors"] == []
+    [h] = body["hosts"]
+    assert h["host"] == "w0"
+    assert h["requests"] == 40 and h["ops"] == {"GET": 40} and h["bytes_read"] == 40 * 16384
+    assert [o["counters"]["OBJ_BYTES_READ"] for o in h["objects"]] == [65536] * 10
