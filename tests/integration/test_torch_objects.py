@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -81,8 +81,10 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
                 os.environ["STORAGE_EMULATOR_HOST"] = old
         secret_params = {"signature", "x-amz-signature", "x-amz-credential", "x-amz-security-token",
                          "awsaccesskeyid"}
-        signatures = sorted({v for u in urls for k, v in parse_qsl(urlsplit(u).query)
-                             if k.lower() in secret_params and len(v) >= 8})
+        # as sent (percent-encoded), and decoded
+        raw = {v for u in urls for k, _, v in (q.partition("=") for q in urlsplit(u).query.split("&"))
+               if k.lower() in secret_params and len(v) >= 8}
+        signatures = sorted(raw | {unquote(v) for v in raw})
         yield {"work": work, "local": local, "urls": work / "urls.txt", "s3": s3, "gcs": gcs, "proxies": proxies,
                "env_s3": {**s3.env, **SECRETS, "AWS_ENDPOINT_URL": proxies["s3"].endpoint},
                "env_gs": {**env_gs, "STORAGE_EMULATOR_HOST": proxies["gs"].endpoint},
@@ -231,7 +233,7 @@ def test_local_files_diagnosed_as_before(stores: dict[str, Any]) -> None:
 
 def test_no_credential_anywhere(stores: dict[str, Any]) -> None:
     """Run last (after the jobs above in this module): the keys, the session token and the
-    presigned URLs' signatures appear in no trace, report, export or log."""
+    presigned URLs' signatures appear in no trace, report, export, log or answer of the tab."""
     outs = sorted(stores["work"].glob("out-*"))
     if len(outs) < 3:
         _run(stores, "requests", "fork")
@@ -244,8 +246,23 @@ def test_no_credential_anywhere(stores: dict[str, Any]) -> None:
             r = subprocess.run([sys.executable, "-m", "tb_iotrace", "export", str(out), "--format", fmt, "-o", str(dst)],
                                env=env, capture_output=True, text=True, timeout=300)
             stores["logs"].extend([r.stdout, r.stderr])
+    # the tab's answers on the same traces (the runs of a logdir holding the job folders)
+    from tb_iotrace.plugin.cache import LogdirIndex
+    from tb_iotrace.plugin.endpoints.objects import objects_impl
+    from tb_iotrace.plugin.endpoints.summary import capture_impl
+
+    index = LogdirIndex(str(stores["work"]))
+    answers = 0
+    for info in index.runs():
+        view = index.view(info.run, sorted(info.hosts.items()))
+        for body in (objects_impl(view), capture_impl(view, "thread")):
+            stores["logs"].append(json.dumps(body, default=str))
+            answers += 1
+    assert answers >= 2 * len(outs)
     needles = list(SECRETS.values()) + stores["signatures"] + ["X-Amz-Signature", "Signature="]
     assert len(stores["signatures"]) >= 2
+    urls = stores["urls"].read_text()          # the needles are what the job really sent
+    assert SECRETS["AWS_ACCESS_KEY_ID"] in urls and sum(s in urls for s in stores["signatures"]) >= 2
     blobs = [p.read_bytes() for p in stores["work"].rglob("*") if p.is_file() and p.parent != stores["local"]
              and p.name != "urls.txt"]
     blobs += [s.encode() for s in stores["logs"]]
