@@ -17,7 +17,8 @@ from tb_iotrace.model.stepwait import covered, input_wait, merge
 from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
 from tb_iotrace.analysis.context import Context
 
-__all__ = ["Pattern", "blocked_share", "object_advice", "object_wait_note", "origin_ns", "requests_of", "small_gets", "storage_intervals"]
+__all__ = ["Pattern", "blocked_share", "object_advice", "object_wait_note", "origin_ns", "requests_of", "small_gets",
+           "storage_intervals"]
 
 SMALL_REQUEST = 1 << 20          # a GET under this pays its first-byte latency more than its transfer
 LATENCY_BOUND = 0.5              # first byte over request time, summed: the requests wait, not transfer
