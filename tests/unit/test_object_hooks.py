@@ -123,14 +123,20 @@ def test_idle_process_has_no_wrapper_and_a_fork_starts_empty(server: FileServer)
 
 
 def test_whole_run_record_carries_objects(server: FileServer, tmp_path: Path) -> None:
-    """``tb-iotrace run``: the process's record holds its requests; the report names them."""
+    """``tb-iotrace run``: the process's record holds its requests, a forked child's its own;
+    the report names them."""
     import json
     import subprocess
 
     script = tmp_path / "job.py"
-    script.write_text("import requests, sys\n"
-                      "for name in ('a.bin', 'b.bin', 'a.bin'):\n"
-                      "    requests.get(sys.argv[1] + '/' + name + '?token=SECRETSIG', timeout=10).content\n")
+    script.write_text("import multiprocessing as mp, requests, sys\n"
+                      "def child(url):\n"
+                      "    requests.get(url + '/b.bin', timeout=10).content\n"
+                      "if __name__ == '__main__':\n"
+                      "    for name in ('a.bin', 'b.bin', 'a.bin'):\n"
+                      "        requests.get(sys.argv[1] + '/' + name + '?token=SECRETSIG', timeout=10).content\n"
+                      "    p = mp.get_context('fork').Process(target=child, args=(sys.argv[1],))\n"
+                      "    p.start(); p.join()\n")
     logdir = tmp_path / "logs"
     r = subprocess.run([sys.executable, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--quiet", "--",
                         sys.executable, str(script), server.endpoint], capture_output=True, text=True, timeout=120)
@@ -138,7 +144,12 @@ def test_whole_run_record_carries_objects(server: FileServer, tmp_path: Path) ->
     rep = subprocess.run([sys.executable, "-m", "tb_iotrace", "report", "--json", str(logdir)], capture_output=True,
                          text=True, timeout=120)
     assert rep.returncode == 0, rep.stderr
-    [host] = json.loads(rep.stdout)["runs"][0]["hosts"]
+    hosts = json.loads(rep.stdout)["runs"][0]["hosts"]
+    [host] = [h for h in hosts if h["process"]["exit"]["how"] == "exit"]
+    [forked] = [h for h in hosts if h is not host]      # a forked child records its own requests
+    assert forked["process"]["ppid"] == host["process"]["pid"]
+    assert [(o["object"].rsplit("/", 1)[1], o["counters"]["OBJ_BYTES_READ"]) for o in forked["objects"]["objects"]] \
+        == [("b.bin", 5_000)]
     objs = {o["object"].rsplit("/", 1)[1]: o["counters"] for o in host["objects"]["objects"]}
     assert objs["a.bin"]["OBJ_GETS"] == 2 and objs["a.bin"]["OBJ_BYTES_READ"] == 200_000
     assert objs["a.bin"]["OBJ_REFETCHED_BYTES"] == 100_000 and objs["b.bin"]["OBJ_BYTES_READ"] == 5_000
