@@ -19,6 +19,7 @@ import { pollFindings, renderFindings } from "./views/findings.js";
 import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
 import { HostsTable } from "./views/hosts.js";
 import { renderCheckpoints } from "./views/checkpoints.js";
+import { renderObjects } from "./views/objects.js";
 import { WindowsTable } from "./views/windows.js";
 
 const ALL_HOSTS = "__all__";
@@ -73,6 +74,9 @@ export class App {
     this.checkpointsRoot = el("div", { class: "checkpoints" });
     this.checkpointsSection = section("Checkpoints", this.checkpointsRoot, "checkpoints-section");
     this.checkpointsSection.hidden = true;
+    this.objectsRoot = el("div", { class: "objects" });
+    this.objectsSection = section("Object storage (S3, GCS, HTTP requests)", this.objectsRoot, "objects-section");
+    this.objectsSection.hidden = true;
     this.hostsSection = section("Hosts", this.hostsTable.root, "hosts-section");
     this.hostsSection.hidden = true;
     this.windowsTable = new WindowsTable({ onPickRun: (r) => this.pickRun(r) });
@@ -86,6 +90,7 @@ export class App {
       this.windowsSection,
       this.hostsSection,
       this.checkpointsSection,
+      this.objectsSection,
       el("div", { class: "grid2" },
         section("Findings", this.findingsRoot, "findings-section"),
         section("Top files (bytes moved)", this.topRoot, "top-section")),
@@ -265,6 +270,7 @@ export class App {
       }),
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
       this._loadCheckpoints(p, () => panels === this._panels),
+      show("objects", p, (o) => { this.objectsSection.hidden = !renderObjects(this.objectsRoot, o); }),
       profile ? show("windows", { run: p.run }, (w) => { this.windowsSection.hidden = !this.windowsTable.setData(w, p.run); }) : null,
     ]);
     if (token !== this._token) return;

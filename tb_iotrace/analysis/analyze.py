@@ -28,6 +28,7 @@ from tb_iotrace.analysis.capture_reader import load_for_analysis
 from tb_iotrace.analysis.thresholds import DEFAULT, Thresholds
 from tb_iotrace.analysis.verdict import verdict
 from tb_iotrace.analysis.worker_advice import NO_MORE
+from tb_iotrace.analysis.object_io import object_wait_note
 
 
 @dataclass
@@ -162,6 +163,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
             # when the cores are the limit, the rule's "raise num_workers" would contradict it
             also = "" if str(v.get("change", "")).startswith(NO_MORE) else f" Also: {f['suggestion']}"
             f["suggestion"] = f"Biggest expected effect: {v['advice']}{also}"
+            f["statement"] += object_wait_note(v)
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
                     notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints,

@@ -133,6 +133,7 @@ def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
                     trace.mounts = str(info.get("mounts", ""))
                     trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
                     trace.checkpoint_calls = checkpoint_calls(info)
+                    trace.objects = info.get("objects") if isinstance(info.get("objects"), dict) else None
             pd.stats.clear()
             pd.metadata_id = pd.start_ps = pd.duration_ps = None
     return space, trace

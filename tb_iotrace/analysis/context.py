@@ -18,7 +18,7 @@ import numpy as np
 
 from tb_iotrace.analysis.attribution import STEP_EVENT_NAMES, Attribution, innermost, op_kind
 from tb_iotrace.base.codepaths import code_paths, is_code_path
-from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
+from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, profile_start_ns, thread_line_id
 from tb_iotrace.analysis.intervals import clip, merge, overlap
 from tb_iotrace.analysis.mounts import Mount, MountTable
 from tb_iotrace.analysis.pytorch import TorchRun, torch_run
@@ -121,6 +121,8 @@ class Context:
     def __init__(self, trace: IoTrace, att: Attribution | None, space: Any, mounts: MountTable,
                  th: Thresholds, python: dict[str, Any] | None = None):
         self.trace, self.att, self.th, self.mounts = trace, att, th, mounts
+        # where the capture's ps clock starts (epoch ns; None: no profile start in the capture)
+        self.profile_start_ns: int | None = profile_start_ns(space) if space is not None else None
         n = len(trace)
         # per distinct op / path, then spread to rows (a capture has few of each, many rows)
         op_code, ops = _factorize(trace.op)

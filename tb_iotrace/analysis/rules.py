@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tb_iotrace.analysis import checkpoints
+from tb_iotrace.analysis import checkpoints, object_findings
 from tb_iotrace.analysis.context import Context, file_type, fs_table
 from tb_iotrace.analysis.epochs import epochs
 from tb_iotrace.analysis.impact import grade, impact_of
@@ -534,6 +534,10 @@ RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
 TITLES.update(checkpoints.TITLES)
 RULES.update(checkpoints.RULES)
 ORDER.extend(checkpoints.TITLES)
+# the object-storage findings (their own module: docs/findings.md)
+TITLES.update(object_findings.TITLES)
+RULES.update(object_findings.RULES)
+ORDER.extend(object_findings.TITLES)
 
 
 def evaluate(ctx: Context, steps: list[dict[str, Any]],

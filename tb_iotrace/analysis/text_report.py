@@ -302,8 +302,8 @@ def code_line(summary: Mapping[str, Any], shown: bool) -> str:
 
 BOUND_WORDS = {"input": "INPUT-BOUND", "partly input": "PARTLY INPUT-BOUND", "not input": "NOT INPUT-BOUND",
                "unknown": "NO VERDICT"}
-WAIT_PARTS = (("file_io", "file I/O"), ("decode", "decode"), ("starved", "starved"), ("copy", "copy"),
-              ("other", "other"))
+WAIT_PARTS = (("file_io", "file I/O"), ("object_io", "object I/O"), ("decode", "decode"), ("starved", "starved"),
+              ("copy", "copy"), ("other", "other"))
 
 
 def render_verdict(v: Mapping[str, Any]) -> str:

@@ -52,7 +52,8 @@ class Export(Command):
                order (metadata "rankN=<run>/<host>"). Record ids are Darshan's
                hash of the path. Use --host to write one process per log.
       parquet  OUT is a folder: files.parquet (per-file counters, one column per
-      csv      counter) and ops.parquet (one row per call); .csv likewise.
+      csv      counter), ops.parquet (one row per call), objects.parquet (per-object
+               counters) and requests.parquet (one row per object request); .csv likewise.
 
     Traces are written in chunks, with progress on a terminal.
     """
@@ -156,8 +157,10 @@ class Export(Command):
                     raise UserError(f"{out}: exists and is not a folder ({args.format} writes files.* and ops.* "
                                     f"into a folder)")
                 counts = tables.export(sources, out, args.format, progress=progress)
-                print(f"wrote {shown}/files.{args.format} ({counts['files']} rows) and "
-                      f"{shown}/ops.{args.format} ({counts['ops']} rows)", file=sys.stderr)
+                print(f"wrote {shown}/files.{args.format} ({counts['files']} rows), "
+                      f"{shown}/ops.{args.format} ({counts['ops']} rows), {shown}/objects.{args.format} "
+                      f"({counts['objects']} rows) and {shown}/requests.{args.format} ({counts['requests']} rows)",
+                      file=sys.stderr)
         except ImportError as exc:
             raise UserError(str(exc)) from None
         except OSError as exc:

@@ -14,6 +14,7 @@ import numpy as np
 
 from tb_iotrace.analysis import jobwindows
 from tb_iotrace.analysis import text_report as textreport
+from tb_iotrace.analysis.object_report import objects_doc, render_objects
 from tb_iotrace.base.codepaths import code_paths
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
@@ -168,6 +169,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
+        "objects": objects_doc(src.objects()),
         "findings": findings, "checkpoints": checkpoints, "training": training or None,
         "steps": steps, "has_step_markers": markers,
         "summary": summary,
@@ -306,6 +308,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"], verdict=h.get("verdict"),
                                          untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", ""), all_files=all_files))
+            if h.get("objects"):
+                out.append(render_objects(h["objects"]))
             if h.get("timeseries"):
                 out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
@@ -438,6 +442,11 @@ class Report(Command):
                             "files": [{"path", "module", "record_id", ["rank",]
                                        "code": bool,  # code loading (tb_iotrace.base.codepaths)
                                        "counters": {NAME: int}, "fcounters": {NAME: float}}],
+                            "objects": null | {"requests", "bytes_read", "ops", "ranged_gets", "errors",
+                                        "throttled", "retries", "max_concurrency",
+                                        "first_byte_ms_mean", "objects": [{"object", "service",
+                                        "bucket", "key", "counters", "fcounters"}],
+                                        "objects_left_out"},   # docs/objects.md
                             "code_loading": {"files", "bytes_read", "bytes_written",
                                              "calls", "time_s"},   # the files marked code
                             "findings": [{"id", "severity", "title", "statement", "suggestion",

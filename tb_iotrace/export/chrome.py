@@ -10,6 +10,9 @@ One document ``{"traceEvents": [...], "displayTimeUnit": "ns", "otherData": {...
   thread (``tid`` = OS tid, named by the thread's comm), events named by call with
   ``args`` ``{"file", "offset", "bytes", "requested", "fd"[, "errno"]}`` (offset absent when
   the call has none);
+- a source's object-storage requests become one more process, ``"Objects <host>"``, one thread
+  per OS thread that made them, each request named ``"<op> <object>"`` with ``args``
+  ``{"object", "op", "status", "bytes"[, "range", "first_byte_us", "error"]}``;
 - one clock: ``ts``/``dur`` in microseconds since the earliest start of all exported sources
   (a capture's profile start, a record's process start); ``otherData.clock_origin_ns`` is that
   origin in CLOCK_REALTIME epoch ns.
@@ -154,6 +157,29 @@ def _io(w: _Writer, src: Any, pid: int, origin_ns: int, label: str, prog: Progre
         prog.add(len(out))
 
 
+def _objects(w: _Writer, src: Any, pid: int, origin_ns: int, label: str, prog: Progress) -> None:
+    reqs = src.objects()
+    if not reqs:
+        return
+    w.meta(pid, None, "process_name", f"Objects {label}".rstrip(), sort=pid)
+    for tid in sorted({int(r["tid"]) for r in reqs}):
+        w.meta(pid, tid & MAX_TID, "thread_name", f"object requests (tid {tid})")
+    out = []
+    for r in reqs:
+        args = {"object": r["object"], "op": r["op"], "status": r["status"], "bytes": r["bytes"]}
+        if r["range_start"] >= 0:
+            args["range"] = f"{r['range_start']}-{r['range_end'] if r['range_end'] >= 0 else ''}"
+        if r["ttfb_ns"]:
+            args["first_byte_us"] = round((r["ttfb_ns"] - r["start_ns"]) / 1e3, 3)
+        if r["error"]:
+            args["error"] = r["error"]
+        out.append(f'{{"ph":"X","cat":"object","pid":{pid},"tid":{int(r["tid"]) & MAX_TID},'
+                   f'"name":{w.name(r["op"] + " " + r["object"])},"ts":{(r["start_ns"] - origin_ns) / 1e3:.6f},'
+                   f'"dur":{max(0, r["end_ns"] - r["start_ns"]) / 1e3:.6f},"args":{json.dumps(args)}}}')
+    w.write(out)
+    prog.add(len(out))
+
+
 def export(sources: list[Any], out: str, progress: bool = True) -> int:
     """Write the sources as one trace; return the number of complete events written. The trace
     is written under a temporary name and renamed over ``out`` once complete: a failure half-way
@@ -184,6 +210,7 @@ def _write(raw: BinaryIO, sources: list[Any], origins: list[int], origin: int, g
             _planes(w, src, base, (src_origin - origin) / 1e3, label, prog)
             _steps(w, src, base + PID_STRIDE - 2, (src_origin - origin) / 1e3, label)
         _io(w, src, base + PID_STRIDE - 1, origin if origin else src_origin, label or f"{src.host}", prog)
+        _objects(w, src, base + PID_STRIDE - 3, origin if origin else src_origin, label or f"{src.host}", prog)
     text.write("\n],\n")
     text.write(f'"displayTimeUnit":"ns","otherData":{{"clock_origin_ns":{origin},'
                f'"generator":"tb_iotrace"}}}}\n')

@@ -10,7 +10,9 @@
   ``end_ns`` (CLOCK_REALTIME epoch ns), ``op``, ``path``, ``offset`` (-1: none),
   ``requested``, ``returned`` (-1: failed), ``fd``, ``errno``, ``tid``.
 
-Both are written under temporary names and renamed once both are complete. The operation
+``objects.*`` and ``requests.*``: the object-storage tables (:mod:`tb_iotrace.export.object_tables`).
+
+All are written under temporary names and renamed once all are complete. The operation
 table is written in row groups of :data:`CHUNK` rows, so memory stays bounded
 by the chunk size plus the source's own columns. Parquet needs pyarrow; CSV does not.
 """
@@ -24,6 +26,7 @@ from tb_iotrace.base.atomic import Staged
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
 from tb_iotrace.export._common import CHUNK, IO_COLUMNS, io_rows
+from tb_iotrace.export.object_tables import write_objects, write_requests
 
 OPS_COLUMNS = ("run", "host") + IO_COLUMNS
 INT_OPS = ("start_ns", "end_ns", "offset", "requested", "returned", "fd", "errno", "tid")
@@ -68,7 +71,9 @@ def export(sources: list[Any], out: str, fmt: str, progress: bool = True) -> dic
     with Staged() as stage:
         nfiles = _files(stage.temp(os.path.join(out, f"files.{fmt}")), sources, fmt)
         nops = _ops(stage.temp(os.path.join(out, f"ops.{fmt}")), sources, fmt, progress)
-    return {"files": nfiles, "ops": nops}
+        nobj = write_objects(stage.temp(os.path.join(out, f"objects.{fmt}")), sources, fmt)
+        nreq = write_requests(stage.temp(os.path.join(out, f"requests.{fmt}")), sources, fmt)
+    return {"files": nfiles, "ops": nops, "objects": nobj, "requests": nreq}
 
 
 def _files(fpath: str, sources: list[Any], fmt: str) -> int:

@@ -1,7 +1,7 @@
 """The fleet tables' rows, from the report's per-host JSON document.
 
 Each host of ``tb-iotrace report --json`` (``runs[].hosts[]``, built by the CLI's
-``host_doc``) becomes rows of five tables; new keys of that document flow into ``hosts``
+``host_doc``) becomes rows of six tables; new keys of that document flow into ``hosts``
 without a change here:
 
 - ``files``: one row per file record: ``run``, ``host``, ``module``, ``path``,
@@ -29,6 +29,9 @@ without a change here:
   ``median_call_bytes``, ``path``, ``source``, ``fs_type``, ``mount_point``; ``paths`` as JSON
   text). The saves of a run's ranks are rows of the same run: ``GROUP BY run`` over
   overlapping saves compares them.
+- ``objects``: one row per object a host requested (docs/objects.md): ``run``, ``host``,
+  ``object``, ``service``, ``bucket``, ``key``, then the per-object counters (``OBJ_*`` int64,
+  ``OBJ_F_*`` float64; tb_iotrace.model.object_counters).
 
 Text that is not valid UTF-8 (a path read with ``surrogateescape``) is stored with ``\\xNN``
 escapes, as the Darshan log export writes it (:func:`text`).
@@ -43,7 +46,7 @@ from typing import Any
 from tb_iotrace.analysis.mounts import MountTable, parse_mountinfo
 from tb_iotrace.fleet.deps import require
 
-TABLES = ("files", "hosts", "steps", "findings", "checkpoints")
+TABLES = ("files", "hosts", "steps", "findings", "checkpoints", "objects")
 
 # module -> (integer counter names, float counter names), Darshan's order (tb_iotrace.recording.opnames)
 Layout = Mapping[str, tuple[Sequence[str], Sequence[str]]]
@@ -73,7 +76,22 @@ CHECKPOINT_KEYS = (("run", "string"), ("host", "string"), ("rank", "int64"), ("i
                    ("calls", "int64"), ("median_call_bytes", "float64"), ("path", "string"), ("source", "string"),
                    ("fs_type", "string"), ("mount_point", "string"), ("paths", "json"))
 # the document's keys that are tables of their own (not columns of ``hosts``)
-OWN_TABLES = ("files", "steps", "findings", "checkpoints")
+OWN_TABLES = ("files", "steps", "findings", "checkpoints", "objects")
+
+
+def _object_keys() -> list[tuple[str, str]]:
+    from tb_iotrace.model.object_counters import object_records
+    from tb_iotrace.store.objcolumns import COLUMNS
+
+    one = object_records([dict.fromkeys(COLUMNS, 0) | {"object": "", "service": "", "bucket": "", "key": "",
+                                                       "op": "GET", "error": "", "client": "", "status": 200,
+                                                       "range_start": -1, "range_end": -1}])[0]
+    return [("run", "string"), ("host", "string"), ("object", "string"), ("service", "string"),
+            ("bucket", "string"), ("key", "string"), *((k, "int64") for k in one["counters"]),
+            *((k, "float64") for k in one["fcounters"])]
+
+
+OBJECT_KEYS = _object_keys()
 
 
 def text(s: Any) -> str:
@@ -173,7 +191,7 @@ def _counter_keys(layout: Layout) -> list[tuple[str, str]]:
 def schema(table: str, layout: Layout) -> Any:
     """The columns every part of ``table`` has (a part may add columns of its own)."""
     keys = {"files": [*FILE_KEYS, *_counter_keys(layout)], "hosts": HOST_KEYS, "steps": STEP_KEYS,
-            "findings": FINDING_KEYS, "checkpoints": CHECKPOINT_KEYS}[table]
+            "findings": FINDING_KEYS, "checkpoints": CHECKPOINT_KEYS, "objects": OBJECT_KEYS}[table]
     return _table(keys, []).schema
 
 
@@ -239,6 +257,14 @@ def checkpoints_table(run: str, host: str, phases: Sequence[Any], rank: Any = No
     return _table(CHECKPOINT_KEYS, rows)
 
 
+def objects_table(run: str, host: str, objects: Mapping[str, Any] | None) -> Any:
+    """The ``objects`` rows of one host: its per-object records (the report's ``objects``)."""
+    rows = [{"run": run, "host": host, **{k: text(o[k]) for k in ("object", "service", "bucket", "key")},
+             **(o.get("counters") or {}), **(o.get("fcounters") or {})}
+            for o in ((objects or {}).get("objects") or []) if isinstance(o, Mapping)]
+    return _table(OBJECT_KEYS, rows)
+
+
 def host_tables(run: str, doc: Mapping[str, Any], layout: Layout, mounts: str = "") -> dict[str, Any]:
     """The rows of one host document, per table (a table without rows is left out)."""
     host = str(doc["host"])
@@ -247,5 +273,6 @@ def host_tables(run: str, doc: Mapping[str, Any], layout: Layout, mounts: str = 
            "steps": steps_table(run, host, doc.get("steps") or []),
            "findings": findings_table(run, host, doc.get("findings") or []),
            "checkpoints": checkpoints_table(run, host, doc.get("checkpoints") or [],
-                                            (doc.get("process") or {}).get("rank"))}
+                                            (doc.get("process") or {}).get("rank")),
+           "objects": objects_table(run, host, doc.get("objects"))}
     return {k: t for k, t in out.items() if t.num_rows}

@@ -124,6 +124,13 @@ class Source:
         """The process's interpreter prefixes and sys.path (whole-run records)."""
         return None
 
+    def objects(self) -> list[dict[str, Any]]:
+        """Its object-storage requests, one dict per request (tb_iotrace.store.objcolumns'
+        columns; [] when none): a capture's and a PyTorch process's from their I/O record, a
+        whole-run record's from its document."""
+        tr = self.io_trace()
+        return _object_rows(getattr(tr, "objects", None) if tr is not None else None, self.path)
+
     def checkpoint_calls(self) -> list[Any] | None:
         """The checkpoint library calls the process noted (whole-run records)."""
         return None
@@ -345,6 +352,9 @@ class RecordSource(Source):
     def python(self) -> dict[str, Any] | None:
         return self.doc.get("python")
 
+    def objects(self) -> list[dict[str, Any]]:
+        return _object_rows(self.doc.get("objects"), self.path)
+
     def checkpoint_calls(self) -> list[Any] | None:
         calls = self.doc.get("checkpoint_calls")
         return calls if isinstance(calls, list) else None
@@ -367,6 +377,15 @@ class RecordSource(Source):
 
     def machine_name(self) -> str:
         return str(self.doc.get("host") or self.host)
+
+
+def _object_rows(doc: Any, path: str) -> list[dict[str, Any]]:
+    from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
+
+    try:
+        return rows(checked(doc))
+    except ObjectColumnsError as exc:
+        raise SourceError(f"{path}: malformed object requests ({exc})") from None
 
 
 @functools.lru_cache(maxsize=2)
@@ -450,6 +469,10 @@ class TorchTraceSource(Source):
 
     def nevents(self) -> int:
         return int(self.proc.get("num_events", 0))
+
+    def objects(self) -> list[dict[str, Any]]:
+        """This process's own requests (the main process's trace holds its workers' too)."""
+        return _object_rows(self.proc.get("objects"), self.path)
 
     def process(self) -> dict[str, Any] | None:
         return {k: self.proc.get(k) for k in ("pid", "role", "start_ns", "end_ns", "rank")}

@@ -18,6 +18,7 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
                     ``enc=bin``: a binary answer without lane descriptions (:mod:`.packed`,
                     what the tab asks for)
 ``/files``          per-file Darshan counters (POSIX and STDIO rows)
+``/objects``        object-storage requests per host: totals and per-object counters
 ``/histograms``     access sizes read/write, access pattern, calls per op (``path`` optional)
 ``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
 ``/steps``          per-step I/O (or equal time windows when there are no step markers)
@@ -58,7 +59,7 @@ from tb_iotrace.store.logdir import BadName
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex
 from tb_iotrace.plugin import packed
-from tb_iotrace.plugin.endpoints import checkpoint_tables, event, files, findings, hosts, summary, timeline, bandwidth, windows
+from tb_iotrace.plugin.endpoints import checkpoint_tables, event, files, findings, hosts, objects, summary, timeline, bandwidth, windows
 from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -225,6 +226,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
             "/checkpoints": self._route(self._checkpoints),
             "/event": self._route(self._event),
             "/windows": self._route(self._windows),
+            "/objects": self._route(self._objects),
         }
 
     # -- static
@@ -357,6 +359,10 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def _findings(self, args):
         return findings.findings_impl(self._view(args))
+
+    def _objects(self, args):
+        view = self._view(args)
+        return view.memo(("objects",), lambda: Body.json(objects.objects_impl(view)))
 
     def _checkpoints(self, args):
         return checkpoint_tables.checkpoints_impl(self._view(args))

@@ -151,6 +151,7 @@ def _load_record(path: str, host: str) -> TabCapture:
         "threads": [[tid, int(th.get("pthread_self") or 0), str(th.get("name") or "")]
                     for tid, th in sorted(threads.items())],
         "timeseries": series,   # tb_iotrace.store.timeseries JSON form, or None
+        "objects": doc.get("objects"),   # object-storage requests as columns (tb_iotrace.store.objcolumns)
     }
     return TabCapture(path=path, host=host, size=st.st_size, mtime_ns=st.st_mtime_ns, names=[], lanes=lanes,
                    planes={}, io=io, io_info=io_info, counter_records=table, steps=[],

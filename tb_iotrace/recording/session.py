@@ -11,10 +11,13 @@ from typing import Any, overload
 
 import numpy as np
 
+from tb_iotrace.base import objreqs
+from tb_iotrace.recording import object_hooks
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
 from tb_iotrace.store.filetable import FileTable, ModuleRows, PathTable
 from tb_iotrace.store.machine import machine_facts
+from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.opnames import MODULES, counter_names, op_names
 from tb_iotrace.store.timeseries import TimeSeries
 
@@ -43,6 +46,7 @@ def begin_session() -> Any:
         if sess == ffi.NULL:
             raise NativeError(f"cannot start a capture: {last_error()}")
         _live.add(sess)
+    object_hooks.acquire()
     return sess
 
 
@@ -54,11 +58,15 @@ def end_session(sess: Any, cap: "Capture") -> None:
             return
         _live.discard(sess)
         ended = lib.tbio_end(sess)
-    if ended != ffi.NULL:
-        try:
-            cap._fill(ended)
-        finally:
-            lib.tbio_session_free(ended)
+    try:
+        if ended != ffi.NULL:
+            try:
+                cap._fill(ended)
+            finally:
+                lib.tbio_session_free(ended)
+            cap.objects = objreqs.between(cap.start_ns, cap.end_ns)
+    finally:
+        object_hooks.release()
 
 
 def end_all_and_disable() -> None:
@@ -70,6 +78,7 @@ def end_all_and_disable() -> None:
             ended = lib.tbio_end(sess)
             if ended:
                 lib.tbio_session_free(ended)
+            object_hooks.release()
         _live.clear()
         lib.tbio_disable()
 
@@ -494,6 +503,8 @@ class Capture:
         # the whole window in fixed memory, whatever the trace cap kept (tb_iotrace.store.timeseries)
         self.timeseries: TimeSeries | None = None
         self.closed = False
+        # the object-storage requests of the window (tb_iotrace.base.objreqs)
+        self.objects: list[dict[str, Any]] = []
 
     def _fill(self, sess: Any) -> None:
         ffi, lib = native()
@@ -570,7 +581,8 @@ class Capture:
                        threads={t.tid: XThread(t.pthread_self, t.name) for t in self.threads},
                        dropped=self.dropped, untracked=self.untracked.to_dict() if self.untracked else None,
                        counters=self.records(),
-                       mounts=self.mounts, machine=self.machine)
+                       mounts=self.mounts, machine=self.machine,
+                       objects=to_columns(self.objects) if self.objects else None)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""

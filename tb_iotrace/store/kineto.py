@@ -11,7 +11,9 @@ dict::
      "counters": [Darshan file records], "dropped", "untracked" (optional),
      "fetches": {"start_ns", "end_ns", "tid", "samples": equal-length lists} (DataLoader
                 workers only: one span per index batch fetched in the window),
-     "worker_id" (workers only)}
+     "worker_id" (workers only),
+     "objects": the object-storage requests it made in the window, as columns
+                (:mod:`tb_iotrace.store.objcolumns`; only when it made some)}
 
 :func:`add_io` turns them into trace events: one complete event (``"ph": "X"``) per call on
 the OS pid/tid that made it, named by the call, ``args`` holding path, offset and bytes.
@@ -19,7 +21,10 @@ Kineto's ``ts`` is microseconds relative to the trace's ``baseTimeNanoseconds`` 
 CLOCK_REALTIME, the shim's clock), so ``ts = (start_ns - baseTimeNanoseconds) / 1000``. A worker's fetch spans become complete
 events ``{"ph": "X", "cat": "tb_iotrace", "name": "tb_iotrace::fetch", "pid", "tid" (the
 fetching thread, the one whose I/O the batch's reads are), "ts", "dur", "args": {"worker_id",
-"samples"}}`` on the same clock.
+"samples"}}`` on the same clock. Each object request becomes a complete event ``{"ph": "X",
+"cat": "tb_iotrace.object", "name": "<op> <object>", "pid", "tid" (the thread that made it), "ts",
+"dur", "args": {"object", "op", "status", "bytes", "range", "first_byte_us"}}``; the requests
+themselves stay, as columns, in their process's entry of the record.
 The counters and per-process facts go under the top-level key ``"tb_iotrace"`` (format
 ``tb_iotrace.kineto/1``); Perfetto and HTA ignore keys they do not know. A process record may
 also hold ``late_start_ns`` (a worker that began recording that long after the window's start,
@@ -39,7 +44,7 @@ from typing import Any
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.base.limits import LimitError, gunzip, json_loads, max_trace_bytes, read_limited
 
-__all__ = ["CATEGORY", "FETCH_CATEGORY", "FETCH_EVENT", "FORMAT", "KEY", "KinetoTraceError", "add_io", "trace_rank",
+__all__ = ["CATEGORY", "FETCH_CATEGORY", "FETCH_EVENT", "FORMAT", "OBJECT_CATEGORY", "KEY", "KinetoTraceError", "add_io", "trace_rank",
            "io_record", "read_trace", "write_trace"]
 
 KEY = "tb_iotrace"
@@ -47,6 +52,7 @@ FORMAT = "tb_iotrace.kineto/1"
 CATEGORY = "tb_iotrace.io"
 FETCH_CATEGORY = "tb_iotrace"          # a DataLoader worker's fetch of one index batch
 FETCH_EVENT = "tb_iotrace::fetch"
+OBJECT_CATEGORY = "tb_iotrace.object"  # one object-storage request
 FETCH_COLUMNS = ("start_ns", "end_ns", "tid", "samples")
 EVENT_COLUMNS = ("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid")
 
@@ -129,6 +135,24 @@ def _fetch_events(proc: dict[str, Any], base_ns: int) -> list[dict[str, Any]]:
             for s, e, tid, k in zip(*cols)]
 
 
+def _object_events(proc: dict[str, Any], base_ns: int) -> list[dict[str, Any]]:
+    from tb_iotrace.store.objcolumns import rows
+
+    out = []
+    for r in rows(proc.get("objects")):
+        args: dict[str, Any] = {"object": r["object"], "op": r["op"], "status": r["status"], "bytes": r["bytes"]}
+        if r["range_start"] >= 0:
+            args["range"] = f"{r['range_start']}-{r['range_end'] if r['range_end'] >= 0 else ''}"
+        if r["ttfb_ns"]:
+            args["first_byte_us"] = _us(r["ttfb_ns"] - r["start_ns"])
+        if r["error"]:
+            args["error"] = r["error"]
+        out.append({"ph": "X", "cat": OBJECT_CATEGORY, "name": f"{r['op']} {r['object']}", "pid": int(r["pid"]),
+                    "tid": int(r["tid"]), "ts": _us(int(r["start_ns"]) - base_ns),
+                    "dur": _us(max(0, int(r["end_ns"]) - int(r["start_ns"]))), "args": args})
+    return out
+
+
 def _metadata_events(proc: dict[str, Any], base_ns: int, known_pids: set[Any],
                      known_threads: set[tuple[Any, Any]]) -> list[dict[str, Any]]:
     """Name the tracks Kineto did not: a worker's process, and every I/O thread Kineto did not
@@ -169,6 +193,7 @@ def add_io(trace: dict[str, Any], procs: list[dict[str, Any]], *, notes: list[st
         events.extend(_metadata_events(proc, base_ns, known, threads))
         events.extend(_events_of(proc, base_ns))
         events.extend(_fetch_events(proc, base_ns))
+        events.extend(_object_events(proc, base_ns))
     trace[KEY] = {
         "format": FORMAT,
         "base_time_ns": base_ns,

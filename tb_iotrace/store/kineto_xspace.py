@@ -175,6 +175,17 @@ def _plane(space: XSpace, name: str) -> Any:
     return p
 
 
+def _objects_of(procs: list[dict[str, Any]], source: str) -> dict[str, Any] | None:
+    """The processes' object requests as one set of columns, for the I/O record (``objects``)."""
+    from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, concat
+
+    try:
+        got = concat(checked(p.get("objects")) for p in procs if isinstance(p, dict))
+    except ObjectColumnsError as exc:
+        raise KinetoTraceError(f"{source}: malformed tb_iotrace record ({exc})") from None
+    return got
+
+
 def _io_trace(io: IoColumns, procs: list[dict[str, Any]],
               linked: set[tuple[int, int]], machine: dict[str, Any] | None = None) -> tuple[IoTrace, list[dict[str, Any]]]:
     """The I/O events as an IoTrace (absolute ns) and the processes' summary for the record.
@@ -335,6 +346,7 @@ def _to_xspace(trace: dict[str, Any], batches: Iterable[list[Any]], source: str)
         try:
             machine = rec.get("machine")
             iot, summary = _io_trace(cols.io, procs, linked, dict(machine) if isinstance(machine, dict) else None)
+            iot.objects = _objects_of(procs, source)
         except (TypeError, ValueError, IndexError, KeyError, OverflowError) as exc:
             raise KinetoTraceError(f"{source}: malformed tb_iotrace record or I/O event ({exc})") from None
         add_io_to_space(space, iot, start_ns=start, max_events=max(len(iot), 1),

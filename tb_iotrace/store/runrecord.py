@@ -51,6 +51,9 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # only when the process made some: its
                                                 # safetensors/orbax/tf.train.Checkpoint calls
                                                 # (tb_iotrace.base.ckptcalls; docs/checkpoints.md)
+      "objects": {column: [...]},               # only when the process made some: its
+                                                # object-storage requests as columns
+                                                # (tb_iotrace.store.objcolumns; docs/objects.md)
       "rank": int,                              # only in a distributed job: the process's rank
                                                 # (env RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
                                                 # PMIX_RANK, SLURM_PROCID at write time)
@@ -82,6 +85,7 @@ import secrets
 import socket
 import stat
 import zipfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Sequence
@@ -89,7 +93,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from tb_iotrace.base import ckptcalls
+from tb_iotrace.base import ckptcalls, objreqs
+from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.base.atomic import Staged
 from tb_iotrace.base.codepaths import this_python
 from tb_iotrace.base.limits import json_loads, load_npz, max_trace_bytes, read_limited
@@ -246,6 +251,11 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
     calls = ckptcalls.snapshot()
     if calls:
         doc["checkpoint_calls"] = calls
+    # the session's own (its end freed the notes), else those noted so far (a partial record)
+    reqs = cap.objects if cap is not None and hasattr(cap, "objects") else \
+        objreqs.between(doc["start_ns"], doc["end_ns"] or time.time_ns())
+    if reqs:
+        doc["objects"] = to_columns(reqs)      # the run's object-storage requests (docs/objects.md)
     rank = job_rank(os.environ)
     if rank is not None:
         doc["rank"] = rank

@@ -30,7 +30,7 @@ def test_decode_bound_workers(tmp_path: Path) -> None:
     torch_fetch_trace.make(p)
     v = _verdict(p)
     assert v["input_wait_share"] == pytest.approx(0.4) and v["basis"] == "steps" and v["bound"] == "input"
-    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "decode": 0.75, "starved": 0.0, "copy": 0.0,
+    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "object_io": 0.0, "decode": 0.75, "starved": 0.0, "copy": 0.0,
                                                  "other": 0.0})
     assert v["unmeasured"] == [] and v["cause"] == "decode"
     # ceil(1.5 x 2 / (1 - 0.4)) = 5 workers; step time max(0.6, 2/5) = 60% of now
@@ -45,7 +45,7 @@ def test_starved_workers(tmp_path: Path) -> None:
     p = tmp_path / "starved.pt.trace.json.gz"
     torch_fetch_trace.make(p, fetch_ms=2)
     v = _verdict(p)
-    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "decode": 0.25, "starved": 0.5, "copy": 0.0,
+    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "object_io": 0.0, "decode": 0.25, "starved": 0.5, "copy": 0.0,
                                                  "other": 0.0})
     assert v["cause"] == "starved" and v["change"] == "prefetch_factor=2 -> 4"
     assert v["expected_step_time_change"] == pytest.approx(-0.2)
@@ -230,7 +230,7 @@ def test_tf_data_map_bound(tmp_path: Path) -> None:
     a = analyze(_tf_capture(tmp_path, "map", names=names), mountinfo=MOUNTINFO)
     v = a.verdict
     assert v["input_wait_share"] == pytest.approx(0.8) and v["bound"] == "input"
-    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "decode": 0.5, "starved": 0.25, "copy": 0.0,
+    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "object_io": 0.0, "decode": 0.5, "starved": 0.25, "copy": 0.0,
                                                  "other": 0.0})
     assert v["change"].startswith("map(..., num_parallel_calls=tf.data.AUTOTUNE)")
     assert v["expected_step_time_change"] == pytest.approx(-0.4)
@@ -250,7 +250,7 @@ def test_grain_decode_bound(tmp_path: Path) -> None:
                 mountinfo=MOUNTINFO)
     v = a.verdict
     assert v["input_wait_share"] == pytest.approx(0.8) and v["bound"] == "input"
-    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "decode": 0.5, "starved": 0.25, "copy": 0.0,
+    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.25, "object_io": 0.0, "decode": 0.5, "starved": 0.25, "copy": 0.0,
                                                  "other": 0.0})
     assert v["cause"] == "decode"
     assert v["change"].startswith(".mp_prefetch(grain.MultiprocessingOptions(num_workers=3))")

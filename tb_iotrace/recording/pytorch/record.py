@@ -9,6 +9,7 @@ from typing import Any
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.recording.pytorch import loaders as torch_loaders
 from tb_iotrace.recording.session import Capture, begin_session, end_session
+from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.pytorch import state
 
 
@@ -32,6 +33,8 @@ def process_record(cap: Capture, role: str, start_ns: int,
     }
     if cap.untracked:
         rec["untracked"] = cap.untracked.to_dict()
+    if cap.objects:
+        rec["objects"] = to_columns(cap.objects)
     if fetches is not None:
         rec["fetches"] = {k: [int(f[i]) for f in fetches] for i, k in enumerate(FETCH_COLUMNS)}
         if worker_id is not None:

@@ -291,6 +291,8 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
                       mounts: [[mount_point, fs_type, source], ...]} (tb_iotrace.store.machine)
     checkpoint_calls  (only when some were noted) the checkpoint library calls of the window:
                       [{kind, path, root, call, start_ns, end_ns, tid}] (tb_iotrace.base.ckptcalls)
+    objects           (only when some were made) the object-storage requests of the window as
+                      columns (tb_iotrace.store.objcolumns)
     untracked         (only when something was) what the capture counted but could not
                       track: {files, calls, bytes_read, bytes_written, reentrant_calls,
                       examples}: files past the file-table bound, signal-handler calls
@@ -313,6 +315,7 @@ def _info_json(trace, start_ns, capped, max_events, n, lines_info, event_md, new
         **({"untracked": dict(trace.untracked)} if getattr(trace, "untracked", None) else {}),
         **({"machine": dict(trace.machine)} if isinstance(getattr(trace, "machine", None), dict) else {}),
         **({"checkpoint_calls": list(trace.checkpoint_calls)} if getattr(trace, "checkpoint_calls", None) else {}),
+        **({"objects": dict(trace.objects)} if getattr(trace, "objects", None) else {}),
     }
 
 

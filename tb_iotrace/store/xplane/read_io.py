@@ -115,6 +115,7 @@ def read_io_data(space) -> IoTrace | None:
     trace.machine = dict(info["machine"]) if isinstance(info.get("machine"), dict) else None
     trace.untracked = dict(info["untracked"]) if isinstance(info.get("untracked"), dict) else None
     trace.checkpoint_calls = checkpoint_calls(info)
+    trace.objects = info.get("objects") if isinstance(info.get("objects"), dict) else None
     return trace
 
 

@@ -1,0 +1,73 @@
+"""Object-storage requests as stored: equal-length columns under the key ``"objects"`` of every
+format that carries them (a capture's I/O record, a PyTorch trace's process records and the
+converted trace's I/O record, a whole-run record). The columns are
+:data:`tb_iotrace.base.objreqs.COLUMNS` (one request per row; docs/objects.md says what each
+holds). Nothing secret is in them: names are bucket and key, or a URL without its query.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from tb_iotrace.base.objreqs import COLUMNS
+
+__all__ = ["COLUMNS", "KEY", "ObjectColumnsError", "checked", "concat", "rows", "to_columns"]
+
+KEY = "objects"
+TEXT = frozenset({"object", "service", "bucket", "key", "op", "error", "client"})
+FLAGS = frozenset({"complete"})
+
+
+class ObjectColumnsError(ValueError):
+    """Stored object requests that are not the columns this version writes."""
+
+
+def to_columns(reqs: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
+    """Requests (dicts of :data:`COLUMNS`) as columns."""
+    got = list(reqs)
+    return {c: [r.get(c) for r in got] for c in COLUMNS}
+
+
+def _value(col: str, v: Any) -> Any:
+    if col in TEXT:
+        if not isinstance(v, str):
+            raise ObjectColumnsError(f"column {col!r} holds a {type(v).__name__}, not text")
+        return v
+    if col in FLAGS:
+        return bool(v)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise ObjectColumnsError(f"column {col!r} holds a {type(v).__name__}, not an integer")
+    return v
+
+
+def checked(doc: Any) -> dict[str, list[Any]] | None:
+    """Stored columns, checked (every column, equal lengths, types); None when absent or
+    empty; :class:`ObjectColumnsError` (one line) when malformed."""
+    if doc is None:
+        return None
+    if not isinstance(doc, dict):
+        raise ObjectColumnsError(f"'{KEY}' is a {type(doc).__name__}, not columns")
+    missing = [c for c in COLUMNS if not isinstance(doc.get(c), list)]
+    if missing:
+        raise ObjectColumnsError(f"'{KEY}' lacks the column(s) {', '.join(missing)}")
+    n = len(doc[COLUMNS[0]])
+    if any(len(doc[c]) != n for c in COLUMNS):
+        raise ObjectColumnsError(f"'{KEY}' columns of unequal length")
+    if not n:
+        return None
+    return {c: [_value(c, v) for v in doc[c]] for c in COLUMNS}
+
+
+def concat(parts: Iterable[dict[str, list[Any]] | None]) -> dict[str, list[Any]] | None:
+    """Several sources' columns as one (None when all are empty)."""
+    got = [p for p in parts if p]
+    if not got:
+        return None
+    return {c: [v for p in got for v in p[c]] for c in COLUMNS}
+
+
+def rows(cols: dict[str, list[Any]] | None) -> list[dict[str, Any]]:
+    """Columns back as one dict per request."""
+    if not cols:
+        return []
+    return [dict(zip(COLUMNS, vals)) for vals in zip(*(cols[c] for c in COLUMNS))]
