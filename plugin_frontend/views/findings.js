@@ -71,8 +71,8 @@ export function findingsProgress(f) {
 
 const BOUND_WORDS = { "input": "Input-bound", "partly input": "Partly input-bound", "not input": "Not input-bound",
   "unknown": "No verdict" };
-const WAIT_PARTS = [["file_io", "file I/O"], ["decode", "decode"], ["starved", "starved"], ["copy", "copy"],
-  ["other", "other"]];
+const WAIT_PARTS = [["file_io", "file I/O"], ["object_io", "object storage"], ["decode", "decode"], ["starved", "starved"],
+  ["copy", "copy"], ["other", "other"]];
 const pct = (x) => `${(100 * x).toFixed(x < 0.1 ? 1 : 0)}%`;
 
 /**

@@ -4,7 +4,7 @@ with the biggest expected effect (docs/diagnosis.md).
     {"input_wait_share": float | None,          # tb_iotrace.model.stepwait's rule, as everywhere
      "basis": "steps" | "input waits" | "none",
      "bound": "input" | "partly input" | "not input" | "unknown",
-     "wait_breakdown": {"file_io", "decode", "starved", "copy", "other": float | None},
+     "wait_breakdown": {"file_io", "object_io", "decode", "starved", "copy", "other": float | None},
      "unmeasured": [keys], "unmeasured_share": float, "reason": str,
      "cause": key | "decode or starved" | None,
      "change": str, "expected_step_time_change": float,  # -0.25: step time 25% shorter
@@ -17,6 +17,9 @@ first match wins:
 - ``file_io``: a data-file read or metadata call in flight, on any thread (the loader is what
   reads while the step waits: DataLoader workers, the main process inside ``__next__``, tf.data
   threads);
+- ``object_io``: storage over the network in flight, on any thread: a socket call of a
+  storage endpoint (a client's TCP connection, :mod:`tb_iotrace.model.endpoints`; a call on a
+  non-blocking socket that found nothing covers its wait until the next call on it);
 - ``copy``: a host-to-device copy in flight (a device plane's ``MemcpyH2D``/``Memcpy HtoD``);
 - ``decode``: the loader busy with no read or copy under it: a DataLoader worker inside a fetch
   (``tb_iotrace::fetch`` spans), the main process itself loading (``num_workers=0``), tf.data at
@@ -39,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.model.endpoints import socket_intervals
 from tb_iotrace.model.stepwait import GRAIN_WAIT_NAMES, covered, input_wait, merge
 from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
 from tb_iotrace.analysis.context import Context
@@ -52,7 +56,7 @@ TF_DATA_THREAD = "tf_data"                  # tf.data's own threads (tf_data_pri
 ASYNC_STAGE = re.compile(r"^(Root|Model|Prefetch|Parallel\w*|MapAndBatch|LegacyParallel\w*)$")
 _INDEX = re.compile(r"\[\d+\]")
 H2D_RE = re.compile(r"memcpy\s*(h2d|htod)", re.I)
-KEYS = ("file_io", "decode", "starved", "copy", "other")
+KEYS = ("file_io", "object_io", "decode", "starved", "copy", "other")
 # grain at work: its prefetch threads fetching an element (``Prefetch._getitem``), and its
 # stages' own TraceAnnotations (``SourceMapDataset.__getitem__``, ``MapDatasetIterator.__next__``,
 # ``ArrayRecordDataSource.__getitem__``); its prefetch iterators' ``__next__`` is the wait
@@ -195,6 +199,16 @@ def _copies(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
     return (merge(np.concatenate(ss), np.concatenate(es)) if ss else _empty()), device
 
 
+def _sockets(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
+    """The storage socket calls of the capture, merged (ps): the model's one rule for them."""
+    tr, rows = ctx.trace, ctx.socket_rows
+    if not len(rows):
+        return _empty()
+    per = socket_intervals({"start_ns": ctx.s_ps[rows], "end_ns": ctx.e_ps[rows], "path": tr.path[rows],
+                            "tid": tr.tid[rows], "fd": tr.fd[rows], "errno": tr.errno[rows]})
+    return _union(*per.values()) if per else _empty()
+
+
 def _loader(run: TorchRun | None) -> dict[str, Any] | None:
     return run.loader() if run is not None else None
 
@@ -240,11 +254,13 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
         if spans:
             starved_known = merge(np.array([a for a, _ in spans]), np.array([b for _, b in spans]))
     a_io = _inside(window, io)
-    io_copy = _union(io, copy_iv)
+    io_obj = _union(io, _sockets(ctx))
+    a_obj = _inside(window, io_obj)
+    io_copy = _union(io_obj, copy_iv)
     a_ioc = _inside(window, io_copy)
     share: dict[str, float | None] = dict.fromkeys(KEYS, 0.0)
     frac = (lambda x: x / total) if total else (lambda x: 0.0)  # noqa: E731
-    share["file_io"], share["copy"] = frac(a_io), frac(a_ioc - a_io)
+    share["file_io"], share["object_io"], share["copy"] = frac(a_io), frac(a_obj - a_io), frac(a_ioc - a_obj)
     unmeasured: list[str] = []
     rest = 0.0
     reason = ""
@@ -255,7 +271,7 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
     else:
         unmeasured = ["decode", "starved"]
         share["decode"] = share["starved"] = None
-        rest = max(0.0, 1.0 - share["file_io"] - share["copy"])
+        rest = max(0.0, 1.0 - share["file_io"] - share["object_io"] - share["copy"])
         a_known = _inside(window, _union(io_copy, starved_known)) - a_ioc
         reason = ("the loader's busy time is not in this capture (no DataLoader fetch spans: a trace from "
                   "before tb_iotrace recorded them; no tf.data iterator events on its threads), so the wait "
@@ -328,15 +344,15 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
                 "advice": f"{txt} ({_effect(s)} at most, if the wait were removed entirely)."}
     part = {k: (v or 0.0) for k, v in share.items()}
     key = "decode" if cause in (None, "decode or starved", "other") else cause
-    addressed = {"file_io": part["file_io"], "decode": part["decode"] + rest, "starved": part["starved"],
-                 "copy": part["copy"]}[key]
+    addressed = {"file_io": part["file_io"], "object_io": part["object_io"], "decode": part["decode"] + rest,
+                 "starved": part["starved"], "copy": part["copy"]}[key]
     model = (f"a change removes at most the part of the wait it addresses ({100 * addressed:.0f}% of the wait): "
              f"step time falls by at most input_wait_share ({100 * s:.0f}%) x that part")
     if run is not None or grain is not None:
         change, workers_cut, workers_model = (_torch_change(ctx, s, key, run, d) if run is not None
                                               else _grain_change(ctx, s, key, grain.grain_threads))
         if workers_cut is not None:    # more workers: the reads and the decode both spread over them
-            addressed = part["file_io"] + part["decode"] + rest
+            addressed = part["file_io"] + part["object_io"] + part["decode"] + rest
             cut = min(s * addressed, workers_cut)
             model = workers_model or model
         else:
@@ -382,6 +398,8 @@ def _torch_change(ctx: Context, s: float, key: str, run: TorchRun, d: dict[str, 
     text = f"num_workers={n} -> {want}"
     if key == "file_io":
         text += " (more reads in flight; faster storage or a warm page cache if the reads stay long)"
+    elif key == "object_io":
+        text += " (more requests in flight; larger objects or ranges, or a local cache, if each request stays long)"
     if cap and want >= cap:
         text += f" (the {cpus} usable cores are the limit)"
     model = (f"workers scale the loader's throughput with their number: {n} -> {want} workers deliver "
@@ -396,6 +414,8 @@ def _tf_change(key: str) -> str:
             "decode": "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)",
             "starved": "prefetch(tf.data.AUTOTUNE) at the end of the pipeline",
             "copy": "prefetch to the device (tf.data.experimental.prefetch_to_device)",
+            "object_io": "fetch objects in parallel: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over "
+                         "shards in storage, prefetch(tf.data.AUTOTUNE); larger shards if each request stays long",
             }.get(key, "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)")
 
 
@@ -417,7 +437,7 @@ def _grain_change(ctx: Context, s: float, key: str, threads: int | None) -> tupl
     want = max(n + 1, min(want, cap) if cap else want)
     t_after = max(1 - s, n / want)
     text = (f".mp_prefetch(grain.MultiprocessingOptions(num_workers={want})) (grain.DataLoader(worker_count={want})): "
-            f"the {'reads' if key == 'file_io' else 'decode'} in {want} worker processes beside "
+            f"the {'reads' if key in ('file_io', 'object_io') else 'decode'} in {want} worker processes beside "
             f"ReadOptions(num_threads={threads if threads else '?'}), whose threads share the GIL")
     if key == "file_io":
         text += "; faster storage if the reads stay long"

@@ -14,6 +14,7 @@ import numpy as np
 
 from tb_iotrace.analysis import jobwindows
 from tb_iotrace.analysis import text_report as textreport
+from tb_iotrace.analysis.endpoint_report import render_endpoints
 from tb_iotrace.base.codepaths import code_paths
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
@@ -21,6 +22,7 @@ from tb_iotrace.base.safenames import printable
 from tb_iotrace.model.stepwait import InputWait, input_wait
 from tb_iotrace.cli import hostrows
 from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.model.endpoints import source_endpoints
 from tb_iotrace.model.open_source import group_by_run, open_source
 from tb_iotrace.model.sources import Source, SourceError
 
@@ -165,6 +167,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
+        "endpoints": [e.to_dict() for e in source_endpoints(src)],
         "findings": findings, "checkpoints": checkpoints, "training": training or None,
         "steps": steps, "has_step_markers": markers,
         "summary": summary,
@@ -301,6 +304,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"], verdict=h.get("verdict"),
                                          untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", ""), all_files=all_files))
+            if h.get("endpoints"):
+                out.append(render_endpoints(h["endpoints"]))
             if h.get("timeseries"):
                 out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
@@ -392,7 +397,7 @@ class Report(Command):
                             "verdict": null | {"input_wait_share": float|null,
                                           "basis": "steps"|"input waits"|"none",
                                           "bound": "input"|"partly input"|"not input"|"unknown",
-                                          "wait_breakdown": {"file_io", "decode", "starved",
+                                          "wait_breakdown": {"file_io", "object_io", "decode", "starved",
                                                              "copy", "other": float|null},
                                           "unmeasured": [str], "unmeasured_share": float,
                                           "reason": str, "cause": str|null, "steps": int,
@@ -428,6 +433,12 @@ class Report(Command):
                             "files": [{"path", "module", "record_id", ["rank",]
                                        "code": bool,  # code loading (tb_iotrace.base.codepaths)
                                        "counters": {NAME: int}, "fcounters": {NAME: float}}],
+                            "endpoints": [{"endpoint": "tcp://HOST:PORT", "connections",
+                                           "calls_in", "calls_out", "bytes_in", "bytes_out",
+                                           "time_in_s", "time_out_s",
+                                           "sizes_in": {"0_100".."1G_PLUS": int}}],
+                                                      # storage endpoints (docs/capture.md):
+                                                      # also listed in "files" by their name
                             "code_loading": {"files", "bytes_read", "bytes_written",
                                              "calls", "time_s"},   # the files marked code
                             "findings": [{"id", "severity", "title", "statement", "suggestion",
