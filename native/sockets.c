@@ -54,12 +54,12 @@ static void addr_words(int family, const void *addr, uint64_t out[2]) {
 static int slot_read(name_slot *s, int family, const uint64_t a[2], uint64_t nm[NAME_WORDS]) {
     uint32_t q = atomic_load_explicit(&s->seq, memory_order_acquire);
     if (q == 0 || (q & 1u)) return 0;
-    if (atomic_load_explicit(&s->family, memory_order_relaxed) != (uint32_t)family ||
-        atomic_load_explicit(&s->addr[0], memory_order_relaxed) != a[0] ||
-        atomic_load_explicit(&s->addr[1], memory_order_relaxed) != a[1])
+    if (atomic_load_explicit(&s->family, memory_order_acquire) != (uint32_t)family ||
+        atomic_load_explicit(&s->addr[0], memory_order_acquire) != a[0] ||
+        atomic_load_explicit(&s->addr[1], memory_order_acquire) != a[1])
         return 0;
-    for (unsigned i = 0; i < NAME_WORDS; i++) nm[i] = atomic_load_explicit(&s->name[i], memory_order_relaxed);
-    atomic_thread_fence(memory_order_acquire);
+    /* acquire loads: the second read of seq cannot move above them (no fence: TSan has none) */
+    for (unsigned i = 0; i < NAME_WORDS; i++) nm[i] = atomic_load_explicit(&s->name[i], memory_order_acquire);
     return atomic_load_explicit(&s->seq, memory_order_relaxed) == q;
 }
 
@@ -82,11 +82,11 @@ void tbio_host_note(int family, const void *addr, const char *name) {
     if ((q & 1u) || !atomic_compare_exchange_strong_explicit(&s->seq, &q, q + 1, memory_order_relaxed,
                                                              memory_order_relaxed))
         return;
-    atomic_thread_fence(memory_order_release);
-    atomic_store_explicit(&s->family, (uint32_t)family, memory_order_relaxed);
-    atomic_store_explicit(&s->addr[0], a[0], memory_order_relaxed);
-    atomic_store_explicit(&s->addr[1], a[1], memory_order_relaxed);
-    for (unsigned i = 0; i < NAME_WORDS; i++) atomic_store_explicit(&s->name[i], nm[i], memory_order_relaxed);
+    /* release stores: the odd count is seen before any of them */
+    atomic_store_explicit(&s->family, (uint32_t)family, memory_order_release);
+    atomic_store_explicit(&s->addr[0], a[0], memory_order_release);
+    atomic_store_explicit(&s->addr[1], a[1], memory_order_release);
+    for (unsigned i = 0; i < NAME_WORDS; i++) atomic_store_explicit(&s->name[i], nm[i], memory_order_release);
     atomic_store_explicit(&s->seq, q + 2, memory_order_release);
 }
 
