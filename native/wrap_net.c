@@ -112,6 +112,52 @@ ssize_t tbio_w_splice(int in, off64_t *inoff, int out, off64_t *outoff, size_t n
     return ret;
 }
 
+/* ---------------- waits ----------------
+ * Python's sockets with a timeout (requests, botocore, urllib with timeout=) poll before each
+ * recv, so the wait for the answer is in poll, not in the recv: a poll whose set holds an
+ * endpoint's socket is a row on that endpoint (the first of the first POLL_SCAN entries;
+ * counters unchanged).  Looked at only while recording, after the call. */
+#define POLL_SCAN 8
+static void poll_done(tbio_call *c, int op, const struct pollfd *fds, nfds_t n, int ret, int err) {
+    uint64_t t1;
+    if (!tbio_call_post(c, &t1)) return;
+    uint32_t id = TBIO_NO_FILE;
+    int fd = -1;
+    for (nfds_t i = 0; fds && i < n && i < POLL_SCAN && !(ret < 0 && err == EFAULT); i++) {
+        if (fds[i].fd < 0) continue;
+        uint32_t k = tbio_fd_posix(fds[i].fd);
+        const tbio_file *f = tbio_tracked(k) ? tbio_file_get(k) : NULL;
+        if (f && f->len > 6 && memcmp(f->path, "tcp://", 6) == 0) {
+            id = k;
+            fd = fds[i].fd;
+            break;
+        }
+    }
+    if (tbio_tracked(id)) TBIO_EACH_SESSION(c)
+        tbio_trace_add(c, t1, op, id, fd, -1, -1, ret, ret >= 0 ? 0 : err, 0, 0);
+    tbio_call_leave(c);
+}
+#define POLL_CALL(OP, FDS, N, CALL)                                            \
+    do {                                                                       \
+        if (IDLE()) return CALL;                                               \
+        tbio_call c;                                                           \
+        if (!tbio_call_pre(&c)) return CALL;                                   \
+        int ret_ = CALL;                                                       \
+        int err_ = errno;                                                      \
+        poll_done(&c, OP, FDS, N, ret_, err_);                                 \
+        errno = err_;                                                          \
+        return ret_;                                                           \
+    } while (0)
+int tbio_w_poll(struct pollfd *fds, nfds_t n, int timeout) {
+    POLL_CALL(TBIO_OP_poll, fds, n, real_poll(fds, n, timeout));
+}
+int tbio_w___poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+    POLL_CALL(TBIO_OP___poll_chk, fds, n, real___poll_chk(fds, n, timeout, fdslen));
+}
+int tbio_w_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *sigmask) {
+    POLL_CALL(TBIO_OP_ppoll, fds, n, real_ppoll(fds, n, tmo, sigmask));
+}
+
 /* ---------------- names ---------------- */
 int tbio_w_getaddrinfo(const char *__restrict node, const char *__restrict service,
                        const struct addrinfo *__restrict hints, struct addrinfo **__restrict res) {

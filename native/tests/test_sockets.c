@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,8 @@ static int converse(int fd, int *reads) {
     struct iovec iov[2] = {{out, 250}, {out + 250, 250}};
     struct msghdr m = {.msg_iov = iov, .msg_iovlen = 2};
     if (sendmsg(fd, &m, 0) != 500) return -1;
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    if (poll(&pf, 1, 10000) != 1) return -1;   /* a wait for the answer: a row on the endpoint */
     int got = 0;
     *reads = 0;
     for (int k = 0; got < RESP; k++) {
@@ -143,21 +146,23 @@ static void check_endpoint(tbio_session *e, const char *want, int reads) {
     uint64_t ne = tbio_session_nevents(e);
     tbio_event *ev = calloc(ne + 1, sizeof *ev);
     tbio_session_copy_events(e, ev, ne);
-    int64_t in = 0, out = 0, connects = 0, rows = 0;
+    int64_t in = 0, out = 0, connects = 0, polls = 0, rows = 0;
     for (uint64_t i = 0; i < ne; i++) {
         if (ev[i].file != fi.id) continue;
         const char *op = tbio_op_name(ev[i].op);
         rows++;
         if (strcmp(op, "connect") == 0) connects++;
+        else if (strcmp(op, "poll") == 0) polls++;
         else if (strncmp(op, "recv", 4) == 0 || strcmp(op, "read") == 0) in += ev[i].returned;
         else if (strncmp(op, "send", 4) == 0 || strcmp(op, "write") == 0) out += ev[i].returned;
         CHECK(ev[i].end_ns >= ev[i].start_ns);
     }
     free(ev);
     CHECK_EQ_I64(connects, 1);
+    CHECK_EQ_I64(polls, 1);
     CHECK_EQ_I64(in, RESP);
     CHECK_EQ_I64(out, REQ);
-    CHECK_EQ_I64(rows, 1 + 3 + reads + 1);   /* connect, writes, reads, close */
+    CHECK_EQ_I64(rows, 1 + 3 + 1 + reads + 1);   /* connect, writes, poll, reads, close */
 }
 
 /* numeric address: the endpoint is named by it */
