@@ -55,6 +55,21 @@ def test_trace_handler_window(tmp_path: Path) -> None:
     assert srcs and any(source_socket_intervals(s) for s in srcs)
 
 
+@pytest.mark.tf
+def test_tensorflow_window(tmp_path: Path) -> None:
+    """A TF profile window's capture (XPlane I/O lines in the .xplane.pb) holds the endpoint."""
+    pytest.importorskip("tensorflow")
+    p = subprocess.run([PY, str(SCRIPTS / "tf_sockets.py"), str(tmp_path)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    truth = json.loads((tmp_path / "result.json").read_text())
+    doc = _report(tmp_path / "logs")
+    eps = _endpoints_of_port(doc, truth["port"])
+    assert [e["endpoint"] for e in eps] == [f"tcp://localhost:{truth['port']}"]
+    assert eps[0]["bytes_in"] == truth["sent"] and eps[0]["bytes_out"] == truth["received"]
+    assert eps[0]["connections"] == truth["connections"] == 6
+
+
 RUN_SCRIPT = textwrap.dedent(r'''
     import json, sys
     from counting_server import CountingServer
@@ -89,3 +104,15 @@ def test_run_record(tmp_path: Path) -> None:
     reads = [i for i in rows if str(cols["op"][i]).startswith(("recv", "read"))]
     assert sum(max(0, int(cols["returned"][i])) for i in reads) == truth["sent"]
     assert source_socket_intervals(src)
+    # the tab: the endpoint's rows on the file-access timeline, named by the endpoint
+    from plugin_client import items_of, make_client
+
+    _, get = make_client(tmp_path / "logs")
+    host = Path(src.path).name[:-len(".json")]
+    code, cap = get("/capture", run="iotrace", host=host)
+    assert code == 200, cap
+    code, tl = get("/timeline", run="iotrace", host=host, width=1200)
+    assert code == 200, tl
+    assert f"tcp://localhost:{truth['port']}" in tl["files"] and items_of(tl)
+    code, files = get("/files", run="iotrace", host=host)
+    assert code == 200 and f"tcp://localhost:{truth['port']}" in files["path"]

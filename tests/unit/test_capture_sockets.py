@@ -75,3 +75,24 @@ def test_server_side_and_unix_sockets_are_local() -> None:
             b.close()
         srv.wait_idle()
     assert endpoint_totals([f.to_dict() for f in cap.files]) == []
+
+
+def test_endpoints_survive_the_xplane_io_lines() -> None:
+    """A capture's endpoints written as a profile's I/O plane (what a TensorFlow or JAX window
+    carries) and read back: the same endpoints, the same counters, the same socket rows."""
+    from tb_iotrace.store.xplane import io_space_bytes, parse_xspace, read_io_data
+
+    tb_iotrace.enable()
+    with CountingServer() as srv:
+        with tb_iotrace.capture() as cap:
+            socket_clients.with_urllib(srv.port, 54321)
+            socket_clients.with_http_client(srv.port)
+        srv.wait_idle()
+    tr = read_io_data(parse_xspace(bytes(io_space_bytes(cap.to_iotrace(), "/host:CPU"))))
+    assert tr is not None
+    before = endpoint_totals([f.to_dict() for f in cap.files])
+    after = endpoint_totals(list(tr.counters))
+    assert [e.to_dict() for e in after] == [e.to_dict() for e in before]
+    assert sum(e.bytes_in for e in after if e.name.endswith(f":{srv.port}")) == srv.sent
+    rows = np.array([str(p).endswith(f":{srv.port}") for p in tr.path], bool)
+    assert int(rows.sum()) == sum(1 for p in cap.events.path if str(p).endswith(f":{srv.port}"))
