@@ -96,3 +96,22 @@ def test_endpoints_survive_the_xplane_io_lines() -> None:
     assert sum(e.bytes_in for e in after if e.name.endswith(f":{srv.port}")) == srv.sent
     rows = np.array([str(p).endswith(f":{srv.port}") for p in tr.path], bool)
     assert int(rows.sum()) == sum(1 for p in cap.events.path if str(p).endswith(f":{srv.port}"))
+
+
+def test_an_excluded_endpoint_is_not_traced() -> None:
+    """The path filters' exclude prefixes apply to endpoint names: one left out records nothing."""
+    from tb_iotrace.recording.session import excludes, set_filters
+
+    tb_iotrace.enable()
+    before = excludes()
+    with CountingServer() as srv:
+        set_filters(exclude=[*before, f"tcp://127.0.0.1:{srv.port}", f"tcp://localhost:{srv.port}"])
+        try:
+            with tb_iotrace.capture() as cap:
+                socket_clients.raw(srv.port)
+                socket_clients.with_urllib(srv.port, 1000)
+        finally:
+            set_filters(exclude=before)
+        srv.wait_idle()
+    assert srv.sent > 15000
+    assert endpoint_totals([f.to_dict() for f in cap.files]) == []
