@@ -307,8 +307,13 @@ int tbio_w_close_range(unsigned int first, unsigned int last, int flags) {
 /* dup family: the new descriptor names the same file; counted as open + dup. */
 static int dup_common(int op, int oldfd, int newfd_wanted, int ret, int err, tbio_call *c, int rec) {
     (void)newfd_wanted;
+    /* a socket's copy keeps who opened it (sockets.c); set before the copy is named */
+    int role = ret >= 0 ? tbio_fd_role(oldfd) : TBIO_SOCK_UNKNOWN;
+    if (ret >= 0) {
+        tbio_fd_forget(ret);
+        if (role != TBIO_SOCK_UNKNOWN) tbio_fd_set_role(ret, role);
+    }
     if (rec) meta_done(c, op, M_DUP, NAMES_FD(oldfd), ret >= 0 ? ret : oldfd, -1, -1, ret, ret >= 0, err);
-    else if (ret >= 0) tbio_fd_forget(ret);   /* idle: a recording names it when it first touches it */
     errno = err;
     return ret;
 }

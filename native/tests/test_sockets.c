@@ -256,12 +256,49 @@ static void test_named_after_connect(void) {
     tbio_session_free(e);
 }
 
+/* a dup of a client socket stays a client in a later capture (the fd table's
+ * states are forgotten when a capture ends; who opened the socket is not) */
+static void test_dup_keeps_the_role(void) {
+    server sv;
+    CHECK(server_start(&sv) == 0);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    /* the client on a port below the server's (ephemeral, from 32768): by the port rule alone,
+     * for a socket of unknown role, it would be the server's side */
+    int mine = 0;
+    for (int p = 20000; p < 20200 && !mine; p++) {
+        struct sockaddr_in b = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
+        b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (bind(fd, (struct sockaddr *)&b, sizeof b) == 0) mine = p;
+    }
+    CHECK(mine != 0 && mine < sv.port);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);   /* idle: marks the client */
+    int copy = dup(fd);
+    CHECK(copy >= 0);
+    close(fd);
+    tbio_session *s = tbio_begin();
+    int reads = 0;
+    CHECK_EQ_I64(converse(copy, &reads), RESP);
+    close(copy);
+    server_stop(&sv);
+    tbio_session *e = tbio_end(s);
+    tbio_file_info fi;
+    CHECK_ATTR(endpoints(e, &fi), 1);
+    if (ATTRIBUTION && endpoints(e, &fi) == 1) {
+        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
+        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_WRITTEN"), REQ);
+    }
+    tbio_session_free(e);
+}
+
 int main(void) {
     CHECK(tbio_enable() == 0);
     test_numeric();
     test_local();
     test_named_after_connect();
     test_resolved();
+    test_dup_keeps_the_role();
     CHECK(tbio_disable() == 0);
     return CHECK_DONE();
 }
