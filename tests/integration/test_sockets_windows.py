@@ -48,6 +48,11 @@ def test_trace_handler_window(tmp_path: Path) -> None:
     (e,) = eps
     assert e["bytes_in"] == inside["sent"] and e["bytes_out"] == inside["received"]
     assert e["connections"] == inside["connections"]
+    # each GET waits 30 ms on the server: the steps wait on storage, and the verdict says so
+    (v,) = [h["verdict"] for run in doc["runs"] for h in run["hosts"] if h.get("verdict")]
+    b = v["wait_breakdown"]
+    assert v["bound"] == "input" and b["file_io"] == 0.0
+    assert b["object_io"] > 0.5 and b["object_io"] > b["decode"], b
     txt = subprocess.run([PY, "-m", "tb_iotrace", "report", str(tmp_path / "log")], capture_output=True,
                          text=True, timeout=300)
     assert txt.returncode == 0 and "Storage endpoints" in txt.stdout and f"localhost:{inside['port']}" in txt.stdout

@@ -42,7 +42,8 @@ def main() -> None:
     work = sys.argv[1]
     handler = tbt.trace_handler(os.path.join(work, "log"))
     data = Objects()
-    with CountingServer() as outside, CountingServer() as inside:
+    # the active steps' server answers after 30 ms: a latency-bound job, by construction
+    with CountingServer() as outside, CountingServer(delay_s=0.03) as inside:
         loader = iter(DataLoader(data, batch_size=2, num_workers=0))
         sched = torch.profiler.schedule(wait=WAIT, warmup=WARMUP, active=ACTIVE, repeat=1)
         with torch.profiler.profile(schedule=sched, on_trace_ready=handler) as prof:
