@@ -18,7 +18,7 @@ import numpy as np
 
 from tb_iotrace.analysis.attribution import STEP_EVENT_NAMES, Attribution, innermost, op_kind
 from tb_iotrace.base.codepaths import code_paths, is_code_path
-from tb_iotrace.model.endpoints import is_endpoint
+from tb_iotrace.model.endpoints import is_endpoint, socket_intervals
 from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, thread_line_id
 from tb_iotrace.analysis.intervals import clip, merge, overlap
 from tb_iotrace.analysis.mounts import Mount, MountTable
@@ -149,6 +149,16 @@ class Context:
         self.files = self._files()
         self.torch: TorchRun | None = torch_run(space)    # None: not a PyTorch (Kineto) capture
         self._host(space)
+
+    def socket_iv(self) -> tuple[np.ndarray, np.ndarray]:
+        """The storage socket calls of the capture (ps, merged), by the model's one rule for them
+        (:func:`tb_iotrace.model.endpoints.socket_intervals`)."""
+        tr, rows = self.trace, self.socket_rows
+        per = socket_intervals({"start_ns": self.s_ps[rows], "end_ns": self.e_ps[rows], "path": tr.path[rows],
+                                "tid": tr.tid[rows], "fd": tr.fd[rows], "errno": tr.errno[rows]}) if len(rows) else {}
+        if not per:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return merge(np.concatenate([s for s, _ in per.values()]), np.concatenate([e for _, e in per.values()]))
 
     # ------------------------------------------------------------------ files
     def _per_file(self, rows: np.ndarray) -> list[tuple[int, int]]:

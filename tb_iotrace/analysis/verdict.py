@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.model.endpoints import socket_intervals
 from tb_iotrace.model.stepwait import GRAIN_WAIT_NAMES, covered, input_wait, merge
 from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
 from tb_iotrace.analysis.context import Context
@@ -199,16 +198,6 @@ def _copies(space: Any) -> tuple[tuple[np.ndarray, np.ndarray], bool]:
     return (merge(np.concatenate(ss), np.concatenate(es)) if ss else _empty()), device
 
 
-def _sockets(ctx: Context) -> tuple[np.ndarray, np.ndarray]:
-    """The storage socket calls of the capture, merged (ps): the model's one rule for them."""
-    tr, rows = ctx.trace, ctx.socket_rows
-    if not len(rows):
-        return _empty()
-    per = socket_intervals({"start_ns": ctx.s_ps[rows], "end_ns": ctx.e_ps[rows], "path": tr.path[rows],
-                            "tid": tr.tid[rows], "fd": tr.fd[rows], "errno": tr.errno[rows]})
-    return _union(*per.values()) if per else _empty()
-
-
 def _loader(run: TorchRun | None) -> dict[str, Any] | None:
     return run.loader() if run is not None else None
 
@@ -254,7 +243,7 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
         if spans:
             starved_known = merge(np.array([a for a, _ in spans]), np.array([b for _, b in spans]))
     a_io = _inside(window, io)
-    io_obj = _union(io, _sockets(ctx))
+    io_obj = _union(io, ctx.socket_iv())
     a_obj = _inside(window, io_obj)
     io_copy = _union(io_obj, copy_iv)
     a_ioc = _inside(window, io_copy)

@@ -53,6 +53,9 @@ def test_trace_handler_window(tmp_path: Path) -> None:
     b = v["wait_breakdown"]
     assert v["bound"] == "input" and b["file_io"] == 0.0
     assert b["object_io"] > 0.5 and b["object_io"] > b["decode"], b
+    (ib,) = [f for run in doc["runs"] for h in run["hosts"] for f in h["findings"] if f.get("id") == "input-bound"]
+    assert ib["evidence"]["network_io_during_wait_s"] > 0.5 * ib["evidence"]["input_wait_s"]
+    assert "Storage over the network (socket calls) covered" in ib["statement"]
     txt = subprocess.run([PY, "-m", "tb_iotrace", "report", str(tmp_path / "log")], capture_output=True,
                          text=True, timeout=300)
     assert txt.returncode == 0 and "Storage endpoints" in txt.stdout and f"localhost:{inside['port']}" in txt.stdout
