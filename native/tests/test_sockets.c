@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ThreadSanitizer's interceptors make socket calls where the shim cannot see
@@ -292,6 +294,69 @@ static void test_dup_keeps_the_role(void) {
     tbio_session_free(e);
 }
 
+/* the other call families: sendto/recvfrom on a connected socket, splice from
+ * the socket into a pipe (the pipe's side untraced), a ppoll */
+static void test_other_calls(void) {
+    server sv;
+    CHECK(server_start(&sv) == 0);
+    tbio_session *s = tbio_begin();
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    char out[REQ], in[RESP];
+    memset(out, 'q', sizeof out);
+    CHECK(sendto(fd, out, 600, 0, NULL, 0) == 600);
+    CHECK(sendto(fd, out + 600, 400, 0, NULL, 0) == 400);
+    struct pollfd pf = {.fd = fd, .events = POLLIN};
+    struct timespec tmo = {10, 0};
+    CHECK(ppoll(&pf, 1, &tmo, NULL) == 1);
+    int p[2];
+    CHECK(pipe(p) == 0);
+    int got = 0, spliced = 0;
+    while (got < RESP) {
+        ssize_t r;
+        if (got < RESP / 2) {
+            r = recvfrom(fd, in + got, 1000, 0, NULL, NULL);
+        } else {
+            r = splice(fd, NULL, p[1], NULL, (size_t)(RESP - got), 0);
+            if (r > 0 && read(p[0], in, (size_t)r) != r) r = -1;
+            if (r > 0) spliced += (int)r;
+        }
+        if (r <= 0) break;
+        got += (int)r;
+    }
+    CHECK_EQ_I64(got, RESP);
+    CHECK(spliced > 0);
+    close(p[0]);
+    close(p[1]);
+    close(fd);
+    server_stop(&sv);
+    tbio_session *e = tbio_end(s);
+    tbio_file_info fi;
+    CHECK_ATTR(endpoints(e, &fi), 1);
+    if (ATTRIBUTION && endpoints(e, &fi) == 1) {
+        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_WRITTEN"), REQ);
+        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
+        uint64_t ne = tbio_session_nevents(e);
+        tbio_event *ev = calloc(ne + 1, sizeof *ev);
+        tbio_session_copy_events(e, ev, ne);
+        int64_t by_splice = 0, ppolls = 0, sendtos = 0;
+        for (uint64_t i = 0; i < ne; i++) {
+            if (ev[i].file != fi.id) continue;
+            const char *op = tbio_op_name(ev[i].op);
+            if (strcmp(op, "splice") == 0) by_splice += ev[i].returned;
+            if (strcmp(op, "ppoll") == 0) ppolls++;
+            if (strcmp(op, "sendto") == 0) sendtos++;
+        }
+        free(ev);
+        CHECK_EQ_I64(by_splice, spliced);
+        CHECK_EQ_I64(ppolls, 1);
+        CHECK_EQ_I64(sendtos, 2);
+    }
+    tbio_session_free(e);
+}
+
 int main(void) {
     CHECK(tbio_enable() == 0);
     test_numeric();
@@ -299,6 +364,7 @@ int main(void) {
     test_named_after_connect();
     test_resolved();
     test_dup_keeps_the_role();
+    test_other_calls();
     CHECK(tbio_disable() == 0);
     return CHECK_DONE();
 }
