@@ -1,5 +1,5 @@
 /* What the wrapper families (wrap_posix.c, wrap_stdio.c, wrap_dl.c,
- * wrap_fd.c) share: the real functions and the wrappers generated from
+ * wrap_fd.c, wrap_net.c) share: the real functions and the wrappers generated from
  * hooks.def (defined in hooks.c and in the families), and the idle test. */
 #ifndef TBIO_WRAP_H
 #define TBIO_WRAP_H
