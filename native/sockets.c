@@ -172,8 +172,13 @@ ssize_t tbio_socket_name(int fd, int role, const struct sockaddr *given, unsigne
     socklen_t len = given_len;
     if (!sa) {
         len = sizeof ss;
-        if (tbio_sys(SYS_getpeername, fd, (long)&ss, (long)&len, 0, 0, 0) != 0)
-            return errno == ENOTCONN ? -1 : 0;   /* not connected yet: ask again later */
+        if (tbio_sys(SYS_getpeername, fd, (long)&ss, (long)&len, 0, 0, 0) != 0) {
+            if (errno != ENOTCONN) return 0;
+            /* a listening socket (a server's, polled all the time) is local for good; any
+             * other is not connected yet: ask again on a later call */
+            int listening = 0;
+            return sock_opt(fd, SO_ACCEPTCONN, &listening) == 0 && listening ? 0 : -1;
+        }
         sa = (const struct sockaddr *)&ss;
     }
     peer p;

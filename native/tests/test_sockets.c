@@ -226,6 +226,15 @@ static void test_local(void) {
     CHECK(connect(u, (struct sockaddr *)&a, sizeof a) == 0);
     CHECK(send(u, b, 10, 0) == 10);
     close(u);
+    /* a listening socket polled: local, and named once (its state kept: no row, no endpoint) */
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in la = {.sin_family = AF_INET, .sin_port = 0};
+    la.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(l, (struct sockaddr *)&la, sizeof la) == 0 && listen(l, 1) == 0);
+    struct pollfd pf = {.fd = l, .events = POLLIN};
+    CHECK(poll(&pf, 1, 0) == 0);
+    CHECK(poll(&pf, 1, 0) == 0);
+    close(l);
     close(sv[0]);
     close(sv[1]);
     tbio_session *e = tbio_end(s);
