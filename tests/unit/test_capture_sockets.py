@@ -115,3 +115,35 @@ def test_an_excluded_endpoint_is_not_traced() -> None:
         srv.wait_idle()
     assert srv.sent > 15000
     assert endpoint_totals([f.to_dict() for f in cap.files]) == []
+
+
+def test_a_polled_listening_socket_is_named_once(tmp_path) -> None:
+    """A server's listening socket polled 200 times in a capture: named local on the first call
+    and remembered (strace counts the shim's getpeername: at most one, not one per poll)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import textwrap
+
+    strace = shutil.which("strace") or "/usr/bin/strace"
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent('''
+        import select, socket, tb_iotrace
+        tb_iotrace.enable()
+        srv = socket.create_server(("127.0.0.1", 0))
+        p = select.poll()
+        p.register(srv.fileno(), select.POLLIN)
+        with tb_iotrace.capture() as cap:
+            for _ in range(200):
+                assert p.poll(0) == []
+        assert not [f for f in cap.files if f.path.startswith("tcp://")]
+        srv.close()     # (an unclosed socket's ResourceWarning would call getpeername itself)
+        print("ok")
+    '''))
+    log = tmp_path / "strace.log"
+    r = subprocess.run([strace, "-f", "-e", "trace=getpeername", "-o", str(log), sys.executable, str(script)],
+                       capture_output=True, text=True, timeout=120, env=os.environ.copy())
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+    calls = [ln for ln in log.read_text().splitlines() if "getpeername(" in ln]
+    assert len(calls) <= 1, calls
