@@ -78,6 +78,32 @@ def test_tensorflow_window(tmp_path: Path) -> None:
     assert eps[0]["connections"] == truth["connections"] == 6
 
 
+@pytest.mark.tf
+def test_tensorflow_gcs_reader(tmp_path: Path) -> None:
+    """TensorFlow's own gs:// reader (libcurl, C++) reading 300,000 bytes from gcp-storage-emulator
+    through a TLS-ending proxy on 127.0.0.1: its endpoint (the proxy) holds every connection and
+    the bytes the proxy counted on the wire, exactly but for TLS close alerts (24 bytes each: one
+    side may close before reading the other's)."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("gcp_storage_emulator")
+    pytest.importorskip("cryptography")       # moto's dependency: the test CA and certificate
+    p = subprocess.run([PY, str(SCRIPTS / "tf_gcs_proxy.py"), str(tmp_path)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-4000:]
+    res = json.loads((tmp_path / "result.json").read_text())
+    assert res["read_ok"] and res["size"] == 300_000
+    eps = [e for e in res["endpoints"] if e["endpoint"].endswith(f":{res['proxy_port']}")]
+    assert len(eps) == 1, res["endpoints"]
+    (e,), wire = eps, res["proxy"]
+    assert e["connections"] == wire["conns"] >= 1
+    alerts = 24 * wire["conns"]
+    # what TensorFlow wrote, against what the proxy read: a close alert written as the proxy closed
+    assert 0 <= e["bytes_out"] - wire["in"] <= alerts, (e, wire)
+    # what the proxy wrote, against what TensorFlow read: a close alert left unread
+    assert 0 <= wire["out"] - e["bytes_in"] <= alerts, (e, wire)
+    assert e["bytes_in"] > 300_000                  # the object, inside TLS records
+
+
 RUN_SCRIPT = textwrap.dedent(r'''
     import json, sys
     from counting_server import CountingServer
