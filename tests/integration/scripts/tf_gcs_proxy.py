@@ -11,14 +11,27 @@ endpoint, which is the proxy (``tcp://127.0.0.1:PORT``).
 
     tf_gcs_proxy.py WORK    -> WORK/result.json
 """
-import datetime, json, os, select, socket, ssl, struct, sys, threading, urllib.request
+import datetime
+import json
+import os
+import select
+import socket
+import ssl
+import sys
+import threading
+import urllib.request
+
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 work = sys.argv[1]
-def name(cn): return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
+
+def name(cn):
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+
 now = datetime.datetime.now(datetime.timezone.utc)
 ca_key = ec.generate_private_key(ec.SECP256R1())
 ca = (x509.CertificateBuilder().subject_name(name("tbio test CA")).issuer_name(name("tbio test CA"))
@@ -32,7 +45,7 @@ leaf = (x509.CertificateBuilder().subject_name(name("www.googleapis.com")).issue
         .add_extension(x509.SubjectAlternativeName([x509.DNSName("www.googleapis.com"),
                                                     x509.DNSName("storage.googleapis.com")]), critical=False)
         .sign(ca_key, hashes.SHA256()))
-ca_pem = os.path.join(work, "ca.pem"); cert_pem = os.path.join(work, "leaf.pem"); key_pem = os.path.join(work, "key.pem")
+ca_pem, cert_pem, key_pem = (os.path.join(work, n) for n in ("ca.pem", "leaf.pem", "key.pem"))
 open(ca_pem, "wb").write(ca.public_bytes(serialization.Encoding.PEM))
 open(cert_pem, "wb").write(leaf.public_bytes(serialization.Encoding.PEM))
 open(key_pem, "wb").write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
@@ -47,9 +60,13 @@ req = urllib.request.Request(f"http://127.0.0.1:{eport}/upload/storage/v1/b/bkt/
                              data=DATA, method="POST", headers={"Content-Type": "application/octet-stream"})
 urllib.request.urlopen(req).read()
 
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); ctx.load_cert_chain(cert_pem, key_pem)
-lsock = socket.create_server(("127.0.0.1", 0)); pport = lsock.getsockname()[1]
-totals = {"in": 0, "out": 0, "conns": 0}; lock = threading.Lock(); threads = []
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert_pem, key_pem)
+lsock = socket.create_server(("127.0.0.1", 0))
+pport = lsock.getsockname()[1]
+totals = {"in": 0, "out": 0, "conns": 0}
+lock = threading.Lock()
+threads = []
 
 def handle(c):
     """One tunnel: CONNECT, then TLS over memory BIOs, so every raw byte is counted here."""
@@ -142,9 +159,15 @@ def handle(c):
 def accept():
     lsock.settimeout(0.5)
     while not stop.is_set():
-        try: c, _ = lsock.accept()
-        except OSError: continue
-        th = threading.Thread(target=handle, args=(c,), daemon=True); th.start(); threads.append(th)
+        try:
+            c, _ = lsock.accept()
+        except OSError:
+            continue
+        th = threading.Thread(target=handle, args=(c,), daemon=True)
+        th.start()
+        threads.append(th)
+
+
 stop = threading.Event()
 threading.Thread(target=accept, daemon=True).start()
 
@@ -157,7 +180,8 @@ import tensorflow as tf
 with tb_iotrace.capture() as cap:
     with tf.io.gfile.GFile("gs://bkt/data.bin", "rb") as f:
         got = f.read()
-for th in threads: th.join(30)
+for th in threads:
+    th.join(30)
 stop.set()
 eps = [{"endpoint": f.path, "connections": f.counters["POSIX_OPENS"], "bytes_in": f.counters["POSIX_BYTES_READ"],
         "bytes_out": f.counters["POSIX_BYTES_WRITTEN"]} for f in cap.files if f.path.startswith("tcp://")]
