@@ -1,4 +1,4 @@
-/* Hot loops for bench/pread_overhead.py and bench/scale_files.py.
+/* Hot loops for bench/pread_overhead.py, bench/socket_overhead.py and bench/scale_files.py.
  *
  * Built by the benchmark with `gcc -O2 -fPIC -shared` and loaded through
  * ctypes, so every pread below is a call through THIS library's PLT/GOT slot
@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,6 +38,18 @@ int64_t tb_pread_loop(int fd, int64_t n, int64_t size, int64_t span, int clk) {
         off += size;
         if (off + size > span) off = 0;
     }
+    return clock_ns(clk) - t0;
+}
+
+/* n recv(MSG_PEEK) of `size` bytes on a connected socket whose peer sent at
+ * least that much: a syscall that neither waits nor consumes, as a cached pread
+ * (bench/socket_overhead.py). */
+int64_t tb_recv_peek_loop(int fd, int64_t n, int64_t size, int clk) {
+    char buf[4096] __attribute__((aligned(64)));
+    if (size <= 0 || size > (int64_t)sizeof buf) return -1;
+    int64_t t0 = clock_ns(clk);
+    for (int64_t i = 0; i < n; i++)
+        if (recv(fd, buf, (size_t)size, MSG_PEEK) != (ssize_t)size) return -1;
     return clock_ns(clk) - t0;
 }
 

@@ -55,6 +55,7 @@ int tbio_enable(void) {
     atfork_register();
     tbio_resolve_reals();
     tbio_fd_scan_existing();
+    tbio_fd_forget_roles();   /* sockets made or closed while unpatched */
     atomic_store(&tbio_g_enabled, 1);
     int r = tbio_patch_all();
     if (r != 0) {

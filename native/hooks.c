@@ -3,7 +3,7 @@
  * the same signature, checked against libc's prototype where glibc declares
  * one (S, SA; N: not declared), and an entry in the table the GOT walker
  * patches with.  The wrappers are in families: wrap_posix.c, wrap_stdio.c,
- * wrap_dl.c, wrap_fd.c.
+ * wrap_dl.c, wrap_fd.c, wrap_net.c.
  *
  * Idle cost: a call checks one global and calls the real function; an open,
  * dup or close also forgets what the fd table knew of that number (a store).

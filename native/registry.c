@@ -371,15 +371,40 @@ static fdent *fd_slot(int fd, int create) {
 /* The calling thread's path buffer (hot.h): inside a recorded call only. */
 static char *path_buf(void) { return tbio_tl_thread->path; }
 
-static uint32_t resolve_fd(int fd, int module) {
+/* A socket's endpoint (sockets.c): its id, TBIO_NO_FILE when local, and
+ * *later = 1 when it is not connected yet (the caller keeps the fd unknown). */
+static uint32_t resolve_socket(int fd, int module, char *path, int *later) {
+    if (module != TBIO_POSIX) return TBIO_NO_FILE;   /* a socket under fdopen: its fd is traced */
+    ssize_t n = tbio_socket_name(fd, tbio_fd_role(fd), NULL, 0, path, TBIO_PATH_BUF);
+    if (n < 0) *later = 1;
+    if (n <= 0 || !tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
+    uint32_t id = tbio_file_intern(path, (size_t)n, module);
+    if (id == TBIO_OVER_FILE) tbio_note_over_file(path, (size_t)n);
+    return id;
+}
+
+static uint32_t resolve_fd(int fd, int module, char *link, size_t link_cap, int *later) {
     char *path = path_buf();
     ssize_t n = fd_path(fd, path, TBIO_PATH_BUF);
-    if (n <= 0 || path[0] != '/') return TBIO_NO_FILE;  /* socket:, pipe:, anon_inode: */
+    if (n > 7 && memcmp(path, "socket:", 7) == 0) {
+        if (link && (size_t)n < link_cap) memcpy(link, path, (size_t)n + 1);
+        return resolve_socket(fd, module, path, later);
+    }
+    if (n <= 0 || path[0] != '/') return TBIO_NO_FILE;  /* pipe:, anon_inode: */
     /* deleted files read as "/path (deleted)": keep the name as is */
     if (!tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
     uint32_t id = tbio_file_intern(path, (size_t)n, module);
     if (tbio_tracked(id)) tbio_file_learn_blksize(id, fd);
     else if (id == TBIO_OVER_FILE) tbio_note_over_file(path, (size_t)n);   /* its first use */
+    return id;
+}
+
+uint32_t tbio_socket_id(int fd, const struct sockaddr *peer, unsigned len) {
+    char *path = path_buf();
+    ssize_t n = tbio_socket_name(fd, TBIO_SOCK_CLIENT, peer, len, path, TBIO_PATH_BUF);
+    if (n <= 0 || !tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
+    uint32_t id = tbio_file_intern(path, (size_t)n, TBIO_POSIX);
+    if (id == TBIO_OVER_FILE) tbio_note_over_file(path, (size_t)n);
     return id;
 }
 
@@ -393,10 +418,12 @@ uint32_t tbio_path_id(int dirfd, const char *path, int module, int opens) {
     return id;
 }
 
-/* fd still names file id (read again through /proc/self/fd) */
-static int fd_still_names(int fd, uint32_t id) {
+/* fd still names file id (read again through /proc/self/fd); a socket: still
+ * the same socket (link, its "socket:[inode]" when it was named) */
+static int fd_still_names(int fd, uint32_t id, const char *link) {
     char *path = path_buf();
     ssize_t n = fd_path(fd, path, TBIO_PATH_BUF);
+    if (link[0]) return n > 0 && strcmp(path, link) == 0;
     const tbio_file *f = tbio_file_get(id);
     return n > 0 && f && f->len == (size_t)n && memcmp(f->path, path, (size_t)n) == 0;
 }
@@ -405,13 +432,15 @@ uint32_t tbio_fd_posix_slow(int fd) {
     fdent *e = fd_slot(fd, 0);
     uint32_t st = e ? atomic_load_explicit(&e->posix, memory_order_acquire) : TBIO_FD_UNKNOWN;
     if (st != TBIO_FD_UNKNOWN) return tbio_fd_state_id(st);
-    uint32_t id = resolve_fd(fd, TBIO_POSIX);
-    e = fd_slot(fd, 1);
+    char link[48] = "";
+    int later = 0;
+    uint32_t id = resolve_fd(fd, TBIO_POSIX, link, sizeof link, &later);
+    e = later ? NULL : fd_slot(fd, 1);
     if (e) {
         uint32_t expect = TBIO_FD_UNKNOWN;
         uint32_t nv = tbio_fd_id_state(id);
         if (atomic_compare_exchange_strong(&e->posix, &expect, nv) && tbio_tracked(id) &&
-            !fd_still_names(fd, id)) {
+            !fd_still_names(fd, id, link)) {
             /* ABA: between the readlink and the store the number was closed
              * and made again (a socket: its entry was reset to unknown, so
              * the store succeeded).  Undo, unless someone stored since. */
@@ -434,11 +463,35 @@ void tbio_fd_forget(int fd) {
     /* idle, the entry is usually clear already: read before writing, so the line stays shared */
     if (atomic_load_explicit(&e->posix, memory_order_relaxed) == TBIO_FD_UNKNOWN &&
         atomic_load_explicit(&e->stdio, memory_order_relaxed) == TBIO_FD_UNKNOWN &&
-        atomic_load_explicit(&e->fp, memory_order_relaxed) == NULL)
+        atomic_load_explicit(&e->fp, memory_order_relaxed) == NULL &&
+        atomic_load_explicit(&e->role, memory_order_relaxed) == TBIO_SOCK_UNKNOWN)
         return;
     atomic_store_explicit(&e->posix, TBIO_FD_UNKNOWN, memory_order_release);
     atomic_store_explicit(&e->stdio, TBIO_FD_UNKNOWN, memory_order_release);
     atomic_store_explicit(&e->fp, NULL, memory_order_release);
+    atomic_store_explicit(&e->role, TBIO_SOCK_UNKNOWN, memory_order_release);
+}
+
+void tbio_fd_set_role(int fd, int role) {
+    fdent *e = fd_slot(fd, 1);
+    if (!e) return;
+    atomic_store_explicit(&e->role, (uint32_t)role, memory_order_release);
+    /* a socket named while unconnected (e.g. by an fcntl) is named afresh */
+    atomic_store_explicit(&e->posix, TBIO_FD_UNKNOWN, memory_order_release);
+}
+
+int tbio_fd_role(int fd) {
+    fdent *e = fd_slot(fd, 0);
+    return e ? (int)atomic_load_explicit(&e->role, memory_order_acquire) : TBIO_SOCK_UNKNOWN;
+}
+
+void tbio_fd_forget_roles(void) {
+    for (unsigned hi = 0; hi < DIRSZ; hi++) {
+        fdent *blk = atomic_load_explicit(&g_fds[hi], memory_order_acquire);
+        if (!blk) continue;
+        for (unsigned i = 0; i < DIRSZ; i++)
+            atomic_store_explicit(&blk[i].role, TBIO_SOCK_UNKNOWN, memory_order_relaxed);
+    }
 }
 
 void tbio_fd_forget_stdio(int fd) {
@@ -466,7 +519,8 @@ uint32_t tbio_fp_stdio(FILE *fp) {
         if (LIKELY(st != TBIO_FD_UNKNOWN)) return tbio_fd_state_id(st);
     }
     if (fd < 0) return TBIO_NO_FILE;
-    uint32_t id = resolve_fd(fd, TBIO_STDIO);
+    int later = 0;
+    uint32_t id = resolve_fd(fd, TBIO_STDIO, NULL, 0, &later);
     tbio_fp_set(fp, id);
     return id;
 }
@@ -489,6 +543,7 @@ void tbio_fp_forget(FILE *fp) {
     }
     /* fclose also closes the descriptor inside libc, where we cannot see it */
     atomic_store_explicit(&e->posix, TBIO_FD_UNKNOWN, memory_order_release);
+    atomic_store_explicit(&e->role, TBIO_SOCK_UNKNOWN, memory_order_release);
 }
 
 /* Forget every descriptor state learned before: by enable() (a stale mapping

@@ -81,6 +81,7 @@ struct tbio_fdent {
     _Atomic uint32_t posix;   /* TBIO_FD_* state or id + TBIO_FD_BASE */
     _Atomic uint32_t stdio;
     _Atomic(FILE *) fp;
+    _Atomic uint32_t role;    /* TBIO_SOCK_*: who opened the socket (kept across captures) */
 };
 static inline uint32_t tbio_fd_state_id(uint32_t st) { return st - TBIO_FD_BASE; }
 /* id: below TBIO_MAX_FILES_LIMIT, TBIO_OVER_FILE or TBIO_NO_FILE (never 0 - 3) */
@@ -110,5 +111,27 @@ TBIO_HIDDEN void tbio_fp_forget(FILE *fp);
 TBIO_HIDDEN uint32_t tbio_fp_stdio(FILE *fp);      /* inside a recorded call; resolves lazily */
 TBIO_HIDDEN void tbio_fp_set(FILE *fp, uint32_t id);
 TBIO_HIDDEN void tbio_fd_scan_existing(void);
+
+/* ---- sockets (sockets.c) ---- */
+/* Who opened a socket: set by the connect and accept wrappers, idle or not
+ * (one store; the fd's block is mapped on first use), reset whenever the
+ * number is forgotten (close, socket, ...) and by tbio_enable. */
+enum { TBIO_SOCK_UNKNOWN = 0, TBIO_SOCK_ACCEPTED = 1, TBIO_SOCK_CLIENT = 2 };
+TBIO_HIDDEN void tbio_fd_set_role(int fd, int role);   /* also forgets what fd named */
+TBIO_HIDDEN int tbio_fd_role(int fd);
+TBIO_HIDDEN void tbio_fd_forget_roles(void);            /* tbio_enable: roles from before are stale */
+struct sockaddr;
+struct addrinfo;
+/* The endpoint name of socket fd ("tcp://host:port", NUL-terminated in out):
+ * its length; 0: not a storage socket (local: see sockets.c); -1: not
+ * connected yet (ask again on a later call).  given: the peer a connect
+ * names (NULL: getpeername). */
+TBIO_HIDDEN ssize_t tbio_socket_name(int fd, int role, const struct sockaddr *given, unsigned given_len,
+                                     char *out, size_t cap);
+/* getaddrinfo's answer for node: each address remembered with its name (lock-free ring). */
+TBIO_HIDDEN void tbio_host_note(int family, const void *addr, const char *name);
+TBIO_HIDDEN void tbio_host_note_all(const char *node, const struct addrinfo *res);
+/* Endpoint id of a socket a connect just named (inside a recorded call). */
+TBIO_HIDDEN uint32_t tbio_socket_id(int fd, const struct sockaddr *peer, unsigned len);
 
 #endif

@@ -15,6 +15,8 @@ set(TBIO_SOURCES
   native/wrap_stdio.c
   native/wrap_dl.c
   native/wrap_fd.c
+  native/wrap_net.c
+  native/sockets.c
   native/api.c
   native/tfprof.c
   native/pjrt.c

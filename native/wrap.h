@@ -1,5 +1,5 @@
 /* What the wrapper families (wrap_posix.c, wrap_stdio.c, wrap_dl.c,
- * wrap_fd.c) share: the real functions and the wrappers generated from
+ * wrap_fd.c, wrap_net.c) share: the real functions and the wrappers generated from
  * hooks.def (defined in hooks.c and in the families), and the idle test. */
 #ifndef TBIO_WRAP_H
 #define TBIO_WRAP_H
@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -36,6 +38,15 @@ struct stat64;
 #define H(ret, name, params, check) TBIO_HIDDEN ret tbio_w_##name params;
 #include "hooks.def"
 #undef H
+
+/* After a read (TBIO_K_READ) or write of fd (wrap_posix.c): the accounting
+ * of every data call, off < 0 when the call used the file offset. */
+enum { TBIO_K_READ = 0, TBIO_K_WRITE = 1 };
+TBIO_HIDDEN void tbio_io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t req, int aligned,
+                              int64_t ret, int err);
+/* After a call that reads `in` and writes `out` (copy_file_range, sendfile, splice). */
+TBIO_HIDDEN void tbio_copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int64_t outoff,
+                                int64_t req, int64_t ret, int err);
 
 #define IDLE() LIKELY(atomic_load_explicit(&tbio_g_active, memory_order_relaxed) == NULL)
 

@@ -28,11 +28,27 @@ int tbio_w_socket(int domain, int type, int protocol) { return fd_fresh(real_soc
 int tbio_w_socketpair(int domain, int type, int protocol, int sv[2]) {
     return fd_fresh_pair(real_socketpair(domain, type, protocol, sv), sv);
 }
+/* an accepted socket is one of the process's own servers': local, never an endpoint (sockets.c) */
+static inline int fd_accepted(int fd) {
+    if (fd >= 0) {
+        tbio_fd_forget(fd);
+        tbio_fd_set_role(fd, TBIO_SOCK_ACCEPTED);
+    }
+    return fd;
+}
 int tbio_w_accept(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len) {
-    return fd_fresh(real_accept(fd, addr, len));
+    int ret = real_accept(fd, addr, len);
+    int err = errno;
+    fd_accepted(ret);
+    errno = err;
+    return ret;
 }
 int tbio_w_accept4(int fd, __SOCKADDR_ARG addr, socklen_t *__restrict len, int flags) {
-    return fd_fresh(real_accept4(fd, addr, len, flags));
+    int ret = real_accept4(fd, addr, len, flags);
+    int err = errno;
+    fd_accepted(ret);
+    errno = err;
+    return ret;
 }
 int tbio_w_pipe(int fds[2]) { return fd_fresh_pair(real_pipe(fds), fds); }
 int tbio_w_pipe2(int fds[2], int flags) { return fd_fresh_pair(real_pipe2(fds, flags), fds); }

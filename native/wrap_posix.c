@@ -40,11 +40,14 @@ TBIO_INLINE void io_done(tbio_call *c, int op, int kind, int fd, int64_t off, in
     tbio_call_leave(c);
 }
 
-/* The same, out of line: the vector and fortified calls share one copy. */
-static __attribute__((noinline)) void io_done_shared(tbio_call *c, int op, int kind, int fd, int64_t off,
-                                                     int64_t req, int aligned, int64_t ret, int err) {
+/* The same, out of line: the vector and fortified calls and the socket calls
+ * (wrap_net.c) share one copy. */
+_Static_assert((int)K_READ == (int)TBIO_K_READ && (int)K_WRITE == (int)TBIO_K_WRITE, "kinds (wrap.h)");
+__attribute__((noinline)) void tbio_io_done(tbio_call *c, int op, int kind, int fd, int64_t off, int64_t req,
+                                            int aligned, int64_t ret, int err) {
     io_done(c, op, kind, fd, off, req, aligned, ret, err);
 }
+#define io_done_shared tbio_io_done
 
 /* DONE: io_done (inlined: read, write, pread, pwrite and their 64-bit names,
  * the calls a data loader makes millions of times; a call with nine
@@ -304,8 +307,13 @@ int tbio_w_close_range(unsigned int first, unsigned int last, int flags) {
 /* dup family: the new descriptor names the same file; counted as open + dup. */
 static int dup_common(int op, int oldfd, int newfd_wanted, int ret, int err, tbio_call *c, int rec) {
     (void)newfd_wanted;
+    /* a socket's copy keeps who opened it (sockets.c); set before the copy is named */
+    int role = ret >= 0 ? tbio_fd_role(oldfd) : TBIO_SOCK_UNKNOWN;
+    if (ret >= 0) {
+        tbio_fd_forget(ret);
+        if (role != TBIO_SOCK_UNKNOWN) tbio_fd_set_role(ret, role);
+    }
     if (rec) meta_done(c, op, M_DUP, NAMES_FD(oldfd), ret >= 0 ? ret : oldfd, -1, -1, ret, ret >= 0, err);
-    else if (ret >= 0) tbio_fd_forget(ret);   /* idle: a recording names it when it first touches it */
     errno = err;
     return ret;
 }
@@ -548,8 +556,8 @@ int tbio_w_rename(const char *from, const char *to) {
     return ret;
 }
 
-/* copy_file_range / sendfile: a read of `in` and a write of `out` in one call */
-static void copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int64_t outoff,
+/* copy_file_range / sendfile / splice (wrap_net.c): a read of `in` and a write of `out` in one call */
+void tbio_copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int64_t outoff,
                       int64_t req, int64_t ret, int err) {
     uint64_t t1;
     if (!tbio_call_post(c, &t1)) return;
@@ -591,7 +599,7 @@ ssize_t tbio_w_copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff,
     /* the offsets are the caller's pointers: read them only once the kernel
      * has used them (a success moved each by ret) */
     int64_t io = inoff && ret >= 0 ? *inoff - ret : -1, oo = outoff && ret >= 0 ? *outoff - ret : -1;
-    copy_done(&c, TBIO_OP_copy_file_range, in, io, out, oo, (int64_t)n, ret, err);
+    tbio_copy_done(&c, TBIO_OP_copy_file_range, in, io, out, oo, (int64_t)n, ret, err);
     errno = err;
     return ret;
 }
@@ -602,7 +610,7 @@ ssize_t tbio_w_sendfile(int out, int in, off_t *off, size_t n) {
     ssize_t ret = real_sendfile(out, in, off, n);
     int err = errno;
     int64_t io = off && ret >= 0 ? *off - ret : -1;   /* read only once the kernel used it */
-    copy_done(&c, TBIO_OP_sendfile, in, io, out, -1, (int64_t)n, ret, err);
+    tbio_copy_done(&c, TBIO_OP_sendfile, in, io, out, -1, (int64_t)n, ret, err);
     errno = err;
     return ret;
 }
@@ -613,7 +621,7 @@ ssize_t tbio_w_sendfile64(int out, int in, off64_t *off, size_t n) {
     ssize_t ret = real_sendfile64(out, in, off, n);
     int err = errno;
     int64_t io = off && ret >= 0 ? *off - ret : -1;   /* read only once the kernel used it */
-    copy_done(&c, TBIO_OP_sendfile64, in, io, out, -1, (int64_t)n, ret, err);
+    tbio_copy_done(&c, TBIO_OP_sendfile64, in, io, out, -1, (int64_t)n, ret, err);
     errno = err;
     return ret;
 }

@@ -31,9 +31,10 @@ STEP_ROOT_STAT = "_r"
 # Host events that mean "the step is waiting for its input": the one rule of tb_iotrace.model.stepwait
 # (INPUT_WAIT_PREFIXES is re-exported from there).
 DATA_OPS_READ = ("read", "pread", "readv", "preadv", "fread", "fgets", "fgetc", "getc", "fscanf",
-                 "__read", "__pread", "__fread", "__fgets", "_IO_getc", "vfscanf", "__isoc99")
+                 "__read", "__pread", "__fread", "__fgets", "_IO_getc", "vfscanf", "__isoc99",
+                 "recv", "__recv", "splice")
 DATA_OPS_WRITE = ("write", "pwrite", "writev", "pwritev", "fwrite", "fputs", "fputc", "putc",
-                  "fprintf", "vfprintf", "__fprintf", "__vfprintf", "_IO_putc")
+                  "fprintf", "vfprintf", "__fprintf", "__vfprintf", "_IO_putc", "send")
 
 
 def op_kind(op: str) -> str:

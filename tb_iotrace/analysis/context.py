@@ -18,6 +18,7 @@ import numpy as np
 
 from tb_iotrace.analysis.attribution import STEP_EVENT_NAMES, Attribution, innermost, op_kind
 from tb_iotrace.base.codepaths import code_paths, is_code_path
+from tb_iotrace.model.endpoints import is_endpoint, socket_intervals
 from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, profile_start_ns, thread_line_id
 from tb_iotrace.analysis.intervals import clip, merge, overlap
 from tb_iotrace.analysis.mounts import Mount, MountTable
@@ -131,8 +132,11 @@ class Context:
         self.kind = op_kinds[op_code] if n else np.zeros(0, object)
         self.is_sync = np.isin(np.asarray(ops or [""], dtype=object), SYNC_OPS)[op_code] if n else np.zeros(0, bool)
         self.code = code_paths([*self.paths, *(str(r["path"]) for r in trace.counters)], python)
-        path_data = np.array([p not in self.code for p in self.paths] or [False], bool)
+        # network endpoints (tcp://...) are storage, not data files: their calls are socket_rows
+        path_data = np.array([p not in self.code and not is_endpoint(p) for p in self.paths] or [False], bool)
         self.data = path_data[self.path_code] if n else np.zeros(0, bool)
+        path_net = np.array([is_endpoint(p) for p in self.paths] or [False], bool)
+        self.socket_rows = np.flatnonzero(path_net[self.path_code]) if n else np.zeros(0, np.int64)
         self.path_mount = [mounts.lookup(p) for p in self.paths]
         self.ok = trace.errno == 0
         self.dur_s = (trace.end_ns - trace.start_ns) / 1e9
@@ -147,6 +151,16 @@ class Context:
         self.files = self._files()
         self.torch: TorchRun | None = torch_run(space)    # None: not a PyTorch (Kineto) capture
         self._host(space)
+
+    def socket_iv(self) -> tuple[np.ndarray, np.ndarray]:
+        """The storage socket calls of the capture (ps, merged), by the model's one rule for them
+        (:func:`tb_iotrace.model.endpoints.socket_intervals`)."""
+        tr, rows = self.trace, self.socket_rows
+        per = socket_intervals({"start_ns": self.s_ps[rows], "end_ns": self.e_ps[rows], "path": tr.path[rows],
+                                "tid": tr.tid[rows], "fd": tr.fd[rows], "errno": tr.errno[rows]}) if len(rows) else {}
+        if not per:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return merge(np.concatenate([s for s, _ in per.values()]), np.concatenate([e for _, e in per.values()]))
 
     # ------------------------------------------------------------------ files
     def _per_file(self, rows: np.ndarray) -> list[tuple[int, int]]:
@@ -165,7 +179,7 @@ class Context:
         out: dict[str, FileStats] = {}
         for rec in self.trace.counters:
             path = str(rec["path"])
-            if path in self.code:
+            if path in self.code or is_endpoint(path):
                 continue
             m, c, fc = rec["module"], rec["counters"], rec["fcounters"]
             f = out.get(path)

@@ -134,6 +134,10 @@ def input_bound(ctx: Context, steps: list[dict[str, Any]]) -> dict[str, Any] | N
     stmt = (f"{'Steps' if steps else 'The training loop'} spent {_pct(share)} of {'their' if steps else 'its'} "
             f"time ({_ms(wait / 1e12)} of {_ms(total / 1e12)} {over}) waiting for {where}; file I/O covered "
             f"{_pct(io_share)} of that wait{what}.")
+    net = overlap(ctx.wait_iv, ctx.socket_iv()) if len(ctx.socket_rows) else 0
+    if net:       # storage over the network (tb_iotrace.model.endpoints), not the loader's own work
+        ev["network_io_during_wait_s"] = net / 1e12
+        stmt += f" Storage over the network (socket calls) covered {_pct(net / wait if wait else 0.0)} of it."
     rows = ctx.read_rows
     sev = "critical" if share >= th.input_wait_critical_share else "warning"
     ops = _stages_of(ctx, rows) or ["IteratorGetNext"]

@@ -304,6 +304,7 @@ BOUND_WORDS = {"input": "INPUT-BOUND", "partly input": "PARTLY INPUT-BOUND", "no
                "unknown": "NO VERDICT"}
 WAIT_PARTS = (("file_io", "file I/O"), ("object_io", "object I/O"), ("decode", "decode"), ("starved", "starved"),
               ("copy", "copy"), ("other", "other"))
+SHOWN_WHEN_SOME = ("object_io",)     # a part most captures never have: named only when it is there
 
 
 def render_verdict(v: Mapping[str, Any]) -> str:
@@ -320,7 +321,8 @@ def render_verdict(v: Mapping[str, Any]) -> str:
     lines = [head]
     b = v.get("wait_breakdown") or {}
     if share:
-        parts = [f"{name} {100 * b[k]:.0f}%" for k, name in WAIT_PARTS if b.get(k) is not None]
+        parts = [f"{name} {100 * b[k]:.0f}%" for k, name in WAIT_PARTS
+                 if b.get(k) is not None and (b[k] or k not in SHOWN_WHEN_SOME)]
         if v.get("unmeasured") and (v.get("unmeasured_share") or 0) > 0:
             parts.append(f"{' or '.join(v['unmeasured'])} (not measured) {100 * v['unmeasured_share']:.0f}%")
         lines.append("  the wait: " + ", ".join(parts))

@@ -17,8 +17,10 @@ first match wins:
 - ``file_io``: a data-file read or metadata call in flight, on any thread (the loader is what
   reads while the step waits: DataLoader workers, the main process inside ``__next__``, tf.data
   threads);
-- ``object_io``: storage that is not a file in flight, any process: an object request (S3, GCS,
-  HTTP: :mod:`tb_iotrace.analysis.object_io`);
+- ``object_io``: storage that is not a file in flight: an object request (S3, GCS, HTTP, any
+  process: :mod:`tb_iotrace.analysis.object_io`), or a socket call of a storage endpoint on any
+  thread (a client's TCP connection, :mod:`tb_iotrace.model.endpoints`; a call on a non-blocking
+  socket that found nothing covers its wait until the next call on it);
 - ``copy``: a host-to-device copy in flight (a device plane's ``MemcpyH2D``/``Memcpy HtoD``);
 - ``decode``: the loader busy with no read or copy under it: a DataLoader worker inside a fetch
   (``tb_iotrace::fetch`` spans), the main process itself loading (``num_workers=0``), tf.data at
@@ -225,7 +227,8 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
     run = ctx.torch
     io_rows = np.concatenate([ctx.read_rows, ctx.meta_rows])
     io = merge(ctx.s_ps[io_rows], ctx.e_ps[io_rows])
-    storage = _union(io, storage_intervals(ctx))     # file I/O first, then object requests
+    # file I/O first, then object requests and storage socket calls
+    storage = _union(io, _union(storage_intervals(ctx), ctx.socket_iv()))
     copy_iv, device = _copies(space)
     hev = _host_events(space)
     fetch, tf_work = hev.fetch, hev.tf_work
@@ -433,6 +436,8 @@ def _tf_change(key: str) -> str:
             "decode": "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)",
             "starved": "prefetch(tf.data.AUTOTUNE) at the end of the pipeline",
             "copy": "prefetch to the device (tf.data.experimental.prefetch_to_device)",
+            "object_io": "fetch objects in parallel: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over "
+                         "shards in storage, prefetch(tf.data.AUTOTUNE); larger shards if each request stays long",
             }.get(key, "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from tb_iotrace.analysis import jobwindows
 from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.analysis.object_report import objects_doc, render_objects
+from tb_iotrace.analysis.endpoint_report import render_endpoints
 from tb_iotrace.base.codepaths import code_paths
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
@@ -22,6 +23,7 @@ from tb_iotrace.base.safenames import printable
 from tb_iotrace.model.stepwait import InputWait, input_wait
 from tb_iotrace.cli import hostrows
 from tb_iotrace.cli._base import Command, UserError
+from tb_iotrace.model.endpoints import source_endpoints
 from tb_iotrace.model.open_source import group_by_run, open_source
 from tb_iotrace.model.sources import Source, SourceError
 
@@ -170,6 +172,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
         "objects": objects_doc(src.objects()),
+        "endpoints": [e.to_dict() for e in source_endpoints(src)],
         "findings": findings, "checkpoints": checkpoints, "training": training or None,
         "steps": steps, "has_step_markers": markers,
         "summary": summary,
@@ -310,6 +313,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                                          empty=h.get("no_io_reason", ""), all_files=all_files))
             if h.get("objects"):
                 out.append(render_objects(h["objects"]))
+            if h.get("endpoints"):
+                out.append(render_endpoints(h["endpoints"]))
             if h.get("timeseries"):
                 out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
@@ -406,7 +411,7 @@ class Report(Command):
                             "verdict": null | {"input_wait_share": float|null,
                                           "basis": "steps"|"input waits"|"none",
                                           "bound": "input"|"partly input"|"not input"|"unknown",
-                                          "wait_breakdown": {"file_io", "decode", "starved",
+                                          "wait_breakdown": {"file_io", "object_io", "decode", "starved",
                                                              "copy", "other": float|null},
                                           "unmeasured": [str], "unmeasured_share": float,
                                           "reason": str, "cause": str|null, "steps": int,
@@ -447,6 +452,12 @@ class Report(Command):
                                         "first_byte_ms_mean", "objects": [{"object", "service",
                                         "bucket", "key", "counters", "fcounters"}],
                                         "objects_left_out"},   # docs/objects.md
+                            "endpoints": [{"endpoint": "tcp://HOST:PORT", "connections",
+                                           "calls_in", "calls_out", "bytes_in", "bytes_out",
+                                           "time_in_s", "time_out_s",
+                                           "sizes_in": {"0_100".."1G_PLUS": int}}],
+                                                      # storage endpoints (docs/capture.md):
+                                                      # also listed in "files" by their name
                             "code_loading": {"files", "bytes_read", "bytes_written",
                                              "calls", "time_s"},   # the files marked code
                             "findings": [{"id", "severity", "title", "statement", "suggestion",

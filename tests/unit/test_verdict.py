@@ -280,3 +280,34 @@ def test_severity_follows_impact(tmp_path: Path) -> None:
     assert f["severity"] == "info" and "only 0.0% of its time" in f["statement"] and "not a warning" in f["statement"]
     shares = [x["impact"]["step_share"] for x in cold.findings]
     assert shares == sorted(shares, reverse=True)
+
+
+def test_socket_reads_are_object_io_not_decode(tmp_path: Path) -> None:
+    """The same job reading each sample over a storage connection (recv on tcp://...) instead of
+    a file: that part of the wait is object_io, never file_io or decode; the same job on files
+    is diagnosed as before."""
+    p = tmp_path / "net.pt.trace.json.gz"
+    torch_fetch_trace.make(p, file="tcp://bucket.s3.local:9000", op="recv")
+    v = _verdict(p)
+    assert v["wait_breakdown"] == pytest.approx({"file_io": 0.0, "object_io": 0.25, "decode": 0.75, "starved": 0.0,
+                                                 "copy": 0.0, "other": 0.0})
+    f = tmp_path / "files.pt.trace.json.gz"
+    torch_fetch_trace.make(f)
+    assert _verdict(f)["wait_breakdown"]["file_io"] == pytest.approx(0.25)
+    assert _verdict(f)["wait_breakdown"]["object_io"] == 0.0
+
+
+def test_socket_wait_after_eagain_is_object_io(tmp_path: Path) -> None:
+    """A non-blocking recv that found nothing (EAGAIN) covers the wait until the next call on
+    the same socket (the poll between them is not traced): a worker's 1 ms EAGAIN recv then a
+    recv 3 ms later on the same fd covers the whole 4 ms wait."""
+    from tb_iotrace.model.endpoints import socket_intervals
+    import numpy as np
+
+    cols = {"start_ns": np.array([0, 3_000_000, 500_000]), "end_ns": np.array([1_000, 4_000_000, 600_000]),
+            "path": np.array(["tcp://h:1", "tcp://h:1", "tcp://h:1"], dtype=object),
+            "tid": np.array([7, 7, 7]), "fd": np.array([5, 5, 6]), "errno": np.array([11, 0, 0])}
+    iv = socket_intervals(cols)
+    assert list(iv) == [7]
+    s, e = iv[7]
+    assert s.tolist() == [0, 500_000, 3_000_000] and e.tolist() == [3_000_000, 600_000, 4_000_000]
