@@ -33,6 +33,7 @@ import os
 import statistics
 from typing import Any
 
+from tb_iotrace.model.endpoints import is_endpoint
 from tb_iotrace.analysis.thresholds import DEFAULT, Thresholds
 
 STRAGGLER_FACTOR = 2.0      # the straggler's input wait: at least this many times the others' median
@@ -77,10 +78,29 @@ def _data_dir(docs: list[dict[str, Any]]) -> str:
     by: dict[str, int] = {}
     for h in docs:
         for f in h.get("files") or []:
-            if isinstance(f, dict) and not f.get("code"):
+            if isinstance(f, dict) and not f.get("code") and not is_endpoint(f.get("path")):
                 b = int((f.get("counters") or {}).get("POSIX_BYTES_READ", 0) or 0)
                 by[os.path.dirname(str(f.get("path", "")))] = by.get(os.path.dirname(str(f.get("path", ""))), 0) + b
     return max(by, key=lambda k: by[k]) if by and max(by.values()) > 0 else ""
+
+
+def _data_read(h: dict[str, Any]) -> tuple[int, int]:
+    """The bytes read from data files and their number: code loading and network endpoints
+    (the ranks' own gloo/NCCL traffic is a client's TCP connection too) left out; a summary's
+    totals when the host's files are not listed."""
+    listed = h.get("files")
+    if not isinstance(listed, list):
+        s = h.get("summary") or {}
+        return int(s.get("bytes_read") or 0), int(s.get("files") or 0)
+    b = n = 0
+    for f in listed:
+        if not isinstance(f, dict) or f.get("code") or is_endpoint(f.get("path")):
+            continue
+        c = f.get("counters") or {}
+        got = int(c.get("POSIX_BYTES_READ", 0) or 0) + int(c.get("STDIO_BYTES_READ", 0) or 0)
+        b += got
+        n += got > 0
+    return b, n
 
 
 def _per_rank(key: Any, docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -93,8 +113,10 @@ def _per_rank(key: Any, docs: list[dict[str, Any]]) -> dict[str, Any]:
             if n is not None and h.get("has_step_markers", True) and n not in steps:
                 steps[int(n)] = s
     main = docs[0]
-    rb = sum(int((h.get("summary") or {}).get("bytes_read") or 0) for h in docs)
-    files = sum(int((h.get("summary") or {}).get("files") or 0) for h in docs)
+    rb = files = 0
+    for h in docs:
+        b, n = _data_read(h)
+        rb, files = rb + b, files + n
     v = main.get("verdict") or {}
     return {"rank": key if isinstance(key, int) else None, "label": _label(key), "host": str(main.get("host", "")),
             "hosts": [str(h.get("host", "")) for h in docs], "steps_by_num": steps,

@@ -98,7 +98,9 @@ def test_steps_matched_by_number_only() -> None:
 
 def test_workers_bytes_count_to_their_rank() -> None:
     docs = _job()
-    docs.append({**_doc("rank0.worker", 0, [], [], bytes_read=64 << 10, role="worker"), "summary": {"bytes_read": 10 << 20, "files": 4}})
+    docs.append({**_doc("rank0.worker", 0, [], [], bytes_read=64 << 10, role="worker"), "summary": {"bytes_read": 10 << 20, "files": 4},
+                 "files": [{"path": f"/data/w/s{i}.bin", "code": False, "counters": {"POSIX_BYTES_READ": 10 << 18}}
+                           for i in range(4)]})
     jv = job_verdict(docs)
     assert jv["ranks"] == 4
     assert jv["imbalance"]["rank"] == 0 and jv["imbalance"]["what"] == "bytes"
@@ -184,3 +186,17 @@ def test_report_names_the_slow_rank_of_ranks_made_from_a_real_trace(tmp_path) ->
 def test_hlo_collectives_by_instruction_name_not_compiler_passes(name: str, want: bool) -> None:
     from tb_iotrace.analysis.collectives import is_collective
     assert is_collective(name) is want
+
+
+def test_network_endpoints_and_code_are_not_a_ranks_data() -> None:
+    """The ranks' own gloo/NCCL connections are endpoints too (``tcp://``): equal on every rank, they
+    would hide a heavy shard; code loading is not data either."""
+    docs = _job(heavy=2.0)
+    for d in docs:
+        d["files"] += [{"path": "tcp://127.0.0.1:29500", "code": False, "counters": {"POSIX_BYTES_READ": 512 << 20}},
+                       {"path": "/venv/lib/python3.11/site-packages/torch/_C.so", "code": True,
+                        "counters": {"POSIX_BYTES_READ": 256 << 20}}]
+        d["summary"]["bytes_read"] += 768 << 20       # a host's row sums every record, as summaries do
+        d["summary"]["files"] += 2
+    im = job_verdict(docs)["imbalance"]
+    assert im["rank"] == 2 and im["what"] == "bytes" and 1.9 <= im["ratio"] <= 2.1, im
