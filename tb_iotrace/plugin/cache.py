@@ -108,7 +108,7 @@ class LogdirIndex:
         self.remote_error: str | None = None
         self._sync_lock = threading.Lock()
         if logdir and remote.is_url(logdir):
-            self.url = logdir.rstrip("/")
+            self.url = remote.trim(logdir)
             logdir = str(remote.mirror_path(self.url))
         elif logdir:
             logdir = remote.local_path(logdir)

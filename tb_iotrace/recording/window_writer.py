@@ -29,6 +29,7 @@ from pathlib import Path
 from collections.abc import Collection
 from typing import Any
 
+from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote
 from tb_iotrace.base.atomic import atomic_write
 
@@ -223,7 +224,7 @@ class WindowWriter:
                 done.append(dest)
         except (OSError, remote.RemoteError) as exc:
             self.published.extend(done)
-            self._warn("publish", f"a profile window was not written to {self.log_dir} ({exc}); "
+            self._warn("publish", f"a profile window was not written to {redact_url(self.log_dir)} ({exc}); "
                                   f"it is kept in {staging}")
             self.staging = None
             return done

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tb_iotrace.base.redact import redact_url, scrub, where
+
 EXTRA = "pip install tb_iotrace[cloud]"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # schemes whose objects are replaced whole by one PUT (no rename needed, none atomic)
@@ -80,8 +82,15 @@ def scheme(url: str) -> str:
     return m.group(1).lower() if m else ""
 
 
+def trim(url: str) -> str:
+    """``url`` without trailing slashes, but "s3://" stays "s3://" (a URL whose error says the
+    bucket is missing), never "s3:" (a local folder's name)."""
+    base = url.rstrip("/")
+    return url if base.endswith(":") else base
+
+
 def join(url: str, *parts: str) -> str:
-    return posixpath.join(url.rstrip("/"), *[p.strip("/") for p in parts if p])
+    return posixpath.join(trim(url), *[p.strip("/") for p in parts if p])
 
 
 # the clients log each retry and failure with a traceback; without a handler of the
@@ -102,22 +111,26 @@ def filesystem(url: str) -> tuple[Any, str]:
     fsspec) is not installed."""
     sch = scheme(url)
     _quiet_clients()
+    if sch in OBJECT_STORES and not where(url).split("/", 1)[0]:
+        # "s3://" alone: no bucket (never a local folder "s3:", which is what is left of it once
+        # a trailing slash is stripped)
+        raise _error(url, f"no bucket in the URL ({sch}://BUCKET/PATH)")
     try:
         import fsspec
         from fsspec.core import url_to_fs
     except ImportError:
-        raise RemoteError(f"{url}: reading and writing {sch}:// URLs needs fsspec: {EXTRA}") from None
+        raise _error(url, f"reading and writing {sch}:// URLs needs fsspec: {EXTRA}") from None
     try:
         fsspec.get_filesystem_class(sch)
     except ImportError:
         client = CLIENTS.get(sch, f"the fsspec backend for {sch}://")
-        raise RemoteError(f"{url}: {sch}:// needs {client}, which is not installed: {EXTRA}") from None
+        raise _error(url, f"{sch}:// needs {client}, which is not installed: {EXTRA}") from None
     except ValueError:
-        raise RemoteError(f"{url}: unknown URL scheme {sch}:// (not a filesystem fsspec knows)") from None
+        raise _error(url, f"unknown URL scheme {sch}:// (not a filesystem fsspec knows)") from None
     try:
         fs, path = url_to_fs(url)
     except Exception as exc:
-        raise RemoteError(f"{url}: {why(exc)}") from None
+        raise _fail(url, exc) from None
     return fs, path
 
 
@@ -144,8 +157,14 @@ def _short(exc: BaseException) -> str:
     return text[:300]
 
 
+def _error(url: str, text: str) -> RemoteError:
+    """The one-line error about ``url``: the URL without its credentials, and none of them in
+    the text either (a client's message may quote the URL it was given)."""
+    return RemoteError(scrub(f"{redact_url(url)}: {text}", url))
+
+
 def _fail(url: str, exc: BaseException) -> RemoteError:
-    return RemoteError(f"{url}: {why(exc)}")
+    return _error(url, why(exc))
 
 
 # ---------------------------------------------------------------------------- the cache
@@ -261,7 +280,8 @@ def mirror_path(url: str, root: Path | None = None) -> Path:
     tree_id = hashlib.sha256(url.rstrip("/").encode("utf-8", "surrogateescape")).hexdigest()[:24]
     # the URL's own folder names (bucket/logs/plugins/iotrace): readers look at a folder's
     # parents too (a plugins/iotrace folder given as the path)
-    parts = [p for p in url.split("://", 1)[-1].split("/") if p not in ("", ".", "..")]
+    # (never its credentials or query: a folder name stays on disk)
+    parts = [p for p in where(url).split("/") if p not in ("", ".", "..")]
     return root / "trees" / tree_id / Path(*(parts or ["root"]))
 
 
@@ -506,7 +526,7 @@ def check_writable(url: str) -> None:
     try:   # a listing, not exists(): exists() answers False for a forbidden bucket too
         fs.ls(bucket, detail=False)
     except FileNotFoundError:
-        raise RemoteError(f"{url}: no such bucket or folder ({bucket})") from None
+        raise _error(url, f"no such bucket or folder ({bucket})") from None
     except Exception as exc:
         raise _fail(url, exc) from None
 
