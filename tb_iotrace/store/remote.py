@@ -46,6 +46,7 @@ CLIENTS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "ad
            "abfss": "adlfs"}
 MAX_DEPTH = 10          # folder levels below the URL listed
 MAX_DIRS = 5000         # folders listed by one fetch
+MAX_NAME_BYTES = 255    # NAME_MAX: an object whose name is longer is left out of the mirror
 DEFAULT_CACHE_BYTES = 4 << 30
 
 
@@ -337,13 +338,19 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
         _mirror(fs, url, rpath, local, wanted, root, links, lazy)
         target = stale_root = local
     manifest: dict[str, Any] = {}
-    for dest, got in links.items():
-        if isinstance(got, Path):
-            used.append(got)
-            _link(got, dest)
-        else:                     # lazy: (object url, remote path, size, version)
-            manifest[dest.relative_to(target).as_posix()] = got
-            _placeholder(dest)
+    for dest, got in list(links.items()):
+        try:
+            if isinstance(got, Path):
+                used.append(got)
+                _link(got, dest)
+            else:                     # lazy: (object url, remote path, size, version)
+                manifest[dest.relative_to(target).as_posix()] = got
+                _placeholder(dest)
+        except OSError:
+            # one object the local filesystem cannot hold (a path too long, a name it refuses):
+            # left out, the others are read
+            manifest.pop(dest.relative_to(target).as_posix() if stale_root is not None else "", None)
+            del links[dest]
     if lazy is not None and stale_root is not None:
         _write_manifest(target, manifest)
     if stale_root is not None:
@@ -390,7 +397,8 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
             continue
         for e in entries:
             name = _base(e.get("name", ""))
-            if not name or name in (".", "..") or "\\" in name or name.startswith(".part-"):
+            if (not name or name in (".", "..") or "\\" in name or name.startswith(".part-")
+                    or "\x00" in name or not fits_locally(name)):
                 continue
             full = e["name"].rstrip("/")
             if full == d:
@@ -404,12 +412,30 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
                     links[local / name] = {"url": ourl, "path": full, "size": int(e.get("size") or 0),
                                            "version": version_of(e)}
                 else:
-                    links[local / name] = _object(fs, ourl, full, e, root)
+                    try:
+                        links[local / name] = _object(fs, ourl, full, e, root)
+                    except RemoteError as exc:
+                        if not isinstance(exc.__context__, FileNotFoundError) and "no such" not in str(exc):
+                            raise            # the storage itself fails: the whole fetch says so
+                        # one object gone between the listing and its fetch: the others are read
 
 
 def _mkdir(p: Path) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def _temp_beside(dest: Path) -> Path:
+    """A temporary name beside ``dest`` of fixed length (a hash of its name): an object's name
+    may be up to NAME_MAX bytes already, and a prefix would pass it."""
+    digest = hashlib.sha256(dest.name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return dest.with_name(f".link-{os.getpid()}-{digest}")
+
+
+def fits_locally(name: str) -> bool:
+    """Whether an object's name can be a local file's name (S3 allows 1024 bytes, a local
+    filesystem 255)."""
+    return len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
 
 
 def _link(obj: Path, dest: Path) -> None:
@@ -420,7 +446,7 @@ def _link(obj: Path, dest: Path) -> None:
             return
     except OSError:
         pass
-    tmp = dest.with_name(f".link-{os.getpid()}-{dest.name}")
+    tmp = _temp_beside(dest)
     try:
         tmp.unlink()
     except OSError:
@@ -440,7 +466,7 @@ def _placeholder(dest: Path) -> None:
     except OSError:
         pass
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".link-{os.getpid()}-{dest.name}")
+    tmp = _temp_beside(dest)
     tmp.write_bytes(b"")
     os.replace(tmp, dest)
 

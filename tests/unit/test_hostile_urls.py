@@ -140,3 +140,45 @@ def test_a_child_with_an_absurd_flush_interval_records_without_a_traceback(tmp_p
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
         assert list((tmp_path / raw).rglob("*.json")), "no record written"
+
+
+def _bucket(env: dict[str, Any]) -> tuple[Any, str]:
+    import fsspec
+
+    fs = fsspec.filesystem("s3", skip_instance_cache=True)
+    bucket = f"b{os.urandom(4).hex()}"
+    fs.mkdir(bucket)
+    return fs, bucket
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_long_object_names_never_fail_the_logdir(env: dict[str, Any], lazy: bool) -> None:
+    """Names of 235 to 255 bytes (legal locally and on S3: the temporary names beside them must not
+    pass NAME_MAX), multibyte ones, and one longer than a local file's name can be (legal on
+    S3): the logdir is read, its other captures with it."""
+    from tb_iotrace.plugin.cache import LogdirIndex, _lazy
+    from tb_iotrace.store import logdir, remote
+
+    fs, bucket = _bucket(env)
+    capture = (ROOT / "tests" / "data" / "jax_io.xplane.pb")
+    suffix = ".xplane.pb"
+    names = ["ok" + suffix] + ["h" * (n - len(suffix)) + suffix for n in (235, 245, 250, 255, 300)]
+    names.append("é" * 120 + suffix)          # 250 bytes in UTF-8
+    for i, name in enumerate(names):
+        fs.put_file(str(capture), f"{bucket}/logs/plugins/profile/s{i}/{name}")
+    url = f"s3://{bucket}/logs"
+    got = remote.fetch(url, logdir.is_read_name, lazy=_lazy if lazy else None)
+    mirrored = {p.name for p in got.rglob("*" + suffix)}
+    assert {n for n in names if len(n.encode()) <= 255} == mirrored
+    if not lazy:
+        rc, out, err = _cli("report", url, "--no-progress")
+        assert rc == 0, err
+        assert "ok" in out
+    else:
+        idx = LogdirIndex(url)
+        runs = idx.runs()
+        assert idx.remote_error is None
+        assert len(runs) == len(mirrored)
+        for r in runs:                         # each opens (fetched when opened)
+            for host, path in r.hosts.items():
+                assert idx.capture(path, host) is not None
