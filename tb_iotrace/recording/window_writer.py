@@ -23,14 +23,13 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from collections.abc import Collection
 from typing import Any
 
 from tb_iotrace.base.redact import redact_url
-from tb_iotrace.store import remote
+from tb_iotrace.store import remote, staging
 from tb_iotrace.base.atomic import atomic_write
 
 log = logging.getLogger("tb_iotrace")
@@ -89,9 +88,7 @@ def _stop_profiler(framework: str) -> None:
 
 def staging_root() -> Path:
     """Where windows are profiled before they are published (beside the remote cache)."""
-    root = remote.cache_root().parent / "staging"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    return staging.root()
 
 
 class WindowWriter:
@@ -158,7 +155,7 @@ class WindowWriter:
 
     def open_staging(self) -> Path:
         """A new staging folder for the next window (the framework profiles into it)."""
-        self.staging = Path(tempfile.mkdtemp(prefix="window-", dir=staging_root()))
+        self.staging = staging.new("window")   # (the oldest kept ones of failed windows pruned)
         return self.staging
 
     def close_staging(self, publish: bool) -> list[str]:

@@ -182,3 +182,43 @@ def test_long_object_names_never_fail_the_logdir(env: dict[str, Any], lazy: bool
         for r in runs:                         # each opens (fetched when opened)
             for host, path in r.hosts.items():
                 assert idx.capture(path, host) is not None
+
+
+def test_staging_folders_of_failed_uploads_are_bounded(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run to a missing bucket keeps its records in a staging folder (nothing lost); 20
+    such runs keep the newest few, not 20. A folder whose process still runs is never removed."""
+    from tb_iotrace.cli._upload import RecordUploader
+    from tb_iotrace.recording.window_writer import WindowWriter
+    from tb_iotrace.store.runrecord import record_dir
+
+    monkeypatch.setenv("TBIO_STAGING_KEEP", "3")
+    base = env["cache"].parent / "staging"
+    live = []
+    for i in range(20):
+        up = RecordUploader("s3://nosuchbucket-staging/logs", interval=0)
+        record_dir(up.staging).mkdir(parents=True, exist_ok=True)
+        (record_dir(up.staging) / f"h.{i}.json").write_text("{}")
+        with contextlib.redirect_stderr(io.StringIO()):
+            up.finish()
+        assert up.staging.is_dir() and not up.ok        # kept: its upload failed
+        live.append(up.staging)
+        os.utime(up.staging, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))
+    runs = sorted(p.name for p in base.glob("run-*"))
+    # (made by this process, which still runs: none could be pruned yet)
+    assert len(runs) == 20
+    # the same 20 as another process's, long gone
+    for p in live:
+        p.rename(p.with_name(p.name.replace(f"run-{os.getpid()}-", "run-999999999-")))
+    up = RecordUploader("s3://nosuchbucket-staging/logs", interval=0)
+    left = sorted(base.glob("run-*"))
+    assert len(left) == 3 + 1 and up.staging in left
+    kept = sorted(int(p.stat().st_mtime_ns) for p in left if p != up.staging)
+    assert kept == [10**18 + i * 10**9 for i in (17, 18, 19)]       # the newest
+    up.discard()
+    # profile windows for a URL: the same bound
+    for i in range(6):
+        (base / f"window-999999999-{i}").mkdir()
+    w = WindowWriter("s3://nosuchbucket-staging/logs")
+    w.open_staging()
+    assert len(list(base.glob("window-*"))) == 3 + 1
+    w.close_staging(publish=False)

@@ -134,7 +134,7 @@ def test_periodic_windows_check_their_times(tmp_path: Path) -> None:
 @pytest.mark.parametrize("args, says", [
     (["--profile-for", "1"], "--profile-for needs --profile-every"),
     (["--profile-every", "1", "--profile-for", "2"], "must be shorter than --profile-every"),
-    (["--profile-every", "0"], "must be > 0"),
+    (["--profile-every", "0"], "from more than 0"),
 ])
 def test_run_checks_the_window_options(args: list[str], says: str, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
