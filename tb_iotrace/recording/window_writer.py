@@ -30,6 +30,7 @@ from typing import Any
 
 from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote, staging
+from tb_iotrace.store.remote_calls import call
 from tb_iotrace.base.atomic import atomic_write
 
 log = logging.getLogger("tb_iotrace")
@@ -183,7 +184,7 @@ class WindowWriter:
             return os.path.exists(os.path.join(self.log_dir, *PROFILE_DIR, session))
         try:
             fs, _ = remote.filesystem(self.log_dir)
-            return any(fs.exists(fs._strip_protocol(remote.join(self.log_dir, *PROFILE_DIR, session, f)))
+            return any(call(fs, "exists", fs._strip_protocol(remote.join(self.log_dir, *PROFILE_DIR, session, f)))
                        for f in files)
         except Exception:   # the upload says what is wrong with the storage
             return False

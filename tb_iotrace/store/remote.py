@@ -16,7 +16,8 @@ URL is bridged at its edge:
 ``file://`` URLs and plain paths are local and never come here (:func:`is_url` says no). A URL
 whose scheme's client is not installed is :class:`RemoteError` naming the extra
 (``pip install tb_iotrace[cloud]``); every remote failure (missing bucket, wrong key or
-credentials, server down) is one line. Credentials and endpoints come the standard way (AWS_*
+credentials, server down, a server that hangs: each call has a deadline, :mod:`.remote_calls`)
+is one line, with no credential of the URL in it (:mod:`tb_iotrace.base.redact`). Credentials and endpoints come the standard way (AWS_*
 variables and config for s3fs, Application Default Credentials or ``STORAGE_EMULATOR_HOST`` for
 gcsfs).
 """
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tb_iotrace.base.redact import redact_url, scrub, where
+from tb_iotrace.store.remote_calls import CallTimeout, call, storage_options
 
 EXTRA = "pip install tb_iotrace[cloud]"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -129,15 +131,15 @@ def filesystem(url: str) -> tuple[Any, str]:
     except ValueError:
         raise _error(url, f"unknown URL scheme {sch}:// (not a filesystem fsspec knows)") from None
     try:
-        fs, path = url_to_fs(url)
+        fs, path = url_to_fs(url, **storage_options(sch))
     except Exception as exc:
-        raise _fail(url, exc) from None
+        raise failure(url, exc) from None
     return fs, path
 
 
 def why(exc: BaseException) -> str:
     """One line for a remote failure, from whatever the client raised."""
-    if isinstance(exc, RemoteError):
+    if isinstance(exc, (RemoteError, CallTimeout)):
         return str(exc)
     if isinstance(exc, FileNotFoundError):
         return "no such bucket or object" + (f" ({_short(exc)})" if _short(exc) else "")
@@ -164,7 +166,7 @@ def _error(url: str, text: str) -> RemoteError:
     return RemoteError(scrub(f"{redact_url(url)}: {text}", url))
 
 
-def _fail(url: str, exc: BaseException) -> RemoteError:
+def failure(url: str, exc: BaseException) -> RemoteError:
     return _error(url, why(exc))
 
 
@@ -216,7 +218,7 @@ def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> 
     fd, tmp = tempfile.mkstemp(prefix=".part-", dir=obj.parent)
     os.close(fd)
     try:
-        fs.get_file(rpath, tmp)
+        call(fs, "get_file", rpath, tmp, nbytes=int(info.get("size") or 0))
         got = os.path.getsize(tmp)
         os.replace(tmp, obj)
     except BaseException as exc:
@@ -225,7 +227,7 @@ def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> 
         except OSError:
             pass
         if isinstance(exc, Exception):
-            raise _fail(url, exc) from None
+            raise failure(url, exc) from None
         raise
     STATS.objects += 1
     STATS.bytes += got
@@ -264,9 +266,9 @@ def evict(root: Path | None = None, limit: int | None = None, keep: Iterable[Pat
 # ---------------------------------------------------------------------------- reading
 def _listing(fs: Any, url: str, path: str) -> list[dict[str, Any]]:
     try:
-        entries = fs.ls(path, detail=True, refresh=True)
+        entries = call(fs, "ls", path, detail=True, refresh=True)
     except TypeError:          # a filesystem without the refresh keyword
-        entries = fs.ls(path, detail=True)
+        entries = call(fs, "ls", path, detail=True)
     STATS.listed_dirs += 1
     return list(entries)
 
@@ -308,9 +310,9 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
     fs, rpath = filesystem(url)
     root = root or cache_root()
     try:
-        info = fs.info(rpath)
+        info = call(fs, "info", rpath)
     except Exception as exc:
-        raise _fail(url, exc) from None
+        raise failure(url, exc) from None
     used: list[Path] = []
     links: dict[Path, Any] = {}    # mirror file -> cached object, or a lazy file's manifest entry
     if info.get("type") != "directory":
@@ -393,7 +395,7 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
             entries = _listing(fs, url, d)
         except Exception as exc:
             if d == top:
-                raise _fail(url, exc) from None
+                raise failure(url, exc) from None
             continue
         for e in entries:
             name = _base(e.get("name", ""))
@@ -550,11 +552,11 @@ def check_writable(url: str) -> None:
     if not bucket:
         return
     try:   # a listing, not exists(): exists() answers False for a forbidden bucket too
-        fs.ls(bucket, detail=False)
+        call(fs, "ls", bucket, detail=False)
     except FileNotFoundError:
         raise _error(url, f"no such bucket or folder ({bucket})") from None
     except Exception as exc:
-        raise _fail(url, exc) from None
+        raise failure(url, exc) from None
 
 
 def upload_file(local: str | os.PathLike[str], url: str, fs: Any = None) -> int:
@@ -566,13 +568,13 @@ def upload_file(local: str | os.PathLike[str], url: str, fs: Any = None) -> int:
     size = os.path.getsize(local)
     try:
         if scheme(url) in OBJECT_STORES:
-            fs.put_file(str(local), rpath)
+            call(fs, "put_file", str(local), rpath, nbytes=size)
         else:
             tmp = posixpath.join(posixpath.dirname(rpath), f".part-{os.getpid()}-{posixpath.basename(rpath)}")
-            fs.put_file(str(local), tmp)
-            fs.mv(tmp, rpath)
+            call(fs, "put_file", str(local), tmp, nbytes=size)
+            call(fs, "mv", tmp, rpath)
     except Exception as exc:
-        raise _fail(url, exc) from None
+        raise failure(url, exc) from None
     return size
 
 
