@@ -78,14 +78,20 @@ def _digest(path: str, size: int) -> str | None:
     """A hash of the file's first and last :data:`DIGEST_BYTES` (the whole file when smaller):
     what a rewrite of the same size, its mtime put back, still changes."""
     h = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            h.update(fh.read(DIGEST_BYTES))
-            if size > DIGEST_BYTES:
-                fh.seek(max(DIGEST_BYTES, size - DIGEST_BYTES))
-                h.update(fh.read(DIGEST_BYTES))
+    try:   # never blocking (a FIFO planted under a capture's name), never but a regular file
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h.update(os.pread(fd, DIGEST_BYTES, 0))
+        if size > DIGEST_BYTES:
+            h.update(os.pread(fd, DIGEST_BYTES, max(DIGEST_BYTES, size - DIGEST_BYTES)))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     return h.hexdigest()[:32]
 
 

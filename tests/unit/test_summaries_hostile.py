@@ -91,3 +91,17 @@ def test_report_on_a_lone_file_writes_nothing_beside_it(tmp_path, name):
     assert sorted(p.relative_to(d) for p in d.rglob("*")) == before
     # its summary is kept, in the local cache
     assert list((tmp_path / "cache" / "summaries").glob("*" + summaries.SUFFIX))
+
+
+def test_a_fifo_under_a_captures_name_never_blocks_the_identity(tmp_path, cache):
+    """The identity reads the capture's ends: a FIFO named like a capture is not opened blocking."""
+    import threading
+
+    fifo = tmp_path / "logdir" / "plugins" / "profile" / "s1" / "h.xplane.pb"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    got: list[object] = []
+    t = threading.Thread(target=lambda: got.append(summaries.identity(str(fifo))), daemon=True)
+    t.start()
+    t.join(timeout=30)
+    assert not t.is_alive() and got == [None]
