@@ -5,7 +5,8 @@ profile window for a URL is taken into one too. A folder whose upload failed is 
 is lost), which used to mean one more folder per failed run, for ever. Each new folder now
 prunes the old ones of its kind: the :data:`KEEP` newest (``TBIO_STAGING_KEEP``) and every
 folder whose process is still running are kept, the others removed. A folder's name holds the
-pid of the process that made it (``run-<pid>-...``, ``window-<pid>-...``).
+pid of the process that made it (``run-<pid>-...``, ``window-<pid>-...``). PyTorch traces that
+could not be uploaded are kept as files in ``torch/``: the newest :data:`KEEP` of them.
 """
 from __future__ import annotations
 
@@ -70,10 +71,31 @@ def prune(kind: str, kept: int | None = None) -> list[Path]:
     return old
 
 
+def prune_files(folder: str, kept: int | None = None) -> list[Path]:
+    """Of the files kept in ``<root>/<folder>`` (a PyTorch trace that could not be uploaded,
+    each one whole and done with), remove all but the ``kept`` newest; returns those removed."""
+    kept = keep() if kept is None else kept
+    found = []
+    for p in (root() / folder).glob("*"):
+        try:
+            if p.is_file() and not p.is_symlink():
+                found.append((p.stat().st_mtime_ns, p))
+        except OSError:
+            continue
+    found.sort(reverse=True)
+    old = [p for _, p in found[kept:]]
+    for p in old:
+        try:
+            p.unlink()
+        except OSError:
+            pass
+    return old
+
+
 def new(kind: str) -> Path:
     """A new staging folder ``<kind>-<pid>-*``, after pruning the old ones of ``kind``."""
     prune(kind)
     return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=root()))
 
 
-__all__ = ["ENV_KEEP", "KEEP", "new", "prune", "root"]
+__all__ = ["ENV_KEEP", "KEEP", "new", "prune", "prune_files", "root"]

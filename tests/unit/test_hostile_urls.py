@@ -222,3 +222,18 @@ def test_staging_folders_of_failed_uploads_are_bounded(env: dict[str, Any], monk
     w.open_staging()
     assert len(list(base.glob("window-*"))) == 3 + 1
     w.close_staging(publish=False)
+
+
+def test_pytorch_traces_that_were_not_uploaded_are_bounded(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    from tb_iotrace.recording.pytorch.handler import TraceHandler
+
+    monkeypatch.setenv("TBIO_STAGING_KEEP", "3")
+    h = TraceHandler("s3://nosuchbucket-torch/traces")
+    for i in range(10):
+        out = tmp_path / f"w.{i}.pt.trace.json"
+        out.write_text("{}")
+        os.utime(out, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))
+        h._upload(str(out))
+    kept = sorted(p.name for p in (env["cache"].parent / "staging" / "torch").iterdir())
+    assert kept == ["w.7.pt.trace.json", "w.8.pt.trace.json", "w.9.pt.trace.json"]
