@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.store import kineto_json
+from tb_iotrace.store import kineto_json, kineto_stream
 from tb_iotrace.store.kineto import KinetoTraceError, read_trace
 from tb_iotrace.store.kineto_columns import Collector
 from tb_iotrace.store.kineto_json import Event, open_trace, read_header
@@ -309,3 +309,27 @@ def test_a_gzip_bomb_of_whitespace_is_read_in_little_memory(tmp_path: Path, wher
                        env={**os.environ, MAX_TRACE_ENV: "64M"})
     assert r.returncode != 0 and "over the limit" in r.stderr, r.stderr
 
+
+
+@pytest.mark.parametrize("chunk", [kineto_stream.CHUNK, 4096, 7])
+def test_the_stream_splits_real_and_deep_traces_at_any_chunk_edge(chunk: int, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real traces, and events nested deeper than the one-match pattern follows, are split
+    by the stream itself (not read whole), whatever the chunk edges cut, with the whole read's
+    header, events and XSpace."""
+    monkeypatch.setattr(kineto_stream, "CHUNK", chunk)
+    deep = ('{"ph": "X", "name": "deep", "pid": 1, "tid": 1, "ts": 12, "dur": 1, '
+            '"args": {"a": {"b": {"c": {"d": [1, {"e": "}]{[\\"x"}]}}}, "s": "a\\\\"}}')
+    paths = [DATA / n for n in REAL] + [write(tmp_path, doc([OP, deep, IO, deep]), "d.1.pt.trace.json.gz")]
+    for path in paths:
+        if chunk == 7 and path.stat().st_size > 200_000:
+            continue                                   # (7-byte chunks: the small ones)
+        with open(path, "rb") as fh:
+            top, bodies, count = kineto_stream.split(fh, 1 << 30, "the trace", kineto_json.BATCH)
+        whole = kineto_json._open_whole(str(path), False)
+        assert count == whole.count
+        assert {k: json.loads(v) for k, v in top.items()} == whole.header
+        assert [e for b in bodies for e in json.loads(b)] == list(whole.batches())[0] if whole._events is not None \
+            else [e for b in bodies for e in json.loads(b)] == [json.loads(bytes(s)) for s in whole._slices]
+        old, new = both(path)
+        assert new == old
