@@ -13,23 +13,21 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
-from tb_iotrace.store import remote
+from tb_iotrace.base.redact import redact_url
+from tb_iotrace.store import remote, staging
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, record_dir
 from tb_iotrace.base.safenames import printable
 
 
 class RecordUploader:
     def __init__(self, url: str, interval: float) -> None:
-        self.url = url.rstrip("/")
+        self.url = remote.trim(url)
         self.interval = interval
         remote.filesystem(url)       # RemoteError now when the scheme's client is missing
-        base = remote.cache_root().parent / "staging"
-        base.mkdir(parents=True, exist_ok=True)
-        self.staging = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+        self.staging = staging.new("run")    # (the oldest kept ones of failed runs pruned)
         self._sent: dict[Path, tuple[int, int]] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -102,7 +100,7 @@ class RecordUploader:
             self.ok = True
             shutil.rmtree(self.staging, ignore_errors=True)
         else:
-            self._say(f"the records were not uploaded to {self.url} ({self.failing}); they are kept in "
+            self._say(f"the records were not uploaded to {redact_url(self.url)} ({self.failing}); they are kept in "
                       f"{self.staging}")
 
     def discard(self) -> None:

@@ -8,6 +8,7 @@ import sys
 import tempfile
 from typing import TextIO
 
+from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.safenames import printable
@@ -87,8 +88,8 @@ class Export(Command):
         try:
             local = os.path.join(stage, url.rsplit("/", 1)[-1] or "out")
             args.output = local
-            args.shown = url
-            rc = self._export(args, shown=url)
+            args.shown = redact_url(url)   # (printed: never its credentials)
+            rc = self._export(args, shown=redact_url(url))
             try:
                 if os.path.isdir(local):
                     remote.upload(local, url, last=lambda name: False)

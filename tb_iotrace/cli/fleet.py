@@ -22,6 +22,7 @@ from tb_iotrace.fleet import ENGINES, REPORTS, Dataset, FleetError, Layout, host
 from tb_iotrace.fleet.deps import INSTALL
 from tb_iotrace.store.logdir import XPLANE_SUFFIX
 from tb_iotrace.base.progress import Progress
+from tb_iotrace.base.safenames import printable
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, TABLE_SUFFIX
 from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.model.open_source import SKIPPED, open_source
@@ -257,16 +258,19 @@ def build(paths: Sequence[str], out: str, jobs: int | None = None, progress: boo
 # --------------------------------------------------------------------------- output
 
 def _cell(v: Any) -> str:
+    """A value as the table shows it: names come from files anyone could write, so escapes and
+    line breaks are written out (``printable``), as ``report`` writes them."""
     if v is None:
         return ""
     if isinstance(v, float):
         return f"{v:.6g}"
     if isinstance(v, (dict, list)):
         return json.dumps(v)
-    return str(v)
+    return printable(v)
 
 
 def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    columns = [printable(c) for c in columns]
     cells = [[_cell(v) for v in r] for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     num = [all(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in rows if r[i] is not None)
@@ -279,9 +283,10 @@ def render_table(columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 def write_csv(columns: Sequence[str], rows: Sequence[Sequence[Any]], out: Any) -> None:
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(columns)
-    for r in rows:
-        w.writerow(["" if v is None else json.dumps(v) if isinstance(v, (dict, list, bool)) else v for v in r])
+    w.writerow([printable(c) for c in columns])
+    for r in rows:   # (a string's escapes and line breaks written out, as in the table)
+        w.writerow(["" if v is None else json.dumps(v) if isinstance(v, (dict, list, bool))
+                    else printable(v) if isinstance(v, str) else v for v in r])
 
 
 # --------------------------------------------------------------------------- the command
@@ -360,7 +365,7 @@ class Fleet(Command):
     def _build(self, args: argparse.Namespace) -> int:
         stats = build(args.paths, args.output, jobs=args.jobs, progress=not args.no_progress)
         for line in stats.skipped:
-            print(f"tb-iotrace fleet: skipped {line}", file=sys.stderr)
+            print(f"tb-iotrace fleet: skipped {printable(line)}", file=sys.stderr)
         ds = Dataset.open(args.output)
         print(f"{args.output}: {stats.added} sources added, {stats.replaced} replaced, {stats.unchanged} unchanged"
               + (f", {len(stats.skipped)} skipped" if stats.skipped else "")
@@ -372,7 +377,7 @@ class Fleet(Command):
     def _query(self, ds: Dataset, args: argparse.Namespace) -> int:
         (res,) = query(ds, args.sql, args.engine, args.master)
         if args.json:
-            json.dump(res.records(), sys.stdout, indent=1, ensure_ascii=False)
+            json.dump(res.records(), sys.stdout, indent=1, ensure_ascii=True)
             sys.stdout.write("\n")
         elif args.csv:
             write_csv(res.columns, res.rows, sys.stdout)
@@ -386,7 +391,7 @@ class Fleet(Command):
         results = query(ds, [sql_of(r, args.limit) for r in REPORTS], args.engine, args.master)
         if args.json:
             json.dump({r.name: res.records() for r, res in zip(REPORTS, results)}, sys.stdout, indent=1,
-                      ensure_ascii=False)
+                      ensure_ascii=True)
             sys.stdout.write("\n")
             return 0
         for r, res in zip(REPORTS, results):

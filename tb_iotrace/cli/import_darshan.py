@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.base.safenames import printable, safe_component
@@ -263,7 +264,7 @@ class ImportDarshan(Command):
                 except remote.RemoteError as exc:
                     raise UserError(f"upload failed: {exc}") from None
         skipped = [m for m in meta["modules"] if m not in MODULES + (DXT,)]
-        print(printable(f"wrote {out}: {len(meta['files'])} file records, {n} DXT segments"
+        print(printable(f"wrote {redact_url(out)}: {len(meta['files'])} file records, {n} DXT segments"
                         + ("" if meta["has_dxt"] else " (no DXT in this log: counters only)")
                         + (f"; not imported: {', '.join(map(str, skipped))}" if skipped else "")), file=sys.stderr)
         return 0

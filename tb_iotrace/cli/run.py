@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tb_iotrace.base.seconds import parse_seconds
+from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote
 from tb_iotrace.store.runrecord import find_records, record_dir
 from tb_iotrace.cli._base import Command, UserError
@@ -43,6 +45,18 @@ def profile_windows(every: float | None, length: float | None) -> dict[str, str]
     if length >= every:
         raise UserError(f"--profile-for ({length:g} s) must be shorter than --profile-every ({every:g} s)")
     return {"TB_IOTRACE_PROFILE_EVERY": repr(every), "TB_IOTRACE_PROFILE_FOR": repr(length)}
+
+
+def _seconds(allow_zero: bool):
+    """An argparse type: finite seconds within [0 (or > 0), a month] (one usage error, in the
+    runner, never a traceback from a timer in every child)."""
+    def parse(raw: str) -> float:
+        try:
+            return parse_seconds(raw, "expected seconds", allow_zero)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    parse.__name__ = "seconds"
+    return parse
 
 
 class Run(Command):
@@ -82,12 +96,12 @@ class Run(Command):
         parser.add_argument("--logdir", default="iotrace-logs", metavar="DIR",
                             help="where the records go (DIR/plugins/iotrace; a folder or a URL such as s3://bucket/logs; "
                                  "default: ./iotrace-logs)")
-        parser.add_argument("--flush", type=float, default=None, metavar="SECONDS",
+        parser.add_argument("--flush", type=_seconds(True), default=None, metavar="SECONDS",
                             help="periodic flush interval (default 5; 0: only at exit)")
-        parser.add_argument("--profile-every", type=float, default=None, metavar="SECONDS",
+        parser.add_argument("--profile-every", type=_seconds(False), default=None, metavar="SECONDS",
                             help="take a TensorFlow or JAX profile window (with its I/O) every SECONDS in each "
                                  "process that runs either, into DIR/plugins/profile (issue 21)")
-        parser.add_argument("--profile-for", type=float, default=None, metavar="SECONDS",
+        parser.add_argument("--profile-for", type=_seconds(False), default=None, metavar="SECONDS",
                             help="length of each --profile-every window (default 2)")
         parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
         parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
@@ -166,7 +180,8 @@ class Run(Command):
         if uploader is not None:
             if not args.quiet and uploader.ok:
                 print(f"tb-iotrace: {uploader.uploaded_records} process record(s) in "
-                      f"{remote.join(args.logdir, 'plugins', 'iotrace')}; see: tb-iotrace report {args.logdir}",
+                      f"{redact_url(remote.join(args.logdir, 'plugins', 'iotrace'))}; "
+                      f"see: tb-iotrace report {redact_url(args.logdir)}",
                       file=sys.stderr)
         elif not args.quiet:
             n = len(find_records(record_dir(logdir)))

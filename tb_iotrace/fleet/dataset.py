@@ -26,6 +26,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -48,6 +49,7 @@ PART_SUFFIX = ".parquet"
 # files part is 17 KB instead of 41 KB.
 INDEXED = ("run", "host", "module", "path", "record_id", "kind", "id", "name", "severity", "mount_point", "fs_type")
 
+_PART = re.compile(r"^[A-Za-z_]+/run=[^/]+/host=[^/]+/" + re.escape(PART_PREFIX) + r"[0-9]+" + re.escape(PART_SUFFIX) + "$")
 Stamp = list[list[Any]]     # [[path, size, mtime_ns], ...]
 
 
@@ -139,10 +141,24 @@ class Dataset:
         return [p for p in old if p not in set(parts)]
 
     # ------------------------------------------------------------------ reading
+    def is_part(self, rel: object) -> bool:
+        """Whether a path the manifest lists is a part of this dataset: ``<table>/run=../host=../
+        part-N.parquet`` under the root, no link on the way. The manifest is a file in a shared
+        folder or bucket: an absolute path, a ``..`` or a link in it must never be read,
+        replaced or deleted."""
+        if not isinstance(rel, str) or not _PART.match(rel) or rel.split("/", 1)[0] not in TABLES:
+            return False
+        if any(c in ("", ".", "..") for c in rel.split("/")):
+            return False
+        real_root = os.path.realpath(self.root)
+        return os.path.realpath(self.root / rel) == os.path.join(real_root, *rel.split("/"))
+
     def parts(self, table: str, relative: bool = False) -> list[str]:
-        """Paths of ``table``'s parts (absolute, or relative to the root), in build order."""
+        """Paths of ``table``'s parts (absolute, or relative to the root), in build order;
+        what :meth:`is_part` refuses is left out."""
         prefix = table + "/"
-        got = [p for e in self.sources.values() for p in e.get("parts", []) if p.startswith(prefix)]
+        got = [p for e in self.sources.values() for p in e.get("parts", [])
+               if isinstance(p, str) and p.startswith(prefix) and self.is_part(p)]
         return got if relative else [str(self.root / p) for p in got]
 
     def schema_file(self, table: str) -> str | None:
@@ -196,7 +212,10 @@ class Dataset:
         return bool(self.manifest.get("uniform", {}).get(table, False))
 
     def remove(self, parts: Sequence[str]) -> None:
+        """Delete parts (and the folders they leave empty): only what :meth:`is_part` accepts."""
         for rel in parts:
+            if not self.is_part(rel):
+                continue
             with contextlib.suppress(FileNotFoundError):
                 (self.root / rel).unlink()
             _prune(self.root, (self.root / rel).parent)
@@ -208,9 +227,9 @@ class Dataset:
         n = 0
         for t in TABLES:
             top = self.root / t
-            if not top.is_dir():
+            if not top.is_dir() or top.is_symlink():   # a link: not ours to sweep
                 continue
-            for dirpath, _, names in os.walk(top):
+            for dirpath, _, names in os.walk(top):     # (links to folders below are not followed)
                 for name in names:
                     rel = os.path.relpath(os.path.join(dirpath, name), self.root)
                     stray = name.startswith(PART_PREFIX) and name.endswith(PART_SUFFIX) and rel not in listed

@@ -39,6 +39,7 @@ log = logging.getLogger("tb_iotrace.plugin")
 ACTIVE_MAX_DIRS = 2000  # directories visited by is_active
 ACTIVE_TTL_S = 30.0
 RUNS_TTL_S = 5.0
+SYNC_WAIT_S = 3.0       # what a request waits for a URL logdir's sync before answering from the mirror
 PREFETCH_MAX_BYTES = 256 << 20  # newest run only, up to this much xplane in total
 CACHE_BYTES_ENV = "TBIO_PLUGIN_CACHE_BYTES"
 CACHE_MAX_DEFAULT = 2 << 30
@@ -105,10 +106,12 @@ class LogdirIndex:
         # scan first brings the mirror up to date (listing level by level, fetching only new or
         # changed captures); the scan, the decoders and the path checks then work on local files
         self.url: str | None = None
-        self.remote_error: str | None = None
+        self._remote_error: str | None = None
         self._sync_lock = threading.Lock()
+        self._sync_thread: threading.Thread | None = None
+        self._sync_started = 0.0
         if logdir and remote.is_url(logdir):
-            self.url = logdir.rstrip("/")
+            self.url = remote.trim(logdir)
             logdir = str(remote.mirror_path(self.url))
         elif logdir:
             logdir = remote.local_path(logdir)
@@ -138,16 +141,45 @@ class LogdirIndex:
         with self._sync_lock:
             try:   # the records' JSON now (the scan reads their head), the rest when opened
                 remote.fetch(self.url, logdir.is_read_name, lazy=_lazy)
-                self.remote_error = None
+                self._remote_error = None
             except remote.RemoteError as exc:
-                self.remote_error = str(exc)
+                self._remote_error = str(exc)
+            except Exception as exc:   # noqa: BLE001 - a client's own failure: said, never raised
+                self._remote_error = str(remote.failure(self.url, exc))
+
+    def sync_soon(self, wait_s: float = SYNC_WAIT_S) -> None:
+        """Start :meth:`sync` on a background thread (unless one runs) and wait for it at most
+        ``wait_s``: TensorBoard's requests (``is_active`` for the plugin list of every tab,
+        ``/runs``) answer from the mirror as it is when the storage is slow or hangs, never
+        waiting on it (its calls are bounded too: ``tb_iotrace.store.remote_calls``)."""
+        if self.url is None:
+            return
+        with self._lock:
+            t = self._sync_thread
+            if t is None or not t.is_alive():
+                t = threading.Thread(target=self.sync, name="tb_iotrace-sync", daemon=True)
+                self._sync_thread, self._sync_started = t, time.monotonic()
+                t.start()
+        t.join(max(0.0, wait_s))
+
+    @property
+    def remote_error(self) -> str | None:
+        """What is wrong with a URL logdir's storage: the last sync's failure, or that the
+        running sync has waited on the storage past :data:`SYNC_WAIT_S`."""
+        t = self._sync_thread
+        if t is not None and t.is_alive():
+            waited = time.monotonic() - self._sync_started
+            if waited >= SYNC_WAIT_S:
+                return (f"{remote.redact_url(self.url or '')}: the storage has not answered for {waited:.0f} s "
+                        f"(still trying); showing what was fetched before")
+        return self._remote_error
 
     def is_active(self) -> bool:
         now = time.monotonic()
         with self._lock:
             if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
                 return self._active
-        self.sync()
+        self.sync_soon()
         found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True,
                                kineto=True)
         with self._lock:
@@ -161,7 +193,7 @@ class LogdirIndex:
             # refresh (asked for, or an unknown name looked up) at most once a second
             if now - self._runs_at < (1.0 if refresh else RUNS_TTL_S):
                 return self._runs
-        self.sync()
+        self.sync_soon()
         runs, truncated = logdir.scan(self.logdir, records=True, kineto=True)
         with self._lock:
             self._runs, self._runs_at, self._truncated = runs, now, truncated

@@ -15,6 +15,7 @@ import atexit
 import os
 import threading
 
+from tb_iotrace.base.seconds import parse_seconds
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.recording.window_writer import FRAMEWORKS, WindowWriter, pick_framework
 
@@ -74,9 +75,6 @@ def from_env(default_logdir: str) -> PeriodicWindows | None:
     raw = os.environ.get(ENV_EVERY, "").strip()
     if not raw:
         return None
-    try:
-        every = float(raw)
-        length = float(os.environ.get(ENV_FOR, "").strip() or DEFAULT_FOR_S)
-    except ValueError:
-        raise ValueError(f"{ENV_EVERY}/{ENV_FOR} must be numbers of seconds") from None
+    every = parse_seconds(raw, ENV_EVERY, allow_zero=False)
+    length = parse_seconds(os.environ.get(ENV_FOR, "").strip() or DEFAULT_FOR_S, ENV_FOR, allow_zero=False)
     return PeriodicWindows(os.environ.get(ENV_LOGDIR) or default_logdir, every, length).start()

@@ -23,13 +23,14 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from collections.abc import Collection
 from typing import Any
 
-from tb_iotrace.store import remote
+from tb_iotrace.base.redact import redact_url
+from tb_iotrace.store import remote, staging
+from tb_iotrace.store.remote_calls import call
 from tb_iotrace.base.atomic import atomic_write
 
 log = logging.getLogger("tb_iotrace")
@@ -88,9 +89,7 @@ def _stop_profiler(framework: str) -> None:
 
 def staging_root() -> Path:
     """Where windows are profiled before they are published (beside the remote cache)."""
-    root = remote.cache_root().parent / "staging"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
+    return staging.root()
 
 
 class WindowWriter:
@@ -157,7 +156,7 @@ class WindowWriter:
 
     def open_staging(self) -> Path:
         """A new staging folder for the next window (the framework profiles into it)."""
-        self.staging = Path(tempfile.mkdtemp(prefix="window-", dir=staging_root()))
+        self.staging = staging.new("window")   # (the oldest kept ones of failed windows pruned)
         return self.staging
 
     def close_staging(self, publish: bool) -> list[str]:
@@ -185,7 +184,7 @@ class WindowWriter:
             return os.path.exists(os.path.join(self.log_dir, *PROFILE_DIR, session))
         try:
             fs, _ = remote.filesystem(self.log_dir)
-            return any(fs.exists(fs._strip_protocol(remote.join(self.log_dir, *PROFILE_DIR, session, f)))
+            return any(call(fs, "exists", fs._strip_protocol(remote.join(self.log_dir, *PROFILE_DIR, session, f)))
                        for f in files)
         except Exception:   # the upload says what is wrong with the storage
             return False
@@ -223,7 +222,7 @@ class WindowWriter:
                 done.append(dest)
         except (OSError, remote.RemoteError) as exc:
             self.published.extend(done)
-            self._warn("publish", f"a profile window was not written to {self.log_dir} ({exc}); "
+            self._warn("publish", f"a profile window was not written to {redact_url(self.log_dir)} ({exc}); "
                                   f"it is kept in {staging}")
             self.staging = None
             return done

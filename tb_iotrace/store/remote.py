@@ -16,7 +16,8 @@ URL is bridged at its edge:
 ``file://`` URLs and plain paths are local and never come here (:func:`is_url` says no). A URL
 whose scheme's client is not installed is :class:`RemoteError` naming the extra
 (``pip install tb_iotrace[cloud]``); every remote failure (missing bucket, wrong key or
-credentials, server down) is one line. Credentials and endpoints come the standard way (AWS_*
+credentials, server down, a server that hangs: each call has a deadline, :mod:`.remote_calls`)
+is one line, with no credential of the URL in it (:mod:`tb_iotrace.base.redact`). Credentials and endpoints come the standard way (AWS_*
 variables and config for s3fs, Application Default Credentials or ``STORAGE_EMULATOR_HOST`` for
 gcsfs).
 """
@@ -35,6 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tb_iotrace.base.redact import redact_url, scrub, where
+from tb_iotrace.store.remote_calls import CallTimeout, call, storage_options
+
 EXTRA = "pip install tb_iotrace[cloud]"
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 # schemes whose objects are replaced whole by one PUT (no rename needed, none atomic)
@@ -44,6 +48,7 @@ CLIENTS = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs", "az": "ad
            "abfss": "adlfs"}
 MAX_DEPTH = 10          # folder levels below the URL listed
 MAX_DIRS = 5000         # folders listed by one fetch
+MAX_NAME_BYTES = 255    # NAME_MAX: an object whose name is longer is left out of the mirror
 DEFAULT_CACHE_BYTES = 4 << 30
 
 
@@ -80,8 +85,15 @@ def scheme(url: str) -> str:
     return m.group(1).lower() if m else ""
 
 
+def trim(url: str) -> str:
+    """``url`` without trailing slashes, but "s3://" stays "s3://" (a URL whose error says the
+    bucket is missing), never "s3:" (a local folder's name)."""
+    base = url.rstrip("/")
+    return url if base.endswith(":") else base
+
+
 def join(url: str, *parts: str) -> str:
-    return posixpath.join(url.rstrip("/"), *[p.strip("/") for p in parts if p])
+    return posixpath.join(trim(url), *[p.strip("/") for p in parts if p])
 
 
 # the clients log each retry and failure with a traceback; without a handler of the
@@ -102,28 +114,32 @@ def filesystem(url: str) -> tuple[Any, str]:
     fsspec) is not installed."""
     sch = scheme(url)
     _quiet_clients()
+    if sch in OBJECT_STORES and not where(url).split("/", 1)[0]:
+        # "s3://" alone: no bucket (never a local folder "s3:", which is what is left of it once
+        # a trailing slash is stripped)
+        raise _error(url, f"no bucket in the URL ({sch}://BUCKET/PATH)")
     try:
         import fsspec
         from fsspec.core import url_to_fs
     except ImportError:
-        raise RemoteError(f"{url}: reading and writing {sch}:// URLs needs fsspec: {EXTRA}") from None
+        raise _error(url, f"reading and writing {sch}:// URLs needs fsspec: {EXTRA}") from None
     try:
         fsspec.get_filesystem_class(sch)
     except ImportError:
         client = CLIENTS.get(sch, f"the fsspec backend for {sch}://")
-        raise RemoteError(f"{url}: {sch}:// needs {client}, which is not installed: {EXTRA}") from None
+        raise _error(url, f"{sch}:// needs {client}, which is not installed: {EXTRA}") from None
     except ValueError:
-        raise RemoteError(f"{url}: unknown URL scheme {sch}:// (not a filesystem fsspec knows)") from None
+        raise _error(url, f"unknown URL scheme {sch}:// (not a filesystem fsspec knows)") from None
     try:
-        fs, path = url_to_fs(url)
+        fs, path = url_to_fs(url, **storage_options(sch))
     except Exception as exc:
-        raise RemoteError(f"{url}: {why(exc)}") from None
+        raise failure(url, exc) from None
     return fs, path
 
 
 def why(exc: BaseException) -> str:
     """One line for a remote failure, from whatever the client raised."""
-    if isinstance(exc, RemoteError):
+    if isinstance(exc, (RemoteError, CallTimeout)):
         return str(exc)
     if isinstance(exc, FileNotFoundError):
         return "no such bucket or object" + (f" ({_short(exc)})" if _short(exc) else "")
@@ -144,8 +160,14 @@ def _short(exc: BaseException) -> str:
     return text[:300]
 
 
-def _fail(url: str, exc: BaseException) -> RemoteError:
-    return RemoteError(f"{url}: {why(exc)}")
+def _error(url: str, text: str) -> RemoteError:
+    """The one-line error about ``url``: the URL without its credentials, and none of them in
+    the text either (a client's message may quote the URL it was given)."""
+    return RemoteError(scrub(f"{redact_url(url)}: {text}", url))
+
+
+def failure(url: str, exc: BaseException) -> RemoteError:
+    return _error(url, why(exc))
 
 
 # ---------------------------------------------------------------------------- the cache
@@ -196,7 +218,7 @@ def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> 
     fd, tmp = tempfile.mkstemp(prefix=".part-", dir=obj.parent)
     os.close(fd)
     try:
-        fs.get_file(rpath, tmp)
+        call(fs, "get_file", rpath, tmp, nbytes=int(info.get("size") or 0))
         got = os.path.getsize(tmp)
         os.replace(tmp, obj)
     except BaseException as exc:
@@ -205,7 +227,7 @@ def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> 
         except OSError:
             pass
         if isinstance(exc, Exception):
-            raise _fail(url, exc) from None
+            raise failure(url, exc) from None
         raise
     STATS.objects += 1
     STATS.bytes += got
@@ -244,9 +266,9 @@ def evict(root: Path | None = None, limit: int | None = None, keep: Iterable[Pat
 # ---------------------------------------------------------------------------- reading
 def _listing(fs: Any, url: str, path: str) -> list[dict[str, Any]]:
     try:
-        entries = fs.ls(path, detail=True, refresh=True)
+        entries = call(fs, "ls", path, detail=True, refresh=True)
     except TypeError:          # a filesystem without the refresh keyword
-        entries = fs.ls(path, detail=True)
+        entries = call(fs, "ls", path, detail=True)
     STATS.listed_dirs += 1
     return list(entries)
 
@@ -261,7 +283,8 @@ def mirror_path(url: str, root: Path | None = None) -> Path:
     tree_id = hashlib.sha256(url.rstrip("/").encode("utf-8", "surrogateescape")).hexdigest()[:24]
     # the URL's own folder names (bucket/logs/plugins/iotrace): readers look at a folder's
     # parents too (a plugins/iotrace folder given as the path)
-    parts = [p for p in url.split("://", 1)[-1].split("/") if p not in ("", ".", "..")]
+    # (never its credentials or query: a folder name stays on disk)
+    parts = [p for p in where(url).split("/") if p not in ("", ".", "..")]
     return root / "trees" / tree_id / Path(*(parts or ["root"]))
 
 
@@ -287,9 +310,9 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
     fs, rpath = filesystem(url)
     root = root or cache_root()
     try:
-        info = fs.info(rpath)
+        info = call(fs, "info", rpath)
     except Exception as exc:
-        raise _fail(url, exc) from None
+        raise failure(url, exc) from None
     used: list[Path] = []
     links: dict[Path, Any] = {}    # mirror file -> cached object, or a lazy file's manifest entry
     if info.get("type") != "directory":
@@ -317,13 +340,19 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
         _mirror(fs, url, rpath, local, wanted, root, links, lazy)
         target = stale_root = local
     manifest: dict[str, Any] = {}
-    for dest, got in links.items():
-        if isinstance(got, Path):
-            used.append(got)
-            _link(got, dest)
-        else:                     # lazy: (object url, remote path, size, version)
-            manifest[dest.relative_to(target).as_posix()] = got
-            _placeholder(dest)
+    for dest, got in list(links.items()):
+        try:
+            if isinstance(got, Path):
+                used.append(got)
+                _link(got, dest)
+            else:                     # lazy: (object url, remote path, size, version)
+                manifest[dest.relative_to(target).as_posix()] = got
+                _placeholder(dest)
+        except OSError:
+            # one object the local filesystem cannot hold (a path too long, a name it refuses):
+            # left out, the others are read
+            manifest.pop(dest.relative_to(target).as_posix() if stale_root is not None else "", None)
+            del links[dest]
     if lazy is not None and stale_root is not None:
         _write_manifest(target, manifest)
     if stale_root is not None:
@@ -366,11 +395,12 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
             entries = _listing(fs, url, d)
         except Exception as exc:
             if d == top:
-                raise _fail(url, exc) from None
+                raise failure(url, exc) from None
             continue
         for e in entries:
             name = _base(e.get("name", ""))
-            if not name or name in (".", "..") or "\\" in name or name.startswith(".part-"):
+            if (not name or name in (".", "..") or "\\" in name or name.startswith(".part-")
+                    or "\x00" in name or not fits_locally(name)):
                 continue
             full = e["name"].rstrip("/")
             if full == d:
@@ -384,12 +414,30 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
                     links[local / name] = {"url": ourl, "path": full, "size": int(e.get("size") or 0),
                                            "version": version_of(e)}
                 else:
-                    links[local / name] = _object(fs, ourl, full, e, root)
+                    try:
+                        links[local / name] = _object(fs, ourl, full, e, root)
+                    except RemoteError as exc:
+                        if not isinstance(exc.__context__, FileNotFoundError) and "no such" not in str(exc):
+                            raise            # the storage itself fails: the whole fetch says so
+                        # one object gone between the listing and its fetch: the others are read
 
 
 def _mkdir(p: Path) -> Path:
     p.mkdir(parents=True, exist_ok=True)
     return p
+
+
+def _temp_beside(dest: Path) -> Path:
+    """A temporary name beside ``dest`` of fixed length (a hash of its name): an object's name
+    may be up to NAME_MAX bytes already, and a prefix would pass it."""
+    digest = hashlib.sha256(dest.name.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return dest.with_name(f".link-{os.getpid()}-{digest}")
+
+
+def fits_locally(name: str) -> bool:
+    """Whether an object's name can be a local file's name (S3 allows 1024 bytes, a local
+    filesystem 255)."""
+    return len(name.encode("utf-8", "surrogateescape")) <= MAX_NAME_BYTES
 
 
 def _link(obj: Path, dest: Path) -> None:
@@ -400,7 +448,7 @@ def _link(obj: Path, dest: Path) -> None:
             return
     except OSError:
         pass
-    tmp = dest.with_name(f".link-{os.getpid()}-{dest.name}")
+    tmp = _temp_beside(dest)
     try:
         tmp.unlink()
     except OSError:
@@ -420,7 +468,7 @@ def _placeholder(dest: Path) -> None:
     except OSError:
         pass
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".link-{os.getpid()}-{dest.name}")
+    tmp = _temp_beside(dest)
     tmp.write_bytes(b"")
     os.replace(tmp, dest)
 
@@ -504,11 +552,11 @@ def check_writable(url: str) -> None:
     if not bucket:
         return
     try:   # a listing, not exists(): exists() answers False for a forbidden bucket too
-        fs.ls(bucket, detail=False)
+        call(fs, "ls", bucket, detail=False)
     except FileNotFoundError:
-        raise RemoteError(f"{url}: no such bucket or folder ({bucket})") from None
+        raise _error(url, f"no such bucket or folder ({bucket})") from None
     except Exception as exc:
-        raise _fail(url, exc) from None
+        raise failure(url, exc) from None
 
 
 def upload_file(local: str | os.PathLike[str], url: str, fs: Any = None) -> int:
@@ -520,13 +568,13 @@ def upload_file(local: str | os.PathLike[str], url: str, fs: Any = None) -> int:
     size = os.path.getsize(local)
     try:
         if scheme(url) in OBJECT_STORES:
-            fs.put_file(str(local), rpath)
+            call(fs, "put_file", str(local), rpath, nbytes=size)
         else:
             tmp = posixpath.join(posixpath.dirname(rpath), f".part-{os.getpid()}-{posixpath.basename(rpath)}")
-            fs.put_file(str(local), tmp)
-            fs.mv(tmp, rpath)
+            call(fs, "put_file", str(local), tmp, nbytes=size)
+            call(fs, "mv", tmp, rpath)
     except Exception as exc:
-        raise _fail(url, exc) from None
+        raise failure(url, exc) from None
     return size
 
 

@@ -7,19 +7,23 @@ Where: beside the capture, under its run's ``plugins/iotrace/summaries/`` (Tenso
 place for a plugin's data; the logdir scan never descends a ``plugins`` folder, and record
 folders only list their own ``*.json`` files, so a summary is never taken for a capture or a
 whole-run record). A capture ``<A>/plugins/profile/<session>/<host>.xplane.pb`` or a record
-``<A>/plugins/iotrace/<host>.<pid>.json`` keeps its summary in ``<A>/plugins/iotrace/summaries/``;
-any other file (a PyTorch trace, a loose capture) in ``<its folder>/plugins/iotrace/summaries/``.
-When that cannot be written (a read-only logdir) and for a remote logdir's local mirror, the
-summary goes to the local cache: ``$XDG_CACHE_HOME/tb_iotrace/summaries/`` (``~/.cache`` when
+``<A>/plugins/iotrace/<host>.<pid>.json`` keeps its summary in ``<A>/plugins/iotrace/summaries/``
+(a ``plugins/iotrace`` or ``summaries`` that is a link is not written through, nor anything made at
+its target). Any other file (a PyTorch trace, a loose capture, a lone file given to ``report``)
+is in no run's ``plugins/`` tree: nothing is written beside it, its summary is in the local cache.
+So is the summary of a capture whose folder cannot be written (a read-only logdir) and of a
+remote logdir's local mirror: ``$XDG_CACHE_HOME/tb_iotrace/summaries/`` (``~/.cache`` when
 unset; ``$TB_IOTRACE_CACHE/summaries/`` when that is set, as for the remote cache). ``TBIO_SUMMARIES``: unset or ``1`` beside the capture (else the local cache), ``local``
 the local cache only, ``0`` none kept or read.
 
 A summary file is a small JSON object (``format`` :data:`FORMAT`, the capture's name relative to
 the summaries folder's run, the part of it summarized, the identities of the version it
 summarizes, the row). It is trusted only when all of it checks out: at most :data:`MAX_BYTES`,
-the same format, name and part, an identity the capture has now (size and mtime of each of
-its files; of a remote capture not fetched yet, the object's URL, etag/generation and size
-from the mirror's manifest; once fetched, the fetched file's size and mtime), and a row of
+the same format, name and part, an identity the capture has now (of each of its files: size, mtime,
+inode, change time and a hash of its first and last 64 KiB, so a summary copied along with a
+capture, or a capture rewritten with its mtime put back, does not match; of a remote capture
+not fetched yet, the object's URL, etag/generation and size from the mirror's manifest; once
+fetched, the same of the fetched file but its change time), and a row of
 exactly :data:`FIELDS` with values of their types and ranges. Anything else is read as "no
 summary" and the caller computes it again and replaces the file. Writes are atomic (a temporary
 file renamed over the old one): concurrent writers each leave a whole file, the last one stays.
@@ -40,9 +44,10 @@ from tb_iotrace.store import remote
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, table_path
 
-FORMAT = "tb_iotrace.summary/1"
+FORMAT = "tb_iotrace.summary/2"   # 2: identities with inode, change time and a hash of the ends
 ENV = "TBIO_SUMMARIES"
 MAX_BYTES = 16 << 10
+DIGEST_BYTES = 64 << 10   # hashed at each end of a capture for its identity
 FOLDER = ("plugins", "iotrace", "summaries")
 SUFFIX = ".summary.json"
 # the row's fields (the host's name is not stored: the run's scan names it) and their types
@@ -69,12 +74,41 @@ def local_root() -> Path:
     return Path(xdg) / "tb_iotrace" / "summaries"
 
 
-def _stat(path: str) -> list[Any] | None:
+def _digest(path: str, size: int) -> str | None:
+    """A hash of the file's first and last :data:`DIGEST_BYTES` (the whole file when smaller):
+    what a rewrite of the same size, its mtime put back, still changes."""
+    h = hashlib.sha256()
+    try:   # never blocking (a FIFO planted under a capture's name), never but a regular file
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h.update(os.pread(fd, DIGEST_BYTES, 0))
+        if size > DIGEST_BYTES:
+            h.update(os.pread(fd, DIGEST_BYTES, max(DIGEST_BYTES, size - DIGEST_BYTES)))
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return h.hexdigest()[:32]
+
+
+def _stat(path: str, mirrored: bool = False) -> list[Any] | None:
+    """Name, size and mtime of a file, its inode and change time (which no writer can put back:
+    a file rewritten in place, or replaced, its mtime restored, has another), and the hash of
+    its ends. A remote logdir's mirrored file leaves the change time out (the mirror's hard
+    links change it; the object's version names its content)."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return [os.path.basename(path), int(st.st_size), int(st.st_mtime_ns)]
+    digest = _digest(path, int(st.st_size))
+    if digest is None:
+        return None
+    return [os.path.basename(path), int(st.st_size), int(st.st_mtime_ns), int(st.st_ino),
+            0 if mirrored else int(st.st_ctime_ns), digest]
 
 
 def _companions(path: str) -> list[str]:
@@ -91,21 +125,24 @@ def identity(path: str) -> Identity | None:
     lazy = remote.lazy_entry(path)
     if lazy is not None:
         return [["remote", str(lazy.get("url")), str(lazy.get("version")), int(lazy.get("size") or 0)]]
-    own = _stat(path)
+    mirrored = _in_mirror(path)
+    own = _stat(path, mirrored)
     if own is None:
         return None
-    return [own] + [s for s in (_stat(c) for c in _companions(path)) if s is not None]
+    return [own] + [s for s in (_stat(c, mirrored) for c in _companions(path)) if s is not None]
 
 
-def _beside(path: str) -> tuple[Path, str]:
-    """The summaries folder for ``path`` and the capture's name relative to that folder's run."""
+def _beside(path: str) -> tuple[Path, str] | None:
+    """The summaries folder for ``path`` and the capture's name relative to that folder's run,
+    when ``path`` is in a run's ``plugins/`` tree (a profile capture, a whole-run record); None
+    for any other file (a PyTorch trace, a loose capture): reading it writes nothing beside it."""
     p = Path(os.path.abspath(path))
     parts = p.parts
     if len(parts) >= 5 and parts[-4:-2] == ("plugins", "profile"):
         return p.parents[3].joinpath(*FOLDER), "/".join(parts[-3:])
     if len(parts) >= 4 and parts[-3:-1] == ("plugins", "iotrace"):
         return p.parents[2].joinpath(*FOLDER), "/".join(parts[-2:])
-    return p.parent.joinpath(*FOLDER), p.name
+    return None
 
 
 def _in_mirror(path: str) -> bool:
@@ -127,8 +164,9 @@ def locations(path: str, part: str = "") -> list[tuple[Path, str]]:
     if how == "off":
         return []
     out = []
-    if how == "beside" and not _in_mirror(path):
-        folder, rel = _beside(path)
+    got = _beside(path) if how == "beside" and not _in_mirror(path) else None
+    if got is not None:
+        folder, rel = got
         out.append((folder / _name(rel, part), rel))
     real = os.path.realpath(path)
     out.append((local_root() / _name(real, part), real))
@@ -229,10 +267,12 @@ def save(path: str, row: Mapping[str, Any], part: str = "", before: Identity | N
                           ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
         if len(data) > MAX_BYTES:
             return None
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
+        try:   # checked before anything is made: a linked plugins/iotrace gets nothing at its target
             if file.parent.parts[-3:] == FOLDER and not _own_folder(file.parent):
                 continue
+            file.parent.mkdir(parents=True, exist_ok=True)
+            if file.parent.parts[-3:] == FOLDER and not _own_folder(file.parent):
+                continue       # (linked meanwhile)
             atomic_write(file, lambda fh: fh.write(data))
             return file
         except OSError:

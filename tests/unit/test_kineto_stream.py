@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.store import kineto_json
+from tb_iotrace.store import kineto_json, kineto_stream
 from tb_iotrace.store.kineto import KinetoTraceError, read_trace
 from tb_iotrace.store.kineto_columns import Collector
 from tb_iotrace.store.kineto_json import Event, open_trace, read_header
@@ -162,11 +162,11 @@ def test_odd_traces_without_record_and_metadata_keys(tmp_path: Path) -> None:
 def test_events_in_a_batch_msgspec_rejects_are_read_by_json(tmp_path: Path) -> None:
     """Only the batch holding 1e400 falls back to json's dicts; the others stay structs."""
     events = [OP] * 5 + ['{"ph": "X", "name": "inf", "pid": 1, "tid": 1, "ts": 1e400}'] + [OP] * 5
-    split = open_trace(write(tmp_path, doc(events)))
     kinds = []
     old = kineto_json.BATCH
-    kineto_json.BATCH = 4
+    kineto_json.BATCH = 4       # (a stream is cut into batches as it is read)
     try:
+        split = open_trace(write(tmp_path, doc(events)))
         kinds = [{type(e).__name__ for e in b} for b in split.batches()]
     finally:
         kineto_json.BATCH = old
@@ -248,3 +248,88 @@ def test_text_not_utf8_same_outcome(bad: bytes, tmp_path: Path) -> None:
     text = doc([OP.replace("aten::mm", "aten::mm\x00"), IO]).encode().replace(b"\x00", bad)
     old, new = both(write(tmp_path, text))
     assert new == old
+
+
+# the child's own peak: VmHWM (ru_maxrss is the same figure, but Linux carries it over from the
+# parent at fork and exec: a test process that grew would hide the child's growth)
+_PEAK = r"""
+import sys
+from tb_iotrace.store.kineto_xspace import read_xspace
+from tb_iotrace.store.kineto_json import read_header
+
+def hwm():
+    with open("/proc/self/status") as fh:
+        return next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:"))
+
+before = hwm()
+read_header(sys.argv[1])
+space = read_xspace(sys.argv[1])
+print(len(space.planes), (hwm() - before) // 1024)
+"""
+
+
+def _bomb(path: Path, events: list[str], mib: int, where: str) -> Path:
+    """A gzip whose JSON is ``mib`` MiB of whitespace around a real document's events."""
+    import zlib
+
+    gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head, tail = doc(events).split("[", 1)
+    head = head + "["
+    parts = {"before": (b"", head.encode() + tail.encode()),
+             "between": ((head + events[0] + ",").encode(), (",".join(events[1:]) + tail[tail.index("]"):]).encode()
+                         if len(events) > 1 else tail[tail.index("]"):].encode())}[where]
+    with open(path, "wb") as out:
+        out.write(gz.compress(parts[0]))
+        block = b" \n" * (1 << 19)
+        for _ in range(mib):
+            out.write(gz.compress(block))
+        out.write(gz.compress(parts[1]))
+        out.write(gz.flush())
+    return path
+
+
+@pytest.mark.parametrize("where", ["before", "between"])
+def test_a_gzip_bomb_of_whitespace_is_read_in_little_memory(tmp_path: Path, where: str) -> None:
+    """384 MiB of whitespace (a 400 KB file) inside a real trace: read, with the same result as
+    the trace without it, in a few MiB more than the interpreter had (it was the whole text:
+    the expanded 384 MiB and more)."""
+    events = [OP, IO, OP]
+    path = _bomb(tmp_path / f"bomb.{where}.pt.trace.json.gz", events, 384, where)
+    assert path.stat().st_size < 4 << 20
+    plain = write(tmp_path, doc(events), "plain.pt.trace.json.gz")
+    assert outcome(lambda: read_xspace(path)) == outcome(lambda: read_xspace(plain))
+    r = subprocess.run([sys.executable, "-c", _PEAK, str(path)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, MAX_TRACE_ENV: "1G"})
+    assert r.returncode == 0, r.stderr
+    planes, grew_mib = map(int, r.stdout.split())
+    assert planes >= 1
+    assert grew_mib < 48, f"reading the bomb took {grew_mib} MiB more"
+    # over the limit: the same one-line refusal as before, still in little memory
+    r = subprocess.run([sys.executable, "-c", _PEAK, str(path)], capture_output=True, text=True, timeout=600,
+                       env={**os.environ, MAX_TRACE_ENV: "64M"})
+    assert r.returncode != 0 and "over the limit" in r.stderr, r.stderr
+
+
+
+@pytest.mark.parametrize("chunk", [kineto_stream.CHUNK, 4096, 7])
+def test_the_stream_splits_real_and_deep_traces_at_any_chunk_edge(chunk: int, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real traces, and events nested deeper than the one-match pattern follows, are split
+    by the stream itself (not read whole), whatever the chunk edges cut, with the whole read's
+    header, events and XSpace."""
+    monkeypatch.setattr(kineto_stream, "CHUNK", chunk)
+    deep = ('{"ph": "X", "name": "deep", "pid": 1, "tid": 1, "ts": 12, "dur": 1, '
+            '"args": {"a": {"b": {"c": {"d": [1, {"e": "}]{[\\"x"}]}}}, "s": "a\\\\"}}')
+    paths = [DATA / n for n in REAL] + [write(tmp_path, doc([OP, deep, IO, deep]), "d.1.pt.trace.json.gz")]
+    for path in paths:
+        if chunk == 7 and path.stat().st_size > 200_000:
+            continue                                   # (7-byte chunks: the small ones)
+        with open(path, "rb") as fh:
+            top, bodies, count = kineto_stream.split(fh, 1 << 30, "the trace", kineto_json.BATCH)
+        whole = kineto_json._open_whole(str(path), False)
+        assert count == whole.count
+        assert {k: json.loads(v) for k, v in top.items()} == whole.header
+        assert [e for b in bodies for e in json.loads(b)] == list(whole.batches())[0] if whole._events is not None \
+            else [e for b in bodies for e in json.loads(b)] == [json.loads(bytes(s)) for s in whole._slices]
+        old, new = both(path)
+        assert new == old

@@ -44,6 +44,8 @@ import threading
 import time
 from typing import Any
 
+from tb_iotrace.base.seconds import parse_seconds
+
 SIGNALS = ("SIGTERM", "SIGHUP")
 FLUSH_COST_FACTOR = 20
 
@@ -333,9 +335,10 @@ def start() -> None:
     if _state is not None:
         return
     run_dir = os.path.abspath(os.environ["TB_IOTRACE_RUN_DIR"])
-    try:
-        flush_s = float(os.environ.get("TB_IOTRACE_FLUSH_S", "5"))
-    except ValueError:
+    try:   # finite, within a month: a timer of inf or 1e308 seconds overflows on its thread
+        flush_s = parse_seconds(os.environ.get("TB_IOTRACE_FLUSH_S", "5"), "TB_IOTRACE_FLUSH_S")
+    except ValueError as exc:
+        sys.stderr.write(f"tb-iotrace: {exc}; flushing every 5 s\n")
         flush_s = 5.0
     _exclude_record_dir(run_dir)
     from tb_iotrace.recording import api, periodic

@@ -12,7 +12,7 @@ from typing import Any
 
 from tb_iotrace.base.safenames import safe_component
 from tb_iotrace.recording import checkpoint_hooks
-from tb_iotrace.store import remote
+from tb_iotrace.store import remote, staging
 from tb_iotrace.store.kineto import KinetoTraceError, add_io, read_trace, write_trace
 from tb_iotrace.store.machine import machine_facts
 from tb_iotrace.store.runrecord import job_rank
@@ -95,11 +95,12 @@ class TraceHandler:
         try:
             remote.upload_file(out, url)
         except remote.RemoteError as exc:
-            keep = remote.cache_root().parent / "staging" / "torch"
+            keep = staging.root() / "torch"
             try:
                 keep.mkdir(parents=True, exist_ok=True)
                 kept = str(keep / os.path.basename(out))
                 shutil.move(out, kept)
+                staging.prune_files("torch")      # bounded: the newest few kept
             except OSError:
                 kept = out
             log.warning("tb_iotrace: the trace was not uploaded (%s); it is kept in %s", exc, kept)
