@@ -55,6 +55,12 @@ def flush_wait(flush_s: float, last_cost_s: float) -> float:
 
 _state: "_Run | None" = None
 _real_exit = os._exit
+_sigterm_exits_0 = False   # set in a PyTorch DataLoader worker (worker_signals)
+
+
+def _worker_sigterm_exits_0() -> None:
+    global _sigterm_exits_0
+    _sigterm_exits_0 = True
 
 
 class _Run:
@@ -110,6 +116,8 @@ class _Run:
                 self.finish("signal", signum=signum)
             except BaseException:
                 pass
+            if signum == signal.SIGTERM and _sigterm_exits_0:
+                _real_exit(0)   # a DataLoader worker: as torch's own handler ends it (worker_signals)
             _die_of(signum)
 
     def flush(self) -> None:
@@ -356,6 +364,10 @@ def start() -> None:
             if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
                 signal.signal(sig, _on_signal)
     os.register_at_fork(after_in_child=_after_fork_in_child)
+    if signal.getsignal(signal.SIGTERM) is _on_signal:
+        from tb_iotrace.recording.autostart import worker_signals
+
+        worker_signals.install(_on_signal, _worker_sigterm_exits_0)   # torch's workers would _exit(0) on SIGTERM, unrecorded
     from tb_iotrace.recording import library_checkpoints
 
     library_checkpoints.install()     # safetensors/orbax/tf.train.Checkpoint calls for the record
