@@ -9,10 +9,8 @@ import sys
 from pathlib import Path
 
 from tb_iotrace.store import remote
-from tb_iotrace.store.runrecord import find_records, record_dir
 from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.cli import _reaper
-from tb_iotrace.cli._upload import RecordUploader
 
 AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "recording" / "autostart")
 # Forwarded to the command. SIGINT is not: Ctrl-C reaches the whole foreground process group
@@ -118,6 +116,8 @@ class Run(Command):
         if remote.is_url(args.logdir):
             # the records are written into a local staging folder and uploaded whole at each
             # flush and at exit; a storage problem is said on stderr, never the job's exit code
+            from tb_iotrace.cli._upload import RecordUploader
+
             try:
                 uploader = RecordUploader(args.logdir, interval=5.0 if args.flush is None else args.flush)
             except remote.RemoteError as exc:   # no client for the scheme: nothing could be kept
@@ -128,7 +128,8 @@ class Run(Command):
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         try:
-            os.makedirs(record_dir(logdir), exist_ok=True)
+            # plugins/iotrace as store.runrecord.RECORD_DIR: importing it (numpy) would delay the job
+            os.makedirs(os.path.join(logdir, "plugins", "iotrace"), exist_ok=True)
         except OSError as exc:
             raise UserError(f"{args.logdir}: cannot create: {exc.strerror or exc}") from None
         env = child_env(logdir, args.flush)
@@ -186,6 +187,8 @@ class Run(Command):
                       f"{remote.join(args.logdir, 'plugins', 'iotrace')}; see: tb-iotrace report {args.logdir}",
                       file=sys.stderr)
         elif not args.quiet:
+            from tb_iotrace.store.runrecord import find_records, record_dir
+
             n = len(find_records(record_dir(logdir)))
             print(f"tb-iotrace: {n} process record(s) in {record_dir(logdir)}; "
                   f"see: tb-iotrace report {logdir}", file=sys.stderr)

@@ -93,13 +93,19 @@ class _Run:
                 self.flush_sess = session.begin_session()
             except Exception:
                 self.flush_sess = None  # no slot left: the first flush starts it
-            self._write_partial()  # a record exists even if killed before the first flush
+        # the run's thread writes the first (empty, partial) record at once: a record exists even
+        # if the process is killed before its first flush, and a DataLoader worker's start does
+        # not wait for it
         threading.Thread(target=self._serve, name="tb_iotrace-run", daemon=True).start()
 
     def _serve(self) -> None:
         """The run's thread: periodic flushes, and the record of a signal, written here
         rather than in the handler (which may have interrupted a holder of a lock
         finish() needs: the main thread goes on and releases it, this thread waits)."""
+        if self.flush_s > 0:
+            with self.lock:
+                if not self.done:    # never over the final record of a process that ended already
+                    self._write_partial()
         while True:
             timeout = flush_wait(self.flush_s, self.flush_cost) if self.flush_s > 0 and not self.done else None
             try:
