@@ -64,7 +64,7 @@ def findings_of(path: str) -> dict[str, Any]:
     notes = list(d.get("notes", []))
     if partial:
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
-                        "from its counters up to the last periodic flush; it has no trace.")
+                        "from its counters and calls up to the last periodic flush.")
     return {"findings": d["findings"], "notes": notes, "verdict": d.get("verdict") or None,
             "message": "No findings for this capture." if not d["findings"] else "",
             "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank}

@@ -27,7 +27,8 @@ The JSON document (format ``tb_iotrace.run/2``)::
                     "examples"},                # only when something was counted but not
                                                 # tracked (files past TBIO_MAX_FILES, calls
                                                 # from signal handlers inside the shim)
-      "trace": "<host>.<pid>.npz" | null,       # beside the JSON
+      "trace": "<host>.<pid>.npz" | null,       # beside the JSON; a periodic flush's holds
+                                                # the flushed windows' calls (up to its end_ns)
       "timeseries": {"start_ns", "bin_ns", "bytes_read": [...], "bytes_written": [...],
                      "calls": [...], "io_time_s": [...],
                      "modules": {"POSIX": {"bytes_read", "bytes_written"}, "STDIO": {...}}},
@@ -189,7 +190,8 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
                  files: FileTable | list[dict[str, Any]] | None = None, start_ns: int | None = None,
                  end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
                  untracked: dict[str, Any] | None = None, timeseries: Any = None,
-                 write_errors: dict[str, Any] | None = None) -> Path:
+                 write_errors: dict[str, Any] | None = None,
+                 trace: dict[str, np.ndarray] | None = None) -> Path:
     """Write the record of this process from a recording.session.Capture (or explicit ``files``).
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec).
@@ -197,7 +199,9 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     then renamed, the JSON last, all three stamped with one new generation: a write that fails
     (a full disk) leaves the previous record whole, and a reader never pairs one write's JSON
     with another's table or trace (:meth:`RunRecord.table`). ``write_errors``: earlier writes
-    of this record that failed (``{"count", "last"[, "trace_left_out"]}``), kept in the JSON."""
+    of this record that failed (``{"count", "last"[, "trace_left_out"]}``), kept in the JSON.
+    ``trace``: the trace columns to store without a ``cap`` (a periodic flush: the flushed
+    windows' traces, :mod:`tb_iotrace.store.trace_merge`)."""
     jpath, npath = record_paths(run_dir, suffix=suffix)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
@@ -206,8 +210,13 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     generation = secrets.randbits(62)
     with Staged() as stage:
         trace_name = None
+        arrays = None
         if cap is not None and with_trace and len(cap.events):
             arrays = trace_arrays(cap)
+        elif cap is None and trace is not None and len(trace["start_ns"]):
+            arrays = trace
+        nevents = len(arrays["start_ns"]) if arrays is not None else len(cap.events) if cap is not None else 0
+        if arrays is not None:
             tmp = stage.temp(npath)
             with open(tmp, "wb") as fh:
                 np.savez(fh, **arrays)
@@ -219,14 +228,14 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         _stamp(tmp, generation)
         _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
                    end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
-                   generation=generation, write_errors=write_errors)
+                   generation=generation, write_errors=write_errors, nevents=nevents)
     return jpath
 
 
 def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dict[str, Any] | None,
                table: FileTable, tpath: Path, start_ns: int | None, end_ns: int | None, trace_name: str | None,
                untracked: dict[str, Any] | None, timeseries: Any, generation: int,
-               write_errors: dict[str, Any] | None) -> None:
+               write_errors: dict[str, Any] | None, nevents: int = 0) -> None:
     doc = {
         "format": FORMAT, "host": hostname(), "pid": os.getpid(), "ppid": os.getppid(),
         "argv": list(getattr(__import__("sys"), "argv", []) or []),
@@ -236,7 +245,7 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         "exit": dict(exit or {}),
         "file_table": tpath.name, "nfiles": table.counts(),
         "threads": [dict(t.__dict__) for t in cap.threads] if cap is not None else [],
-        "nevents": len(cap.events) if cap is not None else 0,
+        "nevents": nevents,
         "dropped": int(cap.dropped) if cap is not None else 0,
         "trace": trace_name,
         "python": this_python(),

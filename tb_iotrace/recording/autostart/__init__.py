@@ -24,7 +24,7 @@ workers, subprocess Pythons) calls :func:`start` at startup:
   thread (``tb_iotrace-run``, which also serves the signals): a second
   session is rotated and its windows are summed into a record marked ``"partial": true``,
   which the final record replaces. A process killed with SIGKILL keeps the last flush
-  (counts up to it; sequential/stride counters approximate, no trace).
+  (counts and the per-call trace up to it; sequential/stride counters approximate).
 
 - Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
   ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
@@ -74,6 +74,7 @@ class _Run:
         self.acc: Any = None  # the flushed windows' files (tb_iotrace.store.filetable.Accumulator)
         self.acc_untracked: dict[str, Any] = {}
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
+        self.acc_trace: Any = None   # the flushed windows' trace columns (store.trace_merge)
         self.flush_cost = 0.0        # seconds the last flush took
         self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
         self.start_ns = time.time_ns()
@@ -152,6 +153,11 @@ class _Run:
                     from tb_iotrace.store.timeseries import accumulate
 
                     self.acc_series = accumulate(self.acc_series, cap.timeseries, self.start_ns)
+                if len(cap.events):   # the calls too: a killed process's record keeps them
+                    from tb_iotrace.store.runrecord import trace_arrays
+                    from tb_iotrace.store.trace_merge import merge
+
+                    self.acc_trace = merge([self.acc_trace, trace_arrays(cap)])
                 self._write_partial()
 
     def _failed_write(self, exc: OSError) -> None:
@@ -167,7 +173,7 @@ class _Run:
         try:
             write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
                          files=self.acc.table() if self.acc is not None else FileTable(),
-                         start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
+                         start_ns=self.start_ns, end_ns=time.time_ns(), trace=self.acc_trace,
                          untracked=self.acc_untracked or None, timeseries=self.acc_series,
                          write_errors=self.write_errors or None)
         except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
