@@ -68,6 +68,8 @@ def test_every_worker_read_is_in_the_records(how: str, tmp_path: Path) -> None:
             want.setdefault(path, {}).setdefault(pid, 0)
             want[path][pid] += sizes[path]
     assert got == want
+    # the final records replaced the periodic flushes' trace parts
+    assert not list((logdir / "plugins" / "iotrace").glob("*.part*.npz"))
     # the run's totals: every process whole, the workers' bytes in them
     totals = run["totals"]
     assert totals["partial"]["processes"] == 0 and totals["whole"]["processes"] == len(hosts)

@@ -74,7 +74,7 @@ class _Run:
         self.acc: Any = None  # the flushed windows' files (tb_iotrace.store.filetable.Accumulator)
         self.acc_untracked: dict[str, Any] = {}
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
-        self.acc_trace: Any = None   # the flushed windows' trace columns (store.trace_merge)
+        self.trace_parts: list[tuple[str, int]] = []   # the flushed windows' calls: (file, rows)
         self.flush_cost = 0.0        # seconds the last flush took
         self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
         self.start_ns = time.time_ns()
@@ -153,11 +153,13 @@ class _Run:
                     from tb_iotrace.store.timeseries import accumulate
 
                     self.acc_series = accumulate(self.acc_series, cap.timeseries, self.start_ns)
-                if len(cap.events):   # the calls too: a killed process's record keeps them
-                    from tb_iotrace.store.runrecord import trace_arrays
-                    from tb_iotrace.store.trace_merge import merge
+                if len(cap.events):   # the calls too, each window once: a killed process keeps them
+                    from tb_iotrace.store.runrecord import write_trace_part
 
-                    self.acc_trace = merge([self.acc_trace, trace_arrays(cap)])
+                    try:
+                        self.trace_parts.append(write_trace_part(self.run_dir, len(self.trace_parts) + 1, cap))
+                    except OSError as exc:
+                        self._failed_write(exc)
                 self._write_partial()
 
     def _failed_write(self, exc: OSError) -> None:
@@ -173,7 +175,7 @@ class _Run:
         try:
             write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
                          files=self.acc.table() if self.acc is not None else FileTable(),
-                         start_ns=self.start_ns, end_ns=time.time_ns(), trace=self.acc_trace,
+                         start_ns=self.start_ns, end_ns=time.time_ns(), trace_parts=self.trace_parts,
                          untracked=self.acc_untracked or None, timeseries=self.acc_series,
                          write_errors=self.write_errors or None)
         except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
@@ -208,6 +210,7 @@ class _Run:
                 self.write_errors["trace_left_out"] = True
                 write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix, with_trace=False,
                              write_errors=self.write_errors)
+            self._drop_trace_parts()   # the final record has the whole trace
             if suffix:  # this image's periodic flushes went to the plain name: the new image's now
                 from tb_iotrace.store.runrecord import record_paths, table_path
 
@@ -217,6 +220,18 @@ class _Run:
                         os.unlink(p)
                     except OSError:
                         pass
+
+
+    def _drop_trace_parts(self) -> None:
+        from tb_iotrace.store.runrecord import record_paths
+
+        folder = record_paths(self.run_dir)[0].parent
+        for name, _ in self.trace_parts:
+            try:
+                os.unlink(folder / name)
+            except OSError:
+                pass
+        self.trace_parts = []
 
 
 # --------------------------------------------------------------------------- exit paths
