@@ -229,10 +229,12 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
                 np.savez(fh, **arrays)
             _stamp(tmp, generation)
             trace_name = npath.name
-        tmp = stage.temp(tpath)
-        with open(tmp, "wb") as fh:
-            table.save(fh)
-        _stamp(tmp, generation)
+        inline = not any(table.counts().values())   # no file: "files": [] in the JSON, one file less
+        if not inline:
+            tmp = stage.temp(tpath)
+            with open(tmp, "wb") as fh:
+                table.save(fh)
+            _stamp(tmp, generation)
         _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
                    end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
                    generation=generation, write_errors=write_errors, nevents=nevents,
@@ -265,7 +267,8 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         "end_ns": int(end_ns if end_ns is not None else getattr(cap, "end_ns", 0)),
         "partial": bool(partial),
         "exit": dict(exit or {}),
-        "file_table": tpath.name, "nfiles": table.counts(),
+        **({"files": []} if not any(table.counts().values()) else {"file_table": tpath.name}),
+        "nfiles": table.counts(),
         "threads": [dict(t.__dict__) for t in cap.threads] if cap is not None else [],
         "nevents": nevents,
         "dropped": int(cap.dropped) if cap is not None else 0,
