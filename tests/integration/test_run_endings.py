@@ -21,11 +21,11 @@ PY = sys.executable
 JOB = Path(__file__).parent / "scripts" / "torch_end_job.py"
 
 
-def _run_job(how: str, tmp_path: Path) -> tuple[Path, dict, int]:
+def _run_job(how: str, tmp_path: Path, method: str = "fork") -> tuple[Path, dict, int]:
     data, logdir, out = tmp_path / "data", tmp_path / "logs", tmp_path / "job.json"
     data.mkdir()
     cmd = [PY, "-m", "tb_iotrace", "run", "--quiet", "--logdir", str(logdir), "--", PY, str(JOB), str(data), how,
-           str(out)]
+           str(out), method]
     proc = subprocess.Popen(cmd, start_new_session=True, stderr=subprocess.PIPE, text=True)
     if how in ("sigterm", "sigint"):
         deadline = time.monotonic() + 240
@@ -42,9 +42,10 @@ def _run_job(how: str, tmp_path: Path) -> tuple[Path, dict, int]:
     return logdir, json.loads(out.read_text()), proc.returncode if err is not None else -1
 
 
-@pytest.mark.parametrize("how", ["persistent", "terminated", "os_exit", "sigterm", "sigint"])
+@pytest.mark.parametrize("how", ["persistent", "persistent-spawn", "terminated", "os_exit", "sigterm", "sigint"])
 def test_every_worker_read_is_in_the_records(how: str, tmp_path: Path) -> None:
-    logdir, job, rc = _run_job(how, tmp_path)
+    how, _, method = how.partition("-")
+    logdir, job, rc = _run_job(how, tmp_path, method or "fork")
     assert rc == {"sigterm": 128 + signal.SIGTERM, "sigint": 128 + signal.SIGINT}.get(how, 0)
     sizes, read_by, main = job["sizes"], job["read_by"], job["main_pid"]
     workers = {pid for pids in read_by.values() for pid in pids}

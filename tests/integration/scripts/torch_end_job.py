@@ -1,12 +1,12 @@
 """A PyTorch job with no tb_iotrace in it that ends its DataLoader workers in a given way, for
 ``tb-iotrace run`` (tests/integration/test_run_endings.py).
 
-    torch_end_job.py DATA HOW OUT
+    torch_end_job.py DATA HOW OUT [START_METHOD]
 
-Writes NFILES ``.npy`` files to DATA (sizes known), then iterates a 2-worker DataLoader (fork)
-over them, each sample one file read whole and decoded (``np.load``) in a
-worker, and writes OUT (JSON: the main pid, each
-file's size, which worker pid read it) once every file was read. HOW:
+Writes NFILES ``.npy`` files to DATA (sizes known), then iterates a 2-worker DataLoader
+(START_METHOD, ``fork`` by default) over them, each sample one file read whole and decoded
+(``np.load``) in a worker, and writes OUT (JSON: the main pid, each file's size, which worker
+pid read it) once every file was read. HOW:
 
 - ``persistent``: ``persistent_workers=True``, 2 epochs, then a normal exit with the loader
   still referenced (the workers are terminated by multiprocessing's exit handler: SIGTERM
@@ -50,13 +50,14 @@ class Files(Dataset):
 
 def main() -> None:
     data, how, out = sys.argv[1], sys.argv[2], sys.argv[3]
+    method = sys.argv[4] if len(sys.argv) > 4 else "fork"
     paths = []
     for i in range(NFILES):
         p = os.path.join(data, f"s{i:02d}.npy")
         np.save(p, np.full(1000 + 37 * i, i, dtype=np.float32))
         paths.append(p)
     loader = DataLoader(Files(paths), batch_size=2, num_workers=2, persistent_workers=True,
-                        multiprocessing_context="fork")
+                        multiprocessing_context=method)
     LOADERS.append(loader)
     read_by: dict[str, list[int]] = {}
     for _ in range(2 if how == "persistent" else 1):
