@@ -12,27 +12,49 @@ import sys
 import traceback
 from typing import Sequence
 
+import importlib
 from tb_iotrace.base.safenames import printable
 from tb_iotrace.cli._base import Command, UserError
-from tb_iotrace.model.sources import SourceError
-from tb_iotrace.cli.export import Export
-from tb_iotrace.cli.fleet import Fleet
-from tb_iotrace.cli.import_darshan import ImportDarshan
-from tb_iotrace.cli.report import Report
-from tb_iotrace.cli.run import Run
 
-COMMANDS: tuple[type[Command], ...] = (Run, Report, Export, ImportDarshan, Fleet)
+# (name, module, class): a command's module is imported only when it is needed, so that
+# ``tb-iotrace run`` starts the job without importing the report's and the fleet's code
+COMMAND_MODULES = (("run", "tb_iotrace.cli.run", "Run"), ("report", "tb_iotrace.cli.report", "Report"),
+                   ("export", "tb_iotrace.cli.export", "Export"),
+                   ("import-darshan", "tb_iotrace.cli.import_darshan", "ImportDarshan"),
+                   ("fleet", "tb_iotrace.cli.fleet", "Fleet"))
 
 __all__ = ["main", "build_parser", "COMMANDS", "UserError"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def commands(only: str | None = None) -> tuple[type[Command], ...]:
+    """The command classes (just ``only``'s, when it names one)."""
+    names = [m for m in COMMAND_MODULES if only is None or m[0] == only] or list(COMMAND_MODULES)
+    return tuple(getattr(importlib.import_module(mod), cls) for _, mod, cls in names)
+
+
+def __getattr__(name: str) -> object:
+    if name == "COMMANDS":
+        return commands()
+    raise AttributeError(name)
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The command the arguments name (the first one that is not an option), if any."""
+    for a in argv:
+        if a == "--":
+            return None
+        if not a.startswith("-"):
+            return a
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tb-iotrace", description="Darshan-style POSIX/STDIO I/O capture for TensorFlow: run, report, export.")
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for cls in COMMANDS:
+    for cls in commands(only):
         doc = (cls.__doc__ or "").strip()
         first = doc.splitlines()[0] if doc else cls.name
         p = sub.add_parser(cls.name, help=first, description=doc,
@@ -45,12 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_named(argv))
+    args = parser.parse_args(argv)
     cmd = args._command()
     try:
         return int(cmd.run(args) or 0)
-    except (UserError, SourceError) as exc:
+    except UserError as exc:
         return _error(cmd.name, str(exc), args.verbose)
     except KeyboardInterrupt:
         print(f"tb-iotrace {cmd.name}: interrupted", file=sys.stderr)
@@ -58,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except Exception as exc:
+        sources = sys.modules.get("tb_iotrace.model.sources")   # imported by the commands that read
+        if sources is not None and isinstance(exc, sources.SourceError):
+            return _error(cmd.name, str(exc), args.verbose)
         # Whatever a hostile or damaged input makes deeper code raise (a record field of the
         # wrong type, a number out of range, a library's own error): one line, never a
         # traceback without -v. MemoryError and RecursionError are Exceptions too.

@@ -150,7 +150,8 @@ class Export(Command):
                 except darshan_log.LogError as exc:
                     raise UserError(f"{args.path}: {exc}") from None
                 print(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "
-                      f"{c['bytes']} bytes", file=sys.stderr)
+                      f"{c['bytes']} bytes" + (f"; {c['partial_ranks']} rank(s) PARTIAL (see the log's partial_ranks "
+                                               f"metadata)" if c.get("partial_ranks") else ""), file=sys.stderr)
             else:
                 from tb_iotrace.export import flat_tables as tables
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis import jobwindows
+from tb_iotrace.analysis import jobwindows, run_totals
 from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.analysis.object_report import objects_doc, render_objects
 from tb_iotrace.analysis.endpoint_report import render_endpoints
@@ -265,7 +265,8 @@ def build(sources: list[Source], progress: bool = False, jobs: int | None = None
     prog.close()
     runs, k = [], 0
     for run, srcs in groups.items():
-        runs.append(_with_ranks({"run": run, "hosts": docs[k:k + len(srcs)]}))
+        hosts = docs[k:k + len(srcs)]
+        runs.append(_with_ranks({"run": run, "hosts": hosts, "totals": run_totals.totals(hosts)}))
         k += len(srcs)
     return {"format": FORMAT, "runs": runs, "jobs": jobwindows.from_report(runs)}
 
@@ -361,11 +362,7 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             if partial:
                 title += f"  [{partial} PARTIAL]"
             lines = [title, "=" * len(title)]
-            lines.append(f"{'module':<7} {'files':>6} {'bytes read':>14} {'bytes written':>14} {'reads':>9} "
-                         f"{'writes':>9}")
-            for t in textreport.merge_totals(textreport.totals(h["files"]) for h in hosts).values():
-                lines.append(f"{t.module:<7} {t.files:>6} {t.bytes_read:>14} {t.bytes_written:>14} {t.reads:>9} "
-                             f"{t.writes:>9}")
+            lines += run_totals.render(run.get("totals") or run_totals.totals(hosts))  # partial ones apart
             if run.get("job_verdict"):       # the ranks as one job: on top of the per-host table
                 from tb_iotrace.analysis.job_verdict import render as render_job
 
@@ -397,6 +394,13 @@ class Report(Command):
 
       {"format": "tb_iotrace.report/1",
        "runs": [{"run": str,
+                 "totals": {"whole": {"processes", "modules": {MODULE: {"files", "bytes_read",
+                                      "bytes_written", "reads", "writes", "opens"}}},
+                            "partial": {"processes", "modules", "hosts": [{"host",
+                                        "counted_until_ns", "missing"}]}},
+                                                      # the hosts' totals, partial processes
+                                                      # (counts up to their last flush) apart
+                                                      # (tb_iotrace.analysis.run_totals)
                  "checkpoint_saves": [{"start_ns", "end_ns", "straggler": str|null, "lag_ns",
                                        "ranks": [{"host", "rank": int|null, "start_ns",
                                                   "finish_ns", "end_ns", "bytes", "files",

@@ -11,9 +11,8 @@ from pathlib import Path
 from tb_iotrace.base.seconds import parse_seconds
 from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote
-from tb_iotrace.store.runrecord import find_records, record_dir
 from tb_iotrace.cli._base import Command, UserError
-from tb_iotrace.cli._upload import RecordUploader
+from tb_iotrace.cli import _reaper
 
 AUTOSTART_DIR = str(Path(__file__).resolve().parent.parent / "recording" / "autostart")
 # Forwarded to the command. SIGINT is not: Ctrl-C reaches the whole foreground process group
@@ -86,6 +85,11 @@ class Run(Command):
     uploaded whole by the process that took them. A storage failure is said on stderr (with
     the folder the records are kept in) and never changes the exit code.
 
+    The job's processes that outlive the command (DataLoader workers of a job that ended with
+    os._exit or a signal notice it within seconds, then write their records) are waited for, up to
+    --wait-children seconds (default 15; Linux, where the runner is their subreaper); those still
+    running then are named on stderr, and their records stay partial.
+
     Exit code: the command's (128+N when it died of signal N).
     """
 
@@ -103,6 +107,9 @@ class Run(Command):
                                  "process that runs either, into DIR/plugins/profile (issue 21)")
         parser.add_argument("--profile-for", type=_seconds(False), default=None, metavar="SECONDS",
                             help="length of each --profile-every window (default 2)")
+        parser.add_argument("--wait-children", type=float, default=15.0, metavar="SECONDS",
+                            help="after the command ends, wait up to SECONDS for the processes it left running "
+                                 "to write their records (default 15)")
         parser.add_argument("--quiet", action="store_true", help="no summary line at the end")
         parser.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
 
@@ -114,6 +121,8 @@ class Run(Command):
             raise UserError("no command given (tb-iotrace run [--logdir DIR] -- COMMAND ...)")
         if args.flush is not None and args.flush < 0:
             raise UserError("--flush must be >= 0")
+        if not args.wait_children >= 0:
+            raise UserError("--wait-children must be >= 0")
         windows = profile_windows(args.profile_every, args.profile_for)
         if cmd[0].endswith(".py") and not os.access(cmd[0], os.X_OK):
             cmd = [sys.executable] + cmd
@@ -121,6 +130,8 @@ class Run(Command):
         if remote.is_url(args.logdir):
             # the records are written into a local staging folder and uploaded whole at each
             # flush and at exit; a storage problem is said on stderr, never the job's exit code
+            from tb_iotrace.cli._upload import RecordUploader
+
             try:
                 uploader = RecordUploader(args.logdir, interval=5.0 if args.flush is None else args.flush)
             except remote.RemoteError as exc:   # no client for the scheme: nothing could be kept
@@ -131,12 +142,14 @@ class Run(Command):
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         try:
-            os.makedirs(record_dir(logdir), exist_ok=True)
+            # plugins/iotrace as store.runrecord.RECORD_DIR: importing it (numpy) would delay the job
+            os.makedirs(os.path.join(logdir, "plugins", "iotrace"), exist_ok=True)
         except OSError as exc:
             raise UserError(f"{args.logdir}: cannot create: {exc.strerror or exc}") from None
         env = child_env(logdir, args.flush)
         if windows:
             env.update(windows, TB_IOTRACE_PROFILE_LOGDIR=args.logdir if uploader is not None else logdir)
+        reaper = _reaper.become_subreaper()
         try:
             proc = subprocess.Popen(cmd, env=env)
         except OSError as exc:
@@ -172,6 +185,11 @@ class Run(Command):
                     break
                 except KeyboardInterrupt:
                     continue
+            left = _reaper.wait_for_children(args.wait_children) if reaper else []
+            if left:
+                print(f"tb-iotrace: {len(left)} process(es) of the job still running {args.wait_children:g} s after "
+                      f"it ended (pid {', '.join(map(str, left))}): their records are partial, up to their last "
+                      f"flush", file=sys.stderr)
         finally:
             if uploader is not None:
                 uploader.finish()      # the last upload, with the signals still forwarded
@@ -184,6 +202,8 @@ class Run(Command):
                       f"see: tb-iotrace report {redact_url(args.logdir)}",
                       file=sys.stderr)
         elif not args.quiet:
+            from tb_iotrace.store.runrecord import find_records, record_dir
+
             n = len(find_records(record_dir(logdir)))
             print(f"tb-iotrace: {n} process record(s) in {record_dir(logdir)}; "
                   f"see: tb-iotrace report {logdir}", file=sys.stderr)

@@ -38,7 +38,9 @@ Conventions:
   reads included, as Darshan's DXT does), in time order, length = bytes returned; STDIO
   calls have no DXT module in Darshan and are left out.
 - Partial flags: DXT_POSIX's bit when the trace dropped calls (cap reached), POSIX's,
-  STDIO's and HEATMAP's when a whole-run record is partial (the process was killed).
+  STDIO's, HEATMAP's and DXT_POSIX's when a whole-run record is partial (the process was
+  killed, or still running: its last periodic flush, whose trace DXT carries). The job's
+  metadata names them: ``partial_ranks=1,3`` and ``partial_rank1=<until when it counts, why>``.
 - Names that are not valid UTF-8 are written with ``\\xNN`` escapes (PyDarshan decodes
   names strictly); their ids are the hash of the real bytes.
 - Mount entries: the capture's mount table (a whole-run record has none: the exporting
@@ -272,6 +274,7 @@ def _version() -> str:
 
 def _job_region(procs: list[Process], start_ns: int, end_ns: int, nprocs: int) -> bytes:
     meta = [f"lib_ver={LIB_VER}", f"producer=tb_iotrace {_version()}"]
+    meta += partial_lines(procs, start_ns)      # before the rank names: never cut by the budget
     meta += [f"rank{p.base_rank}={p.label}" for p in procs]
     text = b""
     for line in meta:
@@ -284,6 +287,24 @@ def _job_region(procs: list[Process], start_ns: int, end_ns: int, nprocs: int) -
     job = _JOB.pack(os.getuid(), start_ns // 10**9, start_ns % 10**9, end_ns // 10**9, end_ns % 10**9,
                     nprocs, procs[0].jobid, text)
     return job + exe + mounts + b"\0"
+
+
+def partial_lines(procs: list[Process], start_ns: int) -> list[str]:
+    """Metadata naming the partial ranks: ``partial_ranks=<r>,...`` and, per partial rank,
+    ``partial_rank<r>=<why, and until when it counts>`` (empty when none is partial)."""
+    part = [p for p in procs if p.partial]
+    if not part:
+        return []
+    ranks = [r for p in part for r in range(p.base_rank, p.base_rank + p.nranks)]
+    lines = ["partial_ranks=" + ",".join(map(str, ranks))]
+    for p in part:
+        until = (p.end_ns - start_ns) / 1e9
+        trace = "with its calls up to then in DXT" if p.trace is not None and len(p.trace["start_ns"]) else \
+            "no calls in DXT"
+        lines.append(f"partial_rank{p.base_rank}=counts up to {until:.3f} s after the job start, its last "
+                     f"periodic flush ({trace}): the process left no final record (killed, still running, "
+                     f"or its last write failed)")
+    return lines
 
 
 # --------------------------------------------------------------------------- the log
@@ -317,7 +338,7 @@ def build(procs: list[Process], layout: Layout) -> bytes:
         if p.dropped:
             partial |= 1 << DXT_POSIX_ID
         if p.partial:
-            partial |= (1 << POSIX_ID) | (1 << STDIO_ID) | (1 << heatmap.HEATMAP_ID)
+            partial |= (1 << POSIX_ID) | (1 << STDIO_ID) | (1 << heatmap.HEATMAP_ID) | (1 << DXT_POSIX_ID)
         for module in MODULES if p.series is not None else ():
             got = heatmap.module_bins(p.series, module, job_start, g)
             if got is not None:
@@ -366,7 +387,8 @@ def write(sources: list[Any], out: str, layout: Layout) -> dict[str, int]:
         fh.write(data)
 
     atomic_write(out, put)
-    counts = {"ranks": sum(p.nranks for p in procs), "bytes": len(data)}
+    counts = {"ranks": sum(p.nranks for p in procs), "bytes": len(data),
+              "partial_ranks": sum(p.nranks for p in procs if p.partial)}
     counts["posix"] = sum(1 for p in procs for f in p.files if f.get("module") == "POSIX")
     counts["stdio"] = sum(1 for p in procs for f in p.files if f.get("module") == "STDIO")
     return counts

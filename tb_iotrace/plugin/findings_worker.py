@@ -29,6 +29,7 @@ import threading
 from typing import Any, Callable
 
 import tb_iotrace
+from tb_iotrace.model.endpoints import is_endpoint
 
 # The package root this process imported tb_iotrace from: the child must use the same code.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
@@ -64,7 +65,7 @@ def findings_of(path: str) -> dict[str, Any]:
     notes = list(d.get("notes", []))
     if partial:
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
-                        "from its counters up to the last periodic flush; it has no trace.")
+                        "from its counters and calls up to the last periodic flush.")
     verdict = d.get("verdict") or None
     if rank is None and verdict and verdict.get("collectives") and not path.endswith(".json"):
         rank = _capture_rank(path)      # a rank of a distributed job: its job verdict needs it
@@ -74,7 +75,14 @@ def findings_of(path: str) -> dict[str, Any]:
             # what the job verdict across the view's ranks needs (tb_iotrace.analysis.job_verdict)
             "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
                                              "collective_wait_ps")} for s in d.get("steps") or []],
-            "read": {"bytes_read": int(d["summary"].get("bytes_read") or 0), "files": int(d["summary"].get("files") or 0)}}
+            "read": _data_read(d)}
+
+
+def _data_read(d: dict[str, Any]) -> dict[str, int]:
+    """The bytes read from data files and their number (the analysis' files: code loading is not
+    among them; network endpoints, the ranks' own gloo/NCCL connections among them, left out)."""
+    got = [int(f.get("bytes_read") or 0) for f in d.get("files") or [] if not is_endpoint(f.get("path"))]
+    return {"bytes_read": sum(got), "files": sum(1 for b in got if b > 0)}
 
 
 def _capture_rank(path: str) -> int | None:

@@ -100,16 +100,17 @@ def _load_record(path: str, host: str) -> TabCapture:
     t_end = int(doc.get("end_ns") or t0)
     warnings: list[str] = []
     partial = rec.partial
-    if partial:
-        warnings.append(
-            f"Partial record: this process did not finish writing it (killed, or still running). "
-            f"The files table counts its I/O up to its last periodic flush ({_when(t_end)}); "
-            f"there is no per-call trace, so no timeline.")
     trace: dict[str, np.ndarray] | None = None
     try:
         trace = rec.trace()
     except RecordError as exc:
         warnings.append(f"The record's trace cannot be read ({exc}): showing its per-file counters only.")
+    if partial:
+        warnings.insert(0,
+            f"Partial record: this process did not finish writing it (killed, or still running). "
+            f"The files table counts its I/O up to its last periodic flush ({_when(t_end)}); "
+            + ("the timeline holds its calls up to then." if trace is not None else
+               "there is no per-call trace, so no timeline."))
     if trace is None and not partial and int(doc.get("nevents") or 0) > 0 and not warnings:
         warnings.append("This record kept no per-call trace: showing its per-file counters only.")
     try:

@@ -28,6 +28,10 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # tracked (files past TBIO_MAX_FILES, calls
                                                 # from signal handlers inside the shim)
       "trace": "<host>.<pid>.npz" | null,       # beside the JSON
+      "trace_parts": ["<host>.<pid>.part<k>.npz", ...],
+                                                # only in a periodic flush: the flushed
+                                                # windows' calls, one file per window (each
+                                                # written once), joined in order by readers
       "timeseries": {"start_ns", "bin_ns", "bytes_read": [...], "bytes_written": [...],
                      "calls": [...], "io_time_s": [...],
                      "modules": {"POSIX": {"bytes_read", "bytes_written"}, "STDIO": {...}}},
@@ -194,7 +198,9 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
                  files: FileTable | list[dict[str, Any]] | None = None, start_ns: int | None = None,
                  end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
                  untracked: dict[str, Any] | None = None, timeseries: Any = None,
-                 write_errors: dict[str, Any] | None = None) -> Path:
+                 write_errors: dict[str, Any] | None = None,
+                 trace: dict[str, np.ndarray] | None = None,
+                 trace_parts: Sequence[tuple[str, int]] | None = None) -> Path:
     """Write the record of this process from a recording.session.Capture (or explicit ``files``).
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec).
@@ -202,7 +208,11 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     then renamed, the JSON last, all three stamped with one new generation: a write that fails
     (a full disk) leaves the previous record whole, and a reader never pairs one write's JSON
     with another's table or trace (:meth:`RunRecord.table`). ``write_errors``: earlier writes
-    of this record that failed (``{"count", "last"[, "trace_left_out"]}``), kept in the JSON."""
+    of this record that failed (``{"count", "last"[, "trace_left_out"]}``), kept in the JSON.
+    ``trace``: the trace columns to store without a ``cap`` (a periodic flush: the flushed
+    windows' traces, :mod:`tb_iotrace.store.trace_merge`). ``trace_parts``: instead, the
+    (name, rows) of trace parts already written beside the record (:func:`write_trace_part`),
+    which the JSON lists (``"trace_parts"``): a flush writes only its own window's calls."""
     jpath, npath = record_paths(run_dir, suffix=suffix)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
@@ -211,27 +221,50 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     generation = secrets.randbits(62)
     with Staged() as stage:
         trace_name = None
+        arrays = None
         if cap is not None and with_trace and len(cap.events):
             arrays = trace_arrays(cap)
+        elif cap is None and trace is not None and len(trace["start_ns"]):
+            arrays = trace
+        nevents = len(arrays["start_ns"]) if arrays is not None else len(cap.events) if cap is not None else \
+            sum(n for _, n in trace_parts or ())
+        if arrays is not None:
             tmp = stage.temp(npath)
             with open(tmp, "wb") as fh:
                 np.savez(fh, **arrays)
             _stamp(tmp, generation)
             trace_name = npath.name
-        tmp = stage.temp(tpath)
-        with open(tmp, "wb") as fh:
-            table.save(fh)
-        _stamp(tmp, generation)
+        inline = not any(table.counts().values())   # no file: "files": [] in the JSON, one file less
+        if not inline:
+            tmp = stage.temp(tpath)
+            with open(tmp, "wb") as fh:
+                table.save(fh)
+            _stamp(tmp, generation)
         _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
                    end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
-                   generation=generation, write_errors=write_errors)
+                   generation=generation, write_errors=write_errors, nevents=nevents,
+                   trace_parts=[n for n, _ in trace_parts or ()] if arrays is None else None)
     return jpath
+
+
+def write_trace_part(run_dir: str | os.PathLike[str], k: int, cap: Any) -> tuple[str, int]:
+    """Write the calls of one flushed window (``cap``) as this process's ``k``-th trace part;
+    its (file name, rows)."""
+    from tb_iotrace.base.atomic import atomic_write
+
+    jpath, _ = record_paths(run_dir)
+    jpath.parent.mkdir(parents=True, exist_ok=True)
+    name = trace_part_name(jpath, k)
+    arrays = trace_arrays(cap)
+    atomic_write(jpath.parent / name, lambda fh: np.savez(fh, **arrays))
+    return name, len(arrays["start_ns"])
 
 
 def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dict[str, Any] | None,
                table: FileTable, tpath: Path, start_ns: int | None, end_ns: int | None, trace_name: str | None,
                untracked: dict[str, Any] | None, timeseries: Any, generation: int,
-               write_errors: dict[str, Any] | None) -> None:
+               write_errors: dict[str, Any] | None, nevents: int = 0,
+               trace_parts: list[str] | None = None) -> None:
     doc = {
         "format": FORMAT, "host": hostname(), "pid": os.getpid(), "ppid": os.getppid(),
         "argv": list(getattr(__import__("sys"), "argv", []) or []),
@@ -239,9 +272,10 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         "end_ns": int(end_ns if end_ns is not None else getattr(cap, "end_ns", 0)),
         "partial": bool(partial),
         "exit": dict(exit or {}),
-        "file_table": tpath.name, "nfiles": table.counts(),
+        **({"files": []} if not any(table.counts().values()) else {"file_table": tpath.name}),
+        "nfiles": table.counts(),
         "threads": [dict(t.__dict__) for t in cap.threads] if cap is not None else [],
-        "nevents": len(cap.events) if cap is not None else 0,
+        "nevents": nevents,
         "dropped": int(cap.dropped) if cap is not None else 0,
         "trace": trace_name,
         "python": this_python(),
@@ -261,6 +295,8 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         doc["rank"] = rank
     if write_errors:
         doc["write_errors"] = dict(write_errors)
+    if trace_parts:
+        doc["trace_parts"] = list(trace_parts)
     ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
     if ts is not None:
         doc["timeseries"] = ts.to_dict()
@@ -369,6 +405,9 @@ class RunRecord:
 
     def trace(self) -> dict[str, np.ndarray] | None:
         """The stored trace columns (see the module docstring), or None."""
+        parts = self.doc.get("trace_parts")
+        if parts:
+            return self._trace_parts(parts)
         name = self.doc.get("trace")
         if not name:
             return None
@@ -386,6 +425,37 @@ class RunRecord:
                 return load_npz(fh, max_trace_bytes(), "the trace")
         except (OSError, ValueError, KeyError, EOFError) as exc:
             raise RecordError(f"{p}: cannot read the trace ({exc})") from None
+
+
+    def _trace_parts(self, parts: Any) -> dict[str, np.ndarray] | None:
+        """A periodic flush's trace: its windows' parts beside the record, joined in order."""
+        from tb_iotrace.store.trace_merge import merge
+
+        if not isinstance(parts, list) or not all(isinstance(n, str) and is_trace_part(self.path, n) for n in parts):
+            raise RecordError(f"{self.path}: its 'trace_parts' entry is not a list of its trace parts")
+        got, total = [], 0
+        for name in parts:
+            p = self.path.parent / name
+            try:
+                with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
+                    if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                        raise ValueError("not a regular file")
+                    t = load_npz(fh, max_trace_bytes() - total, "the trace")
+            except (OSError, ValueError, KeyError, EOFError) as exc:
+                raise RecordError(f"{p}: cannot read the trace ({exc})") from None
+            total += sum(int(getattr(a, "nbytes", 0)) for a in t.values())
+            got.append(t)
+        return merge(got)
+
+
+def trace_part_name(json_path: str | os.PathLike[str], k: int) -> str:
+    """The file name of a periodic flush's ``k``-th trace part (beside the record's JSON)."""
+    return f"{Path(json_path).stem}.part{int(k)}.npz"
+
+
+def is_trace_part(json_path: str | os.PathLike[str], name: str) -> bool:
+    stem = Path(json_path).stem
+    return name.startswith(stem + ".part") and name.endswith(".npz") and name[len(stem) + 5:-4].isdigit()
 
 
 TRACE_COLUMNS = ("start_ns", "end_ns", "op_id", "file_id", "offset", "requested", "returned", "fd", "errno", "tid")

@@ -24,7 +24,7 @@ workers, subprocess Pythons) calls :func:`start` at startup:
   thread (``tb_iotrace-run``, which also serves the signals): a second
   session is rotated and its windows are summed into a record marked ``"partial": true``,
   which the final record replaces. A process killed with SIGKILL keeps the last flush
-  (counts up to it; sequential/stride counters approximate, no trace).
+  (counts and the per-call trace up to it; sequential/stride counters approximate).
 
 - Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
   ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
@@ -57,6 +57,12 @@ def flush_wait(flush_s: float, last_cost_s: float) -> float:
 
 _state: "_Run | None" = None
 _real_exit = os._exit
+_sigterm_exits_0 = False   # set in a PyTorch DataLoader worker (worker_signals)
+
+
+def _worker_sigterm_exits_0() -> None:
+    global _sigterm_exits_0
+    _sigterm_exits_0 = True
 
 
 class _Run:
@@ -70,6 +76,7 @@ class _Run:
         self.acc: Any = None  # the flushed windows' files (tb_iotrace.store.filetable.Accumulator)
         self.acc_untracked: dict[str, Any] = {}
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
+        self.trace_parts: list[tuple[str, int]] = []   # the flushed windows' calls: (file, rows)
         self.flush_cost = 0.0        # seconds the last flush took
         self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
         self.start_ns = time.time_ns()
@@ -89,13 +96,19 @@ class _Run:
                 self.flush_sess = session.begin_session()
             except Exception:
                 self.flush_sess = None  # no slot left: the first flush starts it
-            self._write_partial()  # a record exists even if killed before the first flush
+        # the run's thread writes the first (empty, partial) record at once: a record exists even
+        # if the process is killed before its first flush, and a DataLoader worker's start does
+        # not wait for it
         threading.Thread(target=self._serve, name="tb_iotrace-run", daemon=True).start()
 
     def _serve(self) -> None:
         """The run's thread: periodic flushes, and the record of a signal, written here
         rather than in the handler (which may have interrupted a holder of a lock
         finish() needs: the main thread goes on and releases it, this thread waits)."""
+        if self.flush_s > 0:
+            with self.lock:
+                if not self.done:    # never over the final record of a process that ended already
+                    self._write_partial()
         while True:
             timeout = flush_wait(self.flush_s, self.flush_cost) if self.flush_s > 0 and not self.done else None
             try:
@@ -112,6 +125,8 @@ class _Run:
                 self.finish("signal", signum=signum)
             except BaseException:
                 pass
+            if signum == signal.SIGTERM and _sigterm_exits_0:
+                _real_exit(0)   # a DataLoader worker: as torch's own handler ends it (worker_signals)
             _die_of(signum)
 
     def flush(self) -> None:
@@ -140,6 +155,13 @@ class _Run:
                     from tb_iotrace.store.timeseries import accumulate
 
                     self.acc_series = accumulate(self.acc_series, cap.timeseries, self.start_ns)
+                if len(cap.events):   # the calls too, each window once: a killed process keeps them
+                    from tb_iotrace.store.runrecord import write_trace_part
+
+                    try:
+                        self.trace_parts.append(write_trace_part(self.run_dir, len(self.trace_parts) + 1, cap))
+                    except OSError as exc:
+                        self._failed_write(exc)
                 self._write_partial()
 
     def _failed_write(self, exc: OSError) -> None:
@@ -155,7 +177,7 @@ class _Run:
         try:
             write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
                          files=self.acc.table() if self.acc is not None else FileTable(),
-                         start_ns=self.start_ns, end_ns=time.time_ns(), with_trace=False,
+                         start_ns=self.start_ns, end_ns=time.time_ns(), trace_parts=self.trace_parts,
                          untracked=self.acc_untracked or None, timeseries=self.acc_series,
                          write_errors=self.write_errors or None)
         except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
@@ -190,6 +212,7 @@ class _Run:
                 self.write_errors["trace_left_out"] = True
                 write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix, with_trace=False,
                              write_errors=self.write_errors)
+            self._drop_trace_parts()   # the final record has the whole trace
             if suffix:  # this image's periodic flushes went to the plain name: the new image's now
                 from tb_iotrace.store.runrecord import record_paths, table_path
 
@@ -199,6 +222,18 @@ class _Run:
                         os.unlink(p)
                     except OSError:
                         pass
+
+
+    def _drop_trace_parts(self) -> None:
+        from tb_iotrace.store.runrecord import record_paths
+
+        folder = record_paths(self.run_dir)[0].parent
+        for name, _ in self.trace_parts:
+            try:
+                os.unlink(folder / name)
+            except OSError:
+                pass
+        self.trace_parts = []
 
 
 # --------------------------------------------------------------------------- exit paths
@@ -367,6 +402,10 @@ def start() -> None:
             if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
                 signal.signal(sig, _on_signal)
     os.register_at_fork(after_in_child=_after_fork_in_child)
+    if signal.getsignal(signal.SIGTERM) is _on_signal:
+        from tb_iotrace.recording.autostart import worker_signals
+
+        worker_signals.install(_on_signal, _worker_sigterm_exits_0)   # torch's workers would _exit(0) on SIGTERM, unrecorded
     from tb_iotrace.recording import library_checkpoints
 
     library_checkpoints.install()     # safetensors/orbax/tf.train.Checkpoint calls for the record
