@@ -67,16 +67,23 @@ class PeriodicWindows:
         self._thread.join(timeout=self.for_s + 30)
 
 
-def from_env(default_logdir: str) -> PeriodicWindows | None:
-    """The windows the environment asks for (``TB_IOTRACE_PROFILE_EVERY``, ``..._FOR``, into
-    ``TB_IOTRACE_PROFILE_LOGDIR`` or ``default_logdir``), started; None when not asked.
-    Raises ValueError for values that are not positive numbers."""
+def from_env_settings() -> tuple[float, float] | None:
+    """(every, for) seconds the environment asks for (``TB_IOTRACE_PROFILE_EVERY``, ``..._FOR``);
+    None when not asked. Raises ValueError for values that are not numbers."""
     raw = os.environ.get(ENV_EVERY, "").strip()
     if not raw:
         return None
     try:
-        every = float(raw)
-        length = float(os.environ.get(ENV_FOR, "").strip() or DEFAULT_FOR_S)
+        return float(raw), float(os.environ.get(ENV_FOR, "").strip() or DEFAULT_FOR_S)
     except ValueError:
         raise ValueError(f"{ENV_EVERY}/{ENV_FOR} must be numbers of seconds") from None
-    return PeriodicWindows(os.environ.get(ENV_LOGDIR) or default_logdir, every, length).start()
+
+
+def from_env(default_logdir: str) -> PeriodicWindows | None:
+    """The windows the environment asks for (:func:`from_env_settings`, into
+    ``TB_IOTRACE_PROFILE_LOGDIR`` or ``default_logdir``), started; None when not asked.
+    Raises ValueError for values that are not positive numbers."""
+    got = from_env_settings()
+    if got is None:
+        return None
+    return PeriodicWindows(os.environ.get(ENV_LOGDIR) or default_logdir, *got).start()

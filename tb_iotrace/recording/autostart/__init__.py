@@ -28,7 +28,8 @@ workers, subprocess Pythons) calls :func:`start` at startup:
 
 - Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
   ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
-  (:mod:`tb_iotrace.recording.periodic`).
+  (:mod:`tb_iotrace.recording.periodic`), or that runs PyTorch (torch.profiler windows at its
+  step boundaries: :mod:`tb_iotrace.recording.pytorch.auto_window`).
 
 The record folder (and the windows' staging folder) is added to the path exclusions, so writing
 records is never traced.
@@ -335,6 +336,10 @@ def start() -> None:
         from tb_iotrace.recording.window_writer import staging_root
 
         _exclude(str(staging_root()))
+        from tb_iotrace.recording.pytorch.auto_window import own_paths
+
+        for prefix in own_paths(os.environ.get(periodic.ENV_LOGDIR) or run_dir):
+            _exclude(prefix)
     api.enable()
     st = _Run(run_dir, flush_s)
     st.begin()
@@ -344,6 +349,12 @@ def start() -> None:
             periodic.from_env(run_dir)
         except Exception as exc:
             sys.stderr.write(f"tb-iotrace: no profile windows in pid {os.getpid()}: {exc}\n")
+        else:   # the same windows on torch.profiler, in a job that runs neither TensorFlow nor JAX
+            from tb_iotrace.recording.pytorch.auto_window import arm_after_import
+
+            w = periodic.from_env_settings()
+            if w is not None:
+                arm_after_import(os.environ.get(periodic.ENV_LOGDIR) or run_dir, *w)
     atexit.register(_at_exit)
     os._exit = _os_exit
     # os.execl/execle/execlp/execlpe/execvp/execvpe all end in os.execv or os.execve

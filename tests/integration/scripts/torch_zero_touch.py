@@ -1,0 +1,87 @@
+"""The PyTorch diagnosis jobs' loops with no profiler and no tb_iotrace in the code: what
+``tb-iotrace run --profile-every`` and ``tb-iotrace attach`` diagnose with no code change.
+
+    torch_zero_touch.py WORK MODE SECONDS
+
+MODE ``decode``: as ``torch_decode_bound.py`` (one persistent fork worker, 96 files of 32 KiB,
+8 ms of CPU work per sample, batch 4, a 2 ms step), epochs until SECONDS have passed.
+MODE ``read``: as ``torch_read_bound.py`` (two fork workers, each reading its own named pipe fed
+64 KiB by a writer that is not traced, batch 2, a 1 ms step), for SECONDS; the writers sleep 40 ms
+a chunk rather than 15 (the step here, not marked by the job, also holds its model's ops as the
+profiler records them: a longer wait keeps the margin on a loaded machine).
+MODE ``files``: two fork workers (new ones each epoch) reading 256 files of 64 KiB whole, 2 ms of
+CPU work per sample, batch 8, a 5 ms step; a small model; epochs until SECONDS have passed.
+
+Prints ``steps N checksum C`` at the end (C: the model's weights summed). In ``files`` mode the
+run is a fixed number of epochs (SECONDS rounded, at least 1) of fixed data from a fixed seed, so C
+is the same for every run; the other modes run for SECONDS. Writes WORK/result.json: the main pid,
+the steps, the files read, the checksum.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader
+
+import diag_torch as d
+import torch_read_bound as rb
+
+READ_DELAY_S = 0.04
+
+
+def loop(loader: DataLoader, seconds: float, compute_s: float, epochs: int | None = None) -> tuple[int, float]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    steps, end, epoch = 0, time.monotonic() + seconds, 0
+    while (epochs is None and time.monotonic() < end) or (epochs is not None and epoch < epochs):
+        for batch in loader:
+            loss = model(batch[:, :64]).square().mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            time.sleep(compute_s)
+            steps += 1
+            if epochs is None and time.monotonic() >= end:
+                break
+        epoch += 1
+    return steps, float(sum(p.detach().double().sum() for p in model.parameters()))
+
+
+def main() -> None:
+    work, mode, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    files: list[str] = []
+    writers = []
+    if mode == "decode":
+        files = d.make_files(work, 96)
+        loader = DataLoader(d.Decoded(files, 0.008), batch_size=4, num_workers=1, persistent_workers=True,
+                            multiprocessing_context="fork")
+        steps, checksum = loop(loader, seconds, 0.002)
+    elif mode == "read":
+        files = [os.path.join(work, f"pipe{k}") for k in range(2)]
+        chunks = int(seconds / READ_DELAY_S) + 8
+        for p in files:
+            os.mkfifo(p)
+            writers.append(subprocess.Popen([sys.executable, "-c", rb.WRITER, p, str(rb.CHUNK), str(chunks),
+                                             str(READ_DELAY_S)]))
+        loader = DataLoader(rb.Pipes(work), batch_size=2, num_workers=2, multiprocessing_context="fork")
+        steps, checksum = loop(loader, 1e9, 0.001, epochs=1)
+    else:
+        files = d.make_files(work, 256, 64 << 10)
+        loader = DataLoader(d.Decoded(files, 0.002), batch_size=8, num_workers=2, multiprocessing_context="fork")
+        epochs = max(1, round(seconds / 1.0))
+        steps, checksum = loop(loader, 0.0, 0.005, epochs=epochs)
+    for w in writers:
+        w.wait()
+    print(f"steps {steps} checksum {checksum:.6f}", flush=True)
+    with open(os.path.join(work, "result.json"), "w") as fh:
+        json.dump({"main_pid": os.getpid(), "steps": steps, "files": files, "checksum": checksum}, fh)
+
+
+if __name__ == "__main__":
+    main()
