@@ -20,8 +20,9 @@ from tb_iotrace.cli.fleet import Fleet
 from tb_iotrace.cli.import_darshan import ImportDarshan
 from tb_iotrace.cli.report import Report
 from tb_iotrace.cli.run import Run
+from tb_iotrace.cli.attach import Attach
 
-COMMANDS: tuple[type[Command], ...] = (Run, Report, Export, ImportDarshan, Fleet)
+COMMANDS: tuple[type[Command], ...] = (Run, Attach, Report, Export, ImportDarshan, Fleet)
 
 __all__ = ["main", "build_parser", "COMMANDS", "UserError"]
 

@@ -69,6 +69,7 @@ class StepWindows:
         self.foreign = False                  # the job runs its own profiler: no more windows
         self.windows = 0                      # windows written
         self.errors: list[str] = []
+        self.last_iter: Any = None            # the DataLoader iterator of the last boundary
         self._real_next: Any = None
         self._iter_cls: Any = None
         self._opt_handle: Any = None
@@ -86,6 +87,7 @@ class StepWindows:
         me = self
 
         def __next__(it: Any) -> Any:
+            me.last_iter = it
             if me.wanted_s is not None or me.prof is not None:
                 me.boundary(LOADER)
             else:
@@ -122,6 +124,13 @@ class StepWindows:
         if self._kineto_cls is not None:
             self._kineto_cls.start_trace = self._real_start
             self._kineto_cls = None
+
+    def forget_in_child(self) -> None:
+        """In a forked child: the class attributes back, the parent's open profile left alone (the
+        child records nothing of it)."""
+        self.prof = None
+        self.wanted_s = None
+        self.uninstall()
 
     def _after_opt_step(self, opt: Any, args: Any, kwargs: Any) -> None:
         if self.wanted_s is not None or self.prof is not None:
