@@ -18,6 +18,7 @@ from tb_iotrace.cli.attach_inject import AttachRefused, check_way_in, children, 
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)   # the folder tb_iotrace is imported from
 READY_S = 30.0        # how long the process may take to run the injected code
+LOAD_S = 180.0        # and then to load tb_iotrace and begin (a loaded machine, a large process to patch)
 CHILD_READY_S = 15.0
 
 
@@ -135,7 +136,10 @@ class Attach(Command):
             inject(target, how, code, os.path.join(ctrl, "inject.py"))
         except AttachRefused as exc:
             raise UserError(f"cannot attach to {args.pid}: {exc}") from None
-        st = wait_status(ctrl, args.pid, ("ready",), READY_S)
+        t0 = time.monotonic()
+        st = wait_status(ctrl, args.pid, ("ready", "loading"), READY_S)
+        if st is not None and st["state"] == "loading":
+            st = wait_status(ctrl, args.pid, ("ready",), LOAD_S)
         if st is None or st["state"] != "ready":
             Path(ctrl, "cancel").write_text("")
             if st is None:
@@ -143,9 +147,14 @@ class Attach(Command):
                                 "(its main thread is blocked outside Python, or stopped); nothing was changed")
             raise UserError(f"cannot attach to {args.pid}: {st.get('why') or st['state']}")
         print(f"tb-iotrace: attached to {args.pid} ({st['mode']}{', ' + st['framework'] if st['framework'] else ''}, "
-              f"Python {'.'.join(map(str, st['python']))}, via {how}) for {args.seconds:g} s", file=sys.stderr)
+              f"Python {'.'.join(map(str, st['python']))}, via {how}, in {time.monotonic() - t0:.1f} s) "
+              f"for {args.seconds:g} s", file=sys.stderr)
         kids = [] if args.no_children else children(args.pid)
         attached = self._children(kids, st, ctrl, how, logdir, args.seconds)
+        deadline_ns = time.time_ns() + int(args.seconds * 1e9)      # every process records: go
+        Path(ctrl, "go.tmp").write_text(json.dumps({"deadline_ns": deadline_ns}))
+        os.replace(os.path.join(ctrl, "go.tmp"), os.path.join(ctrl, "go"))
+        st["deadline_ns"] = deadline_ns
         if kids:
             print(f"tb-iotrace: {len(attached)} of {len(kids)} Python child process(es) recording: "
                   f"{' '.join(map(str, attached))}", file=sys.stderr)
@@ -175,20 +184,26 @@ class Attach(Command):
                   seconds: float) -> list[int]:
         if not kids:
             return []
-        req = {"pid": -1, "for_s": seconds, "logdir": logdir, "deadline_ns": st["deadline_ns"],
-               "mode": st["mode"], "cli_pid": os.getpid()}
+        req = {"pid": -1, "for_s": seconds, "logdir": logdir, "mode": st["mode"], "cli_pid": os.getpid()}
         Path(ctrl, "children.json").write_text(json.dumps(req))
         code = entry_code(ctrl, "children.json", ROOT)
         injected = []
-        for pid in kids:
+
+        def one(pid: int) -> None:
             try:
                 inject(probe(pid), how, code, os.path.join(ctrl, "inject.py"))
                 injected.append(pid)
             except AttachRefused as exc:
                 print(f"tb-iotrace: child {pid} not recorded: {exc}", file=sys.stderr)
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=8) as pool:      # each gdb stops its process: all at once
+            list(pool.map(one, kids))
         ok = []
         for pid in injected:
-            cst = wait_status(ctrl, pid, ("ready",), CHILD_READY_S)
+            cst = wait_status(ctrl, pid, ("ready", "loading"), CHILD_READY_S)
+            if cst is not None and cst.get("state") == "loading":
+                cst = wait_status(ctrl, pid, ("ready",), LOAD_S)
             if cst is not None and cst.get("state") == "ready":
                 ok.append(pid)
             else:

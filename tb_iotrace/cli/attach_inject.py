@@ -175,6 +175,8 @@ def entry_code(ctrl: str, request: str, root: str) -> str:
     body = f"""import os, sys, json
 ctrl, request, root = {ctrl!r}, {request!r}, {root!r}
 try:
+    with open(os.path.join(ctrl, 'status.%d.json' % os.getpid()), 'w') as fh:
+        fh.write(json.dumps({{'state': 'loading'}}))
     m = sys.modules.get('tb_iotrace')
     if m is not None and not os.path.realpath(getattr(m, '__file__', '') or '').startswith(os.path.realpath(root) + os.sep):
         raise RuntimeError('it has another tb_iotrace loaded (' + str(getattr(m, '__file__', '?')) + '): run tb-iotrace attach from that installation')
@@ -211,8 +213,12 @@ def inject(t: Target, how: str, code: str, script: str) -> None:
     literal = code.replace("\\", "\\\\").replace("\n", "\\n")      # as a C string literal
     call = f'call (int)Py_AddPendingCall((int(*)(void*))PyRun_SimpleString, (void*)"{literal}")'
     try:
-        proc = subprocess.run(["gdb", "-p", str(t.pid), "-batch", "-nx", "-q", "-ex", "set confirm off",
-                               "-ex", call, "-ex", "detach"], capture_output=True, text=True,
+        # the process is stopped while gdb works: no debuginfod (no network) and no symbols of
+        # other libraries than the interpreter's (torch's take gdb 15 s to read on a busy machine; <1 s so)
+        proc = subprocess.run(["gdb", "-p", str(t.pid), "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off",
+                               "-iex", "set auto-solib-add off", "-ex", "set confirm off",
+                               "-ex", "sharedlibrary libpython", "-ex", call, "-ex", "detach"],
+                              capture_output=True, text=True,
                               timeout=GDB_TIMEOUT_S, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise AttachRefused(f"gdb did not finish within {GDB_TIMEOUT_S} s attaching to process {t.pid}") from None

@@ -44,6 +44,7 @@ __all__ = ["Attachment", "start"]
 
 _active: "Attachment | None" = None
 _fork_hook = False
+GO_WAIT_S = 120.0      # how long an agent waits for the CLI's go (the children being injected)
 GRACE_S = 30.0         # how long the main process waits for its window to end and its children's records
 
 
@@ -153,17 +154,13 @@ class Attachment:
 
             (tf_capture if fw == "tensorflow" else jax_capture).attach()   # its windows carry I/O
             self.writer = WindowWriter(self.logdir)
-            if self.writer.start(fw):
-                self.mode, self.framework = "xplane", fw
-                return
-            self.notes.append(f"the {fw} profiler did not start (one is running already?): I/O only")
-            self.writer = None
+            self.mode, self.framework = "xplane", fw       # the window starts at the go
+            return
         if "torch.utils.data.dataloader" in sys.modules:
             from tb_iotrace.recording.pytorch.step_windows import StepWindows
 
             self.steps = StepWindows(self._torch_handler, on_foreign=self._foreign)
-            self.steps.install()
-            self.steps.ask(self.for_s)
+            self.steps.install()          # the window is asked for at the go
             self.mode, self.framework = "trace", "pytorch"
             return
         self.mode = "record"
@@ -205,7 +202,34 @@ class Attachment:
             _fork_hook = True
 
     # ----------------------------------------------------------------- end
+    def _await_go(self) -> None:
+        """Wait for the CLI's go (every process recording: ``go`` holds the deadline), then start
+        the window; without one within :data:`GO_WAIT_S`, the window starts now."""
+        path = os.path.join(self.ctrl, "go")
+        until = time.monotonic() + GO_WAIT_S
+        while time.monotonic() < until and not self.stop.is_set():
+            try:
+                with open(path, "rb") as fh:
+                    self.deadline_ns = int(json.load(fh)["deadline_ns"])
+                break
+            except (OSError, ValueError, KeyError):
+                time.sleep(0.02)
+        else:
+            self.deadline_ns = time.time_ns() + int(self.for_s * 1e9)
+        if not self.main:
+            return
+        if self.steps is not None:
+            self.steps.ask(max(0.0, (self.deadline_ns - time.time_ns()) / 1e9))
+        elif self.writer is not None and not self.writer.start(self.framework):
+            self.notes.append(f"the {self.framework} profiler did not start (one is running already?): I/O only")
+            self.mode = "record"
+            self.writer = None
+            from tb_iotrace.recording.session import begin_session
+
+            self.sess = begin_session()
+
     def _run(self) -> None:
+        self._await_go()
         self.stop.wait(max(0.0, (self.deadline_ns - time.time_ns()) / 1e9))
         try:
             if self.main:

@@ -1,7 +1,7 @@
 """The PyTorch diagnosis jobs' loops with no profiler and no tb_iotrace in the code: what
 ``tb-iotrace run --profile-every`` and ``tb-iotrace attach`` diagnose with no code change.
 
-    torch_zero_touch.py WORK MODE SECONDS
+    torch_zero_touch.py WORK MODE SECONDS [FILES]
 
 MODE ``decode``: as ``torch_decode_bound.py`` (one persistent fork worker, 96 files of 32 KiB,
 8 ms of CPU work per sample, batch 4, a 2 ms step), epochs until SECONDS have passed.
@@ -11,7 +11,7 @@ a chunk rather than 15 (the step here, not marked by the job, also holds its mod
 profiler records them: a longer wait keeps the margin on a loaded machine).
 MODE ``files``: two fork workers (new ones each epoch) reading 256 files of 64 KiB whole, a fixed
 amount of CPU work per sample (the same result however fast the machine), batch 8, a 5 ms step;
-a small model; SECONDS epochs (rounded, at least 1).
+a small model; SECONDS epochs (rounded, at least 1); FILES (default 256) sets an epoch's length.
 
 Prints ``steps N checksum C`` at the end (C: the model's weights summed). In ``files`` mode the
 run is a fixed number of epochs (SECONDS rounded, at least 1) of fixed data from a fixed seed, so C
@@ -121,6 +121,24 @@ def loop(loader: DataLoader, seconds: float, compute_s: float, epochs: int | Non
     return steps, float(sum(p.detach().double().sum() for p in model.parameters()))
 
 
+def leftovers() -> dict:
+    """What an attach could have left in this process: threads, wrapped torch functions, hooks,
+    an enabled shim (for the tests; the job's output stays the same)."""
+    import threading
+
+    from torch.profiler.profiler import _KinetoProfile
+    from torch.optim import optimizer
+    from torch.utils.data.dataloader import _BaseDataLoaderIter
+
+    out = {"threads": [t.name for t in threading.enumerate() if "tb_iotrace" in t.name],
+           "wrapped": [n for n, f in (("__next__", _BaseDataLoaderIter.__next__),
+                                      ("start_trace", _KinetoProfile.start_trace)) if hasattr(f, "__wrapped__")],
+           "optimizer_hooks": len(optimizer._global_optimizer_post_hooks)}
+    api = sys.modules.get("tb_iotrace.recording.api")
+    out["shim_enabled"] = bool(api is not None and api.is_enabled())
+    return out
+
+
 def main() -> None:
     work, mode, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
     files: list[str] = []
@@ -140,7 +158,7 @@ def main() -> None:
         loader = DataLoader(Pipes(work), batch_size=2, num_workers=2, multiprocessing_context="fork")
         steps, checksum = loop(loader, 1e9, 0.001, epochs=1)
     else:
-        files = make_files(work, 256, 64 << 10)
+        files = make_files(work, int(sys.argv[4]) if len(sys.argv) > 4 else 256, 64 << 10)
         loader = DataLoader(FixedWork(files), batch_size=8, num_workers=2, multiprocessing_context="fork")
         epochs = max(1, round(seconds / 1.0))
         steps, checksum = loop(loader, 0.0, 0.005, epochs=epochs)
@@ -148,7 +166,8 @@ def main() -> None:
         w.wait()
     print(f"steps {steps} checksum {checksum:.6f}", flush=True)
     with open(os.path.join(work, "result.json"), "w") as fh:
-        json.dump({"main_pid": os.getpid(), "steps": steps, "files": files, "checksum": checksum}, fh)
+        json.dump({"main_pid": os.getpid(), "steps": steps, "files": files, "checksum": checksum,
+                   "leftovers": leftovers()}, fh)
 
 
 if __name__ == "__main__":
