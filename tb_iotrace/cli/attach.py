@@ -217,7 +217,12 @@ class Attach(Command):
 
         seen = set()
         for out in outputs:
-            path = os.path.dirname(out) if out.endswith(".pt.trace.json") else out
+            if out.endswith(".pt.trace.json"):
+                path = os.path.dirname(out)
+            elif out.endswith((".xplane.pb", ".json")):
+                path = out
+            else:                 # the framework's other files of a capture (trace.json.gz, ...)
+                continue
             if path in seen:
                 continue
             seen.add(path)

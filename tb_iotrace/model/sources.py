@@ -191,6 +191,11 @@ class CaptureSource(Source):
     def has_timeline(self) -> bool:
         return True
 
+    def window_origin(self) -> dict[str, Any] | None:
+        from tb_iotrace.store.window_origin import read_origin
+
+        return read_origin(self.path) if "://" not in self.path else None
+
     def space(self) -> Any:
         if self._space is None:
             from tb_iotrace.store.xplane import XPlaneError, load_xspace

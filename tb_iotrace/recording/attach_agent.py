@@ -282,7 +282,12 @@ class Attachment:
 
     def _finish_main(self) -> None:
         if self.mode == "xplane":
-            self.outputs.extend(self.writer.stop())
+            from tb_iotrace.store.window_origin import write_origin
+
+            published = self.writer.stop()
+            write_origin(published, {"by": "tb-iotrace attach", "at_ns": self.start_ns, "pid": self.pid,
+                                     "for_s": self.for_s})
+            self.outputs.extend(published)
         elif self.mode == "record":
             cap = self.end_session()
             if cap is not None:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.recording.window_writer import FRAMEWORKS, WindowWriter, pick_framework
+from tb_iotrace.store.window_origin import write_origin
 
 ENV_EVERY = "TB_IOTRACE_PROFILE_EVERY"
 ENV_FOR = "TB_IOTRACE_PROFILE_FOR"
@@ -56,8 +58,10 @@ class PeriodicWindows:
             framework = pick_framework(self.ready)
             if framework is None or not self.writer.start(framework):
                 continue
+            started = time.time_ns()
             self._stop.wait(self.for_s)
-            self.writer.stop()
+            write_origin(self.writer.stop(), {"by": "tb-iotrace run --profile-every", "at_ns": started,
+                                              "pid": os.getpid(), "every_s": self.every_s, "for_s": self.for_s})
 
     def close(self) -> None:
         """Stop taking windows; a window open now is stopped and published."""
