@@ -189,3 +189,26 @@ def test_refusals_are_one_line(tmp_path: Path) -> None:
     finally:
         job.kill()
         job.wait()
+
+
+@pytest.mark.parametrize("framework", [pytest.param("jax", marks=pytest.mark.jax),
+                                       pytest.param("tf", marks=pytest.mark.tf)])
+def test_attach_tf_or_jax_job_window_carries_io(framework: str, tmp_path: Path) -> None:
+    """A JAX or TensorFlow job attached: its profiler takes the window (under plugins/profile),
+    the I/O plane holds the job's reads, the window says it was taken by attach, and the job ends
+    as usual."""
+    pytest.importorskip("jax" if framework == "jax" else "tensorflow")
+    from tb_iotrace.store.xplane import load_xspace, read_io_data
+
+    job = start(f"{framework}_plain_job.py", str(tmp_path), "60")
+    assert job.stdout.readline().strip() == "running"
+    log = tmp_path / "log"
+    r = attach(job.pid, "--for", "3", "--logdir", str(log))
+    assert r.returncode == 0, r.stderr
+    assert f"(xplane, {'jax' if framework == 'jax' else 'tensorflow'}," in r.stderr
+    out, err = job.communicate(timeout=120)
+    assert job.returncode == 0 and out.strip() == "ok", err[-3000:]
+    (cap,) = log.glob("plugins/profile/*/*.xplane.pb")
+    io = read_io_data(load_xspace(str(cap)))
+    assert io is not None and (io.path == str(tmp_path / "data.bin")).sum() >= 10
+    assert json.loads((cap.parent / "tb_iotrace.origin.json").read_text())["by"] == "tb-iotrace attach"
