@@ -78,7 +78,8 @@ class StepWindows:
 
     # ----------------------------------------------------------------- hooks
     def install(self) -> None:
-        """Wrap the DataLoader's ``__next__``, the optimizer's step and the profiler's start."""
+        """Wrap the DataLoader's ``__next__``, the optimizer's step and the profiler's start
+        (``prepare_trace``)."""
         import importlib
 
         module, cls_name, meth = _ITER
@@ -101,14 +102,16 @@ class StepWindows:
         self._opt_handle = register_optimizer_step_post_hook(self._after_opt_step)
         from torch.profiler.profiler import _KinetoProfile
 
-        start = _KinetoProfile.start_trace
+        # the first call of a profile's start (before start_trace): ours must be off before the
+        # job's profile prepares Kineto (stopping ours after that crashed the process)
+        start = _KinetoProfile.prepare_trace
 
-        def start_trace(prof: Any, *args: Any, **kwargs: Any) -> Any:
+        def prepare_trace(prof: Any, *args: Any, **kwargs: Any) -> Any:
             if prof is not me.prof:
                 me.job_profiler()
             return start(prof, *args, **kwargs)
-        start_trace.__wrapped__ = start  # type: ignore[attr-defined]
-        _KinetoProfile.start_trace = start_trace
+        prepare_trace.__wrapped__ = start  # type: ignore[attr-defined]
+        _KinetoProfile.prepare_trace = prepare_trace
         self._kineto_cls, self._real_start = _KinetoProfile, start
 
     def uninstall(self) -> None:
@@ -122,7 +125,7 @@ class StepWindows:
             self._opt_handle.remove()
             self._opt_handle = None
         if self._kineto_cls is not None:
-            self._kineto_cls.start_trace = self._real_start
+            self._kineto_cls.prepare_trace = self._real_start
             self._kineto_cls = None
 
     def forget_in_child(self) -> None:
@@ -157,8 +160,13 @@ class StepWindows:
         except Exception as exc:   # never fail the job's step
             self.errors.append(str(exc))
             log.warning("tb_iotrace: profile window failed: %s", exc)
-            self.prof = None
+            prof, self.prof = self.prof, None
             self.wanted_s = None
+            if prof is not None:      # never leave the profiler on in the job
+                try:
+                    prof.stop()
+                except Exception:   # noqa: BLE001
+                    pass
 
     def _maybe_start(self, kind: str) -> None:
         want = self.wanted_s

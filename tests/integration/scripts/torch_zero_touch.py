@@ -132,7 +132,7 @@ def leftovers() -> dict:
 
     out = {"threads": [t.name for t in threading.enumerate() if "tb_iotrace" in t.name],
            "wrapped": [n for n, f in (("__next__", _BaseDataLoaderIter.__next__),
-                                      ("start_trace", _KinetoProfile.start_trace)) if hasattr(f, "__wrapped__")],
+                                      ("prepare_trace", _KinetoProfile.prepare_trace)) if hasattr(f, "__wrapped__")],
            "optimizer_hooks": len(optimizer._global_optimizer_post_hooks)}
     api = sys.modules.get("tb_iotrace.recording.api")
     out["shim_enabled"] = bool(api is not None and api.is_enabled())
