@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tb_iotrace.cli._base import Command, UserError
-from tb_iotrace.cli.attach_inject import AttachRefused, check_way_in, children, entry_code, inject, probe
+from tb_iotrace.cli.attach_inject import AttachRefused, check_way_in, children, entry_code, has_channel, inject, probe
 
 ROOT = str(Path(__file__).resolve().parent.parent.parent)   # the folder tb_iotrace is imported from
 READY_S = 30.0        # how long the process may take to run the injected code
@@ -120,10 +120,13 @@ class Attach(Command):
             raise UserError(f"cannot attach to {args.pid}: {exc}") from None
         except OSError as exc:
             raise UserError(f"{args.logdir}: cannot create: {exc.strerror or exc}") from None
+        self.channels: list[int] = []     # children reached through their channel folders
         try:
             return self._attach(args, target, how, ctrl, logdir)
         finally:
             shutil.rmtree(ctrl, ignore_errors=True)
+            for pid in self.channels:
+                shutil.rmtree(control_dir(pid), ignore_errors=True)
 
     def _attach(self, args: argparse.Namespace, target: Any, how: str, ctrl: str, logdir: str) -> int:
         if target.uid != os.geteuid():
@@ -133,7 +136,7 @@ class Attach(Command):
         code = entry_code(ctrl, "request.json", ROOT)
         Path(ctrl, "inject.py").write_text(code + "\n")
         try:
-            inject(target, how, code, os.path.join(ctrl, "inject.py"))
+            inject(target, how, code, os.path.join(ctrl, "inject.py"), "request.json")
         except AttachRefused as exc:
             raise UserError(f"cannot attach to {args.pid}: {exc}") from None
         t0 = time.monotonic()
@@ -191,7 +194,12 @@ class Attach(Command):
 
         def one(pid: int) -> None:
             try:
-                inject(probe(pid), how, code, os.path.join(ctrl, "inject.py"))
+                child = probe(pid)
+                # a child of tb-iotrace run has its own channel; another needs ptrace
+                way = "channel" if has_channel(pid) else ("gdb" if how == "channel" else how)
+                inject(child, way, code, os.path.join(ctrl, "inject.py"), "children.json")
+                if way == "channel":
+                    self.channels.append(pid)
                 injected.append(pid)
             except AttachRefused as exc:
                 print(f"tb-iotrace: child {pid} not recorded: {exc}", file=sys.stderr)
@@ -235,6 +243,7 @@ class Attach(Command):
                 except (SystemExit, UserError) as exc:
                     print(f"tb-iotrace: no report of {path}: {exc}", file=sys.stderr)
             text = buf.getvalue()
+            # the main host's title and verdict (a worker's host of a PyTorch window has none)
             lines = [ln for ln in text.splitlines() if ln.startswith(("Verdict:", "  the wait:", "  advice:"))
-                     or " / " in ln and "[" in ln]
+                     or " / " in ln and "[" in ln and "/pid" not in ln]
             print("\n".join(lines) if lines else text)

@@ -101,8 +101,21 @@ def ptrace_scope() -> int | None:
         return None          # no Yama: classic ptrace permissions
 
 
+def has_channel(pid: int) -> bool:
+    """``pid`` was started by ``tb-iotrace run`` (its environment says so) with the attach channel on."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            env = dict(kv.split(b"=", 1) for kv in fh.read().split(b"\0") if b"=" in kv)
+    except OSError:
+        return False
+    return bool(env.get(b"TB_IOTRACE_RUN_DIR")) and env.get(b"TB_IOTRACE_ATTACH_CHANNEL", b"1") != b"0"
+
+
 def check_way_in(t: Target) -> str:
-    """How code gets into ``t``: "remote_exec" or "gdb"; :class:`AttachRefused` when neither can."""
+    """How code gets into ``t``: "channel" (a process of ``tb-iotrace run``), "remote_exec" or
+    "gdb"; :class:`AttachRefused` when none can."""
+    if has_channel(t.pid):
+        return "channel"
     here = sys.version_info[:2]
     if t.version is None:
         raise AttachRefused(f"process {t.pid}: its Python version could not be read ({t.exe})")
@@ -200,8 +213,20 @@ except BaseException as exc:
     return f"try:\n exec(__import__('base64').b64decode('{enc}'), {{}})\nexcept BaseException:\n pass\n"
 
 
-def inject(t: Target, how: str, code: str, script: str) -> None:
-    """Have ``t`` run ``code`` (``script``: the same, as a file, for ``sys.remote_exec``)."""
+def inject(t: Target, how: str, code: str, script: str, request: str = "") -> None:
+    """Have ``t`` run ``code`` (``script``: the same, as a file, for ``sys.remote_exec``). Through
+    the channel of ``tb-iotrace run``: the control folder (``script``'s) and ``request`` written to
+    the process's channel file, which its listener takes."""
+    if how == "channel":
+        from tb_iotrace.recording.attach_listen import channel_path
+
+        path = channel_path(t.pid)
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(f"{os.path.dirname(script)}\n{request}\n")
+        os.replace(tmp, path)
+        return
     if how == "remote_exec":
         try:
             sys.remote_exec(t.pid, script)  # type: ignore[attr-defined]

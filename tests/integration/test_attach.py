@@ -212,3 +212,26 @@ def test_attach_tf_or_jax_job_window_carries_io(framework: str, tmp_path: Path) 
     io = read_io_data(load_xspace(str(cap)))
     assert io is not None and (io.path == str(tmp_path / "data.bin")).sum() >= 10
     assert json.loads((cap.parent / "tb_iotrace.origin.json").read_text())["by"] == "tb-iotrace attach"
+
+
+@pytest.mark.torch
+def test_attach_through_the_channel_of_run_needs_no_ptrace(tmp_path: Path) -> None:
+    """A job started by ``tb-iotrace run`` is attached through the control channel run left in
+    each of its processes: no gdb on the PATH, the main process and its workers recorded."""
+    pytest.importorskip("torch")
+    run = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "run", "--logdir", str(tmp_path / "runlog"), "--quiet",
+                            "--", sys.executable, str(SCRIPTS / "torch_zero_touch.py"), str(tmp_path), "files", "10"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    wait_for(lambda: kids(run.pid) and len(kids(kids(run.pid)[0])) >= 2)
+    job = kids(run.pid)[0]
+    no_gdb = dict(env(), PATH=os.path.dirname(sys.executable))
+    r = subprocess.run([sys.executable, "-m", "tb_iotrace", "attach", str(job), "--for", "3", "--logdir",
+                        str(tmp_path / "log")], capture_output=True, text=True, timeout=240, env=no_gdb)
+    assert r.returncode == 0, r.stderr
+    assert "via channel" in r.stderr and "Verdict: " in r.stdout
+    out, err = run.communicate(timeout=600)
+    assert run.returncode == 0, err[-3000:]
+    (path,) = (tmp_path / "log").glob("pytorch/attach_*/*.pt.trace.json")
+    roles = {p["pid"]: p["role"] for p in io_record(read_trace(str(path)))["processes"]}
+    assert roles[job] == "main" and "worker" in roles.values()
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob(f"tb_iotrace-attach-{job}"))

@@ -26,6 +26,8 @@ workers, subprocess Pythons) calls :func:`start` at startup:
   which the final record replaces. A process killed with SIGKILL keeps the last flush
   (counts up to it; sequential/stride counters approximate, no trace).
 
+- A control channel for ``tb-iotrace attach`` (:mod:`tb_iotrace.recording.attach_listen`; off with
+  ``TB_IOTRACE_ATTACH_CHANNEL=0``).
 - Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
   ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
   (:mod:`tb_iotrace.recording.periodic`), or that runs PyTorch (torch.profiler windows at its
@@ -370,3 +372,7 @@ def start() -> None:
     from tb_iotrace.recording import library_checkpoints
 
     library_checkpoints.install()     # safetensors/orbax/tf.train.Checkpoint calls for the record
+    if os.environ.get("TB_IOTRACE_ATTACH_CHANNEL", "1") != "0":
+        from tb_iotrace.recording import attach_listen
+
+        attach_listen.listen()        # tb-iotrace attach gets in with no ptrace
