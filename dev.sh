@@ -31,7 +31,7 @@ apt_install() {
 }
 
 setup() {
-    apt_install gcc:gcc cmake:cmake strace:strace chromium:chromium node:nodejs java:default-jre-headless
+    apt_install gcc:gcc cmake:cmake strace:strace gdb:gdb chromium:chromium node:nodejs java:default-jre-headless
     local py=${PYTHON:-python3}
     "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { log "Python 3.11+ required"; exit 1; }
     local key

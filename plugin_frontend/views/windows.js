@@ -11,13 +11,14 @@ export function fmtStart(ns) {
   return new Date(Math.floor(ns / 1e6)).toISOString().slice(0, 19).replace("T", " ");
 }
 
-/** The table's cells of each window, in the answer's (time) order. Pure. */
+/** The table's cells of each window, in the answer's (time) order ("Taken by": tb-iotrace run or
+ * attach, who and when; "the job" for its own profiles). Pure. */
 export function windowRows(windows) {
   return windows.map((w) => ({
     run: w.run,
     cells: [String(w.n), fmtStart(w.start_ns), fmtNs(w.duration_ns), fmtInt(w.steps),
             w.input_wait_share === null || w.input_wait_share === undefined ? "–" : fmtPct(100 * w.input_wait_share),
-            fmtBytes(w.bytes_read), fmtInt(w.io_calls), fmtSeconds(w.read_time_s), w.run],
+            fmtBytes(w.bytes_read), fmtInt(w.io_calls), fmtSeconds(w.read_time_s), w.taken_by || "the job", w.run],
   }));
 }
 
@@ -33,7 +34,7 @@ export function waitTrend(windows) {
     `${fmtPct(100 * b.input_wait_share)} in window ${b.n}; most in window ${most.n} (${fmtPct(100 * most.input_wait_share)}).`;
 }
 
-export const WINDOW_COLUMNS = ["#", "Start (UTC)", "Length", "Steps", "Input wait", "Read", "I/O calls", "Read time", "Run"];
+export const WINDOW_COLUMNS = ["#", "Start (UTC)", "Length", "Steps", "Input wait", "Read", "I/O calls", "Read time", "Taken by", "Run"];
 
 export class WindowsTable {
   constructor({ onPickRun } = {}) {

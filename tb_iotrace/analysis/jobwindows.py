@@ -18,7 +18,7 @@ from typing import Any
 from tb_iotrace.analysis.text_report import human_bytes
 from tb_iotrace.base.safenames import printable
 
-__all__ = ["from_report", "job_of", "jobs", "render", "window_row"]
+__all__ = ["from_report", "job_of", "jobs", "origin_text", "render", "window_row"]
 
 
 def job_of(run: str) -> str:
@@ -81,6 +81,11 @@ def _share(w: Mapping[str, Any]) -> str:
     return "-" if s is None else f"{100 * s:.0f}%"
 
 
+def origin_text(origin: Mapping[str, Any]) -> str:
+    """Who took a window and when: ``tb-iotrace attach at 2026-11-28 04:20:23 (pid 13064)``."""
+    return f"{origin.get('by', '?')} at {_when(origin.get('at_ns'))} (pid {origin.get('pid', '?')})"
+
+
 def render(job_list: Sequence[Mapping[str, Any]], least: int = 2) -> str:
     """The text table of each job with at least ``least`` windows ("" when none has)."""
     out: list[str] = []
@@ -98,7 +103,8 @@ def render(job_list: Sequence[Mapping[str, Any]], least: int = 2) -> str:
             length = "?" if dur is None else f"{dur / 1e9:.2f}s"
             out.append(f"  {w['n']:>3} {_when(w.get('start_ns')):<19} {length:>8} {w['steps']:>5} "
                        f"{_share(w):>10} {human_bytes(w['bytes_read']):>11} {w['io_calls']:>9} "
-                       f"{w['read_time_s']:>8.3f}s  {printable(w['run'])}")
+                       f"{w['read_time_s']:>8.3f}s  {printable(w['run'])}"
+                       + (f"  [{printable(w['taken_by'])}]" if w.get("taken_by") else ""))
         out.append("")
     return "\n".join(out)
 
@@ -109,9 +115,13 @@ def from_report(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for run in runs:
         hosts = run["hosts"]
-        if not hosts or any(h.get("kind") != "xplane" for h in hosts):
+        if not hosts or any(h.get("kind") not in ("xplane", "kineto") for h in hosts):
             continue
         prof = [h.get("profile") or {} for h in hosts]
-        rows.append(window_row(run["run"], [h["summary"] for h in hosts], [p.get("start_ns") for p in prof],
-                               [p.get("stop_ns") for p in prof], [len(h.get("steps") or []) for h in hosts]))
+        row = window_row(run["run"], [h["summary"] for h in hosts], [p.get("start_ns") for p in prof],
+                         [p.get("stop_ns") for p in prof], [len(h.get("steps") or []) for h in hosts])
+        origin = next((h["window_origin"] for h in hosts if isinstance(h.get("window_origin"), dict)), None)
+        if origin is not None:
+            row["taken_by"] = origin_text(origin)
+        rows.append(row)
     return jobs(rows)

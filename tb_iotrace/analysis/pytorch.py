@@ -37,6 +37,7 @@ class TorchRun:
     loaders: list[dict[str, Any]] = field(default_factory=list)
     gpu: bool = False                       # the trace has GPU activity (a device plane)
     start_ns: int = 0                       # the capture's clock origin (profile start)
+    steps_note: str = ""                    # what the steps are, when tb_iotrace took the window itself
 
     def loader(self) -> dict[str, Any] | None:
         """The DataLoader the advice is about: of those iterated, the one with the most workers
@@ -78,6 +79,7 @@ def torch_run(space: Any) -> TorchRun | None:
         run.version = str(facts.get("version") or "")
         run.cpus = int(facts["cpus"]) if isinstance(facts.get("cpus"), int) else None
         run.loaders = [d for d in facts.get("dataloaders") or [] if isinstance(d, dict)]
+    run.steps_note = str(kin.get("steps_note") or "")
     run.gpu = any(p.name.startswith("/device:GPU") for p in space.planes)
     run.start_ns = profile_start_ns(space) or 0
     return run

@@ -273,6 +273,8 @@ def verdict(ctx: Context, steps: list[dict[str, Any]], space: Any) -> dict[str, 
                   "outside reads and copies cannot be split into decode and starved")
         if a_known > 0:
             reason += f"; at least {100 * frac(a_known):.0f}% of the wait was workers starting or stopping (starved)"
+    if run is not None and run.steps_note:
+        notes.append(run.steps_note)
     if not device:
         notes.append("no device in the capture: nothing to copy to it (copy is 0)")
     elif run is not None:

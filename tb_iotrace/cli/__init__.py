@@ -18,7 +18,8 @@ from tb_iotrace.cli._base import Command, UserError
 
 # (name, module, class): a command's module is imported only when it is needed, so that
 # ``tb-iotrace run`` starts the job without importing the report's and the fleet's code
-COMMAND_MODULES = (("run", "tb_iotrace.cli.run", "Run"), ("report", "tb_iotrace.cli.report", "Report"),
+COMMAND_MODULES = (("run", "tb_iotrace.cli.run", "Run"), ("attach", "tb_iotrace.cli.attach", "Attach"),
+                   ("report", "tb_iotrace.cli.report", "Report"),
                    ("export", "tb_iotrace.cli.export", "Export"),
                    ("import-darshan", "tb_iotrace.cli.import_darshan", "ImportDarshan"),
                    ("fleet", "tb_iotrace.cli.fleet", "Fleet"))

@@ -181,6 +181,9 @@ def host_doc(src: Source) -> dict[str, Any]:
     bounds = src.profile_bounds()       # a window's bounds (tb_iotrace.analysis.jobwindows)
     if bounds is not None:
         doc["profile"] = bounds
+    origin = src.window_origin()         # a window tb_iotrace took itself (run, attach)
+    if origin is not None:
+        doc["window_origin"] = origin
     reason = src.no_io_reason()
     if reason is not None:
         doc["no_io_reason"] = reason
@@ -309,6 +312,8 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                 elif ex.get("code") is not None:
                     how = f"{how}({ex['code']})"
                 title += f"  [ended by {how}]"
+            if h.get("window_origin"):
+                title += f"  [window taken by {jobwindows.origin_text(h['window_origin'])}]"
             out.append(textreport.render(h["files"], title=title, dropped=h["dropped"], verdict=h.get("verdict"),
                                          untracked=h.get("untracked"),
                                          empty=h.get("no_io_reason", ""), all_files=all_files))

@@ -154,6 +154,11 @@ class Source:
         """A profile window's start and stop (epoch ns), for sources that are one."""
         return None
 
+    def window_origin(self) -> dict[str, Any] | None:
+        """Who took this profile window and when (``tb-iotrace run --profile-every``, ``tb-iotrace
+        attach``: ``{"by", "at_ns", "pid", ...}``); None for the job's own windows."""
+        return None
+
     def no_io_reason(self) -> str | None:
         """Why a profile without tb_iotrace's record holds no I/O (None when it has some)."""
         return None
@@ -197,6 +202,11 @@ class CaptureSource(Source):
     @property
     def has_timeline(self) -> bool:
         return True
+
+    def window_origin(self) -> dict[str, Any] | None:
+        from tb_iotrace.store.window_origin import read_origin
+
+        return read_origin(self.path) if "://" not in self.path else None
 
     def space(self) -> Any:
         if self._space is None:
@@ -493,6 +503,21 @@ class TorchTraceSource(Source):
 
     def process_notes(self) -> list[str]:
         return list(self.notes)
+
+    def profile_bounds(self) -> dict[str, int | None] | None:
+        """The main process's: the profile window's start and stop (a worker's host has none)."""
+        if not self.is_main:
+            return None
+        from tb_iotrace.store.xplane import profile_start_ns, profile_stop_ns
+
+        return {"start_ns": profile_start_ns(self.space()), "stop_ns": profile_stop_ns(self.space())}
+
+    def window_origin(self) -> dict[str, Any] | None:
+        from tb_iotrace.store.xplane import read_io_info
+
+        kin = (read_io_info(self.space()) or {}).get("kineto")
+        origin = kin.get("window_origin") if isinstance(kin, dict) else None
+        return dict(origin) if isinstance(origin, dict) else None
 
 
 __all__ = ["IO_COLUMNS", "CaptureSource", "RecordSource", "Source", "SourceError", "TorchTraceSource"]

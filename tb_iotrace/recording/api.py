@@ -54,6 +54,22 @@ def enable() -> None:
             jax.attach()
 
 
+def enable_shim(exclude_more: list[str]) -> bool:
+    """Patch every loaded library, and nothing else (no TensorFlow/JAX registration, no
+    checkpoint-library wrappers, no import hooks): what ``tb-iotrace attach`` does in a running
+    process, undone by :func:`disable`. ``exclude_more``: path prefixes left out beside the
+    current ones. False when the shim was enabled already (then nothing is changed)."""
+    with _lock:
+        ffi, lib = native()
+        check_layout()
+        if lib.tbio_is_enabled():
+            return False
+        set_filters(None, session.excludes() + [p for p in exclude_more if p])
+        if lib.tbio_enable() != 0:
+            raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
+        return True
+
+
 def disable() -> None:
     """Restore every patched slot; safe to call when not enabled."""
     with _lock:

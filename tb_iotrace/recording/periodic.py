@@ -14,10 +14,12 @@ from __future__ import annotations
 import atexit
 import os
 import threading
+import time
 
 from tb_iotrace.base.seconds import parse_seconds
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.recording.window_writer import FRAMEWORKS, WindowWriter, pick_framework
+from tb_iotrace.store.window_origin import write_origin
 
 ENV_EVERY = "TB_IOTRACE_PROFILE_EVERY"
 ENV_FOR = "TB_IOTRACE_PROFILE_FOR"
@@ -57,8 +59,10 @@ class PeriodicWindows:
             framework = pick_framework(self.ready)
             if framework is None or not self.writer.start(framework):
                 continue
+            started = time.time_ns()
             self._stop.wait(self.for_s)
-            self.writer.stop()
+            write_origin(self.writer.stop(), {"by": "tb-iotrace run --profile-every", "at_ns": started,
+                                              "pid": os.getpid(), "every_s": self.every_s, "for_s": self.for_s})
 
     def close(self) -> None:
         """Stop taking windows; a window open now is stopped and published."""
@@ -68,13 +72,22 @@ class PeriodicWindows:
         self._thread.join(timeout=self.for_s + 30)
 
 
-def from_env(default_logdir: str) -> PeriodicWindows | None:
-    """The windows the environment asks for (``TB_IOTRACE_PROFILE_EVERY``, ``..._FOR``, into
-    ``TB_IOTRACE_PROFILE_LOGDIR`` or ``default_logdir``), started; None when not asked.
-    Raises ValueError for values that are not positive numbers."""
+def from_env_settings() -> tuple[float, float] | None:
+    """(every, for) seconds the environment asks for (``TB_IOTRACE_PROFILE_EVERY``, ``..._FOR``);
+    None when not asked. Raises ValueError for values that are not numbers."""
     raw = os.environ.get(ENV_EVERY, "").strip()
     if not raw:
         return None
     every = parse_seconds(raw, ENV_EVERY, allow_zero=False)
     length = parse_seconds(os.environ.get(ENV_FOR, "").strip() or DEFAULT_FOR_S, ENV_FOR, allow_zero=False)
-    return PeriodicWindows(os.environ.get(ENV_LOGDIR) or default_logdir, every, length).start()
+    return every, length
+
+
+def from_env(default_logdir: str) -> PeriodicWindows | None:
+    """The windows the environment asks for (:func:`from_env_settings`, into
+    ``TB_IOTRACE_PROFILE_LOGDIR`` or ``default_logdir``), started; None when not asked.
+    Raises ValueError for values that are not finite positive seconds."""
+    got = from_env_settings()
+    if got is None:
+        return None
+    return PeriodicWindows(os.environ.get(ENV_LOGDIR) or default_logdir, *got).start()

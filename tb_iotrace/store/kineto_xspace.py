@@ -353,6 +353,8 @@ def _to_xspace(trace: dict[str, Any], batches: Iterable[list[Any]], source: str)
                         extra={KINETO_KEY: {"format": rec.get("format"), "base_time_ns": base,
                                             "processes": summary,
                                             "notes": [str(n) for n in rec.get("notes") or []],
-                                            "pytorch": rec.get("pytorch"), "rank": trace_rank(trace)}})
+                                            "pytorch": rec.get("pytorch"), "rank": trace_rank(trace),
+                                            "steps_note": rec.get("steps_note"),
+                                            "window_origin": rec.get("window_origin")}})
     return space
 

@@ -25,6 +25,10 @@ test("one row per window in the answer's order, one cell per column", () => {
   assert.deepEqual(rows[0].cells.slice(0, 5), ["1", "2026-11-26 14:53:57", "500.0 ms", "20", "5.0 %"]);
   assert.equal(rows[1].cells[4], "40.0 %");
   assert.deepEqual(rows.map((r) => r.cells[r.cells.length - 1]), ["job/a", "job/b", "job/c"]);
+  // who took each window: tb-iotrace run or attach (its row says so), else the job itself
+  const taken = windowRows([{ ...windows[0], taken_by: "tb-iotrace attach at 2026-11-28 04:28:14 (pid 7)" }, windows[1]]);
+  assert.deepEqual(taken.map((r) => r.cells[r.cells.length - 2]),
+                   ["tb-iotrace attach at 2026-11-28 04:28:14 (pid 7)", "the job"]);
   assert.deepEqual(rows[2].cells.slice(1, 5), ["–", "–", "0", "–"]);
 });
 

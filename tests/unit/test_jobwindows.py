@@ -96,3 +96,37 @@ def test_tab_lists_the_same_windows(logdir: Path) -> None:
     assert get("/windows", run="job/nosuch")[0] == 404
     assert get("/windows")[0] == 400
     assert get("/windows", run="../x")[0] == 400
+
+
+def test_windows_taken_by_run_or_attach_say_so(logdir: Path) -> None:
+    """``tb-iotrace run --profile-every`` and ``attach`` leave ``tb_iotrace.origin.json`` beside
+    the capture they published: the report's window list, its host title and the tab's /windows
+    row say who took the window and when; the job's own windows say nothing."""
+    from tb_iotrace.store.window_origin import write_origin
+
+    base = profile_start_ns(load_xspace(CAPTURE))
+    session = logdir / "job" / "plugins" / "profile"
+    write_origin([str(session / "b" / "vm.xplane.pb")], {"by": "tb-iotrace attach", "at_ns": base, "pid": 42})
+    write_origin([str(session / "c" / "vm.xplane.pb"), "s3://bucket/c/vm.xplane.pb"],
+                 {"by": "tb-iotrace run --profile-every", "at_ns": base, "pid": 7})
+    doc = build(resolve(str(logdir)), jobs=1)
+    [ws] = [j["windows"] for j in doc["jobs"] if j["job"] == "job"]
+    taken = {w["run"]: w.get("taken_by") for w in ws}
+    when = jobwindows_when(base)
+    assert taken == {"job/d": None, "job/b": f"tb-iotrace attach at {when} (pid 42)",
+                     "job/c": f"tb-iotrace run --profile-every at {when} (pid 7)"}
+    text = render_text(doc)
+    assert f"[window taken by tb-iotrace attach at {when} (pid 42)]" in text
+    assert f"job/b  [tb-iotrace attach at {when} (pid 42)]" in text
+    pytest.importorskip("tensorboard")
+    from plugin_client import make_client
+
+    _, get = make_client(logdir)
+    code, body = get("/windows", run="job/c")
+    assert code == 200 and {w["run"]: w.get("taken_by") for w in body["windows"]} == taken
+
+
+def jobwindows_when(ns: int) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ns / 1e9))

@@ -14,7 +14,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from tb_iotrace.analysis.jobwindows import job_of, jobs, window_row
+from tb_iotrace.analysis.jobwindows import job_of, jobs, origin_text, window_row
+from tb_iotrace.store.window_origin import read_origin
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex, file_key
 from tb_iotrace.plugin.endpoints.hosts import hosts_impl
@@ -35,6 +36,9 @@ def _row(index: LogdirIndex, run: str, files: list[tuple[str, str]]) -> dict[str
     caps = [p.capture for p in view.parts]
     row = window_row(run, hosts_impl(view)["hosts"], [c.profile_start_ns for c in caps],
                      [c.profile_stop_ns for c in caps], [len(c.steps) for c in caps])
+    origin = next((o for o in (read_origin(p) for _, p in files if "://" not in p) if o is not None), None)
+    if origin is not None:      # tb-iotrace run --profile-every or attach took it
+        row["taken_by"] = origin_text(origin)
     with _rows_lock:
         _rows[key] = row
         while len(_rows) > ROWS_KEPT:

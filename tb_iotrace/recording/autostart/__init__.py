@@ -26,9 +26,12 @@ workers, subprocess Pythons) calls :func:`start` at startup:
   which the final record replaces. A process killed with SIGKILL keeps the last flush
   (counts and the per-call trace up to it; sequential/stride counters approximate).
 
+- A control channel for ``tb-iotrace attach`` (:mod:`tb_iotrace.recording.attach_listen`; off with
+  ``TB_IOTRACE_ATTACH_CHANNEL=0``).
 - Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
   ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
-  (:mod:`tb_iotrace.recording.periodic`).
+  (:mod:`tb_iotrace.recording.periodic`), or that runs PyTorch (torch.profiler windows at its
+  step boundaries: :mod:`tb_iotrace.recording.pytorch.auto_window`).
 
 The record folder (and the windows' staging folder) is added to the path exclusions, so writing
 records is never traced.
@@ -381,6 +384,10 @@ def start() -> None:
     windows = bool(os.environ.get(periodic.ENV_EVERY, "").strip())
     if windows:
         _exclude_windows(run_dir)
+        from tb_iotrace.recording.pytorch.auto_window import own_paths
+
+        for prefix in own_paths(os.environ.get(periodic.ENV_LOGDIR) or run_dir):
+            _exclude(prefix)
     api.enable()
     st = _Run(run_dir, flush_s)
     st.begin()
@@ -390,6 +397,12 @@ def start() -> None:
             periodic.from_env(run_dir)
         except Exception as exc:
             sys.stderr.write(f"tb-iotrace: no profile windows in pid {os.getpid()}: {exc}\n")
+        else:   # the same windows on torch.profiler, in a job that runs neither TensorFlow nor JAX
+            from tb_iotrace.recording.pytorch.auto_window import arm_after_import
+
+            w = periodic.from_env_settings()
+            if w is not None:
+                arm_after_import(os.environ.get(periodic.ENV_LOGDIR) or run_dir, *w)
     atexit.register(_at_exit)
     os._exit = _os_exit
     # os.execl/execle/execlp/execlpe/execvp/execvpe all end in os.execv or os.execve
@@ -409,3 +422,7 @@ def start() -> None:
     from tb_iotrace.recording import library_checkpoints
 
     library_checkpoints.install()     # safetensors/orbax/tf.train.Checkpoint calls for the record
+    if os.environ.get("TB_IOTRACE_ATTACH_CHANNEL", "1") != "0":
+        from tb_iotrace.recording import attach_listen
+
+        attach_listen.listen()        # tb-iotrace attach gets in with no ptrace

@@ -58,6 +58,7 @@ class TraceHandler:
         self.notes: list[str] = []
         self.unavailable: str | None = None   # why this process records no I/O at all
         self.written: list[str] = []       # trace files written, in order
+        self.extra: dict[str, Any] = {}    # more keys of the trace's tb_iotrace record (who took the window)
         self._spool: str | None = None
 
     def spool(self) -> str:
@@ -136,6 +137,7 @@ class TraceHandler:
             extra["machine"] = machine_facts()
             if not self.unavailable:
                 notes.append("no I/O recorded for this window (its start was not seen)")
+        extra.update(self.extra)
         rank = job_rank(os.environ)       # the launcher's (torchrun's RANK), for the per-rank tables
         if rank is not None:
             extra["rank"] = rank

@@ -1,0 +1,120 @@
+"""``tb-iotrace run --profile-every S --profile-for D`` in a PyTorch job: a torch.profiler window
+of D seconds every S seconds, taken at the training thread's step boundaries
+(:mod:`.step_windows`), each written by a :class:`.handler.TraceHandler` (the DataLoader workers'
+I/O and fetch spans included, as ``tb_iotrace.torch.trace_handler`` writes them) into a folder of
+its own, ``<logdir>/pytorch/<YYYY_MM_DD_HH_MM_SS>_<pid>_<n>/``: one run per window, so
+``tb-iotrace report`` and the tab list the job's windows in time order (job ``pytorch``).
+
+Armed when torch's import finishes (:func:`arm_after_import`), in a process that does not also
+run TensorFlow or JAX (their windows are :mod:`tb_iotrace.recording.periodic`'s). A thread
+(``tb_iotrace-torch-windows``) asks for a window every S seconds; a window still open at exit is
+stopped by the next boundary or, failing one, is lost with the process (its steps are on the
+training thread, which has ended).
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+from tb_iotrace.recording.pytorch.step_windows import StepWindows
+
+__all__ = ["TorchWindows", "arm_after_import", "own_paths", "session_name", "window_origin"]
+
+SUBDIR = "pytorch"
+
+
+def session_name(start_ns: int, pid: int, n: int, prefix: str = "") -> str:
+    """A window's folder name: its start (UTC, to the second), the pid and its number."""
+    return prefix + time.strftime("%Y_%m_%d_%H_%M_%S", time.gmtime(start_ns / 1e9)) + f"_{pid}_{n}"
+
+
+def window_origin(by: str, start_ns: int, **more: Any) -> dict[str, Any]:
+    """Who took a window and when (``window_origin`` of the trace's ``tb_iotrace`` record)."""
+    return {"by": by, "at_ns": int(start_ns), "pid": os.getpid(), **more}
+
+
+class TorchWindows:
+    """A window of ``for_s`` every ``every_s`` seconds into ``<logdir>/pytorch``."""
+
+    def __init__(self, logdir: str, every_s: float, for_s: float) -> None:
+        self.logdir = logdir
+        self.every_s = every_s
+        self.for_s = for_s
+        self.n = 0
+        self.handlers: list[Any] = []
+        self.steps = StepWindows(self._handler, on_foreign=self._stop_asking)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="tb_iotrace-torch-windows", daemon=True)
+
+    def _handler(self, source: str) -> Any:
+        from tb_iotrace.recording.pytorch.handler import TraceHandler
+        from tb_iotrace.recording.pytorch.step_windows import steps_note
+
+        self.n += 1
+        now = time.time_ns()
+        folder = os.path.join(self.logdir, SUBDIR, session_name(now, os.getpid(), self.n))
+        h = TraceHandler(folder)
+        h.extra = {"steps_from": source, "steps_note": steps_note(source),
+                   "window_origin": window_origin("tb-iotrace run --profile-every", now,
+                                                  every_s=self.every_s, for_s=self.for_s)}
+        self.handlers.append(h)
+        return h
+
+    def start(self) -> "TorchWindows":
+        from tb_iotrace.recording import pytorch as torch_capture
+
+        torch_capture.install()          # the workers' fork/spawn hooks, the window hook
+        self.steps.install()
+        self._thread.start()
+        atexit.register(self.close)
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every_s):
+            self.steps.ask(self.for_s)
+
+    def close(self) -> None:
+        """At exit (on the main thread, the training thread of most jobs): a window still open
+        is stopped and written."""
+        self._stop.set()
+        if self.steps.prof is not None and threading.current_thread() is threading.main_thread():
+            try:
+                self.steps.uninstall()
+            except Exception as exc:
+                sys.stderr.write(f"tb-iotrace: the last PyTorch window was not written: {exc}\n")
+
+    def _stop_asking(self) -> None:
+        self._stop.set()
+
+
+def own_paths(logdir: str) -> list[str]:
+    """Path prefixes of what the windows themselves write (the traces, the handlers' spools and
+    control folders): left out of every recording, like the record folder."""
+    import tempfile
+
+    out = [os.path.join(tempfile.gettempdir(), "tb_iotrace-torch-")]
+    if "://" not in logdir:
+        out.append(os.path.join(os.path.abspath(logdir), SUBDIR) + os.sep)
+    return out
+
+
+def arm_after_import(logdir: str, every_s: float, for_s: float) -> None:
+    """Take windows once torch's import has finished, unless TensorFlow or JAX runs here too."""
+    from tb_iotrace.recording.importhook import call_after_import
+
+    def arm() -> None:
+        if "tensorflow" in sys.modules or "jax" in sys.modules:
+            return
+        mp = sys.modules.get("multiprocessing.process")
+        if mp is not None and mp.parent_process() is not None:   # a spawned DataLoader worker
+            return
+        try:
+            TorchWindows(logdir, every_s, for_s).start()
+        except Exception as exc:
+            sys.stderr.write(f"tb-iotrace: no PyTorch profile windows in pid {os.getpid()}: {exc}\n")
+
+    call_after_import("torch", arm)

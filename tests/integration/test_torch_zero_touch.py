@@ -1,0 +1,75 @@
+"""A PyTorch job with no profiler and no tb_iotrace in its code, under ``tb-iotrace run
+--profile-every``: torch.profiler windows taken at its DataLoader's iterations, each one run under
+``<logdir>/pytorch``, diagnosed as the same job with ``tb_iotrace.torch.trace_handler`` is
+(``test_diagnosis_jobs.assert_bound``: decode-bound, read-bound), listed in time order and marked
+as taken by ``run``."""
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tb_iotrace.store.kineto import io_record, read_trace
+
+from test_diagnosis_jobs import assert_bound
+
+SCRIPTS = Path(__file__).parent / "scripts"
+JOB = SCRIPTS / "torch_zero_touch.py"
+
+
+def run_under(work: Path, mode: str, seconds: float, every: float, length: float) -> Path:
+    log = work / "log"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SCRIPTS), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run([sys.executable, "-m", "tb_iotrace", "run", "--logdir", str(log), "--profile-every",
+                           str(every), "--profile-for", str(length), "--", sys.executable, str(JOB), str(work), mode,
+                           str(seconds)], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "steps " in proc.stdout
+    return log
+
+
+def report(log: Path) -> dict:
+    from tb_iotrace.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["report", str(log), "--json", "--no-progress", "--jobs", "1"]) == 0
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["decode", "read"])
+def test_run_profile_every_diagnoses_a_plain_torch_job(mode: str, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    log = run_under(tmp_path, mode, 9.0, 4.0, 2.0)
+    traces = sorted((log / "pytorch").glob("*/*.pt.trace.json"))
+    assert len(traces) >= 2, traces            # windows at ~4 s and ~8 s (and one cut by the exit)
+    full = []
+    for path in traces:
+        rec = io_record(read_trace(str(path)))
+        assert rec is not None
+        assert rec["steps_from"] == "dataloader" and "__next__" in rec["steps_note"]
+        assert rec["window_origin"]["by"] == "tb-iotrace run --profile-every"
+        assert {p["role"] for p in rec["processes"]} == {"main", "worker"}
+        assert any(p.get("num_fetches", 0) > 0 for p in rec["processes"] if p["role"] == "worker")
+        if rec["processes"][0]["end_ns"] - rec["processes"][0]["start_ns"] >= 1.5e9:
+            full.append(path)
+    assert full, "no window ran its whole length"
+    for path in full:
+        if mode == "decode":
+            v, _ = assert_bound(str(path), "decode", "num_workers=1 -> ")
+        else:
+            v, findings = assert_bound(str(path), "file_io", "num_workers=2 -> ")
+            assert "redundant-reads" not in {f["id"] for f in findings}
+        assert any("DataLoader's iterations" in n for n in v["notes"]), v["notes"]
+    doc = report(log)
+    (job,) = [j for j in doc["jobs"] if j["job"] == "pytorch"]
+    starts = [w["start_ns"] for w in job["windows"]]
+    assert len(starts) == len(traces) and starts == sorted(starts)
+    assert all(w["taken_by"].startswith("tb-iotrace run --profile-every at ") for w in job["windows"])
