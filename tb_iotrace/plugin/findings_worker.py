@@ -51,7 +51,7 @@ def findings_of(path: str) -> dict[str, Any]:
         partial = rec.partial
         rank = rec.doc.get("rank") if isinstance(rec.doc.get("rank"), int) else None
         calls = rec.doc.get("checkpoint_calls")
-        a = analyze(None, trace=record_trace(path), checkpoint_calls=calls if isinstance(calls, list) else None)
+        a = analyze(None, trace=record_trace(path, rec), checkpoint_calls=calls if isinstance(calls, list) else None)
     else:
         a = analyze(path)
     if a is None:
@@ -65,7 +65,8 @@ def findings_of(path: str) -> dict[str, Any]:
     notes = list(d.get("notes", []))
     if partial:
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
-                        "from its counters and calls up to the last periodic flush.")
+                        + (f"from its counters up to the last periodic flush ({rec.trace_missing})." if rec.trace_missing
+                           else "from its counters and calls up to the last periodic flush."))
     verdict = d.get("verdict") or None
     if rank is None and verdict and verdict.get("collectives") and not path.endswith(".json"):
         rank = _capture_rank(path)      # a rank of a distributed job: its job verdict needs it

@@ -171,12 +171,13 @@ def _machine(doc: dict[str, Any]) -> dict[str, Any] | None:
     return dict(m) if isinstance(m, dict) else None
 
 
-def record_trace(path: str) -> Any:
+def record_trace(path: str, rec: RunRecord | None = None) -> Any:
     """The record as an ``IoTrace`` for :func:`tb_iotrace.analysis.analyze` (absolute
-    times); without a stored trace, an empty one carrying the per-file counters."""
+    times); without a stored trace, an empty one carrying the per-file counters (``rec``: the
+    record already read, whose ``trace_missing`` then says why its calls are absent)."""
     from tb_iotrace.store.xplane import IoTrace
 
-    rec: RunRecord = read_record(path)
+    rec = read_record(path) if rec is None else rec
     t = rec.trace()
     threads = {int(th.get("tid", 0)): (int(th.get("pthread_self") or 0), str(th.get("name") or ""))
                for th in rec.doc.get("threads", []) if isinstance(th, dict)}

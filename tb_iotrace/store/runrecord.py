@@ -327,6 +327,7 @@ class RunRecord:
     path: Path
     doc: dict[str, Any]
     _table: FileTable | None = None
+    trace_missing: str = ""    # set by trace(): why a partial record's calls are not there
 
     @property
     def name(self) -> str:
@@ -431,11 +432,17 @@ class RunRecord:
         """A periodic flush's trace: its windows' parts beside the record, joined in order."""
         from tb_iotrace.store.trace_merge import merge
 
-        if not isinstance(parts, list) or not all(isinstance(n, str) and is_trace_part(self.path, n) for n in parts):
+        if not isinstance(parts, list) or not all(isinstance(n, str) and _part_index(n) is not None for n in parts):
             raise RecordError(f"{self.path}: its 'trace_parts' entry is not a list of its trace parts")
         got, total = [], 0
         for name in parts:
-            p = self.path.parent / name
+            # always the record's own parts (by their number), beside it and never through a link:
+            # a record copied or renamed without its parts has none, not another record's
+            p = self.path.parent / trace_part_name(self.path, _part_index(name) or 0)
+            if self.partial and not p.exists():
+                self.trace_missing = (f"its per-call trace parts are missing ({p.name} is not beside it): "
+                                      "counters only")
+                return None
             try:
                 with open(os.open(p, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC), "rb") as fh:
                     if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
@@ -451,6 +458,14 @@ class RunRecord:
 def trace_part_name(json_path: str | os.PathLike[str], k: int) -> str:
     """The file name of a periodic flush's ``k``-th trace part (beside the record's JSON)."""
     return f"{Path(json_path).stem}.part{int(k)}.npz"
+
+
+def _part_index(name: str) -> int | None:
+    """``k`` of a trace part's file name ``<stem>.part<k>.npz``; None for any other name."""
+    if not name.endswith(".npz") or "/" in name or ".part" not in name:
+        return None
+    k = name[name.rindex(".part") + 5:-4]
+    return int(k) if k.isdigit() and len(k) < 10 else None
 
 
 def is_trace_part(json_path: str | os.PathLike[str], name: str) -> bool:

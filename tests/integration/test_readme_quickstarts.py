@@ -60,8 +60,10 @@ def test_pytorch_quickstart(tmp_path):
     # (prefetch_factor 2), so the window holds the batches they fetch while it runs: 58-64 files
     # here, never a fixed number (the fetch in flight at the stop is cut; the >= 64 this asked
     # before failed 2 runs in 3 on an idle machine, on 30c4dcb too). The main process reads no
-    # sample: these reads are the workers', recorded in the window.
-    assert len(read) >= 32 and all(n > 0 for n in read.values()), read
+    # sample: these reads are the workers', recorded in the window. A file a worker opened just
+    # before the stop and read after it is in the window with 0 bytes: at most one per worker.
+    whole = [n for n in read.values() if n > 0]
+    assert len(whole) >= 32 and len(read) - len(whole) <= 2, read
 
 
 @pytest.mark.jax

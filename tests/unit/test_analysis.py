@@ -165,7 +165,9 @@ def test_stage_names_drop_indices() -> None:
     assert FINDING_IDS == ["input-bound", "worker-restarts", "small-reads", "eof-zero-reads", "many-small-files",
                            "metadata-heavy", "random-access", "redundant-reads", "serial-reads", "staging-candidates",
                            "blocking-writes", "small-writes", "slow-filesystem",
-                           "checkpoint-blocking", "checkpoint-small-writes", "checkpoint-fsync"]
+                           "checkpoint-blocking", "checkpoint-small-writes", "checkpoint-fsync",
+                           "object-small-requests", "object-serial-requests", "object-refetch",
+                           "object-metadata-storm", "object-throttled"]
 
 
 def test_empty_trace_and_mount_note() -> None:

@@ -153,3 +153,31 @@ def test_run_on_a_disk_that_fills_up(small_fs, tmp_path):
     assert "PARTIAL" not in rep.stdout and "killed" not in rep.stdout
     assert "the trace was left out to keep the final counters" in rep.stdout
     assert "[ended by exit]" in rep.stdout
+
+
+def test_a_partial_record_copied_without_its_trace_parts_keeps_its_counters(tmp_path) -> None:
+    """A killed process's record lists the trace parts of its periodic flushes; copied or renamed
+    without them (a hostile host name in the tab's tests did that) it is read from its counters
+    with a note saying so, never an error for every host of the run, and never another record's
+    parts (the parts are always the record's own, by their number)."""
+    import shutil
+
+    from tb_iotrace.plugin.findings_worker import findings_of
+    from tb_iotrace.store.runrecord import read_record, table_path, write_record
+
+    files = [{"path": "/data/k.bin", "module": "POSIX", "record_id": 1,
+              "counters": {"POSIX_OPENS": 1, "POSIX_WRITES": 1, "POSIX_BYTES_WRITTEN": 3333}, "fcounters": {}}]
+    jpath = write_record(tmp_path / "killed", None, partial=True, files=files,
+                         trace_parts=[("ignored", 1)])
+    rec = read_record(jpath)
+    rec.doc["trace_parts"] = [f"{jpath.name[:-5]}.part1.npz"]     # as a flush lists it
+    jpath.write_text(json.dumps(rec.doc))
+    copy = jpath.with_name("other.7.json")
+    shutil.copyfile(jpath, copy)
+    if table_path(jpath).exists():
+        shutil.copyfile(table_path(jpath), table_path(copy))
+    for p in (jpath, copy):
+        got = findings_of(str(p))
+        assert "could not" not in got.get("message", ""), got
+        assert any("parts are missing" in n for n in got["notes"]), got["notes"]
+        assert read_record(p).trace() is None
