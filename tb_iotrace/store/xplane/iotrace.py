@@ -104,6 +104,8 @@ class IoTrace:
                when not recorded
     checkpoint_calls   the checkpoint library calls noted in the window (tb_iotrace.base.ckptcalls:
                safetensors, orbax, tf.train.Checkpoint), [] when none
+    window_ns  a whole-run record's window (epoch ns start, end): the process's run; None for a
+               capture (its window is the profile's)
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
 
@@ -128,6 +130,7 @@ class IoTrace:
     mounts: str = ""    # /proc/self/mountinfo of the traced process at capture time ("" unknown)
     machine: dict | None = None   # tb_iotrace.store.machine record of the machine that made it
     checkpoint_calls: list = field(default_factory=list)   # tb_iotrace.base.ckptcalls' calls of the window
+    window_ns: tuple[int, int] | None = None   # a whole-run record's run (epoch ns), None for a capture
 
     def __post_init__(self) -> None:
         n = None
@@ -183,7 +186,8 @@ class IoTrace:
                        else getattr(self, name)[index]) for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
                        counters=self.counters, mounts=self.mounts, untracked=self.untracked,
-                       machine=self.machine, checkpoint_calls=list(self.checkpoint_calls))
+                       machine=self.machine, checkpoint_calls=list(self.checkpoint_calls),
+                       window_ns=self.window_ns)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}
