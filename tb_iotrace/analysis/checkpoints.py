@@ -202,18 +202,25 @@ def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> l
     return sorted(out)
 
 
-def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[int]]]:
+def _group(cands: list[tuple[int, int, int, int]], paths: list[str]) -> list[tuple[int, int, set[int]]]:
     """Bursts of different files are one phase when they overlap in time (writers in parallel)
     or follow each other within GROUP_NS on one thread; a file written again starts a new one
-    (the next save)."""
+    (the next save), and so does, following on, a file of the same name as one of the phase's
+    in another folder (the same layout saved again elsewhere: DCP's save into ``step8`` right
+    after one into ``step7``)."""
     groups: list[tuple[int, int, set[int], set[int]]] = []
+    names: list[set[str]] = []
     for lo, hi, code, tid in cands:
+        name = paths[code].rsplit("/", 1)[-1]
         if groups and code not in groups[-1][2] and (
-                lo < groups[-1][1] or (lo <= groups[-1][1] + GROUP_NS * 1000 and tid in groups[-1][3])):
+                lo < groups[-1][1] or (lo <= groups[-1][1] + GROUP_NS * 1000 and tid in groups[-1][3]
+                                       and name not in names[-1])):
             g = groups[-1]
             groups[-1] = (g[0], max(g[1], hi), g[2] | {code}, g[3] | {tid})
+            names[-1].add(name)
         else:
             groups.append((lo, hi, {code}, {tid}))
+            names.append({name})
     return [(lo, hi, codes) for lo, hi, codes, _ in groups]
 
 
@@ -344,7 +351,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
 
     saved: set[str] = set()
     for kind in ("save", "load"):
-        groups = _group(_shape_candidates(ctx, ix, kind, saved))
+        groups = _group(_shape_candidates(ctx, ix, kind, saved), ctx.paths)
         large = {c for _, _, g in groups for c in g}
         for n, (lo, hi, codes) in enumerate(groups):
             if not free(lo, hi, codes):
