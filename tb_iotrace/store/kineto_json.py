@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from tb_iotrace.store import kineto_stream
 from tb_iotrace.store.kineto import KinetoTraceError
 from tb_iotrace.base.limits import LimitError, gunzip, json_loads, max_trace_bytes, read_limited
 
@@ -67,6 +68,7 @@ class TraceJson:
     path: str = ""
     _slices: list[Any] | None = None       # msgspec.Raw per event
     _events: list[Any] | None = None       # the fallback: json's whole list
+    _bodies: list[bytes] | None = None     # read as a stream: each batch's text, a JSON list
 
     def batches(self) -> Iterator[list[Any]]:
         """The events, :data:`BATCH` at a time: :class:`Event` structs, or what ``json``
@@ -78,8 +80,11 @@ class TraceJson:
                 yield events
             return
         slices, self._slices = self._slices or [], None
-        for at in range(0, len(slices), BATCH):
-            body = b"[" + b",".join(slices[at:at + BATCH]) + b"]"
+        bodies, self._bodies = self._bodies, None
+        if bodies is None:
+            bodies = [b"[" + b",".join(slices[at:at + BATCH]) + b"]" for at in range(0, len(slices), BATCH)]
+        for i in range(len(bodies)):
+            body, bodies[i] = bodies[i], b""      # each batch's text freed once read
             try:
                 got: list[Any] = _EVENTS.decode(body)
             except RecursionError:
@@ -154,6 +159,20 @@ def _whole(raw: bytes, path: str) -> TraceJson:
 
 
 def _open(path: str, header_only: bool) -> TraceJson:
+    """Read as a stream (:mod:`tb_iotrace.store.kineto_stream`: memory follows the events' text,
+    not the expanded file); what the stream does not follow is read whole."""
+    try:
+        with open(path, "rb") as fh:
+            top, bodies, count = kineto_stream.split(fh, max_trace_bytes(), "the trace", BATCH, header_only)
+    except kineto_stream.Unfollowed:
+        return _open_whole(path, header_only)
+    header = {k: json_loads(v, _WHAT) for k, v in top.items()}
+    if header_only:
+        return TraceJson(header=header, count=-1, path=path)
+    return TraceJson(header=header, count=count, path=path, _bodies=bodies)
+
+
+def _open_whole(path: str, header_only: bool) -> TraceJson:
     raw = _read_text(path)
     top = _split(raw, path) if _utf8(raw) else None    # not UTF-8: json says where, as it did
     if top is None:
