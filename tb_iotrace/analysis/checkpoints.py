@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.checkpoint_spans import SPAN_NAME, call_spans, hook_spans
+from tb_iotrace.analysis.checkpoint_spans import SPAN_NAME, call_spans, epoch_offset_ps, hook_spans
 from tb_iotrace.analysis.context import Context
 from tb_iotrace.analysis.intervals import clip, merge, overlap
 
@@ -202,18 +202,25 @@ def _shape_candidates(ctx: Context, ix: _Index, kind: str, saved: set[str]) -> l
     return sorted(out)
 
 
-def _group(cands: list[tuple[int, int, int, int]]) -> list[tuple[int, int, set[int]]]:
+def _group(cands: list[tuple[int, int, int, int]], paths: list[str]) -> list[tuple[int, int, set[int]]]:
     """Bursts of different files are one phase when they overlap in time (writers in parallel)
     or follow each other within GROUP_NS on one thread; a file written again starts a new one
-    (the next save)."""
+    (the next save), and so does, following on, a file of the same name as one of the phase's
+    in another folder (the same layout saved again elsewhere: DCP's save into ``step8`` right
+    after one into ``step7``)."""
     groups: list[tuple[int, int, set[int], set[int]]] = []
+    names: list[set[str]] = []
     for lo, hi, code, tid in cands:
+        name = paths[code].rsplit("/", 1)[-1]
         if groups and code not in groups[-1][2] and (
-                lo < groups[-1][1] or (lo <= groups[-1][1] + GROUP_NS * 1000 and tid in groups[-1][3])):
+                lo < groups[-1][1] or (lo <= groups[-1][1] + GROUP_NS * 1000 and tid in groups[-1][3]
+                                       and name not in names[-1])):
             g = groups[-1]
             groups[-1] = (g[0], max(g[1], hi), g[2] | {code}, g[3] | {tid})
+            names[-1].add(name)
         else:
             groups.append((lo, hi, {code}, {tid}))
+            names.append({name})
     return [(lo, hi, codes) for lo, hi, codes, _ in groups]
 
 
@@ -344,7 +351,7 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
 
     saved: set[str] = set()
     for kind in ("save", "load"):
-        groups = _group(_shape_candidates(ctx, ix, kind, saved))
+        groups = _group(_shape_candidates(ctx, ix, kind, saved), ctx.paths)
         large = {c for _, _, g in groups for c in g}
         for n, (lo, hi, codes) in enumerate(groups):
             if not free(lo, hi, codes):
@@ -379,32 +386,40 @@ TITLES = {
 }
 
 
-def training_time_ns(ctx: Context) -> tuple[int, int | None, str]:
-    """(the run's training time in ns, its step count or None, basis): the steps' span when
-    steps are known, else from the first checkpoint load (a restore starts the training; else
-    the first data-file call) to the last data-file call."""
+def _window(ctx: Context) -> tuple[int, int, int | None, str] | None:
+    """The run's training time as capture-clock ps [lo, hi], its step count or None, its basis:
+    the steps' span when steps are known; else from the first checkpoint load, when it comes
+    before every save (a restore starts the training), to the last data-file call; else a
+    whole-run record's window (the process's run: the record knows its length; a load after
+    the saves, a check of the last one, starts nothing); else the span of the data-file calls."""
     steps = ctx.att.steps if ctx.att is not None else []
     if steps:
-        return (max(s.end_ps for s in steps) - min(s.start_ps for s in steps)) // 1000, len(steps), "steps"
+        return min(s.start_ps for s in steps), max(s.end_ps for s in steps), len(steps), "steps"
     rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
     if not len(rows):
-        return 0, None, "none"
-    loads = [p["start_ns"] for p in checkpoint_phases(ctx) if p["kind"] == "load"]
-    first = min(loads) if loads else int(ctx.trace.start_ns[rows].min())
-    basis = "data I/O from the first load" if loads else "data I/O span"
-    return int(ctx.trace.end_ns[rows].max()) - first, None, basis
+        return None
+    phases = checkpoint_phases(ctx)
+    loads = [p["_lo"] for p in phases if p["kind"] == "load"]
+    saves = [p["_lo"] for p in phases if p["kind"] == "save"]
+    if loads and (not saves or min(loads) < min(saves)):
+        return min(loads), int(ctx.e_ps[rows].max()), None, "data I/O from the first load"
+    run = getattr(ctx.trace, "window_ns", None)
+    if run is not None:
+        off = epoch_offset_ps(ctx)
+        return int(run[0]) * 1000 - off, int(run[1]) * 1000 - off, None, "the run"
+    return int(ctx.s_ps[rows].min()), int(ctx.e_ps[rows].max()), None, "data I/O span"
+
+
+def training_time_ns(ctx: Context) -> tuple[int, int | None, str]:
+    """(the run's training time in ns, its step count or None, basis): :func:`_window`."""
+    w = _window(ctx)
+    return (0, None, "none") if w is None else ((w[1] - w[0]) // 1000, w[2], w[3])
 
 
 def _window_ps(ctx: Context) -> tuple[int, int] | None:
     """The training time of :func:`training_time_ns` as capture-clock ps [lo, hi]."""
-    steps = ctx.att.steps if ctx.att is not None else []
-    if steps:
-        return min(s.start_ps for s in steps), max(s.end_ps for s in steps)
-    rows = np.concatenate([ctx.read_rows, ctx.write_rows, ctx.meta_rows])
-    if not len(rows):
-        return None
-    loads = [p["_lo"] for p in checkpoint_phases(ctx) if p["kind"] == "load"]
-    return (min(loads) if loads else int(ctx.s_ps[rows].min())), int(ctx.e_ps[rows].max())
+    w = _window(ctx)
+    return None if w is None else (w[0], w[1])
 
 
 def _within_training(ctx: Context, starts: Any, ends: Any) -> int:

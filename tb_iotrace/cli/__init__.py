@@ -22,7 +22,8 @@ COMMAND_MODULES = (("run", "tb_iotrace.cli.run", "Run"), ("attach", "tb_iotrace.
                    ("report", "tb_iotrace.cli.report", "Report"),
                    ("export", "tb_iotrace.cli.export", "Export"),
                    ("import-darshan", "tb_iotrace.cli.import_darshan", "ImportDarshan"),
-                   ("fleet", "tb_iotrace.cli.fleet", "Fleet"))
+                   ("fleet", "tb_iotrace.cli.fleet", "Fleet"),
+                   ("tensorboard", "tb_iotrace.cli.tensorboard", "TensorBoard"))
 
 __all__ = ["main", "build_parser", "COMMANDS", "UserError"]
 
@@ -58,10 +59,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for cls in commands(only):
         doc = (cls.__doc__ or "").strip()
         first = doc.splitlines()[0] if doc else cls.name
+        # a command that passes its arguments on (tensorboard) has no options of its own
+        own = {"prefix_chars": "+", "add_help": False} if cls.passes_arguments_on else {}
         p = sub.add_parser(cls.name, help=first, description=doc,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
-        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                       help="show tracebacks on errors")
+                           formatter_class=argparse.RawDescriptionHelpFormatter, **own)
+        if not own:
+            p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                           help="show tracebacks on errors")
         cls.add_arguments(p)
         p.set_defaults(_command=cls)
     return parser

@@ -12,6 +12,7 @@ class Command:
     """Base of the subcommands: ``name``, help in the docstring, ``add_arguments``, ``run``."""
 
     name = ""
+    passes_arguments_on = False      # True: every argument after the name is the command's, unparsed
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:

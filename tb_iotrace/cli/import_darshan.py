@@ -241,7 +241,10 @@ class ImportDarshan(Command):
                 ours = [ln[len("tbio: "):] for ln in err if ln.startswith("tbio: ")]
                 raise UserError(f"{args.log}: {(ours or err or ['cannot read'])[-1]}")
             if r.returncode != 0 or not os.path.exists(js):
-                why = "; ".join(err[-2:]) if err else f"exit code {r.returncode}"
+                # a traceback's frames say nothing to the user (and a child that crashed while
+                # printing one leaves only its head): its exception line, else the exit
+                said = [ln for ln in err if not ln.startswith(("Traceback", " ", "\t"))]
+                why = "; ".join(said[-2:]) if said else f"exit code {r.returncode}"
                 raise UserError(f"{args.log}: corrupt or unsupported Darshan log ({why})")
             if err and any("failed" in ln.lower() for ln in err):
                 raise UserError(f"{args.log}: corrupt or truncated Darshan log ({err[0]})")

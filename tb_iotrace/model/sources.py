@@ -23,7 +23,7 @@ import numpy as np
 
 from tb_iotrace.store.filetable import FileTable
 from tb_iotrace.store.kineto import KinetoTraceError
-from tb_iotrace.store.runrecord import RecordError, RunRecord, checked_trace, read_record
+from tb_iotrace.store.runrecord import RecordError, RunRecord, checked_trace, read_record, record_window
 
 # The columns of a source's I/O calls (absolute epoch ns times), as :meth:`Source.io_columns` gives them.
 IO_COLUMNS = ("start_ns", "end_ns", "op", "path", "offset", "requested", "returned", "fd", "errno", "tid")
@@ -304,7 +304,8 @@ class RecordSource(Source):
                 machine = self.doc.get("machine")
                 self._trace = IoTrace(**cols, threads={t: (0, n) for t, n in names.items()}, dropped=self.dropped(),
                                       counters=self.files(),
-                                      machine=dict(machine) if isinstance(machine, dict) else None)
+                                      machine=dict(machine) if isinstance(machine, dict) else None,
+                                      window_ns=record_window(self.doc))
             self._loaded = True
         return self._trace
 

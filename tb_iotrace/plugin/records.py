@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, RunRecord, checked_trace, read_record, table_path
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, RunRecord, checked_trace, read_record, record_window, table_path
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
 from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.plugin.tab_model import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
@@ -182,12 +182,13 @@ def record_trace(path: str, rec: RunRecord | None = None) -> Any:
     threads = {int(th.get("tid", 0)): (int(th.get("pthread_self") or 0), str(th.get("name") or ""))
                for th in rec.doc.get("threads", []) if isinstance(th, dict)}
     dropped = int(rec.doc.get("dropped") or 0)
+    window = record_window(rec.doc)
     if t is None:
         z = np.zeros(0, np.int64)
         return IoTrace(op=np.zeros(0, object), path=np.zeros(0, object), offset=z, requested=z, returned=z,
                        fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=threads, dropped=dropped,
                        counters=rec.files,
-                       untracked=_untracked(rec.doc), machine=_machine(rec.doc))
+                       untracked=_untracked(rec.doc), machine=_machine(rec.doc), window_ns=window)
     ops = np.append(t["op_names"].astype(object), "?")
     paths = np.append(t["paths"].astype(object), "")
     op_id = t["op_id"]
@@ -197,7 +198,7 @@ def record_trace(path: str, rec: RunRecord | None = None) -> Any:
                    offset=t["offset"], requested=t["requested"], returned=t["returned"], fd=t["fd"],
                    errno=t["errno"], start_ns=t["start_ns"], end_ns=t["end_ns"], tid=t["tid"],
                    threads=threads, dropped=dropped, counters=rec.files,
-                   untracked=_untracked(rec.doc), machine=_machine(rec.doc))
+                   untracked=_untracked(rec.doc), machine=_machine(rec.doc), window_ns=window)
 
 
 __all__ = ["cache_key", "load_record", "record_trace", "total_size", "trace_path"]

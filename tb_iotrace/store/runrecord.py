@@ -322,6 +322,15 @@ def job_rank(env: Any) -> int | None:
     return None
 
 
+def record_window(doc: dict[str, Any]) -> tuple[int, int] | None:
+    """The record's window (epoch ns start, end): the process's run, or its part a partial
+    record covers; None when the document has no sound one."""
+    start, end = doc.get("start_ns"), doc.get("end_ns")
+    if isinstance(start, int) and isinstance(end, int) and 0 < start <= end:
+        return start, end
+    return None
+
+
 @dataclass
 class RunRecord:
     path: Path

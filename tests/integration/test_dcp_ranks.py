@@ -81,6 +81,16 @@ def test_two_rank_dcp_save_listed_per_rank(tmp_path: Path) -> None:
                        for f, v in files.items() if f.endswith(".distcp")}
 
 
+def test_two_rank_dcp_saves_back_to_back_listed_apart(tmp_path: Path) -> None:
+    """Two saves into two folders, one right after the other (no step between): two saves per
+    rank, each with its own folder's bytes."""
+    run, jobs = _run(tmp_path, "pair")
+    _check_ranks(run, jobs, {"shape"})
+    for h in _rank_hosts(run, jobs):
+        a, b = [p for p in h["checkpoints"] if p["kind"] == "save"]
+        assert a["end_ns"] <= b["start_ns"] and a["path"] != b["path"], (a, b)
+
+
 def test_two_rank_dcp_async_save_listed_per_rank(tmp_path: Path) -> None:
     run, jobs = _run(tmp_path, "async")
     _check_ranks(run, jobs, {"shape"})

@@ -112,8 +112,8 @@ def _serial_fifo(a, d, hop=False):
     if hop:
         assert e["reading_threads"] == 2 and e["top_thread_read_share"] <= 0.6, e
     assert "one at a time" in a.finding("serial-reads")["statement"]
-    # the verdict (issue 19): read-bound (the writer feeds a chunk per 12 ms: reads block on it,
-    # file_io 87-89% of the wait here), its file_io share the finding's, the advice reads in parallel
+    # the verdict: read-bound (the writer feeds a chunk per 60 ms: reads block on it for most
+    # of each wait), its file_io share the finding's, the advice reads in parallel
     v = a.verdict
     assert v["bound"] == "input" and v["cause"] == "file_io", v
     assert v["wait_breakdown"]["file_io"] == pytest.approx(e["io_share_of_wait"], abs=1e-9)

@@ -118,3 +118,29 @@ def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: 
     blocked = sum(p["blocking_ns"] for p in saves) / 1e9
     assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
     print("async: blocked", blocked, "job", sum(job["saves_s"]), "background", sum(p["background_ns"] for p in saves) / 1e9)
+
+
+SAVE_EVERY_JOB = Path(__file__).parent / "scripts" / "torch_save_every_job.py"
+
+
+def test_run_record_blocking_share_is_of_the_run(tmp_path: Path) -> None:
+    """A whole-run record of a loop that saves 64 MiB (torch.save + fsync) every 20 steps and
+    loads the last save back at its end: no steps, and its one load is no restore, so the share
+    is of the run (the record's window): checkpoint-blocking within 2x of the job's own timing."""
+    cmd = [PY, "-m", "tb_iotrace", "run", "--quiet", "--logdir", str(tmp_path / "logs"), "--", PY,
+           str(SAVE_EVERY_JOB), str(tmp_path)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    job = json.loads((tmp_path / "result.json").read_text())
+    (h,) = [h for h in _hosts(tmp_path / "logs") if h["process"]["pid"] == job["pid"]]
+    saves = [p for p in h["checkpoints"] if p["kind"] == "save"]
+    assert {p["path"]: p["bytes"] for p in saves} == job["sizes"] and len(saves) == 4
+    assert [p["kind"] for p in h["checkpoints"]][-1] == "load"
+    share = sum(job["saves_s"]) / job["run_s"]          # the job's own: its saves over its run
+    (f,) = [f for f in h["findings"] if f["id"] == "checkpoint-blocking"]
+    got = f["impact"]["step_share"]
+    print("share of the run", got, "job", share, f["impact"], h["training"])
+    assert share / 2 <= got <= share * 2, (got, share, f["impact"])
+    assert f["impact"]["basis"] == h["training"]["basis"] == "the run"
+    run_ns = h["process"]["end_ns"] - h["process"]["start_ns"]
+    assert h["training"]["time_ns"] == run_ns

@@ -328,3 +328,20 @@ def test_a_load_going_back_to_the_start_of_its_file_is_one_load() -> None:
     rows += [("read", "/ckpt/init.pt", i * MiB, MiB, T0 + 100_000 + i * 1_100_000, 1_000_000) for i in range(4)]
     a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
     assert [(p["kind"], p["bytes"], p["calls"]) for p in a.checkpoints] == [("load", 4 * MiB + 128, 5)]
+
+
+def test_the_same_layout_saved_again_into_another_folder_right_after_is_a_second_save() -> None:
+    """Two saves back to back (DCP's save into step8, then into step8b, 10 ms apart on one
+    thread): the same file name in another folder starts the next save; files of one save
+    written one after the other in one folder stay one save."""
+    rows, t = [], T0
+    for folder in ("/ck/step8", "/ck/step8b"):
+        for name in ("__0_0.distcp", "__0_1.distcp"):
+            got, t = save(f"{folder}/{name}", t, 4 * MiB, MiB)
+            rows += got
+            t += 5_000_000
+    a = analyze(None, trace=make_trace(rows), mountinfo=MOUNTS)
+    saves = [p for p in a.checkpoints if p["kind"] == "save"]
+    assert [(p["files"], p["bytes"]) for p in saves] == [(2, 8 * MiB), (2, 8 * MiB)], saves
+    assert [sorted(p["paths"]) for p in saves] == [[f"{d}/__0_0.distcp", f"{d}/__0_1.distcp"]
+                                                   for d in ("/ck/step8", "/ck/step8b")]

@@ -106,6 +106,8 @@ class IoTrace:
                safetensors, orbax, tf.train.Checkpoint), [] when none
     objects    the object-storage requests of the window as columns (tb_iotrace.store.objcolumns),
                None when none
+    window_ns  a whole-run record's window (epoch ns start, end): the process's run; None for a
+               capture (its window is the profile's)
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
 
@@ -131,6 +133,7 @@ class IoTrace:
     machine: dict | None = None   # tb_iotrace.store.machine record of the machine that made it
     checkpoint_calls: list = field(default_factory=list)   # tb_iotrace.base.ckptcalls' calls of the window
     objects: dict | None = None   # object-storage requests as columns (tb_iotrace.store.objcolumns)
+    window_ns: tuple[int, int] | None = None   # a whole-run record's run (epoch ns), None for a capture
 
     def __post_init__(self) -> None:
         n = None
@@ -186,7 +189,8 @@ class IoTrace:
                        else getattr(self, name)[index]) for name in COLUMNS}
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
                        counters=self.counters, mounts=self.mounts, untracked=self.untracked,
-                       machine=self.machine, checkpoint_calls=list(self.checkpoint_calls), objects=self.objects)
+                       machine=self.machine, checkpoint_calls=list(self.checkpoint_calls), objects=self.objects,
+                       window_ns=self.window_ns)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}

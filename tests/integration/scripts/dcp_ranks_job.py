@@ -1,12 +1,13 @@
 """A two-rank training loop (gloo, CPU, two processes) that saves with
 torch.distributed.checkpoint every few steps (tests/integration/test_dcp_ranks.py).
 
-    python dcp_ranks_job.py WORK MODE [SLOW_CGROUP]   # MODE: save | async | trace
+    python dcp_ranks_job.py WORK MODE [SLOW_CGROUP]   # MODE: save | async | trace | pair
 Each rank holds its own 8 MiB of weights (keys named by rank, so each rank writes its own
 shard; rank 0 also writes the checkpoint's .metadata) and saves them at steps 4 and 8 into
 WORK/stepN. ``save``: dcp.save; ``async``: dcp.async_save, each waited for before the next;
 ``trace``: dcp.save, each rank's loop profiled by tb_iotrace.torch.trace_handler into WORK/logs
-(its trace named rankN).
+(its trace named rankN); ``pair``: two dcp.save calls back to back after the last step, into
+WORK/step8 and WORK/step8b.
 SLOW_CGROUP: a cgroup v1 blkio directory whose write throttle caps the disk; rank 1 joins it
 (its writes, and the fsync that flushes them to the disk, run at the cap): the straggler.
 The ranks set RANK in their environment (as torchrun does) for the record.
@@ -56,18 +57,20 @@ def rank_main(rank: int, work: str, mode: str, cgroup: str) -> None:
             opt.zero_grad()
             loss.backward()
             opt.step()
-        if (k + 1) % EVERY == 0:
-            path = os.path.join(work, f"step{k + 1}")
+        if (mode != "pair" and (k + 1) % EVERY == 0) or (mode == "pair" and k + 1 == STEPS):
             state = {f"rank{rank}.{n}": t for n, t in net.state_dict().items()}
-            s = time.perf_counter()
-            if mode == "async":
-                dcp.async_save(state, checkpoint_id=path).result()
-            else:
-                dcp.save(state, checkpoint_id=path)
-            saves.append(time.perf_counter() - s)
+            paths = [os.path.join(work, f"step{k + 1}{x}") for x in (("", "b") if mode == "pair" else ("",))]
+            for path in paths:       # pair: the second save right after the first, no step between
+                s = time.perf_counter()
+                if mode == "async":
+                    dcp.async_save(state, checkpoint_id=path).result()
+                else:
+                    dcp.save(state, checkpoint_id=path)
+                saves.append(time.perf_counter() - s)
             dist.barrier()
-            mine = [f for f in os.listdir(path) if f.startswith(f"__{rank}_") or (rank == 0 and f == ".metadata")]
-            sizes[path] = {f: os.path.getsize(os.path.join(path, f)) for f in mine}
+            for path in paths:
+                mine = [f for f in os.listdir(path) if f.startswith(f"__{rank}_") or (rank == 0 and f == ".metadata")]
+                sizes[path] = {f: os.path.getsize(os.path.join(path, f)) for f in mine}
         if prof is not None:
             prof.step()
     loop_s = time.perf_counter() - t0

@@ -152,18 +152,22 @@ def stat_heavy(i):
 
 
 FIFO_CHUNK = 64 << 10
-FIFO_CHUNKS = 40
+FIFO_CHUNKS = 24
+FIFO_PERIOD_S = 0.06
 info["fifo"] = os.path.join(work, "slow.fifo")
 info["fifo_bytes"] = FIFO_CHUNK * FIFO_CHUNKS
-# Feeds a named pipe slowly, from a process of its own (not traced): one 64 KiB chunk per 12 ms,
-# well behind the consumer's step even on a loaded machine (at 4 ms a chunk, a step slowed by
-# load kept the pipe full and the reads' share of the wait fell under 30%).
+# Feeds a named pipe slowly, from a process of its own (not traced): one 64 KiB chunk per 60 ms,
+# far behind the consumer's step even on a loaded machine: the step's wait is a read blocked on
+# the pipe for most of 60 ms, against a few ms of the generator's own Python between reads,
+# however long a load of 4 on 2 cores stretches those (at 4 ms a chunk a step slowed by load
+# kept the pipe full; at 12 ms the generator's time between reads, stretched by such a load,
+# outweighed the reads and the verdict said decode).
 FIFO_WRITER = """
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY)
 chunk = b"f" * int(sys.argv[2])
 for _ in range(int(sys.argv[3])):
-    time.sleep(0.012)
+    time.sleep(float(sys.argv[4]))
     os.write(fd, chunk)
 os.close(fd)
 """
@@ -178,7 +182,8 @@ def fifo_ds(hop=False):
     fifo = info["fifo"]
     if not os.path.exists(fifo):
         os.mkfifo(fifo)
-    writer = subprocess.Popen([sys.executable, "-c", FIFO_WRITER, fifo, str(FIFO_CHUNK), str(FIFO_CHUNKS)])
+    writer = subprocess.Popen([sys.executable, "-c", FIFO_WRITER, fifo, str(FIFO_CHUNK), str(FIFO_CHUNKS),
+                               str(FIFO_PERIOD_S)])
 
     def reader(fd, inbox, outbox):
         while inbox.get():
