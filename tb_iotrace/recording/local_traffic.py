@@ -35,6 +35,7 @@ RESOLVE_WAIT_S = 2.0      # at most how long enable() waits for a cluster host's
 _GROUP_CALLS = ("init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration")
 _lock = threading.Lock()
 _registered: set[tuple[str, int]] = set()
+_hooked = False
 
 
 def _addresses(host: str, port: int) -> list[str]:
@@ -188,6 +189,9 @@ def mark_group_sockets() -> None:
 def install() -> None:
     """At enable: the environment's peers, the process group's sockets when it exists already,
     and the torch.distributed calls wrapped (now, or when it is imported)."""
+    global _hooked
     with _lock:
         mark_group_sockets()
-        call_after_import("torch.distributed", _hook_torch_distributed)
+        if not _hooked:                  # enable() again after a disable(): one import hook
+            _hooked = True
+            call_after_import("torch.distributed", _hook_torch_distributed)
