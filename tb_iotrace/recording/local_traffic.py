@@ -9,7 +9,9 @@ module tells the shim which are the job's own (native API in ``native/tbio.h``):
   torchrun's agent store), an ``init_method="tcp://HOST:PORT"``, and every address of
   ``TF_CONFIG``'s cluster (TensorFlow's workers, parameter servers, chief);
 - every connection any thread makes while ``torch.distributed.init_process_group`` or
-  ``new_group`` runs (the store's client, gloo's mesh of pairs, an eager NCCL bootstrap);
+  ``new_group`` runs (the store's client, gloo's mesh of pairs, an eager NCCL bootstrap), or
+  while a ``torch.distributed.TCPStore`` is built (torchrun's agent store, a job's own store:
+  the name is a subclass of it), whose address is a local peer after;
 - when tb_iotrace is enabled in a process whose process group exists already (a profiler
   handler made after ``init_process_group``, ``tb-iotrace attach``), its sockets open then:
   they were made before the shim could see who made them.
@@ -161,7 +163,33 @@ def _group_wrapper(orig: Any, init: bool) -> Any:
     return call
 
 
+def _store_class(orig: type) -> type:
+    """``TCPStore`` built inside a window (its client connects there, the master's too), and its
+    address a local peer after (a reconnect, a port 0 the store chose)."""
+
+    class TCPStore(orig):  # type: ignore[misc, valid-type]
+        _tbio_wrapper = True
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            with local_window():
+                super().__init__(*args, **kwargs)
+            try:
+                register_peer(str(self.host), int(self.port))
+            except Exception:
+                pass
+
+    TCPStore.__module__, TCPStore.__qualname__, TCPStore.__doc__ = orig.__module__, orig.__qualname__, orig.__doc__
+    return TCPStore
+
+
 def _hook_torch_distributed() -> None:
+    dist = sys.modules.get("torch.distributed")
+    store = getattr(dist, "TCPStore", None) if dist is not None else None
+    if isinstance(store, type) and not getattr(store, "_tbio_wrapper", False):
+        try:
+            dist.TCPStore = _store_class(store)     # type: ignore[union-attr]
+        except TypeError:      # a class that cannot be subclassed: the group calls' windows remain
+            pass
     for modname in ("torch.distributed.distributed_c10d", "torch.distributed"):
         mod = sys.modules.get(modname)
         for name in _GROUP_CALLS:

@@ -131,3 +131,27 @@ def test_mark_existing(server: int) -> None:
         assert _endpoints(talk) == []
     finally:
         s.close()
+
+
+def test_tcp_store_is_local() -> None:
+    """A TCPStore the job builds itself (master and client in this process) is no endpoint, and
+    is still the class torch names."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        pytest.skip("torch without torch.distributed")
+    api.enable()
+    from torch._C._distributed_c10d import TCPStore as Original
+
+    assert getattr(dist.TCPStore, "_tbio_wrapper", False)
+    stores = []
+
+    def build() -> None:
+        stores.append(dist.TCPStore("127.0.0.1", 0, 1, True, use_libuv=False))
+        stores[0].set("k", "v")
+        assert stores[0].get("k") == b"v"
+
+    assert _endpoints(build) == []
+    assert isinstance(stores[0], Original) and stores[0].port > 0
+    del torch
