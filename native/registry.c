@@ -401,7 +401,8 @@ static uint32_t resolve_fd(int fd, int module, char *link, size_t link_cap, int 
 
 uint32_t tbio_socket_id(int fd, const struct sockaddr *peer, unsigned len) {
     char *path = path_buf();
-    ssize_t n = tbio_socket_name(fd, TBIO_SOCK_CLIENT, peer, len, path, TBIO_PATH_BUF);
+    int role = tbio_fd_role(fd) == TBIO_SOCK_LOCAL ? TBIO_SOCK_LOCAL : TBIO_SOCK_CLIENT;
+    ssize_t n = tbio_socket_name(fd, role, peer, len, path, TBIO_PATH_BUF);
     if (n <= 0 || !tbio_path_traced(path, (size_t)n)) return TBIO_NO_FILE;
     uint32_t id = tbio_file_intern(path, (size_t)n, TBIO_POSIX);
     if (id == TBIO_OVER_FILE) tbio_note_over_file(path, (size_t)n);

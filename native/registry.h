@@ -116,7 +116,9 @@ TBIO_HIDDEN void tbio_fd_scan_existing(void);
 /* Who opened a socket: set by the connect and accept wrappers, idle or not
  * (one store; the fd's block is mapped on first use), reset whenever the
  * number is forgotten (close, socket, ...) and by tbio_enable. */
-enum { TBIO_SOCK_UNKNOWN = 0, TBIO_SOCK_ACCEPTED = 1, TBIO_SOCK_CLIENT = 2 };
+enum { TBIO_SOCK_UNKNOWN = 0, TBIO_SOCK_ACCEPTED = 1, TBIO_SOCK_CLIENT = 2, TBIO_SOCK_LOCAL = 3 };
+/* TBIO_SOCK_LOCAL: a client the job marked its own (tbio_local_begin, tbio_fd_set_local) */
+TBIO_HIDDEN int tbio_local_window(void);   /* a tbio_local_begin window is open: a connect is local */
 TBIO_HIDDEN void tbio_fd_set_role(int fd, int role);   /* also forgets what fd named */
 TBIO_HIDDEN int tbio_fd_role(int fd);
 TBIO_HIDDEN void tbio_fd_forget_roles(void);            /* tbio_enable: roles from before are stale */

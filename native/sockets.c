@@ -20,6 +20,14 @@
  * a lower, fixed one).  An endpoint can be left out with the path filters'
  * exclude prefixes (e.g. "tcp://127.0.0.1:6006").
  *
+ * The job's own traffic between its processes (torch.distributed's store,
+ * gloo's pairs, TensorFlow's workers) is made of client connections too, and
+ * is local when the job says so (tbio.h): connections made while a
+ * tbio_local_begin window is open (any thread: gloo connects on its own
+ * threads), to a peer in the local peer table, or on an fd marked local.  The
+ * window is one atomic count read by connect only; the table a fixed array
+ * of slots published with a release store, read lock-free.
+ *
  * Host names: getaddrinfo's answers are kept in a fixed ring of recent
  * (address, name) pairs, written and read without a lock or allocation
  * (a sequence count per slot), so a signal handler's traced call may read it. */
@@ -104,6 +112,74 @@ void tbio_host_note_all(const char *node, const struct addrinfo *res) {
     }
 }
 
+/* ---------- the job's own peers ---------- */
+static _Atomic int g_local_depth;
+
+void tbio_local_begin(void) { atomic_fetch_add_explicit(&g_local_depth, 1, memory_order_acq_rel); }
+void tbio_local_end(void) {
+    int d = atomic_load_explicit(&g_local_depth, memory_order_relaxed);
+    while (d > 0 && !atomic_compare_exchange_weak_explicit(&g_local_depth, &d, d - 1, memory_order_acq_rel,
+                                                           memory_order_relaxed)) {
+    }
+}
+int tbio_local_window(void) { return atomic_load_explicit(&g_local_depth, memory_order_acquire) > 0; }
+
+#define LOCAL_PEERS 64u
+typedef struct local_slot {
+    _Atomic uint32_t ready;       /* 1 once family, addr and port are stored */
+    _Atomic uint32_t family;
+    _Atomic uint32_t port;
+    _Atomic uint64_t addr[2];
+} local_slot;
+static local_slot g_local[LOCAL_PEERS];
+static _Atomic uint32_t g_nlocal;
+
+static int local_has(int family, const uint64_t a[2], unsigned port) {
+    uint32_t n = atomic_load_explicit(&g_nlocal, memory_order_acquire);
+    for (uint32_t i = 0; i < n && i < LOCAL_PEERS; i++) {
+        local_slot *s = &g_local[i];
+        if (!atomic_load_explicit(&s->ready, memory_order_acquire)) continue;
+        if (atomic_load_explicit(&s->family, memory_order_relaxed) == (uint32_t)family &&
+            atomic_load_explicit(&s->port, memory_order_relaxed) == port &&
+            atomic_load_explicit(&s->addr[0], memory_order_relaxed) == a[0] &&
+            atomic_load_explicit(&s->addr[1], memory_order_relaxed) == a[1])
+            return 1;
+    }
+    return 0;
+}
+
+int tbio_local_peer(const char *host, unsigned port) {
+    unsigned char bin[16];
+    int family;
+    if (!host || port == 0 || port > 65535) return -1;
+    if (inet_pton(AF_INET, host, bin) == 1) family = AF_INET;
+    else if (inet_pton(AF_INET6, host, bin) == 1) family = AF_INET6;
+    else return -1;
+    uint64_t a[2];
+    addr_words(family, bin, a);
+    if (local_has(family, a, port)) return 0;
+    uint32_t i = atomic_fetch_add_explicit(&g_nlocal, 1, memory_order_acq_rel);
+    if (i >= LOCAL_PEERS) {
+        atomic_store_explicit(&g_nlocal, LOCAL_PEERS, memory_order_release);
+        return -1;
+    }
+    local_slot *s = &g_local[i];
+    atomic_store_explicit(&s->family, (uint32_t)family, memory_order_relaxed);
+    atomic_store_explicit(&s->port, port, memory_order_relaxed);
+    atomic_store_explicit(&s->addr[0], a[0], memory_order_relaxed);
+    atomic_store_explicit(&s->addr[1], a[1], memory_order_relaxed);
+    atomic_store_explicit(&s->ready, 1, memory_order_release);
+    return 0;
+}
+
+int tbio_fd_set_local(int fd) {
+    if (fd < 0) return -1;
+    tbio_fd_set_role(fd, TBIO_SOCK_LOCAL);
+    return tbio_fd_role(fd) == TBIO_SOCK_LOCAL ? 0 : -1;
+}
+
+int tbio_fd_is_local(int fd) { return fd >= 0 && tbio_fd_role(fd) == TBIO_SOCK_LOCAL; }
+
 /* ---------- which socket, and its name ---------- */
 static int sock_opt(int fd, int opt, int *out) {
     socklen_t len = sizeof *out;
@@ -164,7 +240,7 @@ static size_t put(char *out, size_t at, size_t cap, const char *s) {
 
 ssize_t tbio_socket_name(int fd, int role, const struct sockaddr *given, unsigned given_len, char *out,
                          size_t cap) {
-    if (role == TBIO_SOCK_ACCEPTED) return 0;
+    if (role == TBIO_SOCK_ACCEPTED || role == TBIO_SOCK_LOCAL) return 0;
     int type = 0;
     if (sock_opt(fd, SO_TYPE, &type) != 0 || type != SOCK_STREAM) return 0;
     struct sockaddr_storage ss;
@@ -193,6 +269,7 @@ ssize_t tbio_socket_name(int fd, int role, const struct sockaddr *given, unsigne
     char host[NAME_WORDS * 8 + 2];
     uint64_t a[2], nm[NAME_WORDS];
     addr_words(p.family, p.addr, a);
+    if (local_has(p.family, a, p.port)) return 0;   /* the job's own peer */
     if (lookup_words(p.family, a, nm)) {
         memcpy(host, nm, sizeof nm);
         host[sizeof nm - 1] = 0;

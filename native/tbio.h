@@ -76,6 +76,19 @@ TBIO_API int tbio_disable(void);
 TBIO_API int tbio_is_enabled(void);
 TBIO_API const char *tbio_last_error(void);
 
+/* A job's own TCP traffic that is not storage (torch.distributed's store and
+ * gloo's pairs, TensorFlow's workers): local, never an endpoint.
+ * tbio_local_begin/end: connections any thread makes while a window is open
+ * (nested windows count) are local.  tbio_local_peer: connections to this
+ * numeric address (IPv4 or IPv6 text) and port are local (a fixed table of
+ * 64; -1 when full or not numeric).  tbio_fd_set_local: the socket fd is
+ * local from now on (one made before the shim was enabled). */
+TBIO_API void tbio_local_begin(void);
+TBIO_API void tbio_local_end(void);
+TBIO_API int tbio_local_peer(const char *numeric_host, unsigned port);
+TBIO_API int tbio_fd_set_local(int fd);
+TBIO_API int tbio_fd_is_local(int fd);
+
 /* Newline-separated path prefixes.  NULL keeps the current list.  A path is
  * traced unless it matches an exclude prefix and no longer include prefix. */
 TBIO_API int tbio_set_filters(const char *include_prefixes, const char *exclude_prefixes);

@@ -5,7 +5,7 @@
  *
  * Idle cost: the send/recv family checks one global and calls the real
  * function, as every data call; connect also marks its descriptor a client
- * (a store), getaddrinfo remembers its answer's addresses (a few stores into
+ * or, inside a local window, local (a load and a store), getaddrinfo remembers its answer's addresses (a few stores into
  * a fixed ring per address, next to a name lookup's microseconds). */
 #include "wrap.h"
 
@@ -43,7 +43,8 @@ int tbio_w_connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len) {
     int rec = !IDLE() && tbio_call_pre(&c);
     int ret = real_connect(fd, addr, len);
     int err = errno;
-    if (ret == 0 || err == EINPROGRESS) tbio_fd_set_role(fd, TBIO_SOCK_CLIENT);
+    /* inside a window the job opened for its own traffic (tbio_local_begin): local */
+    if (ret == 0 || err == EINPROGRESS) tbio_fd_set_role(fd, tbio_local_window() ? TBIO_SOCK_LOCAL : TBIO_SOCK_CLIENT);
     /* the address is the caller's: read it only when the kernel could */
     if (rec) connect_done(&c, fd, err == EFAULT && ret != 0 ? NULL : SA_PTR(addr), len, ret, err);
     errno = err;
@@ -163,7 +164,8 @@ int tbio_w_getaddrinfo(const char *__restrict node, const char *__restrict servi
                        const struct addrinfo *__restrict hints, struct addrinfo **__restrict res) {
     int ret = real_getaddrinfo(node, service, hints, res);
     int err = errno;
-    if (ret == 0 && res) tbio_host_note_all(node, *res);
+    /* the job's own names (gloo resolving its host) do not name storage endpoints */
+    if (ret == 0 && res && !tbio_local_window()) tbio_host_note_all(node, *res);
     errno = err;
     return ret;
 }

@@ -366,6 +366,63 @@ static void test_other_calls(void) {
     tbio_session_free(e);
 }
 
+/* one client conversation with a fresh server, in a session: the session's endpoints.
+ * how: 0 plain, 1 inside a local window, 2 to a peer in the local table, 3 on an fd connected
+ * before the session and marked local, 4 a window opened on another thread (gloo connects on
+ * its own threads) */
+static void *window_open(void *arg) {
+    (void)arg;
+    tbio_local_begin();
+    return NULL;
+}
+static int conversation_endpoints(int how) {
+    server sv;
+    CHECK(server_start(&sv) == 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (how == 2) CHECK(tbio_local_peer("127.0.0.1", (unsigned)sv.port) == 0);
+    if (how == 3) {
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        CHECK(!tbio_fd_is_local(fd));
+        CHECK(tbio_fd_set_local(fd) == 0);
+        CHECK(tbio_fd_is_local(fd));
+    }
+    tbio_session *s = tbio_begin();
+    if (how == 1) tbio_local_begin();
+    if (how == 4) {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, window_open, NULL) == 0 && pthread_join(th, NULL) == 0);
+    }
+    if (how != 3) CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    if (how == 1 || how == 4) tbio_local_end();
+    int reads = 0;
+    CHECK_EQ_I64(converse(fd, &reads), RESP);
+    close(fd);
+    server_stop(&sv);
+    tbio_session *e = tbio_end(s);
+    tbio_file_info fi;
+    int n = endpoints(e, &fi);
+    tbio_session_free(e);
+    return n;
+}
+
+/* the job's own connections are local: no endpoint, no row; others stay endpoints */
+static void test_marked_local(void) {
+    CHECK_EQ_I64(conversation_endpoints(1), 0);
+    CHECK_EQ_I64(conversation_endpoints(4), 0);
+    CHECK_EQ_I64(conversation_endpoints(2), 0);
+    CHECK_EQ_I64(conversation_endpoints(3), 0);
+    /* the window closed, the table names other ports: a connection is an endpoint again */
+    CHECK_ATTR(conversation_endpoints(0), 1);
+    tbio_local_end();   /* unbalanced: no effect */
+    CHECK_ATTR(conversation_endpoints(0), 1);
+    CHECK(tbio_local_peer("not-numeric", 80) == -1);
+    CHECK(tbio_local_peer("::1", 0) == -1);
+    CHECK(tbio_local_peer("::1", 8080) == 0);
+    CHECK(tbio_fd_set_local(-1) == -1);
+}
+
 int main(void) {
     CHECK(tbio_enable() == 0);
     test_numeric();
@@ -374,6 +431,7 @@ int main(void) {
     test_resolved();
     test_dup_keeps_the_role();
     test_other_calls();
+    test_marked_local();
     CHECK(tbio_disable() == 0);
     return CHECK_DONE();
 }

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
-from tb_iotrace.recording import jax, library_checkpoints, session, tensorflow
+from tb_iotrace.recording import jax, library_checkpoints, local_traffic, session, tensorflow
 from tb_iotrace.recording.session import Capture, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
 
 __all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "set_max_files",
@@ -48,6 +48,7 @@ def enable() -> None:
         if lib.tbio_enable() != 0:
             raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
         library_checkpoints.install()      # safetensors/orbax/tf.train.Checkpoint calls for the windows
+        local_traffic.install()            # the job's own TCP traffic (torch.distributed, TF's cluster) is local
         if os.environ.get("TBIO_TENSORFLOW", "1") != "0":
             tensorflow.attach()
         if os.environ.get("TBIO_JAX", "1") != "0":
@@ -67,6 +68,7 @@ def enable_shim(exclude_more: list[str]) -> bool:
         set_filters(None, session.excludes() + [p for p in exclude_more if p])
         if lib.tbio_enable() != 0:
             raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
+        local_traffic.mark_group_sockets()   # a running job's process group: its sockets are its own
         return True
 
 
