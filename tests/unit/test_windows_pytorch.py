@@ -78,6 +78,12 @@ def test_tab_lists_pytorch_windows_with_the_jobs_other_windows(logdir: Path) -> 
     # the same list from any window of the job, a PyTorch one or the JAX one
     assert get("/windows", run="pytorch/s1")[1]["windows"] == ws
     assert get("/windows", run="other/traces")[1]["job"] == "other"
+    # a trace that cannot be read is named, the other windows still listed
+    [trace] = (logdir / ATTACH).glob("*.pt.trace.json.gz")
+    trace.write_bytes(b"not gzip")
+    code, body = get("/windows", run=RUN)
+    assert code == 200 and [w["run"] for w in body["windows"]] == ["pytorch/own", "pytorch/s1", RUN]
+    assert [u["run"] for u in body["unreadable"]] == [ATTACH] and "cannot read" in body["unreadable"][0]["error"]
 
 
 def test_tab_and_report_list_the_same_windows(logdir: Path) -> None:
