@@ -2,7 +2,7 @@
 // files table, charts and findings. Data flow: /runs -> /capture (lanes, extent, steps)
 // -> /timeline per view change (level of detail, packed: lib/packed.js), /bandwidth aligned under it, and
 // /files, /histograms, /steps, /findings (and /hosts for "All hosts", /windows for a profile
-// run: its job's windows) once per capture;
+// run or PyTorch traces: its job's windows) once per capture;
 // /event on click. A pick that supersedes an earlier one (an event, a file) drops the
 // earlier answer, whichever comes first (lib/latest.js).
 
@@ -234,7 +234,7 @@ export class App {
     const multi = this.host === ALL_HOSTS;
     this.hostsSection.hidden = !multi;
     const info = this.runs.find((x) => x.run === p.run);
-    const profile = !!info && info.kind === "profile";
+    const profile = !!info && (info.kind === "profile" || info.kind === "kineto");  // a window of its job
     if (!profile) this.windowsSection.hidden = true;
     if (multi) this.hostsTable.setData(null);
     await this.timeline.painted(PANELS_WAIT_MS);

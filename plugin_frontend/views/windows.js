@@ -1,6 +1,7 @@
-// The profile windows of the shown run's job (the /windows answer), in time order: start,
-// length, steps, input wait share and I/O of each, so that a job that slows down over hours
-// shows where. The shown run's row is marked; a click on another row shows that window.
+// The profile windows of the shown run's job (the /windows answer: TensorFlow/JAX profile runs and
+// PyTorch traces), in time order: start, length, steps, input wait share, I/O and who took each,
+// so that a job that slows down over hours shows where. The shown run's row is marked; a click on
+// another row shows that window (its timeline, verdict and findings).
 
 import { el, clear } from "../lib/dom.js";
 import { fmtBytes, fmtInt, fmtNs, fmtPct, fmtSeconds } from "../lib/format.js";
@@ -11,14 +12,22 @@ export function fmtStart(ns) {
   return new Date(Math.floor(ns / 1e6)).toISOString().slice(0, 19).replace("T", " ");
 }
 
-/** The table's cells of each window, in the answer's (time) order ("Taken by": tb-iotrace run or
- * attach, who and when; "the job" for its own profiles). Pure. */
+/** Who took a window: tb-iotrace run or attach (who and when, from the answer); else the job
+ * itself, by its own torch.profiler (trace_handler) for a PyTorch trace. Pure. */
+export function takenBy(w) {
+  if (w.taken_by) return w.taken_by;
+  return w.kind === "kineto" ? "the job (its torch.profiler)" : "the job";
+}
+
+/** The table's cells of each window, in the answer's (time) order; TensorFlow/JAX profile runs
+ * and PyTorch traces alike ("Kind"). Pure. */
 export function windowRows(windows) {
   return windows.map((w) => ({
     run: w.run,
     cells: [String(w.n), fmtStart(w.start_ns), fmtNs(w.duration_ns), fmtInt(w.steps),
             w.input_wait_share === null || w.input_wait_share === undefined ? "–" : fmtPct(100 * w.input_wait_share),
-            fmtBytes(w.bytes_read), fmtInt(w.io_calls), fmtSeconds(w.read_time_s), w.taken_by || "the job", w.run],
+            fmtBytes(w.bytes_read), fmtInt(w.io_calls), fmtSeconds(w.read_time_s),
+            w.kind === "kineto" ? "PyTorch" : "TF/JAX", takenBy(w), w.run],
   }));
 }
 
@@ -34,7 +43,7 @@ export function waitTrend(windows) {
     `${fmtPct(100 * b.input_wait_share)} in window ${b.n}; most in window ${most.n} (${fmtPct(100 * most.input_wait_share)}).`;
 }
 
-export const WINDOW_COLUMNS = ["#", "Start (UTC)", "Length", "Steps", "Input wait", "Read", "I/O calls", "Read time", "Taken by", "Run"];
+export const WINDOW_COLUMNS = ["#", "Start (UTC)", "Length", "Steps", "Input wait", "Read", "I/O calls", "Read time", "Profile", "Taken by", "Run"];
 
 export class WindowsTable {
   constructor({ onPickRun } = {}) {

@@ -70,10 +70,15 @@ def jobs(windows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _when(ns: int | None) -> str:
-    if ns is None:
+def _when(ns: Any) -> str:
+    """UTC to the second; "?" for None or anything that is not an epoch time in ns (a window's
+    origin is read from files anyone may write)."""
+    if not isinstance(ns, (int, float)) or isinstance(ns, bool):
         return "?"
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ns / 1e9))
+    try:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ns / 1e9))
+    except (OverflowError, OSError, ValueError):
+        return "?"
 
 
 def _share(w: Mapping[str, Any]) -> str:

@@ -2,7 +2,7 @@
 --profile-every``: torch.profiler windows taken at its DataLoader's iterations, each one run under
 ``<logdir>/pytorch``, diagnosed as the same job with ``tb_iotrace.torch.trace_handler`` is
 (``test_diagnosis_jobs.assert_bound``: decode-bound, read-bound), listed in time order and marked
-as taken by ``run``."""
+as taken by ``run`` by ``tb-iotrace report`` and by the tab's ``/windows``."""
 from __future__ import annotations
 
 import contextlib
@@ -73,3 +73,13 @@ def test_run_profile_every_diagnoses_a_plain_torch_job(mode: str, tmp_path: Path
     starts = [w["start_ns"] for w in job["windows"]]
     assert len(starts) == len(traces) and starts == sorted(starts)
     assert all(w["taken_by"].startswith("tb-iotrace run --profile-every at ") for w in job["windows"])
+    # the tab's table of the job's windows: the same windows, in the same order, marked the same
+    pytest.importorskip("tensorboard")
+    from plugin_client import make_client
+
+    _, get = make_client(log)
+    code, body = get("/windows", run=job["windows"][0]["run"])
+    assert code == 200 and body["job"] == "pytorch" and body["unreadable"] == [], body
+    keys = ("n", "run", "start_ns", "steps", "bytes_read", "taken_by")
+    assert [{k: w.get(k) for k in keys} for w in body["windows"]] == [{k: w.get(k) for k in keys} for w in job["windows"]]
+    assert all(w["kind"] == "kineto" for w in body["windows"])
