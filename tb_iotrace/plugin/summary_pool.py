@@ -22,9 +22,12 @@ import tb_iotrace
 
 ENV = "TBIO_SUMMARY_JOBS"
 MIN_CAPTURES = 8            # fewer: a child's start (~1 s of imports) costs more than it saves
+# less in all: decoding them here is quicker than a child's start, and asks nothing of a loaded
+# machine (64 small captures of the tab's browser test waited on children for over 30 s there)
+MIN_BYTES = 64 << 20
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
 
-__all__ = ["ENV", "MIN_CAPTURES", "jobs", "rows_in_children"]
+__all__ = ["ENV", "MIN_BYTES", "MIN_CAPTURES", "jobs", "rows_in_children"]
 
 
 def jobs() -> int:

@@ -51,6 +51,7 @@ def test_rows_made_in_children_equal_the_rows_made_here(tmp_path, monkeypatch):
         return real(items, *a, **k)
 
     monkeypatch.setattr(summary_pool, "rows_in_children", counting)
+    monkeypatch.setattr(summary_pool, "MIN_BYTES", 0)     # these captures are small
     monkeypatch.setenv(summary_pool.ENV, "2")
     there = _hosts(there_root)
     assert calls == [11]                                  # every capture went to the children
@@ -61,6 +62,7 @@ def test_children_keep_the_summaries(tmp_path, monkeypatch):
     monkeypatch.setenv("TB_IOTRACE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv(summaries.ENV, "1")
     monkeypatch.setenv(summary_pool.ENV, "2")
+    monkeypatch.setattr(summary_pool, "MIN_BYTES", 0)
     root = _logdir(tmp_path / "a")
     cold = _hosts(root)
     kept = list((root / "plugins" / "iotrace" / "summaries").glob("*" + summaries.SUFFIX))
@@ -80,3 +82,14 @@ def test_jobs_from_the_environment(monkeypatch):
     assert summary_pool.jobs() == 3
     monkeypatch.setenv(summary_pool.ENV, "x")
     assert summary_pool.jobs() >= 1
+
+
+def test_small_captures_are_decoded_here_not_in_children(tmp_path, monkeypatch):
+    """Under MIN_BYTES in all, a child's start costs more than the decoding: none is started."""
+    monkeypatch.setenv("TB_IOTRACE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(summaries.ENV, "0")
+    monkeypatch.setenv(summary_pool.ENV, "2")
+    calls = []
+    monkeypatch.setattr(summary_pool, "rows_in_children", lambda items, *a, **k: calls.append(items) or {})
+    got = _hosts(_logdir(tmp_path / "a"))
+    assert calls == [] and len(got["hosts"]) == 10

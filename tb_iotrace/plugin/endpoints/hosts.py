@@ -95,6 +95,16 @@ def _keep(path: str, row: dict[str, Any], before: summaries.Identity) -> None:
         log.warning("cannot keep the summary of %s", path, exc_info=True)
 
 
+def _bytes(items: list[tuple[str, str]]) -> int:
+    total = 0
+    for _, path in items:
+        try:
+            total += os.path.getsize(path)
+        except OSError:
+            pass
+    return total
+
+
 def _made_in_children(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo) -> dict[str, dict[str, Any]]:
     """The rows of the captures of ``files`` with no row in ``memo`` nor a stored summary,
     made in child processes (:mod:`tb_iotrace.plugin.summary_pool`) when there are at least
@@ -109,7 +119,7 @@ def _made_in_children(index: LogdirIndex, files: list[tuple[str, str]], memo: Ro
         if before is None or memo.get(path, before) is not None or _stored(path, before) is not None:
             continue
         todo.append((host, path))
-    if len(todo) < summary_pool.MIN_CAPTURES:
+    if len(todo) < summary_pool.MIN_CAPTURES or _bytes(todo) < summary_pool.MIN_BYTES:
         return {}
     got = summary_pool.rows_in_children(todo)
     return {p: {k: v for k, v in r.items() if k != "host"} for p, r in got.items() if isinstance(r, dict)}
