@@ -270,11 +270,13 @@ export class App {
       }),
       multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
       this._loadCheckpoints(p, () => panels === this._panels),
-      show("objects", p, (o) => { this.objectsSection.hidden = !renderObjects(this.objectsRoot, o); }),
       profile ? show("windows", { run: p.run }, (w) => { this.windowsSection.hidden = !this.windowsTable.setData(w, p.run); }) : null,
     ]);
     if (token !== this._token) return;
     this.root.dataset.panels = "ready";
+    // the object-storage table after the panels, beside the findings' asking again: for many
+    // hosts it is one more pass over every capture, which must not hold the hosts table back
+    show("objects", p, (o) => { this.objectsSection.hidden = !renderObjects(this.objectsRoot, o); });
     if (firstFindings && firstFindings.pending > 0 && !firstFindings.error) {
       // asked again while these panels stand: switching the I/O lanes (same run and host)
       // keeps them, picking another run or host replaces them
