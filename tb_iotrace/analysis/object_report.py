@@ -5,7 +5,8 @@
      "ranged_gets": int, "errors": int, "throttled": int, "retries": int,
      "max_concurrency": int,                 # the host's requests in flight at once, most
      "first_byte_ms_mean": float | None,
-     "objects": [per-object records (tb_iotrace.model.object_counters)], "objects_left_out": int}
+     "objects": [per-object records (tb_iotrace.model.object_counters)], "objects_left_out": int,
+     "requests_left_out": int}              # made but not recorded, past the per-process cap
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from tb_iotrace.base.objreqs import MAX_REQUESTS
 from tb_iotrace.model.object_counters import failed, max_concurrency, object_records, throttled
 from tb_iotrace.analysis.text_report import human_bytes
 
@@ -22,9 +24,10 @@ MAX_OBJECTS = 1000       # per host in the JSON (most bytes first); the rest cou
 SHOWN = 10
 
 
-def objects_doc(reqs: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The report's ``objects`` entry for one host's requests (None when it made none)."""
-    if not reqs:
+def objects_doc(reqs: list[dict[str, Any]], left_out: int = 0) -> dict[str, Any] | None:
+    """The report's ``objects`` entry for one host's requests and the number it left out past
+    the cap (None when it recorded none and left none out)."""
+    if not reqs and not left_out:
         return None
     recs = object_records(reqs)
     first = [int(r["ttfb_ns"]) - int(r["start_ns"]) for r in reqs if r["ttfb_ns"]]
@@ -36,7 +39,8 @@ def objects_doc(reqs: list[dict[str, Any]]) -> dict[str, Any] | None:
             "retries": sum(x["OBJ_RETRIES"] for x in c),
             "max_concurrency": max_concurrency(reqs),
             "first_byte_ms_mean": (sum(first) / len(first) / 1e6) if first else None,
-            "objects": recs[:MAX_OBJECTS], "objects_left_out": max(0, len(recs) - MAX_OBJECTS)}
+            "objects": recs[:MAX_OBJECTS], "objects_left_out": max(0, len(recs) - MAX_OBJECTS),
+            "requests_left_out": int(left_out)}
 
 
 def render_objects(doc: Mapping[str, Any]) -> str:
@@ -56,6 +60,10 @@ def render_objects(doc: Mapping[str, Any]) -> str:
         lines.append(f"  {c['OBJ_REQUESTS']:>8} {c['OBJ_GETS']:>6} {c['OBJ_RANGED_GETS']:>6} "
                      f"{human_bytes(c['OBJ_BYTES_READ']):>11} {human_bytes(c['OBJ_REFETCHED_BYTES']):>10} "
                      f"{1e3 * f['OBJ_F_FIRST_BYTE_MEAN']:>7.1f}ms {c['OBJ_MAX_CONCURRENCY']:>11}  {o['object']}")
+    lost = int(doc.get("requests_left_out") or 0)
+    if lost:
+        lines.append(f"  {lost} more requests were made but not recorded (past the cap of "
+                     f"{MAX_REQUESTS:,} per process): the counts above leave them out")
     more = len(objs) - SHOWN + int(doc.get("objects_left_out") or 0)
     if more > 0:
         lines.append(f"  ... {more} more objects (--json for them)")

@@ -171,7 +171,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         "timeseries": src.timeseries(),
         "totals": _totals(listed),
         "files": listed, "code_loading": textreport.code_summary(listed),
-        "objects": objects_doc(src.objects()),
+        "objects": objects_doc(src.objects(), src.objects_left_out()),
         "endpoints": [e.to_dict() for e in source_endpoints(src)],
         "findings": findings, "checkpoints": checkpoints, "training": training or None,
         "steps": steps, "has_step_markers": markers,
@@ -460,7 +460,7 @@ class Report(Command):
                                         "throttled", "retries", "max_concurrency",
                                         "first_byte_ms_mean", "objects": [{"object", "service",
                                         "bucket", "key", "counters", "fcounters"}],
-                                        "objects_left_out"},   # docs/objects.md
+                                        "objects_left_out", "requests_left_out"},   # docs/objects.md
                             "endpoints": [{"endpoint": "tcp://HOST:PORT", "connections",
                                            "calls_in", "calls_out", "bytes_in", "bytes_out",
                                            "time_in_s", "time_out_s",

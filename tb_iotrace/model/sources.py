@@ -131,6 +131,13 @@ class Source:
         tr = self.io_trace()
         return _object_rows(getattr(tr, "objects", None) if tr is not None else None, self.path)
 
+    def objects_left_out(self) -> int:
+        """The object requests it made but did not keep, past the per-process cap."""
+        from tb_iotrace.store.objcolumns import left_out
+
+        tr = self.io_trace()
+        return left_out(getattr(tr, "objects", None) if tr is not None else None)
+
     def checkpoint_calls(self) -> list[Any] | None:
         """The checkpoint library calls the process noted (whole-run records)."""
         return None
@@ -366,6 +373,11 @@ class RecordSource(Source):
     def objects(self) -> list[dict[str, Any]]:
         return _object_rows(self.doc.get("objects"), self.path)
 
+    def objects_left_out(self) -> int:
+        from tb_iotrace.store.objcolumns import left_out
+
+        return left_out(self.doc.get("objects"))
+
     def checkpoint_calls(self) -> list[Any] | None:
         calls = self.doc.get("checkpoint_calls")
         return calls if isinstance(calls, list) else None
@@ -484,6 +496,11 @@ class TorchTraceSource(Source):
     def objects(self) -> list[dict[str, Any]]:
         """This process's own requests (the main process's trace holds its workers' too)."""
         return _object_rows(self.proc.get("objects"), self.path)
+
+    def objects_left_out(self) -> int:
+        from tb_iotrace.store.objcolumns import left_out
+
+        return left_out(self.proc.get("objects"))
 
     def process(self) -> dict[str, Any] | None:
         return {k: self.proc.get(k) for k in ("pid", "role", "start_ns", "end_ns", "rank")}

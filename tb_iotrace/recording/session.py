@@ -36,6 +36,7 @@ NO_FILE = 0xFFFFFFFF
 _lock = ForkSafeLock()
 # Native sessions recording now (captures, TensorFlow windows), so disable() can end them.
 _live: set[Any] = set()
+_left_out_at: dict[Any, int] = {}   # {session: object requests left out past the cap before it}
 
 
 def begin_session() -> Any:
@@ -46,6 +47,7 @@ def begin_session() -> Any:
         if sess == ffi.NULL:
             raise NativeError(f"cannot start a capture: {last_error()}")
         _live.add(sess)
+        _left_out_at[sess] = objreqs.dropped()
     object_hooks.acquire()
     return sess
 
@@ -65,6 +67,7 @@ def end_session(sess: Any, cap: "Capture") -> None:
             finally:
                 lib.tbio_session_free(ended)
             cap.objects = objreqs.between(cap.start_ns, cap.end_ns)
+            cap.objects_left_out = max(0, objreqs.dropped() - _left_out_at.pop(sess, 0))
     finally:
         object_hooks.release()
 
@@ -505,6 +508,7 @@ class Capture:
         self.closed = False
         # the object-storage requests of the window (tb_iotrace.base.objreqs)
         self.objects: list[dict[str, Any]] = []
+        self.objects_left_out = 0    # (and those not kept, past the per-process cap)
 
     def _fill(self, sess: Any) -> None:
         ffi, lib = native()
@@ -582,7 +586,7 @@ class Capture:
                        dropped=self.dropped, untracked=self.untracked.to_dict() if self.untracked else None,
                        counters=self.records(),
                        mounts=self.mounts, machine=self.machine,
-                       objects=to_columns(self.objects) if self.objects else None)
+                       objects=to_columns(self.objects, self.objects_left_out) if self.objects or self.objects_left_out else None)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary: files with counters, the trace size and drops."""

@@ -3,6 +3,9 @@ format that carries them (a capture's I/O record, a PyTorch trace's process reco
 converted trace's I/O record, a whole-run record). The columns are
 :data:`tb_iotrace.base.objreqs.COLUMNS` (one request per row; docs/objects.md says what each
 holds). Nothing secret is in them: names are bucket and key, or a URL without its query.
+
+Beside the columns, ``"left_out"`` (only when not 0): the requests the process made while it
+recorded but did not keep, past its cap (:data:`tb_iotrace.base.objreqs.MAX_REQUESTS`).
 """
 from __future__ import annotations
 
@@ -11,9 +14,11 @@ from typing import Any
 
 from tb_iotrace.base.objreqs import COLUMNS
 
-__all__ = ["COLUMNS", "KEY", "ObjectColumnsError", "checked", "concat", "rows", "to_columns"]
+__all__ = ["COLUMNS", "KEY", "LEFT_OUT", "ObjectColumnsError", "checked", "concat", "left_out", "rows",
+           "to_columns"]
 
 KEY = "objects"
+LEFT_OUT = "left_out"
 TEXT = frozenset({"object", "service", "bucket", "key", "op", "error", "client"})
 FLAGS = frozenset({"complete"})
 
@@ -22,10 +27,19 @@ class ObjectColumnsError(ValueError):
     """Stored object requests that are not the columns this version writes."""
 
 
-def to_columns(reqs: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
-    """Requests (dicts of :data:`COLUMNS`) as columns."""
+def to_columns(reqs: Iterable[dict[str, Any]], left_out: int = 0) -> dict[str, Any]:
+    """Requests (dicts of :data:`COLUMNS`) as columns, with ``left_out`` when not 0."""
     got = list(reqs)
-    return {c: [r.get(c) for r in got] for c in COLUMNS}
+    out: dict[str, Any] = {c: [r.get(c) for r in got] for c in COLUMNS}
+    if left_out:
+        out[LEFT_OUT] = int(left_out)
+    return out
+
+
+def left_out(doc: Any) -> int:
+    """The requests stored columns say were left out past the cap (0 when none or unreadable)."""
+    n = doc.get(LEFT_OUT) if isinstance(doc, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
 
 
 def _value(col: str, v: Any) -> Any:
@@ -40,9 +54,9 @@ def _value(col: str, v: Any) -> Any:
     return v
 
 
-def checked(doc: Any) -> dict[str, list[Any]] | None:
-    """Stored columns, checked (every column, equal lengths, types); None when absent or
-    empty; :class:`ObjectColumnsError` (one line) when malformed."""
+def checked(doc: Any) -> dict[str, Any] | None:
+    """Stored columns, checked (every column, equal lengths, types), ``left_out`` kept; None
+    when absent or empty; :class:`ObjectColumnsError` (one line) when malformed."""
     if doc is None:
         return None
     if not isinstance(doc, dict):
@@ -53,20 +67,28 @@ def checked(doc: Any) -> dict[str, list[Any]] | None:
     n = len(doc[COLUMNS[0]])
     if any(len(doc[c]) != n for c in COLUMNS):
         raise ObjectColumnsError(f"'{KEY}' columns of unequal length")
-    if not n:
+    lost = left_out(doc)
+    if not n and not lost:
         return None
-    return {c: [_value(c, v) for v in doc[c]] for c in COLUMNS}
+    out: dict[str, Any] = {c: [_value(c, v) for v in doc[c]] for c in COLUMNS}
+    if lost:
+        out[LEFT_OUT] = lost
+    return out
 
 
-def concat(parts: Iterable[dict[str, list[Any]] | None]) -> dict[str, list[Any]] | None:
-    """Several sources' columns as one (None when all are empty)."""
+def concat(parts: Iterable[dict[str, Any] | None]) -> dict[str, Any] | None:
+    """Several sources' columns as one, their ``left_out`` summed (None when all are empty)."""
     got = [p for p in parts if p]
     if not got:
         return None
-    return {c: [v for p in got for v in p[c]] for c in COLUMNS}
+    out: dict[str, Any] = {c: [v for p in got for v in p[c]] for c in COLUMNS}
+    lost = sum(left_out(p) for p in got)
+    if lost:
+        out[LEFT_OUT] = lost
+    return out
 
 
-def rows(cols: dict[str, list[Any]] | None) -> list[dict[str, Any]]:
+def rows(cols: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Columns back as one dict per request."""
     if not cols:
         return []

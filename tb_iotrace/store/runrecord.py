@@ -286,10 +286,11 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
     if calls:
         doc["checkpoint_calls"] = calls
     # the session's own (its end freed the notes), else those noted so far (a partial record)
-    reqs = cap.objects if cap is not None and hasattr(cap, "objects") else \
-        objreqs.between(doc["start_ns"], doc["end_ns"] or time.time_ns())
-    if reqs:
-        doc["objects"] = to_columns(reqs)      # the run's object-storage requests (docs/objects.md)
+    own = cap is not None and hasattr(cap, "objects")
+    reqs = cap.objects if own else objreqs.between(doc["start_ns"], doc["end_ns"] or time.time_ns())
+    lost = int(getattr(cap, "objects_left_out", 0) or 0) if own else objreqs.dropped()
+    if reqs or lost:
+        doc["objects"] = to_columns(reqs, lost)      # the run's object-storage requests (docs/objects.md)
     rank = job_rank(os.environ)
     if rank is not None:
         doc["rank"] = rank

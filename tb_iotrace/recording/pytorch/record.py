@@ -33,8 +33,9 @@ def process_record(cap: Capture, role: str, start_ns: int,
     }
     if cap.untracked:
         rec["untracked"] = cap.untracked.to_dict()
-    if cap.objects:
-        rec["objects"] = to_columns(cap.objects)
+    lost = int(getattr(cap, "objects_left_out", 0) or 0)
+    if cap.objects or lost:
+        rec["objects"] = to_columns(cap.objects, lost)
     if fetches is not None:
         rec["fetches"] = {k: [int(f[i]) for f in fetches] for i, k in enumerate(FETCH_COLUMNS)}
         if worker_id is not None:
