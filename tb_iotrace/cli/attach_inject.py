@@ -10,14 +10,18 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 __all__ = ["AttachRefused", "Target", "children", "inject", "probe"]
 
 CAP_SYS_PTRACE = 19
-GDB_TIMEOUT_S = 60
+GDB_TIMEOUT_S = 30          # one try; gdb takes under a second on an idle machine
+GDB_TRIES = 2
+SETTLE_S = 5.0
 
 
 class AttachRefused(Exception):
@@ -188,26 +192,35 @@ def entry_code(ctrl: str, request: str, root: str) -> str:
     body = f"""import os, sys, json
 ctrl, request, root = {ctrl!r}, {request!r}, {root!r}
 try:
-    with open(os.path.join(ctrl, 'status.%d.json' % os.getpid()), 'w') as fh:
-        fh.write(json.dumps({{'state': 'loading'}}))
-    m = sys.modules.get('tb_iotrace')
-    if m is not None and not os.path.realpath(getattr(m, '__file__', '') or '').startswith(os.path.realpath(root) + os.sep):
-        raise RuntimeError('it has another tb_iotrace loaded (' + str(getattr(m, '__file__', '?')) + '): run tb-iotrace attach from that installation')
-    added = root not in sys.path
-    if added:
-        sys.path.insert(0, root)
-    try:
-        import tb_iotrace.recording.attach_agent as agent
-    finally:
-        if added and root in sys.path:
-            sys.path.remove(root)
-    agent.start(ctrl, request)
-except BaseException as exc:
-    try:
-        with open(os.path.join(ctrl, 'status.%d.json' % os.getpid()), 'w') as fh:
-            fh.write(json.dumps({{'state': 'error', 'why': type(exc).__name__ + ': ' + str(exc)}}))
-    except BaseException:
-        pass
+    # once per process: a second try of gdb may have queued the call again
+    os.close(os.open(os.path.join(ctrl, 'entered.%d' % os.getpid()), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    first = True
+except FileExistsError:
+    first = False
+except BaseException:
+    first = True
+if first:
+  try:
+      with open(os.path.join(ctrl, 'status.%d.json' % os.getpid()), 'w') as fh:
+          fh.write(json.dumps({{'state': 'loading'}}))
+      m = sys.modules.get('tb_iotrace')
+      if m is not None and not os.path.realpath(getattr(m, '__file__', '') or '').startswith(os.path.realpath(root) + os.sep):
+          raise RuntimeError('it has another tb_iotrace loaded (' + str(getattr(m, '__file__', '?')) + '): run tb-iotrace attach from that installation')
+      added = root not in sys.path
+      if added:
+          sys.path.insert(0, root)
+      try:
+          import tb_iotrace.recording.attach_agent as agent
+      finally:
+          if added and root in sys.path:
+              sys.path.remove(root)
+      agent.start(ctrl, request)
+  except BaseException as exc:
+      try:
+          with open(os.path.join(ctrl, 'status.%d.json' % os.getpid()), 'w') as fh:
+              fh.write(json.dumps({{'state': 'error', 'why': type(exc).__name__ + ': ' + str(exc)}}))
+      except BaseException:
+          pass
 """
     enc = base64.b64encode(body.encode()).decode()
     return f"try:\n exec(__import__('base64').b64decode('{enc}'), {{}})\nexcept BaseException:\n pass\n"
@@ -237,17 +250,20 @@ def inject(t: Target, how: str, code: str, script: str, request: str = "") -> No
         raise AttachRefused('a path with a double quote cannot be passed to gdb; use plain paths')
     literal = code.replace("\\", "\\\\").replace("\n", "\\n")      # as a C string literal
     call = f'call (int)Py_AddPendingCall((int(*)(void*))PyRun_SimpleString, (void*)"{literal}")'
-    try:
-        # the process is stopped while gdb works: no debuginfod (no network) and no symbols of
-        # other libraries than the interpreter's (torch's take gdb 15 s to read on a busy machine; <1 s so)
-        proc = subprocess.run(["gdb", "-p", str(t.pid), "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off",
-                               "-iex", "set auto-solib-add off", "-ex", "set confirm off",
-                               "-ex", "sharedlibrary libpython", "-ex", call, "-ex", "detach"],
-                              capture_output=True, text=True,
-                              timeout=GDB_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise AttachRefused(f"gdb did not finish within {GDB_TIMEOUT_S} s attaching to process {t.pid}") from None
-    out = proc.stdout + proc.stderr
+    # the process is stopped while gdb works: no debuginfod (no network) and no symbols of other
+    # libraries than the interpreter's (torch's take gdb 15 s to read on a busy machine; <1 s so)
+    argv = ["gdb", "-p", str(t.pid), "-batch", "-nx", "-q", "-iex", "set debuginfod enabled off",
+            "-iex", "set auto-solib-add off", "-ex", "set confirm off", "-ex", "set unwindonsignal on",
+            "-ex", "sharedlibrary libpython", "-ex", call, "-ex", "detach"]
+    out = None
+    for _ in range(GDB_TRIES):
+        settle(t.pid)
+        out = _run_gdb(argv, t.pid)
+        if out is not None:
+            break
+    if out is None:
+        raise AttachRefused(f"gdb did not finish within {GDB_TIMEOUT_S} s attaching to process {t.pid} "
+                            f"({GDB_TRIES} tries; the process was resumed)")
     if "Operation not permitted" in out:
         raise AttachRefused(f"ptrace of process {t.pid} not permitted (a container without CAP_SYS_PTRACE, "
                             "or a Yama ptrace_scope): run with --cap-add=SYS_PTRACE, as root, or start the job "
@@ -259,3 +275,58 @@ def inject(t: Target, how: str, code: str, script: str, request: str = "") -> No
     if int(m.group(1)) != 0:
         raise AttachRefused(f"process {t.pid} refused the call (Py_AddPendingCall returned {m.group(1)}: its "
                             "queue of pending calls is full); try again")
+
+
+def _threads(pid: int) -> dict[str, str]:
+    out = {}
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                out[tid] = _read(f"/proc/{pid}/task/{tid}/comm").strip()
+            except OSError:
+                out[tid] = ""
+    except OSError:
+        pass
+    return out
+
+
+def settle(pid: int, limit_s: float = SETTLE_S) -> bool:
+    """Wait (at most ``limit_s``) until ``pid``'s threads stand still: none of ours (a previous
+    attach's, ending) and the same threads twice 0.2 s apart. gdb attaching while a thread
+    exits can wait for that thread's stop forever."""
+    until = time.monotonic() + limit_s
+    before = _threads(pid)
+    while time.monotonic() < until:
+        time.sleep(0.2)
+        now = _threads(pid)
+        if now == before and not any(name.startswith("tb_iotrace") for name in now.values()):
+            return True
+        before = now
+    return False
+
+
+def _run_gdb(argv: list[str], pid: int) -> str | None:
+    """gdb's output, or None when it did not finish in time: then gdb is stopped (SIGINT first,
+    which with ``unwindonsignal`` unwinds a call in progress, then killed) and the process is sent
+    SIGCONT, since threads gdb stopped may stay stopped when their tracer dies."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            text=True)
+    try:
+        out, _ = proc.communicate(timeout=GDB_TIMEOUT_S)
+        return out
+    except subprocess.TimeoutExpired:
+        pass
+    for sig, wait in ((signal.SIGINT, 5.0), (signal.SIGKILL, 10.0)):
+        try:
+            proc.send_signal(sig)
+            proc.communicate(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+        except OSError:
+            break
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except OSError:
+        pass
+    return None

@@ -56,7 +56,10 @@ def _check_windows(doc: dict[str, Any], files: list[str], sizes: list[int], coun
         assert w["bytes_read"] >= sum(got.values())
         if steps is not None:
             assert w["steps"] == steps, w
-        assert w["duration_ns"] > 0 and w["io_calls"] > 0
+        assert w["duration_ns"] > 0
+        # a window taken while the framework starts up may hold no call at all (under load, its
+        # half second can fall between two of the import's opens)
+        assert w["io_calls"] > 0 or not (got or w["steps"]), w
     return ws
 
 
