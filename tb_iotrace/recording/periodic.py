@@ -4,7 +4,7 @@ Python process of the run (:mod:`tb_iotrace.recording.autostart`).
 
 A thread of its own (``tb_iotrace-windows``) wakes every ``every_s`` seconds from the process's
 start; when the import of TensorFlow or JAX has finished by then (:func:`tb_iotrace.recording.window_writer.pick_framework`
-picks one), it profiles the next ``for_s`` seconds and publishes the window
+picks one, once no framework's import is under way), it profiles the next ``for_s`` seconds and publishes the window
 (:class:`tb_iotrace.recording.window_writer.WindowWriter`: a URL gets each file uploaded whole). A process that never
 imports either takes no window. A window still open when the process exits is stopped and
 published at exit.
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import time
 
@@ -56,13 +57,18 @@ class PeriodicWindows:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every_s):
+            # while one framework's import is under way, wait: TensorFlow's import imports JAX,
+            # whose profiler would take the window and hold none of TensorFlow's events
+            if any(f in sys.modules and f not in self.ready for f in FRAMEWORKS):
+                continue
             framework = pick_framework(self.ready)
             if framework is None or not self.writer.start(framework):
                 continue
             started = time.time_ns()
             self._stop.wait(self.for_s)
             write_origin(self.writer.stop(), {"by": "tb-iotrace run --profile-every", "at_ns": started,
-                                              "pid": os.getpid(), "every_s": self.every_s, "for_s": self.for_s})
+                                              "pid": os.getpid(), "every_s": self.every_s, "for_s": self.for_s,
+                                              "framework": framework})
 
     def close(self) -> None:
         """Stop taking windows; a window open now is stopped and published."""
