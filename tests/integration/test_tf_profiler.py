@@ -188,3 +188,53 @@ def test_unsaved_windows_keep_nothing(tmp_path: Path) -> None:
     assert not res["kept_after_unsaved_stop"] and not res["kept_after_keras_warmup"]
     trace = read_io_data(load_xspace(res["xplanes"][0]))
     assert counters_of(trace, res["tfrecord"])["POSIX_BYTES_READ"] == res["tfrecord_size"]
+
+
+BUSY = "import time\nend = time.monotonic() + float(__import__('sys').argv[1])\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def _outside_ps(space, att, i: int, name: str) -> int:
+    """How far read ``i`` lies outside the nearest host event whose name holds ``name`` on its
+    own thread's line (0: inside one); a large number when its line has none."""
+    from tb_iotrace.store.xplane import HOST_PLANE, columns, find_plane
+
+    li = int(att.host_line[i])
+    if li < 0:
+        return 1 << 62
+    pc = columns(find_plane(space, HOST_PLANE))
+    ln = pc.lines[li]
+    names = pc.event_names(ln).astype(str)
+    k = np.flatnonzero(np.char.find(names, name) >= 0)
+    if not len(k):
+        return 1 << 62
+    s, e = int(att.start_ps[i]), int(att.end_ps[i])
+    a, b = ln.start_ps[k].astype(np.int64), ln.end_ps[k].astype(np.int64)
+    return int((np.maximum(a - s, 0) + np.maximum(e - b, 0)).min())
+
+
+def test_keras_shard_reads_lie_in_their_tfrecord_events_on_a_busy_machine(tmp_path: Path) -> None:
+    """Keras profile_batch over a TFRecordDataset of 8 shards, a busy loop per core beside the
+    job (each stops by itself after 150 s, and is stopped with the test): every shard read in
+    the window lies inside a TFRecord iterator event on its own thread's host line, within
+    50 us (the shim's clock and TensorFlow's on one CLOCK_REALTIME time line)."""
+    busy = [subprocess.Popen([sys.executable, "-c", BUSY, "150"]) for _ in range(os.cpu_count() or 2)]
+    try:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+        proc = subprocess.run([sys.executable, str(SCRIPTS / "keras_tfrecord_shards.py"), str(tmp_path)],
+                              capture_output=True, text=True, timeout=240, env=env)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    res = json.loads((tmp_path / "result.json").read_text())
+    (xplane,) = res["xplanes"]
+    space = load_xspace(xplane)
+    trace = read_io_data(space)
+    att = attribute(space, trace)
+    rows = np.concatenate([reads_of(trace, p) for p in res["shards"]])
+    rows = rows[trace.returned[rows] > 0]
+    # the window (batches 2-30 of 32) reads shards 1-7 at least; shard 0 may open before it
+    assert len({trace.path[i] for i in rows}) >= 7, sorted({trace.path[i] for i in rows})
+    far = {trace.path[i].rsplit("/", 1)[-1]: _outside_ps(space, att, int(i), "TFRecord") / 1e6 for i in rows}
+    assert all(us <= 50 for us in far.values()), far
