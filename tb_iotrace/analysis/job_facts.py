@@ -86,27 +86,32 @@ def keep(path: str, part: str, doc: dict[str, Any], before: summaries.Identity |
 @dataclass
 class Stored:
     """The job verdict made from stored facts (``verdict``; None when fewer than two ranks),
-    or why it could not be (``missing``: the hosts without valid facts, then no verdict);
-    ``notes``: one line per damaged document (ignored, to be made again)."""
+    or why it could not be (``missing``: the first host without valid facts, then no verdict);
+    ``notes``: one line per damaged document read (ignored, to be made again); ``redo``: the
+    files whose document was damaged or of another version (to be written again)."""
 
     verdict: dict[str, Any] | None = None
     missing: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    redo: list[str] = field(default_factory=list)
 
 
 def stored_verdict(items: list[tuple[str, str, str, summaries.Identity | None]]) -> Stored:
     """The job verdict of a run's hosts ((host, path, part, identity) each) from their stored
-    job facts alone; when any host has none valid for its file's current version, no verdict
-    (``missing`` lists them: the caller decodes those, or waits for the analysis)."""
+    job facts alone; when a host has none valid for its file's current version, no verdict
+    (``missing`` names it, the hosts after it are not read: the caller waits for the analysis)."""
     out = Stored()
     docs = []
     for host, path, part, ident in items:
         got = jobfacts.Loaded(None, "missing") if ident is None else _load(path, part, ident)
+        if got.state in ("damaged", "stale"):
+            out.redo.append(path)
         if got.state == "damaged":
             out.notes.append(f"The stored job facts of {host} are damaged ({got.reason}): ignored, made again "
                              "from its capture.")
         if got.facts is None:
             out.missing.append(host)
+            break
         else:
             docs.append(doc_of(host, got.facts))
     if not out.missing:

@@ -100,3 +100,42 @@ def test_hosts_gives_the_job_verdict_after_a_restart_without_decoding(tmp_path, 
     code, again = get2("/hosts", run="logs", host="__all__")
     assert code == 200, again
     assert again["job_verdict"] == jv and again["job_notes"] == []
+
+
+@pytest.mark.parametrize("change", ["damaged", "stale"])
+def test_hosts_never_trusts_damaged_or_stale_facts(tmp_path, change) -> None:
+    """After a restart, a rank whose stored facts are damaged (a note says so) or of another
+    version of its trace (rewritten, its mtime put back) gives no job verdict from the facts;
+    damaged ones are written again with the findings' next answer."""
+    import json
+    import os
+    import shutil
+
+    from tb_iotrace.store import jobfacts, summaries
+
+    paths = make_ranks(DATA / "ddp_rank0.pt.trace.json.gz", tmp_path / "logs", 4, 2)
+    _, get = make_client(tmp_path / "logs")
+    jv = _all(get, "logs")["job_verdict"]
+    assert jv["straggler"]["rank"] == 2
+    (facts,) = [f for f, _ in summaries.locations(str(paths[1]), "", jobfacts.SUFFIX) if f.exists()]
+    if change == "damaged":
+        doc = json.loads(facts.read_text())
+        doc["facts"]["steps"]["duration_ps"] = ["500"] * len(doc["facts"]["steps"]["duration_ps"])
+        facts.write_text(json.dumps(doc))
+    else:
+        st = os.stat(paths[1])
+        other = make_ranks(DATA / "ddp_rank0.pt.trace.json.gz", tmp_path / "other", 4, 1)[1]   # rank 1 slow now
+        shutil.copyfile(other, paths[1])
+        os.utime(paths[1], ns=(st.st_atime_ns, st.st_mtime_ns))
+    _, get2 = make_client(tmp_path / "logs")
+    code, hosts = get2("/hosts", run="logs", host="__all__")
+    assert code == 200 and hosts["job_verdict"] is None, hosts["job_verdict"]
+    if change == "damaged":
+        (note,) = hosts["job_notes"]
+        assert note.startswith("The stored job facts of rank1 are damaged (") and "made again" in note, note
+        # the findings (this process still has their answers) write the facts again
+        assert _all(get2, "logs")["job_verdict"] == jv
+        code, hosts = get2("/hosts", run="logs", host="__all__")
+        assert hosts["job_verdict"] == jv and hosts["job_notes"] == []
+    else:
+        assert hosts["job_notes"] == []

@@ -63,7 +63,12 @@ def keep_facts(answers: list[tuple[str, str, summaries.Identity | None, dict[str
 
 def stored_job_verdict(items: list[tuple[str, str, summaries.Identity | None]]) -> job_facts.Stored:
     """The job verdict of the (host, file, identity) of a run from their stored job facts
-    (tb_iotrace.analysis.job_facts.stored_verdict); none for fewer than two hosts."""
+    (tb_iotrace.analysis.job_facts.stored_verdict); none for fewer than two hosts. A file whose
+    facts are damaged or stale is forgotten as written: the next findings answer writes them."""
     if len(items) < 2:
         return job_facts.Stored()
-    return job_facts.stored_verdict([(h, p, "", ident) for h, p, ident in items])
+    got = job_facts.stored_verdict([(h, p, "", ident) for h, p, ident in items])
+    with _kept_lock:          # written again when the findings next answer for them
+        for path in got.redo:
+            _kept.pop(path, None)
+    return got
