@@ -15,7 +15,7 @@ import { FilesTable } from "./views/table.js";
 import { renderHistograms, renderSteps, renderTopFiles } from "./views/charts.js";
 import { codeLine, dataFiles } from "./views/codefiles.js";
 import { renderRunSeries } from "./views/runseries.js";
-import { pollFindings, renderFindings } from "./views/findings.js";
+import { pollFindings, renderFindings, withHostsJob } from "./views/findings.js";
 import { renderDetailsMessage, renderEvent, renderProcesses } from "./views/details.js";
 import { HostsTable } from "./views/hosts.js";
 import { renderCheckpoints } from "./views/checkpoints.js";
@@ -239,9 +239,15 @@ export class App {
     if (multi) this.hostsTable.setData(null);
     await this.timeline.painted(PANELS_WAIT_MS);
     if (token !== this._token) return;
+    // the job verdict of "All hosts": /hosts has it from the ranks' stored facts at once after a
+    // restart; the findings bring it (and their own findings) when every host is analysed
+    let hostsJob = null;
+    let lastFindings = null;
     const drawFindings = (findings) => {
+      lastFindings = findings;
+      const shown = withHostsJob(findings, hostsJob);
       if (findings.error) this.findingsRoot.textContent = findings.error;
-      else renderFindings(this.findingsRoot, findings, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
+      else renderFindings(this.findingsRoot, shown, { onFile: (f) => this.selectFile(f), onRange: (a, b) => this.timeline.zoomTo(a, b) });
       this.root.dataset.findings = findings.pending > 0 && !findings.error ? "pending" : "complete";
     };
     let firstFindings = null;
@@ -268,7 +274,11 @@ export class App {
         firstFindings = findings;
         drawFindings(findings);
       }),
-      multi ? show("hosts", p, (hosts) => this.hostsTable.setData(hosts)) : null,
+      multi ? show("hosts", p, (hosts) => {
+        this.hostsTable.setData(hosts);
+        hostsJob = (hosts && hosts.job_verdict) || null;
+        if (hostsJob && lastFindings && !lastFindings.job_verdict && !lastFindings.error) drawFindings(lastFindings);
+      }) : null,
       this._loadCheckpoints(p, () => panels === this._panels),
       profile ? show("windows", { run: p.run }, (w) => { this.windowsSection.hidden = !this.windowsTable.setData(w, p.run); }) : null,
     ]);

@@ -110,6 +110,16 @@ export function jobVerdictLines(jv) {
   return { head, advice: jv.advice || "", bound: jv.bound || "unknown" };
 }
 
+/**
+ * The findings answer to draw: its own job verdict, else the one "/hosts" made from the ranks'
+ * stored facts (``hostsJob``: shown at once after a restart, while the hosts are analysed again).
+ * Pure, for the tests.
+ */
+export function withHostsJob(findings, hostsJob) {
+  if (!findings || findings.error || findings.job_verdict || !hostsJob) return findings;
+  return { ...findings, job_verdict: hostsJob };
+}
+
 function renderJobVerdict(jv) {
   const t = jobVerdictLines(jv);
   return el("div", { class: `verdict job-verdict ${String(t.bound).replace(/ /g, "-")}`, role: "status" },

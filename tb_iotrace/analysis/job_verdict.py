@@ -41,7 +41,8 @@ IMBALANCE_FACTOR = 1.5      # a shard's bytes or files per step: more than this 
 STRAGGLER_TITLE = "One rank's input holds the whole job"
 IMBALANCE_TITLE = "The ranks' shards are not the same size"
 
-__all__ = ["IMBALANCE_FACTOR", "STRAGGLER_FACTOR", "annotate", "findings", "job_verdict", "render"]
+__all__ = ["IMBALANCE_FACTOR", "STRAGGLER_FACTOR", "annotate", "data_dirs", "data_read", "findings", "job_verdict",
+           "render"]
 
 
 def _rank_of(h: dict[str, Any]) -> int | None:
@@ -73,18 +74,32 @@ def _label(key: Any) -> str:
     return f"rank {key}" if isinstance(key, int) else str(key)
 
 
+def data_dirs(h: dict[str, Any]) -> dict[str, int]:
+    """The bytes the document's data files read, per folder: from its ``files``, else its
+    stored ``data_dirs`` (tb_iotrace.analysis.job_facts)."""
+    listed = h.get("files")
+    if not isinstance(listed, list):
+        got = h.get("data_dirs")
+        return {str(k): int(v) for k, v in got.items()} if isinstance(got, dict) else {}
+    by: dict[str, int] = {}
+    for f in listed:
+        if isinstance(f, dict) and not f.get("code") and not is_endpoint(f.get("path")):
+            b = int((f.get("counters") or {}).get("POSIX_BYTES_READ", 0) or 0)
+            d = os.path.dirname(str(f.get("path", "")))
+            by[d] = by.get(d, 0) + b
+    return by
+
+
 def _data_dir(docs: list[dict[str, Any]]) -> str:
     """The folder most of the rank's data bytes came from ('' when unknown)."""
     by: dict[str, int] = {}
     for h in docs:
-        for f in h.get("files") or []:
-            if isinstance(f, dict) and not f.get("code") and not is_endpoint(f.get("path")):
-                b = int((f.get("counters") or {}).get("POSIX_BYTES_READ", 0) or 0)
-                by[os.path.dirname(str(f.get("path", "")))] = by.get(os.path.dirname(str(f.get("path", ""))), 0) + b
+        for d, b in data_dirs(h).items():
+            by[d] = by.get(d, 0) + b
     return max(by, key=lambda k: by[k]) if by and max(by.values()) > 0 else ""
 
 
-def _data_read(h: dict[str, Any]) -> tuple[int, int]:
+def data_read(h: dict[str, Any]) -> tuple[int, int]:
     """The bytes read from data files and their number: code loading and network endpoints
     (the ranks' own gloo/NCCL traffic is a client's TCP connection too) left out; a summary's
     totals when the host's files are not listed."""
@@ -115,7 +130,7 @@ def _per_rank(key: Any, docs: list[dict[str, Any]]) -> dict[str, Any]:
     main = docs[0]
     rb = files = 0
     for h in docs:
-        b, n = _data_read(h)
+        b, n = data_read(h)
         rb, files = rb + b, files + n
     v = main.get("verdict") or {}
     return {"rank": key if isinstance(key, int) else None, "label": _label(key), "host": str(main.get("host", "")),

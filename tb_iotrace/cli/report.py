@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis import jobwindows, run_totals
+from tb_iotrace.analysis import job_facts, jobwindows, run_totals
 from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.analysis.object_report import objects_doc, render_objects
 from tb_iotrace.analysis.endpoint_report import render_endpoints
@@ -192,6 +192,7 @@ def host_doc(src: Source) -> dict[str, Any]:
         doc["process"] = process
     doc["notes"].extend(src.process_notes())
     doc["notes"].extend(write_errors_note(src.write_errors()))
+    job_facts.keep(src.path, src.part, doc, before)    # the job verdict of `report --hosts` and the tab
     return doc
 
 
@@ -537,15 +538,16 @@ class Report(Command):
         parser.add_argument("--jobs", type=int, metavar="N", default=None,
                             help="hosts decoded at once (default: the cores this process may use)")
         parser.add_argument("--hosts", action="store_true",
-                            help="only the per-host table, from the captures' stored summaries (a capture "
-                                 "without one is decoded and its summary kept)")
+                            help="only the per-host table and the job verdict, from the captures' stored "
+                                 "summaries and job facts (a capture without them is decoded and they are kept)")
         parser.add_argument("--all-files", action="store_true",
                             help="list code loading (Python imports, .so, interpreter, framework config) with "
                                  "the data files instead of as one line")
 
     def run(self, args: argparse.Namespace) -> int:
         if args.hosts:
-            rows = hostrows.build(open_source(args.path, args.run, args.host), summary_row, jobs=args.jobs)
+            rows = hostrows.build(open_source(args.path, args.run, args.host), summary_row, jobs=args.jobs,
+                                  full=host_doc)
             sys.stdout.write(json.dumps(rows, indent=1) + "\n" if args.json else hostrows.render(rows))
             sys.stdout.flush()
             return 0

@@ -79,11 +79,18 @@ def findings_of(path: str) -> dict[str, Any]:
             "read": _data_read(d)}
 
 
-def _data_read(d: dict[str, Any]) -> dict[str, int]:
+def _data_read(d: dict[str, Any]) -> dict[str, Any]:
     """The bytes read from data files and their number (the analysis' files: code loading is not
-    among them; network endpoints, the ranks' own gloo/NCCL connections among them, left out)."""
-    got = [int(f.get("bytes_read") or 0) for f in d.get("files") or [] if not is_endpoint(f.get("path"))]
-    return {"bytes_read": sum(got), "files": sum(1 for b in got if b > 0)}
+    among them; network endpoints, the ranks' own gloo/NCCL connections among them, left out),
+    and ``dirs``: the bytes per folder, the 16 largest (where a straggler's data comes from)."""
+    got = [(str(f.get("path", "")), int(f.get("bytes_read") or 0)) for f in d.get("files") or []
+           if not is_endpoint(f.get("path"))]
+    dirs: dict[str, int] = {}
+    for path, b in got:
+        if b > 0:
+            dirs[os.path.dirname(path)] = dirs.get(os.path.dirname(path), 0) + b
+    top = sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[:16]
+    return {"bytes_read": sum(b for _, b in got), "files": sum(1 for _, b in got if b > 0), "dirs": dict(top)}
 
 
 def _capture_rank(path: str) -> int | None:

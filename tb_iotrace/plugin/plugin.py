@@ -358,7 +358,9 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return Body.json(hosts.hosts_cached(self.index, self._files_of(args)[1], self.host_rows))
 
     def _findings(self, args):
-        return findings.findings_impl(self._view(args))
+        run, files = self._files_of(args)
+        before = findings.identities(files) if len(files) > 1 else {}    # the job facts kept are of these
+        return findings.findings_impl(self.index.view(run, files), before)
 
     def _objects(self, args):
         view = self._view(args)

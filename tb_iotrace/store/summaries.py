@@ -38,7 +38,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from tb_iotrace.store import remote
 from tb_iotrace.base.atomic import atomic_write
@@ -153,13 +153,14 @@ def _in_mirror(path: str) -> bool:
         return False
 
 
-def _name(key: str, part: str) -> str:
-    return hashlib.sha256(f"{key}\x00{part}".encode("utf-8", "surrogateescape")).hexdigest()[:40] + SUFFIX
+def _name(key: str, part: str, suffix: str = SUFFIX) -> str:
+    return hashlib.sha256(f"{key}\x00{part}".encode("utf-8", "surrogateescape")).hexdigest()[:40] + suffix
 
 
-def locations(path: str, part: str = "") -> list[tuple[Path, str]]:
+def locations(path: str, part: str = "", suffix: str = SUFFIX) -> list[tuple[Path, str]]:
     """Where the summary of ``path`` (``part`` of it: "" for the whole capture) may be, in
-    the order it is looked for and written: (file, the capture's name stored in it)."""
+    the order it is looked for and written: (file, the capture's name stored in it). Another
+    ``suffix`` names another document kept the same way (tb_iotrace.store.jobfacts)."""
     how = mode()
     if how == "off":
         return []
@@ -167,9 +168,9 @@ def locations(path: str, part: str = "") -> list[tuple[Path, str]]:
     got = _beside(path) if how == "beside" and not _in_mirror(path) else None
     if got is not None:
         folder, rel = got
-        out.append((folder / _name(rel, part), rel))
+        out.append((folder / _name(rel, part, suffix), rel))
     real = os.path.realpath(path)
-    out.append((local_root() / _name(real, part), real))
+    out.append((local_root() / _name(real, part, suffix), real))
     return out
 
 
@@ -189,23 +190,29 @@ def _valid_row(row: Any) -> bool:
     return row["input_wait_pct"] <= 100.0
 
 
-def _read(file: Path) -> Any:
+def _read(file: Path, limit: int = MAX_BYTES) -> Any:
     """The JSON of a summary file; None for anything but a regular file (never a link, FIFO or
-    device: opened without following a link and without blocking) of at most MAX_BYTES."""
+    device: opened without following a link and without blocking) of at most ``limit`` bytes."""
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
             return None
-        raw = os.read(fd, MAX_BYTES + 1)
-        return json.loads(raw) if len(raw) <= MAX_BYTES else None
+        raw = os.read(fd, limit + 1)
+        return json.loads(raw) if len(raw) <= limit else None
     except (OSError, ValueError, RecursionError):
         return None
     finally:
         os.close(fd)
+
+
+def read_doc(file: Path, limit: int) -> Any:
+    """The JSON of a document kept as summaries are (:func:`write_doc`), None when it is not a
+    regular file of at most ``limit`` bytes holding JSON."""
+    return _read(file, limit)
 
 
 def _own_folder(folder: Path) -> bool:
@@ -262,10 +269,17 @@ def save(path: str, row: Mapping[str, Any], part: str = "", before: Identity | N
         now = identity(path)
         if now is not None and now != first:
             kept.append(now)
-    for file, name in locations(path, part):
-        data = json.dumps({"format": FORMAT, "path": name, "part": part, "identities": kept, "row": stored},
-                          ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
-        if len(data) > MAX_BYTES:
+    return write_doc(path, part, SUFFIX, MAX_BYTES,
+                     lambda name: {"format": FORMAT, "path": name, "part": part, "identities": kept, "row": stored})
+
+
+def write_doc(path: str, part: str, suffix: str, limit: int, doc: Callable[[str], dict[str, Any]]) -> Path | None:
+    """Write ``doc(the capture's name stored in it)`` as JSON (at most ``limit`` bytes) at the
+    first of :func:`locations` (``suffix``) that can be written, atomically; None when none can.
+    A linked ``plugins/iotrace`` or ``summaries`` folder gets nothing at its target."""
+    for file, name in locations(path, part, suffix):
+        data = json.dumps(doc(name), ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
+        if len(data) > limit:
             return None
         try:   # checked before anything is made: a linked plugins/iotrace gets nothing at its target
             if file.parent.parts[-3:] == FOLDER and not _own_folder(file.parent):
@@ -281,4 +295,4 @@ def save(path: str, row: Mapping[str, Any], part: str = "", before: Identity | N
 
 
 __all__ = ["ENV", "FIELDS", "FORMAT", "MAX_BYTES", "identity", "load", "local_root",
-           "locations", "mode", "row_of", "save"]
+           "locations", "mode", "read_doc", "row_of", "save", "write_doc"]

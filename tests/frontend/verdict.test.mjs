@@ -43,3 +43,16 @@ test("the job verdict's box names the rank that holds the others, and a rank say
     collective_wait_share: 0.83, waits_for: { label: "rank 2" } });
   assert.equal(v.head, "Waits for rank 2's input (job verdict) (h0): the step waits for input 0.1% of its time, in collectives 83%");
 });
+
+test("the job verdict of /hosts (stored facts) stands in until the findings bring their own", async () => {
+  const { withHostsJob } = await import("../../plugin_frontend/views/findings.js");
+  const stored = { ranks: 64, matched_steps: 6, bound: "input", straggler: { label: "rank 7" } };
+  const pending = { findings: [], pending: 60, hosts: 64, job_verdict: null };
+  assert.deepEqual(withHostsJob(pending, stored), { ...pending, job_verdict: stored });
+  assert.equal(pending.job_verdict, null);                       // the answer itself is not changed
+  const own = { ...pending, pending: 0, job_verdict: { ...stored, ranks: 64, advice: "from the findings" } };
+  assert.equal(withHostsJob(own, stored), own);
+  assert.equal(withHostsJob(pending, null), pending);
+  const failed = { error: "HTTP 500" };
+  assert.equal(withHostsJob(failed, stored), failed);
+});

@@ -53,3 +53,89 @@ def test_one_host_has_no_job_verdict(tmp_path):
     assert body["job_verdict"] is not None and body["job_verdict"]["straggler"] is None
     code, one = get("/findings", run="logs", host="rank0")
     assert code == 200 and one["job_verdict"] is None
+
+
+def _answer(rank: int, wait_ms: float, coll_ms: float, bytes_read: int) -> dict:
+    ms = 10**9
+    steps = [{"step_num": 2 + i, "start_ps": i * 500 * ms, "end_ps": (i + 1) * 500 * ms, "duration_ps": 500 * ms,
+              "input_wait_ps": int(wait_ms * ms), "collective_wait_ps": int(coll_ms * ms)} for i in range(6)]
+    return {"findings": [], "rank": rank, "steps": steps,
+            "verdict": {"bound": "input" if wait_ms > 50 else "not input", "cause": "file_io", "change": "x",
+                        "collectives": True, "input_wait_share": wait_ms / 500},
+            "read": {"bytes_read": bytes_read, "files": 24, "dirs": {f"/data/r{rank}": bytes_read}}}
+
+
+def test_all_hosts_job_verdict_counts_each_ranks_bytes() -> None:
+    """The tab's job verdict reads each host's data bytes from its findings answer: rank 2 reading
+    twice the others' bytes per step is an imbalanced shard, named as the report names it
+    (failed first: the answer's bytes were read as none, so no shard could differ)."""
+    from tb_iotrace.plugin.endpoints.job_tables import run_job_verdict
+
+    done = [(f"h{r}", _answer(r, 400 if r == 2 else 1, 2 if r == 2 else 400, (2 << 20) * (2 if r == 2 else 1)))
+            for r in range(4)]
+    jv, found, _ = run_job_verdict(done)
+    assert jv["imbalance"] is not None and jv["imbalance"]["rank"] == 2 and jv["imbalance"]["ratio"] == 2.0, jv
+    assert jv["straggler"]["data_dir"] == "/data/r2"
+    assert {f["id"] for f in found} == {"input-straggler", "imbalanced-shards"}
+
+
+def test_hosts_gives_the_job_verdict_after_a_restart_without_decoding(tmp_path, monkeypatch) -> None:
+    """The findings of "All hosts" keep each rank's job facts; a new plugin (TensorBoard
+    restarted) answers ``/hosts`` with the same job verdict as the findings gave, from the stored
+    summaries and facts alone (no capture loaded)."""
+    from tb_iotrace.plugin.cache import LogdirIndex
+
+    make_ranks(DATA / "ddp_rank0.pt.trace.json.gz", tmp_path / "logs", 4, 2)
+    _, get = make_client(tmp_path / "logs")
+    code, first = get("/hosts", run="logs", host="__all__")
+    assert code == 200 and first["job_verdict"] is None and len(first["hosts"]) == 4   # no findings yet
+    jv = _all(get, "logs")["job_verdict"]
+    assert jv is not None and jv["straggler"]["rank"] == 2
+
+    def no_decoding(self, path, host):
+        raise AssertionError(f"{path} decoded")
+
+    monkeypatch.setattr(LogdirIndex, "capture", no_decoding)
+    _, get2 = make_client(tmp_path / "logs")
+    code, again = get2("/hosts", run="logs", host="__all__")
+    assert code == 200, again
+    assert again["job_verdict"] == jv and again["job_notes"] == []
+
+
+@pytest.mark.parametrize("change", ["damaged", "stale"])
+def test_hosts_never_trusts_damaged_or_stale_facts(tmp_path, change) -> None:
+    """After a restart, a rank whose stored facts are damaged (a note says so) or of another
+    version of its trace (rewritten, its mtime put back) gives no job verdict from the facts;
+    damaged ones are written again with the findings' next answer."""
+    import json
+    import os
+    import shutil
+
+    from tb_iotrace.store import jobfacts, summaries
+
+    paths = make_ranks(DATA / "ddp_rank0.pt.trace.json.gz", tmp_path / "logs", 4, 2)
+    _, get = make_client(tmp_path / "logs")
+    jv = _all(get, "logs")["job_verdict"]
+    assert jv["straggler"]["rank"] == 2
+    (facts,) = [f for f, _ in summaries.locations(str(paths[1]), "", jobfacts.SUFFIX) if f.exists()]
+    if change == "damaged":
+        doc = json.loads(facts.read_text())
+        doc["facts"]["steps"]["duration_ps"] = ["500"] * len(doc["facts"]["steps"]["duration_ps"])
+        facts.write_text(json.dumps(doc))
+    else:
+        st = os.stat(paths[1])
+        other = make_ranks(DATA / "ddp_rank0.pt.trace.json.gz", tmp_path / "other", 4, 1)[1]   # rank 1 slow now
+        shutil.copyfile(other, paths[1])
+        os.utime(paths[1], ns=(st.st_atime_ns, st.st_mtime_ns))
+    _, get2 = make_client(tmp_path / "logs")
+    code, hosts = get2("/hosts", run="logs", host="__all__")
+    assert code == 200 and hosts["job_verdict"] is None, hosts["job_verdict"]
+    if change == "damaged":
+        (note,) = hosts["job_notes"]
+        assert note.startswith("The stored job facts of rank1 are damaged (") and "made again" in note, note
+        # the findings (this process still has their answers) write the facts again
+        assert _all(get2, "logs")["job_verdict"] == jv
+        code, hosts = get2("/hosts", run="logs", host="__all__")
+        assert hosts["job_verdict"] == jv and hosts["job_notes"] == []
+    else:
+        assert hosts["job_notes"] == []

@@ -250,7 +250,8 @@ def test_all_hosts_after_a_restart_decodes_nothing(tmp_path, beside):
     code, warm = get("/hosts", run=RUN, host="__all__")
     assert code == 200 and warm == cold
     assert decoded == ["bad.xplane.pb"]            # only the capture that has no summary (unreadable)
-    assert get("/hosts", run=RUN, host="w03") == (200, {"hosts": [cold["hosts"][4]], "unreadable": []})
+    assert get("/hosts", run=RUN, host="w03") == (200, {"hosts": [cold["hosts"][4]], "unreadable": [],
+                                                        "job_verdict": None, "job_notes": []})
     assert decoded == ["bad.xplane.pb"]
     assert get("/hosts", run=RUN, host="bad")[0] == 422
 

@@ -18,6 +18,7 @@ from tb_iotrace.plugin.cache import LogdirIndex, load_any
 from tb_iotrace.plugin.tab_model import TabCapture
 from tb_iotrace.plugin.request_view import View, unreadable_json
 from tb_iotrace.plugin.endpoints.bandwidth import capture_input_wait
+from tb_iotrace.plugin.endpoints.job_tables import stored_job_verdict
 
 log = logging.getLogger("tb_iotrace.plugin")
 
@@ -130,8 +131,11 @@ def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo
     building the view: each host's row from ``memo`` or its stored summary, else from its
     capture (loaded through ``index``'s cache) and then stored. Of several hosts, those that
     cannot be read are left out and listed; XPlaneError when none can (or the one asked for
-    alone cannot)."""
+    alone cannot). Of several hosts, ``job_verdict``: the job verdict across them as ranks from
+    their stored job facts (tb_iotrace.plugin.endpoints.job_tables; null while any host has
+    none: the findings bring it), ``job_notes``: damaged facts ignored."""
     rows: list[dict[str, Any]] = []
+    idents: list[tuple[str, str, summaries.Identity | None]] = []
     unreadable: list[dict[str, str]] = []
     memo = memo if memo is not None else RowMemo()
     made = _made_in_children(index, files, memo)
@@ -144,6 +148,7 @@ def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo
             if got is not None:
                 memo.put(path, before, got)   # type: ignore[arg-type]
                 rows.append({"host": host, **got})
+                idents.append((host, path, before))
                 continue
             try:
                 row = capture_row(host, index.capture(path, host))
@@ -157,4 +162,6 @@ def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo
                 _keep(path, row, before)
                 memo.put(path, before, {k: v for k, v in row.items() if k != "host"})
             rows.append(row)
-    return {"hosts": rows, "unreadable": unreadable}
+            idents.append((host, path, before))
+    job = stored_job_verdict(idents)
+    return {"hosts": rows, "unreadable": unreadable, "job_verdict": job.verdict, "job_notes": job.notes}
