@@ -15,6 +15,9 @@ Two funnels carry the requests of every client people use (docs/objects.md):
   filesystem. The answer's headers are the first byte; the body is done at the stream's end of
   file (``StreamReader.on_eof``, aiohttp's own callback) with ``StreamReader.total_bytes``.
 
+Clients whose bytes pass through neither (WebDataset's curl pipes, s3torchconnector's CRT
+client) are noted by :mod:`tb_iotrace.recording.object_streams`, installed and taken out here.
+
 Why not the clients' own event hooks: botocore's event emitter is copied into each client when
 the client is made, and aiohttp's ``trace_configs`` are fixed when a session is made; a
 training job makes its clients in the dataset's ``__init__``, long before a profile window
@@ -28,10 +31,12 @@ import os
 import sys
 import threading
 import time
+from functools import partial
 from typing import Any
 
 from tb_iotrace.base import objreqs
 from tb_iotrace.base.objnames import classify, parse_range
+from tb_iotrace.recording import object_streams
 from tb_iotrace.recording.importhook import call_after_import
 
 __all__ = ["acquire", "active", "release"]
@@ -199,9 +204,6 @@ def _install_aiohttp() -> None:
 
 # -- installing ---------------------------------------------------------------------------------
 
-_FUNNELS = (("urllib3", _install_urllib3), ("aiohttp", _install_aiohttp))
-
-
 def _patch(cls: Any, name: str, make: Any) -> None:
     if (cls, name) in _patched:
         return
@@ -210,6 +212,11 @@ def _patch(cls: Any, name: str, make: Any) -> None:
         return
     _patched[(cls, name)] = orig
     setattr(cls, name, make(orig))
+
+
+# module whose import installs the hooks -> how; then the clients whose bytes pass elsewhere
+_FUNNELS = (("urllib3", _install_urllib3), ("aiohttp", _install_aiohttp)) + tuple(
+    (module, partial(install, _patch, active)) for module, install in object_streams.INSTALLERS)
 
 
 def _install_when_imported(module: str, install: Any) -> None:
