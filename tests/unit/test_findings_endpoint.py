@@ -8,7 +8,6 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-
 from tb_iotrace.plugin.endpoints import findings
 from tb_iotrace.plugin.endpoints.findings import findings_impl
 
