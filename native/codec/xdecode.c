@@ -302,7 +302,7 @@ static int check_packed(const uint8_t *buf, int64_t a, int64_t b) {
 /* The XEventMetadata at buf[a:b): where its last name (2) and display name (4) lie, its
  * stats (5, XStat) and child ids (6, packed) checked as protobuf parses them, so that the
  * entries the lazy path leaves to protobuf for later are the ones it accepts now, and the
- * NumPy path (protobuf on the whole plane) rejects the same files (issue 25). */
+ * NumPy path (protobuf on the whole plane) rejects the same files. */
 static int event_md_fields(const uint8_t *buf, int64_t a, int64_t b, int64_t *na, int64_t *nb, int64_t *da,
                            int64_t *db) {
     while (a < b) {

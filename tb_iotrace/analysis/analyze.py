@@ -16,11 +16,12 @@ import numpy as np
 from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.analysis.attribution import attribute
 from tb_iotrace.store.xplane import IoTrace, read_io_data
-from tb_iotrace.analysis.checkpoint_facts import add_facts, training
-from tb_iotrace.analysis.checkpoint_spans import extend_async
+from tb_iotrace.analysis.checkpoints.facts import add_facts, training
+from tb_iotrace.analysis.checkpoints.spans import extend_async
 from tb_iotrace.analysis.collectives import collective_fields
-from tb_iotrace.analysis.checkpoint_waits import add_waits
-from tb_iotrace.analysis.checkpoints import checkpoint_phases, public, render as render_checkpoints
+from tb_iotrace.analysis.checkpoints.waits import add_waits
+from tb_iotrace.analysis.checkpoints.detection import checkpoint_phases, public
+from tb_iotrace.analysis.checkpoints.phase_table import render as render_checkpoints
 from tb_iotrace.analysis.context import Context, fs_table, stages_table, steps_table
 from tb_iotrace.analysis.mounts import table_for
 from tb_iotrace.analysis.rules import evaluate
@@ -45,8 +46,8 @@ class Analysis:
     notes: list[str] = field(default_factory=list)
     thresholds: dict[str, Any] = field(default_factory=dict)
     verdict: dict[str, Any] = field(default_factory=dict)   # tb_iotrace.analysis.verdict
-    checkpoints: list[dict[str, Any]] = field(default_factory=list)   # checkpoints.py
-    training: dict[str, Any] = field(default_factory=dict)   # checkpoint_facts.training
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)   # checkpoints.detection
+    training: dict[str, Any] = field(default_factory=dict)   # checkpoints.facts.training
 
     @property
     def ids(self) -> list[str]:
@@ -133,11 +134,9 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     if trace.dropped:
         notes.append(f"the trace dropped {trace.dropped} calls: per-call findings see part of the "
                      "window; per-file counters are exact")
-    ctx = Context(trace, att, space, mounts, th, python)
-    # a record's noted calls; a capture's come with its trace (trace.checkpoint_calls)
-    ctx.checkpoint_calls = list(checkpoint_calls or [])     # type: ignore[attr-defined]
+    ctx = Context(trace, att, space, mounts, th, python, checkpoint_calls)
     phases = add_waits(ctx, extend_async(ctx, checkpoint_phases(ctx, space)), space)
-    ctx._checkpoints = phases      # type: ignore[attr-defined]   # what the checkpoint findings see
+    ctx.checkpoint_phases = phases      # what the checkpoint findings see
     checkpoints = public(add_facts(ctx, phases))
     steps = steps_table(ctx)
     files = sorted(ctx.files.values(), key=lambda f: -(f.bytes_read + f.bytes_written + f.opens))

@@ -87,7 +87,7 @@ def _device_line_kept(name: str) -> bool:
 def _reader(fh, path: str):
     """``read(a, b)``: the file's bytes [a, b), read with pread. Not a memory map: a writer
     truncating the file under a mapping makes the next touch of a page past its end a SIGBUS,
-    which kills the process (issue 25)."""
+    which kills the process."""
     fd = fh.fileno()
 
     def read(a: int, b: int) -> bytes:

@@ -120,8 +120,15 @@ class Context:
     """Everything the finding rules look at (built once per analysis)."""
 
     def __init__(self, trace: IoTrace, att: Attribution | None, space: Any, mounts: MountTable,
-                 th: Thresholds, python: dict[str, Any] | None = None):
+                 th: Thresholds, python: dict[str, Any] | None = None,
+                 checkpoint_calls: list[dict[str, Any]] | None = None):
         self.trace, self.att, self.th, self.mounts = trace, att, th, mounts
+        # a whole-run record's noted checkpoint library calls (tb_iotrace.base.ckptcalls); a
+        # capture's come with its trace (trace.checkpoint_calls)
+        self.checkpoint_calls: list[dict[str, Any]] = list(checkpoint_calls or [])
+        # the checkpoint phases once found (tb_iotrace.analysis.checkpoints.detection), what the
+        # checkpoint findings see; None until then
+        self.checkpoint_phases: list[dict[str, Any]] | None = None
         # where the capture's ps clock starts (epoch ns; None: no profile start in the capture)
         self.profile_start_ns: int | None = profile_start_ns(space) if space is not None else None
         n = len(trace)

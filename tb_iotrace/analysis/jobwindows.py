@@ -1,5 +1,5 @@
 """A job's profile windows in time order, so that a job that slows down over hours shows where
-(``tb-iotrace report`` and the I/O tab's ``/windows``; issue 21).
+(``tb-iotrace report`` and the I/O tab's ``/windows``).
 
 A *job* is the folder that holds the windows' ``plugins/profile``: the run name without its
 last segment (``""`` for sessions at the top of the logdir, shown as ``.``). Each profile run

@@ -5,7 +5,7 @@ A Kineto trace written by ``tb_iotrace.torch.trace_handler`` reaches the analysi
 the window (``pid``, ``role`` main/worker, ``tids``) and under ``kineto.pytorch`` what the
 recording noted of torch (its version, the usable cores, the DataLoaders the window iterated
 with their settings, worker pids and the epochs begun in the window:
-:mod:`tb_iotrace.recording.pytorch.loaders`). The main process waiting for its next batch is
+:mod:`tb_iotrace.recording.pytorch.parent.loaders`). The main process waiting for its next batch is
 the DataLoader iterator's ``__next__`` (``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``,
 ``..._MultiProcessingDataLoaderIter.__next__``): an input wait (:mod:`tb_iotrace.analysis.attribution`);
 ``ProfilerStep#N`` are the steps.

@@ -12,7 +12,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tb_iotrace.analysis import checkpoints, object_findings
+from tb_iotrace.analysis import object_findings
+from tb_iotrace.analysis.checkpoints import phase_findings
 from tb_iotrace.analysis.context import Context, file_type, fs_table
 from tb_iotrace.analysis.epochs import epochs
 from tb_iotrace.analysis.impact import grade, impact_of
@@ -535,9 +536,9 @@ RULES: dict[str, Callable[..., dict[str, Any] | None]] = {
     "small-writes": small_writes, "slow-filesystem": slow_filesystem,
 }
 # the checkpoint findings (their own module: docs/checkpoints.md) after these
-TITLES.update(checkpoints.TITLES)
-RULES.update(checkpoints.RULES)
-ORDER.extend(checkpoints.TITLES)
+TITLES.update(phase_findings.TITLES)
+RULES.update(phase_findings.RULES)
+ORDER.extend(phase_findings.TITLES)
 # the object-storage findings (their own module: docs/findings.md)
 TITLES.update(object_findings.TITLES)
 RULES.update(object_findings.RULES)

@@ -12,7 +12,7 @@ JAXLIB_FIRST = (0, 4, 19)
 # tb_iotrace reads how the loaded jaxlib checks its profiler table (recording/jaxlib_check.py)
 # and registers whenever one of its tables passes. The newest release whose check was read:
 # 0.4.19 to 0.10.2 compare exactly with 80 (wheels read on the development machine), 0.11.2
-# takes "at least" a size (its message, read on a CUDA machine; issue 24).
+# takes "at least" a size (its message, read on a CUDA machine).
 JAXLIB_NEWEST_READ = "0.11.2"
 # The table checks seen in released jaxlibs: (form, first, last release, a size that passes). Used
 # only for a library whose message form is read but whose comparison is not (a stripped build):

@@ -1,4 +1,4 @@
-"""Bounds on what reading one input file may cost (issue 25): a file in a logdir is input
+"""Bounds on what reading one input file may cost: a file in a logdir is input
 from whoever could write there, and TensorBoard reads it in its own process.
 
 - Expanded size: a Kineto trace (its file, and its JSON after gunzip), a whole-run record's

@@ -277,9 +277,9 @@ def build(sources: list[Source], progress: bool = False, jobs: int | None = None
 
 def _with_ranks(run: dict[str, Any]) -> dict[str, Any]:
     """The run's checkpoint saves across its ranks (``checkpoint_saves``) and the straggler
-    finding on the late rank's host (tb_iotrace.analysis.checkpoint_ranks)."""
+    finding on the late rank's host (tb_iotrace.analysis.checkpoints.ranks)."""
     try:
-        from tb_iotrace.analysis.checkpoint_ranks import save_table, straggler_finding
+        from tb_iotrace.analysis.checkpoints.ranks import save_table, straggler_finding
         from tb_iotrace.analysis.job_verdict import annotate
     except ImportError:
         return run
@@ -336,7 +336,7 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                     out.append(f"  ... {len(h['steps']) - MAX_STEPS_SHOWN} more steps (--json for all)")
                 out.append("")
             if h.get("checkpoints"):
-                from tb_iotrace.analysis.checkpoints import render as render_checkpoints
+                from tb_iotrace.analysis.checkpoints.phase_table import render as render_checkpoints
 
                 out.append(render_checkpoints(h["checkpoints"]))
             if h["findings"]:
@@ -376,7 +376,7 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
             lines += ["", "Per host (POSIX + STDIO counters; input wait within the steps)",
                       textreport.render_hosts([h["summary"] for h in hosts if "summary" in h])]
             if run.get("checkpoint_saves"):
-                from tb_iotrace.analysis.checkpoint_ranks import render as render_ranks
+                from tb_iotrace.analysis.checkpoints.ranks import render as render_ranks
 
                 lines += ["", render_ranks(run["checkpoint_saves"])]
             out.append("\n".join(lines) + "\n")

@@ -104,7 +104,7 @@ class Run(Command):
                             help="periodic flush interval (default 5; 0: only at exit)")
         parser.add_argument("--profile-every", type=_seconds(False), default=None, metavar="SECONDS",
                             help="take a TensorFlow or JAX profile window (with its I/O) every SECONDS in each "
-                                 "process that runs either, into DIR/plugins/profile (issue 21)")
+                                 "process that runs either, into DIR/plugins/profile")
         parser.add_argument("--profile-for", type=_seconds(False), default=None, metavar="SECONDS",
                             help="length of each --profile-every window (default 2)")
         parser.add_argument("--wait-children", type=float, default=15.0, metavar="SECONDS",

@@ -10,7 +10,7 @@ agent records for the time asked and then undoes everything it did:
 - the *main* process (the PID given) takes its framework's profile window: TensorFlow's or JAX's
   (:class:`tb_iotrace.recording.window_writer.WindowWriter`, under ``<logdir>/plugins/profile``),
   or a torch.profiler window at the training thread's step boundaries
-  (:class:`tb_iotrace.recording.pytorch.step_windows.StepWindows`), written as a Kineto trace under
+  (:class:`tb_iotrace.recording.pytorch.parent.step_windows.StepWindows`), written as a Kineto trace under
   ``<logdir>/pytorch/attach_<time>_<pid>_1/`` with the I/O of the main process and of its
   children (DataLoader workers: their fetch spans too) added; without a framework, each process
   writes a whole-run record of the attached seconds under ``<logdir>/plugins/iotrace``;
@@ -157,7 +157,7 @@ class Attachment:
             self.mode, self.framework = "xplane", fw       # the window starts at the go
             return
         if "torch.utils.data.dataloader" in sys.modules:
-            from tb_iotrace.recording.pytorch.step_windows import StepWindows
+            from tb_iotrace.recording.pytorch.parent.step_windows import StepWindows
 
             self.steps = StepWindows(self._torch_handler, on_foreign=self._foreign)
             self.steps.install()          # the window is asked for at the go
@@ -179,7 +179,7 @@ class Attachment:
             from torch.utils.data._utils import fetch
 
             from tb_iotrace.recording.pytorch import state
-            from tb_iotrace.recording.pytorch.fetch import wrap_fetch
+            from tb_iotrace.recording.pytorch.worker.fetch import wrap_fetch
 
             for name in state.FETCHERS:
                 cls = getattr(fetch, name, None)

@@ -36,8 +36,8 @@ class AttachTrace:
     """``on_trace_ready`` of the window an :class:`tb_iotrace.recording.attach_agent.Attachment` takes."""
 
     def __init__(self, att: Any, source: str) -> None:
-        from tb_iotrace.recording.pytorch.auto_window import SUBDIR, session_name, window_origin
-        from tb_iotrace.recording.pytorch.step_windows import steps_note
+        from tb_iotrace.recording.pytorch.parent.auto_window import SUBDIR, session_name, window_origin
+        from tb_iotrace.recording.pytorch.parent.step_windows import steps_note
 
         self.att = att
         self.source = source

@@ -12,7 +12,7 @@ of the call it times (``call``: the function, e.g. ``torch.save``; ``root``: whe
 are, the path itself for torch's calls). The library hooks
 (:mod:`tb_iotrace.recording.library_checkpoints`: safetensors, orbax, ``tf.train.Checkpoint``)
 time their calls in a window through :func:`span` the same way. The analysis
-(:mod:`tb_iotrace.analysis.checkpoints`) uses the spans when present.
+(:mod:`tb_iotrace.analysis.checkpoints.detection`) uses the spans when present.
 Outside a profiler the wrappers call straight through. Code that bound ``from torch import
 save`` before :func:`install` keeps the real function (its saves are still found by shape).
 """

@@ -267,7 +267,7 @@ class FileDicts(Sequence[dict[str, Any]]):
 def load_table(fh: BinaryIO, where: str = "file table") -> FileTable:
     """Read a table written by :meth:`FileTable.save` (TableError when it is not one)."""
     try:
-        # bounded: declared sizes checked before anything is allocated (issue 25)
+        # bounded: declared sizes checked before anything is allocated
         cols = load_npz(fh, max_trace_bytes(), "the file table")
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise TableError(f"{where}: cannot read ({exc})") from None

@@ -1,4 +1,4 @@
-"""A Kineto trace's events sorted into compact columns, one event at a time (issue 23).
+"""A Kineto trace's events sorted into compact columns, one event at a time.
 
 :class:`Collector` takes the events of ``traceEvents`` (dicts as ``json`` reads them, or the
 structs of :mod:`tb_iotrace.store.kineto_json`) and keeps, for the conversion of

@@ -1,4 +1,4 @@
-"""A Kineto trace's JSON read in batches of events, without a dict per event kept (issue 23).
+"""A Kineto trace's JSON read in batches of events, without a dict per event kept.
 
 :func:`open_trace` reads the file (``.json`` or ``.json.gz``, within the bounds of
 :mod:`tb_iotrace.base.limits`, as :func:`tb_iotrace.store.kineto.read_trace` does) and splits it with

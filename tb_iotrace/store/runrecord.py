@@ -432,7 +432,7 @@ class RunRecord:
                 if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                     raise ValueError("not a regular file")
                 self._same_write(p, stored_generation(fh))
-                # bounded: declared sizes checked before anything is allocated (issue 25)
+                # bounded: declared sizes checked before anything is allocated
                 return load_npz(fh, max_trace_bytes(), "the trace")
         except (OSError, ValueError, KeyError, EOFError) as exc:
             raise RecordError(f"{p}: cannot read the trace ({exc})") from None

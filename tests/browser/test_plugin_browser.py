@@ -326,7 +326,7 @@ def test_findings_panel_renders_findings_as_text(page):
     evidence and files as text."""
     p = page
     p.wait_for(f"{D}.querySelector('.findings').textContent.includes('Most reads are small')")
-    # issue 19: the host's verdict on top of the findings, each finding's impact under it
+    # the host's verdict on top of the findings, each finding's impact under it
     head = p.evaluate(f"{D}.querySelector('.findings .verdict .verdict-head').textContent")
     assert head.split(":")[0] in ("Input-bound", "Partly input-bound", "Not input-bound", "No verdict"), head
     assert p.evaluate(f"{D}.querySelector('.findings > .verdict') === {D}.querySelector('.findings').firstElementChild")

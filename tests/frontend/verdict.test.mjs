@@ -1,4 +1,4 @@
-// The verdict box's text (issue 19): bound, the wait's shares, what was not measured, advice.
+// The verdict box's text: bound, the wait's shares, what was not measured, advice.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { verdictLines } from "../../plugin_frontend/views/findings.js";

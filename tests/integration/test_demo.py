@@ -151,7 +151,7 @@ def test_demo_compares_two_pipelines_and_serves_both(tmp_path: Path) -> None:
         med = {name: statistics.median(timed(summary[name]["step_s"], summary["warmup_batches"],
                                              summary["profile_batches"])) for name in ("naive", "tuned")}
         assert x == round(med["naive"] / med["tuned"], 1)
-        # beside it, the speedup the naive run's verdict predicted (issue 19): 1 / (1 + its change)
+        # beside it, the speedup the naive run's verdict predicted: 1 / (1 + its change)
         v = got["naive"].verdict
         assert naive["verdict"]["advice"] == v["advice"] and v["bound"] in ("input", "partly input"), v
         p = float(re.search(r"Predicted by the naive run's verdict: (\d+\.\d)x", text).group(1))  # type: ignore[union-attr]

@@ -1,4 +1,4 @@
-"""The CPU jobs that prove the diagnosis (issue 19), run for real: what the capture side records
+"""The CPU jobs that prove the diagnosis, run for real: what the capture side records
 (the machine that ran them, its usable cores and mount table, the DataLoader workers' fetch
 spans, the I/O of their data), and the verdict and top finding ``tb-iotrace report --json``
 gives on each, as its docstring (and ``expected`` in its result) names them.

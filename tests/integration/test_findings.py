@@ -1,4 +1,4 @@
-"""Findings on real TensorFlow captures (issue 6): for every finding a pipeline that triggers it
+"""Findings on real TensorFlow captures: for every finding a pipeline that triggers it
 and a clean twin that does not, each run in its own tf.profiler window.
 
 Two subprocesses (one TF start-up each, run in parallel under -n 2) run several pipelines each;
@@ -68,7 +68,7 @@ def _input_bound(a, d):
     assert e["io_share_of_wait"] < 0.2
     assert e["other_wait_s"] > 0.8 * e["input_wait_s"]
     assert "mostly decode" in a.finding("input-bound")["statement"]
-    # the verdict (issue 19): the wait is tf.data decoding (its threads run the py_function)
+    # the verdict: the wait is tf.data decoding (its threads run the py_function)
     v = a.verdict
     assert v["bound"] == "input" and v["unmeasured"] == [] and v["cause"] == "decode", v
     # the decode is a py_function: a parallel map would run it one call at a time (the GIL)
@@ -91,7 +91,7 @@ def _serial(a, d):
     ib = ev(a, "input-bound")
     assert ib["io_share_of_wait"] == e["io_share_of_wait"]
     assert "file I/O," in a.finding("input-bound")["statement"] or "mostly file I/O" in a.finding("input-bound")["statement"]
-    # the verdict (issue 19): input-bound, its file_io share the finding's. Which part of the wait
+    # the verdict: input-bound, its file_io share the finding's. Which part of the wait
     # is largest is not asserted here: the host caches this VM's disk, so "cold" reads are not
     # slow by construction (file_io 60% of the wait on an idle machine, 37% under a loaded CI run,
     # where the descheduled pipeline shows as starved); serial_fifo's pipe is, and asserts it

@@ -1,4 +1,4 @@
-"""Every JAX profile window carries the I/O of that window (issue 14), checked on real
+"""Every JAX profile window carries the I/O of that window, checked on real
 captures made by CPU jax in subprocesses: the I/O plane and the tb_iotrace.io record are
 the ones TensorFlow's captures carry, so report, exports, tab and findings read them."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Profile windows every N steps or seconds (issue 21): ``tb_iotrace.keras.ProfileEvery`` in real
+"""Profile windows every N steps or seconds: ``tb_iotrace.keras.ProfileEvery`` in real
 Keras jobs (TensorFlow backend here; JAX backend in the Python 3.12 venv, as test_jax_keras) and
 ``tb-iotrace run --profile-every`` on a TensorFlow and a JAX job, writing to moto's S3 server and
 gcp-storage-emulator on 127.0.0.1 (test_cloud's fixtures) or to a folder. What is in a bucket is

@@ -1,4 +1,4 @@
-"""Every TensorFlow profile window carries the I/O of that window (issue 3),
+"""Every TensorFlow profile window carries the I/O of that window,
 checked on real captures made by TensorFlow in subprocesses."""
 from __future__ import annotations
 

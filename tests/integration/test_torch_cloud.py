@@ -1,4 +1,5 @@
-"""``tb_iotrace.torch.trace_handler("s3://...")`` in a real PyTorch job (issue 21, pytorch#73131):
+"""``tb_iotrace.torch.trace_handler("s3://...")`` in a real PyTorch job (PyTorch's own
+``tensorboard_trace_handler`` writes to local paths only):
 each window's trace lands in the bucket (moto's S3 server on 127.0.0.1, listed through it), with
 the window's reads in bytes equal to the data file's size per step, and nothing in the cwd."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DataLoader workers record the span of each fetch (issue 19): on a real CPU torch job with
+"""DataLoader workers record the span of each fetch: on a real CPU torch job with
 fork, spawn and forkserver workers, every worker's ``tb_iotrace::fetch`` events lie in its recorded window,
 on the thread that did its reads; their count is the batches the training loop got in the
 window, within the prefetch at the edges; and every batch's file reads lie inside its span.

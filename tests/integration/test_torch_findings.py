@@ -1,4 +1,4 @@
-"""Findings in PyTorch's terms (issue 16), on real CPU torch loops profiled with
+"""Findings in PyTorch's terms, on real CPU torch loops profiled with
 tb_iotrace.torch.trace_handler (tests/integration/scripts/torch_findings.py), each finding's
 numbers checked against the Kineto trace itself: ``ProfilerStep#N`` are the steps, the
 DataLoader iterator's ``__next__`` the input wait, the trace's I/O events the bytes per process."""
@@ -92,7 +92,7 @@ def test_main_process_reading_names_num_workers(tmp_path: Path) -> None:
     assert "tf.data" not in f["suggestion"] and "pin_memory" not in f["suggestion"]   # no GPU here
     assert f["ops"] == [f"{NEXT}_SingleProcessDataLoaderIter.__next__"]
     assert "worker-restarts" not in a.ids
-    # the verdict (issue 19): input-bound; the main process is the loader, so the whole wait is
+    # the verdict: input-bound; the main process is the loader, so the whole wait is
     # measured: its reads (as the finding's share) and its own work under __next__ (decode)
     v = a.verdict
     assert v["bound"] == "input" and v["input_wait_share"] == pytest.approx(ev["input_wait_share"])
@@ -116,7 +116,7 @@ def test_workers_that_keep_up_are_not_input_bound(tmp_path: Path) -> None:
     assert a.summary["steps"] == len(steps)
     assert a.summary["input_wait_ps"] == pytest.approx(wait_in_steps(steps, waits) * 1000, abs=len(waits) * 2000)
     assert a.summary["input_wait_ps"] < 0.20 * a.summary["step_time_ps"]
-    v = a.verdict      # issue 19: the verdict's share is the summary's, under xprof's 20%
+    v = a.verdict      # the verdict's share is the summary's, under xprof's 20%
     assert v["input_wait_share"] == pytest.approx(a.summary["input_wait_ps"] / a.summary["step_time_ps"])
     assert v["bound"] in ("not input", "partly input") and not any(x["severity"] == "warning" for x in a.findings
                                                                    if x["impact"]["step_share"] < 0.05)
@@ -150,7 +150,7 @@ def test_starved_workers_name_num_workers(tmp_path: Path) -> None:
     assert "2 worker processes do not keep up" in f["statement"]
     assert ev["cpus"] >= 1 and f"num_workers (now 2; {ev['cpus']} cores usable)" in f["suggestion"] and "prefetch_factor (now 2" in f["suggestion"]
     assert "worker-restarts" not in a.ids
-    # the verdict (issue 19): input-bound on the workers' reads; decode and starved are measured
+    # the verdict: input-bound on the workers' reads; decode and starved are measured
     # only when the trace has the workers' fetch spans, else said to be unmeasured
     v = a.verdict
     assert v["bound"] == "input" and v["wait_breakdown"]["file_io"] == pytest.approx(ev["io_share_of_wait"])

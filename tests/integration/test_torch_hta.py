@@ -1,5 +1,5 @@
 """Holistic Trace Analysis (HTA 0.5.0) reads a ``tb_iotrace.torch.trace_handler`` trace as it
-reads PyTorch's own (issue 16): one profiled window of a CPU loop whose DataLoader workers read
+reads PyTorch's own: one profiled window of a CPU loop whose DataLoader workers read
 known files, written by both handlers from the same export
 (tests/integration/scripts/torch_hta.py). HTA's parsed dataframe holds PyTorch's events
 unchanged (same columns, types and values) plus our I/O calls with their names, files and

@@ -1,4 +1,4 @@
-"""``tb_iotrace.torch.trace_handler`` (issue 16): the Kineto trace PyTorch writes, with the
+"""``tb_iotrace.torch.trace_handler``: the Kineto trace PyTorch writes, with the
 profiled window's I/O of the main process and of its DataLoader workers (fork, spawn and
 forkserver; started before the window or inside it), checked on a
 real CPU torch run in a subprocess against ground truth: the files it reads and their sizes."""

@@ -1,4 +1,4 @@
-"""``tb-iotrace run -- python train.py`` on a PyTorch job (issue 16): no tb_iotrace in the job,
+"""``tb-iotrace run -- python train.py`` on a PyTorch job: no tb_iotrace in the job,
 and its DataLoader workers (fork and spawn) leave whole-run records holding their reads, with
 exact bytes per worker pid (the job says which worker read which file), and the report shows
 them per process."""

@@ -64,7 +64,7 @@ def test_tensorflow_step_names_unchanged() -> None:
 
 
 def test_one_kind_of_marker_is_the_steps() -> None:
-    """tb_iotrace.model.stepwait's rule (issue 19), as the tab's: of the marker kinds, the one seen
+    """tb_iotrace.model.stepwait's rule, as the tab's: of the marker kinds, the one seen
     most often is the steps (before, the report took every marker of any kind, so a capture
     with two kinds had steps the tab did not)."""
     sp = capture([("train", {"step_num": 0}), ("Profiled batch", {}), ("Profiled batch", {}),

@@ -185,8 +185,8 @@ def test_dup_family_counts_as_open_and_dup(shim, tmp_path):
 
 
 def test_numpy_fromfile_dups_the_descriptor(shim, tmp_path):
-    """NumPy reads a Python file object through dup() + fdopen() + fread()
-    (Darshan issue #1072): the dup is an open and a dup of the same path, and
+    """NumPy reads a Python file object through dup() + fdopen() + fread():
+    the dup is an open and a dup of the same path, and
     the STDIO stream opened on it is an fdopen of that path."""
     p = tmp_path / "np.bin"
     np.arange(1000, dtype=np.int32).tofile(p)

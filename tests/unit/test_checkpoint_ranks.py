@@ -1,4 +1,4 @@
-"""The run's saves across ranks and checkpoint-straggler (tb_iotrace.analysis.checkpoint_ranks)
+"""The run's saves across ranks and checkpoint-straggler (tb_iotrace.analysis.checkpoints.ranks)
 on hand-made host documents; the record's rank (tb_iotrace.store.runrecord.job_rank)."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.analysis.checkpoint_ranks import render, save_table, straggler_finding
+from tb_iotrace.analysis.checkpoints.ranks import render, save_table, straggler_finding
 from tb_iotrace.store.runrecord import job_rank
 
 MiB = 1 << 20

@@ -1,10 +1,10 @@
-"""Checkpoint phases found by the files' shape on constructed traces (tb_iotrace.analysis.checkpoints)."""
+"""Checkpoint phases found by the files' shape on constructed traces (tb_iotrace.analysis.checkpoints.detection)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from tb_iotrace.analysis import analyze
-from tb_iotrace.analysis.checkpoints import MIN_BYTES
+from tb_iotrace.analysis.checkpoints.detection import MIN_BYTES
 from tb_iotrace.store.xplane import IoTrace
 
 MOUNTS = "27 1 254:0 / / rw,relatime - ext4 /dev/vda rw\n"

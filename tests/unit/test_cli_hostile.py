@@ -1,4 +1,4 @@
-"""The CLI against hostile input (issue 25): names from inside files never leave the logdir,
+"""The CLI against hostile input: names from inside files never leave the logdir,
 outputs replace the old file only when complete, terminal text has no control characters,
 the Darshan reading child is contained, and every bad input is one line, never a traceback."""
 from __future__ import annotations

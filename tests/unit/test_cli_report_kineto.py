@@ -1,5 +1,5 @@
-"""tb-iotrace report on PyTorch Kineto traces written by tb_iotrace.torch.trace_handler
-(issue 16): one host per process, counters as recorded; foreign or corrupt traces give a
+"""tb-iotrace report on PyTorch Kineto traces written by tb_iotrace.torch.trace_handler:
+one host per process, counters as recorded; foreign or corrupt traces give a
 clear error, and beside good ones are skipped while the good ones load (no torch needed)."""
 from __future__ import annotations
 

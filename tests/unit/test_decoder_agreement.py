@@ -1,5 +1,5 @@
 """The columnar decoder's two paths (native/codec/xdecode.c and the NumPy one) accept and
-reject the same damaged files, and agree on what they accept (issue 25, item 11): a file the
+reject the same damaged files, and agree on what they accept: a file the
 tab shows with TBIO_PLUGIN_NATIVE=1 it shows the same with TBIO_PLUGIN_NATIVE=0."""
 from __future__ import annotations
 

@@ -15,7 +15,8 @@ from torch.utils.data._utils import fetch as torch_fetch   # noqa: E402
 from torch.utils.data._utils.collate import default_collate   # noqa: E402
 
 from tb_iotrace.recording import pytorch as cap
-from tb_iotrace.recording.pytorch import fetch as cap_fetch, state as cap_state
+from tb_iotrace.recording.pytorch import state as cap_state
+from tb_iotrace.recording.pytorch.worker import fetch as cap_fetch
 
 
 class Count(IterableDataset):

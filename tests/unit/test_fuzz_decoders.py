@@ -1,4 +1,4 @@
-"""Seeded fuzzing of the decoders and of every route of the tab (issue 25: "no 500 from any
+"""Seeded fuzzing of the decoders and of every route of the tab ("no 500 from any
 route on any file content"). The small captures, traces and records of tests/data are
 mutated (bit flips, byte overwrites, truncations, splices, duplicated or dropped chunks)
 and each mutant is

@@ -226,7 +226,7 @@ def test_staging_folders_of_failed_uploads_are_bounded(env: dict[str, Any], monk
 
 def test_pytorch_traces_that_were_not_uploaded_are_bounded(env: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
                                                            tmp_path: Path) -> None:
-    from tb_iotrace.recording.pytorch.handler import TraceHandler
+    from tb_iotrace.recording.pytorch.parent.handler import TraceHandler
 
     monkeypatch.setenv("TBIO_STAGING_KEEP", "3")
     h = TraceHandler("s3://nosuchbucket-torch/traces")

@@ -146,7 +146,7 @@ def test_stripped_library_takes_the_size_of_the_wheels_read(message: bytes, vers
                                   X86_HEAD + bytes.fromhex("48833e02 7605"),        # implausible size
                                   X86_HEAD + bytes.fromhex("48833e50 7505")])       # code says exact
 def test_code_not_followed_on_a_release_read(code: bytes) -> None:
-    """jaxlib 0.11.2's message says "at least" (read on a CUDA machine, issue 24) and it took the
+    """jaxlib 0.11.2's message says "at least" (read on a CUDA machine) and it took the
     80-byte table; were its code one this reader does not follow, that release still registers,
     and a later one does not."""
     got = read_table_check(elf(code, AT_LEAST))

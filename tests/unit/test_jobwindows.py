@@ -1,4 +1,4 @@
-"""A job's profile windows in time order (issue 21): ``tb-iotrace report`` (JSON ``jobs`` and the
+"""A job's profile windows in time order: ``tb-iotrace report`` (JSON ``jobs`` and the
 text table) and the tab's ``/windows`` list the same windows with the same figures. The windows
 are copies of a real JAX capture (tests/data/jax_io.xplane.pb) moved in time: their names sort
 in another order than their starts."""

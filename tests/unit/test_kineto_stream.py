@@ -1,4 +1,4 @@
-"""Kineto traces read in batches (issue 23): tb_iotrace.store.kineto_json's msgspec split and
+"""Kineto traces read in batches: tb_iotrace.store.kineto_json's msgspec split and
 tb_iotrace.store.kineto_columns' columns give what the standard library's json and the dict per
 event gave: the same header, the same columns, the same XSpace byte for byte, the same errors,
 on the real traces in tests/data and on crafted odd ones; a truncated file is one clear line.

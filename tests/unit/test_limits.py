@@ -1,4 +1,4 @@
-"""Bounds on reading hostile inputs (issue 25, items 3, 4, 6): a Kineto trace whose gzip
+"""Bounds on reading hostile inputs: a Kineto trace whose gzip
 unpacks to far more than it weighs, JSON nested too deep or with numbers too long, a whole-run
 record's .npz declaring more rows than fit in memory or unpacking to gigabytes. Each is a clear
 one-line error in the CLI and a 422 in the tab, found before the memory is taken."""

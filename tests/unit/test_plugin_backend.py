@@ -482,10 +482,10 @@ def test_bandwidth_adds_up(client):
 def _expected_host_row(path: Path) -> dict:
     """Ground truth for one host's /hosts row, computed apart from the plugin: bytes and
     read time from the capture's Darshan records (tb_iotrace.store.xplane); input wait by the one rule
-    of tb_iotrace.model.stepwait (issue 19), by hand: the union of the events named IteratorGetNext*,
+    of tb_iotrace.model.stepwait, by hand: the union of the events named IteratorGetNext*,
     MultiDeviceIteratorGetNextFromShard or enumerate(DataLoader)#* at any depth on any host
     line, inside the steps (this capture has no host step markers: the first device plane's
-    Steps line), against the steps' time. (Before issue 19 the tab summed each line's outermost
+    Steps line), against the steps' time. (Before this rule the tab summed each line's outermost
     IteratorGetNext-or-Iterator:: events against the capture's whole span.)"""
     import re
 

@@ -1,4 +1,4 @@
-"""Hostile or damaged files in a logdir (issue 25): every route answers (200, or a JSON 4xx
+"""Hostile or damaged files in a logdir: every route answers (200, or a JSON 4xx
 saying what is wrong with which file), never a 500, and an unreadable file is decoded once
 per version, not once per request."""
 from __future__ import annotations

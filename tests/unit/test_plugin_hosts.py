@@ -1,5 +1,5 @@
 """Many hosts: the capture cache is bounded by bytes (not entries), and an "All hosts" view
-of a 64-host run decodes each capture once however many requests ask for it (issue 10)."""
+of a 64-host run decodes each capture once however many requests ask for it."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""The /timeline request path of a many-lane view (issue 10): lanes described once per view,
+"""The /timeline request path of a many-lane view: lanes described once per view,
 not per request; only the asked lanes visited; the packed (binary) answer the tab asks for
 equal to the JSON one; memoized answers encoded (and gzipped) once."""
 from __future__ import annotations

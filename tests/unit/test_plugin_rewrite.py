@@ -1,5 +1,5 @@
 """A capture rewritten in place (truncated, then written: ``cp new old``) while the tab decodes
-it must not kill TensorBoard (issue 25, item 1: the decoder memory-mapped the file, and a
+it must not kill TensorBoard (the decoder once memory-mapped the file, and a
 page past the new end of file is a SIGBUS)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whole-run records when a write fails (issue 25 item 10): a logdir that fills up keeps a
+"""Whole-run records when a write fails: a logdir that fills up keeps a
 record whose JSON, file table and trace are from one write, and says what it lost.
 
 The disk is really full: each test mounts a small tmpfs (the tests run as root) and fills it."""

@@ -1,5 +1,5 @@
 """torch.profiler windows started and stopped at the training thread's step boundaries, with no
-``prof.step()`` in the loop (:mod:`tb_iotrace.recording.pytorch.step_windows`): the DataLoader's
+``prof.step()`` in the loop (:mod:`tb_iotrace.recording.pytorch.parent.step_windows`): the DataLoader's
 iterations stand for steps, else the optimizer's ``step()`` calls; a profiler the job starts stops
 ours and takes over; everything installed is undone."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from tb_iotrace.recording.pytorch.step_windows import LOADER, OPTIMIZER, StepWindows  # noqa: E402
+from tb_iotrace.recording.pytorch.parent.step_windows import LOADER, OPTIMIZER, StepWindows  # noqa: E402
 
 
 def windows(tmp: Path) -> tuple[StepWindows, list[tuple[str, list[str]]]]:

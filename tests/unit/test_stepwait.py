@@ -1,4 +1,4 @@
-"""One rule for steps and input wait (tb_iotrace.model.stepwait, issue 19): the report, the tab's
+"""One rule for steps and input wait (tb_iotrace.model.stepwait): the report, the tab's
 /hosts and /steps, the chrome export's step track and the findings give the same input wait
 for the same capture. Before, the tab summed each thread's outermost waits (tf.data's
 ``Iterator::`` events included) against the capture's whole span, the report the union of

@@ -1,4 +1,4 @@
-"""Per-capture summaries kept on disk (tb_iotrace.store.summaries, issue 23): the host row of the
+"""Per-capture summaries kept on disk (tb_iotrace.store.summaries): the host row of the
 tab's "All hosts" table, of ``report``'s per-host table and of the fleet's ``hosts`` table is
 stored once per version of a capture, beside it (or in the local cache), and read back after a
 restart instead of decoding the capture again; a changed, corrupt or foreign summary is never

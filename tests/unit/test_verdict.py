@@ -1,4 +1,4 @@
-"""The verdict (tb_iotrace.analysis.verdict, issue 19): how much of step time waits for input,
+"""The verdict (tb_iotrace.analysis.verdict): how much of step time waits for input,
 how that wait divides into file I/O, decode, starved, copy and other, and the change with the
 biggest expected effect, on synthetic PyTorch traces (with and without the workers' fetch
 spans), a synthetic TF capture with tf.data iterator threads, and the real H200 trace."""
@@ -239,7 +239,7 @@ def test_tf_data_map_bound(tmp_path: Path) -> None:
 
 def test_grain_decode_bound(tmp_path: Path) -> None:
     """A grain pipeline: the step waits in its PrefetchDatasetIterator's ``__next__`` 8 ms of
-    each 10 (issue 19: grain's waits were not input waits, the verdict said 0%); grain's read
+    each 10 (grain's waits once went uncounted as input waits: the verdict said 0%); grain's read
     thread fetches (``Prefetch._getitem``) the first 6 ms, reading the first 2: file_io 1/4,
     decode 1/2, starved 1/4. The advice is grain's: worker processes (mp_prefetch), from the one
     read thread its ReadOptions name to the 4 recorded cores less one; its effect by the workers

@@ -201,7 +201,7 @@ def _decode_stats(buf, s_pos, s_end, owner, stat_col, columns) -> None:
 def check_events(buf, starts: np.ndarray, ends: np.ndarray) -> None:
     """Every field of the events at [starts, ends) well formed, as native/codec/xdecode.c
     checks them (ValueError otherwise): the decoders stop at the fields they need, and the
-    two paths must reject the same damaged files (issue 25)."""
+    two paths must reject the same damaged files."""
     pos = np.asarray(starts, dtype=np.int64).copy()
     ends = np.asarray(ends, dtype=np.int64)
     act = np.flatnonzero(pos < ends)

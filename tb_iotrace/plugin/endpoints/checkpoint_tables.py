@@ -1,7 +1,7 @@
 """``/checkpoints``: the checkpoint saves and loads of every host of the view on the view's
 clock (the checkpoint lane under the steps), and the run's saves across its hosts (ranks):
 one table per save with every rank's bytes, bandwidth and finish time, the straggler marked
-(tb_iotrace.analysis.checkpoint_ranks; docs/checkpoints.md). Computed with the findings, in
+(tb_iotrace.analysis.checkpoints.ranks; docs/checkpoints.md). Computed with the findings, in
 their child process (:mod:`..findings_runner`), and cached with them."""
 from __future__ import annotations
 
@@ -36,15 +36,15 @@ def host_answers(view: View) -> tuple[list[tuple[Any, dict[str, Any]]], int]:
 
 
 def _ranks() -> Any:
-    """tb_iotrace.analysis.checkpoint_ranks, imported when asked for (the analysis package is
+    """tb_iotrace.analysis.checkpoints.ranks, imported when asked for (the analysis package is
     heavy: TensorBoard's process imports it only when a tab shows checkpoints)."""
-    from tb_iotrace.analysis import checkpoint_ranks
+    from tb_iotrace.analysis.checkpoints import ranks
 
-    return checkpoint_ranks
+    return ranks
 
 
 def _docs(done: list[tuple[Any, dict[str, Any]]]) -> list[dict[str, Any]]:
-    """The report-shaped host documents checkpoint_ranks reads."""
+    """The report-shaped host documents checkpoints.ranks reads."""
     return [{"host": p.host, "process": {"rank": got.get("rank")}, "checkpoints": got.get("checkpoints") or [],
              "training": got.get("training") or {}, "findings": []} for p, got in done]
 

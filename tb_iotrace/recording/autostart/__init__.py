@@ -31,7 +31,7 @@ workers, subprocess Pythons) calls :func:`start` at startup:
 - Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
   ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
   (:mod:`tb_iotrace.recording.periodic`), or that runs PyTorch (torch.profiler windows at its
-  step boundaries: :mod:`tb_iotrace.recording.pytorch.auto_window`).
+  step boundaries: :mod:`tb_iotrace.recording.pytorch.parent.auto_window`).
 
 The record folder (and the windows' staging folder) is added to the path exclusions, so writing
 records is never traced.
@@ -384,7 +384,7 @@ def start() -> None:
     windows = bool(os.environ.get(periodic.ENV_EVERY, "").strip())
     if windows:
         _exclude_windows(run_dir)
-        from tb_iotrace.recording.pytorch.auto_window import own_paths
+        from tb_iotrace.recording.pytorch.parent.auto_window import own_paths
 
         for prefix in own_paths(os.environ.get(periodic.ENV_LOGDIR) or run_dir):
             _exclude(prefix)
@@ -398,7 +398,7 @@ def start() -> None:
         except Exception as exc:
             sys.stderr.write(f"tb-iotrace: no profile windows in pid {os.getpid()}: {exc}\n")
         else:   # the same windows on torch.profiler, in a job that runs neither TensorFlow nor JAX
-            from tb_iotrace.recording.pytorch.auto_window import arm_after_import
+            from tb_iotrace.recording.pytorch.parent.auto_window import arm_after_import
 
             w = periodic.from_env_settings()
             if w is not None:

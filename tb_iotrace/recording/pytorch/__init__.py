@@ -49,19 +49,23 @@ ends while the worker records is kept (one in flight as the worker begins or sto
 not: its span would be cut). A torch without those names runs untouched; the trace's notes say
 why there are no spans.
 
-The parts: :mod:`.state` (what they share), :mod:`.record` (this process's session and record),
-:mod:`.fetch` (fetch spans), :mod:`.channel` (the protocol), :mod:`.workers` (fork and spawn),
-:mod:`.window` (a window's start and stop), :mod:`.handler` (:class:`TraceHandler`),
-:mod:`.hooks` (installing into torch), :mod:`.loaders` (which DataLoaders a window iterated).
+The parts, by process: :mod:`.state` (what the parts share in one process) and :mod:`.record`
+(a process's session and record), in both; :mod:`.protocol` (the line protocol between them, both
+ends) and :mod:`.workers` (fork and spawn: the channel set up on each side); the main process,
+:mod:`.parent`: :mod:`.parent.profiler_window` (a window's start and stop),
+:mod:`.parent.handler` (:class:`TraceHandler`), :mod:`.parent.hooks` (installing into torch),
+:mod:`.parent.loaders` (which DataLoaders a window iterated), :mod:`.parent.step_windows` and
+:mod:`.parent.auto_window` (windows tb_iotrace takes itself); a worker, :mod:`.worker`:
+:mod:`.worker.fetch` (fetch spans).
 """
 from __future__ import annotations
 
-from tb_iotrace.recording.pytorch.fetch import fetch_spans_unavailable
-from tb_iotrace.recording.pytorch.handler import TraceHandler
-from tb_iotrace.recording.pytorch.hooks import install, installed
+from tb_iotrace.recording.pytorch.worker.fetch import fetch_spans_unavailable
+from tb_iotrace.recording.pytorch.parent.handler import TraceHandler
+from tb_iotrace.recording.pytorch.parent.hooks import install, installed
 from tb_iotrace.recording.pytorch.record import process_record
 from tb_iotrace.recording.pytorch.state import FETCHERS, START_WAIT_S, WAIT_S, WINDOW_HOOK, WORKER_HOOK
-from tb_iotrace.recording.pytorch.profiler_window import hooks_off
+from tb_iotrace.recording.pytorch.parent.profiler_window import hooks_off
 from tb_iotrace.recording.pytorch.workers import WorkerEntry
 
 __all__ = ["FETCHERS", "START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry",

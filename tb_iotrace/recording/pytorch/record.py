@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from tb_iotrace.base.atomic import atomic_write
-from tb_iotrace.recording.pytorch import loaders as torch_loaders
+from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
 from tb_iotrace.recording.session import Capture, begin_session, end_session
 from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.pytorch import state

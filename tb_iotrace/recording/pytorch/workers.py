@@ -14,8 +14,8 @@ from tb_iotrace.recording.session import forget
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.record import begin
-from tb_iotrace.recording.pytorch.fetch import time_fetches
-from tb_iotrace.recording.pytorch.channel import Peer, close_listener, exit_record, register_exit_record, serve
+from tb_iotrace.recording.pytorch.worker.fetch import time_fetches
+from tb_iotrace.recording.pytorch.protocol import Peer, close_listener, exit_record, register_exit_record, serve
 
 
 def before_fork() -> None:

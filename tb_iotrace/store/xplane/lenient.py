@@ -3,8 +3,8 @@
 proto3 ``string`` fields must hold UTF-8, and protobuf refuses a whole message when one of
 them does not (``DecodeError``). A capture is input from elsewhere (a profiler's plugin, a
 hand-made or damaged file): one event name of stray bytes must not make the whole capture
-unreadable, and above all must not fail a request with an exception no route expects
-(issue 25, item 5). :func:`parse_lenient` parses as protobuf does and, only when that fails,
+unreadable, and above all must not fail a request with an exception no route expects.
+:func:`parse_lenient` parses as protobuf does and, only when that fails,
 rewrites every string field that is not UTF-8 (as ``bytes.decode("utf-8", "replace")`` reads
 it: U+FFFD for each bad byte) and parses again; a message broken in another way still
 raises ``DecodeError``.

@@ -1,4 +1,4 @@
-"""DataLoader workers timing their fetches (issue 19), for tests/integration/test_torch_fetch_spans.py.
+"""DataLoader workers timing their fetches, for tests/integration/test_torch_fetch_spans.py.
 
     torch_fetch_spans.py START_METHOD WORK
 

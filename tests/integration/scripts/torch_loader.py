@@ -50,7 +50,7 @@ def main() -> None:
         paths.append(p)
     if mode.startswith("renamed"):
         from tb_iotrace.recording import pytorch as torch_capture
-        from tb_iotrace.recording.pytorch import loaders as torch_loaders
+        from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
 
         if mode == "renamed-window":
             torch_capture.state.WINDOW_HOOK = ("torch.profiler.profiler", "_KinetoProfile", ("start_trace", "_stop_gone"))

@@ -4,12 +4,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tb_iotrace.recording.pytorch import loaders as torch_loaders
+from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
 from tb_iotrace.store.machine import machine_facts
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.record import begin, end, process_record
-from tb_iotrace.recording.pytorch.channel import Peer, await_answers, broadcast, pids_of
+from tb_iotrace.recording.pytorch.protocol import Peer, await_answers, broadcast, pids_of
 from tb_iotrace.recording.pytorch.workers import write_window_file
 
 

@@ -5,13 +5,13 @@ import os
 from typing import Any
 
 from tb_iotrace.recording import checkpoint_hooks, library_checkpoints
-from tb_iotrace.recording.pytorch import loaders as torch_loaders
+from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
-from tb_iotrace.recording.pytorch.fetch import note_fetch_spans
+from tb_iotrace.recording.pytorch.worker.fetch import note_fetch_spans
 from tb_iotrace.recording.pytorch.workers import after_fork_in_child, after_fork_in_parent, before_fork, install_worker_entry
-from tb_iotrace.recording.pytorch.profiler_window import hooks_off, start_window, stop_window, torch_version
-from tb_iotrace.recording.pytorch.handler import TraceHandler
+from tb_iotrace.recording.pytorch.parent.profiler_window import hooks_off, start_window, stop_window, torch_version
+from tb_iotrace.recording.pytorch.parent.handler import TraceHandler
 
 
 def wrap(real: Any, action: Any) -> Any:

@@ -3,7 +3,7 @@ rank's bytes, bandwidth and finish time, and the ``checkpoint-straggler`` findin
 finishes long after the others, and why (docs/checkpoints.md).
 
 Works on the report's host documents (each with its ``checkpoints`` from
-:mod:`tb_iotrace.analysis.checkpoints` and :mod:`tb_iotrace.analysis.checkpoint_facts`, its
+:mod:`tb_iotrace.analysis.checkpoints.detection` and :mod:`tb_iotrace.analysis.checkpoints.facts`, its
 ``process.rank`` when its launcher set one, and its ``training`` time), so the CLI's report
 and the tab build the same tables.
 

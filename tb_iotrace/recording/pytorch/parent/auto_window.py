@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Any
 
-from tb_iotrace.recording.pytorch.step_windows import StepWindows
+from tb_iotrace.recording.pytorch.parent.step_windows import StepWindows
 
 __all__ = ["TorchWindows", "arm_after_import", "own_paths", "session_name", "window_origin"]
 
@@ -51,8 +51,8 @@ class TorchWindows:
         self._thread = threading.Thread(target=self._loop, name="tb_iotrace-torch-windows", daemon=True)
 
     def _handler(self, source: str) -> Any:
-        from tb_iotrace.recording.pytorch.handler import TraceHandler
-        from tb_iotrace.recording.pytorch.step_windows import steps_note
+        from tb_iotrace.recording.pytorch.parent.handler import TraceHandler
+        from tb_iotrace.recording.pytorch.parent.step_windows import steps_note
 
         self.n += 1
         now = time.time_ns()

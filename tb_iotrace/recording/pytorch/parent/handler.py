@@ -19,9 +19,9 @@ from tb_iotrace.store.runrecord import job_rank
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.record import end, pytorch_facts
-from tb_iotrace.recording.pytorch.channel import await_answers, pids_of
+from tb_iotrace.recording.pytorch.protocol import await_answers, pids_of
 from tb_iotrace.recording.pytorch.workers import remove_spool
-from tb_iotrace.recording.pytorch.profiler_window import Window, hooks_off, mark_late, torch_version
+from tb_iotrace.recording.pytorch.parent.profiler_window import Window, hooks_off, mark_late, torch_version
 
 
 def copy(src: str, dst: str) -> None:

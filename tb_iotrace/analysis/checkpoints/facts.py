@@ -1,5 +1,5 @@
 """What a rank's checkpoint phase needs beside its own figures to be compared with the other
-ranks' (:mod:`tb_iotrace.analysis.checkpoint_ranks`): when its bulk data was on disk, on which
+ranks' (:mod:`tb_iotrace.analysis.checkpoints.ranks`): when its bulk data was on disk, on which
 file system, and the training time the findings' shares are of (docs/checkpoints.md).
 
 - ``finish_ns``: the end of the last call (write, fsync, close, rename) on the phase's bulk
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.checkpoints import training_time_ns
+from tb_iotrace.analysis.checkpoints.phase_findings import training_time_ns
 from tb_iotrace.analysis.context import Context
 
 BULK_SHARE = 1 / 16
@@ -49,6 +49,6 @@ def add_facts(ctx: Context, phases: list[dict[str, Any]]) -> list[dict[str, Any]
 
 def training(ctx: Context) -> dict[str, Any]:
     """The run's training time the checkpoint findings' shares are of: ``{"time_ns", "steps",
-    "basis"}`` (:func:`tb_iotrace.analysis.checkpoints.training_time_ns`)."""
+    "basis"}`` (:func:`tb_iotrace.analysis.checkpoints.phase_findings.training_time_ns`)."""
     time_ns, steps, basis = training_time_ns(ctx)
     return {"time_ns": int(time_ns), "steps": steps, "basis": basis}

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.checkpoint_spans import call_line, epoch_offset_ps, hook_spans, noted_calls
+from tb_iotrace.analysis.checkpoints.spans import call_line, epoch_offset_ps, hook_spans, noted_calls
 from tb_iotrace.analysis.context import Context
 from tb_iotrace.analysis.intervals import merge
 

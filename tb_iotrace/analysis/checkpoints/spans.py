@@ -1,4 +1,4 @@
-"""The spans :mod:`tb_iotrace.analysis.checkpoints` makes phases of: what the job called.
+"""The spans :mod:`tb_iotrace.analysis.checkpoints.detection` makes phases of: what the job called.
 
 - :func:`hook_spans`: the ``tb_iotrace::checkpoint`` events of a capture's host timeline (a
   PyTorch trace: torch.save/load, DCP, and safetensors/orbax/``tf.train.Checkpoint`` called
@@ -63,7 +63,7 @@ def hook_spans(space: Any) -> tuple[list[Span], set[int]]:
 def noted_calls(ctx: Context) -> list[dict[str, Any]]:
     """The noted library calls of ``ctx``: a whole-run record's (given to the analysis), else
     those its capture's I/O record carries."""
-    got = getattr(ctx, "checkpoint_calls", None) or getattr(ctx.trace, "checkpoint_calls", None)
+    got = ctx.checkpoint_calls or getattr(ctx.trace, "checkpoint_calls", None)
     return [c for c in got if isinstance(c, dict)] if isinstance(got, list) else []
 
 
@@ -82,7 +82,7 @@ def call_line(ctx: Context, tid: Any) -> int:
 
 def call_spans(ctx: Context) -> list[Span]:
     """One span per noted save or load call (orbax's waits are not phases:
-    :mod:`tb_iotrace.analysis.checkpoint_waits`)."""
+    :mod:`tb_iotrace.analysis.checkpoints.waits`)."""
     calls = noted_calls(ctx)
     if not calls or not len(ctx.trace):
         return []
