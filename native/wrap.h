@@ -51,7 +51,8 @@ TBIO_HIDDEN void tbio_copy_done(tbio_call *c, int op, int in, int64_t inoff, int
 #define IDLE() LIKELY(atomic_load_explicit(&tbio_g_active, memory_order_relaxed) == NULL)
 
 /* The body every traced wrapper shares: idle, or not recordable now
- * (tbio_call_pre: inside the shim's own accounting), the real call alone;
+ * (tbio_call_pre: no thread state, or a signal handler's call while its
+ * thread is inside the shim), the real call alone;
  * else the call, its errno kept, then DONE (statements that see the call
  * `c`, its result `ret_` and errno `err_`), and errno given back. */
 #define TBIO_TRACED(RTYPE, CALL, ...)                                          \
