@@ -167,47 +167,103 @@ static void check_endpoint(tbio_session *e, const char *want, int reads) {
     CHECK_EQ_I64(rows, 1 + 3 + 1 + reads + 1);   /* connect, writes, poll, reads, close */
 }
 
-/* numeric address: the endpoint is named by it */
-static void test_numeric(void) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    tbio_session *s = tbio_begin();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
+/* How a client's conversation (converse) reaches its server in the table-driven cases. */
+typedef enum {
+    BY_NUMBER,           /* connect to the numeric address: the endpoint is named by it */
+    BY_NAME,             /* connect to what getaddrinfo resolved: the name names the endpoint */
+    AFTER_FAILED_RECV,   /* a recv on the socket before it is connected (ENOTCONN): named once it is */
+    DUP_BEFORE_SESSION,  /* connected while idle, on a port below the server's, then dup'ed and the
+                          * original closed: the copy stays a client in the later capture (the fd
+                          * table's states are forgotten when a capture ends; who opened the socket
+                          * is not; by the port rule alone, for a socket of unknown role, it would
+                          * be the server's side) */
+} how_connected;
+
+typedef struct client_case {
+    const char *what;
+    how_connected how;
+    const char *host;    /* the endpoint's name (check_endpoint); NULL: its byte counters only */
+} client_case;
+
+static const client_case CLIENT_CASES[] = {
+    {"numeric address", BY_NUMBER, "127.0.0.1"},
+    {"resolved name", BY_NAME, "localhost"},
+    {"touched before connect", AFTER_FAILED_RECV, NULL},
+    {"dup keeps the role", DUP_BEFORE_SESSION, NULL},
+};
+
+static struct sockaddr_in loopback(int port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    int reads = 0;
-    CHECK_EQ_I64(converse(fd, &reads), RESP);
-    close(fd);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    char want[64];
-    snprintf(want, sizeof want, "tcp://127.0.0.1:%d", sv.port);
-    check_endpoint(e, want, reads);
-    tbio_session_free(e);
+    return a;
 }
 
-/* a name resolved through getaddrinfo names the endpoint */
-static void test_resolved(void) {
+/* a client socket connected while idle from a port below the server's, as a dup */
+static int dup_of_low_port_client(int server_port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int mine = 0;
+    for (int p = 20000; p < 20200 && !mine; p++) {
+        struct sockaddr_in b = loopback(p);
+        if (bind(fd, (struct sockaddr *)&b, sizeof b) == 0) mine = p;
+    }
+    CHECK(mine != 0 && mine < server_port);
+    struct sockaddr_in a = loopback(server_port);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);   /* idle: marks the client */
+    int copy = dup(fd);
+    CHECK(copy >= 0);
+    close(fd);
+    return copy;
+}
+
+/* one client conversation with a fresh server in a session, connected as the case says */
+static void client_conversation(const client_case *t) {
+    int failed_before = check_failures;
     server sv;
     CHECK(server_start(&sv) == 0);
+    struct sockaddr_in a = loopback(sv.port);
+    int fd = t->how == DUP_BEFORE_SESSION ? dup_of_low_port_client(sv.port) : socket(AF_INET, SOCK_STREAM, 0);
     tbio_session *s = tbio_begin();
-    char port[16];
-    snprintf(port, sizeof port, "%d", sv.port);
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    CHECK(getaddrinfo("localhost", port, &hints, &res) == 0 && res);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(res && connect(fd, res->ai_addr, res->ai_addrlen) == 0);
-    freeaddrinfo(res);
+    switch (t->how) {
+    case BY_NUMBER:
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        break;
+    case BY_NAME: {
+        char port[16];
+        snprintf(port, sizeof port, "%d", sv.port);
+        struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+        CHECK(getaddrinfo(t->host, port, &hints, &res) == 0 && res);
+        CHECK(res && connect(fd, res->ai_addr, res->ai_addrlen) == 0);
+        freeaddrinfo(res);
+        break;
+    }
+    case AFTER_FAILED_RECV: {
+        char b[8];
+        CHECK(recv(fd, b, sizeof b, MSG_DONTWAIT) < 0);   /* not connected: ENOTCONN */
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        break;
+    }
+    case DUP_BEFORE_SESSION:
+        break;
+    }
     int reads = 0;
     CHECK_EQ_I64(converse(fd, &reads), RESP);
     close(fd);
     server_stop(&sv);
     tbio_session *e = tbio_end(s);
-    char want[64];
-    snprintf(want, sizeof want, "tcp://localhost:%d", sv.port);
-    check_endpoint(e, want, reads);
+    if (t->host) {
+        char want[64];
+        snprintf(want, sizeof want, "tcp://%s:%d", t->host, sv.port);
+        check_endpoint(e, want, reads);
+    } else {
+        tbio_file_info fi;
+        CHECK_ATTR(endpoints(e, &fi), 1);
+        if (ATTRIBUTION && endpoints(e, &fi) == 1) {
+            CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
+            CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_WRITTEN"), REQ);
+        }
+    }
     tbio_session_free(e);
+    if (check_failures != failed_before) fprintf(stderr, "  (in the client case: %s)\n", t->what);
 }
 
 /* Unix stream sockets and datagram sockets are local: no file, no row */
@@ -244,65 +300,6 @@ static void test_local(void) {
     tbio_session_free(e);
 }
 
-/* a socket touched before it is connected (here an fcntl-dup would name it;
- * a recv that fails) is named once it is */
-static void test_named_after_connect(void) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    tbio_session *s = tbio_begin();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    char b[8];
-    CHECK(recv(fd, b, sizeof b, MSG_DONTWAIT) < 0);   /* not connected: ENOTCONN */
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    int reads = 0;
-    CHECK_EQ_I64(converse(fd, &reads), RESP);
-    close(fd);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    tbio_file_info fi;
-    CHECK_ATTR(endpoints(e, &fi), 1);
-    if (ATTRIBUTION && endpoints(e, &fi) == 1) CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
-    tbio_session_free(e);
-}
-
-/* a dup of a client socket stays a client in a later capture (the fd table's
- * states are forgotten when a capture ends; who opened the socket is not) */
-static void test_dup_keeps_the_role(void) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    /* the client on a port below the server's (ephemeral, from 32768): by the port rule alone,
-     * for a socket of unknown role, it would be the server's side */
-    int mine = 0;
-    for (int p = 20000; p < 20200 && !mine; p++) {
-        struct sockaddr_in b = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
-        b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (bind(fd, (struct sockaddr *)&b, sizeof b) == 0) mine = p;
-    }
-    CHECK(mine != 0 && mine < sv.port);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);   /* idle: marks the client */
-    int copy = dup(fd);
-    CHECK(copy >= 0);
-    close(fd);
-    tbio_session *s = tbio_begin();
-    int reads = 0;
-    CHECK_EQ_I64(converse(copy, &reads), RESP);
-    close(copy);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    tbio_file_info fi;
-    CHECK_ATTR(endpoints(e, &fi), 1);
-    if (ATTRIBUTION && endpoints(e, &fi) == 1) {
-        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
-        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_WRITTEN"), REQ);
-    }
-    tbio_session_free(e);
-}
-
 /* the other call families: sendto/recvfrom on a connected socket, splice from
  * the socket into a pipe (the pipe's side untraced), a ppoll */
 static void test_other_calls(void) {
@@ -310,8 +307,7 @@ static void test_other_calls(void) {
     CHECK(server_start(&sv) == 0);
     tbio_session *s = tbio_begin();
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = loopback(sv.port);
     CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
     char out[REQ], in[RESP];
     memset(out, 'q', sizeof out);
@@ -378,8 +374,7 @@ static void *window_open(void *arg) {
 static int conversation_endpoints(int how) {
     server sv;
     CHECK(server_start(&sv) == 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = loopback(sv.port);
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     if (how == 2) CHECK(tbio_local_peer("127.0.0.1", (unsigned)sv.port) == 0);
     if (how == 3) {
@@ -425,11 +420,8 @@ static void test_marked_local(void) {
 
 int main(void) {
     CHECK(tbio_enable() == 0);
-    test_numeric();
+    for (size_t i = 0; i < sizeof CLIENT_CASES / sizeof *CLIENT_CASES; i++) client_conversation(&CLIENT_CASES[i]);
     test_local();
-    test_named_after_connect();
-    test_resolved();
-    test_dup_keeps_the_role();
     test_other_calls();
     test_marked_local();
     CHECK(tbio_disable() == 0);
