@@ -177,19 +177,31 @@ typedef enum {
                           * table's states are forgotten when a capture ends; who opened the socket
                           * is not; by the port rule alone, for a socket of unknown role, it would
                           * be the server's side) */
+    /* the job's own connections, local: no endpoint, no row */
+    IN_LOCAL_WINDOW,     /* connected inside a local window (tbio_local_begin) */
+    IN_THREADS_WINDOW,   /* a window opened on another thread (gloo connects on its own threads) */
+    TO_LOCAL_PEER,       /* to a peer in the local table (tbio_local_peer) */
+    MARKED_LOCAL,        /* connected before the session and marked local (tbio_fd_set_local) */
+    /* as BY_NUMBER after the cases above: an endpoint again, whose name may be one resolved earlier */
+    NUMBER_AGAIN,
 } how_connected;
 
 typedef struct client_case {
     const char *what;
-    how_connected how;
-    const char *host;    /* the endpoint's name (check_endpoint); NULL: its byte counters only */
+    int endpoints;       /* the session's endpoints: 1 or 0 (local) */
+    const char *host;    /* with 1: the endpoint's name (check_endpoint); NULL: its byte counters only */
 } client_case;
 
 static const client_case CLIENT_CASES[] = {
-    {"numeric address", BY_NUMBER, "127.0.0.1"},
-    {"resolved name", BY_NAME, "localhost"},
-    {"touched before connect", AFTER_FAILED_RECV, NULL},
-    {"dup keeps the role", DUP_BEFORE_SESSION, NULL},
+    [BY_NUMBER] = {"numeric address", 1, "127.0.0.1"},
+    [BY_NAME] = {"resolved name", 1, "localhost"},
+    [AFTER_FAILED_RECV] = {"touched before connect", 1, NULL},
+    [DUP_BEFORE_SESSION] = {"dup keeps the role", 1, NULL},
+    [IN_LOCAL_WINDOW] = {"local window", 0, NULL},
+    [IN_THREADS_WINDOW] = {"another thread's local window", 0, NULL},
+    [TO_LOCAL_PEER] = {"local peer", 0, NULL},
+    [MARKED_LOCAL] = {"marked local", 0, NULL},
+    [NUMBER_AGAIN] = {"an endpoint again", 1, NULL},
 };
 
 static struct sockaddr_in loopback(int port) {
@@ -215,18 +227,47 @@ static int dup_of_low_port_client(int server_port) {
     return copy;
 }
 
+/* a local window opened on this thread and left open (its opener ends it) */
+static void *window_open(void *arg) {
+    (void)arg;
+    tbio_local_begin();
+    return NULL;
+}
+
 /* one client conversation with a fresh server in a session, connected as the case says */
-static void client_conversation(const client_case *t) {
+static void client_conversation(how_connected how) {
+    const client_case *t = &CLIENT_CASES[how];
     int failed_before = check_failures;
     server sv;
     CHECK(server_start(&sv) == 0);
     struct sockaddr_in a = loopback(sv.port);
-    int fd = t->how == DUP_BEFORE_SESSION ? dup_of_low_port_client(sv.port) : socket(AF_INET, SOCK_STREAM, 0);
+    int fd = how == DUP_BEFORE_SESSION ? dup_of_low_port_client(sv.port) : socket(AF_INET, SOCK_STREAM, 0);
+    if (how == TO_LOCAL_PEER) CHECK(tbio_local_peer("127.0.0.1", (unsigned)sv.port) == 0);
+    if (how == MARKED_LOCAL) {
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        CHECK(!tbio_fd_is_local(fd));
+        CHECK(tbio_fd_set_local(fd) == 0);
+        CHECK(tbio_fd_is_local(fd));
+    }
     tbio_session *s = tbio_begin();
-    switch (t->how) {
+    switch (how) {
     case BY_NUMBER:
+    case TO_LOCAL_PEER:
+    case NUMBER_AGAIN:
         CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
         break;
+    case IN_LOCAL_WINDOW:
+        tbio_local_begin();
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        tbio_local_end();
+        break;
+    case IN_THREADS_WINDOW: {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, window_open, NULL) == 0 && pthread_join(th, NULL) == 0);
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        tbio_local_end();
+        break;
+    }
     case BY_NAME: {
         char port[16];
         snprintf(port, sizeof port, "%d", sv.port);
@@ -243,6 +284,7 @@ static void client_conversation(const client_case *t) {
         break;
     }
     case DUP_BEFORE_SESSION:
+    case MARKED_LOCAL:
         break;
     }
     int reads = 0;
@@ -250,12 +292,14 @@ static void client_conversation(const client_case *t) {
     close(fd);
     server_stop(&sv);
     tbio_session *e = tbio_end(s);
-    if (t->host) {
+    tbio_file_info fi;
+    if (t->endpoints == 0) {
+        CHECK_EQ_I64(endpoints(e, &fi), 0);
+    } else if (t->host) {
         char want[64];
         snprintf(want, sizeof want, "tcp://%s:%d", t->host, sv.port);
         check_endpoint(e, want, reads);
     } else {
-        tbio_file_info fi;
         CHECK_ATTR(endpoints(e, &fi), 1);
         if (ATTRIBUTION && endpoints(e, &fi) == 1) {
             CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
@@ -362,56 +406,13 @@ static void test_other_calls(void) {
     tbio_session_free(e);
 }
 
-/* one client conversation with a fresh server, in a session: the session's endpoints.
- * how: 0 plain, 1 inside a local window, 2 to a peer in the local table, 3 on an fd connected
- * before the session and marked local, 4 a window opened on another thread (gloo connects on
- * its own threads) */
-static void *window_open(void *arg) {
-    (void)arg;
-    tbio_local_begin();
-    return NULL;
-}
-static int conversation_endpoints(int how) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    struct sockaddr_in a = loopback(sv.port);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (how == 2) CHECK(tbio_local_peer("127.0.0.1", (unsigned)sv.port) == 0);
-    if (how == 3) {
-        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-        CHECK(!tbio_fd_is_local(fd));
-        CHECK(tbio_fd_set_local(fd) == 0);
-        CHECK(tbio_fd_is_local(fd));
-    }
-    tbio_session *s = tbio_begin();
-    if (how == 1) tbio_local_begin();
-    if (how == 4) {
-        pthread_t th;
-        CHECK(pthread_create(&th, NULL, window_open, NULL) == 0 && pthread_join(th, NULL) == 0);
-    }
-    if (how != 3) CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    if (how == 1 || how == 4) tbio_local_end();
-    int reads = 0;
-    CHECK_EQ_I64(converse(fd, &reads), RESP);
-    close(fd);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    tbio_file_info fi;
-    int n = endpoints(e, &fi);
-    tbio_session_free(e);
-    return n;
-}
-
 /* the job's own connections are local: no endpoint, no row; others stay endpoints */
 static void test_marked_local(void) {
-    CHECK_EQ_I64(conversation_endpoints(1), 0);
-    CHECK_EQ_I64(conversation_endpoints(4), 0);
-    CHECK_EQ_I64(conversation_endpoints(2), 0);
-    CHECK_EQ_I64(conversation_endpoints(3), 0);
+    for (how_connected h = IN_LOCAL_WINDOW; h <= MARKED_LOCAL; h++) client_conversation(h);
     /* the window closed, the table names other ports: a connection is an endpoint again */
-    CHECK_ATTR(conversation_endpoints(0), 1);
+    client_conversation(NUMBER_AGAIN);
     tbio_local_end();   /* unbalanced: no effect */
-    CHECK_ATTR(conversation_endpoints(0), 1);
+    client_conversation(NUMBER_AGAIN);
     CHECK(tbio_local_peer("not-numeric", 80) == -1);
     CHECK(tbio_local_peer("::1", 0) == -1);
     CHECK(tbio_local_peer("::1", 8080) == 0);
@@ -420,7 +421,7 @@ static void test_marked_local(void) {
 
 int main(void) {
     CHECK(tbio_enable() == 0);
-    for (size_t i = 0; i < sizeof CLIENT_CASES / sizeof *CLIENT_CASES; i++) client_conversation(&CLIENT_CASES[i]);
+    for (how_connected h = BY_NUMBER; h <= DUP_BEFORE_SESSION; h++) client_conversation(h);
     test_local();
     test_other_calls();
     test_marked_local();
