@@ -22,13 +22,8 @@
 #include <unistd.h>
 
 /* ThreadSanitizer's interceptors make socket calls where the shim cannot see
- * them (test_fdlife.c): the sequences still run, the attribution checks do not. */
-#if defined(__SANITIZE_THREAD__)
-#define ATTRIBUTION 0
-#else
-#define ATTRIBUTION 1
-#endif
-#define CHECK_ATTR(a, b) do { if (ATTRIBUTION) CHECK_EQ_I64(a, b); } while (0)
+ * them (ATTRIBUTION, CHECK_ATTR: check.h): the sequences still run, the
+ * attribution checks do not. */
 
 enum { REQ = 1000, RESP = 5000 };
 
