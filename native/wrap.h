@@ -50,6 +50,28 @@ TBIO_HIDDEN void tbio_copy_done(tbio_call *c, int op, int in, int64_t inoff, int
 
 #define IDLE() LIKELY(atomic_load_explicit(&tbio_g_active, memory_order_relaxed) == NULL)
 
+/* The body every traced wrapper shares: idle, or not recordable now
+ * (tbio_call_pre: no thread state, or a signal handler's call while its
+ * thread is inside the shim), the real call alone;
+ * else the call, its errno kept, then DONE (statements that see the call
+ * `c`, its result `ret_` and errno `err_`), and errno given back. */
+#define TBIO_TRACED(RTYPE, CALL, ...)                                          \
+    do {                                                                       \
+        if (IDLE()) return CALL;                                               \
+        tbio_call c;                                                           \
+        if (!tbio_call_pre(&c)) return CALL;                                   \
+        RTYPE ret_ = CALL;                                                     \
+        int err_ = errno;                                                      \
+        __VA_ARGS__;                                                           \
+        errno = err_;                                                          \
+        return ret_;                                                           \
+    } while (0)
+
+/* The offset a copy (copy_file_range, sendfile, splice) started at: the
+ * caller's pointer, read only once the kernel has moved it by RET; -1 for
+ * none or a failed call. */
+#define TBIO_COPY_OFF(PTR, RET) ((PTR) && (RET) >= 0 ? (int64_t)*(PTR) - (RET) : -1)
+
 static inline int mem_aligned(const void *p) {
     return ((uintptr_t)p & (TBIO_MEM_ALIGNMENT - 1)) == 0;
 }

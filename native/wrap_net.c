@@ -52,17 +52,8 @@ int tbio_w_connect(int fd, __CONST_SOCKADDR_ARG addr, socklen_t len) {
 }
 
 /* ---------------- data ---------------- */
-#define NET_CALL(OP, KIND, FD, REQ, RTYPE, CALL)                              \
-    do {                                                                      \
-        if (IDLE()) return CALL;                                              \
-        tbio_call c;                                                          \
-        if (!tbio_call_pre(&c)) return CALL;                                  \
-        RTYPE ret_ = CALL;                                                    \
-        int err_ = errno;                                                     \
-        tbio_io_done(&c, OP, KIND, FD, -1, REQ, 1, (int64_t)ret_, err_);      \
-        errno = err_;                                                         \
-        return ret_;                                                          \
-    } while (0)
+#define NET_CALL(OP, KIND, FD, REQ, RTYPE, CALL) \
+    TBIO_TRACED(RTYPE, CALL, tbio_io_done(&c, OP, KIND, FD, -1, REQ, 1, (int64_t)ret_, err_))
 
 /* bytes a message asks for; the caller's msghdr is read only after the kernel accepted it */
 static int64_t msg_len(const struct msghdr *m) {
@@ -101,16 +92,9 @@ ssize_t tbio_w_recvmsg(int fd, struct msghdr *msg, int flags) {
              real_recvmsg(fd, msg, flags));
 }
 ssize_t tbio_w_splice(int in, off64_t *inoff, int out, off64_t *outoff, size_t n, unsigned int flags) {
-    if (IDLE()) return real_splice(in, inoff, out, outoff, n, flags);
-    tbio_call c;
-    if (!tbio_call_pre(&c)) return real_splice(in, inoff, out, outoff, n, flags);
-    ssize_t ret = real_splice(in, inoff, out, outoff, n, flags);
-    int err = errno;
-    /* the offsets are the caller's: read only once the kernel moved them */
-    int64_t io = inoff && ret >= 0 ? *inoff - ret : -1, oo = outoff && ret >= 0 ? *outoff - ret : -1;
-    tbio_copy_done(&c, TBIO_OP_splice, in, io, out, oo, (int64_t)n, ret, err);
-    errno = err;
-    return ret;
+    TBIO_TRACED(ssize_t, real_splice(in, inoff, out, outoff, n, flags),
+                tbio_copy_done(&c, TBIO_OP_splice, in, TBIO_COPY_OFF(inoff, ret_), out, TBIO_COPY_OFF(outoff, ret_),
+                               (int64_t)n, ret_, err_));
 }
 
 /* ---------------- waits ----------------
@@ -138,17 +122,7 @@ static void poll_done(tbio_call *c, int op, const struct pollfd *fds, nfds_t n, 
         tbio_trace_add(c, t1, op, id, fd, -1, -1, ret, ret >= 0 ? 0 : err, 0, 0);
     tbio_call_leave(c);
 }
-#define POLL_CALL(OP, FDS, N, CALL)                                            \
-    do {                                                                       \
-        if (IDLE()) return CALL;                                               \
-        tbio_call c;                                                           \
-        if (!tbio_call_pre(&c)) return CALL;                                   \
-        int ret_ = CALL;                                                       \
-        int err_ = errno;                                                      \
-        poll_done(&c, OP, FDS, N, ret_, err_);                                 \
-        errno = err_;                                                          \
-        return ret_;                                                           \
-    } while (0)
+#define POLL_CALL(OP, FDS, N, CALL) TBIO_TRACED(int, CALL, poll_done(&c, OP, FDS, N, ret_, err_))
 int tbio_w_poll(struct pollfd *fds, nfds_t n, int timeout) {
     POLL_CALL(TBIO_OP_poll, fds, n, real_poll(fds, n, timeout));
 }

@@ -52,17 +52,8 @@ __attribute__((noinline)) void tbio_io_done(tbio_call *c, int op, int kind, int 
 /* DONE: io_done (inlined: read, write, pread, pwrite and their 64-bit names,
  * the calls a data loader makes millions of times; a call with nine
  * arguments costs ~35 instructions a traced call) or io_done_shared. */
-#define IO_CALL_WITH(DONE, OP, KIND, FD, OFF, REQ, ALIGNED, RTYPE, CALL)       \
-    do {                                                                       \
-        if (IDLE()) return CALL;                                               \
-        tbio_call c;                                                           \
-        if (!tbio_call_pre(&c)) return CALL;                                   \
-        RTYPE ret_ = CALL;                                                     \
-        int err_ = errno;                                                      \
-        DONE(&c, OP, KIND, FD, OFF, REQ, ALIGNED, (int64_t)ret_, err_);        \
-        errno = err_;                                                          \
-        return ret_;                                                           \
-    } while (0)
+#define IO_CALL_WITH(DONE, OP, KIND, FD, OFF, REQ, ALIGNED, RTYPE, CALL) \
+    TBIO_TRACED(RTYPE, CALL, DONE(&c, OP, KIND, FD, OFF, REQ, ALIGNED, (int64_t)ret_, err_))
 #define IO_CALL(...) IO_CALL_WITH(io_done_shared, __VA_ARGS__)
 #define IO_CALL_HOT(...) IO_CALL_WITH(io_done, __VA_ARGS__)
 /* A hot wrapper: the idle test, then the real call or its recorded form out of
@@ -220,39 +211,31 @@ static void meta_done(tbio_call *c, int op, int kind, names nm, int fd, int64_t 
     tbio_call_leave(c);
 }
 
-#define FD_META(OP, KIND, FD, OFF, REQ, RTYPE, CALL, OKEXPR)                    \
-    do {                                                                        \
-        if (IDLE()) return CALL;                                                \
-        tbio_call c;                                                            \
-        if (!tbio_call_pre(&c)) return CALL;                                    \
-        RTYPE ret = CALL;                                                       \
-        int err_ = errno;                                                       \
-        meta_done(&c, OP, KIND, NAMES_FD(FD), FD, OFF, REQ, (int64_t)ret, (OKEXPR), err_); \
-        errno = err_;                                                           \
-        return ret;                                                             \
-    } while (0)
+/* OKEXPR: whether the call succeeded, an expression over `ret_` */
+#define FD_META(OP, KIND, FD, OFF, REQ, RTYPE, CALL, OKEXPR) \
+    TBIO_TRACED(RTYPE, CALL, meta_done(&c, OP, KIND, NAMES_FD(FD), FD, OFF, REQ, (int64_t)ret_, (OKEXPR), err_))
 
 off_t tbio_w_lseek(int fd, off_t off, int whence) {
-    FD_META(TBIO_OP_lseek, M_SEEK, fd, off, -1, off_t, real_lseek(fd, off, whence), ret >= 0);
+    FD_META(TBIO_OP_lseek, M_SEEK, fd, off, -1, off_t, real_lseek(fd, off, whence), ret_ >= 0);
 }
 off64_t tbio_w_lseek64(int fd, off64_t off, int whence) {
-    FD_META(TBIO_OP_lseek64, M_SEEK, fd, off, -1, off64_t, real_lseek64(fd, off, whence), ret >= 0);
+    FD_META(TBIO_OP_lseek64, M_SEEK, fd, off, -1, off64_t, real_lseek64(fd, off, whence), ret_ >= 0);
 }
-int tbio_w_fsync(int fd) { FD_META(TBIO_OP_fsync, M_FSYNC, fd, -1, -1, int, real_fsync(fd), ret == 0); }
+int tbio_w_fsync(int fd) { FD_META(TBIO_OP_fsync, M_FSYNC, fd, -1, -1, int, real_fsync(fd), ret_ == 0); }
 int tbio_w_fdatasync(int fd) {
-    FD_META(TBIO_OP_fdatasync, M_FDSYNC, fd, -1, -1, int, real_fdatasync(fd), ret == 0);
+    FD_META(TBIO_OP_fdatasync, M_FDSYNC, fd, -1, -1, int, real_fdatasync(fd), ret_ == 0);
 }
 int tbio_w_fstat(int fd, struct stat *st) {
-    FD_META(TBIO_OP_fstat, M_STAT, fd, -1, -1, int, real_fstat(fd, st), ret == 0);
+    FD_META(TBIO_OP_fstat, M_STAT, fd, -1, -1, int, real_fstat(fd, st), ret_ == 0);
 }
 int tbio_w_fstat64(int fd, struct stat64 *st) {
-    FD_META(TBIO_OP_fstat64, M_STAT, fd, -1, -1, int, real_fstat64(fd, st), ret == 0);
+    FD_META(TBIO_OP_fstat64, M_STAT, fd, -1, -1, int, real_fstat64(fd, st), ret_ == 0);
 }
 int tbio_w___fxstat(int ver, int fd, struct stat *st) {
-    FD_META(TBIO_OP___fxstat, M_STAT, fd, -1, -1, int, real___fxstat(ver, fd, st), ret == 0);
+    FD_META(TBIO_OP___fxstat, M_STAT, fd, -1, -1, int, real___fxstat(ver, fd, st), ret_ == 0);
 }
 int tbio_w___fxstat64(int ver, int fd, struct stat64 *st) {
-    FD_META(TBIO_OP___fxstat64, M_STAT, fd, -1, -1, int, real___fxstat64(ver, fd, st), ret == 0);
+    FD_META(TBIO_OP___fxstat64, M_STAT, fd, -1, -1, int, real___fxstat64(ver, fd, st), ret_ == 0);
 }
 
 static void *mmap_common(int op, void *addr, size_t len, int prot, int flags, int fd, int64_t off,
@@ -440,19 +423,11 @@ int tbio_w___openat64_2(int dirfd, const char *path, int flags) {
 }
 
 /* stat by path (dirfd AT_FDCWD unless *at). */
-#define PATH_STAT(OP, DIRFD, PATH, CALL)                                         \
-    do {                                                                         \
-        if (IDLE()) return CALL;                                                 \
-        tbio_call c;                                                             \
-        if (!tbio_call_pre(&c)) return CALL;                                     \
-        int ret = CALL;                                                          \
-        int err_ = errno;                                                        \
-        names nm_ = ret != 0 && err_ == EFAULT ? NAMES_ID(TBIO_NO_FILE)          \
-                                               : NAMES_PATH(DIRFD, PATH);        \
-        meta_done(&c, OP, M_STAT, nm_, -1, -1, -1, ret, ret == 0, err_);         \
-        errno = err_;                                                            \
-        return ret;                                                              \
-    } while (0)
+#define PATH_STAT(OP, DIRFD, PATH, CALL)                                                   \
+    TBIO_TRACED(int, CALL,                                                                 \
+                names nm_ = ret_ != 0 && err_ == EFAULT ? NAMES_ID(TBIO_NO_FILE)           \
+                                                        : NAMES_PATH(DIRFD, PATH);         \
+                meta_done(&c, OP, M_STAT, nm_, -1, -1, -1, ret_, ret_ == 0, err_))
 
 int tbio_w_stat(const char *p, struct stat *st) { PATH_STAT(TBIO_OP_stat, AT_FDCWD, p, real_stat(p, st)); }
 int tbio_w_stat64(const char *p, struct stat64 *st) {
@@ -479,15 +454,10 @@ int tbio_w___lxstat64(int v, const char *p, struct stat64 *st) {
 /* The path is looked at only after the call, and not at all when the
  * kernel could not read it (EFAULT). */
 #define AT_STAT(OP, DIRFD, PATH, FLAGS, CALL)                                    \
-    do {                                                                         \
-        if (IDLE()) return CALL;                                                 \
-        tbio_call c;                                                             \
-        if (!tbio_call_pre(&c)) return CALL;                                     \
-        int ret = CALL;                                                          \
-        int err_ = errno;                                                        \
+    TBIO_TRACED(int, CALL,                                                       \
         names nm_ = NAMES_ID(TBIO_NO_FILE);                                      \
         int fd_ = -1;                                                            \
-        if (!(ret != 0 && err_ == EFAULT)) {                                     \
+        if (!(ret_ != 0 && err_ == EFAULT)) {                                    \
             if ((PATH) && (PATH)[0] == 0 && ((FLAGS) & AT_EMPTY_PATH)) {         \
                 nm_ = NAMES_FD(DIRFD);                                           \
                 fd_ = DIRFD;                                                     \
@@ -495,10 +465,7 @@ int tbio_w___lxstat64(int v, const char *p, struct stat64 *st) {
                 nm_ = NAMES_PATH(DIRFD, PATH);                                   \
             }                                                                    \
         }                                                                        \
-        meta_done(&c, OP, M_STAT, nm_, fd_, -1, -1, ret, ret == 0, err_);        \
-        errno = err_;                                                            \
-        return ret;                                                              \
-    } while (0)
+        meta_done(&c, OP, M_STAT, nm_, fd_, -1, -1, ret_, ret_ == 0, err_))
 int tbio_w_fstatat(int d, const char *p, struct stat *st, int fl) {
     AT_STAT(TBIO_OP_fstatat, d, p, fl, real_fstatat(d, p, st, fl));
 }
@@ -589,39 +556,19 @@ void tbio_copy_done(tbio_call *c, int op, int in, int64_t inoff, int out, int64_
     }
     tbio_call_leave(c);
 }
+/* the offsets are the caller's pointers: read only once the kernel has used them (TBIO_COPY_OFF) */
 ssize_t tbio_w_copy_file_range(int in, off64_t *inoff, int out, off64_t *outoff, size_t n,
                                       unsigned int flags) {
-    if (IDLE()) return real_copy_file_range(in, inoff, out, outoff, n, flags);
-    tbio_call c;
-    if (!tbio_call_pre(&c)) return real_copy_file_range(in, inoff, out, outoff, n, flags);
-    ssize_t ret = real_copy_file_range(in, inoff, out, outoff, n, flags);
-    int err = errno;
-    /* the offsets are the caller's pointers: read them only once the kernel
-     * has used them (a success moved each by ret) */
-    int64_t io = inoff && ret >= 0 ? *inoff - ret : -1, oo = outoff && ret >= 0 ? *outoff - ret : -1;
-    tbio_copy_done(&c, TBIO_OP_copy_file_range, in, io, out, oo, (int64_t)n, ret, err);
-    errno = err;
-    return ret;
+    TBIO_TRACED(ssize_t, real_copy_file_range(in, inoff, out, outoff, n, flags),
+                tbio_copy_done(&c, TBIO_OP_copy_file_range, in, TBIO_COPY_OFF(inoff, ret_), out,
+                               TBIO_COPY_OFF(outoff, ret_), (int64_t)n, ret_, err_));
 }
 ssize_t tbio_w_sendfile(int out, int in, off_t *off, size_t n) {
-    if (IDLE()) return real_sendfile(out, in, off, n);
-    tbio_call c;
-    if (!tbio_call_pre(&c)) return real_sendfile(out, in, off, n);
-    ssize_t ret = real_sendfile(out, in, off, n);
-    int err = errno;
-    int64_t io = off && ret >= 0 ? *off - ret : -1;   /* read only once the kernel used it */
-    tbio_copy_done(&c, TBIO_OP_sendfile, in, io, out, -1, (int64_t)n, ret, err);
-    errno = err;
-    return ret;
+    TBIO_TRACED(ssize_t, real_sendfile(out, in, off, n),
+                tbio_copy_done(&c, TBIO_OP_sendfile, in, TBIO_COPY_OFF(off, ret_), out, -1, (int64_t)n, ret_, err_));
 }
 ssize_t tbio_w_sendfile64(int out, int in, off64_t *off, size_t n) {
-    if (IDLE()) return real_sendfile64(out, in, off, n);
-    tbio_call c;
-    if (!tbio_call_pre(&c)) return real_sendfile64(out, in, off, n);
-    ssize_t ret = real_sendfile64(out, in, off, n);
-    int err = errno;
-    int64_t io = off && ret >= 0 ? *off - ret : -1;   /* read only once the kernel used it */
-    tbio_copy_done(&c, TBIO_OP_sendfile64, in, io, out, -1, (int64_t)n, ret, err);
-    errno = err;
-    return ret;
+    TBIO_TRACED(ssize_t, real_sendfile64(out, in, off, n),
+                tbio_copy_done(&c, TBIO_OP_sendfile64, in, TBIO_COPY_OFF(off, ret_), out, -1, (int64_t)n, ret_,
+                               err_));
 }

@@ -23,17 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* Under ThreadSanitizer its interceptors of open, socket, pipe, close, ...
- * make those calls where the shim cannot see them (they call libc through
- * pointers of their own), so which file a number names is not the shim's
- * to know there: the sequences still run (for races), the attribution
- * checks do not. */
-#if defined(__SANITIZE_THREAD__)
-#define ATTRIBUTION 0
-#else
-#define ATTRIBUTION 1
-#endif
-#define CHECK_ATTR(a, b) do { if (ATTRIBUTION) CHECK_EQ_I64(a, b); } while (0)
+/* ATTRIBUTION, CHECK_ATTR: check.h (what ThreadSanitizer hides from the shim) */
 
 static char g_dir[512];
 static char g_stale[600];

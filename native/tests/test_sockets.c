@@ -22,13 +22,8 @@
 #include <unistd.h>
 
 /* ThreadSanitizer's interceptors make socket calls where the shim cannot see
- * them (test_fdlife.c): the sequences still run, the attribution checks do not. */
-#if defined(__SANITIZE_THREAD__)
-#define ATTRIBUTION 0
-#else
-#define ATTRIBUTION 1
-#endif
-#define CHECK_ATTR(a, b) do { if (ATTRIBUTION) CHECK_EQ_I64(a, b); } while (0)
+ * them (ATTRIBUTION, CHECK_ATTR: check.h): the sequences still run, the
+ * attribution checks do not. */
 
 enum { REQ = 1000, RESP = 5000 };
 
@@ -167,47 +162,147 @@ static void check_endpoint(tbio_session *e, const char *want, int reads) {
     CHECK_EQ_I64(rows, 1 + 3 + 1 + reads + 1);   /* connect, writes, poll, reads, close */
 }
 
-/* numeric address: the endpoint is named by it */
-static void test_numeric(void) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    tbio_session *s = tbio_begin();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
+/* How a client's conversation (converse) reaches its server in the table-driven cases. */
+typedef enum {
+    BY_NUMBER,           /* connect to the numeric address: the endpoint is named by it */
+    BY_NAME,             /* connect to what getaddrinfo resolved: the name names the endpoint */
+    AFTER_FAILED_RECV,   /* a recv on the socket before it is connected (ENOTCONN): named once it is */
+    DUP_BEFORE_SESSION,  /* connected while idle, on a port below the server's, then dup'ed and the
+                          * original closed: the copy stays a client in the later capture (the fd
+                          * table's states are forgotten when a capture ends; who opened the socket
+                          * is not; by the port rule alone, for a socket of unknown role, it would
+                          * be the server's side) */
+    /* the job's own connections, local: no endpoint, no row */
+    IN_LOCAL_WINDOW,     /* connected inside a local window (tbio_local_begin) */
+    IN_THREADS_WINDOW,   /* a window opened on another thread (gloo connects on its own threads) */
+    TO_LOCAL_PEER,       /* to a peer in the local table (tbio_local_peer) */
+    MARKED_LOCAL,        /* connected before the session and marked local (tbio_fd_set_local) */
+    /* as BY_NUMBER after the cases above: an endpoint again, whose name may be one resolved earlier */
+    NUMBER_AGAIN,
+} how_connected;
+
+typedef struct client_case {
+    const char *what;
+    int endpoints;       /* the session's endpoints: 1 or 0 (local) */
+    const char *host;    /* with 1: the endpoint's name (check_endpoint); NULL: its byte counters only */
+} client_case;
+
+static const client_case CLIENT_CASES[] = {
+    [BY_NUMBER] = {"numeric address", 1, "127.0.0.1"},
+    [BY_NAME] = {"resolved name", 1, "localhost"},
+    [AFTER_FAILED_RECV] = {"touched before connect", 1, NULL},
+    [DUP_BEFORE_SESSION] = {"dup keeps the role", 1, NULL},
+    [IN_LOCAL_WINDOW] = {"local window", 0, NULL},
+    [IN_THREADS_WINDOW] = {"another thread's local window", 0, NULL},
+    [TO_LOCAL_PEER] = {"local peer", 0, NULL},
+    [MARKED_LOCAL] = {"marked local", 0, NULL},
+    [NUMBER_AGAIN] = {"an endpoint again", 1, NULL},
+};
+
+static struct sockaddr_in loopback(int port) {
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    int reads = 0;
-    CHECK_EQ_I64(converse(fd, &reads), RESP);
-    close(fd);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    char want[64];
-    snprintf(want, sizeof want, "tcp://127.0.0.1:%d", sv.port);
-    check_endpoint(e, want, reads);
-    tbio_session_free(e);
+    return a;
 }
 
-/* a name resolved through getaddrinfo names the endpoint */
-static void test_resolved(void) {
+/* a client socket connected while idle from a port below the server's, as a dup */
+static int dup_of_low_port_client(int server_port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int mine = 0;
+    for (int p = 20000; p < 20200 && !mine; p++) {
+        struct sockaddr_in b = loopback(p);
+        if (bind(fd, (struct sockaddr *)&b, sizeof b) == 0) mine = p;
+    }
+    CHECK(mine != 0 && mine < server_port);
+    struct sockaddr_in a = loopback(server_port);
+    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);   /* idle: marks the client */
+    int copy = dup(fd);
+    CHECK(copy >= 0);
+    close(fd);
+    return copy;
+}
+
+/* a local window opened on this thread and left open (its opener ends it) */
+static void *window_open(void *arg) {
+    (void)arg;
+    tbio_local_begin();
+    return NULL;
+}
+
+/* one client conversation with a fresh server in a session, connected as the case says */
+static void client_conversation(how_connected how) {
+    const client_case *t = &CLIENT_CASES[how];
+    int failed_before = check_failures;
     server sv;
     CHECK(server_start(&sv) == 0);
+    struct sockaddr_in a = loopback(sv.port);
+    int fd = how == DUP_BEFORE_SESSION ? dup_of_low_port_client(sv.port) : socket(AF_INET, SOCK_STREAM, 0);
+    if (how == TO_LOCAL_PEER) CHECK(tbio_local_peer("127.0.0.1", (unsigned)sv.port) == 0);
+    if (how == MARKED_LOCAL) {
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        CHECK(!tbio_fd_is_local(fd));
+        CHECK(tbio_fd_set_local(fd) == 0);
+        CHECK(tbio_fd_is_local(fd));
+    }
     tbio_session *s = tbio_begin();
-    char port[16];
-    snprintf(port, sizeof port, "%d", sv.port);
-    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    CHECK(getaddrinfo("localhost", port, &hints, &res) == 0 && res);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(res && connect(fd, res->ai_addr, res->ai_addrlen) == 0);
-    freeaddrinfo(res);
+    switch (how) {
+    case BY_NUMBER:
+    case TO_LOCAL_PEER:
+    case NUMBER_AGAIN:
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        break;
+    case IN_LOCAL_WINDOW:
+        tbio_local_begin();
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        tbio_local_end();
+        break;
+    case IN_THREADS_WINDOW: {
+        pthread_t th;
+        CHECK(pthread_create(&th, NULL, window_open, NULL) == 0 && pthread_join(th, NULL) == 0);
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        tbio_local_end();
+        break;
+    }
+    case BY_NAME: {
+        char port[16];
+        snprintf(port, sizeof port, "%d", sv.port);
+        struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *res = NULL;
+        CHECK(getaddrinfo(t->host, port, &hints, &res) == 0 && res);
+        CHECK(res && connect(fd, res->ai_addr, res->ai_addrlen) == 0);
+        freeaddrinfo(res);
+        break;
+    }
+    case AFTER_FAILED_RECV: {
+        char b[8];
+        CHECK(recv(fd, b, sizeof b, MSG_DONTWAIT) < 0);   /* not connected: ENOTCONN */
+        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+        break;
+    }
+    case DUP_BEFORE_SESSION:
+    case MARKED_LOCAL:
+        break;
+    }
     int reads = 0;
     CHECK_EQ_I64(converse(fd, &reads), RESP);
     close(fd);
     server_stop(&sv);
     tbio_session *e = tbio_end(s);
-    char want[64];
-    snprintf(want, sizeof want, "tcp://localhost:%d", sv.port);
-    check_endpoint(e, want, reads);
+    tbio_file_info fi;
+    if (t->endpoints == 0) {
+        CHECK_EQ_I64(endpoints(e, &fi), 0);
+    } else if (t->host) {
+        char want[64];
+        snprintf(want, sizeof want, "tcp://%s:%d", t->host, sv.port);
+        check_endpoint(e, want, reads);
+    } else {
+        CHECK_ATTR(endpoints(e, &fi), 1);
+        if (ATTRIBUTION && endpoints(e, &fi) == 1) {
+            CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
+            CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_WRITTEN"), REQ);
+        }
+    }
     tbio_session_free(e);
+    if (check_failures != failed_before) fprintf(stderr, "  (in the client case: %s)\n", t->what);
 }
 
 /* Unix stream sockets and datagram sockets are local: no file, no row */
@@ -244,65 +339,6 @@ static void test_local(void) {
     tbio_session_free(e);
 }
 
-/* a socket touched before it is connected (here an fcntl-dup would name it;
- * a recv that fails) is named once it is */
-static void test_named_after_connect(void) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    tbio_session *s = tbio_begin();
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    char b[8];
-    CHECK(recv(fd, b, sizeof b, MSG_DONTWAIT) < 0);   /* not connected: ENOTCONN */
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    int reads = 0;
-    CHECK_EQ_I64(converse(fd, &reads), RESP);
-    close(fd);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    tbio_file_info fi;
-    CHECK_ATTR(endpoints(e, &fi), 1);
-    if (ATTRIBUTION && endpoints(e, &fi) == 1) CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
-    tbio_session_free(e);
-}
-
-/* a dup of a client socket stays a client in a later capture (the fd table's
- * states are forgotten when a capture ends; who opened the socket is not) */
-static void test_dup_keeps_the_role(void) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    /* the client on a port below the server's (ephemeral, from 32768): by the port rule alone,
-     * for a socket of unknown role, it would be the server's side */
-    int mine = 0;
-    for (int p = 20000; p < 20200 && !mine; p++) {
-        struct sockaddr_in b = {.sin_family = AF_INET, .sin_port = htons((uint16_t)p)};
-        b.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        if (bind(fd, (struct sockaddr *)&b, sizeof b) == 0) mine = p;
-    }
-    CHECK(mine != 0 && mine < sv.port);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);   /* idle: marks the client */
-    int copy = dup(fd);
-    CHECK(copy >= 0);
-    close(fd);
-    tbio_session *s = tbio_begin();
-    int reads = 0;
-    CHECK_EQ_I64(converse(copy, &reads), RESP);
-    close(copy);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    tbio_file_info fi;
-    CHECK_ATTR(endpoints(e, &fi), 1);
-    if (ATTRIBUTION && endpoints(e, &fi) == 1) {
-        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_READ"), RESP);
-        CHECK_EQ_I64(counter(&fi, "POSIX_BYTES_WRITTEN"), REQ);
-    }
-    tbio_session_free(e);
-}
-
 /* the other call families: sendto/recvfrom on a connected socket, splice from
  * the socket into a pipe (the pipe's side untraced), a ppoll */
 static void test_other_calls(void) {
@@ -310,8 +346,7 @@ static void test_other_calls(void) {
     CHECK(server_start(&sv) == 0);
     tbio_session *s = tbio_begin();
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in a = loopback(sv.port);
     CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
     char out[REQ], in[RESP];
     memset(out, 'q', sizeof out);
@@ -366,57 +401,13 @@ static void test_other_calls(void) {
     tbio_session_free(e);
 }
 
-/* one client conversation with a fresh server, in a session: the session's endpoints.
- * how: 0 plain, 1 inside a local window, 2 to a peer in the local table, 3 on an fd connected
- * before the session and marked local, 4 a window opened on another thread (gloo connects on
- * its own threads) */
-static void *window_open(void *arg) {
-    (void)arg;
-    tbio_local_begin();
-    return NULL;
-}
-static int conversation_endpoints(int how) {
-    server sv;
-    CHECK(server_start(&sv) == 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)sv.port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (how == 2) CHECK(tbio_local_peer("127.0.0.1", (unsigned)sv.port) == 0);
-    if (how == 3) {
-        CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-        CHECK(!tbio_fd_is_local(fd));
-        CHECK(tbio_fd_set_local(fd) == 0);
-        CHECK(tbio_fd_is_local(fd));
-    }
-    tbio_session *s = tbio_begin();
-    if (how == 1) tbio_local_begin();
-    if (how == 4) {
-        pthread_t th;
-        CHECK(pthread_create(&th, NULL, window_open, NULL) == 0 && pthread_join(th, NULL) == 0);
-    }
-    if (how != 3) CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    if (how == 1 || how == 4) tbio_local_end();
-    int reads = 0;
-    CHECK_EQ_I64(converse(fd, &reads), RESP);
-    close(fd);
-    server_stop(&sv);
-    tbio_session *e = tbio_end(s);
-    tbio_file_info fi;
-    int n = endpoints(e, &fi);
-    tbio_session_free(e);
-    return n;
-}
-
 /* the job's own connections are local: no endpoint, no row; others stay endpoints */
 static void test_marked_local(void) {
-    CHECK_EQ_I64(conversation_endpoints(1), 0);
-    CHECK_EQ_I64(conversation_endpoints(4), 0);
-    CHECK_EQ_I64(conversation_endpoints(2), 0);
-    CHECK_EQ_I64(conversation_endpoints(3), 0);
+    for (how_connected h = IN_LOCAL_WINDOW; h <= MARKED_LOCAL; h++) client_conversation(h);
     /* the window closed, the table names other ports: a connection is an endpoint again */
-    CHECK_ATTR(conversation_endpoints(0), 1);
+    client_conversation(NUMBER_AGAIN);
     tbio_local_end();   /* unbalanced: no effect */
-    CHECK_ATTR(conversation_endpoints(0), 1);
+    client_conversation(NUMBER_AGAIN);
     CHECK(tbio_local_peer("not-numeric", 80) == -1);
     CHECK(tbio_local_peer("::1", 0) == -1);
     CHECK(tbio_local_peer("::1", 8080) == 0);
@@ -425,11 +416,8 @@ static void test_marked_local(void) {
 
 int main(void) {
     CHECK(tbio_enable() == 0);
-    test_numeric();
+    for (how_connected h = BY_NUMBER; h <= DUP_BEFORE_SESSION; h++) client_conversation(h);
     test_local();
-    test_named_after_connect();
-    test_resolved();
-    test_dup_keeps_the_role();
     test_other_calls();
     test_marked_local();
     CHECK(tbio_disable() == 0);

@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.model.stepwait import covered, merge
-from tb_iotrace.store.xplane import LINE_PREFIX, columns
+from tb_iotrace.model.named_spans import named_intervals, on_host_or_device
+from tb_iotrace.model.stepwait import covered
 
 COLLECTIVE = re.compile(
     r"^%?(gloo:|nccl:|c10d::|record_param_comms|nccl(Dev)?Kernel|Collective(Reduce|Gather|Bcast|Permute|AllToAll)"
@@ -55,24 +55,7 @@ def is_collective(name: str) -> bool:
 def collective_intervals(space: Any) -> tuple[np.ndarray, np.ndarray]:
     """The collectives of every host and device line of ``space``, merged (ps, the capture's
     clock); tb_iotrace's own I/O lines are left out."""
-    ss: list[np.ndarray] = []
-    es: list[np.ndarray] = []
-    for p in getattr(space, "planes", []) or []:
-        if not (p.name.startswith("/host:") or p.name.startswith("/device:")):
-            continue
-        pc = columns(p)
-        for ln in pc.lines:
-            if ln.name.startswith(LINE_PREFIX) or not len(ln):
-                continue
-            names = pc.event_names(ln).astype(str)
-            kinds, inverse = np.unique(names, return_inverse=True)   # few names, many events
-            hit = np.array([is_collective(k) for k in kinds.tolist()] or [False])[inverse.reshape(-1)]
-            if hit.any():
-                ss.append(ln.start_ps[hit])
-                es.append(ln.end_ps[hit])
-    if not ss:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return merge(np.concatenate(ss), np.concatenate(es))
+    return named_intervals(space, is_collective, on_host_or_device)
 
 
 def per_step(iv: tuple[np.ndarray, np.ndarray], steps: list[dict[str, Any]]) -> np.ndarray:

@@ -31,8 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.model.named_spans import named_spans
 from tb_iotrace.model.stepwait import covered, merge
-from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
+from tb_iotrace.store.xplane import HOST_PLANE, columns
 
 FETCH_EVENT = "tb_iotrace::fetch"
 BUSY_SHARE = 0.8          # (W + C) / cpus over T from which the cores are the limit
@@ -97,21 +98,7 @@ def half_work_after(w: LoaderWork) -> float:
 
 def _fetch_spans(space: Any) -> tuple[np.ndarray, np.ndarray]:
     """Every DataLoader fetch span on the host plane (ps), one per batch, not merged."""
-    ss, es = [], []
-    for p in getattr(space, "planes", []):
-        if p.name != HOST_PLANE:
-            continue
-        pc = columns(p)
-        for ln in pc.lines:
-            if ln.name.startswith(LINE_PREFIX) or not len(ln):
-                continue
-            hit = pc.event_names(ln).astype(str) == FETCH_EVENT
-            if hit.any():
-                ss.append(ln.start_ps[hit])
-                es.append(ln.end_ps[hit])
-    if not ss:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(ss).astype(np.int64), np.concatenate(es).astype(np.int64)
+    return named_spans(space, [lambda name: name == FETCH_EVENT])[0]
 
 
 def measure(ctx: Any, space: Any, *, step_ps: float, wait_share: float, workers: int,

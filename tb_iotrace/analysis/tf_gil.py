@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.model.stepwait import covered, merge
-from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
+from tb_iotrace.model.named_spans import named_intervals
+from tb_iotrace.model.stepwait import covered
 
 PY_FUNC = re.compile(r"(^|[:/])(EagerPyFunc|PyFunc|PyFuncStateless)(\b|$)")
 
@@ -28,23 +28,9 @@ GIL_MODEL = ("a py_function's Python runs one call at a time whatever num_parall
 def py_function_time(space: Any, window: tuple[np.ndarray, np.ndarray]) -> int:
     """Time (the capture's unit, ps) inside the disjoint intervals ``window`` during which a
     py_function kernel ran on any host thread."""
-    ss, es = [], []
-    for p in getattr(space, "planes", []):
-        if p.name != HOST_PLANE:
-            continue
-        pc = columns(p)
-        for ln in pc.lines:
-            if ln.name.startswith(LINE_PREFIX) or not len(ln):
-                continue
-            names = pc.event_names(ln).astype(str)
-            kinds, inverse = np.unique(names, return_inverse=True)
-            hit = np.array([PY_FUNC.search(k) is not None for k in kinds.tolist()] or [False])[inverse.reshape(-1)]
-            if hit.any():
-                ss.append(ln.start_ps[hit])
-                es.append(ln.end_ps[hit])
-    if not ss or not len(window[0]):
+    if not len(window[0]):
         return 0
-    iv = merge(np.concatenate(ss), np.concatenate(es))
+    iv = named_intervals(space, lambda name: PY_FUNC.search(name) is not None)
     return int(covered(iv, window[0], window[1]).sum())
 
 

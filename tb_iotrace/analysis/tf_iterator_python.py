@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.model.named_spans import named_spans
 from tb_iotrace.model.stepwait import covered, is_input_wait, merge
-from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, columns
 
 NEXT_EVENT = "tb_iotrace::next"
 PY_CHANGE = ("the wait is the iterator's own Python packing each element's tensors (the element is ready: a "
@@ -24,32 +24,14 @@ PY_MODEL = ("the iterator's Python outside the IteratorGetNext op ({part:.0f}% o
 
 def python_time(space: Any, window: tuple[np.ndarray, np.ndarray]) -> int:
     """Time (ps) inside ``window`` within a ``tb_iotrace::next`` span and no other input wait."""
-    ns, ne, os_, oe = [], [], [], []
-    for p in getattr(space, "planes", []):
-        if p.name != HOST_PLANE:
-            continue
-        pc = columns(p)
-        for ln in pc.lines:
-            if ln.name.startswith(LINE_PREFIX) or not len(ln):
-                continue
-            names = pc.event_names(ln).astype(str)
-            kinds, inverse = np.unique(names, return_inverse=True)
-            kl = kinds.tolist()
-            nxt = np.array([k == NEXT_EVENT for k in kl] or [False])[inverse.reshape(-1)]
-            op = np.array([k != NEXT_EVENT and is_input_wait(k) for k in kl] or [False])[inverse.reshape(-1)]
-            if nxt.any():
-                ns.append(ln.start_ps[nxt])
-                ne.append(ln.end_ps[nxt])
-            if op.any():
-                os_.append(ln.start_ps[op])
-                oe.append(ln.end_ps[op])
-    if not ns or not len(window[0]):
+    if not len(window[0]):
         return 0
-    nxt_iv = merge(np.concatenate(ns), np.concatenate(ne))
+    nxt, op = named_spans(space, [lambda k: k == NEXT_EVENT, lambda k: k != NEXT_EVENT and is_input_wait(k)])
+    nxt_iv = merge(*nxt)
     inside = int(covered(nxt_iv, window[0], window[1]).sum())
-    if not os_:
+    if not len(op[0]):
         return inside
-    both = _intersect(nxt_iv, merge(np.concatenate(os_), np.concatenate(oe)))
+    both = _intersect(nxt_iv, merge(*op))
     return max(0, inside - int(covered(both, window[0], window[1]).sum()))
 
 
