@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tb_iotrace.plugin.tab_model import TabCapture, Lane
+from tb_iotrace.plugin.object_lanes import object_lanes
 
 
 MEMO_KEPT = 16  # answers kept per view
@@ -83,6 +84,7 @@ class View:
                 for ln in p.capture.timeline_lanes(io_by):
                     if ln.group == group:
                         pairs.append((p, ln))
+        pairs.extend((p, ln) for p in self.parts for ln in object_lanes(p.capture))   # after the files'
         multi = len(self.parts) > 1
         described = [lane_json(p, ln, multi) for p, ln in pairs]
         table = LaneTable(pairs, {d["key"]: i for i, d in enumerate(described)}, described)
@@ -94,6 +96,8 @@ class View:
             if p.prefix and not key.startswith(p.prefix):
                 continue
             ln = p.capture.lane(key[len(p.prefix):])
+            if ln is None:
+                ln = next((o for o in object_lanes(p.capture) if o.key == key[len(p.prefix):]), None)
             if ln is not None:
                 return p, ln
         raise NotFound(f"no lane {key!r}")
