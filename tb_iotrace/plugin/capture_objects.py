@@ -11,7 +11,7 @@ import numpy as np
 from tb_iotrace.plugin.tab_model import TabCapture
 from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
 
-__all__ = ["CaptureObjects", "capture_objects"]
+__all__ = ["CaptureObjects", "capture_objects", "extent_with_objects"]
 
 
 @dataclass
@@ -52,3 +52,13 @@ def capture_objects(cap: TabCapture) -> CaptureObjects:
                                  [reqs[i] for i in o.tolist()])
         cap.cache["objects"] = got
     return got
+
+
+def extent_with_objects(cap: TabCapture) -> tuple[int, int]:
+    """The capture's extent widened to its object requests (a job whose storage is all objects
+    has few other events to span its time)."""
+    lo, hi = cap.extent
+    objs = capture_objects(cap)
+    if len(objs):
+        lo, hi = min(lo, int(objs.start[0])), max(hi, int(objs.end.max()))
+    return lo, hi

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tb_iotrace.plugin.tab_model import TabCapture, Lane
+from tb_iotrace.plugin.capture_objects import extent_with_objects
 from tb_iotrace.plugin.object_lanes import object_lanes
 
 
@@ -62,8 +63,9 @@ class View:
         return self.parts[0].capture
 
     def extent(self) -> tuple[int, int]:
-        lo = min(p.capture.extent[0] + p.offset for p in self.parts)
-        hi = max(p.capture.extent[1] + p.offset for p in self.parts)
+        spans = [extent_with_objects(p.capture) for p in self.parts]
+        lo = min(s[0] + p.offset for s, p in zip(spans, self.parts))
+        hi = max(s[1] + p.offset for s, p in zip(spans, self.parts))
         return lo, hi
 
     def lanes(self, io_by: str) -> list[tuple[Part, Lane]]:

@@ -61,3 +61,18 @@ def test_no_object_lanes_without_requests(tmp_path: Path) -> None:
 
     t = timeline_impl(_view(tmp_path), None, None, 1000)
     assert t["lanes"] and not [ln for ln in t["lanes"] if ln["group"] == "object"]
+
+
+def test_extent_covers_requests_past_every_other_event(tmp_path: Path) -> None:
+    """Requests that end after every lane's last event (a job whose storage is all objects)
+    are inside the view's extent, so the timeline's home window shows them."""
+    from tb_iotrace.plugin.capture_objects import CaptureObjects, capture_objects
+
+    view = _view(tmp_path, object_ms=2)
+    [part] = view.parts
+    cap = part.capture
+    objs = capture_objects(cap)
+    late = int(cap.extent[1]) + 5_000_000
+    cap.cache["objects"] = CaptureObjects(objs.start + late, objs.end + late, objs.bytes, objs.rows)
+    lo, hi = view.extent()
+    assert hi - part.offset >= int(objs.end.max()) + late
