@@ -16,6 +16,10 @@ export function itemLines(data, i) {
     if (it.bytes[i]) lines.push(`${fmtBytes(it.bytes[i])} moved`);
     if (it.file[i] >= 0) lines.push(data.files[it.file[i]]);
     if (it.err[i]) lines.push(`errno ${it.err[i]}`);
+  } else if (lane.group === "object") {
+    lines.push(`${fmtBytes(it.bytes[i])} ${it.count[i] > 1 ? "in all" : "moved"}`);
+    if (it.err[i] > 0) lines.push(`HTTP ${it.err[i]}`);
+    else if (it.err[i] < 0) lines.push("no answer");
   }
   lines.push(lane.name);
   return lines;

@@ -5,10 +5,11 @@ export const ROW_H = 16;
 export const LANE_PAD = 3;
 export const HEADER_H = 22;
 
-// Draw order of the lane groups: file accesses first (this is the I/O tab), then the host
-// threads they run on, then the devices.
+// Draw order of the lane groups: file accesses and object-storage requests first (this is
+// the I/O tab), then the host threads they run on, then the devices.
 export const GROUPS = [
   { id: "io", title: "File accesses" },
+  { id: "object", title: "Object requests" },
   { id: "host", title: "Host threads" },
   { id: "device", title: "Devices" },
 ];

@@ -10,7 +10,7 @@ import { LANE_PAD, ROW_H } from "./tracks.js";
 /** Color of item i (colors cached per name and group on the response). */
 export function itemColor(data, i, lane) {
   const io = lane.group === "io";
-  if (io && data.items.err[i]) return COLORS.error;
+  if ((io || lane.group === "object") && data.items.err[i]) return COLORS.error;
   const cache = data._colors || (data._colors = new Map());
   const key = (io ? 1 : 0) + 2 * data.items.name[i];
   let c = cache.get(key);

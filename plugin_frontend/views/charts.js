@@ -43,26 +43,40 @@ export function renderHistograms(root, h) {
   if (ops.length) root.appendChild(bars("Traced calls per function", ops.map((o) => o[0]), ops.map((o) => o[1]), "ops"));
 }
 
+const STEP_HEADS = ["", "Duration", "Bytes read", "Bytes written", "Calls", "I/O time", "Waiting on input"];
+const OBJECT_HEADS = ["Object requests", "Object bytes"];
+
+// The steps table's headings and one step's cells (text): the object columns only where the
+// view has object requests (/steps gives object_requests and object_bytes then).
+export function stepHeads(s) {
+  return hasObjectSteps(s) ? [...STEP_HEADS, ...OBJECT_HEADS, ""] : [...STEP_HEADS, ""];
+}
+
+export function hasObjectSteps(s) {
+  return !!s && (s.steps || []).some((x) => x.object_requests !== undefined);
+}
+
+export function stepCells(st, hasSteps, objects) {
+  const cells = [hasSteps ? `step ${st.name}` : st.name, fmtNs(st.end - st.start), fmtBytes(st.bytes_read),
+    fmtBytes(st.bytes_written), fmtInt(st.calls), fmtNs(st.io_time_ns), `${st.input_wait_pct.toFixed(1)} %`];
+  if (objects) cells.push(fmtInt(st.object_requests || 0), fmtBytes(st.object_bytes || 0));
+  return cells;
+}
+
 export function renderSteps(root, s, onPick) {
   clear(root);
   if (!s) return;
   if (!s.has_steps) root.appendChild(el("div", { class: "notice", text: s.message }));
   else root.appendChild(el("div", { class: "chart-note", text: `Steps from ${s.source}.` }));
+  const objects = hasObjectSteps(s);
   const maxB = Math.max(1, ...s.steps.map((x) => x.bytes_read + x.bytes_written));
   const table = el("table", { class: "steps-table" },
-    el("thead", {}, el("tr", {}, ["", "Duration", "Bytes read", "Bytes written", "Calls", "I/O time", "Waiting on input", ""]
-      .map((h) => el("th", { text: h })))));
+    el("thead", {}, el("tr", {}, stepHeads(s).map((h) => el("th", { text: h })))));
   const tb = el("tbody");
   for (const st of s.steps) {
     const b = st.bytes_read + st.bytes_written;
     tb.appendChild(el("tr", { onclick: () => onPick && onPick(st), title: "Click to show this step in the timeline" },
-      el("td", { text: s.has_steps ? `step ${st.name}` : st.name }),
-      el("td", { text: fmtNs(st.end - st.start) }),
-      el("td", { text: fmtBytes(st.bytes_read) }),
-      el("td", { text: fmtBytes(st.bytes_written) }),
-      el("td", { text: fmtInt(st.calls) }),
-      el("td", { text: fmtNs(st.io_time_ns) }),
-      el("td", { text: `${st.input_wait_pct.toFixed(1)} %` }),
+      ...stepCells(st, s.has_steps, objects).map((t) => el("td", { text: t })),
       el("td", { class: "bar-cell" }, el("span", { class: "bar-track" },
         el("span", { class: "bar", style: { width: `${(100 * b) / maxB}%` } })))));
   }

@@ -33,6 +33,16 @@ export function renderEvent(root, ev, { showHostOp = true, onHighlight } = {}) {
     if (showHostOp) {
       add("TF op", ev.host_op ? `${ev.host_op.name} (${fmtNs(ev.host_op.dur)})` : "none found on this thread");
     }
+  } else if (ev.group === "object") {
+    add("Request", ev.call);
+    add("Object", ev.object, "path ev-object");
+    if (ev.range) add("Range", ev.range);
+    add("Bytes", `${fmtInt(ev.bytes)} (${fmtBytes(ev.bytes)})`, "ev-bytes");
+    add("Status", ev.error ? `${ev.status} (${ev.error})` : String(ev.status));
+    if (ev.first_byte_ns !== null && ev.first_byte_ns !== undefined) add("First byte", fmtNs(ev.first_byte_ns));
+    add("Client", ev.client);
+    add("Thread", `${ev.host_thread || "?"} (pid ${ev.pid}, tid ${ev.tid})`);
+    if (showHostOp) add("Host op", ev.host_op ? `${ev.host_op.name} (${fmtNs(ev.host_op.dur)})` : "none found on this thread");
   } else {
     for (const [k, v] of Object.entries(ev.stats || {})) add(k, String(v));
   }

@@ -93,6 +93,7 @@ class Attribution:
     # the input waits of every host line, merged (tb_iotrace.model.stepwait's rule), capture ps
     wait_iv: tuple[np.ndarray, np.ndarray] = field(
         default_factory=lambda: (np.zeros(0, np.int64), np.zeros(0, np.int64)))
+    origin_ns: int = 0                 # epoch ns of the capture clock's 0 (start_ps = (ns - origin_ns) * 1000)
 
 
 def _line_for_thread(lines: list[Any], pthread_id: int, comm: str, comm_unique: bool) -> int:
@@ -197,7 +198,7 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
     if host is None:
         notes.append("capture has no /host:CPU plane")
         return Attribution(trace, s_ps, e_ps, host_line, enclosing, enclosing_d, np.full(n, -1),
-                           steps, False, notes, line_names)
+                           steps, False, notes, line_names, origin_ns=int(start0))
     pc = columns(host)
     lines = pc.lines
     # --- steps and input waits, from every host line
@@ -268,4 +269,4 @@ def attribute(space: Any, trace: IoTrace | None = None) -> Attribution | None:
         s.io_bytes = int(moved[sel].sum())
         s.io_time_ps = int(dur[sel].sum())
     return Attribution(trace, s_ps, e_ps, host_line, enclosing, enclosing_d, step_idx, steps,
-                       has_steps, notes, line_names, wait_iv)
+                       has_steps, notes, line_names, wait_iv, origin_ns=int(start0))

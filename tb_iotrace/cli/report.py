@@ -15,6 +15,7 @@ import numpy as np
 from tb_iotrace.analysis import job_facts, jobwindows, run_totals
 from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.analysis.object_report import objects_doc, render_objects
+from tb_iotrace.analysis.object_steps import add_object_steps
 from tb_iotrace.analysis.endpoint_report import render_endpoints
 from tb_iotrace.base.codepaths import code_paths
 from tb_iotrace.base.progress import Progress
@@ -75,7 +76,8 @@ def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
         from tb_iotrace.analysis.attribution import attribute
         from tb_iotrace.analysis.collectives import collective_fields
 
-        att = attribute(src.space(), src.timeline_trace())   # a PyTorch job's: every process's I/O
+        timeline = src.timeline_trace()
+        att = attribute(src.space(), timeline)   # a PyTorch job's: every process's I/O
     except Exception:
         return [], False, NO_WAIT
     if att is None:
@@ -83,7 +85,18 @@ def _steps(src: Source) -> tuple[list[dict[str, Any]], bool, InputWait]:
     iw = input_wait(att.wait_iv, [s.start_ps for s in att.steps], [s.end_ps for s in att.steps])
     steps = [s.to_dict() for s in att.steps]
     collective_fields(src.space(), steps)         # each step's collective_wait_ps
+    add_object_steps(steps, _object_rows(timeline), att.origin_ns)   # and its objects, where there are
     return steps, bool(att.has_step_markers), iw
+
+
+def _object_rows(trace: Any) -> list[dict[str, Any]]:
+    """The object requests a timeline's trace holds ([] when none or malformed: /objects says so)."""
+    from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
+
+    try:
+        return rows(checked(getattr(trace, "objects", None)))
+    except ObjectColumnsError:
+        return []
 
 
 def _totals(files: list[dict[str, Any]]) -> dict[str, Any]:
@@ -326,12 +339,16 @@ def render_text(doc: dict[str, Any], all_files: bool = False) -> str:
                 out.append(textreport.render_timeseries(h["timeseries"]))
             if h["steps"]:
                 out.append("Per-step I/O" + ("" if h["has_step_markers"] else " (no step markers: time windows)"))
-                out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'collective':>10} {'I/O calls':>9} {'I/O bytes':>11}")
+                objs = "object_requests" in h["steps"][0]
+                out.append(f"  {'step':>6} {'ms':>9} {'input wait':>10} {'collective':>10} {'I/O calls':>9} {'I/O bytes':>11}"
+                           + (f" {'objects':>8} {'obj. bytes':>11}" if objs else ""))
                 for s in h["steps"][:MAX_STEPS_SHOWN]:
                     num = s["step_num"] if s["step_num"] is not None else s["index"]
                     coll = s.get("collective_wait_ps", 0) / max(s["duration_ps"], 1)
                     out.append(f"  {num:>6} {s['duration_ps'] / 1e9:>9.2f} {100 * s['input_wait_share']:>9.0f}% "
-                               f"{100 * coll:>9.0f}% {s['io_calls']:>9} {textreport.human_bytes(s['io_bytes']):>11}")
+                               f"{100 * coll:>9.0f}% {s['io_calls']:>9} {textreport.human_bytes(s['io_bytes']):>11}"
+                               + (f" {s['object_requests']:>8} {textreport.human_bytes(s['object_bytes']):>11}"
+                                  if objs else ""))
                 if len(h["steps"]) > MAX_STEPS_SHOWN:
                     out.append(f"  ... {len(h['steps']) - MAX_STEPS_SHOWN} more steps (--json for all)")
                 out.append("")
@@ -491,7 +508,9 @@ class Report(Command):
                                                       # the checkpoint findings' shares are of
                             "steps": [{"index", "name", "step_num", "start_ps", "end_ps",
                                        "duration_ps", "input_wait_ps", "input_wait_share",
-                                       "io_bytes", "io_calls", "io_time_ps"}],
+                                       "io_bytes", "io_calls", "io_time_ps",
+                                       "object_requests", "object_bytes"}],   # the last two only
+                                                      # where the timeline has object requests
                             "has_step_markers": bool, "notes": [str],
                             "summary": {"host", "source", "bytes_read", "bytes_written",
                                         "read_time_s", "io_calls", "files", "input_wait_ns",

@@ -21,7 +21,8 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/objects``        object-storage requests per host: totals and per-object counters
 ``/histograms``     access sizes read/write, access pattern, calls per op (``path`` optional)
 ``/bandwidth``      read/write bytes/s in ``bins`` over ``start``..``end``
-``/steps``          per-step I/O (or equal time windows when there are no step markers)
+``/steps``          per-step I/O (or equal time windows when there are no step markers); object
+                    requests and bytes per step where the view has requests
 ``/hosts``          per host: bytes, read time, I/O calls, input wait (the "All hosts" table)
 ``/findings``       findings with evidence (tb_iotrace.analysis in a child process,
                     captures up to 1 GiB)

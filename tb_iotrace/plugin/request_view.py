@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from tb_iotrace.plugin.tab_model import TabCapture, Lane
+from tb_iotrace.plugin.capture_objects import extent_with_objects
+from tb_iotrace.plugin.object_lanes import object_lanes
 
 
 MEMO_KEPT = 16  # answers kept per view
@@ -61,8 +63,9 @@ class View:
         return self.parts[0].capture
 
     def extent(self) -> tuple[int, int]:
-        lo = min(p.capture.extent[0] + p.offset for p in self.parts)
-        hi = max(p.capture.extent[1] + p.offset for p in self.parts)
+        spans = [extent_with_objects(p.capture) for p in self.parts]
+        lo = min(s[0] + p.offset for s, p in zip(spans, self.parts))
+        hi = max(s[1] + p.offset for s, p in zip(spans, self.parts))
         return lo, hi
 
     def lanes(self, io_by: str) -> list[tuple[Part, Lane]]:
@@ -83,6 +86,7 @@ class View:
                 for ln in p.capture.timeline_lanes(io_by):
                     if ln.group == group:
                         pairs.append((p, ln))
+        pairs.extend((p, ln) for p in self.parts for ln in object_lanes(p.capture))   # after the files'
         multi = len(self.parts) > 1
         described = [lane_json(p, ln, multi) for p, ln in pairs]
         table = LaneTable(pairs, {d["key"]: i for i, d in enumerate(described)}, described)
@@ -94,6 +98,8 @@ class View:
             if p.prefix and not key.startswith(p.prefix):
                 continue
             ln = p.capture.lane(key[len(p.prefix):])
+            if ln is None:
+                ln = next((o for o in object_lanes(p.capture) if o.key == key[len(p.prefix):]), None)
             if ln is not None:
                 return p, ln
         raise NotFound(f"no lane {key!r}")

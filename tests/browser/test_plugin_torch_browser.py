@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,12 @@ def server(tmp_path_factory):
     (logdir / "train").mkdir(parents=True)
     shutil.copyfile(TRACE, logdir / "train" / "worker0.1795474975155532512.pt.trace.json.gz")
     (logdir / "broken").mkdir()
+    # a synthetic trace whose workers GET objects (tests/unit/fixtures/torch_fetch_trace.py)
+    sys.path.insert(0, str(ROOT / "tests" / "unit" / "fixtures"))
+    import torch_fetch_trace
+
+    (logdir / "objects").mkdir()
+    torch_fetch_trace.make(logdir / "objects" / "w0.1790857026000.pt.trace.json.gz", object_ms=2)
     (logdir / "broken" / "worker0.1.pt.trace.json.gz").write_bytes(TRACE.read_bytes()[:400])
     with tensorboard(logdir, logdir.parent / "tensorboard.log") as url:
         yield url
@@ -62,7 +69,8 @@ def test_tab_shows_a_pytorch_run(server, browser, manifest):
                    timeout=90)
         # the run is listed (the trace folder), its trace a host named after the worker
         opts = p.evaluate(f"[...{D}.querySelectorAll('.run-select option')].map((o) => [o.value, o.textContent])")
-        assert opts == [["broken", "broken (PyTorch, 1 trace)"], ["train", "train (PyTorch, 1 trace)"]]
+        assert opts == [["broken", "broken (PyTorch, 1 trace)"], ["objects", "objects (PyTorch, 1 trace)"],
+                        ["train", "train (PyTorch, 1 trace)"]]
         assert p.evaluate(f"{D}.querySelector('.run-select').value") == "train"
         hosts = p.evaluate(f"[...{D}.querySelectorAll('.host-select option')].map((o) => o.value)")
         assert "worker0" in hosts
@@ -105,5 +113,50 @@ def test_tab_shows_a_pytorch_run(server, browser, manifest):
                    timeout=30)
         kinds = {e["method"] for e in p.events}
         assert "Runtime.exceptionThrown" not in kinds
+    finally:
+        p.close()
+
+
+def test_object_lanes_and_steps(server, browser):
+    """A run whose workers GET objects: one object lane per worker, drawn, its requests named in
+    the tooltip with their bytes; the steps table has the object columns."""
+    p = browser.new_page()
+    try:
+        p.call("Emulation.setDeviceMetricsOverride", width=1500, height=1100, deviceScaleFactor=1, mobile=False)
+        p.navigate(server + "/#iotrace")
+        p.wait_for(f"(() => {{ try {{ return {D}.querySelector('.timeline').dataset.state === 'ready'; }}"
+                   f" catch (e) {{ return false; }} }})()", timeout=90)
+        p.evaluate(f"(() => {{ const s = {D}.querySelector('.run-select'); s.value = 'objects'; s.dispatchEvent(new Event('change')); }})()")
+        p.wait_for(f"{APP}.capture && {APP}.capture.lanes.some((l) => l.group === 'object')"
+                   f" && {D}.querySelector('.timeline').dataset.state === 'ready'", timeout=60)
+        lanes = p.evaluate(f"[...{D}.querySelectorAll('.tl-label')].map((e) => [e.dataset.key, e.dataset.group])")
+        obj = sorted(k for k, g in lanes if g == "object")
+        assert obj == ["obj.p201.t201", "obj.p202.t202"], lanes
+        heads = p.evaluate(f"[...{D}.querySelectorAll('.tl-header, [data-group]')].map((e) => e.textContent)")
+        assert any("Object requests" in h for h in heads), heads
+        for key in obj:
+            assert ink(p, key) > 0.0005, key
+        # hovering a request: its method and object, its bytes
+        tip = p.evaluate(f"""(() => {{
+            const t = {APP}.timeline, d = t.data, it = d.items;
+            let i = -1;
+            for (let k = 0; k < it.name.length; k++)
+              if (d.lanes[it.lane[k]].group === 'object' && it.count[k] === 1 && it.bytes[k] > 0) {{ i = k; break; }}
+            if (i < 0) return null;
+            const c = t.itemCenter(i);
+            t.scrollIntoView(c.y - 30, c.y + 30);
+            const c2 = t.itemCenter(i), r = t.plot.getBoundingClientRect();
+            t.hover({{ clientX: r.left + c2.x, clientY: r.top + c2.y }});
+            return [...{D}.querySelectorAll('.tl-tooltip div')].map((e) => e.textContent); }})()""")
+        assert tip is not None and tip[0].startswith("GET s3://objs/shards/s0"), tip
+        assert "16.0 KiB moved" in tip, tip
+        p.wait_for(f"{D}.querySelector('.steps-table') !== null", timeout=30)
+        cols = p.evaluate(f"[...{D}.querySelectorAll('.steps-table th')].map((e) => e.textContent)")
+        assert "Object requests" in cols and "Object bytes" in cols, cols
+        row = p.evaluate(f"[...{D}.querySelector('.steps-table tbody tr').children].map((e) => e.textContent)")
+        assert row[cols.index("Object requests")] == "4" and row[cols.index("Object bytes")] == "64.0 KiB", row
+        kinds = {e["method"] for e in p.events}
+        assert "Runtime.exceptionThrown" not in kinds
+        p.screenshot(ARTIFACTS / "browser-torch-objects.png")
     finally:
         p.close()

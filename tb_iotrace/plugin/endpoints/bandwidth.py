@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.analysis.object_steps import per_step
 from tb_iotrace.plugin import level_of_detail as lod
+from tb_iotrace.plugin.capture_objects import capture_objects
 from tb_iotrace.model.stepwait import InputWait, covered, input_wait, is_input_wait, merge
 from tb_iotrace.plugin.tab_model import TabCapture, Lane
 from tb_iotrace.plugin.request_view import View, fmt_float, view_steps
@@ -97,7 +99,9 @@ def steps_impl(view: View, windows: int = 20) -> dict[str, Any]:
     """Per-step I/O: bytes read/written, calls, I/O time (union of call intervals per
     thread, summed over threads, clipped to the step), and the share of the step the host
     waited on input (union of IteratorGetNext-like host events). Without step markers the
-    capture is cut into ``windows`` equal time windows, and ``has_steps`` is false."""
+    capture is cut into ``windows`` equal time windows, and ``has_steps`` is false. Where the view
+    has object requests, each step also has ``object_requests`` and ``object_bytes`` (those that
+    start in it: :mod:`tb_iotrace.analysis.object_steps`)."""
     steps, source = view_steps(view)
     has_steps = bool(steps)
     if not has_steps:
@@ -114,8 +118,17 @@ def steps_impl(view: View, windows: int = 20) -> dict[str, Any]:
     calls = np.zeros(k)
     io_time = np.zeros(k)
     wait = np.zeros(k)
+    obj_n = np.zeros(k, np.int64)
+    obj_b = np.zeros(k, np.int64)
+    has_objects = False
     for p in view.parts:
         cap = p.capture
+        objs = capture_objects(cap)
+        if len(objs):
+            has_objects = True
+            n, b = per_step(starts, ends, (objs.start + p.offset).astype(np.float64), objs.bytes)
+            obj_n += n
+            obj_b += b
         io = cap.io
         if io is not None and len(io):
             s = (io.start + p.offset).astype(np.float64)
@@ -138,7 +151,8 @@ def steps_impl(view: View, windows: int = 20) -> dict[str, Any]:
             "steps": [{"index": st["index"], "name": st["name"], "start": st["start"], "end": st["end"],
                        "bytes_read": int(read[i]), "bytes_written": int(write[i]), "calls": int(calls[i]),
                        "io_time_ns": int(io_time[i]), "input_wait_ns": int(wait[i]),
-                       "input_wait_pct": round(100.0 * min(wait[i], dur[i]) / dur[i], 2)}
+                       "input_wait_pct": round(100.0 * min(wait[i], dur[i]) / dur[i], 2),
+                       **({"object_requests": int(obj_n[i]), "object_bytes": int(obj_b[i])} if has_objects else {})}
                       for i, st in enumerate(steps)]}
 
 

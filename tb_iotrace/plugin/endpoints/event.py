@@ -5,6 +5,7 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.plugin.object_lanes import GROUP as OBJECT, object_event
 from tb_iotrace.plugin.tab_model import TabCapture, Lane
 from tb_iotrace.plugin.request_view import NotFound, Part, View, view_steps
 
@@ -32,6 +33,11 @@ def event_impl(view: View, lane_key: str, index: int) -> dict[str, Any]:
         out["host_op"] = _enclosing(cap, host, s, e, part) if host is not None else None
         out["host_thread"] = host.name if host is not None else None
         out["thread"] = lane.extra.get("comm") or None
+    elif lane.group == OBJECT:
+        out.update(object_event(cap, lane, index))
+        host = cap.host_lane_for_tid(int(out["tid"]))
+        out["host_op"] = _enclosing(cap, host, s, e, part) if host is not None else None
+        out["host_thread"] = host.name if host is not None else None
     else:
         nid = int(lane.name_id[index])
         out["name"] = cap.names[nid] if nid >= 0 else ""

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from tb_iotrace.plugin import level_of_detail as lod, packed
+from tb_iotrace.plugin.object_lanes import GROUP as OBJECT, failed_status, object_sums
 from tb_iotrace.plugin.tab_model import IoTable, Lane
 from tb_iotrace.plugin.request_view import View, io_by_choice, view_steps
 
@@ -31,7 +32,8 @@ def timeline_impl(view: View, start: float | None, end: float | None, width: int
       items: start (in q units: from ``start`` for a segment's first item, else from the
              previous item's start), dur (q units, rounded up), name (index into names),
              count (events merged; the next item's first event index is this one's plus
-             count), bytes (I/O: bytes moved), file (index into files, -1 none), err (errno)
+             count), bytes (I/O, objects: bytes moved), file (index into files, -1 none), err
+             (errno; object lanes: the HTTP status of a failed request, -1 no answer)
     """
     fields, cols = timeline_columns(view, start, end, width, io_by, lanes)
     out = dict(fields)
@@ -125,6 +127,12 @@ def timeline_columns(view: View, start: float | None, end: float | None, width: 
                 cols["file"].append(_intern(files, io.paths, fcodes, file_maps))
                 cols["err"].append(io.errno[rows_].astype(np.int64))
                 cols["name"].append(_intern(names, io.ops, nid, name_maps))
+            elif lane.group == OBJECT:
+                sums = object_sums(cap, lane)
+                cols["bytes"].append(sums[items.first + items.count] - sums[items.first])
+                cols["file"].append(np.full(k, -1, dtype=np.int64))
+                cols["err"].append(failed_status(cap, lane, items.first))
+                cols["name"].append(_intern(names, lane.cache["names"], nid, name_maps))
             else:
                 cols["bytes"].append(np.zeros(k, dtype=np.int64))
                 cols["file"].append(np.full(k, -1, dtype=np.int64))
