@@ -18,7 +18,9 @@ without a change here:
   ``timeseries``, ``verdict``, any other) as a JSON text column. A key this module does not
   know becomes a column of its own: numbers as float64, text, booleans, else JSON text.
 - ``steps``: one row per step: ``run``, ``host`` and the step's keys (``collective_wait_ps``:
-  the step's time in collectives, tb_iotrace.analysis.collectives).
+  the step's time in collectives, tb_iotrace.analysis.collectives; ``object_requests`` and
+  ``object_bytes``: the object-storage requests that started in the step, null where the host
+  made none).
 - ``findings``: one row per finding: ``run``, ``host``, ``index`` (its place in the host's
   list), ``id``, ``severity``, ``title``, ``statement``, ``suggestion``; ``evidence``,
   ``files`` and ``ops`` as JSON text.
@@ -65,7 +67,8 @@ HOST_KEYS = (("run", "string"), ("host", "string"), ("kind", "string"), ("source
 STEP_KEYS = (("run", "string"), ("host", "string"), ("index", "int64"), ("name", "string"),
              ("step_num", "int64"), ("start_ps", "int64"), ("end_ps", "int64"), ("duration_ps", "int64"),
              ("input_wait_ps", "int64"), ("input_wait_share", "float64"), ("io_bytes", "int64"),
-             ("io_calls", "int64"), ("io_time_ps", "int64"), ("collective_wait_ps", "int64"))
+             ("io_calls", "int64"), ("io_time_ps", "int64"), ("collective_wait_ps", "int64"),
+             ("object_requests", "int64"), ("object_bytes", "int64"))
 FINDING_KEYS = (("run", "string"), ("host", "string"), ("index", "int64"), ("id", "string"),
                 ("severity", "string"), ("title", "string"), ("statement", "string"),
                 ("suggestion", "string"), ("evidence", "json"), ("files", "json"), ("ops", "json"))
