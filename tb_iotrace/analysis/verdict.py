@@ -52,7 +52,7 @@ from tb_iotrace.analysis.thresholds import Thresholds
 from tb_iotrace.analysis.loader_capacity import MIN_GAIN, cores_cut, measure, tf_data_work_ps
 from tb_iotrace.analysis.tf_gil import GIL_CHANGE, GIL_MODEL, py_function_time
 from tb_iotrace.analysis.tf_iterator_python import PY_CHANGE, PY_MODEL, python_time
-from tb_iotrace.analysis.worker_advice import HALF_WORK, NO_MORE, workers_change
+from tb_iotrace.analysis.worker_advice import HALF_WORK, NO_MORE, UNMEASURED, workers_change
 
 FETCH_EVENT = "tb_iotrace::fetch"           # a DataLoader worker fetching one batch
 TF_ITERATOR = "Iterator::"
@@ -384,6 +384,8 @@ def _advice(ctx: Context, s: float, share: dict[str, float | None], rest: float,
                           f"cut the work per element (cheaper decode, decode on the GPU, preprocess offline) or "
                           f"run on more cores")
     how = HALF_WORK if change.startswith(NO_MORE) else f"(the wait share removed, up to {100 * s:.0f}%)"
+    if change.startswith(UNMEASURED):
+        how = "(nothing measured to predict it from)"
     return {"change": change, "expected_step_time_change": -cut, "model": model,
             "advice": f"{change}: {_effect(cut)} {how}."}
 

@@ -11,6 +11,7 @@ from typing import Any
 from tb_iotrace.analysis.loader_capacity import MIN_GAIN, LoaderWork, half_work_after, step_after
 
 NO_MORE = "no more DataLoader workers"
+UNMEASURED = "no gain predicted from more DataLoader workers"
 HALF_WORK = "with the loader's work per batch halved (or twice the cores)"
 LESS_WORK = ("cut the loader's work per batch: a cheaper decode (smaller stored images, a faster decoder, "
              "fewer or batched transforms in collate_fn), decode on the GPU (torchvision.io.decode_jpeg("
@@ -45,6 +46,17 @@ def _terms(w: LoaderWork, m: int) -> str:
     return "max(" + ", ".join(parts) + ")"
 
 
+def unmeasured(w: LoaderWork) -> tuple[str, float, str]:
+    """(change, step-time cut, model) when more workers would pass the usable cores and the
+    capture holds no DataLoader fetch span: the loader's work per batch is not known, so
+    neither a gain nor the cores' share is stated."""
+    text = (f"{UNMEASURED} past the {w.cpus} usable cores: the loader's work per batch is not measured in "
+            f"this capture (no DataLoader fetch span in it); a longer window measures it")
+    model = (f"more workers than the usable cores help only a loader that waits on reads; its work per batch "
+             f"(W, from the fetch spans) is not in this capture: {_terms(w, max(w.workers, 1))} now")
+    return text, 0.0, model
+
+
 def cores_limit(w: LoaderWork, d: dict[str, Any] | None) -> tuple[str, float, str]:
     """(change, step-time cut, model) when the cores, not the workers, are the limit."""
     n = w.workers
@@ -72,6 +84,8 @@ def workers_change(w: LoaderWork, key: str, d: dict[str, Any] | None) -> tuple[s
     after = step_after(w, want) if want else w.step_ms
     cut = 1 - after / w.step_ms if w.step_ms > 0 else 0.0
     if not want or cut < MIN_GAIN:
+        if cpus and w.cores_busy is None:
+            return unmeasured(w)
         if cpus:
             return cores_limit(w, d)
         return "more DataLoader workers cannot shorten the step by the measured work", 0.0, _terms(w, max(want, 1))
@@ -87,4 +101,4 @@ def workers_change(w: LoaderWork, key: str, d: dict[str, Any] | None) -> tuple[s
     return text, cut, model
 
 
-__all__ = ["HALF_WORK", "LESS_WORK", "NO_MORE", "cores_limit", "workers_change"]
+__all__ = ["HALF_WORK", "LESS_WORK", "NO_MORE", "UNMEASURED", "cores_limit", "unmeasured", "workers_change"]

@@ -170,3 +170,22 @@ def test_tf_parallel_map_is_bounded_by_the_cores(tmp_path: Path) -> None:
     v4 = analyze(_tf_capture(tmp_path, "four", names=names, cpus=4, read_ms=0.5), mountinfo=MOUNTINFO).verdict
     assert v4["expected_step_time_change"] == pytest.approx(-0.55)
     assert cores_cut(10.0, 0.8, 9.0, 1) == 0.0 and cores_cut(10.0, 0.8, 9.0, None) is None
+
+
+DLIO_ONE_STEP = Path(__file__).resolve().parents[1] / "data" / "dlio_one_step_window.pt.trace.json.gz"
+
+
+def test_unmeasured_loader_work_is_not_called_measured(tmp_path: Path) -> None:
+    """A real window of DLIO's PyTorch npz loop (2 workers, 2 cores) that caught one step and no
+    DataLoader fetch span: the loader's work is not in it. Before: "the 2 DataLoader workers and
+    the step already need 0% of the 2 usable cores, so more workers cannot help" and "the loader's
+    0 us a batch outside its reads, measured". Now: no gain predicted, and the advice says the
+    work was not measured instead of stating a share it does not have."""
+    p = tmp_path / DLIO_ONE_STEP.name
+    p.write_bytes(DLIO_ONE_STEP.read_bytes())
+    v = _verdict(p)
+    assert v["bound"] == "input"
+    assert "num_workers=2 ->" not in v["change"]
+    assert v["expected_step_time_change"] == 0.0
+    assert "need 0%" not in v["change"] and "measured," not in v["model"]
+    assert "not measured" in v["change"] and "fetch" in v["change"]
