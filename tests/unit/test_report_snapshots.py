@@ -32,6 +32,7 @@ SOURCES = [
     "kineto_gpu_synthetic.pt.trace.json",
     "run_v1",
     "ddp_rank0.pt.trace.json.gz",
+    "dlio_one_step_window.pt.trace.json.gz",
 ]
 FILES_KEPT = 8
 UPDATE = os.environ.get("TBIO_UPDATE_SNAPSHOTS") == "1"
