@@ -58,6 +58,12 @@ def flush_wait(flush_s: float, last_cost_s: float) -> float:
     take at most 1/FLUSH_COST_FACTOR of the run's time."""
     return max(flush_s, FLUSH_COST_FACTOR * last_cost_s)
 
+def idle_window(cap: Any) -> bool:
+    """Whether a flushed window recorded nothing: no call, no file, no untracked access."""
+    return (not len(cap.events) and not any(cap.table.counts().values()) and not cap.untracked
+            and not int(getattr(cap, "dropped", 0) or 0))
+
+
 _state: "_Run | None" = None
 _real_exit = os._exit
 _sigterm_exits_0 = False   # set in a PyTorch DataLoader worker (worker_signals)
@@ -146,6 +152,8 @@ class _Run:
             if old is not None and new is not None:
                 cap = session.Capture()
                 session.end_session(old, cap)
+                if idle_window(cap):
+                    return   # nothing new since the last flush: its record stands, no write
                 from tb_iotrace.store.filetable import Accumulator
                 from tb_iotrace.store.runrecord import merge_untracked
 
@@ -346,6 +354,13 @@ def _exclude_record_dir(run_dir: str) -> None:
     _exclude(str(record_dir(run_dir)))  # the folder itself too (mkdir, stat)
 
 
+def _exclude_attach_channel() -> None:
+    """The attach listener's poll of its channel (a stat every 0.25 s) is ours, not the job's."""
+    from tb_iotrace.recording.attach_listen import channel_prefix
+
+    _exclude(channel_prefix())
+
+
 def _exclude_windows(run_dir: str) -> None:
     """The profile windows' staging folders, and the folder they are published to (the log
     dir's ``plugins/profile``), are not the job's I/O."""
@@ -379,6 +394,9 @@ def start() -> None:
         sys.stderr.write(f"tb-iotrace: {exc}; flushing every 5 s\n")
         flush_s = 5.0
     _exclude_record_dir(run_dir)
+    listen = os.environ.get("TB_IOTRACE_ATTACH_CHANNEL", "1") != "0"
+    if listen:
+        _exclude_attach_channel()
     from tb_iotrace.recording import api, periodic
 
     windows = bool(os.environ.get(periodic.ENV_EVERY, "").strip())
@@ -422,7 +440,7 @@ def start() -> None:
     from tb_iotrace.recording import library_checkpoints
 
     library_checkpoints.install()     # safetensors/orbax/tf.train.Checkpoint calls for the record
-    if os.environ.get("TB_IOTRACE_ATTACH_CHANNEL", "1") != "0":
+    if listen:
         from tb_iotrace.recording import attach_listen
 
         attach_listen.listen()        # tb-iotrace attach gets in with no ptrace
