@@ -96,6 +96,7 @@ class _Run:
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
         self.trace_parts: list[tuple[str, int]] = []   # the flushed windows' calls: (file, rows)
         self.flush_cost = 0.0        # seconds the last flush took
+        self.unwritten = False       # the last partial record's write failed: the next flush writes
         self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
         self.start_ns = time.time_ns()
         self.done = False
@@ -161,7 +162,7 @@ class _Run:
             if old is not None and new is not None:
                 cap = session.Capture()
                 session.end_session(old, cap)
-                if idle_window(cap):
+                if idle_window(cap) and not self.unwritten:
                     return   # nothing new since the last flush: its record stands, no write
                 from tb_iotrace.store.filetable import Accumulator
                 from tb_iotrace.store.runrecord import merge_untracked
@@ -194,12 +195,14 @@ class _Run:
         from tb_iotrace.store.filetable import FileTable
         from tb_iotrace.store.runrecord import write_record
 
+        self.unwritten = True
         try:
             write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
                          files=self.acc.table() if self.acc is not None else FileTable(),
                          start_ns=self.start_ns, end_ns=time.time_ns(), trace_parts=self.trace_parts,
                          untracked=self.acc_untracked or None, timeseries=self.acc_series,
                          write_errors=self.write_errors or None)
+            self.unwritten = False
         except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
             self._failed_write(exc)
 
