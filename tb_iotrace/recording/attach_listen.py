@@ -15,15 +15,20 @@ import os
 import tempfile
 import threading
 
-__all__ = ["CHANNEL", "POLL_S", "channel_path", "listen"]
+__all__ = ["CHANNEL", "POLL_S", "channel_path", "channel_prefix", "listen"]
 
 POLL_S = 0.25
 CHANNEL = "channel"
 _started_in: int | None = None
 
 
+def channel_prefix() -> str:
+    """The path prefix of every process's control folder (``<tmp>/tb_iotrace-attach-``)."""
+    return os.path.join(tempfile.gettempdir(), "tb_iotrace-attach-")
+
+
 def channel_path(pid: int) -> str:
-    return os.path.join(tempfile.gettempdir(), f"tb_iotrace-attach-{pid}", CHANNEL)
+    return os.path.join(channel_prefix() + str(pid), CHANNEL)
 
 
 def _serve() -> None:

@@ -22,15 +22,16 @@ from __future__ import annotations
 
 import mmap
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import native
-from tb_iotrace.recording import url_profiles
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.base.frameworks import JAXLIB_CHECKS_READ, release
-from tb_iotrace.recording.jaxlib_check import TableCheck, read_table_check, table_size_for, with_known_size
 from tb_iotrace.recording.window import ProfileWindow
+
+if TYPE_CHECKING:   # imported when jax is (every process of a `run` imports this module at start)
+    from tb_iotrace.recording.jaxlib_check import TableCheck
 
 __all__ = ["IMPLEMENTED_TABLES", "STATE", "attach", "hook_state", "jaxlib_version", "library_paths",
            "loaded_check", "registered"]
@@ -78,6 +79,8 @@ def library_paths() -> list[str]:
 
 def loaded_check() -> tuple[TableCheck, str]:
     """How the loaded jaxlib checks the profiler table, and the library it was read from."""
+    from tb_iotrace.recording.jaxlib_check import TableCheck, read_table_check
+
     for path in library_paths():
         try:
             with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
@@ -155,6 +158,8 @@ def _register_with_jax() -> None:
         STATE.warn_once("version", "tb_iotrace: cannot tell the jaxlib version (%s); "
                         "JAX profiles will not carry I/O", exc)
         return
+    from tb_iotrace.recording.jaxlib_check import TableCheck, table_size_for, with_known_size
+
     try:
         check, path = read_check()
     except Exception as exc:   # never into the user's import of jax
@@ -199,4 +204,10 @@ def attach() -> None:
         _install_callbacks()
         _attached = True
         call_after_import("jax", _register_with_jax)
-        call_after_import("jax", url_profiles.wrap_jax)   # a URL log dir: staged, uploaded
+        call_after_import("jax", _wrap_url_profiles)   # a URL log dir: staged, uploaded
+
+
+def _wrap_url_profiles() -> None:
+    from tb_iotrace.recording import url_profiles
+
+    url_profiles.wrap_jax()

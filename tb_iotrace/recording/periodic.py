@@ -19,8 +19,6 @@ import time
 
 from tb_iotrace.base.seconds import parse_seconds
 from tb_iotrace.recording.importhook import call_after_import
-from tb_iotrace.recording.window_writer import FRAMEWORKS, WindowWriter, pick_framework
-from tb_iotrace.store.window_origin import write_origin
 
 ENV_EVERY = "TB_IOTRACE_PROFILE_EVERY"
 ENV_FOR = "TB_IOTRACE_PROFILE_FOR"
@@ -38,6 +36,9 @@ class PeriodicWindows:
             raise ValueError("the window period and length must be > 0 seconds")
         if for_s >= every_s:
             raise ValueError(f"a window of {for_s:g} s every {every_s:g} s would never end before the next")
+        # imported here, not with the module: every process of a run reads ENV_EVERY at start
+        from tb_iotrace.recording.window_writer import FRAMEWORKS, WindowWriter
+
         self.every_s = every_s
         self.for_s = for_s
         self.writer = WindowWriter(log_dir)
@@ -56,6 +57,9 @@ class PeriodicWindows:
         return self
 
     def _loop(self) -> None:
+        from tb_iotrace.recording.window_writer import pick_framework
+        from tb_iotrace.store.window_origin import write_origin
+
         while not self._stop.wait(self.every_s):
             # while one framework's import is under way, wait: TensorFlow's import imports JAX,
             # whose profiler would take the window and hold none of TensorFlow's events

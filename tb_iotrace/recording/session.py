@@ -465,8 +465,8 @@ MAX_FDS_TYPED = 65536     # descriptors looked at when a capture stops (a bound,
 
 def open_file_types() -> dict[str, str]:
     """{path: type} of this process's open descriptors that name a path and are not regular
-    files (a named pipe, a socket file, a device): one readlink and one fstat per open
-    descriptor, when a capture stops. A pipe or socket without a name is left out (no path)."""
+    files (a named pipe, a socket file, a device): per open descriptor, a readlink and a stat of
+    ``/proc/self/fd/N`` (excluded: not the job's calls). A nameless pipe or socket is left out."""
     out: dict[str, str] = {}
     try:
         fds = os.listdir("/proc/self/fd")
@@ -478,7 +478,7 @@ def open_file_types() -> dict[str, str]:
             target = os.readlink(f"/proc/self/fd/{name}")
             if not target.startswith("/"):
                 continue
-            mode = os.fstat(fd).st_mode
+            mode = os.stat(f"/proc/self/fd/{fd}").st_mode
         except (OSError, ValueError):
             continue
         kind = next((k for test, k in _FILE_TYPES if test(mode)), None)

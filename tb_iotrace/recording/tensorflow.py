@@ -23,7 +23,6 @@ from typing import Any
 
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import native
-from tb_iotrace.recording import url_profiles
 from tb_iotrace.recording.importhook import call_after_import
 from tb_iotrace.recording.tf_iterator import wrap_iterators
 from tb_iotrace.recording.window import PLANE_NAME, ProfileWindow
@@ -108,5 +107,11 @@ def attach() -> None:
         _install_callbacks()
         _attached = True
         call_after_import("tensorflow", _load_into_tensorflow)
-        call_after_import("tensorflow", url_profiles.wrap_tensorflow)   # a URL log dir: staged, uploaded
+        call_after_import("tensorflow", _wrap_url_profiles)   # a URL log dir: staged, uploaded
         call_after_import("tensorflow", wrap_iterators)   # the loop's whole next(): its input wait
+
+
+def _wrap_url_profiles() -> None:
+    from tb_iotrace.recording import url_profiles   # imported with TensorFlow, not at every start
+
+    url_profiles.wrap_tensorflow()

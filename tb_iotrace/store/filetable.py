@@ -175,8 +175,9 @@ class FileTable:
         each built when it is read."""
         return FileDicts(self)
 
-    def save(self, fh: BinaryIO) -> None:
-        """Write the table as an ``.npz`` (see the module docstring) to a binary file."""
+    def save(self, fh: BinaryIO, comment: bytes = b"") -> None:
+        """Write the table as an ``.npz`` (see the module docstring) to a binary file, with the
+        zip comment ``comment``."""
         paths, index = _shared_paths(self)
         with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True) as z:
             _put(z, "paths.data", paths.data)
@@ -198,6 +199,7 @@ class FileTable:
                         col = t.fcounters[:, j]
                         if col.any():
                             _put(z, f"{m}.f.{t.fnames[j]}", col.astype(np.float64, copy=False))
+            z.comment = comment
 
     @classmethod
     def from_dicts(cls, records: Sequence[Mapping[str, Any]]) -> "FileTable":

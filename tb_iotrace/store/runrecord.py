@@ -168,11 +168,19 @@ def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
     }
 
 
-def _stamp(path: str, generation: int) -> None:
-    """Mark a written ``.npz`` (a zip) with the generation of the record it belongs to, in the
-    zip's comment (readers of the arrays never see it)."""
-    with zipfile.ZipFile(path, "a") as z:
-        z.comment = GENERATION_TAG + str(generation).encode()
+def _stamp(generation: int) -> bytes:
+    """The zip comment that marks a written ``.npz`` with the generation of the record it
+    belongs to (readers of the arrays never see it), written with the zip, not reopened after."""
+    return GENERATION_TAG + str(generation).encode()
+
+
+def _savez(fh: BinaryIO, arrays: dict[str, np.ndarray], comment: bytes) -> None:
+    """``np.savez`` (stored, no pickle), with the zip's comment set as it is written."""
+    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
+        for key, a in arrays.items():
+            with z.open(key + ".npy", "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, np.asanyarray(a), allow_pickle=False)
+        z.comment = comment
 
 
 def stored_generation(fh: BinaryIO) -> int | None:
@@ -231,15 +239,13 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         if arrays is not None:
             tmp = stage.temp(npath)
             with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
-            _stamp(tmp, generation)
+                _savez(fh, arrays, _stamp(generation))
             trace_name = npath.name
         inline = not any(table.counts().values())   # no file: "files": [] in the JSON, one file less
         if not inline:
             tmp = stage.temp(tpath)
             with open(tmp, "wb") as fh:
-                table.save(fh)
-            _stamp(tmp, generation)
+                table.save(fh, comment=_stamp(generation))
         _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
                    end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
                    generation=generation, write_errors=write_errors, nevents=nevents,

@@ -41,3 +41,17 @@ def test_run_with_windows_excludes_their_staging_and_where_they_are_published(mo
     monkeypatch.setenv("TB_IOTRACE_PROFILE_LOGDIR", str(tmp_path / "elsewhere"))
     _autostart._exclude_windows(str(tmp_path / "run"))
     assert os.environ["TBIO_EXCLUDE"].split(os.pathsep)[-1] == str(tmp_path / "elsewhere" / "plugins" / "profile")
+
+
+def test_run_excludes_the_attach_channel(monkeypatch, tmp_path):
+    """The listener polls <tmp>/tb_iotrace-attach-<pid>/channel every 0.25 s: those stats were
+    recorded as the job's calls (and made every idle flush write a trace part)."""
+    from tb_iotrace.recording.attach_listen import channel_path
+
+    monkeypatch.delenv("TBIO_EXCLUDE", raising=False)
+    _autostart._exclude_attach_channel()
+    got = os.environ["TBIO_EXCLUDE"].split(os.pathsep)
+    assert got[:len(DARSHAN)] == DARSHAN and len(got) == len(DARSHAN) + 1
+    assert channel_path(1234).startswith(got[-1]) and channel_path(99).startswith(got[-1])
+    assert not (str(tmp_path) + "/").startswith(got[-1])
+    monkeypatch.delenv("TBIO_EXCLUDE")

@@ -58,6 +58,21 @@ def flush_wait(flush_s: float, last_cost_s: float) -> float:
     take at most 1/FLUSH_COST_FACTOR of the run's time."""
     return max(flush_s, FLUSH_COST_FACTOR * last_cost_s)
 
+def idle_window(cap: Any) -> bool:
+    """Whether a flushed window recorded nothing: no call, no file, no untracked access."""
+    return (not len(cap.events) and not any(cap.table.counts().values()) and not cap.untracked
+            and not int(getattr(cap, "dropped", 0) or 0))
+
+
+def _unread_capture(session: Any) -> Any:
+    """A Capture that keeps nothing of the session it ends (its counters and calls are not
+    copied out: a worker's exit waits on every millisecond of it)."""
+    class Unread(session.Capture):   # type: ignore[misc, name-defined]
+        def _fill(self, sess: Any) -> None:
+            pass
+    return Unread()
+
+
 _state: "_Run | None" = None
 _real_exit = os._exit
 _sigterm_exits_0 = False   # set in a PyTorch DataLoader worker (worker_signals)
@@ -81,6 +96,7 @@ class _Run:
         self.acc_series: Any = None  # the flushed windows' time series, on the run's grid
         self.trace_parts: list[tuple[str, int]] = []   # the flushed windows' calls: (file, rows)
         self.flush_cost = 0.0        # seconds the last flush took
+        self.unwritten = False       # the last partial record's write failed: the next flush writes
         self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
         self.start_ns = time.time_ns()
         self.done = False
@@ -146,6 +162,8 @@ class _Run:
             if old is not None and new is not None:
                 cap = session.Capture()
                 session.end_session(old, cap)
+                if idle_window(cap) and not self.unwritten:
+                    return   # nothing new since the last flush: its record stands, no write
                 from tb_iotrace.store.filetable import Accumulator
                 from tb_iotrace.store.runrecord import merge_untracked
 
@@ -177,12 +195,14 @@ class _Run:
         from tb_iotrace.store.filetable import FileTable
         from tb_iotrace.store.runrecord import write_record
 
+        self.unwritten = True
         try:
             write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
                          files=self.acc.table() if self.acc is not None else FileTable(),
                          start_ns=self.start_ns, end_ns=time.time_ns(), trace_parts=self.trace_parts,
                          untracked=self.acc_untracked or None, timeseries=self.acc_series,
                          write_errors=self.write_errors or None)
+            self.unwritten = False
         except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
             self._failed_write(exc)
 
@@ -196,8 +216,8 @@ class _Run:
             self.done = True
             cap = session.Capture()
             session.end_session(self.sess, cap)
-            if self.flush_sess is not None:
-                session.end_session(self.flush_sess, session.Capture())
+            if self.flush_sess is not None:   # its window is in the final record: not read, only ended
+                session.end_session(self.flush_sess, _unread_capture(session))
                 self.flush_sess = None
             if how == "exit" and self.exc:
                 how = "exception"
@@ -346,6 +366,13 @@ def _exclude_record_dir(run_dir: str) -> None:
     _exclude(str(record_dir(run_dir)))  # the folder itself too (mkdir, stat)
 
 
+def _exclude_attach_channel() -> None:
+    """The attach listener's poll of its channel (a stat every 0.25 s) is ours, not the job's."""
+    from tb_iotrace.recording.attach_listen import channel_prefix
+
+    _exclude(channel_prefix())
+
+
 def _exclude_windows(run_dir: str) -> None:
     """The profile windows' staging folders, and the folder they are published to (the log
     dir's ``plugins/profile``), are not the job's I/O."""
@@ -379,6 +406,9 @@ def start() -> None:
         sys.stderr.write(f"tb-iotrace: {exc}; flushing every 5 s\n")
         flush_s = 5.0
     _exclude_record_dir(run_dir)
+    listen = os.environ.get("TB_IOTRACE_ATTACH_CHANNEL", "1") != "0"
+    if listen:
+        _exclude_attach_channel()
     from tb_iotrace.recording import api, periodic
 
     windows = bool(os.environ.get(periodic.ENV_EVERY, "").strip())
@@ -422,7 +452,7 @@ def start() -> None:
     from tb_iotrace.recording import library_checkpoints
 
     library_checkpoints.install()     # safetensors/orbax/tf.train.Checkpoint calls for the record
-    if os.environ.get("TB_IOTRACE_ATTACH_CHANNEL", "1") != "0":
+    if listen:
         from tb_iotrace.recording import attach_listen
 
         attach_listen.listen()        # tb-iotrace attach gets in with no ptrace
