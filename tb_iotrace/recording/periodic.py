@@ -57,7 +57,7 @@ class PeriodicWindows:
         return self
 
     def _loop(self) -> None:
-        from tb_iotrace.recording.window_writer import pick_framework
+        from tb_iotrace.recording.window_writer import FRAMEWORKS, pick_framework
         from tb_iotrace.store.window_origin import write_origin
 
         while not self._stop.wait(self.every_s):
