@@ -435,8 +435,6 @@ def _tf_cores(ctx: Context, s: float, step_ps: float, space: Any) -> float | Non
 def _tf_change(key: str) -> str:
     return {"file_io": "read in parallel: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over file shards, "
                        "prefetch(tf.data.AUTOTUNE)",
-            "object_io": "read objects in parallel: interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over "
-                         "object shards, prefetch(tf.data.AUTOTUNE)",
             "decode": "map(..., num_parallel_calls=tf.data.AUTOTUNE) and prefetch(tf.data.AUTOTUNE)",
             "starved": "prefetch(tf.data.AUTOTUNE) at the end of the pipeline",
             "copy": "prefetch to the device (tf.data.experimental.prefetch_to_device)",
