@@ -10,7 +10,8 @@ A request, as :func:`start` opens it and :func:`finish` completes it::
      "range_start", "range_end"   (the Range header's first and last byte; -1: none / open end),
      "status"                     (HTTP status; 0: no answer, see "error"),
      "error"                      (the exception's class name when the request raised, else ""),
-     "bytes"                      (body bytes received: the wire's, before decompression),
+     "bytes"                      (body bytes received: the wire's, before decompression;
+                                  for an upload, PUT/MPU/POST, the body sent),
      "start_ns", "ttfb_ns", "end_ns"   (CLOCK_REALTIME: sent, answer's headers, body done),
      "tid", "pid", "client" ("urllib3" | "aiohttp"), "complete" (body read to its end)}
 
