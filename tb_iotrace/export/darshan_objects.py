@@ -8,7 +8,8 @@ string), the way Darshan would record the object if it were read through a FUSE 
 
 - ``POSIX_READS`` / ``POSIX_BYTES_READ``: the answered GETs and their bodies' bytes;
   ``POSIX_WRITES`` / ``POSIX_BYTES_WRITTEN``: the answered uploads (PUT, multipart parts,
-  POST) and the bytes they sent; ``POSIX_STATS``: HEAD, GCS metadata reads and LISTs;
+  POST; a multipart upload's create/complete/list/abort are metadata) and the bytes they
+  sent; ``POSIX_STATS``: HEAD, GCS metadata reads and LISTs;
 - ``POSIX_MAX_BYTE_READ``: the last byte a GET returned (range start + bytes - 1);
 - ``POSIX_SIZE_READ_*`` / ``POSIX_SIZE_WRITE_*``: each GET's / upload's bytes in Darshan's bins;
 - ``POSIX_F_READ_TIME`` / ``POSIX_F_WRITE_TIME``: the GETs' / uploads' summed request times
@@ -60,7 +61,7 @@ def _record(url: str, reqs: list[dict[str, Any]], zero_ns: int) -> dict[str, Any
     for r in sorted(reqs, key=lambda x: int(x["start_ns"])):
         dur = max(0, int(r["end_ns"]) - int(r["start_ns"])) / 1e9
         n, op = int(r["bytes"]), str(r["op"])
-        if failed(r) or (op != "GET" and op not in UPLOADS):
+        if failed(r) or (op != "GET" and op not in UPLOADS) or (op == "MPU" and not n):
             f["POSIX_F_META_TIME"] = f.get("POSIX_F_META_TIME", 0.0) + dur
             if op in STATS and not failed(r):
                 add("POSIX_STATS", 1)

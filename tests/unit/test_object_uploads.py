@@ -27,6 +27,15 @@ class _Sink(http.server.BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
+    def do_POST(self) -> None:  # noqa: N802
+        n = int(self.headers.get("Content-Length", 0))
+        _Sink.got.append(len(self.rfile.read(n)))
+        answer = b"<x>" + b"r" * 300 + b"</x>"
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
     def log_message(self, *args: object) -> None:
         pass
 
@@ -63,3 +72,21 @@ def test_put_bodies_are_bytes_written(sink: str) -> None:
     assert recs["a.bin"]["OBJ_BYTES_WRITTEN"] == 70_021 and recs["a.bin"]["OBJ_PUTS"] == 2
     assert recs["c.bin"]["OBJ_BYTES_WRITTEN"] == 12_345
     assert all(c["OBJ_BYTES_READ"] == 0 for c in recs.values())
+
+
+def test_multipart_parts_count_their_bodies_only(sink: str) -> None:
+    """A multipart upload's parts are bytes written; its create/complete requests (POSTs whose
+    bodies and answers are XML about the upload) move no object bytes."""
+    s3 = {"x-amz-content-sha256": "UNSIGNED-PAYLOAD"}       # what makes a request S3's
+    with tb_iotrace.capture() as cap:
+        assert requests.post(f"{sink}/bkt/obj?uploads", headers=s3, timeout=10).status_code == 200
+        for n in (5_000, 777):
+            assert requests.put(f"{sink}/bkt/obj?partNumber=1&uploadId=U", data=b"p" * n,
+                                headers=s3, timeout=10).status_code == 200
+        assert requests.post(f"{sink}/bkt/obj?uploadId=U", data=b"<done/>" * 20, headers=s3,
+                             timeout=10).status_code == 200
+    assert sorted(_Sink.got) == [0, 140, 777, 5_000]
+    got = [(r["op"], r["bytes"]) for r in sorted(cap.objects, key=lambda r: r["start_ns"])]
+    assert got == [("MPU", 0), ("MPU", 5_000), ("MPU", 777), ("MPU", 0)]
+    [rec] = object_records(list(cap.objects))
+    assert rec["counters"]["OBJ_BYTES_WRITTEN"] == 5_777 and rec["counters"]["OBJ_PUTS"] == 4
