@@ -10,7 +10,9 @@ A request, as :func:`start` opens it and :func:`finish` completes it::
      "range_start", "range_end"   (the Range header's first and last byte; -1: none / open end),
      "status"                     (HTTP status; 0: no answer, see "error"),
      "error"                      (the exception's class name when the request raised, else ""),
-     "bytes"                      (body bytes received: the wire's, before decompression),
+     "bytes"                      (body bytes received: the wire's, before decompression;
+                                  for an upload, PUT/MPU/POST, the body sent; 0 for
+                                  a multipart upload's create/complete/list/abort),
      "start_ns", "ttfb_ns", "end_ns"   (CLOCK_REALTIME: sent, answer's headers, body done),
      "tid", "pid", "client" ("urllib3" | "aiohttp"), "complete" (body read to its end)}
 
@@ -65,7 +67,8 @@ def finish(req: dict[str, Any] | None, nbytes: int, error: str = "") -> None:
     if req is None or req["end_ns"]:
         return
     now = time.time_ns()
-    req["bytes"] = max(int(req["bytes"]), int(nbytes))
+    if not req.get("sent"):      # an upload's bytes are the body it sent, set when answered
+        req["bytes"] = max(int(req["bytes"]), int(nbytes))
     if error:
         req["error"] = error
     if not req["ttfb_ns"]:

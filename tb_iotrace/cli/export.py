@@ -149,8 +149,9 @@ class Export(Command):
                     c = darshan_log.write(sources, out, layout)
                 except darshan_log.LogError as exc:
                     raise UserError(f"{args.path}: {exc}") from None
-                print(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records, "
-                      f"{c['bytes']} bytes" + (f"; {c['partial_ranks']} rank(s) PARTIAL (see the log's partial_ranks "
+                print(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records"
+                      + (f" ({c['objects']} POSIX records are objects, named by URL)" if c.get("objects") else "")
+                      + f", {c['bytes']} bytes" + (f"; {c['partial_ranks']} rank(s) PARTIAL (see the log's partial_ranks "
                                                f"metadata)" if c.get("partial_ranks") else ""), file=sys.stderr)
             else:
                 from tb_iotrace.export import flat_tables as tables

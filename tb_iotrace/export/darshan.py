@@ -11,7 +11,9 @@ Integer counters print as integers, float counters (``<MODULE>_F_*``) with 6 dec
 darshan-parser does. Ranks: the processes of a run are numbered 0..N-1 in (host, pid) order
 (the ``# rank map`` comment lines give the mapping). Mount points and file system types come
 from ``/proc/mounts`` of the exporting machine (longest prefix), ``UNKNOWN`` otherwise.
-Scripts written for darshan-parser output (``awk``/``grep`` on columns 1-8) read it unchanged;
+Object-storage requests are POSIX records named by the object's URL
+(:mod:`tb_iotrace.export.darshan_objects`; times from the process start, or from a capture's
+first request). Scripts written for darshan-parser output (``awk``/``grep`` on columns 1-8) read it unchanged;
 :func:`parse` reads it back. Record ids are Darshan's (:mod:`tb_iotrace.base.recordid`).
 """
 from __future__ import annotations
@@ -26,6 +28,7 @@ from tb_iotrace.base.atomic import atomic_write
 
 from tb_iotrace.store.filetable import FileDicts
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
+from tb_iotrace.export import darshan_objects
 
 MODULE_ORDER = ("POSIX", "STDIO")
 VERSION = "3.41"
@@ -95,6 +98,11 @@ def write(sources: list[Any], fh: TextIO) -> int:
     per_source = []
     for rank, s in enumerate(sources):
         files = s.files()
+        reqs = s.objects()
+        if reqs:       # objects as POSIX records named by URL (export.darshan_objects)
+            life = s.life_ns()
+            zero = life[0] if life else min(int(r["start_ns"]) for r in reqs)
+            files = [*files, *darshan_objects.posix_records(reqs, zero)]
         ids, remap = darshan_ids(files)
         per_source.append((rank, files, ids, remap))
     for module in MODULE_ORDER:

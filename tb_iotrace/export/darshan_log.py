@@ -41,6 +41,8 @@ Conventions:
   STDIO's, HEATMAP's and DXT_POSIX's when a whole-run record is partial (the process was
   killed, or still running: its last periodic flush, whose trace DXT carries). The job's
   metadata names them: ``partial_ranks=1,3`` and ``partial_rank1=<until when it counts, why>``.
+- Object-storage requests are POSIX records named by the object's URL (``s3://b/k``...),
+  one per object and rank (:mod:`tb_iotrace.export.darshan_objects` says which counters).
 - Names that are not valid UTF-8 are written with ``\\xNN`` escapes (PyDarshan decodes
   names strictly); their ids are the hash of the real bytes.
 - Mount entries: the capture's mount table (a whole-run record has none: the exporting
@@ -69,6 +71,7 @@ from tb_iotrace.base.recordid import darshan_ids, path_bytes, record_id, renamed
 from tb_iotrace.store.timeseries import TimeSeries
 from tb_iotrace.store.xplane import profile_start_ns, profile_stop_ns, read_io_info
 from tb_iotrace.export import darshan_heatmap as heatmap
+from tb_iotrace.export import darshan_objects
 
 FORMAT_VERSION = b"3.41"
 LIB_VER = "3.5.0"          # the Darshan release whose log format and module versions this writes
@@ -148,6 +151,9 @@ def _process(src: Any) -> Process:
         exe = f"tb_iotrace-capture {getattr(src, 'name', src.path)}"
         host, jobid = src.host, 0
         mounts = parse_mountinfo(tr.mounts) if tr is not None and tr.mounts else read_mountinfo()
+    objects = darshan_objects.posix_records(src.objects(), start)
+    if objects:
+        files = [*files, *objects]
     got = src.io_columns()
     trace = got[0] if got is not None else None
     ts = src.timeseries()
@@ -391,4 +397,5 @@ def write(sources: list[Any], out: str, layout: Layout) -> dict[str, int]:
               "partial_ranks": sum(p.nranks for p in procs if p.partial)}
     counts["posix"] = sum(1 for p in procs for f in p.files if f.get("module") == "POSIX")
     counts["stdio"] = sum(1 for p in procs for f in p.files if f.get("module") == "STDIO")
+    counts["objects"] = sum(1 for p in procs for f in p.files if darshan_objects.is_object_name(str(f["path"])))
     return counts

@@ -6,7 +6,8 @@ A record: ``{"object", "service", "bucket", "key", "counters": {...}, "fcounters
 
 - ``OBJ_REQUESTS``, ``OBJ_GETS``, ``OBJ_RANGED_GETS``, ``OBJ_PUTS`` (PUT and multipart parts),
   ``OBJ_HEADS`` (HEAD and GCS metadata reads), ``OBJ_LISTS``, ``OBJ_OTHER``;
-- ``OBJ_BYTES_READ`` (the GETs' bodies), ``OBJ_UNIQUE_BYTES_READ`` (the object's bytes read at
+- ``OBJ_BYTES_READ`` (the GETs' bodies), ``OBJ_BYTES_WRITTEN`` (the bodies sent by answered
+  PUTs, multipart parts and POSTs), ``OBJ_UNIQUE_BYTES_READ`` (the object's bytes read at
   least once: full GETs cover ``[0, bytes)``, ranged ones their range), ``OBJ_REFETCHED_BYTES``
   (read more than once: the difference);
 - ``OBJ_SEQ_RANGES`` (a ranged GET starting where the previous one of the same process ended),
@@ -79,7 +80,7 @@ def _kind(op: str) -> str:
 
 def _record(reqs: list[dict[str, Any]]) -> dict[str, Any]:
     c: dict[str, int] = dict.fromkeys(("OBJ_REQUESTS", "OBJ_GETS", "OBJ_RANGED_GETS", "OBJ_PUTS", "OBJ_HEADS",
-                                       "OBJ_LISTS", "OBJ_OTHER", "OBJ_BYTES_READ", "OBJ_UNIQUE_BYTES_READ",
+                                       "OBJ_LISTS", "OBJ_OTHER", "OBJ_BYTES_READ", "OBJ_BYTES_WRITTEN", "OBJ_UNIQUE_BYTES_READ",
                                        "OBJ_REFETCHED_BYTES", "OBJ_SEQ_RANGES", "OBJ_RANDOM_RANGES",
                                        "OBJ_ERRORS", "OBJ_THROTTLED", "OBJ_RETRIES", "OBJ_MAX_CONCURRENCY"), 0)
     c.update({f"OBJ_SIZE_GET_{name}": 0 for name, _ in SIZE_BINS})
@@ -103,6 +104,9 @@ def _record(reqs: list[dict[str, Any]]) -> dict[str, Any]:
             c["OBJ_ERRORS"] += 1
             c["OBJ_THROTTLED"] += int(throttled(r))
             failed_keys.add(key)
+            continue
+        if _kind(r["op"]) == "OBJ_PUTS":
+            c["OBJ_BYTES_WRITTEN"] += int(r["bytes"])
             continue
         if r["op"] != "GET":
             continue

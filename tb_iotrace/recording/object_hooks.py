@@ -70,6 +70,37 @@ def _range_of(headers: dict[str, str]) -> tuple[int, int] | None:
     return None
 
 
+UPLOADS = frozenset(("PUT", "MPU", "POST"))
+
+
+def _sent(body: Any, headers: dict[str, str]) -> int:
+    """The request body's bytes: its ``Content-Length`` (what went on the wire), else the
+    length of a body given whole; a stream of unknown length counts 0."""
+    for k, v in headers.items():
+        if k.lower() == "content-length":
+            try:
+                return max(0, int(v))
+            except ValueError:
+                break
+    if isinstance(body, (bytes, bytearray, memoryview)):
+        return memoryview(body).nbytes
+    if isinstance(body, str):
+        return len(body.encode("utf-8"))
+    return 0
+
+
+def _upload_done(req: dict[str, Any] | None, method: str, body: Any, headers: dict[str, str]) -> None:
+    """An upload's bytes are the body it sent, never the answer's: a PUT's (multipart parts
+    too) or a plain POST's; a multipart upload's other requests (create, complete, list parts,
+    abort) move no object bytes: 0."""
+    if req is None or req["op"] not in UPLOADS:
+        return
+    m = method.upper()
+    data = m == "PUT" or (m == "POST" and req["op"] != "MPU")
+    req["bytes"] = _sent(body, headers) if data else 0
+    req["sent"] = True          # objreqs.finish leaves the bytes as they are
+
+
 def _open(method: str, url: str, headers: dict[str, str], client: str, start_ns: int) -> dict[str, Any] | None:
     n = classify(method, url, headers)
     req = objreqs.start(n.service, n.name, n.bucket, n.key, n.op, _range_of(headers), client)
@@ -110,6 +141,7 @@ def _urlopen_wrapper(orig: Any) -> Any:
                 hdrs = _headers_of(kwargs.get("headers", args[1] if len(args) > 1 else None))
                 req = _open(method, _pool_url(self, url), hdrs, "urllib3", t0)
                 objreqs.answered(req, int(getattr(resp, "status", 0) or 0))
+                _upload_done(req, method, kwargs.get("body", args[0] if args else None), hdrs)
                 resp._tbio_req = req
                 if (kwargs.get("preload_content", True) or method.upper() == "HEAD"
                         or getattr(resp, "length_remaining", None) == 0):
@@ -186,6 +218,7 @@ def _request_wrapper(orig: Any) -> Any:
                                or kwargs.get("headers"))
             req = _open(method, str(resp.url), hdrs, "aiohttp", t0)
             objreqs.answered(req, int(resp.status))
+            _upload_done(req, method, kwargs.get("data"), hdrs)
             content = resp.content
             content.on_eof(lambda: objreqs.finish(req, int(getattr(content, "total_bytes", 0) or 0)))
         except Exception:
