@@ -160,7 +160,11 @@ class LogdirIndex:
                 t = threading.Thread(target=self.sync, name="tb_iotrace-sync", daemon=True)
                 self._sync_thread, self._sync_started = t, time.monotonic()
                 t.start()
-        t.join(max(0.0, wait_s))
+            started = self._sync_started
+        # until ``wait_s`` after the sync began, not after this request came: TensorBoard's
+        # plugin list (``is_active``) and the tab's ``/runs`` come one after the other, and each
+        # waiting ``wait_s`` of its own made the tab wait twice on a hung storage
+        t.join(max(0.0, started + wait_s - time.monotonic()))
 
     @property
     def remote_error(self) -> str | None:
