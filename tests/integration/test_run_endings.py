@@ -26,7 +26,10 @@ def _run_job(how: str, tmp_path: Path, method: str = "fork") -> tuple[Path, dict
     data.mkdir()
     cmd = [PY, "-m", "tb_iotrace", "run", "--quiet", "--logdir", str(logdir), "--", PY, str(JOB), str(data), how,
            str(out), method]
-    proc = subprocess.Popen(cmd, start_new_session=True, stderr=subprocess.PIPE, text=True)
+    # SIGINT as a foreground job has it: a suite started in the background by a shell (`cmd &`)
+    # ignores SIGINT, which every process it starts would inherit, and the job would sleep on
+    proc = subprocess.Popen(cmd, start_new_session=True, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     if how in ("sigterm", "sigint"):
         deadline = time.monotonic() + 240
         while not out.exists() and proc.poll() is None and time.monotonic() < deadline:
