@@ -102,8 +102,9 @@ def _pipe_read(orig: Any) -> Any:
         try:
             n = len(data)
             _got(req, n)
-            if not n and (not args or args[0] is None or args[0] < 0 or args[0] > 0):
-                _end(req, True)           # end of file
+            size = args[0] if args else kw.get("size", -1)
+            if not n and size != 0:       # nothing for a read that asked for something: end of file
+                _end(req, True)
         except Exception:
             pass
         return data
