@@ -255,18 +255,39 @@ def test_the_checker_catches_each_rule(rule, tmp_path):
         assert attrs == [(5, "tb_iotrace.store.xplane.read_xspace", "_hidden")]
 
 
-MAX_LINES = 600
+CEILING = 900
 
 
-def test_modules_are_small_and_named_once():
-    """No module over MAX_LINES lines (one job each), and no two modules with the same file name
-    (``__init__.py`` aside): a name says which module it is without its folder."""
+def test_no_module_is_far_past_the_size_guide():
+    """A ceiling well past the 600-line guide that ``tools/review_hints.py`` prints for review: a
+    module over it holds several concepts. Names that repeat across folders and modules without
+    a test file of their own are review hints too, not failures (a forced unique name breeds
+    synonyms)."""
     long = [f"{m}: {n} lines" for m, p in MODULES.items()
-            if (n := len(p.read_text().splitlines())) > MAX_LINES]
+            if (n := len(p.read_text().splitlines())) > CEILING]
     assert not long, "\n".join(long)
-    seen: dict[str, list[str]] = {}
-    for m, p in MODULES.items():
-        if p.name != "__init__.py":
-            seen.setdefault(p.name, []).append(m)
-    clashes = {name: mods for name, mods in seen.items() if len(mods) > 1}
-    assert not clashes, clashes
+
+
+def test_review_hints_name_what_they_see(tmp_path, monkeypatch):
+    """The hints tool reports a long module, a repeated name and an untested module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("review_hints", PKG.parent / "tools" / "review_hints.py")
+    assert spec and spec.loader
+    rh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rh)
+    pkg = tmp_path / "tb_iotrace"
+    (pkg / "a").mkdir(parents=True)
+    (pkg / "b").mkdir()
+    (pkg / "a" / "facts.py").write_text("x = 1\n" * 5)
+    (pkg / "b" / "facts.py").write_text("y = 2\n")
+    (pkg / "b" / "alone.py").write_text("z = 3\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_b_facts.py").write_text("")
+    (tmp_path / "tests" / "test_alone.py").write_text("")
+    monkeypatch.setattr(rh, "ROOT", tmp_path)
+    monkeypatch.setattr(rh, "PKG", pkg)
+    got = rh.hints(guide=3)
+    assert got == ["long: tb_iotrace/a/facts.py: 5 lines (guide 3): one concept, or two?",
+                   "one name, 2 modules: facts.py: tb_iotrace/a, tb_iotrace/b",
+                   "no test file named after it: tb_iotrace/a/facts.py"]
