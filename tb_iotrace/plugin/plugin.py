@@ -11,7 +11,7 @@ Routes (under ``/data/plugin/iotrace``; every data route takes ``run`` and ``hos
 ``/runs``           ``{runs: [{run, hosts, kind}], message}`` (kind: ``profile``,
                     ``record`` for the whole-run records of ``tb-iotrace run``, or ``kineto``
                     for a folder of PyTorch traces, one host per trace file)
-``/capture``        summary: extent, lanes, steps, I/O counts, messages (``io_by``), and
+``/capture``        what the tab shows first: extent, lanes, steps, I/O counts, messages (``io_by``), and
                     ``run_series``: each whole-run record's time series on the view's clock
 ``/timeline``       level-of-detail items for ``start``, ``end`` (ns), ``width`` (px),
                     ``io_by`` (thread|file), optional ``lanes`` (comma-separated keys);
@@ -60,7 +60,7 @@ from tb_iotrace.store.logdir import BadName
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex
 from tb_iotrace.plugin import packed
-from tb_iotrace.plugin.endpoints import checkpoint_tables, event, files, findings, hosts, objects, summary, timeline, bandwidth, windows
+from tb_iotrace.plugin.endpoints import bandwidth, capture, checkpoints, event, files, findings, hosts, objects, timeline, windows
 from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -322,7 +322,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def _capture(self, args):
         view, io_by = self._view(args), args.get("io_by", "thread")
-        return view.memo(("capture", io_by), lambda: Body.json(summary.capture_impl(view, io_by)))
+        return view.memo(("capture", io_by), lambda: Body.json(capture.capture_impl(view, io_by)))
 
     def _timeline(self, args):
         view = self._view(args)
@@ -368,7 +368,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         return view.memo(("objects",), lambda: Body.json(objects.objects_impl(view)))
 
     def _checkpoints(self, args):
-        return checkpoint_tables.checkpoints_impl(self._view(args))
+        return checkpoints.checkpoints_impl(self._view(args))
 
     def _event(self, args):
         lane = args.get("lane")

@@ -249,7 +249,7 @@ def test_no_credential_anywhere(stores: dict[str, Any]) -> None:
     # the tab's answers on the same traces (the runs of a logdir holding the job folders)
     from tb_iotrace.plugin.cache import LogdirIndex
     from tb_iotrace.plugin.endpoints.objects import objects_impl
-    from tb_iotrace.plugin.endpoints.summary import capture_impl
+    from tb_iotrace.plugin.endpoints.capture import capture_impl
 
     index = LogdirIndex(str(stores["work"]))
     answers = 0

@@ -6,7 +6,7 @@ import pytest
 
 from tab_view import synthetic_view
 from tb_iotrace.plugin.endpoints.event import event_impl
-from tb_iotrace.plugin.endpoints.summary import capture_impl
+from tb_iotrace.plugin.endpoints.capture import capture_impl
 from tb_iotrace.plugin.request_view import NotFound, view_steps
 
 

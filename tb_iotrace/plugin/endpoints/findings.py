@@ -62,7 +62,7 @@ def findings_impl(view: View, before: dict[str, tuple[str, summaries.Identity | 
     else:
         message = messages[0] if messages else "No findings for this capture."
     if multi and not pending:      # one rank's saves finish long after the others' (a run-level finding)
-        from tb_iotrace.plugin.endpoints.checkpoint_tables import run_straggler
+        from tb_iotrace.plugin.endpoints.checkpoints import run_straggler
 
         late = run_straggler([(p, got_all[p.capture.path]) for p in view.parts])
         if late is not None:

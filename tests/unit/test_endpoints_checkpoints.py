@@ -1,11 +1,11 @@
-"""The tab's /checkpoints (tb_iotrace.plugin.endpoints.checkpoint_tables) on analysis answers as the
+"""The tab's /checkpoints (tb_iotrace.plugin.endpoints.checkpoints) on analysis answers as the
 findings child gives them: phases on the view's clock, one table per save across the hosts
 with the straggler marked, nothing for hosts without checkpoints."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from tb_iotrace.plugin.endpoints import checkpoint_tables as impl
+from tb_iotrace.plugin.endpoints import checkpoints as impl
 
 MiB = 1 << 20
 S = 1_000_000_000

@@ -1,11 +1,11 @@
-"""``/capture`` (tb_iotrace.plugin.endpoints.summary): what a view holds (hosts, extent, lanes,
+"""``/capture`` (tb_iotrace.plugin.endpoints.capture): what a view holds (hosts, extent, lanes,
 steps) and how much I/O its captures recorded, with the messages that say what is missing."""
 from __future__ import annotations
 
 import pytest
 
 from tab_view import RUN, synthetic_view
-from tb_iotrace.plugin.endpoints.summary import capture_impl, run_series
+from tb_iotrace.plugin.endpoints.capture import capture_impl, run_series
 
 
 @pytest.fixture(scope="module")
