@@ -1,7 +1,7 @@
 """The package's import rules, checked on the source (every import, function-level ones
 included, parsed with ``ast``; nothing is imported):
 
-- data flows one way: capture -> store -> model -> analysis -> surfaces; a module imports only
+- data flows one way: recording -> store -> model -> analysis -> surfaces; a module imports only
   from its own layer or a layer it is allowed to read (``MAY_IMPORT``);
 - no import cycles between modules;
 - no private name (``_x``) used across modules, and a private module (``pkg._x``) is imported
@@ -26,8 +26,8 @@ LAYERS = {
     "tb_iotrace._codec": "store",        # the compiled codecs (native/codec: encode.c, xdecode.c)
     "tb_iotrace.store": "store",         # formats on disk and in buckets: XPlane, records, Kineto, logdirs, URLs
     "tb_iotrace.model": "model",         # the columnar tables of a capture; the step and input-wait rule
-    "tb_iotrace._native": "capture",     # the interposer
-    "tb_iotrace.recording": "capture",   # the shim's Python side, framework glue, the whole-run recorder
+    "tb_iotrace._native": "recording",     # the interposer
+    "tb_iotrace.recording": "recording",   # the shim's Python side, framework glue, the whole-run recorder
     "tb_iotrace.analysis": "analysis",   # attribution, findings, verdict, checkpoints, the text report
     "tb_iotrace": "surface",             # the facade: enable()/capture() for users
     "tb_iotrace.__main__": "surface",
@@ -39,15 +39,15 @@ LAYERS = {
 LOWER = {
     "base": set(),
     "store": {"base"},
-    "capture": {"base", "store"},          # the capture writes through the store's encoders
+    "recording": {"base", "store"},        # the recording writes through the store's encoders
     "model": {"base", "store"},
     "analysis": {"base", "store", "model"},
     "surface": {"base", "store", "model", "analysis"},
 }
 MAY_IMPORT = {layer: lower | {layer} for layer, lower in LOWER.items()}
-# Only these surfaces start a capture; TensorBoard's plugin and the exporters never load the
+# Only these surfaces start a recording; TensorBoard's plugin and the exporters never load the
 # interposer.
-CAPTURE_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch", "tb_iotrace.keras")
+RECORDING_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch", "tb_iotrace.keras")
 # Surfaces stand side by side: one uses another only where listed (the CLI's ``export`` verb
 # drives the exporters and ``fleet`` the fleet dataset, which takes the report's host documents
 # from the CLI and never opens sources itself; ``python -m tb_iotrace`` is the CLI).
@@ -163,9 +163,9 @@ def test_imports_follow_the_layers():
             bad.append(f"{e.src}:{e.line} imports {e.dst}, which does not exist")
             continue
         src, dst = layer_of(e.src), layer_of(e.dst)
-        if dst == "capture" and src != "capture":
-            if not any(e.src == u or (u != "tb_iotrace" and e.src.startswith(u + ".")) for u in CAPTURE_USERS):
-                bad.append(f"{e.src}:{e.line} ({src}) loads the capture layer ({e.dst})")
+        if dst == "recording" and src != "recording":
+            if not any(e.src == u or (u != "tb_iotrace" and e.src.startswith(u + ".")) for u in RECORDING_USERS):
+                bad.append(f"{e.src}:{e.line} ({src}) loads the recording layer ({e.dst})")
             continue
         if dst not in MAY_IMPORT[src]:
             bad.append(f"{e.src}:{e.line} ({src}) imports {e.dst} ({dst})")
