@@ -1,4 +1,4 @@
-"""tb_iotrace.base.recordid: Darshan record ids (lookup8 of a path), in Python and native, agree with PyDarshan."""
+"""Record ids are Darshan's: lookup8 of the path (tb_iotrace.base.recordid and native/recordid.c)
 against id/name pairs of Darshan's own logs, and in what a capture stores."""
 from __future__ import annotations
 
