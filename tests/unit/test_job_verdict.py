@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from tb_iotrace.analysis.job_verdict import annotate, job_verdict, render
