@@ -64,6 +64,7 @@ def test_an_orbax_save_takes_its_background_writes_up_to_the_next_call_on_its_di
             ("fsync", f"{tmp}/arr.1", -1, 0, T0 + 23 * MS, MS, 101),
             ("rename", tmp, -1, 0, T0 + 25 * MS, MS, 101),
             ("pwrite64", "/ck/other/x", 0, 4 * MiB, T0 + 21 * MS, MS, 101),         # another directory
+            ("pwrite64", "/ck/step10/x", 0, 4 * MiB, T0 + 22 * MS, MS, 101),        # one whose name starts alike
             ("pwrite64", f"{d}/late", 0, MiB, T0 + 60 * MS, MS, 101)]               # after the restore began
     c = ctx(rows)
     ph = {"kind": "save", "source": "orbax.checkpoint.CheckpointManager.save", "path": d, "start_ns": T0 + MS,
@@ -78,7 +79,7 @@ def test_an_orbax_save_takes_its_background_writes_up_to_the_next_call_on_its_di
     assert ph["paths"] == [f"{tmp}/arr.0", f"{tmp}/arr.1"]
     assert ph["end_ns"] == T0 + 26 * MS and ph["background_ns"] == 21 * MS
     assert abs(ph["fsync_time_s"] - 0.001) < 1e-9 and abs(ph["rename_time_s"] - 0.001) < 1e-9
-    assert np.asarray(ph["_rows"]).tolist() == [1, 2, 3, 4]
+    assert np.asarray(ph["_rows"]).tolist() == [1, 2, 3, 4]                 # not rows 5, 6 or 7
 
 
 def test_a_save_that_is_not_orbax_is_left_as_it_is() -> None:
