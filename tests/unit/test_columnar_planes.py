@@ -44,6 +44,7 @@ def test_read_back_all_or_some_ids(tmp_path: Path) -> None:
     assert {k: v.name for k, v in got.items()} == {3: "pread64", 7: "IteratorGetNext", 12: "x"}
     some = read_event_metadata(md, [12, 7, 7, 99])                   # 99 is not there
     assert sorted(some) == [7, 12] and some[7].display_name == "Iterator::GetNext"
+    assert sorted(read_event_metadata(md, [3, 5])) == [3]                 # 5 is not there: not its neighbour
     assert dict(read_event_metadata(md, [])) == {}
 
 
