@@ -102,7 +102,7 @@ def test_empty_trace_and_bytes_paths():
 
 def test_encoding_200k_events_is_fast():
     """The writer's hot path (no per-event protobuf objects; the native encoder where built,
-    see test_encode_native.py): 200k events here to keep the suite quick; about 0.2 s for 1M
+    see test_event_rows.py): 200k events here to keep the suite quick; about 0.2 s for 1M
     on the dev machine with the native module, 1.5-3 s with numpy alone."""
     trace = make_trace(200_000, T0, nthreads=4)
     t = time.perf_counter()
