@@ -9,7 +9,7 @@ import pytest
 from tb_iotrace.store import xplane as X
 from tb_iotrace.store.xplane import encode, schema
 
-from test_xplane import (GPU_HOST, T0, assert_same_rows, capture_copy, cpu_capture, host_pid,  # noqa: F401
+from test_xplane import (GPU_HOST, T0, assert_same_rows, capture_copy, host_pid,
                          make_trace, selected_event_args, viewer)
 
 
