@@ -3,8 +3,6 @@ processes never removed."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,9 +18,8 @@ def base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def dead_pid() -> int:
-    p = subprocess.Popen([sys.executable, "-c", "pass"])
-    p.wait()
-    return p.pid                            # reaped: no process has it (until reused)
+    """A pid no process has: above the kernel's pid_max (at most 2**22), so never reused."""
+    return 2**31 - 2
 
 
 def folder(root: Path, name: str, age: int) -> Path:
