@@ -6,7 +6,7 @@
  * into a, b, c and mixed; then the length into c, the last 0..23 bytes into
  * a, b and the upper seven bytes of c, and a final mix; the id is c.
  * Verified against the id/name pairs of Darshan's own logs
- * (tests/unit/test_darshan_ids.py). */
+ * (tests/unit/test_recordid.py). */
 #include "shim.h"
 
 #include <stdint.h>

@@ -3,7 +3,7 @@
  * tb_iotrace.store.xplane.encode builds the XPlane lines of a profile window's I/O
  * trace; encoding a million events column-wise in NumPy takes over a second,
  * this loop ~20 ms.  The bytes are exactly those of the NumPy path
- * (tb_iotrace.store.xplane.encode.encode_events_numpy), which tests/unit/test_encode_native.py checks:
+ * (tb_iotrace.store.xplane.encode.encode_events_numpy), which tests/unit/test_event_rows.py checks:
  *
  *   XLine.events (4, len) {
  *     metadata_id (1) offset_ps (2) duration_ps (3)         always, as varints

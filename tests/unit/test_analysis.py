@@ -307,22 +307,7 @@ def test_events_that_differ_from_their_kind_read_back_exactly(tmp_path) -> None:
 
 
 
-# ----------------------------------------------------------------------------- serial-reads: reads in flight
-
-
-def test_calls_in_flight_counted_inside_the_windows() -> None:
-    from tb_iotrace.analysis.intervals import in_flight
-
-    # reads [0,10] [5,15] [15,20] [30,40]; windows [2,18] [35,50]; by hand, inside the windows:
-    # 1 in flight 2-5 (3), 2 in flight 5-10 (5), 1 in 10-15 (5), 1 in 15-18 (3; [5,15] ends as
-    # [15,20] starts: no overlap), none 18-20 and 20-30, 1 in 35-40 (5)
-    n, w = in_flight(np.array([0, 5, 15, 30]), np.array([10, 15, 20, 40]),
-                           (np.array([2, 35]), np.array([18, 50])))
-    got: dict[int, int] = {}
-    for k, t in zip(n.tolist(), w.tolist()):
-        got[k] = got.get(k, 0) + t
-    assert {k: t for k, t in got.items() if t} == {1: 3 + 5 + 3 + 5, 2: 5}
-    assert in_flight(np.zeros(0, np.int64), np.zeros(0, np.int64), (np.array([0]), np.array([9])))[0].size == 0
+# ----------------------------------------------------------------------------- serial-reads
 
 
 def _stepped_capture(tmp_path, overlap: bool) -> str:

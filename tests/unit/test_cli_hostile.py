@@ -21,7 +21,6 @@ from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.export import darshan_log
 from tb_iotrace.recording.opnames import MODULES, counter_names
 from tb_iotrace.store.runrecord import FORMAT as RECORD_FORMAT
-from tb_iotrace.base.safenames import printable, safe_component
 
 PY = sys.executable
 DXT_LOG = Path(darshan.__file__).parent / "examples" / "example_logs" / "dxt.darshan"
@@ -71,30 +70,6 @@ def make_record(root: Path, *, host: str = "h", n: int = 2000, paths: list[str] 
     doc.update(doc_changes)
     (rec / f"{host}.1.json").write_text(json.dumps(doc))
     return root
-
-
-# --------------------------------------------------------------------------- the helpers
-
-
-def test_safe_component():
-    for bad in ("..", ".", "", "../../../x", "/abs/x", "a/b", ".hidden", "a\x00b", "x\x1b[2J\n", "\\..\\x"):
-        out = safe_component(bad)
-        assert out and "/" not in out and "\x00" not in out and not out.startswith(".")
-        assert out == safe_component(out)           # stable: a safe name stays as it is
-        assert not CONTROL.search(out)
-    for good in ("bdw-0003", "worker0", "34.83.195.179_6003", "host.example.com", "h_1"):
-        assert safe_component(good) == good
-    assert len(safe_component("x" * 1000).encode()) <= 200
-    assert len(safe_component("é" * 1000).encode()) <= 200
-
-
-def test_printable():
-    assert printable("plain /data/a.tfrecord") == "plain /data/a.tfrecord"
-    assert printable("a\x1b]0;pwned\x07b") == "a\\x1b]0;pwned\\x07b"
-    assert printable("a\r\nb\tc") == "a\\r\\nb\\tc"
-    assert printable("\x9b31m\x7f") == "\\x9b31m\\x7f"
-    assert printable("bad\udcffbyte") == "bad\\udcffbyte"        # surrogate-escaped bytes
-    assert printable("é 日本") == "é 日本"
 
 
 # --------------------------------------------------------------------------- 2: names from a log

@@ -1,13 +1,11 @@
 """The job verdict across a run's ranks (tb_iotrace.analysis.job_verdict) on host documents
-built here, and which event names are collectives (tb_iotrace.analysis.collectives)."""
+built here (which event names are collectives: test_collectives)."""
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
-from tb_iotrace.analysis.collectives import collective_fields, is_collective, per_step
 from tb_iotrace.analysis.job_verdict import annotate, job_verdict, render
 
 MS = 10**9     # ps
@@ -130,31 +128,6 @@ def test_one_rank_no_job_verdict() -> None:
     assert job_verdict(_job()[:1]) is None
 
 
-@pytest.mark.parametrize("name", ["gloo:all_reduce", "nccl:all_reduce", "c10d::allreduce_", "record_param_comms",
-                                  "ncclKernel_AllReduce_RING_LL_Sum_float", "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL",
-                                  "CollectiveReduceV2", "NcclAllReduce", "all-reduce.12", "all-reduce-start.3",
-                                  "reduce-scatter.1", "all-gather-done", "collective-permute.2", "all-to-all",
-                                  "%all-reduce.7", "psum", "HorovodAllreduce",
-                                  "sgd_1/CollectiveReduceV2:CollectiveReduceV2"])
-def test_collective_names(name: str) -> None:
-    assert is_collective(name)
-
-
-@pytest.mark.parametrize("name", ["aten::add", "ProfilerStep#3", "DistributedDataParallel.forward", "fusion.12",
-                                  "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "IteratorGetNext",
-                                  "psummary", "allocate", "CollectiveExecutor::RunClosure",
-                                  "EagerLocalExecute: IteratorGetNext", "sequential/dense/MatMul:_MklNativeFusedMatMul"])
-def test_not_collective_names(name: str) -> None:
-    assert not is_collective(name)
-
-
-def test_collective_wait_per_step_counts_overlap_once() -> None:
-    iv = (np.array([0, 150]), np.array([100, 250]))
-    steps = [{"start_ps": 0, "end_ps": 200}, {"start_ps": 200, "end_ps": 400}]
-    assert per_step(iv, steps).tolist() == [150, 50]
-    assert collective_fields(None, steps)["collective_wait_share"] is None
-
-
 def test_report_names_the_slow_rank_of_ranks_made_from_a_real_trace(tmp_path) -> None:
     """Eight ranks made from a real gloo rank's PyTorch trace (tb_iotrace.plugin.synthetic_ranks),
     rank 5's waits exchanged: the report's job verdict names rank 5, ranks 0-4 and 6-7 wait for it."""
@@ -175,17 +148,6 @@ def test_report_names_the_slow_rank_of_ranks_made_from_a_real_trace(tmp_path) ->
     assert jv["straggler"]["input_wait_ms_per_step"] > 300
     waits = [h["verdict"].get("waits_for", {}).get("rank") for h in run["hosts"]]
     assert waits == [5, 5, 5, 5, 5, None, 5, 5]
-
-
-@pytest.mark.parametrize("name, want", [
-    ("all-reduce.3", True), ("%all-reduce-start.1", True), ("reduce-scatter", True),
-    ("collective-permute-done", True),
-    # XLA's compiler passes on its compiler threads (tests/data/jax_io.xplane.pb has both)
-    ("all-reduce-promotion", False), ("all_to_all_decomposer", False),
-])
-def test_hlo_collectives_by_instruction_name_not_compiler_passes(name: str, want: bool) -> None:
-    from tb_iotrace.analysis.collectives import is_collective
-    assert is_collective(name) is want
 
 
 def test_network_endpoints_and_code_are_not_a_ranks_data() -> None:

@@ -7,7 +7,7 @@ from tb_iotrace.analysis import rules
 from tb_iotrace.analysis.checkpoints import phase_findings
 from tb_iotrace.analysis.thresholds import Thresholds
 
-from test_checkpoints import MOUNTS, T0, make_trace
+from test_checkpoint_detection import MOUNTS, T0, make_trace
 
 KiB = 1 << 10
 

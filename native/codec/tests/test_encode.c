@@ -1,6 +1,6 @@
 /* tbio_encode_io_events: exact bytes of small cases, size pass == write pass, no
  * write past cap or when cap is short (run under ASan/UBSan with the sanitizer builds).
- * Byte-for-byte equality with the NumPy encoder is tests/unit/test_encode_native.py. */
+ * Byte-for-byte equality with the NumPy encoder is tests/unit/test_event_rows.py. */
 #include "check.h"
 #include "codec.h"
 

@@ -1,7 +1,7 @@
 """The XEvent rows of the I/O lines, written column-wise: one event per I/O call with its stats
 (:class:`EventColumns` in, serialized ``XLine.events`` bytes out), by the compiled codec
 (native/codec/encode.c) where it is built, else by NumPy; both write the same bytes
-(tests/unit/test_encode_native.py). :mod:`.encode` builds the lines and the record around them."""
+(tests/unit/test_event_rows.py). :mod:`.encode` builds the lines and the record around them."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -91,3 +91,47 @@ def test_objects_read_back_by_pydarshan(server: FileServer, sink: str, tmp_path:
     up_name, a_name = (next(k for k in recs if n in k) for n in ("up.bin", "a.bin"))
     assert rows[("POSIX", up_name, "POSIX_BYTES_WRITTEN")] == "70004"
     assert rows[("POSIX", a_name, "POSIX_BYTES_READ")] == "200000"
+
+
+# --------------------------------------------------------------------------- the records, directly
+
+def _req(obj: str, op: str, status: int, nbytes: int, start: int, end: int, rng: int = -1) -> dict:
+    return {"object": obj, "op": op, "status": status, "bytes": nbytes, "start_ns": start, "end_ns": end,
+            "range_start": rng}
+
+
+def test_posix_records_count_each_kind_of_request() -> None:
+    from tb_iotrace.export.darshan_objects import is_object_name, posix_records
+
+    zero = 1_000_000_000
+    a, b = "s3://bkt/a.bin", "gs://g/b.bin"
+    reqs = [_req(a, "GET", 206, 100, zero + 2_000_000_000, zero + 3_000_000_000, rng=1000),
+            _req(a, "GET", 200, 50, zero + 1_000_000_000, zero + 1_500_000_000),
+            _req(a, "GET", 404, 0, zero, zero + 100_000_000),                     # failed: metadata time
+            _req(a, "HEAD", 200, 0, zero, zero + 200_000_000),
+            _req(a, "PUT", 200, 2048, zero + 4_000_000_000, zero + 6_000_000_000),
+            _req(a, "MPU", 200, 0, zero, zero + 50_000_000),                      # create/complete: metadata
+            _req(b, "LIST", 200, 10, zero, zero + 10_000_000)]
+    recs = posix_records(reqs, zero)
+    assert [r["path"] for r in recs] == [b, a]                                   # one per object, by name
+    ra, rb = recs[1], recs[0]
+    assert ra["module"] == "POSIX"
+    assert ra["counters"] == {"POSIX_READS": 2, "POSIX_BYTES_READ": 150, "POSIX_SIZE_READ_100_1K": 1,
+                              "POSIX_SIZE_READ_0_100": 1, "POSIX_MAX_READ_TIME_SIZE": 100,
+                              "POSIX_MAX_BYTE_READ": 1099, "POSIX_STATS": 1, "POSIX_WRITES": 1,
+                              "POSIX_BYTES_WRITTEN": 2048, "POSIX_SIZE_WRITE_1K_10K": 1,
+                              "POSIX_MAX_WRITE_TIME_SIZE": 2048}
+    f = ra["fcounters"]
+    assert f["POSIX_F_READ_TIME"] == pytest.approx(1.5) and f["POSIX_F_MAX_READ_TIME"] == pytest.approx(1.0)
+    assert f["POSIX_F_META_TIME"] == pytest.approx(0.35)
+    assert (f["POSIX_F_READ_START_TIMESTAMP"], f["POSIX_F_READ_END_TIMESTAMP"]) == pytest.approx((1.0, 3.0))
+    assert (f["POSIX_F_WRITE_START_TIMESTAMP"], f["POSIX_F_WRITE_END_TIMESTAMP"]) == pytest.approx((4.0, 6.0))
+    assert rb["counters"] == {"POSIX_STATS": 1}                                  # a LIST is a stat
+    assert is_object_name(a) and is_object_name("https://h/p") and not is_object_name("/data/a.bin")
+
+
+def test_a_failed_stat_is_time_but_no_stat() -> None:
+    from tb_iotrace.export.darshan_objects import posix_records
+
+    (rec,) = posix_records([_req("s3://b/k", "HEAD", 0, 0, 0, 10)], 0)
+    assert rec["counters"] == {} and rec["fcounters"]["POSIX_F_META_TIME"] > 0

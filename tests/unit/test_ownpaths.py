@@ -11,7 +11,7 @@ from tb_iotrace.base.codepaths import code_paths
 from tb_iotrace.base.ownpaths import is_own_path
 
 from test_analysis import make_trace
-from test_checkpoints import MOUNTS, T0, MiB, save
+from test_checkpoint_detection import MOUNTS, T0, MiB, save
 
 WINDOW = "/root/.cache/tb_iotrace/staging/window-ab12/plugins/profile/2026_11_28_04_00_00/host.xplane.pb"
 PUBLISHED = "/logs/run1/plugins/profile/2026_11_28_04_00_00/host.xplane.pb"
