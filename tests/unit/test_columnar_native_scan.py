@@ -13,11 +13,10 @@ from tb_iotrace.store.codecs import codec
 from tb_iotrace.store.xplane import wire
 from tb_iotrace.store.xplane._proto import XEventMetadata, XLine, XPlane
 
-pytestmark = pytest.mark.skipif(codec() is None, reason="tb_iotrace._codec is not built")
-
-
 def scan(data: bytes) -> NativeScan:
-    ffi, lib = codec()  # type: ignore[misc]
+    built = codec()
+    assert built is not None, "tb_iotrace._codec is not built (native/build_codec.py)"
+    ffi, lib = built
     return NativeScan(ffi, lib, data)
 
 
