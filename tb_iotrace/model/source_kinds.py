@@ -73,11 +73,27 @@ def listed_kind(path: str | os.PathLike[str]) -> str:
     return kind_by_name(path) or CAPTURE
 
 
+# What may follow the length of an XSpace's first plane: an XPlane field's tag (id, name, lines,
+# event and stat metadata, stats) or, after an empty plane, the XSpace's next field.
+_PLANE_NEXT = frozenset((0x08, 0x0a, 0x12, 0x1a, 0x22, 0x2a, 0x32))
+
+
+def _is_xspace_head(head: bytes) -> bool:
+    """An XSpace's first bytes: field 1 (planes), length-delimited, then a plane's field tag (a
+    text starting with a blank line begins with the same byte, 0x0a, and is none)."""
+    if head[:1] != b"\x0a":
+        return False
+    for i in range(1, min(len(head), 11)):   # the plane's length, a varint of up to 10 bytes
+        if not head[i] & 0x80:
+            return i + 1 == len(head) or head[i + 1] in _PLANE_NEXT
+    return False
+
+
 def kind_by_head(head: bytes) -> str | None:
     """The kind a file's first bytes say (None when they say none)."""
     if head.lstrip().startswith(b"{"):
         return RECORD
-    if head[:1] == b"\x0a":     # XSpace field 1 (planes), length-delimited
+    if _is_xspace_head(head):
         return CAPTURE
     if len(head) >= 16 and head[:1].isdigit():
         if DARSHAN_MAGIC in (struct.unpack("<q", head[8:16])[0], struct.unpack(">q", head[8:16])[0]):

@@ -10,6 +10,7 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from tb_iotrace.model.source_kinds import RECORD, listed_kind
 from tb_iotrace.plugin import findings_worker
 from tb_iotrace.plugin.cache import file_key
 from tb_iotrace.plugin.records import total_size
@@ -62,7 +63,7 @@ def _store(key: tuple[Any, ...], out: dict[str, Any]) -> None:
 
 
 def _too_big(path: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
-    size = total_size(path) if path.endswith(".json") else key[1]
+    size = total_size(path) if listed_kind(path) == RECORD else key[1]
     if size > FINDINGS_MAX_BYTES:
         return {"findings": [], "message": (
             f"This capture is {size >> 20} MiB, above the tab's findings limit "
