@@ -29,10 +29,10 @@ from tb_iotrace.base.memory import one_trim
 from tb_iotrace.model.source_kinds import CAPTURE, KINETO, RECORD, listed_kind
 from tb_iotrace.store.logdir import RunInfo
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.plugin.torch_traces import load_kineto
-from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.plugin.tab_kineto import decode_kineto
+from tb_iotrace.plugin.tab_xplane import decode_xplane
 from tb_iotrace.plugin.tab_model import TabCapture
-from tb_iotrace.plugin.records import cache_key, load_record, total_size
+from tb_iotrace.plugin.tab_record import cache_key, decode_record, total_size
 from tb_iotrace.plugin.request_view import View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -85,7 +85,7 @@ def file_key(path: str) -> tuple[int, ...]:
 
 
 # the tab's decoding of each kind a scan lists
-_DECODERS: dict[str, Callable[[str, str], TabCapture]] = {CAPTURE: load_capture, KINETO: load_kineto, RECORD: load_record}
+_DECODERS: dict[str, Callable[[str, str], TabCapture]] = {CAPTURE: decode_xplane, KINETO: decode_kineto, RECORD: decode_record}
 
 
 def load_any(path: str, host: str) -> TabCapture:

@@ -47,7 +47,7 @@ def findings_of(path: str) -> dict[str, Any]:
     is_record = listed_kind(path) == RECORD
     if is_record:
         from tb_iotrace.store.runrecord import read_record
-        from tb_iotrace.plugin.records import record_trace
+        from tb_iotrace.plugin.tab_record import record_trace
 
         rec = read_record(path)
         partial = rec.partial
