@@ -9,8 +9,8 @@ The kinds, by the name a :class:`tb_iotrace.model.sources.Source` gives them:
 - :data:`RECORD` (``"record"``): a whole-run record of ``tb-iotrace run``
   (``<host>.<pid>[.execN].json``, its trace and file table beside it);
 - :data:`KINETO` (``"kineto"``): a PyTorch (Kineto) trace ``<worker>.<ts>.pt.trace.json[.gz]``;
-- :data:`DARSHAN` (``"darshan"``): a binary Darshan log, told by its header; no reader opens
-  it as a source: ``tb-iotrace import-darshan`` converts it to a capture first.
+- :data:`DARSHAN` (``"darshan"``): a binary Darshan log (``*.darshan``, or told by its header);
+  no reader opens it as a source: ``tb-iotrace import-darshan`` converts it to a capture first.
 
 Object-storage requests are no kind of file: every kind carries its own
 (:meth:`tb_iotrace.model.sources.Source.objects`).
@@ -21,7 +21,7 @@ Two questions, two functions:
   listed, by its name alone: the scan lists only these names and has read a record's head
   already, so nothing is opened (the tab asks it per request);
 - :func:`kind_of`: the kind of any file a user named, by its name where the name is specific
-  (``.pt.trace.json[.gz]``, ``.xplane.pb``) and else by its first bytes (``.json`` is any JSON:
+  (``.pt.trace.json[.gz]``, ``.xplane.pb``, ``.darshan``) and else by its first bytes (``.json`` is any JSON:
   a record starts with ``{``; a capture is a protobuf whose first field is its planes).
   A file of no known kind, or one that cannot be read, raises :class:`SourceError` (one line
   naming the file).
@@ -44,6 +44,7 @@ KINDS = (CAPTURE, RECORD, KINETO, DARSHAN)
 # A Darshan log's header starts with its format version (8 bytes, "3.41\0...") and the magic
 # number, an int64 in the writer's byte order (darshan-log-format.h: DARSHAN_MAGIC_NR).
 DARSHAN_MAGIC = 6567223
+DARSHAN_SUFFIX = ".darshan"
 HEAD_BYTES = 256        # what :func:`kind_of` reads of a file whose name does not say its kind
 
 UNKNOWN_FORMAT = ("unknown format (expected a logdir, a run directory, "
@@ -56,7 +57,8 @@ class SourceError(Exception):
 
 def kind_by_name(path: str | os.PathLike[str]) -> str | None:
     """The kind a file's name says: :data:`KINETO` for ``*.pt.trace.json[.gz]`` (not hidden),
-    :data:`CAPTURE` for ``*.xplane.pb``, :data:`RECORD` for any other ``*.json``; None else."""
+    :data:`CAPTURE` for ``*.xplane.pb``, :data:`RECORD` for any other ``*.json``,
+    :data:`DARSHAN` for ``*.darshan``; None else."""
     name = os.path.basename(os.fspath(path))
     if is_kineto_name(name):
         return KINETO
@@ -64,13 +66,16 @@ def kind_by_name(path: str | os.PathLike[str]) -> str | None:
         return CAPTURE
     if name.endswith(RECORD_SUFFIX):
         return RECORD
+    if name.endswith(DARSHAN_SUFFIX):
+        return DARSHAN
     return None
 
 
 def listed_kind(path: str | os.PathLike[str]) -> str:
     """The kind of a file the logdir scan listed, by its name (a capture unless the name says a
     trace or a record; nothing is read)."""
-    return kind_by_name(path) or CAPTURE
+    kind = kind_by_name(path)
+    return kind if kind in (RECORD, KINETO) else CAPTURE
 
 
 # What may follow the length of an XSpace's first plane: an XPlane field's tag (id, name, lines,
@@ -105,7 +110,7 @@ def kind_of(path: str | os.PathLike[str]) -> str:
     """The kind of the file ``path`` (see the module docstring); SourceError when it has none
     or cannot be read."""
     by_name = kind_by_name(path)
-    if by_name in (KINETO, CAPTURE):
+    if by_name in (KINETO, CAPTURE, DARSHAN):
         return by_name
     try:
         with open(path, "rb") as fh:
@@ -118,5 +123,5 @@ def kind_of(path: str | os.PathLike[str]) -> str:
     return kind
 
 
-__all__ = ["CAPTURE", "DARSHAN", "DARSHAN_MAGIC", "KINDS", "KINETO", "RECORD", "SourceError", "UNKNOWN_FORMAT",
+__all__ = ["CAPTURE", "DARSHAN", "DARSHAN_MAGIC", "DARSHAN_SUFFIX", "KINDS", "KINETO", "RECORD", "SourceError", "UNKNOWN_FORMAT",
            "kind_by_head", "kind_by_name", "kind_of", "listed_kind"]

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.model.open_source import open_source
-from tb_iotrace.model.source_kinds import (CAPTURE, DARSHAN, KINETO, RECORD, SourceError, kind_by_head, kind_by_name,
+from tb_iotrace.export import darshan_log
+from tb_iotrace.model.source_kinds import (CAPTURE, DARSHAN, DARSHAN_MAGIC, KINETO, RECORD, SourceError, kind_by_head, kind_by_name,
                                            kind_of, listed_kind)
 from tb_iotrace.store.logdir import scan
 
@@ -111,13 +112,15 @@ def test_a_darshan_log_is_named_with_the_command_that_converts_it(tmp_path: Path
     r = subprocess.run([sys.executable, "-m", "tb_iotrace", "export", str(DATA / "run_v1"), "--format", "darshan-log",
                         "-o", str(log)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert kind_by_name(log) is None and kind_of(log) == DARSHAN
+    assert kind_by_name(log) == kind_of(log) == DARSHAN and DARSHAN_MAGIC == darshan_log.MAGIC
     with pytest.raises(SourceError, match="a Darshan log.*tb-iotrace import-darshan"):
         open_source(str(log))
     # the magic in either byte order (a log written on a big-endian machine); not with the version digit gone
     head = log.read_bytes()[:16]
     assert kind_by_head(head[:8] + head[8:16][::-1]) == DARSHAN
     assert kind_by_head(b"x" + head[1:]) is None
+    renamed = log.rename(tmp_path / "job.log")          # told by its header without its name
+    assert kind_by_name(renamed) is None and kind_of(renamed) == DARSHAN
 
 
 @pytest.mark.parametrize("name,body", [
@@ -125,7 +128,7 @@ def test_a_darshan_log_is_named_with_the_command_that_converts_it(tmp_path: Path
     ("noise.bin", bytes(range(1, 256)) * 4),
     ("text.log", b"step 1 took 3 s\n"),
     ("notes.txt", b"\n  a text whose first byte is a capture's\n"),
-    ("short.darshan", b"3.41\0\0\0\0\x37"),          # a Darshan header cut before its magic ends
+    ("short.log", b"3.41\0\0\0\0\x37"),              # a Darshan header cut before its magic ends
 ])
 def test_an_unknown_file_gets_one_line(tmp_path: Path, name: str, body: bytes) -> None:
     path = tmp_path / name
@@ -160,3 +163,13 @@ def test_a_corrupt_file_of_each_kind_is_a_source_error(tmp_path: Path, rel: str)
             s.io_trace()
             s.files()
     assert str(path) in str(err.value)
+
+
+def test_darshans_own_logs_are_told_by_their_header() -> None:
+    """The logs PyDarshan ships (written by Darshan itself, not by our exporter) are Darshan
+    logs by their first bytes alone."""
+    darshan = pytest.importorskip("darshan")
+    logs = sorted((Path(darshan.__file__).parent / "examples" / "example_logs").glob("*.darshan"))
+    assert logs
+    for log in logs:
+        assert kind_by_head(log.read_bytes()[:256]) == DARSHAN, log.name
