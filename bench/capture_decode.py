@@ -1,6 +1,6 @@
-"""One capture's decode for the I/O tab (``tb_iotrace.plugin.capture_load.load_capture``), two
+"""One capture's decode for the I/O tab (``tb_iotrace.plugin.tab_xplane.decode_xplane``), two
 checkouts side by side: the cold "All hosts" switch of ``bench/plugin_hosts.py`` is 64 of these.
-With ``--analysis``, the analysis's read of a capture (``analysis.capture_reader.load_for_analysis``).
+With ``--analysis``, the analysis's read of a capture (``analysis.slim_xspace.read_slim_xspace``).
 
     python bench/capture_decode.py --old /work/main --captures /tmp/hosts/plugins/profile/*/
 
@@ -24,7 +24,8 @@ import importlib
 
 
 def first(*names):
-    # a checkout from before the layer folders (2026-11-26) has the older module names
+    # older checkouts have older module names: before the layer folders (2026-11-26), and before
+    # the readers were named by what they yield (2026-11-28)
     for name in names:
         try:
             return importlib.import_module(name)
@@ -33,15 +34,17 @@ def first(*names):
     raise ImportError(names)
 
 
-load_capture = first("tb_iotrace.plugin.capture_load", "tb_iotrace.plugin." + "model").load_capture
+tab = first("tb_iotrace.plugin.tab_xplane", "tb_iotrace.plugin.capture_load", "tb_iotrace.plugin." + "model")
+decode = getattr(tab, "decode_xplane", None) or getattr(tab, "load_capture")
 if sys.argv[1] == "analysis":   # the analysis's read of a capture instead of the tab's
-    reader = first("tb_iotrace.analysis.capture_reader", "tb_iotrace.analysis." + "source")
-    load_capture = lambda f, host: reader.load_for_analysis(f)   # noqa: E731
+    reader = first("tb_iotrace.analysis.slim_xspace", "tb_iotrace.analysis.capture_reader", "tb_iotrace.analysis." + "source")
+    read = getattr(reader, "read_slim_xspace", None) or getattr(reader, "load_for_analysis")
+    decode = lambda f, host: read(f)   # noqa: E731
 files = sys.argv[2:]
-load_capture(files[0], "h")  # imports, first-touch of the file pages
+decode(files[0], "h")  # imports, first-touch of the file pages
 c = time.process_time()
 for f in files:
-    load_capture(f, "h")
+    decode(f, "h")
 print((time.process_time() - c) / len(files))
 """
 
@@ -61,7 +64,7 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=16, help="captures decoded per process")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--analysis", action="store_true",
-                    help="time the analysis's read (analysis.capture_reader.load_for_analysis), not the tab's")
+                    help="time the analysis's read (analysis.slim_xspace.read_slim_xspace), not the tab's")
     args = ap.parse_args()
     files = sorted(str(p) for p in Path(args.captures).glob("*.xplane.pb"))[:args.files]
     if not files:

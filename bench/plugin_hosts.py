@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO / "tests" / "browser"))
 from cdp import Browser  # noqa: E402
 from plugin_timeline import free_port, proc_cpu, proc_mem  # noqa: E402
 
-from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.plugin.tab_xplane import decode_xplane
 from tb_iotrace.plugin.synthetic import make_logdir
 
 GPU = REPO / "tests" / "data" / "gpu_multi_worker.xplane.pb"
@@ -185,11 +185,11 @@ def main() -> int:
     with (contextlib.nullcontext(keep) if keep is not None else work_dir("tbio-hosts-", None, False)) as d:
         files = build(d, args.hosts, args.events)
         total = sum(p.stat().st_size for p in files)
-        one = load_capture(str(files[0]), "h").nbytes()
+        one = decode_xplane(str(files[0]), "h").nbytes()
         decode_cpu = []
         for p in files[1:4]:
             c = time.process_time()
-            load_capture(str(p), "h")
+            decode_xplane(str(p), "h")
             decode_cpu.append(time.process_time() - c)
         print(f"{args.hosts} hosts x (GPU capture + {args.events} I/O calls): {total / 2**20:.0f} MiB of captures; "
               f"one decoded capture counts {one / 2**20:.1f} MiB")

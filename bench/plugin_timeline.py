@@ -50,7 +50,7 @@ PREFETCH_DELAY_S = 3.0
 MEM_SCRIPT = """
 import json, os, sys, time, tracemalloc
 from tb_iotrace.model import columnar as decode
-from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.plugin.tab_xplane import decode_xplane
 def rss():
     d = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
     return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024
@@ -60,7 +60,7 @@ if traced:
     tracemalloc.start()
 t = time.perf_counter()
 c = time.process_time()
-cap = load_capture(sys.argv[1], "h")
+cap = decode_xplane(sys.argv[1], "h")
 dt = time.perf_counter() - t
 cpu = time.process_time() - c
 cur, peak = tracemalloc.get_traced_memory() if traced else (0, 0)

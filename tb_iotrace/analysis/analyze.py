@@ -25,7 +25,7 @@ from tb_iotrace.analysis.checkpoints.phase_table import render as render_checkpo
 from tb_iotrace.analysis.context import Context, fs_table, stages_table, steps_table
 from tb_iotrace.analysis.mounts import table_for
 from tb_iotrace.analysis.rules import evaluate
-from tb_iotrace.analysis.capture_reader import load_for_analysis
+from tb_iotrace.analysis.slim_xspace import read_slim_xspace
 from tb_iotrace.analysis.thresholds import DEFAULT, Thresholds
 from tb_iotrace.analysis.verdict import verdict
 from tb_iotrace.analysis.worker_advice import NO_MORE
@@ -110,7 +110,7 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     th = thresholds or DEFAULT
     if isinstance(space, (str, os.PathLike)):
         # columns, not a protobuf object per I/O event: ~3x the file in memory instead of ~12x
-        space, from_file = load_for_analysis(space)
+        space, from_file = read_slim_xspace(space)
         trim_memory()      # the decoder's freed columns, before the analysis allocates its own
         if trace is None:
             if from_file is None:

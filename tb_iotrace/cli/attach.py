@@ -223,11 +223,14 @@ class Attach(Command):
         """The report of what was written (its text, as ``tb-iotrace report`` prints it)."""
         from tb_iotrace.cli.report import Report
 
+        from tb_iotrace.model.source_kinds import CAPTURE, KINETO, RECORD, kind_by_name
+
         seen = set()
         for out in outputs:
-            if out.endswith(".pt.trace.json"):
+            kind = kind_by_name(out)
+            if kind == KINETO:    # its folder: the trace's processes, as the tab lists them
                 path = os.path.dirname(out)
-            elif out.endswith((".xplane.pb", ".json")):
+            elif kind in (CAPTURE, RECORD):
                 path = out
             else:                 # the framework's other files of a capture (trace.json.gz, ...)
                 continue

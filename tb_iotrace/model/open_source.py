@@ -14,6 +14,9 @@ PATH may be:
   (``<worker>.<ns>.pt.trace.json[.gz]``), or the folder of such traces: one host per process
   that recorded I/O (``<trace name>/pid<N>``, ``<worker>`` for the main process);
 - a URL (``s3://``, ``gs://``, ...), read through its local mirror.
+
+Which kind a file is, :mod:`tb_iotrace.model.source_kinds` says (a Darshan log is named as one,
+with the command that converts it).
 """
 from __future__ import annotations
 
@@ -21,10 +24,11 @@ import os
 from pathlib import Path
 
 from tb_iotrace.base.safenames import printable
+from tb_iotrace.model.source_kinds import CAPTURE, DARSHAN, KINETO, RECORD, kind_by_name, kind_of, listed_kind
 from tb_iotrace.model.sources import CaptureSource, RecordSource, Source, SourceError, TorchTraceSource
 from tb_iotrace.store import remote
 from tb_iotrace.store.kineto import KinetoTraceError, io_record, trace_rank
-from tb_iotrace.store.logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_kineto_name, is_read_name, scan
+from tb_iotrace.store.logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_read_name, scan
 from tb_iotrace.store.runrecord import RECORD_RUN, RECORD_SUFFIX, find_records
 
 SKIPPED = "tb-iotrace: skipped "     # how the scan names a file it skips, on stderr
@@ -63,7 +67,7 @@ def _kineto_folder(folder: Path, run: str) -> list[Source]:
     out: list[Source] = []
     errors = []
     for p in sorted(folder.iterdir()):
-        if is_kineto_name(p.name) and p.is_file():
+        if kind_by_name(p) == KINETO and p.is_file():
             try:
                 out.extend(kineto_sources(p, run))
             except SourceError as exc:
@@ -85,7 +89,7 @@ def _record_sources(folder: Path, run: str) -> list[Source]:
 def _xplane_sources(folder: Path, run: str) -> list[Source]:
     out = []
     for p in sorted(folder.iterdir()):
-        if p.name.endswith(XPLANE_SUFFIX) and not p.name.startswith(".") and p.is_file():
+        if kind_by_name(p) == CAPTURE and not p.name.startswith(".") and p.is_file():
             out.append(CaptureSource(run=run, host=p.name[: -len(XPLANE_SUFFIX)], path=str(p)))
     return out
 
@@ -97,33 +101,17 @@ def _scan_logdir(root: Path) -> list[Source]:
     out: list[Source] = []
     runs, _ = scan(str(root), records=True, kineto=True)
     for r in runs:
-        if r.kind == "kineto":
-            for _, fpath in sorted(r.hosts.items()):
+        for host, fpath in sorted(r.hosts.items()):
+            kind = listed_kind(fpath)
+            if kind == KINETO:
                 try:
                     out.extend(kineto_sources(Path(fpath), r.run))
                 except SourceError as exc:
                     sys.stderr.write(f"{SKIPPED}{printable(exc)}\n")
-            continue
-        for host, fpath in sorted(r.hosts.items()):
-            out.append((RecordSource if r.kind == "record" else CaptureSource)(run=r.run, host=host, path=fpath))
+            else:
+                out.append((RecordSource if kind == RECORD else CaptureSource)(run=r.run, host=host, path=fpath))
     out.sort(key=lambda s: (s.run, s.host))
     return out
-
-
-def _sniff(path: Path) -> str:
-    """'xplane', 'record' or '' for a file of unknown format."""
-    if path.name.endswith(XPLANE_SUFFIX):
-        return "xplane"
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(256)
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if head.lstrip().startswith(b"{"):
-        return "record"
-    if head[:1] == b"\x0a":  # XSpace field 1 (planes), length-delimited
-        return "xplane"
-    return ""
 
 
 def open_source(path: str, run: str | None = None, host: str | None = None) -> list[Source]:
@@ -145,14 +133,14 @@ def open_source(path: str, run: str | None = None, host: str | None = None) -> l
     p = Path(path)
     if not p.exists():
         raise SourceError(f"{path}: no such file or directory")
-    if p.is_file() and is_kineto_name(p.name):
-        sources = kineto_sources(p, p.parent.name or ".")
-    elif p.is_file():
-        kind = _sniff(p)
-        if not kind:
-            raise SourceError(f"{path}: unknown format (expected a logdir, a run directory, "
-                            f"a .xplane.pb capture or a tb_iotrace run record .json)")
-        if kind == "xplane":
+    if p.is_file():
+        kind = kind_of(path)
+        if kind == DARSHAN:
+            raise SourceError(f"{path}: a Darshan log, read once converted to a capture: "
+                              f"tb-iotrace import-darshan {path} --logdir DIR")
+        if kind == KINETO:
+            sources = kineto_sources(p, p.parent.name or ".")
+        elif kind == CAPTURE:
             name = p.name[: -len(XPLANE_SUFFIX)] if p.name.endswith(XPLANE_SUFFIX) else p.stem
             sources: list[Source] = [CaptureSource(run=p.parent.name or ".", host=name, path=str(p))]
         else:

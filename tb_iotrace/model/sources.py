@@ -7,7 +7,8 @@ Each gives the same things: its XSpace when it has a timeline, its I/O calls (an
 and as columns), its per-file counters (as dicts, and as columns for a record), what it dropped
 or could not track, and the facts of its process. The kinds are known here and nowhere above:
 the report, the exports and the fleet ask these methods, never the kind. Finding sources under a
-path is :func:`tb_iotrace.model.open_source.open_source`.
+path is :func:`tb_iotrace.model.open_source.open_source`, which file is which kind
+:mod:`tb_iotrace.model.source_kinds`.
 
 An unreadable source raises :class:`SourceError`, one line naming the file.
 """
@@ -21,16 +22,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from tb_iotrace.model.source_kinds import CAPTURE, KINETO, RECORD, SourceError
 from tb_iotrace.store.filetable import FileTable
 from tb_iotrace.store.kineto import KinetoTraceError
 from tb_iotrace.store.runrecord import RecordError, RunRecord, checked_trace, read_record, record_window
 
 # The columns of a source's I/O calls (absolute epoch ns times), as :meth:`Source.io_columns` gives them.
 IO_COLUMNS = ("start_ns", "end_ns", "op", "path", "offset", "requested", "returned", "fd", "errno", "tid")
-
-
-class SourceError(Exception):
-    """A source that cannot be read: one line naming the file."""
 
 
 @dataclass
@@ -40,7 +38,7 @@ class Source:
     path: str
     notes: list[str] = field(default_factory=list)
     shown: str | None = None                # the URL a remote source was fetched from (reports name it)
-    kind: ClassVar[str] = ""                # "xplane", "record" or "kineto": a name for reports, never a branch
+    kind: ClassVar[str] = ""                # source_kinds' CAPTURE, RECORD or KINETO: a name for reports, never a branch
 
     @property
     def name(self) -> str:
@@ -201,7 +199,7 @@ class Source:
 class CaptureSource(Source):
     """A profile capture (``<host>.xplane.pb``) of TensorFlow, JAX or a converted trace."""
 
-    kind: ClassVar[str] = "xplane"
+    kind: ClassVar[str] = CAPTURE
     _space: Any = field(default=None, repr=False)
     _trace: Any = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
@@ -259,7 +257,7 @@ class CaptureSource(Source):
 class RecordSource(Source):
     """One process's whole-run record (``tb-iotrace run``): its JSON and, when kept, its trace."""
 
-    kind: ClassVar[str] = "record"
+    kind: ClassVar[str] = RECORD
     _record: RunRecord | None = field(default=None, repr=False)
     _trace: Any = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
@@ -451,7 +449,7 @@ class TorchTraceSource(Source):
     """One process of a PyTorch (Kineto) trace written by ``tb_iotrace.torch.trace_handler``:
     the main process (whose timeline the trace is) or a DataLoader worker."""
 
-    kind: ClassVar[str] = "kineto"
+    kind: ClassVar[str] = KINETO
     proc: dict[str, Any] = field(default_factory=dict)    # this process's part of the tb_iotrace record
     _trace: Any = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)

@@ -26,12 +26,13 @@ from typing import Callable
 
 from tb_iotrace.store import logdir, remote
 from tb_iotrace.base.memory import one_trim
-from tb_iotrace.store.logdir import RunInfo, is_kineto_path, is_record_path
+from tb_iotrace.model.source_kinds import CAPTURE, KINETO, RECORD, listed_kind
+from tb_iotrace.store.logdir import RunInfo
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.plugin.torch_traces import load_kineto
-from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.plugin.tab_kineto import decode_kineto
+from tb_iotrace.plugin.tab_xplane import decode_xplane
 from tb_iotrace.plugin.tab_model import TabCapture
-from tb_iotrace.plugin.records import cache_key, load_record, total_size
+from tb_iotrace.plugin.tab_record import cache_key, decode_record, total_size
 from tb_iotrace.plugin.request_view import View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -77,24 +78,27 @@ def _nbytes(value: TabCapture | XPlaneError) -> int:
 def file_key(path: str) -> tuple[int, ...]:
     """What must stay the same for a loaded capture to stay valid: size and mtime of the
     file (of a record: of its JSON and of its trace)."""
-    if is_record_path(path):
+    if listed_kind(path) == RECORD:
         return cache_key(path)
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
 
 
+# the tab's decoding of each kind a scan lists
+_DECODERS: dict[str, Callable[[str, str], TabCapture]] = {CAPTURE: decode_xplane, KINETO: decode_kineto, RECORD: decode_record}
+
+
 def load_any(path: str, host: str) -> TabCapture:
-    """A profile capture (``.xplane.pb``), a whole-run record (``.json``) or a PyTorch trace
-    (``.pt.trace.json[.gz]``), loaded."""
-    if is_kineto_path(path):
-        return load_kineto(path, host)
-    return load_record(path, host) if is_record_path(path) else load_capture(path, host)
+    """A file the scan listed, decoded for the tab as the kind the model says it is
+    (:func:`tb_iotrace.model.source_kinds.listed_kind`): a profile capture (``.xplane.pb``),
+    a whole-run record (``.json``) or a PyTorch trace (``.pt.trace.json[.gz]``)."""
+    return _DECODERS[listed_kind(path)](path, host)
 
 
 def _lazy(name: str) -> bool:
     """Files of a URL logdir fetched only when the tab opens them: all but the records' JSON
     (the scan reads its head to tell a record)."""
-    return not is_record_path(name)
+    return listed_kind(name) != RECORD
 
 
 class LogdirIndex:
@@ -245,7 +249,7 @@ class LogdirIndex:
                 newest = max(runs, key=lambda r: (r.mtime, r.run))
                 files, total = [], 0
                 for host, path in sorted(newest.hosts.items()):  # as many hosts as fit
-                    total += total_size(path) if is_record_path(path) else os.path.getsize(path)
+                    total += total_size(path) if listed_kind(path) == RECORD else os.path.getsize(path)
                     if total > min(max_bytes, self.max_bytes):
                         break
                     files.append((host, path))

@@ -10,11 +10,12 @@ import time
 from collections import OrderedDict
 from typing import Any
 
+from tb_iotrace.model.source_kinds import RECORD, listed_kind
 from tb_iotrace.plugin import findings_worker
 from tb_iotrace.plugin.cache import file_key
-from tb_iotrace.plugin.records import total_size
+from tb_iotrace.plugin.tab_record import total_size
 
-# tb_iotrace.analysis reads the capture file column-wise (tb_iotrace.analysis.capture_reader: about 4.4x
+# tb_iotrace.analysis reads the capture file column-wise (tb_iotrace.analysis.slim_xspace: about 4.4x
 # the file at its peak, a few seconds per million I/O events), in a child process (see
 # .findings_worker) so TensorBoard's own memory and request latency are untouched, one at a time
 # per capture; captures above this size point to the CLI instead.
@@ -62,7 +63,7 @@ def _store(key: tuple[Any, ...], out: dict[str, Any]) -> None:
 
 
 def _too_big(path: str, key: tuple[Any, ...]) -> dict[str, Any] | None:
-    size = total_size(path) if path.endswith(".json") else key[1]
+    size = total_size(path) if listed_kind(path) == RECORD else key[1]
     if size > FINDINGS_MAX_BYTES:
         return {"findings": [], "message": (
             f"This capture is {size >> 20} MiB, above the tab's findings limit "

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 import tb_iotrace
 from tb_iotrace.model.endpoints import is_endpoint
+from tb_iotrace.model.source_kinds import RECORD, listed_kind
 
 # The package root this process imported tb_iotrace from: the child must use the same code.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
@@ -43,9 +44,10 @@ def findings_of(path: str) -> dict[str, Any]:
 
     partial = False
     rank = None
-    if path.endswith(".json"):
+    is_record = listed_kind(path) == RECORD
+    if is_record:
         from tb_iotrace.store.runrecord import read_record
-        from tb_iotrace.plugin.records import record_trace
+        from tb_iotrace.plugin.tab_record import record_trace
 
         rec = read_record(path)
         partial = rec.partial
@@ -60,7 +62,7 @@ def findings_of(path: str) -> dict[str, Any]:
 
         return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
     d = a.to_dict()
-    if rank is None and a.checkpoints and not path.endswith(".json"):
+    if rank is None and a.checkpoints and not is_record:
         rank = _capture_rank(path)
     notes = list(d.get("notes", []))
     if partial:
@@ -68,7 +70,7 @@ def findings_of(path: str) -> dict[str, Any]:
                         + (f"from its counters up to the last periodic flush ({rec.trace_missing})." if rec.trace_missing
                            else "from its counters and calls up to the last periodic flush."))
     verdict = d.get("verdict") or None
-    if rank is None and verdict and verdict.get("collectives") and not path.endswith(".json"):
+    if rank is None and verdict and verdict.get("collectives") and not is_record:
         rank = _capture_rank(path)      # a rank of a distributed job: its job verdict needs it
     return {"findings": d["findings"], "notes": notes, "verdict": verdict,
             "message": "No findings for this capture." if not d["findings"] else "",

@@ -258,19 +258,11 @@ def _sessions(logdir: str, root_real: str, prof: str) -> list[RunInfo]:
     return out
 
 
-def is_record_path(path: str) -> bool:
-    return path.endswith(RECORD_SUFFIX) and not is_kineto_path(path)
-
-
-def is_kineto_path(path: str) -> bool:
-    return is_kineto_name(os.path.basename(path))
-
-
 def run_name(rel_parent: str, name: str) -> str:
     """The run name of ``name`` (a session or the record folder) under ``rel_parent``."""
     return name if rel_parent in (".", "") else f"{rel_parent.replace(os.sep, '/')}/{name}"
 
 
 __all__ = ["BadName", "KINETO_SUFFIXES", "MAX_DEPTH", "RECORD_RUN", "RunInfo", "XPLANE_SUFFIX", "check_name",
-           "inside", "is_kineto_name", "is_kineto_path", "is_record_path", "kineto_stem", "kineto_worker",
+           "inside", "is_kineto_name", "kineto_stem", "kineto_worker",
            "run_name", "scan"]

@@ -93,7 +93,7 @@ def check_step_numbering(capture: str, nums: list[int], tmp: Path) -> None:
     import io
 
     from tb_iotrace.cli import main
-    from tb_iotrace.plugin.capture_load import load_capture
+    from tb_iotrace.plugin.tab_xplane import decode_xplane
 
     def cli(*args: str) -> str:
         out = io.StringIO()
@@ -115,7 +115,7 @@ def check_step_numbering(capture: str, nums: list[int], tmp: Path) -> None:
     assert [e["name"] for e in exported] == [f"step {n}" for n in nums]
     batches = sorted(e["ts"] for e in events if e["ph"] == "X" and e["name"] == "Profiled batch")
     assert [round(e["ts"], 3) for e in exported] == [round(t, 3) for t in batches]
-    tab = load_capture(capture, "host")
+    tab = decode_xplane(capture, "host")
     assert [s["name"] for s in tab.steps] == [str(n) for n in nums]      # the tab shows "step <name>"
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from tb_iotrace.analysis import FINDING_IDS, MountTable, Thresholds, analyze, parse_mountinfo, stage_name
 from tb_iotrace.analysis.thresholds import DEFAULT
-from tb_iotrace.analysis.capture_reader import load_for_analysis
+from tb_iotrace.analysis.slim_xspace import read_slim_xspace
 from tb_iotrace.store.xplane import HOST_PLANE, TASK_ENV_PLANE, IoTrace, ThreadInfo, XEventMetadata, XSpace, XStatMetadata, add_io_to_space, find_plane, load_xspace, read_io_data, thread_line_id
 
 MOUNTINFO = """\
@@ -255,7 +255,7 @@ def test_file_is_read_column_wise_like_the_protobuf_reader(tmp_path) -> None:
     path, _ = _capture_file(tmp_path)
     space = load_xspace(path)
     want = read_io_data(space)
-    slim, got = load_for_analysis(path)
+    slim, got = read_slim_xspace(path)
     for col in ("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid"):
         assert np.array_equal(getattr(got, col), getattr(want, col)), col
     assert (got.threads, got.counters, got.dropped, got.mounts) == (want.threads, want.counters, want.dropped,
@@ -278,7 +278,7 @@ def test_file_without_io_data(tmp_path) -> None:
     sp.planes.add(id=2, name=HOST_PLANE).lines.add(id=1, name="python")
     path.write_bytes(sp.SerializeToString())
     assert analyze(str(path)) is None
-    assert load_for_analysis(path)[1] is None
+    assert read_slim_xspace(path)[1] is None
 
 
 def test_events_that_differ_from_their_kind_read_back_exactly(tmp_path) -> None:
@@ -300,7 +300,7 @@ def test_events_that_differ_from_their_kind_read_back_exactly(tmp_path) -> None:
     path = tmp_path / "kinds.xplane.pb"
     path.write_bytes(sp.SerializeToString())
     want = read_io_data(load_xspace(path))
-    _, got = load_for_analysis(path)
+    _, got = read_slim_xspace(path)
     for col in ("op", "path", "offset", "requested", "returned", "fd", "errno", "start_ns", "end_ns", "tid"):
         assert np.array_equal(getattr(got, col), getattr(want, col)), col
         assert np.array_equal(getattr(got, col), getattr(tr, col)), col

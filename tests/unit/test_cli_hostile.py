@@ -334,7 +334,7 @@ def test_record_trace_op_and_file_ids_out_of_range_read_the_same_everywhere(tmp_
     outside the path table is no file, in both. Before, the exports' conversion indexed the tables
     as they came: a negative op id took the last op's name, one past the end raised IndexError."""
     from tb_iotrace.model.open_source import open_source
-    from tb_iotrace.plugin.records import load_record
+    from tb_iotrace.plugin.tab_record import decode_record
 
     root = make_record(tmp_path / "r", n=6)
     npz = root / "plugins" / "iotrace" / "h.1.npz"
@@ -347,6 +347,6 @@ def test_record_trace_op_and_file_ids_out_of_range_read_the_same_everywhere(tmp_
     cols, _ = src.io_columns()
     assert cols["op"].tolist() == ["pread64", "write", "?", "?", "pread64", "write"]
     assert cols["path"].tolist() == ["/d/f0", "", "", "", "/d/f1", "/d/f2"]
-    io = load_record(str(root / "plugins" / "iotrace" / "h.1.json"), "h").io
+    io = decode_record(str(root / "plugins" / "iotrace" / "h.1.json"), "h").io
     assert [io.ops[o] for o in io.op.tolist()] == cols["op"].tolist()   # one tid, already in start order
     assert [io.paths[p] if p >= 0 else "" for p in io.path.tolist()] == cols["path"].tolist()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tb_iotrace.model.columnar as columnar
-from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.plugin.tab_xplane import decode_xplane
 from tb_iotrace.plugin.synthetic import make_logdir
 from tb_iotrace.store.xplane import XPlaneError
 
@@ -21,7 +21,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 def outcome(path: Path, native: bool, monkeypatch) -> tuple:
     monkeypatch.setattr(columnar, "USE_NATIVE", native)
     try:
-        cap = load_capture(str(path), "h")
+        cap = decode_xplane(str(path), "h")
     except (XPlaneError, ValueError, IndexError, KeyError, OverflowError, TypeError, AttributeError):
         return ("rejected",)   # what the tab's cache keeps as a 422 (plugin.cache.LogdirIndex.capture)
     return ("accepted", [(ln.key, len(ln), int(ln.start.sum()), int(ln.end.sum())) for ln in cap.lanes],

@@ -1,5 +1,5 @@
 """One decoder of the I/O events (tb_iotrace.model.io_events): the tab's I/O table
-(plugin.capture_load) and the analysis's trace (analysis.capture_reader) hold the same calls, and both
+(plugin.tab_xplane) and the analysis's trace (analysis.slim_xspace) hold the same calls, and both
 equal the protobuf reader's (read_io_data), on every capture of tests/data (TensorFlow, JAX,
 with and without I/O), a TensorFlow capture with I/O merged in, a PyTorch trace converted to
 a capture, and a hand-made format /1 capture."""
@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tb_iotrace.analysis.capture_reader import load_for_analysis
-from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.analysis.slim_xspace import read_slim_xspace
+from tb_iotrace.plugin.tab_xplane import decode_xplane
 from tb_iotrace.plugin.synthetic import make_logdir
 from tb_iotrace.store.kineto_xspace import read_xspace
 from tb_iotrace.store.xplane import HOST_PLANE, IO_STAT, XSpace, load_xspace, read_io_data
@@ -80,7 +80,7 @@ def capture(name: str, tmp_path: Path) -> Path:
 
 
 def tab_calls(path: Path) -> dict[str, np.ndarray] | None:
-    io = load_capture(str(path), "h").io
+    io = decode_xplane(str(path), "h").io
     if io is None:
         return None
     ops = np.array(list(io.ops) + [""], dtype=object)
@@ -96,7 +96,7 @@ VALUES = ("op", "path", "offset", "requested", "returned", "fd", "errno", "tid")
 def test_tab_and_analysis_decode_the_same_calls(name, tmp_path) -> None:
     path = capture(name, tmp_path)
     tab = tab_calls(path)
-    _, trace = load_for_analysis(path)
+    _, trace = read_slim_xspace(path)
     reference = read_io_data(load_xspace(path))
     if reference is None or not len(reference):
         assert tab is None and (trace is None or not len(trace)), name
@@ -120,7 +120,7 @@ def test_tab_and_analysis_decode_the_same_calls(name, tmp_path) -> None:
 
 def test_format_1_reads_back_as_written(tmp_path) -> None:
     path = capture("format_1", tmp_path)
-    _, trace = load_for_analysis(path)
+    _, trace = read_slim_xspace(path)
     assert trace is not None
     want = list(zip(*V1_CALLS))
     for k, col in enumerate(("op", "path", "offset", "requested", "returned", "fd", "errno")):

@@ -110,7 +110,7 @@ def test_a_window_capture_carries_the_calls_made_during_it():
 
     import numpy as np
 
-    from tb_iotrace.analysis.capture_reader import load_for_analysis
+    from tb_iotrace.analysis.slim_xspace import read_slim_xspace
     from tb_iotrace.store.xplane import XSpace, io_space_bytes, read_io_data
     from tb_iotrace.store.xplane.iotrace import IoTrace
 
@@ -129,5 +129,5 @@ def test_a_window_capture_carries_the_calls_made_during_it():
     with tempfile.NamedTemporaryFile(suffix=".xplane.pb") as fh:
         fh.write(data)
         fh.flush()
-        _, got = load_for_analysis(fh.name)
+        _, got = read_slim_xspace(fh.name)
     assert got is not None and got.checkpoint_calls == calls

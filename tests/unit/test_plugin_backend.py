@@ -557,9 +557,9 @@ def test_steps_with_and_without_markers(client):
 def test_steps_fallback_windows(gpu_capture, tmp_path):
     from tb_iotrace.plugin.endpoints import timeline, bandwidth as timeseries
     from tb_iotrace.plugin.request_view import make_view
-    from tb_iotrace.plugin.capture_load import load_capture
+    from tb_iotrace.plugin.tab_xplane import decode_xplane
     src = make_logdir(tmp_path, gpu_capture, n_events=1000)
-    cap = load_capture(str(src), "h")
+    cap = decode_xplane(str(src), "h")
     cap.steps = []
     s = timeseries.steps_impl(make_view("r", [("h", cap)]), windows=10)
     assert not s["has_steps"] and "No step markers" in s["message"]
@@ -859,7 +859,7 @@ def _tf_read(get, run, host, cap, io_lanes, data):
 
 MEM_SCRIPT = textwrap.dedent("""
     import json, os, sys, tracemalloc
-    from tb_iotrace.plugin.capture_load import load_capture
+    from tb_iotrace.plugin.tab_xplane import decode_xplane
     from tb_iotrace.plugin.endpoints import timeline, bandwidth as timeseries
     from tb_iotrace.plugin.request_view import make_view
     def rss():
@@ -869,7 +869,7 @@ MEM_SCRIPT = textwrap.dedent("""
     path = sys.argv[1]
     base, _ = rss()
     tracemalloc.start()
-    cap = load_capture(path, "h")
+    cap = decode_xplane(path, "h")
     view = make_view("r", [("h", cap)])
     timeline.timeline_impl(view, None, None, 1500)
     timeseries.bandwidth_impl(view, None, None, 500)

@@ -387,9 +387,9 @@ def test_lazy_event_metadata_reads_the_same_back(gpu_capture, monkeypatch):
 def test_capture_event_details_read_their_metadata_back(gpu_capture):
     """The tab's captures keep no parsed event metadata; an event's details read its
     metadata's stats back from the file, as the full decode has them."""
-    from tb_iotrace.plugin.capture_load import load_capture
+    from tb_iotrace.plugin.tab_xplane import decode_xplane
 
-    cap = load_capture(str(gpu_capture), "h")
+    cap = decode_xplane(str(gpu_capture), "h")
     full = {p.index: p.meta for p in D.decode_xspace(gpu_capture).planes}
     assert cap.md_files and all(len(m.event_metadata) == 0 for m in cap.planes.values())
     checked = 0

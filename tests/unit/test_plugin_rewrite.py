@@ -33,7 +33,7 @@ print(dict(seen), flush=True)
 # The findings' child and `tb-iotrace report`: the analysis's reader, same loop.
 ANALYSIS = r"""
 import sys, time, collections
-from tb_iotrace.analysis.capture_reader import load_for_analysis
+from tb_iotrace.analysis.slim_xspace import read_slim_xspace
 from tb_iotrace.store.xplane import XPlaneError
 
 path = sys.argv[1] + "/plugins/profile/r/h.xplane.pb"
@@ -41,7 +41,7 @@ stop = time.monotonic() + float(sys.argv[2])
 seen = collections.Counter()
 while time.monotonic() < stop:
     try:
-        load_for_analysis(path)
+        read_slim_xspace(path)
         seen[200] += 1
     except XPlaneError:
         seen[422] += 1

@@ -1,4 +1,5 @@
-"""Reading a capture file for the analysis without a protobuf object per I/O event.
+"""A capture file read for the analysis as a slim XSpace and an IoTrace, without a protobuf object
+per I/O event (:func:`read_slim_xspace`).
 
 ``load_xspace`` + ``read_io_data`` cost about 12x the file in memory and 10 s per million I/O
 events (upb messages for every event, then a Python loop over them). The analysis needs the
@@ -99,7 +100,7 @@ def _reader(fh, path: str):
     return read
 
 
-def load_for_analysis(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
+def read_slim_xspace(path: str | os.PathLike) -> tuple[XSpace, IoTrace | None]:
     """(slim XSpace, I/O trace or None) of a capture file; see the module docstring.
     Raises :class:`tb_iotrace.store.xplane.XPlaneError` for a file that cannot be read."""
     # the columnar decoder; its package imports tensorboard (a dependency), hence not at module level

@@ -1,8 +1,10 @@
-"""Decoding one capture file into the tab's :class:`~tb_iotrace.plugin.tab_model.TabCapture`: the
+"""A profile capture (``.xplane.pb``) decoded into the tab's :class:`~tb_iotrace.plugin.tab_model.TabCapture`: the
 planes' lines become lanes (host threads, device lines, the I/O lines' calls as one table), the
 ``tb_iotrace.io`` record gives the per-file counters and the process's facts, the steps come from
 :mod:`tb_iotrace.plugin.steps`. The file is read column-wise (:mod:`tb_iotrace.model.columnar`);
-nothing here keeps a protobuf message per event."""
+nothing here keeps a protobuf message per event. Which file is a capture, the model says
+(:mod:`tb_iotrace.model.source_kinds`); the analysis reads the same file as a slim XSpace
+(:mod:`tb_iotrace.analysis.slim_xspace`)."""
 from __future__ import annotations
 
 import os
@@ -52,15 +54,15 @@ def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
     return None, None
 
 
-def load_capture(path: str, host: str) -> TabCapture:
+def decode_xplane(path: str, host: str) -> TabCapture:
     """Decode one capture file into a :class:`TabCapture` (raises XPlaneError)."""
     try:
-        return _load_capture(path, host)
+        return _decode_xplane(path, host)
     finally:
         trim_memory()
 
 
-def _load_capture(path: str, host: str) -> TabCapture:
+def _decode_xplane(path: str, host: str) -> TabCapture:
     st = os.stat(path)
     space = decode_xspace(
         path,
@@ -228,4 +230,4 @@ def _io_table(planes: list[PlaneData], info: dict[str, Any] | None) -> IoTable |
                    tid=tid, ops=ops, paths=calls.paths, is_read=is_read, is_write=is_write)
 
 
-__all__ = ["load_capture"]
+__all__ = ["decode_xplane"]

@@ -1,4 +1,4 @@
-"""PyTorch (Kineto) traces as I/O tab captures.
+"""A PyTorch (Kineto) trace decoded into the tab's :class:`~tb_iotrace.plugin.tab_model.TabCapture`.
 
 A trace ``<worker>.<ts>.pt.trace.json[.gz]`` is converted to an XSpace shaped like a TensorFlow
 capture (:mod:`tb_iotrace.store.kineto_xspace`: aten ops per thread, GPU streams, ``ProfilerStep#N``
@@ -6,7 +6,7 @@ steps, the I/O lines of the main process and of its DataLoader workers), written
 version of the file (size and mtime) to this process's private folder of converted captures
 (``tb_iotrace-kineto-<pid>-*`` in the temporary directory: removed at exit, and by the next
 process to start converting when this one was killed),
-and loaded from there like any ``.xplane.pb`` (:func:`tb_iotrace.plugin.capture_load.load_capture`): the timeline,
+and loaded from there like any ``.xplane.pb`` (:func:`tb_iotrace.plugin.tab_xplane.decode_xplane`): the timeline,
 the files table, the event details and the findings' child process all read that file. The
 logdir is never written to. A file that is not a Kineto trace raises ``XPlaneError`` with the
 reason (the tab shows it for that capture; the other runs are untouched).
@@ -24,7 +24,7 @@ from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.kineto import KinetoTraceError
 from tb_iotrace.store.kineto_xspace import KINETO_KEY, read_xspace
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.plugin.capture_load import load_capture
+from tb_iotrace.plugin.tab_xplane import decode_xplane
 from tb_iotrace.plugin.tab_model import TabCapture
 
 _lock = threading.Lock()
@@ -92,7 +92,7 @@ def converted_path(path: str) -> str:
     return os.path.join(_converted_folder(), f"{key}.{st.st_size}.{st.st_mtime_ns}.xplane.pb")
 
 
-def load_kineto(path: str, host: str) -> TabCapture:
+def decode_kineto(path: str, host: str) -> TabCapture:
     """One PyTorch trace as a :class:`TabCapture` (XPlaneError when it is not a readable one)."""
     try:
         out = converted_path(path)
@@ -115,10 +115,10 @@ def load_kineto(path: str, host: str) -> TabCapture:
                     pass
         atomic_write(out, lambda fh: fh.write(body))
         del body
-    cap = load_capture(out, host)
+    cap = decode_xplane(out, host)
     notes = ((cap.io_info or {}).get(KINETO_KEY) or {}).get("notes") or []
     cap.warnings.extend(f"The trace handler noted: {n}" for n in notes)
     return cap
 
 
-__all__ = ["FOLDER_PREFIX", "converted_path", "load_kineto", "remove_stale_folders"]
+__all__ = ["FOLDER_PREFIX", "converted_path", "decode_kineto", "remove_stale_folders"]

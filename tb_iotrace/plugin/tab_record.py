@@ -1,4 +1,4 @@
-"""Whole-run records (``tb-iotrace run``) as I/O tab captures.
+"""A whole-run record (``tb-iotrace run``) decoded into the tab's :class:`~tb_iotrace.plugin.tab_model.TabCapture`.
 
 A record is ``<dir>/plugins/iotrace/<host>.<pid>[.execN].json`` plus, when it kept its
 trace, ``<host>.<pid>[.execN].npz`` (see :mod:`tb_iotrace.store.runrecord`). The tab shows each
@@ -84,15 +84,15 @@ def _io_table(t: dict[str, np.ndarray], t0: int) -> IoTable:
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)
 
 
-def load_record(path: str, host: str) -> TabCapture:
+def decode_record(path: str, host: str) -> TabCapture:
     """One record as a :class:`TabCapture` (raises RecordError, a ValueError, when unreadable)."""
     try:
-        return _load_record(path, host)
+        return _decode_record(path, host)
     finally:
         trim_memory()
 
 
-def _load_record(path: str, host: str) -> TabCapture:
+def _decode_record(path: str, host: str) -> TabCapture:
     st = os.stat(path)
     rec = read_record(path)
     doc = rec.doc
@@ -201,4 +201,4 @@ def record_trace(path: str, rec: RunRecord | None = None) -> Any:
                    untracked=_untracked(rec.doc), machine=_machine(rec.doc), window_ns=window)
 
 
-__all__ = ["cache_key", "load_record", "record_trace", "total_size", "trace_path"]
+__all__ = ["cache_key", "decode_record", "record_trace", "total_size", "trace_path"]
