@@ -52,6 +52,7 @@ class PeriodicWindows:
         self.log_dir = log_dir
         self.writer = WindowWriter(log_dir)
         self.torch: Any = None            # PyTorch's windows, once torch's import has finished
+        self.torch_arming = False         # PyTorch's windows are armed when torch's import finishes
         self.last: str | None = None      # the framework the last window was asked of
         self._calls = snapshot()          # the loops' calls at the last choice
         # frameworks whose import has finished: one still importing (on the main thread) is in
@@ -91,6 +92,10 @@ class PeriodicWindows:
             # while one framework's import is under way, wait: TensorFlow's import imports JAX,
             # whose profiler would take the window and hold none of TensorFlow's events
             if any(f in sys.modules and f not in self.ready for f in FRAMEWORKS):
+                continue
+            # nor while torch's import is: TensorFlow imported first would take the window of
+            # a PyTorch loop about to start
+            if self.torch_arming and "torch" in sys.modules:
                 continue
             framework = self.choose()
             if framework == PYTORCH:

@@ -49,13 +49,12 @@ def test_a_torch_job_that_imports_tensorflow_gets_torch_windows(order: str, tmp_
         assert rec["window_origin"]["by"] == "tb-iotrace run --profile-every"
         main = rec["processes"][0]
         wall = main["end_ns"] - main["start_ns"]
-        # every process's CPU time over the window: the worker decodes (busy-waits) most of it
+        # every process's CPU time over the window
         assert main["role"] == "main" and 0 < main["cpu_ns"] < 16 * wall, main.get("cpu_ns")
         workers = [p for p in rec["processes"] if p["role"] == "worker"]
         assert workers and all(p["cpu_ns"] > 0 for p in workers)
         if wall >= 1.5e9:
             full.append(path)
-            assert sum(p["cpu_ns"] for p in workers) >= 0.3 * wall
     assert full, "no window ran its whole length"
     for path in full:
         v, _ = assert_bound(str(path), "decode", "num_workers=1 -> ")

@@ -109,12 +109,15 @@ def arm_after_import(windows: Any) -> None:
     from tb_iotrace.recording.importhook import call_after_import
 
     def arm() -> None:
-        mp = sys.modules.get("multiprocessing.process")
-        if mp is not None and mp.parent_process() is not None:   # a spawned DataLoader worker
-            return
         try:
+            mp = sys.modules.get("multiprocessing.process")
+            if mp is not None and mp.parent_process() is not None:   # a spawned DataLoader worker
+                return
             windows.torch = TorchWindows(windows.log_dir, windows.every_s, windows.for_s).start()
         except Exception as exc:
             sys.stderr.write(f"tb-iotrace: no PyTorch profile windows in pid {os.getpid()}: {exc}\n")
+        finally:
+            windows.torch_arming = False
 
+    windows.torch_arming = True          # no window while torch's import is under way
     call_after_import("torch", arm)
