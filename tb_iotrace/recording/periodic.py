@@ -21,7 +21,6 @@ import os
 import sys
 import threading
 import time
-
 from typing import Any
 
 from tb_iotrace.base.seconds import parse_seconds
