@@ -5,10 +5,9 @@ computation time). Needs a DLIO install (docs/diagnosis.md, "DLIO"); not run by 
     python bench/dlio_advice.py --dlio-python /tmp/dlio-venv/bin/python --data /tmp/dlio-data \\
         --out /tmp/dlio-bench --turns 3 --computation-times 0 0.03 --workers 2 --compare 3
 
-The data (unet3d-like npz, 64 files of 4 MiB) is made once with ``--generate``. DLIO imports
-TensorFlow even for its PyTorch loader, so ``tb-iotrace run --profile-every`` would take
-TensorFlow windows (no PyTorch steps in them); the traced run therefore starts tb_iotrace's
-torch.profiler windows itself in DLIO's process (a four-line wrapper) under ``tb-iotrace run``.
+The data (unet3d-like npz, 64 files of 4 MiB) is made once with ``--generate``. The traced run is
+DLIO under ``tb-iotrace run --profile-every``: DLIO imports TensorFlow even for its PyTorch loader,
+and the windows go to the loop that runs (PyTorch's here).
 """
 from __future__ import annotations
 
@@ -22,12 +21,6 @@ import time
 from pathlib import Path
 
 TBIO = str(Path(sys.executable).with_name("tb-iotrace"))
-WRAPPER = """import sys, torch
-from tb_iotrace.recording.pytorch.auto_window import TorchWindows
-TorchWindows(sys.argv.pop(1), float(sys.argv.pop(1)), float(sys.argv.pop(1))).start()
-from dlio_benchmark.main import main
-sys.exit(main())
-"""
 
 
 def dlio_args(a: argparse.Namespace, workers: int, ct: float, out: Path, generate: bool = False,
@@ -57,11 +50,9 @@ def run_plain(a: argparse.Namespace, workers: int, ct: float, out: Path, prefetc
 def run_traced(a: argparse.Namespace, workers: int, ct: float, out: Path) -> tuple[dict[str, float], str]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    wrapper = out / "dlio_windows.py"
-    wrapper.write_text(WRAPPER)
     logdir = out / "logdir"
-    cmd = ([TBIO, "run", "--logdir", str(logdir), "--"] + mpirun()
-           + [a.dlio_python, str(wrapper), str(logdir), str(a.every), str(a.window)]
+    cmd = ([TBIO, "run", "--logdir", str(logdir), "--profile-every", str(a.every), "--profile-for", str(a.window),
+            "--"] + mpirun() + [a.dlio_python, "-m", "dlio_benchmark.main"]
            + dlio_args(a, workers, ct, out / "dlio", epochs=a.trace_epochs))
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
     m = json.loads((out / "dlio" / "summary.json").read_text())["metric"]

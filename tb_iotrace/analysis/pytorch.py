@@ -20,7 +20,7 @@ import numpy as np
 from tb_iotrace.store.xplane import profile_start_ns, read_io_info
 from tb_iotrace.analysis.intervals import merge, overlap
 
-__all__ = ["NEXT_EVENT", "SUGGESTIONS", "TorchRun", "input_bound_advice", "io_during", "loader_text",
+__all__ = ["NEXT_EVENT", "SUGGESTIONS", "TorchRun", "cpu_share", "input_bound_advice", "io_during", "loader_text",
            "torch_loaded", "torch_run", "worker_starts", "worker_stops"]
 
 NEXT_EVENT = "enumerate(DataLoader)#"    # the prefix of the iterator's __next__ events
@@ -38,6 +38,7 @@ class TorchRun:
     gpu: bool = False                       # the trace has GPU activity (a device plane)
     start_ns: int = 0                       # the capture's clock origin (profile start)
     steps_note: str = ""                    # what the steps are, when tb_iotrace took the window itself
+    main_cpu_share: float | None = None     # the main process's CPU time over its window's wall time
 
     def loader(self) -> dict[str, Any] | None:
         """The DataLoader the advice is about: of those iterated, the one with the most workers
@@ -74,6 +75,8 @@ def torch_run(space: Any) -> TorchRun | None:
             run.worker_pids.update({t: int(p.get("pid") or 0) for t in tids})
         else:
             run.main_tids |= tids
+            if p.get("role") == "main":
+                run.main_cpu_share = cpu_share(p)
     facts = kin.get("pytorch")
     if isinstance(facts, dict):
         run.version = str(facts.get("version") or "")
@@ -83,6 +86,15 @@ def torch_run(space: Any) -> TorchRun | None:
     run.gpu = any(p.name.startswith("/device:GPU") for p in space.planes)
     run.start_ns = profile_start_ns(space) or 0
     return run
+
+
+def cpu_share(proc: dict[str, Any]) -> float | None:
+    """A process's CPU time over its window's wall time (cores it kept busy, on average), from
+    its ``cpu_ns``; None when the record has none."""
+    cpu, wall = proc.get("cpu_ns"), int(proc.get("end_ns") or 0) - int(proc.get("start_ns") or 0)
+    if not isinstance(cpu, int) or cpu < 0 or wall <= 0:
+        return None
+    return cpu / wall
 
 
 TORCH_DATA = "/torch/utils/data/"       # a process that loaded torch's DataLoader read its code here

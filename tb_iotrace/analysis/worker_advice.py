@@ -41,9 +41,22 @@ def _terms(w: LoaderWork, m: int) -> str:
         parts.append(f"L/m = {_fmt(w.batch_ms)}/{m}")
     if w.workers:
         parts.append(f"T n/m = {_fmt(w.step_ms)} x {w.workers}/{m}")
-    if w.work_ms is not None and w.cpus:
-        parts.append(f"(W + C)/cpus = ({_fmt(w.work_ms)} + {_fmt(w.compute_ms)})/{w.cpus}")
+    cpu = w.cpu_ms
+    if cpu is not None and w.cpus:
+        if w.main_cpu_ms is None:
+            parts.append(f"(W + C)/cpus = ({_fmt(w.work_ms or 0.0)} + {_fmt(w.compute_ms)})/{w.cpus}")
+        else:
+            parts.append(f"(W + Cc)/cpus = {_fmt(cpu)}/{w.cpus}")
     return "max(" + ", ".join(parts) + ")"
+
+
+def step_cpu_text(w: LoaderWork) -> str:
+    """What the model takes as the step's own CPU work, and from what."""
+    if w.main_cpu_ms is None:
+        return (f"the step's own {_fmt(w.compute_ms)}, its wall time (this capture has no CPU time of the main "
+                f"process: a step that waits on a device counts as CPU work)")
+    return (f"the step's own Cc = {_fmt(w.step_cpu_ms)} of CPU work (the main process's CPU time, "
+            f"{_fmt(w.main_cpu_ms)} a step, measured; its step takes {_fmt(w.compute_ms)})")
 
 
 def unmeasured(w: LoaderWork) -> tuple[str, float, str]:
@@ -62,14 +75,20 @@ def cores_limit(w: LoaderWork, d: dict[str, Any] | None) -> tuple[str, float, st
     n = w.workers
     who = "the main process's loading" if n == 0 else f"the {n} DataLoader workers"
     busy = w.cores_busy or 0.0
-    text = (f"{NO_MORE}: {who} and the step already need {100 * busy:.0f}% of the "
-            f"{w.cpus} usable cores, so more workers cannot help; {LESS_WORK}")
+    if w.busy or not n or not w.batch_ms or w.work_ms is None:
+        text = (f"{NO_MORE}: {who} and the step already need {100 * busy:.0f}% of the "
+                f"{w.cpus} usable cores, so more workers cannot help; {LESS_WORK}")
+    else:     # as many workers as the cores, their fetches CPU work: more would share the same cores
+        text = (f"{NO_MORE}: {who} already number the {w.cpus} usable cores and their fetches are CPU work "
+                f"({100 * w.work_ms / w.batch_ms:.0f}% outside reads; a step's CPU work needs {100 * busy:.0f}% "
+                f"of the cores), so more workers would share the same cores; {LESS_WORK}")
     after = half_work_after(w)
     cut = max(0.0, 1 - after / w.step_ms) if w.step_ms > 0 else 0.0
     model = (f"the cores are the limit: a step's CPU work (the loader's {_fmt(w.work_ms or 0.0)} a batch outside "
-             f"its reads, measured, and the step's own {_fmt(w.compute_ms)}) runs on {w.cpus} cores, so the step time "
+             f"its reads, measured, and {step_cpu_text(w)}) runs on {w.cpus} cores, so the step time "
              f"follows it; with the loader's work per batch halved (or twice the cores) it becomes "
-             f"max(C, T (W/2 + C)/(W + C)) = {_fmt(after)} of {_fmt(w.step_ms)} now; more workers: none")
+             f"{'max(C, T (W/2 + C)/(W + C))' if w.main_cpu_ms is None else 'max(C, T (W/2 + Cc)/(W + Cc))'} = "
+             f"{_fmt(after)} of {_fmt(w.step_ms)} now; more workers: none")
     return text, cut, model
 
 
@@ -97,8 +116,10 @@ def workers_change(w: LoaderWork, key: str, d: dict[str, Any] | None) -> tuple[s
     model = (f"step time with m workers = the largest of the step's own work, a batch's load time over the "
              f"workers that run at once, the loader's throughput grown with the workers, and a step's CPU work "
              f"over the usable cores: {_terms(w, want)} = {_fmt(after)} of {_fmt(w.step_ms)} now "
-             f"({100 * (after / w.step_ms if w.step_ms else 1):.0f}%)")
+             f"({100 * (after / w.step_ms if w.step_ms else 1):.0f}%)"
+             + (f"; {step_cpu_text(w)}" if w.main_cpu_ms is not None else ""))
     return text, cut, model
 
 
-__all__ = ["HALF_WORK", "LESS_WORK", "NO_MORE", "UNMEASURED", "cores_limit", "unmeasured", "workers_change"]
+__all__ = ["HALF_WORK", "LESS_WORK", "NO_MORE", "UNMEASURED", "cores_limit", "step_cpu_text", "unmeasured",
+           "workers_change"]

@@ -4,14 +4,17 @@ x in ds`` or ``next(it)``), so that the input wait is what the loop waits, the i
 around the ``IteratorGetNext`` op included, not the op alone (:mod:`tb_iotrace.model.stepwait`).
 
 The TraceMe is made only while a profiler session records (``traceme_enabled``); otherwise the
-wrapper costs one call and one check per element. A ``tf.function`` (Keras' ``fit``) iterates
-in its graph, without this Python, and is unchanged. Never fails the job: a TensorFlow whose
-iterator class or TraceMe binding differs is left as it is.
+wrapper costs one call, one check and one count (:mod:`.loop_activity`) per element. A
+``tf.function`` (Keras' ``fit``) iterates in its graph, without this Python, and is unchanged.
+Never fails the job: a TensorFlow whose iterator class or TraceMe binding differs is left as it
+is.
 """
 from __future__ import annotations
 
 import logging
 from typing import Any
+
+from tb_iotrace.recording.loop_activity import COUNTS, TF
 
 NEXT_EVENT = "tb_iotrace::next"      # tb_iotrace.model.stepwait names it an input wait
 log = logging.getLogger("tb_iotrace")
@@ -21,6 +24,7 @@ __all__ = ["NEXT_EVENT", "wrap_iterators"]
 
 def _wrap(real: Any, enabled: Any, traceme: Any) -> Any:
     def __next__(self: Any) -> Any:
+        COUNTS[TF] += 1              # TensorFlow's loop runs (tb_iotrace.recording.window_choice)
         if not enabled():
             return real(self)
         tm = traceme(NEXT_EVENT)

@@ -12,6 +12,8 @@ dict::
      "fetches": {"start_ns", "end_ns", "tid", "samples": equal-length lists} (DataLoader
                 workers only: one span per index batch fetched in the window),
      "worker_id" (workers only),
+     "cpu_ns" (optional): the process's CPU time over the window (all its threads, user and
+                system: ``time.process_time_ns``),
      "objects": the object-storage requests it made in the window, as columns
                 (:mod:`tb_iotrace.store.objcolumns`; only when it made some)}
 

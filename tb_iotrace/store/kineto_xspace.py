@@ -30,7 +30,7 @@ What goes where:
   TensorFlow path encodes it (:func:`tb_iotrace.store.xplane.add_io_to_space`): one I/O line per
   thread, the Darshan counters of every process merged per file (counts and bytes add up, as
   Darshan reduces a file shared by ranks), and under the record's key ``kineto`` the
-  processes (``pid``, ``role`` main/worker, their ``tids``); the trace's ``machine`` record
+  processes (``pid``, ``role`` main/worker, their ``tids``, ``cpu_ns`` when recorded); the trace's ``machine`` record
   (:mod:`tb_iotrace.store.machine`) becomes the I/O record's ``machine``. A DataLoader worker's threads are
   named ``worker <pid>: <comm>``. A call's return value is in the trace only as ``bytes`` for
   data calls; for other calls it reads back as 0 (-1 when it failed).
@@ -234,7 +234,8 @@ def _io_trace(io: IoColumns, procs: list[dict[str, Any]],
         dropped += int(p.get("dropped") or 0)
         summary.append({"pid": pid, "role": role, "start_ns": int(p.get("start_ns") or 0),
                         "end_ns": int(p.get("end_ns") or 0), "dropped": int(p.get("dropped") or 0),
-                        "tids": sorted(tids_of.get(pid, set()) | {int(e[0]) for e in p.get("threads") or []})})
+                        "tids": sorted(tids_of.get(pid, set()) | {int(e[0]) for e in p.get("threads") or []})}
+                       | ({"cpu_ns": int(p["cpu_ns"])} if isinstance(p.get("cpu_ns"), int) else {}))
     known = {s["pid"] for s in summary}
     for pid, ts in sorted(tids_of.items()):   # I/O events of a process the record does not list
         if pid not in known:

@@ -189,3 +189,49 @@ def test_unmeasured_loader_work_is_not_called_measured(tmp_path: Path) -> None:
     assert v["expected_step_time_change"] == 0.0
     assert "need 0%" not in v["change"] and "measured," not in v["model"]
     assert "not measured" in v["change"] and "fetch" in v["change"]
+
+
+def test_a_step_that_sleeps_is_no_cpu_work(tmp_path: Path) -> None:
+    """Three workers on 2 cores, each fetch 30 ms of which 18 ms reading (W = 12 ms), a 10 ms
+    step waiting 5 ms, the other 5 ms a sleep (or a wait on a GPU): the main process used 0.5 ms
+    of CPU a step. Counting the step's 5 ms as CPU work, (12 + 5)/2 = 85% of the step: "no more
+    DataLoader workers". Its measured CPU time makes it (12 + 0.5)/2 = 62%: a fourth worker keeps
+    one more read in flight, max(C, L/m, T n/m, (W + Cc)/cpus) = max(5, 7.5, 7.5, 6.25) = 7.5 ms."""
+    p = tmp_path / "sleep.pt.trace.json.gz"
+    torch_fetch_trace.make(p, wait_ms=5, fetch_ms=30, read_ms=18, num_workers=3, cpus=2, main_cpu_ms=0.5)
+    v = _verdict(p)
+    assert v["cause"] == "file_io" and v["change"].startswith("num_workers=3 -> 4 (more reads in flight"), v
+    assert v["expected_step_time_change"] == pytest.approx(-0.25, abs=1e-3)
+    assert "(W + Cc)/cpus = 12.5 ms/2" in v["model"] and "Cc = 0.5 ms of CPU work" in v["model"]
+
+
+def test_a_step_that_burns_cpu_keeps_the_cores_busy(tmp_path: Path) -> None:
+    """The same loader, the step's 5 ms burning a core (5 ms of CPU a step, measured): (12 + 5)/2
+    = 85% of the cores, as counted before: no more workers."""
+    p = tmp_path / "burn.pt.trace.json.gz"
+    torch_fetch_trace.make(p, wait_ms=5, fetch_ms=30, read_ms=18, num_workers=3, cpus=2, main_cpu_ms=5.0)
+    v = _verdict(p)
+    assert v["change"].startswith("no more DataLoader workers: the 3 DataLoader workers and the step already "
+                                  "need 85% of the 2 usable cores"), v
+    # no CPU time in the capture (older traces): the step's time is taken as CPU work, as before
+    q = tmp_path / "old.pt.trace.json.gz"
+    torch_fetch_trace.make(q, wait_ms=5, fetch_ms=30, read_ms=18, num_workers=3, cpus=2)
+    assert _verdict(q)["change"] == v["change"]
+
+
+def test_main_process_cpu_time_bounds_the_step_cpu_work() -> None:
+    """The model's terms with the main process's CPU time per step P: with workers the step's
+    own CPU work is min(C, P); when the main process loads, a step's CPU work is at most P."""
+    sleepy = LoaderWork(step_ms=10, wait_share=0.5, batch_ms=30, work_ms=12, cpus=2, workers=3, main_cpu_ms=0.5)
+    assert sleepy.step_cpu_ms == pytest.approx(0.5) and sleepy.cores_busy == pytest.approx(12.5 / 20)
+    assert not sleepy.busy and step_after(sleepy, 4) == pytest.approx(7.5)
+    # one core, the main process loading 6 ms of CPU work a step, the step a 4 ms wait on a device:
+    # (W + C)/1 = 10 ms said one worker gains nothing; its CPU time (6 ms) says -40%
+    main = LoaderWork(step_ms=10, wait_share=0.6, batch_ms=6, work_ms=6, cpus=1, workers=0, main_cpu_ms=6.2)
+    assert main.cpu_ms == pytest.approx(6.2) and main.step_cpu_ms == pytest.approx(0.2)
+    assert step_after(main, 1) == pytest.approx(6.2)
+    walled = LoaderWork(step_ms=10, wait_share=0.6, batch_ms=6, work_ms=6, cpus=1, workers=0)
+    assert step_after(walled, 1) == pytest.approx(10)
+    # CPU time beyond the step's time (other threads): the step's own CPU work is its time at most
+    hot = LoaderWork(step_ms=10, wait_share=0.5, batch_ms=30, work_ms=12, cpus=2, workers=3, main_cpu_ms=9)
+    assert hot.step_cpu_ms == pytest.approx(5) and hot.cores_busy == pytest.approx(17 / 20)

@@ -31,7 +31,8 @@ workers, subprocess Pythons) calls :func:`start` at startup:
 - Profile windows every ``TB_IOTRACE_PROFILE_EVERY`` seconds (``--profile-every``), each
   ``TB_IOTRACE_PROFILE_FOR`` seconds long, in a process that runs TensorFlow or JAX
   (:mod:`tb_iotrace.recording.periodic`), or that runs PyTorch (torch.profiler windows at its
-  step boundaries: :mod:`tb_iotrace.recording.pytorch.parent.auto_window`).
+  step boundaries: :mod:`tb_iotrace.recording.pytorch.parent.auto_window`); in a process that
+  imports both, on the framework whose training loop runs (:mod:`tb_iotrace.recording.window_choice`).
 
 The record folder (and the windows' staging folder) is added to the path exclusions, so writing
 records is never traced.
@@ -424,15 +425,14 @@ def start() -> None:
     _state = st
     if windows:
         try:
-            periodic.from_env(run_dir)
+            pw = periodic.from_env(run_dir)
         except Exception as exc:
             sys.stderr.write(f"tb-iotrace: no profile windows in pid {os.getpid()}: {exc}\n")
-        else:   # the same windows on torch.profiler, in a job that runs neither TensorFlow nor JAX
-            from tb_iotrace.recording.pytorch.parent.auto_window import arm_after_import
+        else:   # the same windows on torch.profiler once torch is imported, when its loop runs
+            if pw is not None:
+                from tb_iotrace.recording.pytorch.parent.auto_window import arm_after_import
 
-            w = periodic.from_env_settings()
-            if w is not None:
-                arm_after_import(os.environ.get(periodic.ENV_LOGDIR) or run_dir, *w)
+                arm_after_import(pw)
     atexit.register(_at_exit)
     os._exit = _os_exit
     # os.execl/execle/execlp/execlpe/execvp/execvpe all end in os.execv or os.execve

@@ -15,10 +15,11 @@ from tb_iotrace.recording.pytorch import state
 
 def process_record(cap: Capture, role: str, start_ns: int,
                    fetches: list[tuple[int, int, int, int]] | None = None,
-                   worker_id: int | None = None) -> dict[str, Any]:
+                   worker_id: int | None = None, cpu_ns: int | None = None) -> dict[str, Any]:
     """A capture as the process record :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's
     also holds its fetch spans (``fetches``: equal-length lists ``start_ns``, ``end_ns``,
-    ``tid``, ``samples``) and its ``worker_id``."""
+    ``tid``, ``samples``) and its ``worker_id``; ``cpu_ns`` the process's CPU time (all its
+    threads, user and system) over the window."""
     ev = cap.events
     events = {
         "op": ev.op.tolist(), "path": ev.path.tolist(),
@@ -31,6 +32,8 @@ def process_record(cap: Capture, role: str, start_ns: int,
         "threads": [[t.tid, t.pthread_self, t.name] for t in cap.threads if t.nevents or t.dropped],
         "events": events, "counters": cap.records(), "dropped": int(cap.dropped),
     }
+    if cpu_ns is not None:
+        rec["cpu_ns"] = int(cpu_ns)
     if cap.untracked:
         rec["untracked"] = cap.untracked.to_dict()
     lost = int(getattr(cap, "objects_left_out", 0) or 0)
@@ -46,6 +49,7 @@ def process_record(cap: Capture, role: str, start_ns: int,
 def begin() -> None:
     if state.session is None:
         state.session_start_ns = time.time_ns()
+        state.session_cpu_ns = time.process_time_ns()
         state.session = begin_session()
         if state.role == "worker":
             state.spans = []     # after the session began: every span lies inside it
@@ -53,6 +57,7 @@ def begin() -> None:
 
 def end() -> Capture | None:
     sess, state.session = state.session, None
+    state.ended_cpu_ns = time.process_time_ns() - state.session_cpu_ns if sess is not None else None
     # before the session ends: every span kept ended inside it
     spans, state.spans = state.spans, None
     state.ended_spans = spans if spans is not None else []
@@ -70,7 +75,7 @@ def write_side_record(window: int, spool: str) -> str | None:
         return None
     path = os.path.join(spool, f"{window}.{os.getpid()}.json")
     rec = process_record(cap, state.role, state.session_start_ns, list(state.ended_spans) if state.role == "worker" else None,
-                         state.worker_id)
+                         state.worker_id, cpu_ns=state.ended_cpu_ns)
     body = json.dumps(rec, separators=(",", ":")).encode()
     atomic_write(path, lambda fh: fh.write(body))
     return path

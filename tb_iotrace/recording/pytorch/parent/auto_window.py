@@ -5,11 +5,13 @@ I/O and fetch spans included, as ``tb_iotrace.torch.trace_handler`` writes them)
 its own, ``<logdir>/pytorch/<YYYY_MM_DD_HH_MM_SS>_<pid>_<n>/``: one run per window, so
 ``tb-iotrace report`` and the tab list the job's windows in time order (job ``pytorch``).
 
-Armed when torch's import finishes (:func:`arm_after_import`), in a process that does not also
-run TensorFlow or JAX (their windows are :mod:`tb_iotrace.recording.periodic`'s). A thread
-(``tb_iotrace-torch-windows``) asks for a window every S seconds; a window still open at exit is
-stopped by the next boundary or, failing one, is lost with the process (its steps are on the
-training thread, which has ended).
+Armed when torch's import finishes (:func:`arm_after_import`) in the job's processes (not in a
+spawned DataLoader worker), whatever else they import: the run's windows thread
+(:class:`tb_iotrace.recording.periodic.PeriodicWindows`) asks for a window every S seconds when
+PyTorch's loop is the one that runs (:mod:`tb_iotrace.recording.window_choice`: a job that imports
+TensorFlow but trains with PyTorch, as DLIO's PyTorch workloads do, gets PyTorch's windows). A
+window still open at exit is stopped by the next boundary or, failing one, is lost with the
+process (its steps are on the training thread, which has ended).
 """
 from __future__ import annotations
 
@@ -38,7 +40,7 @@ def window_origin(by: str, start_ns: int, **more: Any) -> dict[str, Any]:
 
 
 class TorchWindows:
-    """A window of ``for_s`` every ``every_s`` seconds into ``<logdir>/pytorch``."""
+    """Windows of ``for_s`` seconds into ``<logdir>/pytorch``, each when asked (:meth:`ask`)."""
 
     def __init__(self, logdir: str, every_s: float, for_s: float) -> None:
         self.logdir = logdir
@@ -46,9 +48,7 @@ class TorchWindows:
         self.for_s = for_s
         self.n = 0
         self.handlers: list[Any] = []
-        self.steps = StepWindows(self._handler, on_foreign=self._stop_asking)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="tb_iotrace-torch-windows", daemon=True)
+        self.steps = StepWindows(self._handler)
 
     def _handler(self, source: str) -> Any:
         from tb_iotrace.recording.pytorch.parent.handler import TraceHandler
@@ -69,26 +69,26 @@ class TorchWindows:
 
         torch_capture.install()          # the workers' fork/spawn hooks, the window hook
         self.steps.install()
-        self._thread.start()
         atexit.register(self.close)
         return self
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.every_s):
-            self.steps.ask(self.for_s)
+    def ask(self) -> None:
+        """A window of ``for_s`` from the next step boundary (none once the job runs its own
+        torch.profiler)."""
+        self.steps.ask(self.for_s)
+
+    def window_open(self) -> bool:
+        """A window is asked for or open now."""
+        return self.steps.prof is not None or self.steps.wanted_s is not None
 
     def close(self) -> None:
         """At exit (on the main thread, the training thread of most jobs): a window still open
         is stopped and written."""
-        self._stop.set()
         if self.steps.prof is not None and threading.current_thread() is threading.main_thread():
             try:
                 self.steps.uninstall()
             except Exception as exc:
                 sys.stderr.write(f"tb-iotrace: the last PyTorch window was not written: {exc}\n")
-
-    def _stop_asking(self) -> None:
-        self._stop.set()
 
 
 def own_paths(logdir: str) -> list[str]:
@@ -102,19 +102,22 @@ def own_paths(logdir: str) -> list[str]:
     return out
 
 
-def arm_after_import(logdir: str, every_s: float, for_s: float) -> None:
-    """Take windows once torch's import has finished, unless TensorFlow or JAX runs here too."""
+def arm_after_import(windows: Any) -> None:
+    """Once torch's import has finished, give ``windows`` (the run's
+    :class:`tb_iotrace.recording.periodic.PeriodicWindows`) PyTorch's windows: a
+    :class:`TorchWindows` into its log dir, of its length."""
     from tb_iotrace.recording.importhook import call_after_import
 
     def arm() -> None:
-        if "tensorflow" in sys.modules or "jax" in sys.modules:
-            return
-        mp = sys.modules.get("multiprocessing.process")
-        if mp is not None and mp.parent_process() is not None:   # a spawned DataLoader worker
-            return
         try:
-            TorchWindows(logdir, every_s, for_s).start()
+            mp = sys.modules.get("multiprocessing.process")
+            if mp is not None and mp.parent_process() is not None:   # a spawned DataLoader worker
+                return
+            windows.torch = TorchWindows(windows.log_dir, windows.every_s, windows.for_s).start()
         except Exception as exc:
             sys.stderr.write(f"tb-iotrace: no PyTorch profile windows in pid {os.getpid()}: {exc}\n")
+        finally:
+            windows.torch_arming = False
 
+    windows.torch_arming = True          # no window while torch's import is under way
     call_after_import("torch", arm)

@@ -15,7 +15,8 @@ it.
 
 A job that runs its own torch.profiler is left alone: no window starts while one is enabled, and
 a profile the job starts while ours is open stops ours first (the job's goes on as if we had never
-been there; no more windows are taken). Idle, a boundary costs one attribute read.
+been there; no more windows are taken). Idle, a boundary costs one attribute read and one count
+of the loop's calls (:mod:`tb_iotrace.recording.loop_activity`).
 
 Everything installed here is undone by :meth:`StepWindows.uninstall` (``attach`` leaves nothing
 behind).
@@ -26,6 +27,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from tb_iotrace.recording.loop_activity import COUNTS, TORCH
 from tb_iotrace.recording.pytorch.state import log
 
 __all__ = ["LOADER", "OPTIMIZER", "StepWindows", "steps_note"]
@@ -89,6 +91,7 @@ class StepWindows:
 
         def __next__(it: Any) -> Any:
             me.last_iter = it
+            COUNTS[TORCH] += 1       # PyTorch's loop runs (tb_iotrace.recording.window_choice)
             if me.wanted_s is not None or me.prof is not None:
                 me.boundary(LOADER)
             else:
@@ -136,6 +139,7 @@ class StepWindows:
         self.uninstall()
 
     def _after_opt_step(self, opt: Any, args: Any, kwargs: Any) -> None:
+        COUNTS[TORCH] += 1
         if self.wanted_s is not None or self.prof is not None:
             self.boundary(OPTIMIZER)
 
