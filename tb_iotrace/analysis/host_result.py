@@ -94,6 +94,7 @@ class _Analysed:
     training: dict[str, Any]
     note: str | None = None
     done: bool = False
+    collective_wait_ps: list[int] | None = None   # per step of its attribution, as it measured them
 
 
 def _analysed(src: Source) -> tuple[_Analysed, Attribution | None]:
@@ -116,8 +117,9 @@ def _analysed(src: Source) -> tuple[_Analysed, Attribution | None]:
         return _Analysed([], None, [], {}, note=f"analysis failed: {type(exc).__name__}: {exc}"), None
     if result is None:
         return _Analysed([], None, [], {}, done=True), None
-    return (_Analysed(result.findings, result.verdict or None, result.checkpoints, result.training, done=True),
-            result.attribution)
+    waits = [int(s["collective_wait_ps"]) for s in result.steps] if result.attribution is not None else None
+    return (_Analysed(result.findings, result.verdict or None, result.checkpoints, result.training, done=True,
+                      collective_wait_ps=waits), result.attribution)
 
 
 def _object_rows(trace: Any) -> list[dict[str, Any]]:
@@ -142,13 +144,20 @@ def _attribution(src: Source, analysed: bool = False, att: Attribution | None = 
         return None
 
 
-def _steps(src: Source, att: Attribution | None) -> tuple[list[dict[str, Any]], bool, InputWait]:
-    """The timeline's steps, whether it has step markers, and its input wait (ps)."""
+def _steps(src: Source, att: Attribution | None,
+           collective_wait_ps: list[int] | None = None) -> tuple[list[dict[str, Any]], bool, InputWait]:
+    """The timeline's steps, whether it has step markers, and its input wait (ps); each step's
+    collective wait as the analysis measured it (``collective_wait_ps``, one per step of
+    ``att``), else measured here."""
     if att is None:
         return [], False, NO_WAIT
     iw = input_wait(att.wait_iv, [s.start_ps for s in att.steps], [s.end_ps for s in att.steps])
     steps = [s.to_dict() for s in att.steps]
-    collective_fields(src.space(), steps)         # each step's collective_wait_ps
+    if collective_wait_ps is not None and len(collective_wait_ps) == len(steps):
+        for s, c in zip(steps, collective_wait_ps):
+            s["collective_wait_ps"] = c
+    else:
+        collective_fields(src.space(), steps)     # each step's collective_wait_ps
     add_object_steps(steps, _object_rows(att.trace), att.origin_ns)   # and its objects, where there are
     return steps, bool(att.has_step_markers), iw
 
@@ -228,7 +237,7 @@ def write_errors_note(errors: Any) -> list[str]:
 def build(src: Source) -> HostResult:
     """The host's whole result (reads the source; writes nothing)."""
     analysed, att = _analysed(src)
-    steps, markers, iw = _steps(src, _attribution(src, analysed.done, att))
+    steps, markers, iw = _steps(src, _attribution(src, analysed.done, att), analysed.collective_wait_ps)
     del att                            # its per-call columns are not kept past the steps
     files = None if src.files_as_columns() else src.files()
     listed = _listing(src, files)

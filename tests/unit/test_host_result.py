@@ -58,9 +58,12 @@ def test_the_steps_reuse_the_analysis_attribution(name, tmp_path, cache, monkeyp
 
     monkeypatch.setattr(analyze_module, "attribute", counted)
     monkeypatch.setattr(host_result, "attribute", counted)
+    measured = []
+    monkeypatch.setattr(host_result, "collective_fields", lambda *a: measured.append(a))
     got = host_result.build(_main(name, tmp_path))
     assert got.steps and got.verdict is not None
     assert len(calls) == 1
+    assert measured == [] and all("collective_wait_ps" in s for s in got.steps)   # the analysis's, per step
 
 
 @pytest.mark.parametrize("name", [CAPTURE, TRACE])
@@ -93,7 +96,7 @@ def test_a_failed_analysis_keeps_the_steps_and_says_why(tmp_path, cache, monkeyp
     bad = host_result.build(open_source(str(tmp_path / CAPTURE))[0])
     assert bad.notes == ["analysis failed: RuntimeError: broken rule"]
     assert bad.verdict is None and bad.findings == []
-    assert bad.steps == good.steps and bad.summary == good.summary
+    assert bad.steps == good.steps and bad.summary == good.summary   # collective waits measured here then
 
 
 def test_optional_keys_only_when_set(tmp_path, cache) -> None:
