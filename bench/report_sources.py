@@ -1,8 +1,9 @@
 """``tb-iotrace report --json`` on the sources held in tests/data (and any PATH given), this tree
 and ``--against REV`` side by side: each round runs every tree once per source, alternating which
 goes first, each in a fresh child (``--jobs 1``: one process, so its CPU time is all of the work);
-the median wall and CPU time (user + system) per source and tree, and whether the two trees'
-documents are the same bytes.
+the median wall and CPU time (user + system) of its first report per source and tree, the median
+CPU of the reports it makes again in the same process ("again": imports and a PyTorch trace's
+conversion paid, a capture read again), and whether the two trees' documents are the same bytes.
 
     python bench/report_sources.py --against 4e7bf76            # 5 rounds
     python bench/report_sources.py --against HEAD~3 --rounds 9 big.pt.trace.json.gz
@@ -28,16 +29,19 @@ HELD = ["gpu_multi_worker.xplane.pb", "jax_io.xplane.pb", "jax_gpu_h200_noio.xpl
         "dlio_one_step_window.pt.trace.json.gz"]
 
 CHILD = r"""
-import contextlib, hashlib, io, json, os, sys, time
+import contextlib, hashlib, io, json, os, statistics, sys, time
 import numpy, google.protobuf                      # the imports every path pays, before the clock
 from tb_iotrace.cli import main
-out = io.StringIO()
-t, c = time.perf_counter(), os.times()
-with contextlib.redirect_stdout(out):
-    rc = main(["report", "--json", "--jobs", "1", "--no-progress", sys.argv[1]])
-e = os.times()
-assert rc == 0, rc
-print(json.dumps({"s": time.perf_counter() - t, "cpu": (e.user - c.user) + (e.system - c.system),
+got = []
+for _ in range(int(sys.argv[2])):
+    out = io.StringIO()
+    t, c = time.perf_counter(), time.process_time()     # user + system, ns resolution
+    with contextlib.redirect_stdout(out):
+        rc = main(["report", "--json", "--jobs", "1", "--no-progress", sys.argv[1]])
+    assert rc == 0, rc
+    got.append((time.perf_counter() - t, time.process_time() - c))
+print(json.dumps({"s": got[0][0], "cpu": got[0][1],
+                  "again": statistics.median(g[1] for g in got[1:]) if len(got) > 1 else None,
                   "sha": hashlib.sha256(out.getvalue().encode()).hexdigest()}))
 """
 
@@ -53,9 +57,9 @@ def export_tree(rev: str, into: Path) -> Path:
     return into
 
 
-def measure(root: Path, name: str, cwd: Path) -> dict:
+def measure(root: Path, name: str, cwd: Path, repeat: int) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONHASHSEED="0", TBIO_SUMMARIES="0")   # nothing kept
-    out = subprocess.run([sys.executable, "-c", CHILD, name], env=env, cwd=cwd, check=True, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", CHILD, name, str(repeat)], env=env, cwd=cwd, check=True, capture_output=True,
                          text=True, timeout=1800)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -65,6 +69,7 @@ def main() -> int:
     ap.add_argument("paths", nargs="*", metavar="PATH", help="more sources (default: the held ones only)")
     ap.add_argument("--against", metavar="REV", required=True, help="the commit to compare with")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=4, help="reports per child: the 2nd on are 'again'")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tbio-report-bench-") as tmp:
         work = Path(tmp) / "sources"
@@ -79,21 +84,26 @@ def main() -> int:
         for r in range(args.rounds):
             for n in names:
                 for t, root in (trees if r % 2 == 0 else trees[::-1]):
-                    got[(n, t)].append(measure(root, n, work))
-        print(f"  {'source':38} {'tree':>10} {'wall':>7} {'CPU':>7} {'CPU ratio':>9}  same output")
-        total = {t: 0.0 for t, _ in trees}
+                    got[(n, t)].append(measure(root, n, work, args.repeat))
+        print(f"  {'source':38} {'tree':>10} {'wall':>7} {'CPU':>7} {'ratio':>6} {'again':>7} {'ratio':>6}  same output")
+        total = {t: [0.0, 0.0] for t, _ in trees}
+        base = trees[1][0]
         for n in names:
             shas = {t: {x["sha"] for x in got[(n, t)]} for t, _ in trees}
             cpu = {t: statistics.median(x["cpu"] for x in got[(n, t)]) for t, _ in trees}
+            again = {t: statistics.median(x["again"] or 0.0 for x in got[(n, t)]) for t, _ in trees}
             for t, _ in trees:
                 wall = statistics.median(x["s"] for x in got[(n, t)])
-                total[t] += cpu[t]
-                ratio = f"{cpu[t] / cpu[trees[1][0]]:9.2f}" if t == trees[0][0] and cpu[trees[1][0]] else ""
-                print(f"  {n[:38]:38} {t[:10]:>10} {wall:6.2f}s {cpu[t]:6.2f}s {ratio:>9}"
-                      + (f"  {'yes' if shas[t] == shas[trees[1][0]] and len(shas[t]) == 1 else 'NO'}"
-                         if t == trees[0][0] else ""))
-        a, b = (total[t] for t, _ in trees)
-        print(f"  all sources: CPU {a:.2f}s against {b:.2f}s ({a / b:.2f}x); load after {os.getloadavg()[0]:.1f}")
+                total[t][0] += cpu[t]
+                total[t][1] += again[t]
+                mine = t == trees[0][0]
+                r1 = f"{cpu[t] / cpu[base]:6.2f}" if mine and cpu[base] else ""
+                r2 = f"{again[t] / again[base]:6.2f}" if mine and again[base] else ""
+                print(f"  {n[:38]:38} {t[:10]:>10} {wall:6.2f}s {cpu[t]:6.2f}s {r1:>6} {again[t]:6.3f}s {r2:>6}"
+                      + (f"  {'yes' if shas[t] == shas[base] and len(shas[t]) == 1 else 'NO'}" if mine else ""))
+        (a, a2), (b, b2) = (total[t] for t, _ in trees)
+        print(f"  all sources: CPU {a:.2f}s against {b:.2f}s ({a / b:.2f}x), again {a2:.2f}s against {b2:.2f}s "
+              f"({a2 / max(b2, 1e-9):.2f}x); load after {os.getloadavg()[0]:.1f}")
     return 0
 
 
