@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from tb_iotrace.base.memory import trim_memory
-from tb_iotrace.analysis.attribution import attribute
+from tb_iotrace.analysis.attribution import Attribution, attribute
 from tb_iotrace.store.xplane import IoTrace, read_io_data
 from tb_iotrace.analysis.checkpoints.facts import add_facts, training
 from tb_iotrace.analysis.checkpoints.spans import extend_async
@@ -48,6 +48,9 @@ class Analysis:
     verdict: dict[str, Any] = field(default_factory=dict)   # tb_iotrace.analysis.verdict
     checkpoints: list[dict[str, Any]] = field(default_factory=list)   # checkpoints.detection
     training: dict[str, Any] = field(default_factory=dict)   # checkpoints.facts.training
+    # the I/O attributed to the timeline (None without one), for the steps a caller shows
+    # (tb_iotrace.analysis.host_result): not computed twice; not part of to_dict()
+    attribution: Attribution | None = field(default=None, repr=False, compare=False)
 
     @property
     def ids(self) -> list[str]:
@@ -166,4 +169,4 @@ def analyze(space: Any = None, trace: IoTrace | None = None, *, thresholds: Thre
     return Analysis(steps=steps, stages=stages_table(ctx), filesystems=fs,
                     files=[f.to_dict() for f in files], findings=findings, summary=summary,
                     notes=notes, thresholds=th.to_dict(), verdict=v, checkpoints=checkpoints,
-                    training=training(ctx) if checkpoints else {})
+                    training=training(ctx) if checkpoints else {}, attribution=att)

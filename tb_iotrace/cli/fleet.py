@@ -28,7 +28,9 @@ from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.model.open_source import SKIPPED, open_source
 from tb_iotrace.model.sources import CaptureSource, Source, SourceError
 from tb_iotrace.cli.import_darshan import ImportDarshan
-from tb_iotrace.cli.report import default_jobs, host_doc
+from tb_iotrace.cli import hostrows
+from tb_iotrace.analysis import host_result
+from tb_iotrace.analysis.run_result import default_jobs
 
 DARSHAN_SUFFIX = ".darshan"
 DARSHAN_MAGIC = (b"3.", (6567223).to_bytes(8, "little"))   # version "3.xx", DARSHAN_MAGIC_NR
@@ -124,12 +126,12 @@ def _docs(unit: Unit) -> list[tuple[str, dict[str, Any], str]]:
                                                        timeout=DARSHAN_TIMEOUT_S))
             (cap,) = Path(tmp).glob(f"plugins/profile/*/*{XPLANE_SUFFIX}")
             host = cap.name[: -len(XPLANE_SUFFIX)]
-            doc = host_doc(CaptureSource(run=unit.run, host=host, path=str(cap)))
-            doc.update(kind="darshan", source=unit.key)
-            return [(unit.run, doc, "")]
+            got = host_result.build(CaptureSource(run=unit.run, host=host, path=str(cap)))   # a capture of a moment
+            got.kind, got.source = "darshan", unit.key
+            return [(unit.run, got.to_dict(), "")]
     out = []
     for s in unit.sources:
-        doc = host_doc(s)
+        doc = hostrows.kept(s)         # its row and job facts kept, as `report` keeps them
         doc["source"] = unit.key       # the real path: the dataset outlives the working folder
         out.append((s.run, doc, s.mounts()))
     return out

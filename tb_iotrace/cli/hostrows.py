@@ -1,6 +1,7 @@
 """``tb-iotrace report --hosts``: the per-host table alone, read from the captures' stored
 summaries (:mod:`tb_iotrace.store.summaries`), so a second look at a fleet of hosts decodes nothing;
-and :func:`keep`, with which ``report`` stores the row of every host it builds. Of a run of
+and :func:`kept`, with which ``report`` and ``fleet`` build a host's entry and store its row and
+job facts. Of a run of
 several hosts, the job verdict across them as ranks too, from their stored job facts
 (:mod:`tb_iotrace.analysis.job_facts`): a host without valid ones is analysed as ``report``
 does (its facts and row then kept).
@@ -16,7 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
-from tb_iotrace.analysis import job_facts
+from tb_iotrace.analysis import host_result, job_facts
 from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.analysis.job_verdict import job_verdict
 from tb_iotrace.analysis.job_verdict import render as render_job
@@ -47,6 +48,17 @@ def keep(src: Source, row: dict[str, Any], before: summaries.Identity | None) ->
         summaries.save(src.path, row, src.part, before=before)
     except Exception:  # noqa: BLE001
         pass
+
+
+def kept(src: Source) -> dict[str, Any]:
+    """``src``'s entry of the report (:mod:`tb_iotrace.analysis.host_result`), its row and job
+    facts kept as those of the file's version before it was read (the tab's "All hosts" and
+    ``report --hosts`` read them)."""
+    before = version(src)
+    doc = host_result.build(src).to_dict()
+    keep(src, doc["summary"], before)
+    job_facts.keep(src.path, src.part, doc, before)
+    return doc
 
 
 def stored(src: Source) -> dict[str, Any] | None:
@@ -151,4 +163,4 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-__all__ = ["FORMAT", "build", "keep", "render", "stored", "version"]
+__all__ = ["FORMAT", "build", "keep", "kept", "render", "stored", "version"]

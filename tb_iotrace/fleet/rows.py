@@ -1,8 +1,8 @@
 """The fleet tables' rows, from the report's per-host JSON document.
 
-Each host of ``tb-iotrace report --json`` (``runs[].hosts[]``, built by the CLI's
-``host_doc``) becomes rows of six tables; new keys of that document flow into ``hosts``
-without a change here:
+Each host of ``tb-iotrace report --json`` (``runs[].hosts[]``: a
+:class:`tb_iotrace.analysis.host_result.HostResult` as a dict) becomes rows of six tables; new
+keys of that document flow into ``hosts`` without a change here:
 
 - ``files``: one row per file record: ``run``, ``host``, ``module``, ``path``,
   ``record_id`` (Darshan's id, unsigned 64-bit), ``rank`` (Darshan imports; else null),

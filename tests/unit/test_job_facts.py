@@ -18,7 +18,8 @@ from test_job_verdict import _doc, _job
 from tb_iotrace.analysis.job_facts import doc_of, facts_of
 from tb_iotrace.analysis.job_verdict import job_verdict
 from tb_iotrace.cli import hostrows
-from tb_iotrace.cli import report as cli_report
+from tb_iotrace.analysis import run_result
+from tb_iotrace.analysis.host_result import summary_row
 from tb_iotrace.model.open_source import open_source
 from tb_iotrace.plugin.synthetic_ranks import make_ranks
 from tb_iotrace.store import jobfacts, summaries
@@ -66,9 +67,9 @@ def test_steps_that_are_not_counts_keep_no_facts() -> None:
 
 
 def _report_then_hosts(logs: Path) -> tuple[dict, dict]:
-    full = cli_report.build(open_source(str(logs)), jobs=1)
+    full = run_result.build(open_source(str(logs)), jobs=1, make=hostrows.kept)   # as `report` keeps them
     (run,) = full["runs"]
-    got = hostrows.build(open_source(str(logs)), cli_report.summary_row, jobs=1, full=cli_report.host_doc)
+    got = hostrows.build(open_source(str(logs)), summary_row, jobs=1, full=hostrows.kept)
     return run, got
 
 
@@ -88,9 +89,9 @@ def test_report_hosts_job_verdict_from_facts_equals_the_full_report(tmp_path) ->
 
 def test_hosts_without_facts_analyses_them_and_keeps_them(tmp_path) -> None:
     make_ranks(TRACE, tmp_path / "logs", 3, 1)
-    first = hostrows.build(open_source(str(tmp_path / "logs")), cli_report.summary_row, jobs=1, full=cli_report.host_doc)
+    first = hostrows.build(open_source(str(tmp_path / "logs")), summary_row, jobs=1, full=hostrows.kept)
     assert first["computed"] == 3 and first["runs"][0]["job_verdict"]["straggler"]["rank"] == 1
-    again = hostrows.build(open_source(str(tmp_path / "logs")), cli_report.summary_row, jobs=1, full=cli_report.host_doc)
+    again = hostrows.build(open_source(str(tmp_path / "logs")), summary_row, jobs=1, full=hostrows.kept)
     assert again["computed"] == 0 and again["runs"][0]["job_verdict"] == first["runs"][0]["job_verdict"]
 
 
@@ -145,7 +146,7 @@ def test_damaged_facts_are_ignored_with_a_note_and_made_again(tmp_path, damage) 
         doc["path"] = "/elsewhere/rank9.pt.trace.json"
         f.write_text(json.dumps(doc))
     assert jobfacts.load(str(paths[0]), src.part).state == "damaged"
-    got = hostrows.build(open_source(str(logs)), cli_report.summary_row, jobs=1, full=cli_report.host_doc)
+    got = hostrows.build(open_source(str(logs)), summary_row, jobs=1, full=hostrows.kept)
     (hrun,) = got["runs"]
     assert got["computed"] == 1 and hrun["job_verdict"] == run["job_verdict"]
     (note,) = hrun["notes"]

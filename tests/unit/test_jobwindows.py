@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.cli.report import build, render_text
+from tb_iotrace.analysis.run_result import build
+from tb_iotrace.cli.report import render_text
 from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.analysis.jobwindows import job_of, jobs, render, window_row
 from tb_iotrace.store.xplane import load_xspace, profile_start_ns

@@ -49,8 +49,8 @@ MAY_IMPORT = {layer: lower | {layer} for layer, lower in LOWER.items()}
 # interposer.
 RECORDING_USERS = ("tb_iotrace", "tb_iotrace.cli", "tb_iotrace.torch", "tb_iotrace.keras")
 # Surfaces stand side by side: one uses another only where listed (the CLI's ``export`` verb
-# drives the exporters and ``fleet`` the fleet dataset, which takes the report's host documents
-# from the CLI and never opens sources itself; ``python -m tb_iotrace`` is the CLI).
+# drives the exporters and ``fleet`` the fleet dataset, which takes the hosts' results from the
+# analysis through the CLI and never opens sources itself; ``python -m tb_iotrace`` is the CLI).
 SURFACES = ("tb_iotrace.cli", "tb_iotrace.export", "tb_iotrace.fleet", "tb_iotrace.plugin", "tb_iotrace.__main__")
 SURFACE_USES = {"tb_iotrace.cli": {"tb_iotrace.export", "tb_iotrace.fleet"}, "tb_iotrace.__main__": {"tb_iotrace.cli"}}
 

@@ -178,6 +178,8 @@ def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
     """``tb-iotrace report`` decodes hosts in parallel (same document as one at a time) and its
     per-host rows are the captures' counters summed (POSIX + STDIO), equal to the tab's
     /hosts rows; the text table marks the host with the slowest reads."""
+    from tb_iotrace.analysis import run_result
+    from tb_iotrace.cli import hostrows
     from tb_iotrace.cli import report as cli_report
     from tb_iotrace.model.open_source import open_source as resolve
     from tb_iotrace.plugin.synthetic import make_logdir
@@ -185,8 +187,8 @@ def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
     for i, n in enumerate((1_000, 6_000, 2_000)):
         make_logdir(tmp_path, DATA / "gpu_multi_worker.xplane.pb", run=RUN, host=f"w{i}", n_events=n, seed=i)
     sources = resolve(str(tmp_path), None, None)
-    doc = cli_report.build(sources, jobs=2)
-    assert doc == cli_report.build(resolve(str(tmp_path), None, None), jobs=1)
+    doc = run_result.build(sources, jobs=2, make=hostrows.kept)
+    assert doc == run_result.build(resolve(str(tmp_path), None, None), jobs=1, make=hostrows.kept)
     hosts = doc["runs"][0]["hosts"]
     assert [h["host"] for h in hosts] == ["w0", "w1", "w2"]
     _, get = make_client(tmp_path)

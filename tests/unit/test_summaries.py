@@ -19,7 +19,7 @@ pytest.importorskip("tensorboard")
 
 from tb_iotrace.store import summaries
 from tb_iotrace.cli import hostrows
-from tb_iotrace.cli import report as cli_report
+from tb_iotrace.analysis.host_result import summary_row
 from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.store.logdir import scan
 from tb_iotrace.plugin.cache import load_any
@@ -100,17 +100,17 @@ def test_tab_summaries_equal_the_fresh_rows_of_real_captures_and_are_never_taken
 def test_report_rows_are_kept_and_read_back_equal_on_real_sources(tmp_path, beside):
     _real_logdir(tmp_path / "logdir")
     sources = resolve(str(tmp_path / "logdir"))
-    docs = {(s.run, s.host): cli_report.host_doc(s) for s in sources}
+    docs = {(s.run, s.host): hostrows.kept(s) for s in sources}
     # (a PyTorch trace is one host per process in the report, one host for the whole trace in
     # the tab: different parts of the file, kept apart)
     assert {s.kind for s in sources} == {"xplane", "record", "kineto"}
     for s in resolve(str(tmp_path / "logdir")):
         row = docs[(s.run, s.host)]["summary"]
         assert hostrows.stored(s) == row                          # kept by `report`, read back equal
-        assert cli_report.summary_row(s) == row                   # `report --hosts` computes the same
+        assert summary_row(s) == row                   # `report --hosts` computes the same
         if s.kind != "kineto":                                    # the tab's row of the same capture too
             assert capture_row(s.host, load_any(s.path, s.host)) == row
-    again = hostrows.build(resolve(str(tmp_path / "logdir")), cli_report.summary_row, jobs=1)
+    again = hostrows.build(resolve(str(tmp_path / "logdir")), summary_row, jobs=1)
     assert again["computed"] == 0
     assert {(r["run"], h["host"]): h for r in again["runs"] for h in r["hosts"]} == \
         {k: d["summary"] for k, d in docs.items()}
@@ -119,9 +119,9 @@ def test_report_rows_are_kept_and_read_back_equal_on_real_sources(tmp_path, besi
     for f in (tmp_path / "logdir").rglob("*" + summaries.SUFFIX):
         f.unlink()
     shutil.rmtree(beside)                                         # (the PyTorch trace's)
-    fresh = hostrows.build(resolve(str(tmp_path / "logdir")), cli_report.summary_row, jobs=2)   # in 2 processes
+    fresh = hostrows.build(resolve(str(tmp_path / "logdir")), summary_row, jobs=2)   # in 2 processes
     assert fresh["computed"] == len(sources) and fresh["runs"] == again["runs"]
-    assert hostrows.build(resolve(str(tmp_path / "logdir")), cli_report.summary_row, jobs=2)["computed"] == 0
+    assert hostrows.build(resolve(str(tmp_path / "logdir")), summary_row, jobs=2)["computed"] == 0
 
 
 def test_changed_capture_is_summarized_again(tmp_path, beside):
