@@ -27,13 +27,13 @@ from tb_iotrace.store.runrecord import RECORD_SUFFIX, TABLE_SUFFIX
 from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.model.open_source import SKIPPED, open_source
 from tb_iotrace.model.sources import CaptureSource, Source, SourceError
+from tb_iotrace.model.source_kinds import DARSHAN, kind_by_head, kind_by_name
 from tb_iotrace.cli.import_darshan import ImportDarshan
 from tb_iotrace.cli import hostrows
 from tb_iotrace.analysis import host_result
 from tb_iotrace.analysis.run_result import default_jobs
 
 DARSHAN_SUFFIX = ".darshan"
-DARSHAN_MAGIC = (b"3.", (6567223).to_bytes(8, "little"))   # version "3.xx", DARSHAN_MAGIC_NR
 SKIPPED_RC = 3
 DARSHAN_TIMEOUT_S = 600.0   # import-darshan's limit for reading one log (where it has one)
 SCAN_SKIPPED = SKIPPED     # how the source scan (model.open_source) names a file it skips
@@ -54,14 +54,16 @@ class Unit:
 
 
 def is_darshan_log(path: Path) -> bool:
-    if path.name.endswith(DARSHAN_SUFFIX):
+    """A Darshan log by the model's one rule (:mod:`tb_iotrace.model.source_kinds`): its name, else
+    its header (either byte order)."""
+    if kind_by_name(path) == DARSHAN:
         return True
     try:
         with open(path, "rb") as fh:
             head = fh.read(16)
     except OSError:
         return False
-    return head.startswith(DARSHAN_MAGIC[0]) and head[8:16] == DARSHAN_MAGIC[1]
+    return kind_by_head(head) == DARSHAN
 
 
 def _darshan_unit(path: Path) -> Unit:

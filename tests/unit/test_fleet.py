@@ -405,3 +405,21 @@ def test_checkpoints_table_rows_per_save_with_rank(tmp_path):
                                          "FROM checkpoints ORDER BY \"index\"")
     assert res.records() == [{"host": "h1", "rank": 1, "index": i, "kind": "save", "bytes": 8 << 20,
                               "fsync_time_s": 0.5, "finish_ns": 80, "paths": '["/ck/__1_0.distcp"]'} for i in (0, 1)]
+
+
+def test_a_darshan_log_without_its_suffix_is_told_by_its_header(tmp_path: Path) -> None:
+    """``fleet build`` takes a Darshan log by the model's one rule: a log Darshan itself wrote,
+    renamed without ``.darshan``, is still one; a text file or an unreadable path is not."""
+    import darshan
+
+    from tb_iotrace.cli.fleet import is_darshan_log
+
+    shipped = sorted((Path(darshan.__file__).parent / "examples" / "example_logs").glob("*.darshan"))
+    assert shipped
+    renamed = tmp_path / "job.log"
+    renamed.write_bytes(shipped[0].read_bytes())
+    text = tmp_path / "notes.log"
+    text.write_text("3. not a log at all, though it starts like one\n")
+    assert is_darshan_log(renamed)
+    assert not is_darshan_log(text)
+    assert not is_darshan_log(tmp_path / "missing.log")
