@@ -1,14 +1,8 @@
 """The verdict of a capture: is the job waiting for its input, on what, and the one change
 with the biggest expected effect (docs/diagnosis.md).
 
-    {"input_wait_share": float | None,          # tb_iotrace.model.stepwait's rule, as everywhere
-     "basis": "steps" | "input waits" | "none",
-     "bound": "input" | "partly input" | "not input" | "unknown",
-     "wait_breakdown": {"file_io", "object_io", "decode", "starved", "copy", "other": float | None},
-     "unmeasured": [keys], "unmeasured_share": float, "reason": str,
-     "cause": key | "decode or starved" | None,
-     "change": str, "expected_step_time_change": float,  # -0.25: step time 25% shorter
-     "model": str, "advice": str, "notes": [str]}
+Its fields are written once, in docs/diagnosis.md ("2. The verdict"); docs/formats.md places it
+in the report's JSON.
 
 ``wait_breakdown`` divides the input wait (inside the steps) into disjoint parts, each a share
 of the wait; the measured ones and ``unmeasured_share`` sum to 1. At each instant of the wait,
