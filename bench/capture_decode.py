@@ -1,4 +1,4 @@
-"""One capture's decode for the I/O tab (``tb_iotrace.plugin.capture_load.load_capture``), two
+"""One capture's decode for the I/O tab (``tb_iotrace.analysis.decoded.capture_load.load_capture``), two
 checkouts side by side: the cold "All hosts" switch of ``bench/plugin_hosts.py`` is 64 of these.
 With ``--analysis``, the analysis's read of a capture (``analysis.capture_reader.load_for_analysis``).
 
@@ -33,7 +33,7 @@ def first(*names):
     raise ImportError(names)
 
 
-load_capture = first("tb_iotrace.plugin.capture_load", "tb_iotrace.plugin." + "model").load_capture
+load_capture = first("tb_iotrace.analysis.decoded.capture_load", "tb_iotrace.plugin." + "model").load_capture
 if sys.argv[1] == "analysis":   # the analysis's read of a capture instead of the tab's
     reader = first("tb_iotrace.analysis.capture_reader", "tb_iotrace.analysis." + "source")
     load_capture = lambda f, host: reader.load_for_analysis(f)   # noqa: E731

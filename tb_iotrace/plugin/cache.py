@@ -4,7 +4,7 @@ seconds, a cache of loaded captures, and a cache of the views built from them.
 Loading: a capture is decoded when first asked for and kept while its size and mtime stay the
 same, least recently used dropped first once the loaded captures hold more than the cache's
 byte budget (``TBIO_PLUGIN_CACHE_BYTES``; by default a quarter of the machine's memory, at most
-2 GiB), measured as :meth:`tb_iotrace.plugin.tab_model.TabCapture.nbytes` (what the decoded capture holds, ~1.3x its
+2 GiB), measured as :meth:`tb_iotrace.analysis.decoded.tab_model.TabCapture.nbytes` (what the decoded capture holds, ~1.3x its
 file). A budget in bytes, not in entries: an "All hosts" view of a 64-host run is 64 captures
 asked for in turn, and an LRU of a few entries missed on every one of them.
 
@@ -26,12 +26,11 @@ from typing import Callable
 
 from tb_iotrace.store import logdir, remote
 from tb_iotrace.base.memory import one_trim
-from tb_iotrace.store.logdir import RunInfo, is_kineto_path, is_record_path
+from tb_iotrace.store.logdir import RunInfo, is_record_path
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.plugin.torch_traces import load_kineto
-from tb_iotrace.plugin.capture_load import load_capture
-from tb_iotrace.plugin.tab_model import TabCapture
-from tb_iotrace.plugin.records import cache_key, load_record, total_size
+from tb_iotrace.analysis.decoded.host_row import load_any
+from tb_iotrace.analysis.decoded.tab_model import TabCapture
+from tb_iotrace.analysis.decoded.records import cache_key, total_size
 from tb_iotrace.plugin.request_view import View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -81,14 +80,6 @@ def file_key(path: str) -> tuple[int, ...]:
         return cache_key(path)
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
-
-
-def load_any(path: str, host: str) -> TabCapture:
-    """A profile capture (``.xplane.pb``), a whole-run record (``.json``) or a PyTorch trace
-    (``.pt.trace.json[.gz]``), loaded."""
-    if is_kineto_path(path):
-        return load_kineto(path, host)
-    return load_record(path, host) if is_record_path(path) else load_capture(path, host)
 
 
 def _lazy(name: str) -> bool:
@@ -298,7 +289,7 @@ class LogdirIndex:
     # -- captures
     @property
     def cached_bytes(self) -> int:
-        """What the cached captures count against the budget (see :meth:`tb_iotrace.plugin.tab_model.TabCapture.nbytes`)."""
+        """What the cached captures count against the budget (see :meth:`tb_iotrace.analysis.decoded.tab_model.TabCapture.nbytes`)."""
         with self._lock:
             return self._cached_bytes
 

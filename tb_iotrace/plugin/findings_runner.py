@@ -12,7 +12,7 @@ from typing import Any
 
 from tb_iotrace.plugin import findings_worker
 from tb_iotrace.plugin.cache import file_key
-from tb_iotrace.plugin.records import total_size
+from tb_iotrace.analysis.decoded.records import total_size
 
 # tb_iotrace.analysis reads the capture file column-wise (tb_iotrace.analysis.capture_reader: about 4.4x
 # the file at its peak, a few seconds per million I/O events), in a child process (see

@@ -45,7 +45,7 @@ def findings_of(path: str) -> dict[str, Any]:
     rank = None
     if path.endswith(".json"):
         from tb_iotrace.store.runrecord import read_record
-        from tb_iotrace.plugin.records import record_trace
+        from tb_iotrace.analysis.decoded.records import record_trace
 
         rec = read_record(path)
         partial = rec.partial

@@ -93,7 +93,7 @@ def check_step_numbering(capture: str, nums: list[int], tmp: Path) -> None:
     import io
 
     from tb_iotrace.cli import main
-    from tb_iotrace.plugin.capture_load import load_capture
+    from tb_iotrace.analysis.decoded.capture_load import load_capture
 
     def cli(*args: str) -> str:
         out = io.StringIO()
