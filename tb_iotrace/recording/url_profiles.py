@@ -60,7 +60,7 @@ def _started(framework: str, writer: WindowWriter | None, logdir: Any, since_ns:
 def _in_staging(logdir: str) -> bool:
     """A window of tb_iotrace's own writer (published, and summarized, by it)."""
     try:
-        root = os.path.realpath(staging.root())
+        root = os.path.realpath(staging.where())
         return os.path.realpath(logdir).startswith(root + os.sep)
     except OSError:
         return False
