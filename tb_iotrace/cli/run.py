@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tb_iotrace.base.seconds import parse_seconds
@@ -150,6 +151,7 @@ class Run(Command):
         if windows:
             env.update(windows, TB_IOTRACE_PROFILE_LOGDIR=args.logdir if uploader is not None else logdir)
         reaper = _reaper.become_subreaper()
+        started_ns = time.time_ns() - 1_000_000_000     # (file times of a coarse clock)
         try:
             proc = subprocess.Popen(cmd, env=env)
         except OSError as exc:
@@ -195,6 +197,8 @@ class Run(Command):
                 uploader.finish()      # the last upload, with the signals still forwarded
             for sig, h in previous.items():
                 signal.signal(sig, h)
+        if uploader is None:      # the records whole now: their summaries made by a child left to run
+            _summarize_records(logdir, started_ns)
         if uploader is not None:
             if not args.quiet and uploader.ok:
                 print(f"tb-iotrace: {uploader.uploaded_records} process record(s) in "
@@ -208,3 +212,15 @@ class Run(Command):
             print(f"tb-iotrace: {n} process record(s) in {record_dir(logdir)}; "
                   f"see: tb-iotrace report {logdir}", file=sys.stderr)
         return 128 - rc if rc < 0 else rc
+
+
+def _summarize_records(logdir: str, since_ns: int) -> None:
+    """Start one background child (tb_iotrace.recording.landing) that keeps the summaries and job
+    facts of the records this run wrote, so that the tab's "All hosts" reads them at once."""
+    try:
+        from tb_iotrace.recording import landing
+        from tb_iotrace.store.runrecord import find_records, record_dir
+
+        landing.landed_detached(p for p in find_records(record_dir(logdir)) if p.stat().st_mtime_ns >= since_ns)
+    except OSError:
+        pass

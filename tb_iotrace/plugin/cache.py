@@ -4,7 +4,7 @@ seconds, a cache of loaded captures, and a cache of the views built from them.
 Loading: a capture is decoded when first asked for and kept while its size and mtime stay the
 same, least recently used dropped first once the loaded captures hold more than the cache's
 byte budget (``TBIO_PLUGIN_CACHE_BYTES``; by default a quarter of the machine's memory, at most
-2 GiB), measured as :meth:`tb_iotrace.plugin.tab_model.TabCapture.nbytes` (what the decoded capture holds, ~1.3x its
+2 GiB), measured as :meth:`tb_iotrace.analysis.decoded.tab_model.TabCapture.nbytes` (what the decoded capture holds, ~1.3x its
 file). A budget in bytes, not in entries: an "All hosts" view of a 64-host run is 64 captures
 asked for in turn, and an LRU of a few entries missed on every one of them.
 
@@ -26,13 +26,12 @@ from typing import Callable
 
 from tb_iotrace.store import logdir, remote
 from tb_iotrace.base.memory import one_trim
-from tb_iotrace.model.source_kinds import CAPTURE, KINETO, RECORD, listed_kind
+from tb_iotrace.model.source_kinds import RECORD, listed_kind
 from tb_iotrace.store.logdir import RunInfo
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.plugin.tab_kineto import decode_kineto
-from tb_iotrace.plugin.tab_xplane import decode_xplane
-from tb_iotrace.plugin.tab_model import TabCapture
-from tb_iotrace.plugin.tab_record import cache_key, decode_record, total_size
+from tb_iotrace.analysis.decoded.host_row import load_any
+from tb_iotrace.analysis.decoded.tab_model import TabCapture
+from tb_iotrace.analysis.decoded.tab_record import cache_key, total_size
 from tb_iotrace.plugin.request_view import View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -82,17 +81,6 @@ def file_key(path: str) -> tuple[int, ...]:
         return cache_key(path)
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns
-
-
-# the tab's decoding of each kind a scan lists
-_DECODERS: dict[str, Callable[[str, str], TabCapture]] = {CAPTURE: decode_xplane, KINETO: decode_kineto, RECORD: decode_record}
-
-
-def load_any(path: str, host: str) -> TabCapture:
-    """A file the scan listed, decoded for the tab as the kind the model says it is
-    (:func:`tb_iotrace.model.source_kinds.listed_kind`): a profile capture (``.xplane.pb``),
-    a whole-run record (``.json``) or a PyTorch trace (``.pt.trace.json[.gz]``)."""
-    return _DECODERS[listed_kind(path)](path, host)
 
 
 def _lazy(name: str) -> bool:
@@ -302,7 +290,7 @@ class LogdirIndex:
     # -- captures
     @property
     def cached_bytes(self) -> int:
-        """What the cached captures count against the budget (see :meth:`tb_iotrace.plugin.tab_model.TabCapture.nbytes`)."""
+        """What the cached captures count against the budget (see :meth:`tb_iotrace.analysis.decoded.tab_model.TabCapture.nbytes`)."""
         with self._lock:
             return self._cached_bytes
 

@@ -29,80 +29,10 @@ import threading
 from typing import Any, Callable
 
 import tb_iotrace
-from tb_iotrace.model.endpoints import is_endpoint
-from tb_iotrace.model.source_kinds import RECORD, listed_kind
+from tb_iotrace.analysis.capture_findings import findings_of
 
 # The package root this process imported tb_iotrace from: the child must use the same code.
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tb_iotrace.__file__)))
-
-
-def findings_of(path: str) -> dict[str, Any]:
-    """What /findings shows for one capture: ``{findings, notes, message, verdict}``, and what
-    /checkpoints shows: ``checkpoints`` (its saves and loads), ``training`` (the time their
-    findings' shares are of) and ``rank`` (a whole-run record's, a PyTorch trace's, else None)."""
-    from tb_iotrace.analysis import analyze
-
-    partial = False
-    rank = None
-    is_record = listed_kind(path) == RECORD
-    if is_record:
-        from tb_iotrace.store.runrecord import read_record
-        from tb_iotrace.plugin.tab_record import record_trace
-
-        rec = read_record(path)
-        partial = rec.partial
-        rank = rec.doc.get("rank") if isinstance(rec.doc.get("rank"), int) else None
-        calls = rec.doc.get("checkpoint_calls")
-        a = analyze(None, trace=record_trace(path, rec), checkpoint_calls=calls if isinstance(calls, list) else None)
-    else:
-        a = analyze(path)
-    if a is None:
-        from tb_iotrace.store.xplane import load_xspace
-        from tb_iotrace.store.xplane.origin import missing_io_reason
-
-        return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
-    d = a.to_dict()
-    if rank is None and a.checkpoints and not is_record:
-        rank = _capture_rank(path)
-    notes = list(d.get("notes", []))
-    if partial:
-        notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
-                        + (f"from its counters up to the last periodic flush ({rec.trace_missing})." if rec.trace_missing
-                           else "from its counters and calls up to the last periodic flush."))
-    verdict = d.get("verdict") or None
-    if rank is None and verdict and verdict.get("collectives") and not is_record:
-        rank = _capture_rank(path)      # a rank of a distributed job: its job verdict needs it
-    return {"findings": d["findings"], "notes": notes, "verdict": verdict,
-            "message": "No findings for this capture." if not d["findings"] else "",
-            "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank,
-            # what the job verdict across the view's ranks needs (tb_iotrace.analysis.job_verdict)
-            "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
-                                             "collective_wait_ps")} for s in d.get("steps") or []],
-            "read": _data_read(d)}
-
-
-def _data_read(d: dict[str, Any]) -> dict[str, Any]:
-    """The bytes read from data files and their number (the analysis' files: code loading is not
-    among them; network endpoints, the ranks' own gloo/NCCL connections among them, left out),
-    and ``dirs``: the bytes per folder, the 16 largest (where a straggler's data comes from)."""
-    got = [(str(f.get("path", "")), int(f.get("bytes_read") or 0)) for f in d.get("files") or []
-           if not is_endpoint(f.get("path"))]
-    dirs: dict[str, int] = {}
-    for path, b in got:
-        if b > 0:
-            dirs[os.path.dirname(path)] = dirs.get(os.path.dirname(path), 0) + b
-    top = sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[:16]
-    return {"bytes_read": sum(b for _, b in got), "files": sum(1 for _, b in got if b > 0), "dirs": dict(top)}
-
-
-def _capture_rank(path: str) -> int | None:
-    """The rank of a PyTorch trace converted to a capture (its record's, tb_iotrace.store.
-    kineto_xspace), None for other captures."""
-    from tb_iotrace.store.kineto_xspace import KINETO_KEY
-    from tb_iotrace.store.xplane import load_xspace, read_io_info
-
-    got = ((read_io_info(load_xspace(path)) or {}).get(KINETO_KEY) or {}).get("rank")
-    return got if isinstance(got, int) and not isinstance(got, bool) else None
 
 
 def _installed_in_site() -> bool:
@@ -113,7 +43,7 @@ def _installed_in_site() -> bool:
 
 
 def run_child(path: str, timeout_s: float) -> dict[str, Any]:
-    """Run :func:`findings_of` in a child process (raises RuntimeError with its reason)."""
+    """Run :func:`~tb_iotrace.analysis.capture_findings.findings_of` in a child process (raises RuntimeError with its reason)."""
     env = dict(os.environ)
     if not _installed_in_site():  # a checkout or an editable install: point the child at it
         env["PYTHONPATH"] = os.pathsep.join([_ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
@@ -132,7 +62,7 @@ def run_child(path: str, timeout_s: float) -> dict[str, Any]:
 
 def run_child_each(paths: list[str], timeout_s: float,
                    on_result: Callable[[str, dict[str, Any] | None, str | None], None]) -> None:
-    """Run :func:`findings_of` for every path in one child process, calling
+    """Run :func:`~tb_iotrace.analysis.capture_findings.findings_of` for every path in one child process, calling
     ``on_result(path, answer, None)`` or ``on_result(path, None, reason)`` as each line
     arrives; raises RuntimeError (with its reason) when the child fails or runs past
     ``timeout_s`` in all (the paths it did not answer get no call)."""

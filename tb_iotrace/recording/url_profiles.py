@@ -10,7 +10,8 @@ publishes the window there whole (:class:`tb_iotrace.recording.window_writer.Win
 framework has written it, with the I/O plane merged in), so no reader ever sees a half-merged
 ``.xplane.pb`` and the framework's own filesystem (no ``s3://`` in TensorFlow or jaxlib) is
 never asked to write it. A URL whose client is not installed, and every local log dir, go to
-the framework unchanged. ``TBIO_URL_PROFILES=0`` turns this off.
+the framework unchanged. ``TBIO_URL_PROFILES=0`` turns this off. A profile into a local log dir,
+once stopped, has the captures it wrote summarized in the background (:mod:`.landing`).
 """
 from __future__ import annotations
 
@@ -18,15 +19,18 @@ import functools
 import os
 import sys
 import threading
+import time
 from typing import Any, Callable
 
-from tb_iotrace.store import remote
+from tb_iotrace.store import remote, staging
+from tb_iotrace.recording import landing
 from tb_iotrace.recording.window_writer import WindowWriter
 
 __all__ = ["wrap_jax", "wrap_tensorflow"]
 
 _lock = threading.Lock()
 _open: dict[str, WindowWriter] = {}    # framework -> the URL window being profiled
+_local: dict[str, tuple[str, int]] = {}    # framework -> (local log dir, wall ns) of the profile running
 
 
 def _enabled() -> bool:
@@ -45,17 +49,31 @@ def _redirect(framework: str, logdir: Any) -> tuple[Any, WindowWriter | None]:
     return str(writer.open_staging()), writer
 
 
-def _started(framework: str, writer: WindowWriter | None) -> None:
-    if writer is not None:
-        with _lock:
+def _started(framework: str, writer: WindowWriter | None, logdir: Any, since_ns: int) -> None:
+    with _lock:
+        if writer is not None:
             _open[framework] = writer
+        elif isinstance(logdir, (str, os.PathLike)) and not _in_staging(os.fspath(logdir)):
+            _local[framework] = (os.fspath(logdir), since_ns)   # its captures summarized once it stops
+
+
+def _in_staging(logdir: str) -> bool:
+    """A window of tb_iotrace's own writer (published, and summarized, by it)."""
+    try:
+        root = os.path.realpath(staging.where())
+        return os.path.realpath(logdir).startswith(root + os.sep)
+    except OSError:
+        return False
 
 
 def _finish(framework: str, publish: bool) -> None:
     with _lock:
         writer = _open.pop(framework, None)
+        local = _local.pop(framework, None)
     if writer is not None:
         writer.close_staging(publish)
+    if local is not None and publish:
+        landing.landed_profile(*local)
 
 
 def _replace(prefix: str, real: Callable[..., Any], wrapper: Callable[..., Any]) -> None:
@@ -75,13 +93,14 @@ def _start_wrapper(framework: str, real_start: Callable[..., Any]) -> Callable[.
     @functools.wraps(real_start)
     def start(logdir: Any, *args: Any, **kwargs: Any) -> Any:
         target, writer = _redirect(framework, logdir)
+        since_ns = time.time_ns() - 1_000_000_000    # (file times of a coarse clock)
         try:
             got = real_start(target, *args, **kwargs)
         except BaseException:
             if writer is not None:
                 writer.close_staging(publish=False)
             raise
-        _started(framework, writer)
+        _started(framework, writer, target, since_ns)
         return got
 
     return start

@@ -8,7 +8,8 @@ the capture there (with the I/O plane merged into it, :mod:`.window`), it is pub
   whole (an object store replaces an object at once), so no reader ever sees a half-merged
   ``.xplane.pb``; the framework's own filesystem (which has no ``s3://`` and no emulator
   endpoint for ``gs://``) is never asked to write it;
-- to a local logdir, each file copied under a hidden name beside its final place and renamed.
+- to a local logdir, each file copied under a hidden name beside its final place and renamed;
+  then its summary and job facts are made in the background (:mod:`.landing`).
 
 The framework names a window's session folder after the second it stopped; a window whose
 session name is taken (an earlier window of this writer, or, at the destination, the same
@@ -30,6 +31,7 @@ from typing import Any
 
 from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote, staging
+from tb_iotrace.recording import landing
 from tb_iotrace.store.remote_calls import call
 from tb_iotrace.base.atomic import atomic_write
 
@@ -229,6 +231,8 @@ class WindowWriter:
         self.published.extend(done)
         self.windows += 1
         self._drop_staging()
+        if not self.is_url:      # each file whole at its place: its summary made in the background
+            landing.landed(d for d in done if d.endswith(".xplane.pb"))
         return done
 
 

@@ -21,9 +21,14 @@ KEEP = 8
 ENV_KEEP = "TBIO_STAGING_KEEP"
 
 
+def where() -> Path:
+    """Where the staging folders are (beside the remote cache), made or not."""
+    return remote.cache_root().parent / "staging"
+
+
 def root() -> Path:
-    """Where the staging folders are (beside the remote cache)."""
-    got = remote.cache_root().parent / "staging"
+    """Where the staging folders are, the folder made."""
+    got = where()
     got.mkdir(parents=True, exist_ok=True)
     return got
 
@@ -98,4 +103,4 @@ def new(kind: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=root()))
 
 
-__all__ = ["ENV_KEEP", "KEEP", "new", "prune", "prune_files", "root"]
+__all__ = ["ENV_KEEP", "KEEP", "new", "prune", "prune_files", "root", "where"]

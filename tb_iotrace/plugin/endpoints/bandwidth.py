@@ -9,8 +9,9 @@ import numpy as np
 from tb_iotrace.analysis.object_steps import per_step
 from tb_iotrace.plugin import level_of_detail as lod
 from tb_iotrace.plugin.capture_objects import capture_objects
-from tb_iotrace.model.stepwait import InputWait, covered, input_wait, is_input_wait, merge
-from tb_iotrace.plugin.tab_model import TabCapture, Lane
+from tb_iotrace.model.stepwait import covered
+from tb_iotrace.analysis.decoded.host_row import capture_input_wait, wait_intervals
+from tb_iotrace.analysis.decoded.tab_model import TabCapture, Lane
 from tb_iotrace.plugin.request_view import View, fmt_float, view_steps
 
 MAX_BINS = 4096
@@ -162,42 +163,6 @@ def _no_steps_message(view: View) -> str:
                 "equal time windows of the process's life instead.")
     return ("No step markers in this capture (no device 'Steps' line, no train/test TraceMe or "
             "Keras 'Profiled batch' events): showing equal time windows instead.")
-
-
-def _input_mask(cap: TabCapture, lane: Lane) -> np.ndarray:
-    """The lane's input-wait events (tb_iotrace.model.stepwait's rule: at any depth)."""
-    got = lane.cache.get("_input")
-    if got is None:
-        ids = np.unique(lane.name_id)
-        hit = [i for i in ids.tolist() if i >= 0 and is_input_wait(cap.names[i])]
-        got = np.isin(lane.name_id, np.array(hit, dtype=np.int32)) if hit else np.zeros(len(lane), bool)
-        lane.cache["_input"] = got
-    return got
-
-
-def wait_intervals(cap: TabCapture) -> tuple[np.ndarray, np.ndarray]:
-    """The capture's input waits, merged over all its host lanes (ns, capture clock): the one
-    rule of :mod:`tb_iotrace.model.stepwait`, as the report and the findings take it."""
-    got = cap.cache.get("wait_iv")
-    if got is None:
-        ss, es = [], []
-        for lane in cap.lanes:
-            if lane.group != "host":
-                continue
-            mask = _input_mask(cap, lane)
-            if mask.any():
-                ss.append(lane.start[mask])
-                es.append(lane.end[mask])
-        got = merge(np.concatenate(ss) if ss else np.zeros(0, np.int64),
-                    np.concatenate(es) if es else np.zeros(0, np.int64))
-        cap.cache["wait_iv"] = got
-    return got
-
-
-def capture_input_wait(cap: TabCapture) -> InputWait:
-    """The capture's input wait and its share (ns) by :func:`tb_iotrace.model.stepwait.input_wait`:
-    inside its steps over their time, else over the span of its waits."""
-    return input_wait(wait_intervals(cap), [s["start"] for s in cap.steps], [s["end"] for s in cap.steps])
 
 
 def _covered(s: np.ndarray, e: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

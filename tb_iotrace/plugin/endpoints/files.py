@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tb_iotrace.base.codepaths import code_paths
-from tb_iotrace.plugin.tab_model import TabCapture
+from tb_iotrace.analysis.decoded.tab_model import TabCapture
 from tb_iotrace.plugin.request_view import View
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",

@@ -1,5 +1,5 @@
 """``/hosts``: one row per host of a view, so that a slow worker stands out in "All hosts"
-(the rows are :func:`tb_iotrace.analysis.text_report.host_row`'s, as in ``tb-iotrace report``), each kept
+(the rows are :func:`tb_iotrace.analysis.decoded.host_row.capture_row`'s, as in ``tb-iotrace report``), each kept
 on disk per version of its capture (:mod:`tb_iotrace.store.summaries`): after a TensorBoard restart
 the table is read from the summaries, and only captures without a valid one are decoded."""
 from __future__ import annotations
@@ -11,36 +11,14 @@ from typing import Any
 
 from tb_iotrace.store import summaries
 from tb_iotrace.base.memory import one_trim
-from tb_iotrace.analysis.text_report import host_row
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin import summary_pool
 from tb_iotrace.plugin.cache import LogdirIndex, load_any
-from tb_iotrace.plugin.tab_model import TabCapture
+from tb_iotrace.analysis.decoded.host_row import capture_row
 from tb_iotrace.plugin.request_view import View, unreadable_json
-from tb_iotrace.plugin.endpoints.bandwidth import capture_input_wait
 from tb_iotrace.plugin.endpoints.job_tables import stored_job_verdict
 
 log = logging.getLogger("tb_iotrace.plugin")
-
-
-def capture_row(host: str, cap: TabCapture) -> dict[str, Any]:
-    """Per host: ``bytes_read``/``bytes_written``/``read_time_s``, the Darshan counters summed
-    over the host's POSIX and STDIO records (``source`` "counters"), or the traced calls when
-    the host has no counter record ("trace"); ``io_calls`` the traced calls; ``input_wait_ns``
-    the time the host waited on input and ``input_wait_pct`` its share, by the one rule of
-    :mod:`tb_iotrace.model.stepwait` (inside the steps over the steps' time, as /steps, the report and
-    the findings; ``span_ns`` that time; ``wait_basis`` "steps", "input waits" or "none")."""
-    io = cap.io
-    calls = len(io) if io is not None else 0
-    ct = cap.counters
-    trace = None
-    if not len(ct.paths) and calls:
-        r, w = io.moved()
-        trace = (float(r.sum()), float(w.sum()),
-                 float((io.end - io.start)[io.is_read[io.op]].sum()) / 1e9)
-    iw = capture_input_wait(cap)
-    return host_row(host, ct.modules, ct.col, trace=trace, io_calls=calls, input_wait_ns=iw.wait,
-                    span_ns=iw.time, wait_basis=iw.basis)
 
 
 def hosts_impl(view: View) -> dict[str, Any]:

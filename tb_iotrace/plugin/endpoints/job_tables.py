@@ -9,6 +9,7 @@ import threading
 from typing import Any
 
 from tb_iotrace.analysis import job_facts
+from tb_iotrace.analysis.capture_findings import job_doc
 from tb_iotrace.analysis.job_verdict import annotate
 from tb_iotrace.store import summaries
 
@@ -17,22 +18,11 @@ _kept: dict[str, summaries.Identity] = {}
 _kept_lock = threading.Lock()
 
 
-def _doc(host: str, got: dict[str, Any]) -> dict[str, Any]:
-    rank = got.get("rank")
-    read = got.get("read") or {}
-    dirs = read.get("dirs")
-    return {"host": host, "process": {"rank": rank, "role": "main"} if isinstance(rank, int) else None,
-            "verdict": dict(got["verdict"]) if isinstance(got.get("verdict"), dict) else None,
-            "steps": list(got.get("steps") or []), "has_step_markers": True, "findings": [], "files": None,
-            "summary": {"bytes_read": int(read.get("bytes_read") or 0), "files": int(read.get("files") or 0)},
-            "data_dirs": dict(dirs) if isinstance(dirs, dict) else {}}
-
-
 def run_job_verdict(done: list[tuple[str, dict[str, Any]]]) -> tuple[dict[str, Any] | None, list[dict[str, Any]],
                                                                       dict[str, dict[str, Any]]]:
     """(the job verdict or None, its findings each with its ``host``, host -> that host's
     verdict as the job verdict leaves it) of the (host, findings answer) pairs of a view."""
-    run: dict[str, Any] = {"hosts": [_doc(h, got) for h, got in done]}
+    run: dict[str, Any] = {"hosts": [job_doc(h, got) for h, got in done]}
     annotate(run)
     jv = run.get("job_verdict")
     if jv is None:
@@ -53,7 +43,7 @@ def keep_facts(answers: list[tuple[str, str, summaries.Identity | None, dict[str
         with _kept_lock:
             if _kept.get(path) == before:
                 continue
-        job_facts.keep(path, "", _doc(host, got), before)
+        job_facts.keep(path, "", job_doc(host, got), before)
         with _kept_lock:
             _kept.pop(path, None)
             _kept[path] = before

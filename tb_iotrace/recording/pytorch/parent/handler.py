@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from tb_iotrace.base.safenames import safe_component
-from tb_iotrace.recording import checkpoint_hooks
+from tb_iotrace.recording import checkpoint_hooks, landing
 from tb_iotrace.store import remote, staging
 from tb_iotrace.store.kineto import KinetoTraceError, add_io, read_trace, write_trace
 from tb_iotrace.store.machine import machine_facts
@@ -88,6 +88,8 @@ class TraceHandler:
         finally:
             if self.url is not None and os.path.exists(out):
                 self._upload(out)
+        if self.url is None and out in self.written:    # whole: its summary made in the background
+            landing.landed([out])
 
     def _upload(self, out: str) -> None:
         """Send a trace written in the spool to the URL; on failure keep it in a named folder

@@ -1,0 +1,96 @@
+"""What the tab's findings show of one capture file (a profile capture or a whole-run record),
+as the plugin's findings child answers it (tb_iotrace.plugin.findings_worker), and the host
+document the job verdict reads of that answer (:func:`job_doc`): below the plugin, so that the
+process that writes a capture can keep its job facts (tb_iotrace.analysis.landed) as the tab
+would."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tb_iotrace.model.endpoints import is_endpoint
+from tb_iotrace.model.source_kinds import RECORD, listed_kind
+
+__all__ = ["capture_rank", "data_read_of", "findings_of", "job_doc"]
+
+
+def findings_of(path: str) -> dict[str, Any]:
+    """What /findings shows for one capture: ``{findings, notes, message, verdict}``, and what
+    /checkpoints shows: ``checkpoints`` (its saves and loads), ``training`` (the time their
+    findings' shares are of) and ``rank`` (a whole-run record's, a PyTorch trace's, else None)."""
+    from tb_iotrace.analysis import analyze
+
+    partial = False
+    rank = None
+    is_record = listed_kind(path) == RECORD
+    if is_record:
+        from tb_iotrace.store.runrecord import read_record
+        from tb_iotrace.analysis.decoded.tab_record import record_trace
+
+        rec = read_record(path)
+        partial = rec.partial
+        rank = rec.doc.get("rank") if isinstance(rec.doc.get("rank"), int) else None
+        calls = rec.doc.get("checkpoint_calls")
+        a = analyze(None, trace=record_trace(path, rec), checkpoint_calls=calls if isinstance(calls, list) else None)
+    else:
+        a = analyze(path)
+    if a is None:
+        from tb_iotrace.store.xplane import load_xspace
+        from tb_iotrace.store.xplane.origin import missing_io_reason
+
+        return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
+    d = a.to_dict()
+    if rank is None and a.checkpoints and not is_record:
+        rank = capture_rank(path)
+    notes = list(d.get("notes", []))
+    if partial:
+        notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
+                        + (f"from its counters up to the last periodic flush ({rec.trace_missing})." if rec.trace_missing
+                           else "from its counters and calls up to the last periodic flush."))
+    verdict = d.get("verdict") or None
+    if rank is None and verdict and verdict.get("collectives") and not is_record:
+        rank = capture_rank(path)      # a rank of a distributed job: its job verdict needs it
+    return {"findings": d["findings"], "notes": notes, "verdict": verdict,
+            "message": "No findings for this capture." if not d["findings"] else "",
+            "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank,
+            # what the job verdict across the view's ranks needs (tb_iotrace.analysis.job_verdict)
+            "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
+                                             "collective_wait_ps")} for s in d.get("steps") or []],
+            "read": data_read_of(d)}
+
+
+def data_read_of(d: dict[str, Any]) -> dict[str, Any]:
+    """The bytes read from data files and their number (the analysis' files: code loading is not
+    among them; network endpoints, the ranks' own gloo/NCCL connections among them, left out),
+    and ``dirs``: the bytes per folder, the 16 largest (where a straggler's data comes from)."""
+    got = [(str(f.get("path", "")), int(f.get("bytes_read") or 0)) for f in d.get("files") or []
+           if not is_endpoint(f.get("path"))]
+    dirs: dict[str, int] = {}
+    for path, b in got:
+        if b > 0:
+            dirs[os.path.dirname(path)] = dirs.get(os.path.dirname(path), 0) + b
+    top = sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[:16]
+    return {"bytes_read": sum(b for _, b in got), "files": sum(1 for _, b in got if b > 0), "dirs": dict(top)}
+
+
+def capture_rank(path: str) -> int | None:
+    """The rank of a PyTorch trace converted to a capture (its record's, tb_iotrace.store.
+    kineto_xspace), None for other captures."""
+    from tb_iotrace.store.kineto_xspace import KINETO_KEY
+    from tb_iotrace.store.xplane import load_xspace, read_io_info
+
+    got = ((read_io_info(load_xspace(path)) or {}).get(KINETO_KEY) or {}).get("rank")
+    return got if isinstance(got, int) and not isinstance(got, bool) else None
+
+
+def job_doc(host: str, got: dict[str, Any]) -> dict[str, Any]:
+    """The host document the job verdict (tb_iotrace.analysis.job_verdict) reads, made of one
+    capture's :func:`findings_of` answer (its job facts are those of this document)."""
+    rank = got.get("rank")
+    read = got.get("read") or {}
+    dirs = read.get("dirs")
+    return {"host": host, "process": {"rank": rank, "role": "main"} if isinstance(rank, int) else None,
+            "verdict": dict(got["verdict"]) if isinstance(got.get("verdict"), dict) else None,
+            "steps": list(got.get("steps") or []), "has_step_markers": True, "findings": [], "files": None,
+            "summary": {"bytes_read": int(read.get("bytes_read") or 0), "files": int(read.get("files") or 0)},
+            "data_dirs": dict(dirs) if isinstance(dirs, dict) else {}}

@@ -1,0 +1,81 @@
+"""The summary and the job facts of captures tb_iotrace has just written, made by a child of
+the process that wrote them (tb_iotrace.recording.landing starts it), so that the first "All
+hosts" of the logdir, a TensorBoard restart, ``tb-iotrace report --hosts`` read ~1 KB per host
+instead of decoding every capture:
+
+    python -m tb_iotrace.analysis.landed [--facts] HOST PATH [HOST PATH ...]
+
+For each capture: its row of the per-host table, computed as the tab computes it
+(:func:`tb_iotrace.analysis.decoded.host_row.capture_row`), kept as its summary
+(:mod:`tb_iotrace.store.summaries`: beside it in its run's ``plugins/iotrace/summaries/`` when it
+is in a run's ``plugins/`` tree, else in the local cache), unless a valid one is there already;
+with ``--facts``, its job facts too (:mod:`tb_iotrace.analysis.job_facts`, from its findings as
+the tab's findings child makes them: of a capture without tb_iotrace's I/O record, facts that say
+it has no steps, verdict or data read, as the tab's job verdict reads its answer), for a profile
+capture or a whole-run record (a PyTorch trace's are kept by the tab, of its converted capture). Each is kept
+under the identity the capture had before it was read (a capture rewritten meanwhile gets none).
+The child runs at the lowest CPU priority; a capture that cannot be summarized costs one line on
+stderr and nothing else (the tab decodes it when it is opened, as before)."""
+from __future__ import annotations
+
+import os
+import sys
+
+from tb_iotrace.analysis import job_facts
+from tb_iotrace.analysis.capture_findings import findings_of, job_doc
+from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+from tb_iotrace.store import jobfacts, summaries
+from tb_iotrace.model.source_kinds import KINETO, listed_kind
+
+__all__ = ["keep_landed", "main"]
+
+
+def _lowest_priority() -> None:
+    """Never compete with the training job: nice 19 (and the session's autogroup too)."""
+    try:
+        with open("/proc/self/autogroup", "w") as fh:
+            fh.write("19")
+    except OSError:
+        pass
+    try:
+        os.nice(19)
+    except OSError:
+        pass
+
+
+def keep_landed(host: str, path: str, facts: bool) -> list[str]:
+    """Keep the summary (and with ``facts`` the job facts) of the capture ``path`` of ``host``;
+    what was kept ("summary", "facts"). Raises what decoding it raises."""
+    kept = []
+    before = summaries.identity(path)
+    if before is None or summaries.mode() == "off":
+        return kept
+    cap = None
+    if summaries.load(path, ident=before) is None:
+        cap = load_any(path, host)
+        if summaries.save(path, capture_row(host, cap), before=before) is not None:
+            kept.append("summary")
+    del cap
+    if facts and listed_kind(path) != KINETO and jobfacts.load(path, "", before).state != "ok":
+        # the analysis' answer, or why this version has none (no I/O record: no steps, no
+        # verdict, nothing read): the job verdict reads either as the tab's findings give it
+        job_facts.keep(path, "", job_doc(host, findings_of(path)), before)
+        if jobfacts.load(path, "", before).state == "ok":
+            kept.append("facts")
+    return kept
+
+
+def main(argv: list[str]) -> int:
+    _lowest_priority()
+    facts = bool(argv) and argv[0] == "--facts"
+    args = argv[1:] if facts else argv
+    for host, path in zip(args[0::2], args[1::2]):
+        try:
+            keep_landed(host, path, facts)
+        except Exception as exc:  # noqa: BLE001 - one bad capture costs one line, never the others
+            sys.stderr.write(f"tb_iotrace: no summary kept for {path} ({type(exc).__name__}: {str(exc)[:200]})\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

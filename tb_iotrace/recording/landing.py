@@ -1,0 +1,189 @@
+"""Summaries made as captures land: when tb_iotrace has finished writing a capture (a profile
+window it published, a profile the job stopped, a PyTorch trace of its ``trace_handler``, the
+records of ``tb-iotrace run``), a child process (``python -m tb_iotrace.analysis.landed``, at the
+lowest CPU priority, in a session of its own) keeps the capture's summary and job facts beside it
+(:mod:`tb_iotrace.store.summaries`), so that the first "All hosts" of the logdir reads them instead
+of decoding every capture.
+
+What the job pays: :func:`landed` appends to a list and, when no child is at work, starts a
+thread that starts one; the thread starts the next child for all that landed meanwhile once the
+last one ended (one child at a time per process). Nothing here raises into the job: a child that
+cannot be started is one log line (once per process), a capture the child cannot read one line
+on stderr; such captures are decoded when the logdir is first opened, as before.
+``TBIO_LANDED_SUMMARIES=0`` (or ``TBIO_SUMMARIES=0``) turns it off. A capture in a URL logdir
+gets none (its summary is keyed by the object's version, which the writer does not know).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+
+log = logging.getLogger("tb_iotrace")
+
+ENV = "TBIO_LANDED_SUMMARIES"
+CHILD = "tb_iotrace.analysis.landed"
+CHILD_TIMEOUT_S = 1800.0     # a child still at work then is left to finish; the next one starts
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the package's root
+
+__all__ = ["ENV", "enabled", "landed", "landed_detached", "landed_profile", "profile_captures", "wait_idle"]
+
+_lock = threading.Lock()
+_pending: list[tuple[str, str]] = []       # (host, path)
+_scans: list[tuple[str, int]] = []         # (log dir, wall ns): a stopped profile's captures, found in the thread
+_worker: threading.Thread | None = None
+_warned = False
+_idle = threading.Event()
+_idle.set()
+
+
+def enabled() -> bool:
+    """Whether landed captures get their summaries (:data:`ENV`, ``TBIO_SUMMARIES``)."""
+    off = ("0", "off", "no", "false")
+    return (os.environ.get(ENV, "1").strip().lower() not in off
+            and os.environ.get("TBIO_SUMMARIES", "1").strip().lower() not in off)
+
+
+def _host(path: str) -> str:
+    name = os.path.basename(path)
+    for suffix in (".xplane.pb", ".json.gz", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _command(paths: list[tuple[str, str]]) -> list[str]:
+    return [sys.executable, "-m", CHILD, "--facts", *[x for host, path in paths for x in (host, path)]]
+
+
+def _env() -> dict[str, str]:
+    """The job's environment, but that the child imports this tb_iotrace and records nothing
+    itself (``tb-iotrace run``'s autostart folder and variables left out)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TB_IOTRACE_") or k in ("TB_IOTRACE_CACHE", "TB_IOTRACE_CACHE_BYTES")}
+    autostart = os.path.realpath(os.path.join(_ROOT, "tb_iotrace", "recording", "autostart"))
+    kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+            if p and os.path.realpath(p) not in (autostart, os.path.realpath(_ROOT))]
+    env["PYTHONPATH"] = os.pathsep.join([_ROOT] + kept)
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    return env
+
+
+def _start(paths: list[tuple[str, str]]) -> subprocess.Popen[bytes] | None:
+    global _warned
+    try:
+        return subprocess.Popen(_command(paths), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                start_new_session=True, close_fds=True)
+    except Exception as exc:  # noqa: BLE001 - never into the job
+        if not _warned:
+            _warned = True
+            log.warning("tb_iotrace: cannot summarize the captures it wrote (%s); the tab decodes them "
+                        "when it opens them", exc)
+        return None
+
+
+def _work() -> None:
+    global _worker
+    while True:
+        with _lock:
+            scans = list(_scans)
+            _scans.clear()
+        found = [p for logdir, since in scans for p in profile_captures(logdir, since)]
+        with _lock:
+            batch = list(_pending) + [(_host(p), os.path.abspath(p)) for p in found if _usable(p)]
+            _pending.clear()
+            if not batch and not _scans:
+                _worker = None
+                _idle.set()
+                return
+        proc = _start(batch) if batch else None
+        if proc is not None:
+            try:
+                proc.wait(timeout=CHILD_TIMEOUT_S)
+            except Exception:  # noqa: BLE001 - a child past its time goes on alone
+                pass
+
+
+def _usable(path: str) -> bool:
+    return bool(path) and "://" not in path and os.path.basename(sys.executable).startswith("python")
+
+
+def landed(paths: Iterable[str]) -> None:
+    """Summarize ``paths`` (captures just written whole, local) in the background; returns at
+    once and never raises."""
+    try:
+        if not enabled():
+            return
+        got = [(_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
+        if got:
+            _queue(got, [])
+    except Exception as exc:  # noqa: BLE001
+        log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
+
+
+def landed_profile(logdir: str, since_ns: int) -> None:
+    """Summarize in the background the captures a profile into ``logdir`` (a local folder),
+    started at ``since_ns`` (wall clock) and just stopped, wrote (the thread finds them: the
+    job's stop only appends to a list); never raises."""
+    try:
+        if enabled() and _usable(logdir):
+            _queue([], [(os.path.abspath(logdir), int(since_ns))])
+    except Exception as exc:  # noqa: BLE001
+        log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
+
+
+def _queue(files: list[tuple[str, str]], scans: list[tuple[str, int]]) -> None:
+    global _worker
+    with _lock:
+        _pending.extend(files)
+        _scans.extend(scans)
+        if _worker is not None:
+            return
+        _idle.clear()
+        _worker = threading.Thread(target=_work, name="tb_iotrace-landed", daemon=True)
+        worker = _worker
+    worker.start()
+
+
+def landed_detached(paths: Iterable[str]) -> None:
+    """Summarize ``paths`` in one child started now and left to run (a process about to end:
+    ``tb-iotrace run`` once the job is over); never raises."""
+    try:
+        if not enabled():
+            return
+        got = [(_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
+        if got:
+            _start(got)
+    except Exception as exc:  # noqa: BLE001
+        log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
+
+
+def wait_idle(timeout_s: float) -> bool:
+    """Whether every child this process started for landed captures has ended within
+    ``timeout_s`` (tests and benchmarks)."""
+    return _idle.wait(timeout_s)
+
+
+def profile_captures(logdir: str, since_ns: int) -> list[str]:
+    """The ``.xplane.pb`` files of ``logdir``'s ``plugins/profile/<session>/`` folders written
+    since ``since_ns`` (wall clock): what a profile stopped then has just written."""
+    out: list[str] = []
+    base = os.path.join(logdir, "plugins", "profile")
+    try:
+        sessions = list(os.scandir(base))
+    except OSError:
+        return out
+    for s in sessions:
+        try:
+            if not s.is_dir(follow_symlinks=False) or s.stat().st_mtime_ns < since_ns:
+                continue
+            for f in os.scandir(s.path):
+                if f.name.endswith(".xplane.pb") and f.is_file(follow_symlinks=False) \
+                        and f.stat().st_mtime_ns >= since_ns:
+                    out.append(f.path)
+        except OSError:
+            continue
+    return sorted(out)

@@ -1,0 +1,206 @@
+"""Summaries made as captures land (tb_iotrace.recording.landing, tb_iotrace.analysis.landed): each
+place where tb_iotrace finishes writing a capture starts a background child that keeps its summary
+(and job facts); the tab's "All hosts" then reads them without decoding the capture, and a
+summary made damaged or stale afterwards is never trusted (the capture is decoded again)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("tensorboard")
+
+from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+from tb_iotrace.recording import landing, url_profiles
+from tb_iotrace.recording.window_writer import WindowWriter
+from tb_iotrace.store import jobfacts, summaries
+from tb_iotrace.store.logdir import scan
+from plugin_client import make_client  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+WAIT_S = 600.0      # the child runs at nice 19: on a loaded machine it waits for every other job
+
+
+@pytest.fixture()
+def beside(monkeypatch, tmp_path):
+    """Summaries beside the captures (the default outside the tests), a local cache of this
+    test's own (inherited by the children)."""
+    monkeypatch.setenv(summaries.ENV, "1")
+    monkeypatch.delenv(landing.ENV, raising=False)
+    monkeypatch.setenv("TB_IOTRACE_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "summaries"
+
+
+def _io_capture(dest: Path, seed: int = 0, events: int = 500) -> Path:
+    """A TF GPU capture with tb_iotrace's I/O plane merged (as a profile of a job tb_iotrace
+    records is written)."""
+    from tb_iotrace.plugin.synthetic import make_logdir
+
+    made = make_logdir(dest.parent / "made", DATA / "gpu_multi_worker.xplane.pb", run="r", host="h", n_events=events,
+                       seed=seed)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(made), dest)
+    shutil.rmtree(dest.parent / "made")
+    return dest
+
+
+def _hosts(logdir: Path) -> tuple[dict, list[str], dict[str, str]]:
+    """A new TensorBoard's "All hosts" of the logdir's one run, the captures it decoded, and
+    host -> path."""
+    [run] = scan(str(logdir), records=True, kineto=True)[0]
+    plugin, get = make_client(logdir)
+    decoded: list[str] = []
+
+    def loader(path: str, host: str):
+        decoded.append(os.path.basename(path))
+        return load_any(path, host)
+
+    plugin.index.loader = loader
+    code, got = get("/hosts", run=run.run, host="__all__")
+    assert code == 200, got
+    return got, decoded, dict(run.hosts)
+
+
+def _fresh(path: str, host: str) -> dict:
+    return capture_row(host, load_any(path, host))
+
+
+def _check_used_then_redone(logdir: Path, path: Path) -> None:
+    """The landed summary is valid and the tab's row; a damaged one, then a stale one, is
+    decoded again (and the row is the capture's)."""
+    assert summaries.load(str(path)) is not None
+    got, decoded, hosts = _hosts(logdir)
+    [row] = got["hosts"]
+    assert decoded == []                                       # read from the landed summary
+    assert row == _fresh(str(path), row["host"])               # the row the tab would compute
+    kept = [f for f, _ in summaries.locations(str(path)) if f.exists()]
+    assert kept
+    kept[0].write_text('{"format": "tb_iotrace.summary/2", "row": ')     # damaged
+    got, decoded, _ = _hosts(logdir)
+    assert decoded == [path.name] and got["hosts"] == [row]
+    if path.name.endswith(".xplane.pb"):                       # stale: the capture rewritten
+        _io_capture(path, seed=1, events=600)
+    else:
+        path.write_bytes(path.read_bytes().replace(b'"traceEvents"', b'"traceEvents" ', 1))
+    assert summaries.load(str(path)) is None
+    got, decoded, _ = _hosts(logdir)
+    assert decoded == [path.name] and got["hosts"][0] == _fresh(str(path), row["host"])
+
+
+def test_a_published_profile_window_lands_with_its_summary_and_job_facts(tmp_path, beside):
+    logdir = tmp_path / "logdir"
+    writer = WindowWriter(str(logdir), "tensorflow")
+    staging = writer.open_staging()
+    _io_capture(staging / "plugins" / "profile" / "2026_01_01_00_00_00" / "w0.xplane.pb")
+    [dest] = writer.close_staging(publish=True)
+    assert landing.wait_idle(WAIT_S)
+    path = Path(dest)
+    assert jobfacts.load(str(path)).state == "ok"              # the job verdict need not analyse it
+    assert list((logdir / "plugins" / "iotrace" / "summaries").iterdir())   # beside it, in its run
+    _check_used_then_redone(logdir, path)
+
+
+def test_a_profile_the_job_stops_into_a_local_logdir_lands_with_its_summary(tmp_path, beside):
+    """The glue's stop (tf.profiler.experimental.stop / jax.profiler.stop_trace, wrapped as
+    tb_iotrace.recording.url_profiles does): the captures the profile wrote are summarized, not
+    those of a stop that saves nothing nor those written before the start."""
+    logdir = tmp_path / "logdir"
+    old = _io_capture(logdir / "plugins" / "profile" / "old" / "w0.xplane.pb")
+    os.utime(old, ns=(time.time_ns() - 3_600 * 10**9,) * 2)
+    os.utime(old.parent, ns=(time.time_ns() - 3_600 * 10**9,) * 2)
+    where: list[str] = []
+
+    def start(d, *a, **k):
+        where.append(d)
+
+    def stop(save=True):
+        if save:
+            _io_capture(Path(where[-1]) / "plugins" / "profile" / "2026_01_01_00_00_01" / "w1.xplane.pb")
+
+    wstart = url_profiles._start_wrapper("tensorflow", start)
+    wstop = url_profiles._stop_wrapper("tensorflow", stop, lambda save=True: bool(save))
+    wstart(str(logdir))
+    wstop(save=False)                                          # a warm-up: nothing kept
+    assert landing.wait_idle(WAIT_S)
+    wstart(str(logdir))
+    wstop()
+    assert landing.wait_idle(WAIT_S)
+    new = logdir / "plugins" / "profile" / "2026_01_01_00_00_01" / "w1.xplane.pb"
+    assert summaries.load(str(new)) is not None and summaries.load(str(old)) is None
+    shutil.rmtree(old.parent)
+    _check_used_then_redone(logdir, new)
+
+
+class _Profiler:
+    """What TraceHandler uses of torch.profiler.profile: PyTorch's own trace export."""
+
+    def export_chrome_trace(self, path: str) -> None:
+        shutil.copyfile(DATA / "kineto_gpu_synthetic.pt.trace.json", path)
+
+
+def test_a_trace_handler_trace_lands_with_its_summary_in_the_local_cache(tmp_path, beside):
+    from tb_iotrace.recording.pytorch import TraceHandler
+
+    logdir = tmp_path / "logdir"
+    handler = TraceHandler(str(logdir / "torch"), worker_name="w0")
+    handler(_Profiler())
+    [written] = handler.written
+    assert landing.wait_idle(WAIT_S)
+    path = Path(written)
+    assert summaries.load(str(path)) is not None
+    assert not (logdir / "torch" / "plugins").exists()          # never beside a lone file
+    assert len(list(beside.iterdir())) == 1
+    _check_used_then_redone(logdir, path)
+
+
+def test_run_records_land_with_their_summaries(tmp_path, beside):
+    logdir = tmp_path / "logdir"
+    data = tmp_path / "data.bin"
+    data.write_bytes(b"x" * 100_000)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "tb_iotrace", "run", "--logdir", str(logdir), "--quiet", "--",
+                        sys.executable, "-c", f"open({str(data)!r}, 'rb').read()"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    [path] = sorted((logdir / "plugins" / "iotrace").glob("*.json"))
+    deadline = time.monotonic() + WAIT_S                        # the child was left to run on its own
+    while summaries.load(str(path)) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert summaries.load(str(path)) is not None
+    deadline = time.monotonic() + WAIT_S
+    while jobfacts.load(str(path)).state != "ok" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert jobfacts.load(str(path)).state == "ok"
+    got, decoded, _ = _hosts(logdir)
+    [row] = got["hosts"]
+    assert decoded == [] and row == _fresh(str(path), row["host"]) and row["bytes_read"] >= 100_000
+
+
+def test_off_starts_no_child(tmp_path, beside, monkeypatch):
+    monkeypatch.setenv(landing.ENV, "0")
+    logdir = tmp_path / "logdir"
+    path = _io_capture(logdir / "plugins" / "profile" / "s" / "w0.xplane.pb")
+    landing.landed([str(path)])
+    assert landing.wait_idle(5.0)
+    assert summaries.load(str(path)) is None
+
+
+def test_a_capture_the_child_cannot_read_costs_one_line(tmp_path, beside):
+    bad = tmp_path / "logdir" / "plugins" / "profile" / "s" / "bad.xplane.pb"
+    bad.parent.mkdir(parents=True)
+    bad.write_bytes(b"\x0a\xff\xff\xff\xff\x0f not a capture")
+    good = _io_capture(tmp_path / "logdir" / "plugins" / "profile" / "s" / "good.xplane.pb")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, "-m", "tb_iotrace.analysis.landed", "--facts", "bad", str(bad), "good", str(good)],
+                       capture_output=True, text=True, env=env, timeout=WAIT_S)
+    assert r.returncode == 0 and r.stdout == ""
+    [line] = r.stderr.strip().splitlines()
+    assert line.startswith("tb_iotrace: no summary kept for ") and str(bad) in line
+    assert summaries.load(str(good)) is not None and summaries.load(str(bad)) is None
