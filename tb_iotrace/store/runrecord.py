@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import stat
 import zipfile
@@ -226,7 +225,8 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
         else cap.table if cap is not None else FileTable()
     tpath = table_path(jpath)
-    generation = secrets.randbits(62)
+    # 62 random bits from the OS (secrets would import hashlib and OpenSSL into every traced process)
+    generation = int.from_bytes(os.urandom(8), "little") >> 2
     with Staged() as stage:
         trace_name = None
         arrays = None
