@@ -13,8 +13,10 @@ module ``<M>.path`` (int64 index into the paths), ``<M>.record_id`` (uint64), ``
 ``<M>.fnames`` (str: every counter name of the module, in order), ``<M>.c.<NAME>`` (one int
 counter, in the smallest integer type that holds its values exactly) and ``<M>.f.<NAME>`` (one
 float counter, float64). A counter that is 0 in every row is not stored (most of Darshan's are,
-in most runs). A path both modules name is stored once. Integer columns and paths are deflated
-(level 1), floats and record ids stored as they are (they hardly deflate).
+in most runs). A path both modules name is stored once. In a table of DEFLATE_ROWS rows or more,
+integer columns and paths are deflated (level 1), floats and record ids stored as they are (they
+hardly deflate); a smaller table is stored whole (deflating it cost a worker's exit more than
+the bytes it saved).
 A loaded table keeps its matrices column-major, so the pages of the columns that were not
 stored are never touched (no memory).
 """
