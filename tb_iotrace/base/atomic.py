@@ -29,30 +29,45 @@ class Staged:
     def temp(self, path: str | os.PathLike[str]) -> str:
         """A new empty temporary file beside ``path``, to write in any way; renamed over
         ``path`` at commit."""
+        fd, tmp = self._create(path)
+        os.close(fd)
+        return tmp
+
+    def write(self, path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> None:
+        """Call ``write(fh)`` on a temporary file for ``path`` (``fsync``: flushed to disk),
+        through the descriptor that created it (no second open, its mode set there)."""
+        fd, _ = self._create(path, chmod=True)
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            if self.fsync:
+                fh.flush()
+                os.fsync(fh.fileno())
+
+    def _create(self, path: str | os.PathLike[str], chmod: bool = False) -> tuple[int, str]:
+        """The temporary file for ``path``, open for writing; ``chmod``: its final mode set now,
+        on the descriptor (else at commit)."""
         target = Path(path)
         try:
             mode = target.stat().st_mode & 0o7777
         except OSError:
             mode = 0o644
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-        os.close(fd)
         self._pending.append((tmp, target, mode))
-        return tmp
-
-    def write(self, path: str | os.PathLike[str], write: Callable[[BinaryIO], object]) -> None:
-        """Call ``write(fh)`` on a temporary file for ``path`` (``fsync``: flushed to disk)."""
-        tmp = self.temp(path)
-        with open(tmp, "wb") as fh:
-            write(fh)
-            if self.fsync:
-                fh.flush()
-                os.fsync(fh.fileno())
+        if chmod:
+            try:
+                os.fchmod(fd, mode)
+            except BaseException:
+                os.close(fd)
+                raise
+            self._pending[-1] = (tmp, target, -1)
+        return fd, tmp
 
     def commit(self) -> None:
         """Rename every temporary file over its target, in the order they were staged."""
         try:
             for tmp, _, mode in self._pending:
-                os.chmod(tmp, mode)
+                if mode >= 0:   # -1: set when it was created
+                    os.chmod(tmp, mode)
             while self._pending:
                 tmp, target, _ = self._pending[0]
                 os.replace(tmp, target)

@@ -13,16 +13,19 @@ module ``<M>.path`` (int64 index into the paths), ``<M>.record_id`` (uint64), ``
 ``<M>.fnames`` (str: every counter name of the module, in order), ``<M>.c.<NAME>`` (one int
 counter, in the smallest integer type that holds its values exactly) and ``<M>.f.<NAME>`` (one
 float counter, float64). A counter that is 0 in every row is not stored (most of Darshan's are,
-in most runs). A path both modules name is stored once. Integer columns and paths are deflated
-(level 1), floats and record ids stored as they are (they hardly deflate).
+in most runs). A path both modules name is stored once. In a table of DEFLATE_ROWS rows or more,
+integer columns and paths are deflated (level 1), floats and record ids stored as they are (they
+hardly deflate); a smaller table is stored whole (deflating it cost a worker's exit more than
+the bytes it saved).
 A loaded table keeps its matrices column-major, so the pages of the columns that were not
 stored are never touched (no memory).
 """
 from __future__ import annotations
 
+import io
 import os
 import zipfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, overload
 
@@ -33,6 +36,8 @@ from tb_iotrace.base.limits import load_npz, max_trace_bytes
 MODULE_ORDER = ("POSIX", "STDIO")
 # merge rules of consecutive windows (Darshan semantics, by counter name)
 MAX_KEYS = ("MAX_BYTE_READ", "MAX_BYTE_WRITTEN", "MAX_READ_TIME_SIZE", "MAX_WRITE_TIME_SIZE")
+DEFLATE_ROWS = 4096          # tables with fewer rows are stored, not deflated (FileTable.save)
+IN_MEMORY_BYTES = 16 << 20   # file tables up to this size (uncompressed) are built in memory (zip_to)
 LAST_KEYS = ("MODE", "FILE_ALIGNMENT", "MEM_ALIGNMENT", "ACCESS", "STRIDE", "FASTEST_RANK", "SLOWEST_RANK",
               "RENAMED_FROM")
 
@@ -177,29 +182,37 @@ class FileTable:
 
     def save(self, fh: BinaryIO, comment: bytes = b"") -> None:
         """Write the table as an ``.npz`` (see the module docstring) to a binary file, with the
-        zip comment ``comment``."""
+        zip comment ``comment``. A table of fewer than :data:`DEFLATE_ROWS` rows is stored
+        without deflating (a DataLoader worker's record: deflating its few hundred rows cost
+        more than the bytes it saved), and built in memory, then written at once."""
+        deflate = sum(len(t) for t in self.modules.values()) >= DEFLATE_ROWS
         paths, index = _shared_paths(self)
-        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1, allowZip64=True) as z:
-            _put(z, "paths.data", paths.data)
-            _put(z, "paths.end", paths.end)
+
+        def members(z: zipfile.ZipFile) -> None:
+            put = _put if deflate else _put_stored
+            put(z, "paths.data", paths.data)
+            put(z, "paths.end", paths.end)
             for m, t in self.modules.items():
-                _put(z, f"{m}.path", index[m])
-                _put(z, f"{m}.record_id", t.record_id.astype(np.uint64, copy=False))
-                _put(z, f"{m}.names", np.array(t.names, dtype=str))
-                _put(z, f"{m}.fnames", np.array(t.fnames, dtype=str))
+                put(z, f"{m}.path", index[m])
+                put(z, f"{m}.record_id", t.record_id.astype(np.uint64, copy=False))
+                put(z, f"{m}.names", np.array(t.names, dtype=str))
+                put(z, f"{m}.fnames", np.array(t.fnames, dtype=str))
                 if len(t):
                     used = t.used if t.used is not None else t.counters.any(axis=0)
                     for j in np.nonzero(used)[0].tolist():
                         col = t.counters[:, j]
                         if col.any():
                             typ = _int_type(int(col.min()), int(col.max()))
-                            _put(z, f"{m}.c.{t.names[j]}", col.astype(typ))
+                            put(z, f"{m}.c.{t.names[j]}", col.astype(typ))
                     fused = t.fused if t.fused is not None else t.fcounters.any(axis=0)
                     for j in np.nonzero(fused)[0].tolist():
                         col = t.fcounters[:, j]
                         if col.any():
-                            _put(z, f"{m}.f.{t.fnames[j]}", col.astype(np.float64, copy=False))
+                            put(z, f"{m}.f.{t.fnames[j]}", col.astype(np.float64, copy=False))
             z.comment = comment
+
+        size = int(paths.data.nbytes) + 8 * sum(len(t) * (2 + len(t.names) + len(t.fnames)) for t in self.modules.values())
+        zip_to(fh, members, zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED, size)
 
     @classmethod
     def from_dicts(cls, records: Sequence[Mapping[str, Any]]) -> "FileTable":
@@ -312,12 +325,35 @@ def load_table(fh: BinaryIO, where: str = "file table") -> FileTable:
     return FileTable(out)
 
 
+_INT_BOUNDS = tuple((t, int(np.iinfo(t).min), int(np.iinfo(t).max)) for t in (np.int8, np.int16, np.int32))
+
+
 def _int_type(lo: int, hi: int) -> type:
-    for t in (np.int8, np.int16, np.int32):
-        info = np.iinfo(t)
-        if info.min <= lo and hi <= info.max:
+    for t, tmin, tmax in _INT_BOUNDS:
+        if tmin <= lo and hi <= tmax:
             return t
     return np.int64
+
+
+def zip_to(fh: BinaryIO, members: Callable[[zipfile.ZipFile], None], compression: int, size: int) -> None:
+    """Write a zip whose ``members(z)`` adds its members to ``fh``: built in memory and written
+    in one call when its arrays hold at most ``size`` <= :data:`IN_MEMORY_BYTES` bytes (a file
+    table's dozens of small members, each of which a zip written to a file seeks back over:
+    a few system calls each), else straight to ``fh``."""
+    if size > IN_MEMORY_BYTES:
+        with zipfile.ZipFile(fh, "w", compression=compression, compresslevel=1, allowZip64=True) as z:
+            members(z)
+        return
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression, compresslevel=1, allowZip64=True) as z:
+        members(z)
+    fh.write(buf.getbuffer())
+
+
+def _put_stored(z: zipfile.ZipFile, name: str, a: np.ndarray) -> None:
+    z.compression = zipfile.ZIP_STORED
+    with z.open(name + ".npy", "w", force_zip64=True) as out:
+        np.lib.format.write_array(out, np.ascontiguousarray(a), allow_pickle=False)
 
 
 def _put(z: zipfile.ZipFile, name: str, a: np.ndarray) -> None:

@@ -85,7 +85,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import socket
 import stat
 import zipfile
@@ -226,7 +225,8 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
         else cap.table if cap is not None else FileTable()
     tpath = table_path(jpath)
-    generation = secrets.randbits(62)
+    # 62 random bits from the OS (secrets would import hashlib and OpenSSL into every traced process)
+    generation = int.from_bytes(os.urandom(8), "little") >> 2
     with Staged() as stage:
         trace_name = None
         arrays = None
@@ -237,15 +237,11 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         nevents = len(arrays["start_ns"]) if arrays is not None else len(cap.events) if cap is not None else \
             sum(n for _, n in trace_parts or ())
         if arrays is not None:
-            tmp = stage.temp(npath)
-            with open(tmp, "wb") as fh:
-                _savez(fh, arrays, _stamp(generation))
+            stage.write(npath, lambda fh: _savez(fh, arrays, _stamp(generation)))
             trace_name = npath.name
         inline = not any(table.counts().values())   # no file: "files": [] in the JSON, one file less
         if not inline:
-            tmp = stage.temp(tpath)
-            with open(tmp, "wb") as fh:
-                table.save(fh, comment=_stamp(generation))
+            stage.write(tpath, lambda fh: table.save(fh, comment=_stamp(generation)))
         _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
                    end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
                    generation=generation, write_errors=write_errors, nevents=nevents,

@@ -42,3 +42,28 @@ def test_start_imports_no_profile_upload_code_until_jax(tmp_path: Path) -> None:
     assert got["started"] and got["before"] == []
     assert got["wrapped"], "the JAX profiler was not wrapped after its import"
     assert "tb_iotrace.recording.url_profiles" in got["after"]
+
+
+NOT_AT_START = ("secrets", "hashlib", "_hashlib")
+WAIT_FIRST_RECORD = r'''
+import glob, json, os, sys, time
+deadline = time.monotonic() + 60
+while not glob.glob(os.path.join(os.environ["TB_IOTRACE_RUN_DIR"], "plugins", "iotrace", "*.json")) \
+        and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(json.dumps({"started": "tb_iotrace.recording.autostart" in sys.modules,
+                  "imported": [m for m in sys.argv[1].split(",") if m in sys.modules]}))
+'''
+
+
+def test_start_and_first_record_import_no_hashing_library(tmp_path: Path) -> None:
+    """The record's generation number is random bits from the OS: writing the first record does
+    not load hashlib and OpenSSL into every process of the job (10 ms each on a loaded host)."""
+    env = dict(os.environ, TB_IOTRACE_RUN_DIR=str(tmp_path / "logs"), TB_IOTRACE_FLUSH_S="5",
+               PYTHONPATH=os.pathsep.join([str(AUTOSTART), str(REPO)]))
+    r = subprocess.run([sys.executable, "-c", WAIT_FIRST_RECORD, ",".join(NOT_AT_START)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["started"] and list((tmp_path / "logs" / "plugins" / "iotrace").glob("*.json"))
+    assert got["imported"] == []

@@ -69,6 +69,29 @@ def test_round_trip_keeps_odd_bytes_and_stores_each_path_once():
     assert np.isnan(back.column("POSIX_BYTES_READ")[2])   # no such counter in STDIO
 
 
+def test_small_tables_are_stored_large_ones_deflated_both_exact():
+    """A worker's few hundred rows are written without deflate (cheaper at its exit); a table of
+    DEFLATE_ROWS rows or more deflates its integer columns as before; both read back exactly."""
+    import zipfile
+
+    from tb_iotrace.store.filetable import DEFLATE_ROWS
+
+    for n, deflated in ((300, False), (DEFLATE_ROWS, True)):
+        files = [rec(f"/data/f{i:05d}", "POSIX", POSIX_OPENS=1, POSIX_BYTES_READ=65664 + i, POSIX_F_READ_TIME=i / 7)
+                 for i in range(n)]
+        t = FileTable.from_dicts(files)
+        buf = io.BytesIO()
+        t.save(buf, comment=b"c")
+        buf.seek(0)
+        with zipfile.ZipFile(buf) as z:
+            kinds = {i.filename: i.compress_type for i in z.infolist()}
+            assert z.comment == b"c"
+        assert (kinds["POSIX.c.POSIX_BYTES_READ.npy"] == zipfile.ZIP_DEFLATED) is deflated
+        assert kinds["POSIX.f.POSIX_F_READ_TIME.npy"] == zipfile.ZIP_STORED
+        buf.seek(0)
+        assert list(load_table(buf).dicts()) == files
+
+
 def test_same_record_id_other_bytes_stays_two_paths():
     """Dedup needs the same bytes, not only the same record id (a hash)."""
     t = FileTable.from_dicts([rec("/a", "POSIX", POSIX_OPENS=1), rec("/b", "STDIO", STDIO_OPENS=1)])
