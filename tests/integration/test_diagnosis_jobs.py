@@ -158,7 +158,7 @@ def assert_torch_verdict(name: str, path: str) -> None:
         # the restarts cost their starts and stops, the wait the whole of it: either may lead
         assert {f["id"] for f in findings[:2]} == {"worker-restarts", "input-bound"}, findings
         assert "persistent_workers=True" in next(f for f in findings if f["id"] == "worker-restarts")["suggestion"]
-    else:                                  # two workers ~50x ahead of a 100 ms step
+    else:                                  # two workers ~250x ahead of a 500 ms step
         v, findings = diagnosis(path)
         assert v["bound"] == "not input" and v["input_wait_share"] < 0.05, v
         assert v["change"] == "none for the input pipeline"

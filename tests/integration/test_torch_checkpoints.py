@@ -106,8 +106,12 @@ def test_trace_handler_marks_distributed_checkpoint_saves(tmp_path: Path) -> Non
 
 
 def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: Path) -> None:
-    """torch.distributed.checkpoint.async_save: the loop is blocked for the call only (what the
-    job times around it), the writes run after it in the background (background_ns)."""
+    """torch.distributed.checkpoint.async_save: the loop is blocked for the call only, the writes
+    run after it in the background (background_ns). The blocked time lies between the call's own
+    time (timed inside tb_iotrace's wrapper) and the caller's (timed around its line): the two
+    agree within microseconds on an idle machine, but the save's writer thread holds the GIL
+    while the caller's line runs the wrapper's Python, so on a loaded one (load 11-14 on 2 cores)
+    the caller's time came to 30% more than the call's, which no 10% tolerance survives."""
     _job(tmp_path, "init", record=False)
     job = _job(tmp_path, "async", record=False)
     (h,) = [h for h in _hosts(tmp_path / "log") if h["checkpoints"]]
@@ -115,9 +119,11 @@ def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: 
     assert {p["path"]: p["bytes"] for p in saves} == job["sizes"]
     assert all(p["source"] == "torch.distributed.checkpoint.async_save" and p["files"] == 2 for p in saves)
     assert all(p["background_ns"] > 0 for p in saves)
+    assert len(job["calls_s"]) == len(job["saves_s"]) == len(saves)
     blocked = sum(p["blocking_ns"] for p in saves) / 1e9
-    assert blocked == pytest.approx(sum(job["saves_s"]), rel=0.10)
-    print("async: blocked", blocked, "job", sum(job["saves_s"]), "background", sum(p["background_ns"] for p in saves) / 1e9)
+    slack = 2e-6 * len(saves)            # the trace's microsecond timestamps, two per span
+    assert sum(job["calls_s"]) - slack <= blocked <= sum(job["saves_s"]) + slack, (job, saves)
+    print("async: call", sum(job["calls_s"]), "blocked", blocked, "job", sum(job["saves_s"]), "background", sum(p["background_ns"] for p in saves) / 1e9)
 
 
 SAVE_EVERY_JOB = Path(__file__).parent / "scripts" / "torch_save_every_job.py"

@@ -105,15 +105,26 @@ def call_spans(ctx: Context) -> list[Span]:
 ASYNC_TMP = ".orbax-checkpoint-tmp"     # orbax writes <dir>.orbax-checkpoint-tmp*, then renames it
 
 
+ASYNC_SAVES = ("orbax.checkpoint", "torch.distributed.checkpoint.async_save")
+
+
+def _family(ph: dict[str, Any]) -> str:
+    """The library of a phase's call (its next call on a directory ends a background save)."""
+    src = str(ph.get("source", ""))
+    return next((f for f in ("orbax.checkpoint", "torch.distributed.checkpoint") if src.startswith(f)), "")
+
+
 def extend_async(ctx: Context, phases: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """An orbax save (in place): the call is what the loop waited for; the writes its threads
-    make in the background under the directory's temporary twin (``<dir>.orbax-checkpoint-tmp``)
-    or the directory (writes, syncs, renames, closes), up to the next orbax call on that directory,
-    are the phase's too
+    """An orbax save or a DCP ``async_save`` (in place): the call is what the loop waited for;
+    the writes its threads make in the background under the directory's temporary twin
+    (``<dir>.orbax-checkpoint-tmp``) or the directory (writes, syncs, renames, closes), up to the
+    next call of that library on that directory, are the phase's too, however far apart a loaded
+    machine spreads them (DCP writes ``.metadata`` after the data files)
     (``background_ns``: its part after the call). Phases found by shape inside it are dropped."""
     tr = ctx.trace
-    orbax = [p for p in phases if str(p.get("source", "")).startswith("orbax.checkpoint")]
-    mine = [p for p in orbax if p["kind"] == "save" and p.get("path")]
+    orbax = [p for p in phases if _family(p)]
+    mine = [p for p in orbax if p["kind"] == "save" and p.get("path")
+            and str(p.get("source", "")).startswith(ASYNC_SAVES)]
     if not mine or not len(tr):
         return phases
     off = epoch_offset_ps(ctx)
@@ -128,7 +139,8 @@ def extend_async(ctx: Context, phases: list[dict[str, Any]]) -> list[dict[str, A
         # the next orbax call on this directory (a restore reads these files); a save of
         # another one waits in its call for these writes to finish: they are still this save's
         nxt = [int(q["start_ns"]) * 1000 - off for q in orbax
-               if q["start_ns"] > ph["start_ns"] and str(q.get("path", "")).rstrip("/") == path]
+               if q["start_ns"] > ph["start_ns"] and _family(q) == _family(ph)
+               and str(q.get("path", "")).rstrip("/") == path]
         hi = min(nxt) if nxt else None
         sel = np.isin(ctx.path_code, codes) & ctx.ok & (ctx.s_ps >= lo) & (
             (ctx.kind == "write") | np.isin(tr.op, ("rename", "renameat", "renameat2", "close")))

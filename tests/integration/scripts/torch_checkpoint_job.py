@@ -4,8 +4,10 @@ every N steps on the training thread, timing each save itself (tests/integration
     python torch_checkpoint_job.py WORK MODE   # MODE: init | run | trace | dcp | none
 init writes WORK/init.pt (outside any recording); run is plain (for ``tb-iotrace run``); trace
 profiles every step with tb_iotrace.torch.trace_handler (WORK/log); dcp does too, saving with
-torch.distributed.checkpoint.save (one process) into a directory per save; none trains without
-checkpoints. Writes WORK/result.json: the save times, the loop time, the files' sizes.
+torch.distributed.checkpoint.save (one process) into a directory per save; async does too with
+torch.distributed.checkpoint.async_save; none trains without checkpoints. Writes
+WORK/result.json: the save times (saves_s, the caller's line; calls_s, async only: the call
+itself, timed inside tb_iotrace's wrapper), the loop time, the files' sizes.
 """
 from __future__ import annotations
 
@@ -24,6 +26,19 @@ def model() -> torch.nn.Module:
     return torch.nn.Sequential(*[torch.nn.Linear(512, 512) for _ in range(8)])   # 8 MiB of weights
 
 
+def slow_finish_writer(path: str):
+    """DCP's file writer, its ``.metadata`` written 0.3 s after the data files (what a loaded
+    machine's scheduler can do to a background writer): one save all the same."""
+    from torch.distributed.checkpoint import FileSystemWriter
+
+    class SlowFinish(FileSystemWriter):
+        def finish(self, *args, **kwargs):
+            time.sleep(0.3)
+            return super().finish(*args, **kwargs)
+
+    return SlowFinish(path)
+
+
 def main() -> None:
     work, mode = sys.argv[1], sys.argv[2]
     torch.set_num_threads(1)
@@ -32,6 +47,23 @@ def main() -> None:
     if mode == "init":
         torch.save({"model": net.state_dict()}, os.path.join(work, "init.pt"))
         return
+    calls: list[float] = []     # async: each async_save call's own time, inside tb_iotrace's span
+    if mode == "async":
+        # timed inside the wrapper tb_iotrace puts around async_save (DCP imported before the
+        # handler: the wrapper wraps this timer), while saves_s times the caller's line around
+        # it: the span lies between the two, whatever the load puts between them
+        import torch.distributed.checkpoint as dcp
+
+        real_async_save = dcp.async_save
+
+        def timed_async_save(*args, **kwargs):
+            s = time.perf_counter()
+            try:
+                return real_async_save(*args, **kwargs)
+            finally:
+                calls.append(time.perf_counter() - s)
+
+        dcp.async_save = timed_async_save
     handler = None
     if mode in ("trace", "dcp", "async"):
         import tb_iotrace.torch as tbt
@@ -59,7 +91,8 @@ def main() -> None:
                 path = os.path.join(work, f"step{k + 1}")
                 s = time.perf_counter()
                 if mode == "async":
-                    pending.append((path, dcp.async_save({"model": net.state_dict()}, checkpoint_id=path)))
+                    pending.append((path, dcp.async_save({"model": net.state_dict()}, checkpoint_id=path,
+                                                         storage_writer=slow_finish_writer(path))))
                 else:
                     dcp.save({"model": net.state_dict()}, checkpoint_id=path)
                 saves.append(time.perf_counter() - s)
@@ -88,7 +121,7 @@ def main() -> None:
     else:
         loop_s, load_s = loop(lambda: None)
     with open(os.path.join(work, "result.json"), "w") as fh:
-        json.dump({"saves_s": saves, "loop_s": loop_s, "load_s": load_s, "sizes": sizes, "pid": os.getpid(),
+        json.dump({"saves_s": saves, "calls_s": calls, "loop_s": loop_s, "load_s": load_s, "sizes": sizes, "pid": os.getpid(),
                    "init_size": os.path.getsize(os.path.join(work, "init.pt")) if mode != "none" else 0}, fh)
 
 
