@@ -198,9 +198,18 @@ class LogdirIndex:
         with self._lock:
             if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
                 return self._active
-        self.sync_soon()
-        found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True,
-                               kineto=True)
+
+        def scan() -> bool:
+            found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True,
+                                   kineto=True)
+            return bool(found)
+
+        # a URL logdir whose mirror holds a run already: TensorBoard's plugin list does not wait
+        # on the storage (the sync starts; the tab's /runs waits for it), so a slow or hung
+        # storage costs the page one wait, not two; an empty mirror waits for the first sync
+        found = self.url is not None and scan()
+        self.sync_soon(0.0 if found else SYNC_WAIT_S)
+        found = found or scan()
         with self._lock:
             self._active = bool(found)
             self._active_at = now
