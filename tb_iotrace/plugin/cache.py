@@ -102,6 +102,7 @@ class LogdirIndex:
         self._sync_lock = threading.Lock()
         self._sync_thread: threading.Thread | None = None
         self._sync_started = 0.0
+        self._sync_ended = -1e9
         if logdir and remote.is_url(logdir):
             self.url = remote.trim(logdir)
             logdir = str(remote.mirror_path(self.url))
@@ -138,6 +139,8 @@ class LogdirIndex:
                 self._remote_error = str(exc)
             except Exception as exc:   # noqa: BLE001 - a client's own failure: said, never raised
                 self._remote_error = str(remote.failure(self.url, exc))
+            finally:
+                self._sync_ended = time.monotonic()
 
     def sync_soon(self, wait_s: float = SYNC_WAIT_S) -> None:
         """Start :meth:`sync` on a background thread (unless one runs) and wait for it at most
@@ -149,9 +152,17 @@ class LogdirIndex:
         with self._lock:
             t = self._sync_thread
             if t is None or not t.is_alive():
+                now = time.monotonic()
+                # a sync that failed less than ``wait_s`` ago: the storage is not waited on again
+                # now. A hung storage's sync ends (its calls time out) about when the request that
+                # started it stops waiting, so the next request (the tab's ``/runs`` right after
+                # the plugin list) found it ended and waited ``wait_s`` again on a new one
+                failed_recently = self._remote_error is not None and now - self._sync_ended < wait_s
                 t = threading.Thread(target=self.sync, name="tb_iotrace-sync", daemon=True)
-                self._sync_thread, self._sync_started = t, time.monotonic()
+                self._sync_thread, self._sync_started = t, now
                 t.start()
+                if failed_recently:
+                    return
             started = self._sync_started
         # until ``wait_s`` after the sync began, not after this request came: TensorBoard's
         # plugin list (``is_active``) and the tab's ``/runs`` come one after the other, and each
@@ -175,9 +186,18 @@ class LogdirIndex:
         with self._lock:
             if self._active is not None and now - self._active_at < ACTIVE_TTL_S:
                 return self._active
-        self.sync_soon()
-        found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True,
-                               kineto=True)
+
+        def scan() -> bool:
+            found, _ = logdir.scan(self.logdir, max_dirs=ACTIVE_MAX_DIRS, stop_at_first=True, records=True,
+                                   kineto=True)
+            return bool(found)
+
+        # a URL logdir whose mirror holds a run already: TensorBoard's plugin list does not wait
+        # on the storage (the sync starts; the tab's /runs waits for it), so a slow or hung
+        # storage costs the page one wait, not two; an empty mirror waits for the first sync
+        found = self.url is not None and scan()
+        self.sync_soon(0.0 if found else SYNC_WAIT_S)
+        found = found or scan()
         with self._lock:
             self._active = bool(found)
             self._active_at = now

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -120,21 +121,43 @@ def test_profile_every_checks_its_arguments() -> None:
             ProfileEvery("logs", **kwargs)
 
 
-def _run_job(logdir: str, framework: str, cwd: Path, env: dict[str, str], seconds: float = 6.0) -> Any:
-    return subprocess.run([sys.executable, "-m", "tb_iotrace", "run", "--logdir", logdir, "--profile-every", "1.5",
-                           "--profile-for", "0.5", "--", sys.executable, str(RUN_JOB), framework,
-                           str(cwd.parent / "data"), str(seconds)],
-                          cwd=cwd, env={**env, **QUIET}, capture_output=True, text=True, timeout=400)
+def _run_job(store: dict[str, Any], prefix: str, framework: str, windows: int = 2,
+             deadline_s: float = 300) -> subprocess.CompletedProcess:
+    """`tb-iotrace run --profile-every 1.5 --profile-for 0.5` on the job, into bucket/prefix: the
+    job's loop runs until ``windows`` windows are in the bucket (listed through the server,
+    within ``deadline_s``), then is told to stop. Its run time is set by the windows taken, not
+    by a guess of how long a loaded machine takes to start, stop and upload them."""
+    cwd, tmp = store["cwd"], store["cwd"].parent
+    stop = tmp / f"stop-{framework}"
+    out, err = tmp / f"job-{framework}.out", tmp / f"job-{framework}.err"
+    cmd = [sys.executable, "-m", "tb_iotrace", "run", "--logdir", f"{store['url']}/{prefix}", "--profile-every",
+           "1.5", "--profile-for", "0.5", "--", sys.executable, str(RUN_JOB), framework, str(tmp / "data"),
+           str(deadline_s), str(stop)]
+    with open(out, "w") as fo, open(err, "w") as fe:
+        proc = subprocess.Popen(cmd, cwd=cwd, env={**store["env"], **QUIET}, stdout=fo, stderr=fe, text=True)
+    try:
+        end = time.monotonic() + deadline_s
+        while proc.poll() is None and time.monotonic() < end:
+            if sum(k.endswith(".xplane.pb") for k in _listed(store, f"{prefix}/plugins/profile")) >= windows:
+                break
+            time.sleep(1.0)
+        stop.touch()
+        rc = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return subprocess.CompletedProcess(cmd, rc, out.read_text(), err.read_text())
 
 
 @pytest.mark.slow
 @pytest.mark.tf
 def test_run_profile_every_on_a_tensorflow_job(store: dict[str, Any]) -> None:
     """`tb-iotrace run --profile-every 1.5 --profile-for 0.5` on a TensorFlow loop that reads a
-    file per step for 6 s once TensorFlow is imported: several windows in the bucket, beside the
+    file per step until two windows are in the bucket (then told to stop): the windows, beside the
     whole-run record, and the report lists them in time order."""
     url = store["url"] + "/logs"
-    r = _run_job(url, "tensorflow", store["cwd"], store["env"])
+    r = _run_job(store, "logs", "tensorflow")
     assert r.returncode == 0, r.stderr[-4000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
     listed = _listed(store, "logs")
@@ -156,7 +179,7 @@ def test_run_profile_every_on_a_tensorflow_job(store: dict[str, Any]) -> None:
 def test_run_profile_every_on_a_jax_job(store: dict[str, Any]) -> None:
     """The same on a JAX loop (jax.profiler windows, StepTraceAnnotation steps) into the bucket."""
     url = store["url"] + "/jaxlogs"
-    r = _run_job(url, "jax", store["cwd"], store["env"])
+    r = _run_job(store, "jaxlogs", "jax")
     assert r.returncode == 0, r.stderr[-4000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
     windows = [k for k in _listed(store, "jaxlogs") if k.startswith("jaxlogs/plugins/profile/")

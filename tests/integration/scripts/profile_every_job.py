@@ -1,9 +1,10 @@
 """Subprocess workload for test_profile_windows (run under `tb-iotrace run --profile-every`, no
 tb_iotrace code here): a TensorFlow or JAX loop that reads one file of its own per step (whole,
-once) for SECONDS after the framework is imported, each step marked as the framework marks
-training steps.
+once), each step marked as the framework marks training steps, for SECONDS after the framework
+is imported, or, given STOPFILE, until that file exists (the test creates it once the windows
+it needs are in the bucket; SECONDS then only bounds the run).
 
-argv: tensorflow|jax DATADIR SECONDS
+argv: tensorflow|jax DATADIR SECONDS [STOPFILE]
 Prints one JSON line: the files and their sizes.
 """
 import json
@@ -12,14 +13,20 @@ import sys
 import time
 
 framework, datadir, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+stopfile = sys.argv[4] if len(sys.argv) > 4 else None
 os.makedirs(datadir, exist_ok=True)
 files, sizes = [], []
-for i in range(int(seconds / 0.02) + 50):
-    p = os.path.join(datadir, f"part{i:04d}.bin")
+
+
+def data_file(i):
+    """The file step ``i`` reads, written before its step (outside its marker)."""
+    p = os.path.join(datadir, f"part{i:05d}.bin")
     with open(p, "wb") as f:
-        f.write(os.urandom(1000 + 37 * i))
+        f.write(os.urandom(1000 + 37 * (i % 1000)))
     files.append(p)
     sizes.append(os.path.getsize(p))
+    return p
+
 
 if framework == "jax":
     import jax
@@ -46,9 +53,10 @@ else:
 
 end = time.monotonic() + seconds
 step = 0
-while time.monotonic() < end and step < len(files):
+while time.monotonic() < end and not (stopfile and os.path.exists(stopfile)):
+    path = data_file(step)
     with marker(step):
-        with open(files[step], "rb") as f:
+        with open(path, "rb") as f:
             compute(f.read())
         time.sleep(0.02)
     step += 1
