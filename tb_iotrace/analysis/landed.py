@@ -25,6 +25,7 @@ from tb_iotrace.analysis import job_facts
 from tb_iotrace.analysis.capture_findings import findings_of, job_doc
 from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
 from tb_iotrace.store import jobfacts, summaries
+from tb_iotrace.store.logdir import capture_host, profile_captures
 from tb_iotrace.model.source_kinds import KINETO, listed_kind
 
 __all__ = ["keep_landed", "main"]
@@ -69,7 +70,15 @@ def main(argv: list[str]) -> int:
     _lowest_priority()
     facts = bool(argv) and argv[0] == "--facts"
     args = argv[1:] if facts else argv
-    for host, path in zip(args[0::2], args[1::2]):
+    items: list[tuple[str, str]] = []
+    while args[:1] == ["--scan"] and len(args) >= 3:     # a stopped profile's folder: found here
+        try:
+            items += [(capture_host(p), os.path.abspath(p)) for p in profile_captures(args[1], int(args[2]))]
+        except ValueError:
+            pass
+        args = args[3:]
+    items += list(zip(args[0::2], args[1::2]))
+    for host, path in items:
         try:
             keep_landed(host, path, facts)
         except Exception as exc:  # noqa: BLE001 - one bad capture costs one line, never the others

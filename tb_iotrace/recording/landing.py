@@ -22,6 +22,8 @@ import sys
 import threading
 from collections.abc import Iterable
 
+from tb_iotrace.store.logdir import capture_host
+
 log = logging.getLogger("tb_iotrace")
 
 ENV = "TBIO_LANDED_SUMMARIES"
@@ -29,7 +31,7 @@ CHILD = "tb_iotrace.analysis.landed"
 CHILD_TIMEOUT_S = 1800.0     # a child still at work then is left to finish; the next one starts
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the package's root
 
-__all__ = ["ENV", "enabled", "landed", "landed_detached", "landed_profile", "profile_captures", "wait_idle"]
+__all__ = ["ENV", "enabled", "landed", "landed_detached", "landed_profile", "wait_idle"]
 
 _lock = threading.Lock()
 _pending: list[tuple[str, str]] = []       # (host, path)
@@ -47,16 +49,12 @@ def enabled() -> bool:
             and os.environ.get("TBIO_SUMMARIES", "1").strip().lower() not in off)
 
 
-def _host(path: str) -> str:
-    name = os.path.basename(path)
-    for suffix in (".xplane.pb", ".json.gz", ".json"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def _command(paths: list[tuple[str, str]]) -> list[str]:
-    return [sys.executable, "-m", CHILD, "--facts", *[x for host, path in paths for x in (host, path)]]
+def _command(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None) -> list[str]:
+    """The child's command: the captures named, and the profile folders it finds captures in
+    itself (``--scan LOGDIR SINCE_NS``): the job's process makes no file call of its own for
+    them, so none is recorded as the job's I/O."""
+    scan = [x for logdir, since in scans or [] for x in ("--scan", logdir, str(int(since)))]
+    return [sys.executable, "-m", CHILD, "--facts", *scan, *[x for host, path in paths for x in (host, path)]]
 
 
 def _env() -> dict[str, str]:
@@ -64,18 +62,19 @@ def _env() -> dict[str, str]:
     itself (``tb-iotrace run``'s autostart folder and variables left out)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("TB_IOTRACE_") or k in ("TB_IOTRACE_CACHE", "TB_IOTRACE_CACHE_BYTES")}
-    autostart = os.path.realpath(os.path.join(_ROOT, "tb_iotrace", "recording", "autostart"))
+    # abspath, not realpath: no lstat of each folder, which the shim would record as the job's
+    autostart = os.path.join(_ROOT, "tb_iotrace", "recording", "autostart")
     kept = [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
-            if p and os.path.realpath(p) not in (autostart, os.path.realpath(_ROOT))]
+            if p and os.path.abspath(p) not in (autostart, _ROOT)]
     env["PYTHONPATH"] = os.pathsep.join([_ROOT] + kept)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     return env
 
 
-def _start(paths: list[tuple[str, str]]) -> subprocess.Popen[bytes] | None:
+def _start(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None) -> subprocess.Popen[bytes] | None:
     global _warned
     try:
-        return subprocess.Popen(_command(paths), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        return subprocess.Popen(_command(paths, scans), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
     except Exception as exc:  # noqa: BLE001 - never into the job
         if not _warned:
@@ -91,15 +90,14 @@ def _work() -> None:
         with _lock:
             scans = list(_scans)
             _scans.clear()
-        found = [p for logdir, since in scans for p in profile_captures(logdir, since)]
         with _lock:
-            batch = list(_pending) + [(_host(p), os.path.abspath(p)) for p in found if _usable(p)]
+            batch = list(_pending)
             _pending.clear()
-            if not batch and not _scans:
+            if not batch and not scans and not _scans:
                 _worker = None
                 _idle.set()
                 return
-        proc = _start(batch) if batch else None
+        proc = _start(batch, scans) if batch or scans else None
         if proc is not None:
             try:
                 proc.wait(timeout=CHILD_TIMEOUT_S)
@@ -117,7 +115,7 @@ def landed(paths: Iterable[str]) -> None:
     try:
         if not enabled():
             return
-        got = [(_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
+        got = [(capture_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
         if got:
             _queue(got, [])
     except Exception as exc:  # noqa: BLE001
@@ -154,7 +152,7 @@ def landed_detached(paths: Iterable[str]) -> None:
     try:
         if not enabled():
             return
-        got = [(_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
+        got = [(capture_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
         if got:
             _start(got)
     except Exception as exc:  # noqa: BLE001
@@ -165,25 +163,3 @@ def wait_idle(timeout_s: float) -> bool:
     """Whether every child this process started for landed captures has ended within
     ``timeout_s`` (tests and benchmarks)."""
     return _idle.wait(timeout_s)
-
-
-def profile_captures(logdir: str, since_ns: int) -> list[str]:
-    """The ``.xplane.pb`` files of ``logdir``'s ``plugins/profile/<session>/`` folders written
-    since ``since_ns`` (wall clock): what a profile stopped then has just written."""
-    out: list[str] = []
-    base = os.path.join(logdir, "plugins", "profile")
-    try:
-        sessions = list(os.scandir(base))
-    except OSError:
-        return out
-    for s in sessions:
-        try:
-            if not s.is_dir(follow_symlinks=False) or s.stat().st_mtime_ns < since_ns:
-                continue
-            for f in os.scandir(s.path):
-                if f.name.endswith(".xplane.pb") and f.is_file(follow_symlinks=False) \
-                        and f.stat().st_mtime_ns >= since_ns:
-                    out.append(f.path)
-        except OSError:
-            continue
-    return sorted(out)

@@ -59,9 +59,10 @@ def _started(framework: str, writer: WindowWriter | None, logdir: Any, since_ns:
 
 def _in_staging(logdir: str) -> bool:
     """A window of tb_iotrace's own writer (published, and summarized, by it)."""
+    # abspath, not realpath: a profile's start makes no lstat of each folder, which the shim
+    # would record as the job's own I/O (tb_iotrace makes its staging folders by these names)
     try:
-        root = os.path.realpath(staging.where())
-        return os.path.realpath(logdir).startswith(root + os.sep)
+        return os.path.abspath(logdir).startswith(os.path.abspath(staging.where()) + os.sep)
     except OSError:
         return False
 

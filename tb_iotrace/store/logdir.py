@@ -266,3 +266,35 @@ def run_name(rel_parent: str, name: str) -> str:
 __all__ = ["BadName", "KINETO_SUFFIXES", "MAX_DEPTH", "RECORD_RUN", "RunInfo", "XPLANE_SUFFIX", "check_name",
            "inside", "is_kineto_name", "kineto_stem", "kineto_worker",
            "run_name", "scan"]
+
+
+def capture_host(path: str) -> str:
+    """A capture's host as its file name gives it (``<host>.xplane.pb``, ``<host>.json[.gz]``)."""
+    name = os.path.basename(path)
+    for suffix in (".xplane.pb", ".json.gz", ".json"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def profile_captures(logdir: str, since_ns: int) -> list[str]:
+    """The ``.xplane.pb`` files of ``logdir``'s ``plugins/profile/<session>/`` folders written
+    since ``since_ns`` (wall clock): what a profile stopped then has just written."""
+    out: list[str] = []
+    base = os.path.join(logdir, "plugins", "profile")
+    try:
+        sessions = list(os.scandir(base))
+    except OSError:
+        return out
+    for s in sessions:
+        try:
+            if not s.is_dir(follow_symlinks=False) or s.stat().st_mtime_ns < since_ns:
+                continue
+            for f in os.scandir(s.path):
+                if f.name.endswith(".xplane.pb") and f.is_file(follow_symlinks=False) \
+                        and f.stat().st_mtime_ns >= since_ns:
+                    out.append(f.path)
+        except OSError:
+            continue
+    return sorted(out)
+
