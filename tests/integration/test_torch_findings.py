@@ -106,7 +106,7 @@ def test_main_process_reading_names_num_workers(tmp_path: Path) -> None:
 
 
 def test_workers_that_keep_up_are_not_input_bound(tmp_path: Path) -> None:
-    """Two persistent workers reading small files ahead of a 20 ms step: no input-bound finding,
+    """Two persistent workers reading small files ahead of a 100 ms step: no input-bound finding,
     and the analysis did see the steps and the (short) waits."""
     result, trace = run_loop("workers", tmp_path)
     a = analyze(to_xspace(trace))
