@@ -24,24 +24,12 @@ import sys
 from tb_iotrace.analysis import job_facts
 from tb_iotrace.analysis.capture_findings import findings_of, job_doc
 from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+from tb_iotrace.base.priority import lowest_priority
 from tb_iotrace.store import jobfacts, summaries
 from tb_iotrace.store.logdir import capture_host, profile_captures
 from tb_iotrace.model.source_kinds import KINETO, listed_kind
 
 __all__ = ["keep_landed", "main"]
-
-
-def _lowest_priority() -> None:
-    """Never compete with the training job: nice 19 (and the session's autogroup too)."""
-    try:
-        with open("/proc/self/autogroup", "w") as fh:
-            fh.write("19")
-    except OSError:
-        pass
-    try:
-        os.nice(19)
-    except OSError:
-        pass
 
 
 def keep_landed(host: str, path: str, facts: bool) -> list[str]:
@@ -67,7 +55,7 @@ def keep_landed(host: str, path: str, facts: bool) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    _lowest_priority()
+    lowest_priority()
     facts = bool(argv) and argv[0] == "--facts"
     args = argv[1:] if facts else argv
     items: list[tuple[str, str]] = []

@@ -29,6 +29,7 @@ import threading
 from typing import Any, Callable
 
 import tb_iotrace
+from tb_iotrace.base.priority import lowest_priority
 from tb_iotrace.analysis.capture_findings import findings_of
 
 # The package root this process imported tb_iotrace from: the child must use the same code.
@@ -110,17 +111,7 @@ def _background() -> None:
         ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
     except Exception:  # not Linux: the timeout still bounds us
         pass
-    try:
-        # With autogroup scheduling a nice value only counts inside the session: this
-        # process runs in its own session, whose group nice is set too.
-        with open("/proc/self/autogroup", "w") as fh:
-            fh.write("19")
-    except OSError:
-        pass
-    try:
-        os.nice(19)
-    except OSError:
-        pass
+    lowest_priority()     # in its own session: its autogroup's nice is set too
 
 
 def main(argv: list[str]) -> int:
