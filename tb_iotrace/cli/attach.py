@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tb_iotrace.base.processes import pid_alive
 from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.cli.attach_inject import AttachRefused, check_way_in, children, entry_code, has_channel, inject, probe
 
@@ -24,16 +25,6 @@ CHILD_READY_S = 15.0
 
 def control_dir(pid: int) -> str:
     return os.path.join(tempfile.gettempdir(), f"tb_iotrace-attach-{pid}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def claim(pid: int) -> str:
@@ -48,7 +39,7 @@ def claim(pid: int) -> str:
                 holder = int(Path(ctrl, "cli.pid").read_text())
             except (OSError, ValueError):
                 holder = 0
-            if holder and _alive(holder):
+            if holder and pid_alive(holder):
                 raise AttachRefused(f"process {pid} is already attached (by tb-iotrace attach, pid {holder}): "
                                     "wait for it to end")
             shutil.rmtree(ctrl, ignore_errors=True)     # a stale one (that attach was killed)
@@ -69,7 +60,7 @@ def wait_status(ctrl: str, pid: int, states: tuple[str, ...], timeout: float) ->
                 return doc
         except (OSError, ValueError):
             pass
-        if not _alive(pid):
+        if not pid_alive(pid):
             return {"state": "gone"}
         time.sleep(0.05)
     return None

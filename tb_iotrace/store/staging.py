@@ -15,6 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tb_iotrace.base.processes import pid_alive
 from tb_iotrace.store import remote
 
 KEEP = 8
@@ -40,18 +41,6 @@ def keep() -> int:
         return KEEP
 
 
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:        # another user's process: alive
-        return True
-    return True
-
-
 def _pid_of(name: str) -> int:
     parts = name.split("-")
     return int(parts[1]) if len(parts) > 2 and parts[1].isdigit() else 0
@@ -70,7 +59,7 @@ def prune(kind: str, kept: int | None = None) -> list[Path]:
         except OSError:
             continue
     found.sort(reverse=True)
-    old = [p for _, p in found[kept:] if not _alive(_pid_of(p.name))]
+    old = [p for _, p in found[kept:] if not pid_alive(_pid_of(p.name))]
     for p in old:
         shutil.rmtree(p, ignore_errors=True)
     return old

@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import threading
 
+from tb_iotrace.base.processes import pid_alive
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.kineto import KinetoTraceError
 from tb_iotrace.store.kineto_xspace import KINETO_KEY, read_xspace
@@ -32,16 +33,6 @@ _folder: str | None = None
 
 
 FOLDER_PREFIX = "tb_iotrace-kineto-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:   # someone else's process: alive
-        return True
-    return True
 
 
 def remove_stale_folders(tmp: str | None = None) -> list[str]:
@@ -65,7 +56,7 @@ def remove_stale_folders(tmp: str | None = None) -> list[str]:
             st = os.lstat(path)
         except OSError:
             continue
-        if st.st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path) or _alive(int(pid_text)):
+        if st.st_uid != os.getuid() or not os.path.isdir(path) or os.path.islink(path) or pid_alive(int(pid_text)):
             continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
