@@ -5,11 +5,14 @@
 
 _Atomic int tbio_g_enabled;
 static pthread_mutex_t g_api_mu = PTHREAD_MUTEX_INITIALIZER;
-static int g_atfork_done;
 
 /* Every lock the shim takes is held across fork() (lock order: api, patch,
  * session, registry), so a child never inherits one owned by a thread that
- * does not exist there. */
+ * does not exist there.  The handlers are registered when the library is
+ * loaded, before any of those locks can be taken: registered by the first
+ * API call instead, a fork while that call held its lock but had not yet
+ * registered (enable() calibrates the clock first, 10 ms) left the child
+ * that lock, held forever (native/tests/test_fork.c). */
 static void atfork_prepare(void) {
     pthread_mutex_lock(&g_api_mu);
     tbio_patch_atfork_prepare();
@@ -29,20 +32,8 @@ static void atfork_child(void) {
     pthread_mutex_init(&g_api_mu, NULL);
 }
 
-/* Hold every lock across fork from the first call that can take one (g_api_mu held). */
-static void atfork_register(void) {
-    if (!g_atfork_done) {
-        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-        g_atfork_done = 1;
-    }
-}
-
-/* tbio_begin and the other API entries that lock what a child would need:
- * they may come before any tbio_enable() (a C caller, a test). */
-void tbio_atfork_ensure(void) {
-    pthread_mutex_lock(&g_api_mu);
-    atfork_register();
-    pthread_mutex_unlock(&g_api_mu);
+__attribute__((constructor)) static void atfork_register(void) {
+    pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 int tbio_enable(void) {
@@ -52,7 +43,6 @@ int tbio_enable(void) {
         return 0;
     }
     tbio_clock_init();
-    atfork_register();
     tbio_resolve_reals();
     tbio_fd_scan_existing();
     tbio_fd_forget_roles();   /* sockets made or closed while unpatched */

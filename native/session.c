@@ -376,7 +376,6 @@ static void publish(tbio_actset *next, tbio_actset *old) {
 }
 
 tbio_session *tbio_begin(void) {
-    tbio_atfork_ensure();
     tbio_clock_init();
     barrier_init();
     sigset_t sig;
@@ -589,7 +588,6 @@ void tbio_session_free(tbio_session *s) {
 uint64_t tbio_trace_bytes(void) {
     /* live figure: every thread's buffers for every recording session */
     uint64_t b = 0;
-    tbio_atfork_ensure();
     sigset_t sig;
     signals_block(&sig);
     pthread_mutex_lock(&g_sess_mu);
@@ -606,7 +604,6 @@ uint64_t tbio_trace_bytes(void) {
 
 uint32_t tbio_threads_held(void) {
     uint32_t n = 0;
-    tbio_atfork_ensure();
     sigset_t sig;
     signals_block(&sig);
     pthread_mutex_lock(&g_threads_mu);

@@ -38,8 +38,6 @@ TBIO_HIDDEN int tbio_resolve_reals(void);
 TBIO_HIDDEN int tbio_hook_index(const char *name);   /* -1: not hooked */
 TBIO_HIDDEN int tbio_patch_all(void);       /* patch objects not yet patched */
 TBIO_HIDDEN int tbio_unpatch_all(void);
-/* Registers the fork handlers (api.c) if no earlier call did. */
-TBIO_HIDDEN void tbio_atfork_ensure(void);
 TBIO_HIDDEN void tbio_patch_atfork_prepare(void);
 TBIO_HIDDEN void tbio_patch_atfork_parent(void);
 TBIO_HIDDEN void tbio_patch_atfork_child(void);

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -187,9 +188,46 @@ static void test_fork_while_setting_filters(void) {
     free(g_big);
 }
 
-int main(void) {
+/* ---- the first tbio_enable: another thread inside it while this one forks ----
+ * enable() calibrates the clock (10 ms) under its lock; the child's own
+ * enable must not wait on that lock forever.  Run in a fresh process (this
+ * program again, exec'ed: the shim untouched there, and ThreadSanitizer's
+ * view of its locks too) so that this enable is the process's first call. */
+static void *first_enable(void *arg) {
+    (void)arg;
+    atomic_store(&g_started, 1);
+    return (void *)(intptr_t)tbio_enable();
+}
+
+static int fresh_fork_while_enabling(void) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, first_enable, NULL) != 0) return 20;
+    while (!atomic_load(&g_started)) sched_yield();
+    struct timespec ts = {0, 3000000};   /* inside enable's 10 ms calibration */
+    nanosleep(&ts, NULL);
+    pid_t pid = fork();
+    if (pid == 0) _exit(tbio_enable() == 0 ? 0 : 1);
+    int st = wait_or_kill(pid, 10.0);
+    void *r = NULL;
+    pthread_join(t, &r);
+    tbio_disable();
+    return st == -1 ? 21 : st != 0 ? 22 : r != NULL ? 23 : 0;
+}
+
+static void test_fork_while_first_enable(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/proc/self/exe", "test_fork", "--first-enable", (char *)NULL);
+        _exit(127);
+    }
+    CHECK_EQ_I64(wait_or_kill(pid, 30.0), 0);
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--first-enable") == 0) return fresh_fork_while_enabling();
     /* first, before anything calls tbio_enable(): the clock is not calibrated yet,
      * and nothing has been hooked at fork by enable() */
+    test_fork_while_first_enable();
     test_fork_while_clock_calibrates();
     test_fork_while_sessions_rotate();
     test_fork_while_setting_filters();
