@@ -7,7 +7,11 @@ A loader hands one batch per step. From the capture:
 - ``L`` a batch's load time: the mean DataLoader fetch span (``tb_iotrace::fetch``, one per
   batch) or, when the main process loads (``num_workers=0``), the wait per step;
 - ``W`` the loader's work per batch outside its reads: ``L`` less the file I/O in flight inside
-  the fetches (reads wait on storage, they do not take a core);
+  the fetches (reads wait on storage, they do not take a core); when the workers recorded the
+  time they wanted a core (their CPU time ``cpu_ns`` and run-queue delay ``run_delay_ns``), at
+  most that per batch: a fetch that waits on what is not a file read (a lock, a request in
+  flight, a pipe) takes no core meanwhile, one that waits for a core another process holds
+  does (those cores are not the loader's to use);
 - ``P`` the main process's CPU time per step: its CPU time over the window (``cpu_ns`` of its
   process record, all its threads) times ``T`` over the window's wall time; unknown in a
   capture without it;
@@ -59,6 +63,7 @@ class LoaderWork:
     cpus: int | None
     workers: int              # n now
     main_cpu_ms: float | None = None   # P: the main process's CPU time per step, None when not recorded
+    work_is_cpu: bool = False          # W is the time the workers wanted a core per batch (less than L less its reads)
 
     @property
     def compute_ms(self) -> float:
@@ -133,11 +138,14 @@ def _fetch_spans(space: Any) -> tuple[np.ndarray, np.ndarray]:
 
 
 def measure(ctx: Any, space: Any, *, step_ps: float, wait_share: float, workers: int,
-            cpus: int | None, main_io_share: float, main_cpu_share: float | None = None) -> LoaderWork:
+            cpus: int | None, main_io_share: float, main_cpu_share: float | None = None,
+            workers_busy_ns: int | None = None) -> LoaderWork:
     """The loader's work from a capture: fetch spans and the workers' I/O inside them when
     there are workers; the wait per step and its file-I/O share (``main_io_share``) when the
     main process loads. ``step_ps``: the mean step time; ``main_cpu_share``: the main process's
-    CPU time over its window's wall time (None when not recorded)."""
+    CPU time over its window's wall time (None when not recorded); ``workers_busy_ns``: the
+    time the workers wanted a core over the window, CPU time and run-queue delay (None when not
+    recorded)."""
     t_ms = step_ps / 1e9
     p = t_ms * main_cpu_share if main_cpu_share is not None else None
     if workers == 0:
@@ -153,7 +161,10 @@ def measure(ctx: Any, space: Any, *, step_ps: float, wait_share: float, workers:
         rows = rows[~run.rows_of_main(ctx.trace.tid[rows])]
     reads = float(covered(merge(fs, fe), ctx.s_ps[rows], ctx.e_ps[rows]).sum()) if len(rows) else 0.0
     n = len(fs)
-    return LoaderWork(t_ms, wait_share, total / n / 1e9, max(total - reads, 0.0) / n / 1e9, cpus, workers, p)
+    work = max(total - reads, 0.0) / n / 1e9
+    cpu = workers_busy_ns / n / 1e6 if workers_busy_ns is not None else None
+    return LoaderWork(t_ms, wait_share, total / n / 1e9, min(work, cpu) if cpu is not None else work, cpus,
+                      workers, p, work_is_cpu=cpu is not None and cpu < work)
 
 
 def tf_data_work_ps(space: Any, lo: np.ndarray, hi: np.ndarray) -> int:

@@ -39,6 +39,8 @@ class TorchRun:
     start_ns: int = 0                       # the capture's clock origin (profile start)
     steps_note: str = ""                    # what the steps are, when tb_iotrace took the window itself
     main_cpu_share: float | None = None     # the main process's CPU time over its window's wall time
+    workers_busy_ns: int | None = None      # the workers' CPU time and run-queue delay over the window (the
+                                            # time they wanted a core), None unless every worker recorded both
 
     def loader(self) -> dict[str, Any] | None:
         """The DataLoader the advice is about: of those iterated, the one with the most workers
@@ -67,16 +69,22 @@ def torch_run(space: Any) -> TorchRun | None:
     if not isinstance(kin, dict):
         return None
     run = TorchRun()
+    worker_busy: list[int | None] = []
     for p in kin.get("processes") or []:
         if not isinstance(p, dict):
             continue
         tids = {int(t) for t in p.get("tids") or []}
         if p.get("role") == "worker":
             run.worker_pids.update({t: int(p.get("pid") or 0) for t in tids})
+            cpu, delay = p.get("cpu_ns"), p.get("run_delay_ns")
+            whole = isinstance(cpu, int) and isinstance(delay, int) and cpu >= 0 and delay >= 0
+            worker_busy.append(cpu + delay if whole else None)
         else:
             run.main_tids |= tids
             if p.get("role") == "main":
                 run.main_cpu_share = cpu_share(p)
+    if worker_busy and None not in worker_busy:
+        run.workers_busy_ns = sum(c for c in worker_busy if c is not None)
     facts = kin.get("pytorch")
     if isinstance(facts, dict):
         run.version = str(facts.get("version") or "")

@@ -406,7 +406,8 @@ def _torch_change(ctx: Context, s: float, key: str, run: TorchRun, d: dict[str, 
     if n is None:
         return "more DataLoader workers (num_workers)", 1.0, None
     work = measure(ctx, space, step_ps=step_ps, wait_share=s, workers=n, cpus=cpus,
-                   main_io_share=part.get("file_io", 0.0), main_cpu_share=run.main_cpu_share)
+                   main_io_share=part.get("file_io", 0.0), main_cpu_share=run.main_cpu_share,
+                   workers_busy_ns=run.workers_busy_ns)
     return workers_change(work, key, d)
 
 

@@ -59,6 +59,14 @@ def step_cpu_text(w: LoaderWork) -> str:
             f"{_fmt(w.main_cpu_ms)} a step, measured; its step takes {_fmt(w.compute_ms)})")
 
 
+def work_text(w: LoaderWork) -> str:
+    """What the model takes as the loader's work per batch, and from what."""
+    if w.work_is_cpu:
+        return (f"W = {_fmt(w.work_ms or 0.0)} a batch wanting a core (the workers' CPU time and run-queue "
+                f"delay, measured)")
+    return f"W = {_fmt(w.work_ms or 0.0)} a batch outside its reads, measured"
+
+
 def unmeasured(w: LoaderWork) -> tuple[str, float, str]:
     """(change, step-time cut, model) when more workers would pass the usable cores and the
     capture holds no DataLoader fetch span: the loader's work per batch is not known, so
@@ -84,8 +92,8 @@ def cores_limit(w: LoaderWork, d: dict[str, Any] | None) -> tuple[str, float, st
                 f"of the cores), so more workers would share the same cores; {LESS_WORK}")
     after = half_work_after(w)
     cut = max(0.0, 1 - after / w.step_ms) if w.step_ms > 0 else 0.0
-    model = (f"the cores are the limit: a step's CPU work (the loader's {_fmt(w.work_ms or 0.0)} a batch outside "
-             f"its reads, measured, and {step_cpu_text(w)}) runs on {w.cpus} cores, so the step time "
+    model = (f"the cores are the limit: a step's CPU work (the loader's {work_text(w)}, "
+             f"and {step_cpu_text(w)}) runs on {w.cpus} cores, so the step time "
              f"follows it; with the loader's work per batch halved (or twice the cores) it becomes "
              f"{'max(C, T (W/2 + C)/(W + C))' if w.main_cpu_ms is None else 'max(C, T (W/2 + Cc)/(W + Cc))'} = "
              f"{_fmt(after)} of {_fmt(w.step_ms)} now; more workers: none")
@@ -117,9 +125,10 @@ def workers_change(w: LoaderWork, key: str, d: dict[str, Any] | None) -> tuple[s
              f"workers that run at once, the loader's throughput grown with the workers, and a step's CPU work "
              f"over the usable cores: {_terms(w, want)} = {_fmt(after)} of {_fmt(w.step_ms)} now "
              f"({100 * (after / w.step_ms if w.step_ms else 1):.0f}%)"
-             + (f"; {step_cpu_text(w)}" if w.main_cpu_ms is not None else ""))
+             + (f"; {step_cpu_text(w)}" if w.main_cpu_ms is not None else "")
+             + (f"; the loader's {work_text(w)}" if w.work_is_cpu else ""))
     return text, cut, model
 
 
 __all__ = ["HALF_WORK", "LESS_WORK", "NO_MORE", "UNMEASURED", "cores_limit", "step_cpu_text", "unmeasured",
-           "workers_change"]
+           "work_text", "workers_change"]

@@ -14,6 +14,8 @@ dict::
      "worker_id" (workers only),
      "cpu_ns" (optional): the process's CPU time over the window (all its threads, user and
                 system: ``time.process_time_ns``),
+     "run_delay_ns" (optional): the time its threads waited for a core over the window (the
+                kernel's run-queue delay: tb_iotrace.base.run_delay),
      "objects": the object-storage requests it made in the window, as columns
                 (:mod:`tb_iotrace.store.objcolumns`; only when it made some)}
 

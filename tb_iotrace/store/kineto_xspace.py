@@ -235,7 +235,7 @@ def _io_trace(io: IoColumns, procs: list[dict[str, Any]],
         summary.append({"pid": pid, "role": role, "start_ns": int(p.get("start_ns") or 0),
                         "end_ns": int(p.get("end_ns") or 0), "dropped": int(p.get("dropped") or 0),
                         "tids": sorted(tids_of.get(pid, set()) | {int(e[0]) for e in p.get("threads") or []})}
-                       | ({"cpu_ns": int(p["cpu_ns"])} if isinstance(p.get("cpu_ns"), int) else {}))
+                       | {k: int(p[k]) for k in ("cpu_ns", "run_delay_ns") if isinstance(p.get(k), int)})
     known = {s["pid"] for s in summary}
     for pid, ts in sorted(tids_of.items()):   # I/O events of a process the record does not list
         if pid not in known:

@@ -53,6 +53,8 @@ def test_a_torch_job_that_imports_tensorflow_gets_torch_windows(order: str, tmp_
         assert main["role"] == "main" and 0 < main["cpu_ns"] < 16 * wall, main.get("cpu_ns")
         workers = [p for p in rec["processes"] if p["role"] == "worker"]
         assert workers and all(p["cpu_ns"] > 0 for p in workers)
+        # and the time its threads waited for a core (the workers model's W: tb_iotrace.base.run_delay)
+        assert all(0 <= p["run_delay_ns"] <= 16 * wall for p in rec["processes"] if p["role"]), rec["processes"]
         if wall >= 1.5e9:
             full.append(path)
     assert full, "no window ran its whole length"

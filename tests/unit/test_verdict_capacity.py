@@ -219,6 +219,34 @@ def test_a_step_that_burns_cpu_keeps_the_cores_busy(tmp_path: Path) -> None:
     assert _verdict(q)["change"] == v["change"]
 
 
+def test_workers_time_wanting_a_core_is_their_work(tmp_path: Path) -> None:
+    """Two workers fetching 20 ms a batch, 1 ms of it reading, for a 10 ms step that waits 8, on
+    2 cores. The workers' records say how long they wanted a core: 4 ms of CPU a batch and 0.5 ms
+    waiting for one (the rest of each fetch waited on what is not a file read: a lock, a pipe, a
+    request in flight). Taking the fetch's 19 ms outside reads as CPU work said the cores were
+    busy: no more workers. By the time wanting a core a step's CPU work is (4.5 + 2)/2 = 32% of
+    the cores: a third worker, max(C, L/m, T n/m, (W + C)/cpus) = max(2, 6.7, 6.7, 3.3) = 6.7 ms."""
+    p = tmp_path / "waits.pt.trace.json.gz"
+    torch_fetch_trace.make(p, wait_ms=8, fetch_ms=20, read_ms=1, cpus=2, worker_cpu_ms=4, worker_wait_ms=0.5)
+    v = _verdict(p)
+    assert v["change"].startswith("num_workers=2 -> 3"), v
+    assert v["expected_step_time_change"] == pytest.approx(-(1 - 20 / 3 / 10), abs=1e-3)
+    assert "W = 4.5 ms a batch wanting a core (the workers' CPU time and run-queue delay, measured)" in v["model"]
+    wall = tmp_path / "wall.pt.trace.json.gz"        # no such times recorded: the fetch's time, as before
+    torch_fetch_trace.make(wall, wait_ms=8, fetch_ms=20, read_ms=1, cpus=2)
+    before = _verdict(wall)
+    assert before["change"].startswith("no more DataLoader workers"), before
+    # a core held by another process is no core of the loader's: 4 ms of CPU and 15 ms waiting for
+    # a core a batch wanted the cores all along: the refusal stays (a loaded machine)
+    q = tmp_path / "loaded.pt.trace.json.gz"
+    torch_fetch_trace.make(q, wait_ms=8, fetch_ms=20, read_ms=1, cpus=2, worker_cpu_ms=4, worker_wait_ms=15)
+    assert _verdict(q)["change"] == before["change"]
+    # more than the fetch's time outside reads (threads of its own): W stays the fetch's
+    r = tmp_path / "threads.pt.trace.json.gz"
+    torch_fetch_trace.make(r, wait_ms=8, fetch_ms=20, read_ms=1, cpus=2, worker_cpu_ms=30)
+    assert _verdict(r)["change"] == before["change"]
+
+
 def test_main_process_cpu_time_bounds_the_step_cpu_work() -> None:
     """The model's terms with the main process's CPU time per step P: with workers the step's
     own CPU work is min(C, P); when the main process loads, a step's CPU work is at most P."""

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from tb_iotrace.base.atomic import atomic_write
+from tb_iotrace.base.run_delay import run_delay_since, run_delays
 from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
 from tb_iotrace.recording.session import Capture, begin_session, end_session
 from tb_iotrace.store.objcolumns import to_columns
@@ -15,11 +16,13 @@ from tb_iotrace.recording.pytorch import state
 
 def process_record(cap: Capture, role: str, start_ns: int,
                    fetches: list[tuple[int, int, int, int]] | None = None,
-                   worker_id: int | None = None, cpu_ns: int | None = None) -> dict[str, Any]:
+                   worker_id: int | None = None, cpu_ns: int | None = None,
+                   run_delay_ns: int | None = None) -> dict[str, Any]:
     """A capture as the process record :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's
     also holds its fetch spans (``fetches``: equal-length lists ``start_ns``, ``end_ns``,
     ``tid``, ``samples``) and its ``worker_id``; ``cpu_ns`` the process's CPU time (all its
-    threads, user and system) over the window."""
+    threads, user and system) over the window, ``run_delay_ns`` the time its threads waited for a
+    core (:mod:`tb_iotrace.base.run_delay`)."""
     ev = cap.events
     events = {
         "op": ev.op.tolist(), "path": ev.path.tolist(),
@@ -34,6 +37,8 @@ def process_record(cap: Capture, role: str, start_ns: int,
     }
     if cpu_ns is not None:
         rec["cpu_ns"] = int(cpu_ns)
+    if run_delay_ns is not None:
+        rec["run_delay_ns"] = int(run_delay_ns)
     if cap.untracked:
         rec["untracked"] = cap.untracked.to_dict()
     lost = int(getattr(cap, "objects_left_out", 0) or 0)
@@ -50,6 +55,7 @@ def begin() -> None:
     if state.session is None:
         state.session_start_ns = time.time_ns()
         state.session_cpu_ns = time.process_time_ns()
+        state.session_run_delays = run_delays()
         state.session = begin_session()
         if state.role == "worker":
             state.spans = []     # after the session began: every span lies inside it
@@ -58,6 +64,7 @@ def begin() -> None:
 def end() -> Capture | None:
     sess, state.session = state.session, None
     state.ended_cpu_ns = time.process_time_ns() - state.session_cpu_ns if sess is not None else None
+    state.ended_run_delay_ns = run_delay_since(state.session_run_delays) if sess is not None else None
     # before the session ends: every span kept ended inside it
     spans, state.spans = state.spans, None
     state.ended_spans = spans if spans is not None else []
@@ -75,7 +82,7 @@ def write_side_record(window: int, spool: str) -> str | None:
         return None
     path = os.path.join(spool, f"{window}.{os.getpid()}.json")
     rec = process_record(cap, state.role, state.session_start_ns, list(state.ended_spans) if state.role == "worker" else None,
-                         state.worker_id, cpu_ns=state.ended_cpu_ns)
+                         state.worker_id, cpu_ns=state.ended_cpu_ns, run_delay_ns=state.ended_run_delay_ns)
     body = json.dumps(rec, separators=(",", ":")).encode()
     atomic_write(path, lambda fh: fh.write(body))
     return path

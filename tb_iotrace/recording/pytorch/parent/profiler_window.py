@@ -57,7 +57,8 @@ def stop_window(handler: "TraceHandler") -> None:
             return
         number, spool = state.window
         cap = end()
-        main = process_record(cap, "main", state.session_start_ns, cpu_ns=state.ended_cpu_ns) if cap is not None else None
+        main = process_record(cap, "main", state.session_start_ns, cpu_ns=state.ended_cpu_ns,
+                                     run_delay_ns=state.ended_run_delay_ns) if cap is not None else None
         machine = cap.machine if cap is not None and cap.machine else machine_facts()
         state.window = None
         write_window_file()
