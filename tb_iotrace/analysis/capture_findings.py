@@ -9,7 +9,6 @@ import os
 from typing import Any
 
 from tb_iotrace.model.endpoints import is_endpoint
-from tb_iotrace.model.source_kinds import RECORD, listed_kind
 
 __all__ = ["capture_rank", "data_read_of", "findings_of", "job_doc"]
 
@@ -49,51 +48,6 @@ def findings_of(path: str) -> dict[str, Any]:
             "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
                                              "collective_wait_ps")} for s in a.steps],
             "read": data_read_of({"files": a.data_files})}
-
-
-def _findings_of_old(path: str) -> dict[str, Any]:
-    """What /findings shows for one capture: ``{findings, notes, message, verdict}``, and what
-    /checkpoints shows: ``checkpoints`` (its saves and loads), ``training`` (the time their
-    findings' shares are of) and ``rank`` (a whole-run record's, a PyTorch trace's, else None)."""
-    from tb_iotrace.analysis import analyze
-
-    partial = False
-    rank = None
-    is_record = listed_kind(path) == RECORD
-    if is_record:
-        from tb_iotrace.store.runrecord import read_record
-        from tb_iotrace.analysis.decoded.tab_record import record_trace
-
-        rec = read_record(path)
-        partial = rec.partial
-        rank = rec.doc.get("rank") if isinstance(rec.doc.get("rank"), int) else None
-        calls = rec.doc.get("checkpoint_calls")
-        a = analyze(None, trace=record_trace(path, rec), checkpoint_calls=calls if isinstance(calls, list) else None)
-    else:
-        a = analyze(path)
-    if a is None:
-        from tb_iotrace.store.xplane import load_xspace
-        from tb_iotrace.store.xplane.origin import missing_io_reason
-
-        return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
-    d = a.to_dict()
-    if rank is None and a.checkpoints and not is_record:
-        rank = capture_rank(path)
-    notes = list(d.get("notes", []))
-    if partial:
-        notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
-                        + (f"from its counters up to the last periodic flush ({rec.trace_missing})." if rec.trace_missing
-                           else "from its counters and calls up to the last periodic flush."))
-    verdict = d.get("verdict") or None
-    if rank is None and verdict and verdict.get("collectives") and not is_record:
-        rank = capture_rank(path)      # a rank of a distributed job: its job verdict needs it
-    return {"findings": d["findings"], "notes": notes, "verdict": verdict,
-            "message": "No findings for this capture." if not d["findings"] else "",
-            "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank,
-            # what the job verdict across the view's ranks needs (tb_iotrace.analysis.job_verdict)
-            "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
-                                             "collective_wait_ps")} for s in d.get("steps") or []],
-            "read": data_read_of(d)}
 
 
 def data_read_of(d: dict[str, Any]) -> dict[str, Any]:
