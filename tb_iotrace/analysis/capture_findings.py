@@ -9,7 +9,6 @@ import os
 from typing import Any
 
 from tb_iotrace.model.endpoints import is_endpoint
-from tb_iotrace.model.source_kinds import RECORD, listed_kind
 
 __all__ = ["capture_rank", "data_read_of", "findings_of", "job_doc"]
 
@@ -17,46 +16,38 @@ __all__ = ["capture_rank", "data_read_of", "findings_of", "job_doc"]
 def findings_of(path: str) -> dict[str, Any]:
     """What /findings shows for one capture: ``{findings, notes, message, verdict}``, and what
     /checkpoints shows: ``checkpoints`` (its saves and loads), ``training`` (the time their
-    findings' shares are of) and ``rank`` (a whole-run record's, a PyTorch trace's, else None)."""
-    from tb_iotrace.analysis import analyze
+    findings' shares are of) and ``rank`` (a whole-run record's, a PyTorch trace's, else None);
+    ``steps`` and ``read``, what the job verdict across the view's ranks needs
+    (tb_iotrace.analysis.job_verdict). Shaped from the host result's analysed part
+    (:func:`tb_iotrace.analysis.host_result.analysed_part`), as ``report`` shows it; a capture is
+    read column-wise (:mod:`tb_iotrace.analysis.slim_xspace`)."""
+    from tb_iotrace.analysis.host_result import analysed_part
+    from tb_iotrace.analysis.slim_xspace import read_slim_xspace
+    from tb_iotrace.model.open_source import open_source
 
-    partial = False
-    rank = None
-    is_record = listed_kind(path) == RECORD
-    if is_record:
-        from tb_iotrace.store.runrecord import read_record
-        from tb_iotrace.analysis.decoded.tab_record import record_trace
-
-        rec = read_record(path)
-        partial = rec.partial
-        rank = rec.doc.get("rank") if isinstance(rec.doc.get("rank"), int) else None
-        calls = rec.doc.get("checkpoint_calls")
-        a = analyze(None, trace=record_trace(path, rec), checkpoint_calls=calls if isinstance(calls, list) else None)
-    else:
-        a = analyze(path)
-    if a is None:
-        from tb_iotrace.store.xplane import load_xspace
-        from tb_iotrace.store.xplane.origin import missing_io_reason
-
-        return {"findings": [], "message": missing_io_reason(load_xspace(path).planes)}
-    d = a.to_dict()
-    if rank is None and a.checkpoints and not is_record:
-        rank = capture_rank(path)
-    notes = list(d.get("notes", []))
-    if partial:
+    (src,) = open_source(path)
+    src.use_reader(read_slim_xspace)
+    a = analysed_part(src)
+    if a.error is not None:
+        raise a.error
+    if not a.ran:
+        return {"findings": [], "message": src.no_io_reason() or "No I/O record in this capture."}
+    process = src.process() or {}
+    rank = process.get("rank") if isinstance(process.get("rank"), int) else None
+    notes = list(a.notes)
+    if src.partial():
+        missing = src.trace_missing()
         notes.insert(0, "This record is partial (the process did not finish writing it): findings come "
-                        + (f"from its counters up to the last periodic flush ({rec.trace_missing})." if rec.trace_missing
+                        + (f"from its counters up to the last periodic flush ({missing})." if missing
                            else "from its counters and calls up to the last periodic flush."))
-    verdict = d.get("verdict") or None
-    if rank is None and verdict and verdict.get("collectives") and not is_record:
-        rank = capture_rank(path)      # a rank of a distributed job: its job verdict needs it
-    return {"findings": d["findings"], "notes": notes, "verdict": verdict,
-            "message": "No findings for this capture." if not d["findings"] else "",
-            "checkpoints": d.get("checkpoints") or [], "training": a.training or None, "rank": rank,
-            # what the job verdict across the view's ranks needs (tb_iotrace.analysis.job_verdict)
+    if rank is None and (a.checkpoints or (a.verdict and a.verdict.get("collectives"))) and src.has_timeline:
+        rank = capture_rank(src.space())     # a rank of a distributed job: its job verdict needs it
+    return {"findings": a.findings, "notes": notes, "verdict": a.verdict,
+            "message": "No findings for this capture." if not a.findings else "",
+            "checkpoints": a.checkpoints or [], "training": a.training, "rank": rank,
             "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
-                                             "collective_wait_ps")} for s in d.get("steps") or []],
-            "read": data_read_of(d)}
+                                             "collective_wait_ps")} for s in a.steps],
+            "read": data_read_of({"files": a.data_files})}
 
 
 def data_read_of(d: dict[str, Any]) -> dict[str, Any]:
@@ -73,13 +64,15 @@ def data_read_of(d: dict[str, Any]) -> dict[str, Any]:
     return {"bytes_read": sum(b for _, b in got), "files": sum(1 for _, b in got if b > 0), "dirs": dict(top)}
 
 
-def capture_rank(path: str) -> int | None:
+def capture_rank(space: Any) -> int | None:
     """The rank of a PyTorch trace converted to a capture (its record's, tb_iotrace.store.
-    kineto_xspace), None for other captures."""
+    kineto_xspace; ``space``: the capture's XSpace or its path), None for other captures."""
     from tb_iotrace.store.kineto_xspace import KINETO_KEY
     from tb_iotrace.store.xplane import load_xspace, read_io_info
 
-    got = ((read_io_info(load_xspace(path)) or {}).get(KINETO_KEY) or {}).get("rank")
+    if isinstance(space, (str, os.PathLike)):
+        space = load_xspace(space)
+    got = ((read_io_info(space) or {}).get(KINETO_KEY) or {}).get("rank")
     return got if isinstance(got, int) and not isinstance(got, bool) else None
 
 

@@ -13,7 +13,7 @@ for the file's version is the caller's (``tb_iotrace.cli.hostrows.kept``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from tb_iotrace.model.sources import Source, SourceError
 from tb_iotrace.model.stepwait import InputWait, input_wait
 from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
 
-__all__ = ["HostResult", "build", "summary_row", "write_errors_note"]
+__all__ = ["HostAnalysis", "HostResult", "analysed_part", "build", "summary_row", "write_errors_note"]
 
 NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
 Files = list[dict[str, Any]] | textreport.TableFiles
@@ -95,6 +95,30 @@ class _Analysed:
     note: str | None = None
     done: bool = False
     collective_wait_ps: list[int] | None = None   # per step of its attribution, as it measured them
+    ran: bool = False                             # it had I/O to analyse (analyze gave a result)
+    notes: list[str] = field(default_factory=list)          # the analysis's own (mounts, timeline, drops)
+    data_files: list[dict[str, Any]] = field(default_factory=list)   # the files it counted (no code)
+    error: Exception | None = None                # why it failed (``note`` says it in words)
+
+
+@dataclass
+class HostAnalysis:
+    """The analysed part of a host's result (:func:`analysed_part`), what :func:`build` starts
+    from: its verdict, findings, checkpoint phases and training time, steps and input wait, and
+    of the analysis alone its notes and data files (the tab's findings show them)."""
+
+    findings: list[dict[str, Any]]
+    verdict: dict[str, Any] | None
+    checkpoints: list[dict[str, Any]]
+    training: dict[str, Any] | None
+    steps: list[dict[str, Any]]
+    has_step_markers: bool
+    input_wait: InputWait
+    ran: bool                           # the host had I/O to analyse
+    notes: list[str]                    # the analysis's own notes
+    data_files: list[dict[str, Any]]    # the files it counted: data, not code loading
+    failed: str | None = None           # "analysis failed: ..." (the report's note)
+    error: Exception | None = None      # the exception behind ``failed``
 
 
 def _analysed(src: Source) -> tuple[_Analysed, Attribution | None]:
@@ -114,12 +138,13 @@ def _analysed(src: Source) -> tuple[_Analysed, Attribution | None]:
     except SourceError:
         raise
     except Exception as exc:  # noqa: BLE001 - the analysis must never break the report
-        return _Analysed([], None, [], {}, note=f"analysis failed: {type(exc).__name__}: {exc}"), None
+        return _Analysed([], None, [], {}, note=f"analysis failed: {type(exc).__name__}: {exc}", error=exc), None
     if result is None:
         return _Analysed([], None, [], {}, done=True), None
     waits = [int(s["collective_wait_ps"]) for s in result.steps] if result.attribution is not None else None
     return (_Analysed(result.findings, result.verdict or None, result.checkpoints, result.training, done=True,
-                      collective_wait_ps=waits), result.attribution)
+                      collective_wait_ps=waits, ran=True, notes=list(result.notes), data_files=result.files),
+            result.attribution)
 
 
 def _object_rows(trace: Any) -> list[dict[str, Any]]:
@@ -234,11 +259,22 @@ def write_errors_note(errors: Any) -> list[str]:
     return [f"{errors['count']} write(s) of this record failed (last: {errors.get('last')}); {what}"]
 
 
-def build(src: Source) -> HostResult:
-    """The host's whole result (reads the source; writes nothing)."""
+def analysed_part(src: Source) -> HostAnalysis:
+    """The analysed part of the host's result alone: the analysis (run once) and the steps of
+    its attribution; what :func:`build` starts from (reads the source; writes nothing)."""
     analysed, att = _analysed(src)
     steps, markers, iw = _steps(src, _attribution(src, analysed.done, att), analysed.collective_wait_ps)
     del att                            # its per-call columns are not kept past the steps
+    return HostAnalysis(findings=analysed.findings, verdict=analysed.verdict, checkpoints=analysed.checkpoints,
+                        training=analysed.training or None, steps=steps, has_step_markers=markers, input_wait=iw,
+                        ran=analysed.ran, notes=analysed.notes, data_files=analysed.data_files,
+                        failed=analysed.note, error=analysed.error)
+
+
+def build(src: Source) -> HostResult:
+    """The host's whole result (reads the source; writes nothing)."""
+    analysed = analysed_part(src)
+    steps, markers, iw = analysed.steps, analysed.has_step_markers, analysed.input_wait
     files = None if src.files_as_columns() else src.files()
     listed = _listing(src, files)
     summary = _row(src, files, iw)
@@ -248,8 +284,8 @@ def build(src: Source) -> HostResult:
         totals=_totals(listed), files=listed, code_loading=textreport.code_summary(listed),
         objects=objects_doc(src.objects(), src.objects_left_out()),
         endpoints=[e.to_dict() for e in source_endpoints(src)],
-        findings=analysed.findings, checkpoints=analysed.checkpoints, training=analysed.training or None,
-        steps=steps, has_step_markers=markers, summary=summary, notes=[analysed.note] if analysed.note else [],
+        findings=analysed.findings, checkpoints=analysed.checkpoints, training=analysed.training,
+        steps=steps, has_step_markers=markers, summary=summary, notes=[analysed.failed] if analysed.failed else [],
         profile=src.profile_bounds(), window_origin=src.window_origin(), no_io_reason=src.no_io_reason(),
         process=src.process())
     out.notes += src.process_notes()

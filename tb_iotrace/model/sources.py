@@ -140,6 +140,15 @@ class Source:
         """The checkpoint library calls the process noted (whole-run records)."""
         return None
 
+    def trace_missing(self) -> str:
+        """Why a partial recording's calls are absent, once its trace was asked for ("" else)."""
+        return ""
+
+    def use_reader(self, read: Any) -> None:
+        """Read the source's file with ``read`` (path -> (XSpace, IoTrace or None)), for a caller
+        that needs only the analysis's part of it (the analysis's column-wise reader of a
+        capture); sources of other kinds keep their own reader."""
+
     def write_errors(self) -> dict[str, Any] | None:
         """What the recording says of its own writes that failed (a full disk)."""
         return None
@@ -203,10 +212,18 @@ class CaptureSource(Source):
     _space: Any = field(default=None, repr=False)
     _trace: Any = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
+    _read: Any = field(default=None, repr=False)     # use_reader's
 
     @property
     def has_timeline(self) -> bool:
         return True
+
+    def use_reader(self, read: Any) -> None:
+        self._read = read
+
+    def _read_both(self) -> None:
+        self._space, self._trace = self._read(self.path)    # its errors as the reader raises them
+        self._loaded = True
 
     def window_origin(self) -> dict[str, Any] | None:
         from tb_iotrace.store.window_origin import read_origin
@@ -214,6 +231,8 @@ class CaptureSource(Source):
         return read_origin(self.path) if "://" not in self.path else None
 
     def space(self) -> Any:
+        if self._space is None and self._read is not None:
+            self._read_both()
         if self._space is None:
             from tb_iotrace.store.xplane import XPlaneError, load_xspace
 
@@ -224,6 +243,8 @@ class CaptureSource(Source):
         return self._space
 
     def io_trace(self) -> Any:
+        if not self._loaded and self._read is not None:
+            self._read_both()
         if not self._loaded:
             from tb_iotrace.store.xplane import read_io_data
 
@@ -307,12 +328,35 @@ class RecordSource(Source):
             if got is not None:
                 cols, names = got
                 machine = self.doc.get("machine")
-                self._trace = IoTrace(**cols, threads={t: (0, n) for t, n in names.items()}, dropped=self.dropped(),
-                                      counters=self.files(),
+                self._trace = IoTrace(**cols, threads=self._threads(), dropped=self.dropped(), counters=self.files(),
+                                      untracked=self.untracked(),
                                       machine=dict(machine) if isinstance(machine, dict) else None,
                                       window_ns=record_window(self.doc))
             self._loaded = True
         return self._trace
+
+    def _threads(self) -> dict[int, tuple[int, str]]:
+        return {int(th.get("tid", 0)): (int(th.get("pthread_self") or 0), str(th.get("name") or ""))
+                for th in self.doc.get("threads", []) if isinstance(th, dict)}
+
+    def analysis_input(self) -> tuple[Any, Any] | None:
+        """Its trace; without one (not kept, or a partial record's parts missing), an empty one
+        carrying its per-file counters: the findings of the counters."""
+        tr = self.io_trace()
+        if tr is None:
+            from tb_iotrace.store.xplane import IoTrace
+
+            z = np.zeros(0, np.int64)
+            machine = self.doc.get("machine")
+            tr = IoTrace(op=np.zeros(0, object), path=np.zeros(0, object), offset=z, requested=z, returned=z,
+                         fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=self._threads(), dropped=self.dropped(),
+                         counters=self.files(), untracked=self.untracked(),
+                         machine=dict(machine) if isinstance(machine, dict) else None,
+                         window_ns=record_window(self.doc))
+        return None, tr
+
+    def trace_missing(self) -> str:
+        return self.record().trace_missing
 
     def files(self) -> Sequence[dict[str, Any]]:
         """The per-file records, built one at a time as they are read (:meth:`table` has them

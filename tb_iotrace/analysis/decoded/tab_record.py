@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, RunRecord, checked_trace, read_record, record_window, table_path
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, checked_trace, read_record, table_path
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
 from tb_iotrace.base.memory import trim_memory
 from tb_iotrace.analysis.decoded.tab_model import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
@@ -160,45 +160,4 @@ def _decode_record(path: str, host: str) -> TabCapture:
                    hostnames=[str(doc.get("host") or "")], warnings=warnings)
 
 
-def _untracked(doc: dict[str, Any]) -> dict[str, Any] | None:
-    u = doc.get("untracked")
-    return dict(u) if isinstance(u, dict) else None
-
-
-def _machine(doc: dict[str, Any]) -> dict[str, Any] | None:
-    """The record's machine (tb_iotrace.store.machine), None in older records."""
-    m = doc.get("machine")
-    return dict(m) if isinstance(m, dict) else None
-
-
-def record_trace(path: str, rec: RunRecord | None = None) -> Any:
-    """The record as an ``IoTrace`` for :func:`tb_iotrace.analysis.analyze` (absolute
-    times); without a stored trace, an empty one carrying the per-file counters (``rec``: the
-    record already read, whose ``trace_missing`` then says why its calls are absent)."""
-    from tb_iotrace.store.xplane import IoTrace
-
-    rec = read_record(path) if rec is None else rec
-    t = rec.trace()
-    threads = {int(th.get("tid", 0)): (int(th.get("pthread_self") or 0), str(th.get("name") or ""))
-               for th in rec.doc.get("threads", []) if isinstance(th, dict)}
-    dropped = int(rec.doc.get("dropped") or 0)
-    window = record_window(rec.doc)
-    if t is None:
-        z = np.zeros(0, np.int64)
-        return IoTrace(op=np.zeros(0, object), path=np.zeros(0, object), offset=z, requested=z, returned=z,
-                       fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=threads, dropped=dropped,
-                       counters=rec.files,
-                       untracked=_untracked(rec.doc), machine=_machine(rec.doc), window_ns=window)
-    ops = np.append(t["op_names"].astype(object), "?")
-    paths = np.append(t["paths"].astype(object), "")
-    op_id = t["op_id"]
-    file_id = t["file_id"]
-    return IoTrace(op=ops[np.where((op_id >= 0) & (op_id < len(ops) - 1), op_id, len(ops) - 1)],
-                   path=paths[np.where((file_id >= 0) & (file_id < len(paths) - 1), file_id, len(paths) - 1)],
-                   offset=t["offset"], requested=t["requested"], returned=t["returned"], fd=t["fd"],
-                   errno=t["errno"], start_ns=t["start_ns"], end_ns=t["end_ns"], tid=t["tid"],
-                   threads=threads, dropped=dropped, counters=rec.files,
-                   untracked=_untracked(rec.doc), machine=_machine(rec.doc), window_ns=window)
-
-
-__all__ = ["cache_key", "decode_record", "record_trace", "total_size", "trace_path"]
+__all__ = ["cache_key", "decode_record", "total_size", "trace_path"]
