@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 from tb_iotrace.base.atomic import atomic_write
-from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
 from tb_iotrace.recording.session import Capture, begin_session, end_session
+from tb_iotrace.store.kineto import FETCH_COLUMNS
 from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.pytorch import state
 
@@ -80,16 +80,3 @@ def write_side_record(window: int, spool: str) -> str | None:
     atomic_write(path, lambda fh: fh.write(body))
     return path
 
-
-FETCH_COLUMNS = ("start_ns", "end_ns", "tid", "samples")
-
-
-def pytorch_facts(loaders: list[dict[str, Any]], machine: dict[str, Any]) -> dict[str, Any]:
-    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
-    this process may use (the ``machine`` record's ``cpus``) and the DataLoaders the window
-    iterated (:func:`torch_loaders.window_stopped`)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    return {"version": str(getattr(torch, "__version__", "")), "cpus": int(machine.get("cpus") or 0),
-            "dataloaders": loaders}
