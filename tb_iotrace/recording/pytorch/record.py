@@ -7,13 +7,13 @@ import time
 from typing import Any
 
 from tb_iotrace.base.atomic import atomic_write
-from tb_iotrace.recording.session import Capture, begin_session, end_session
+from tb_iotrace.recording.session import Recording, begin_session, end_session
 from tb_iotrace.store.kineto import FETCH_COLUMNS
 from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.pytorch import state
 
 
-def process_record(cap: Capture, role: str, start_ns: int,
+def process_record(cap: Recording, role: str, start_ns: int,
                    fetches: list[tuple[int, int, int, int]] | None = None,
                    worker_id: int | None = None, cpu_ns: int | None = None) -> dict[str, Any]:
     """A capture as the process record :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's
@@ -55,7 +55,7 @@ def begin() -> None:
             state.spans = []     # after the session began: every span lies inside it
 
 
-def end() -> Capture | None:
+def end() -> Recording | None:
     sess, state.session = state.session, None
     state.ended_cpu_ns = time.process_time_ns() - state.session_cpu_ns if sess is not None else None
     # before the session ends: every span kept ended inside it
@@ -63,7 +63,7 @@ def end() -> Capture | None:
     state.ended_spans = spans if spans is not None else []
     if sess is None:
         return None
-    cap = Capture()
+    cap = Recording()
     end_session(sess, cap)
     return cap
 
