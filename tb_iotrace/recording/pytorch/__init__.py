@@ -8,7 +8,7 @@ binds them into its action map, and the handler is built before the profile, as 
 argument of ``on_trace_ready``). The wrappers record only for a profile whose
 ``on_trace_ready`` is a :class:`TraceHandler`; every other profile is untouched.
 
-Forked children (DataLoader workers with the ``fork`` start method) start with no capture
+Forked children (DataLoader workers with the ``fork`` start method) start with no recording
 (the shim drops the parent's sessions at fork). While installed, each fork gets a socket
 pair: the child keeps one end and a daemon thread (``tb_iotrace-torch``) that waits on it,
 the parent the other. The protocol is lines: the child first says ``H <pid>``. At window

@@ -16,10 +16,11 @@ from tb_iotrace.recording.pytorch import state
 def process_record(cap: Recording, role: str, start_ns: int,
                    fetches: list[tuple[int, int, int, int]] | None = None,
                    worker_id: int | None = None, cpu_ns: int | None = None) -> dict[str, Any]:
-    """A capture as the process record :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's
-    also holds its fetch spans (``fetches``: equal-length lists ``start_ns``, ``end_ns``,
-    ``tid``, ``samples``) and its ``worker_id``; ``cpu_ns`` the process's CPU time (all its
-    threads, user and system) over the window."""
+    """A :class:`~tb_iotrace.recording.session.Recording` as the process record
+    :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's also holds its fetch spans
+    (``fetches``: equal-length lists ``start_ns``, ``end_ns``, ``tid``, ``samples``) and its
+    ``worker_id``; ``cpu_ns`` the process's CPU time (all its threads, user and system) over
+    the window."""
     ev = cap.events
     events = {
         "op": ev.op.tolist(), "path": ev.path.tolist(),

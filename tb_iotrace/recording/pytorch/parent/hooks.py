@@ -1,4 +1,4 @@
-"""Installing the capture into torch: the profiler's ``start_trace``/``stop_trace`` wrapped, the fork handlers, the worker entry, the loader hooks."""
+"""Installing the recording into torch: the profiler's ``start_trace``/``stop_trace`` wrapped, the fork handlers, the worker entry, the loader hooks."""
 from __future__ import annotations
 
 import os
