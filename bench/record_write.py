@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         sess = session.begin_session()
         create(lib, d, 0, args.files)
         shutil.rmtree(d, ignore_errors=True)
-        cap = session.Capture()
+        cap = session.Recording()
         timed(steps, "stop", lambda: session.end_session(sess, cap))
         tb_iotrace.disable()
         jpath = timed(steps, "write", lambda: write_record(out_dir, cap, partial=False, exit={"how": "exit"}))

@@ -12,8 +12,8 @@ What is timed
 ``tf.profiler.experimental.stop()``: TensorFlow stops its tracers, collects every
 profiler's XSpace (with tb_iotrace: the pluggable profiler's stop and collect
 callbacks, i.e. copying the native trace out into NumPy columns
-(``recording.session.Capture._fill``) and encoding it as an XPlane
-(``recording.window.serialize`` -> ``Capture.to_iotrace`` + ``xplane.io_space_bytes``)),
+(``recording.session.Recording._fill``) and encoding it as an XPlane
+(``recording.window.serialize`` -> ``Recording.to_iotrace`` + ``xplane.io_space_bytes``)),
 merges the planes, and writes ``<logdir>/plugins/profile/<run>/<host>.xplane.pb``.
 
 Each trial is a fresh interpreter (``--child``), two sides alternated
@@ -125,8 +125,8 @@ def _install_timers(times: dict[str, float]) -> None:
         wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
         return wrapper
 
-    recorder.Capture._fill = timed("fill", recorder.Capture._fill)            # type: ignore[method-assign]
-    recorder.Capture.to_iotrace = timed("to_iotrace", recorder.Capture.to_iotrace)  # type: ignore[method-assign]
+    recorder.Recording._fill = timed("fill", recorder.Recording._fill)            # type: ignore[method-assign]
+    recorder.Recording.to_iotrace = timed("to_iotrace", recorder.Recording.to_iotrace)  # type: ignore[method-assign]
     # recording.window.serialize does `from ..xplane import io_space_bytes` at each call
     xplane.io_space_bytes = timed("io_space_bytes", xplane.io_space_bytes)
 

@@ -8,9 +8,9 @@ from contextlib import contextmanager
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
 from tb_iotrace.recording import jax, library_checkpoints, local_traffic, session, tensorflow
-from tb_iotrace.recording.session import Capture, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
+from tb_iotrace.recording.session import Recording, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
 
-__all__ = ["enable", "disable", "is_enabled", "capture", "Capture", "set_filters", "set_trace_cap", "set_max_files",
+__all__ = ["enable", "disable", "is_enabled", "capture", "Recording", "set_filters", "set_trace_cap", "set_max_files",
            "NativeError"]
 
 _lock = ForkSafeLock()
@@ -83,7 +83,7 @@ def is_enabled() -> bool:
 
 
 @contextmanager
-def capture() -> Iterator[Capture]:
+def capture() -> Iterator[Recording]:
     """Record every file access of this process inside the ``with`` block.
 
     Enables the shim if needed.  Captures may overlap or nest (a TensorFlow
@@ -91,7 +91,7 @@ def capture() -> Iterator[Capture]:
     own window.  At most 4 record at once; a fifth raises NativeError."""
     enable()
     sess = begin_session()
-    cap = Capture()
+    cap = Recording()
     try:
         yield cap
     finally:

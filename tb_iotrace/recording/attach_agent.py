@@ -240,12 +240,12 @@ class Attachment:
             _status(self.ctrl, "error", why=f"{type(exc).__name__}: {exc}")
 
     def end_session(self) -> Any:
-        from tb_iotrace.recording.session import Capture, end_session
+        from tb_iotrace.recording.session import Recording, end_session
 
         sess, self.sess = self.sess, None
         if sess is None:
             return None
-        cap = Capture()
+        cap = Recording()
         end_session(sess, cap)
         return cap
 

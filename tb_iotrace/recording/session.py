@@ -1,6 +1,6 @@
-"""Native recording sessions and what one yields (``Capture``: Darshan counters per file and
-the per-call trace, columnar). :mod:`.api` builds ``enable``/``capture`` on top; the
-TensorFlow glue (:mod:`.tensorflow`) uses the sessions directly."""
+"""Native recording sessions and what one records in this process (``Recording``: Darshan
+counters per file and the per-call trace, columnar). :mod:`.api` builds ``enable``/``capture``
+on top; the TensorFlow glue (:mod:`.tensorflow`) uses the sessions directly."""
 from __future__ import annotations
 
 import os
@@ -21,7 +21,7 @@ from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.opnames import MODULES, counter_names, op_names
 from tb_iotrace.store.timeseries import TimeSeries
 
-__all__ = ["Capture", "EventTable", "FileRecord", "FileRecords", "NativeError", "RecordedThread", "Untracked", "begin_session",
+__all__ = ["Recording", "EventTable", "FileRecord", "FileRecords", "NativeError", "RecordedThread", "Untracked", "begin_session",
            "check_layout", "end_all_and_disable", "end_session", "excludes", "forget", "set_filters",
            "set_max_files", "set_trace_cap"]
 
@@ -52,7 +52,7 @@ def begin_session() -> Any:
     return sess
 
 
-def end_session(sess: Any, cap: "Capture") -> None:
+def end_session(sess: Any, cap: "Recording") -> None:
     """Stop ``sess`` and fill ``cap`` with its data (left empty if disable() ended it first)."""
     ffi, lib = native()
     with _lock:
@@ -131,7 +131,7 @@ def set_trace_cap(max_events: int) -> None:
 def set_max_files(n: int) -> None:
     """Most distinct files (path, module) the captures running at once track
     (default 4,194,304; each costs about 1.8 KB per capture that touched it, see
-    docs/capture.md).  A file past it is not tracked but counted: ``Capture.untracked``.
+    docs/capture.md).  A file past it is not tracked but counted: ``Recording.untracked``.
     Takes effect the next time recording starts with no capture running."""
     if n < 1:
         raise ValueError("n must be >= 1")
@@ -155,8 +155,8 @@ class FileRecord:
 
 
 class FileRecords(Sequence[FileRecord]):
-    """A capture's files as :class:`FileRecord` objects, each built when it is read: the
-    capture keeps them as columns (:attr:`Capture.table`), so its stop costs no Python object
+    """A recording's files as :class:`FileRecord` objects, each built when it is read: the
+    recording keeps them as columns (:attr:`Recording.table`), so its stop costs no Python object
     per file."""
 
     def __init__(self, table: FileTable) -> None:
@@ -218,8 +218,8 @@ def _file_record(t: ModuleRows, i: int) -> FileRecord:
 
 
 class _FileNames(Mapping[int, str]):
-    """file id -> path (or module) of the files a capture names, as columns; the dict is built
-    on first use as a mapping (a whole-run capture may name a million files)."""
+    """file id -> path (or module) of the files a recording names, as columns; the dict is built
+    on first use as a mapping (a whole-run recording may name a million files)."""
 
     def __init__(self, parts: list[tuple[ModuleRows, bool]]) -> None:
         self._parts = parts   # (rows, True: the value is the module, else the path)
@@ -291,7 +291,7 @@ class EventTable:
     requested: np.ndarray       # -1 when not a data call
     returned: np.ndarray        # -1 on failure
     errno: np.ndarray           # 0 when the call succeeded
-    thread: np.ndarray          # index into Capture.threads
+    thread: np.ndarray          # index into Recording.threads
     tid: np.ndarray             # OS thread id per row
     op_names: tuple[str, ...] = ()
     paths: Mapping[int, str] = field(default_factory=dict)     # file id -> path
@@ -347,7 +347,7 @@ class EventTable:
 
 @dataclass(frozen=True)
 class Untracked:
-    """What a capture saw but could not track, counted instead of dropped:
+    """What a recording saw but could not track, counted instead of dropped:
     files past the file-table bound (``set_max_files``; their opens, calls and
     bytes) and calls a signal handler made while its thread was inside the
     shim (passed through untraced)."""
@@ -460,7 +460,7 @@ def _events_from(raw: np.ndarray, threads: list[RecordedThread], paths: Mapping[
 # st_mode tests and the words a record's "file_type" uses (tb_iotrace.analysis.context reads them)
 _FILE_TYPES = ((stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "char-device"),
                (stat.S_ISBLK, "block-device"), (stat.S_ISDIR, "directory"))
-MAX_FDS_TYPED = 65536     # descriptors looked at when a capture stops (a bound, not a budget)
+MAX_FDS_TYPED = 65536     # descriptors looked at when a session stops (a bound, not a budget)
 
 
 def open_file_types() -> dict[str, str]:
@@ -487,8 +487,8 @@ def open_file_types() -> dict[str, str]:
     return out
 
 
-class Capture:
-    """The result of one capture window; filled when the window closes."""
+class Recording:
+    """What one session recorded in this process (a ``capture()`` block, a window, a flush)."""
 
     def __init__(self) -> None:
         self.table: FileTable = FileTable()   # the files' counters as columns (tb_iotrace.store.filetable)
@@ -499,7 +499,7 @@ class Capture:
         self.untracked: Untracked = Untracked()
         self.start_ns: int = 0
         self.end_ns: int = 0
-        self.mounts: str = ""        # /proc/self/mountinfo when the capture ended
+        self.mounts: str = ""        # /proc/self/mountinfo when the session ended
         self.machine: dict[str, Any] | None = None   # tb_iotrace.store.machine's record, then
         # {path: "fifo" | "socket" | ...} of the files open at stop that are not regular files
         self.file_types: dict[str, str] = {}

@@ -15,7 +15,7 @@ from typing import Any
 from tb_iotrace.base import ckptcalls
 from tb_iotrace.recording.ffi import native
 from tb_iotrace.recording.forklock import ForkSafeLock
-from tb_iotrace.recording.session import Capture, begin_session, end_session
+from tb_iotrace.recording.session import Recording, begin_session, end_session
 
 log = logging.getLogger("tb_iotrace")
 
@@ -34,7 +34,7 @@ class ProfileWindow:
         # copy held forever (its own profile windows would hang)
         self.lock = ForkSafeLock()
         self.session: Any = None
-        self.pending: Any = None        # Capture of the last window
+        self.pending: Any = None        # Recording of the last window
         self.payload: bytes | bytearray | None = None
         self.warned: set[str] = set()
         self.windows = 0
@@ -76,7 +76,7 @@ class ProfileWindow:
             with self.lock:
                 if self.session is None:
                     return 0
-                cap = Capture()
+                cap = Recording()
                 end_session(self.session, cap)
                 self.session = None
                 self.pending = cap
@@ -108,7 +108,7 @@ class ProfileWindow:
             return -1
 
 
-def serialize(cap: Capture) -> bytes | bytearray:
+def serialize(cap: Recording) -> bytes | bytearray:
     """The window's XSpace bytes: its I/O, and in its record the checkpoint library calls
     noted during it (safetensors, orbax, ``tf.train.Checkpoint``: the analysis labels their
     saves by call)."""

@@ -144,7 +144,7 @@ def table_path(json_path: str | os.PathLike[str]) -> Path:
 
 
 def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
-    """Columns of a recording.session.Capture's trace, as stored in the .npz (``paths``: the
+    """Columns of a recording.session.Recording's trace, as stored in the .npz (``paths``: the
     files its rows name, not every file the capture has counters for)."""
     ev = cap.events
     n = len(ev)
@@ -208,7 +208,7 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
                  write_errors: dict[str, Any] | None = None,
                  trace: dict[str, np.ndarray] | None = None,
                  trace_parts: Sequence[tuple[str, int]] | None = None) -> Path:
-    """Write the record of this process from a recording.session.Capture (or explicit ``files``).
+    """Write the record of this process from a recording.session.Recording (or explicit ``files``).
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec).
     The trace, the file table and the JSON are each written in full under a temporary name,
@@ -552,7 +552,7 @@ def find_records(directory: str | os.PathLike[str]) -> list[Path]:
 # --------------------------------------------------------------------------- merging flushes
 
 def merge_untracked(acc: dict[str, Any], more: dict[str, Any]) -> None:
-    """Add one flush window's untracked counts (Capture.untracked.to_dict()) to ``acc``."""
+    """Add one flush window's untracked counts (Recording.untracked.to_dict()) to ``acc``."""
     for k in ("files", "calls", "bytes_read", "bytes_written", "reentrant_calls"):
         acc[k] = int(acc.get(k, 0)) + int(more.get(k) or 0)
     acc["examples"] = (list(acc.get("examples", [])) + list(more.get("examples") or []))[:8]

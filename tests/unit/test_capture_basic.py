@@ -176,3 +176,17 @@ def test_to_dict_is_json_and_complete(shim, tmp_path):
     assert recs[0]["counters"]["POSIX_BYTES_WRITTEN"] == 123
     assert d["nevents"] == len(cap.events) and d["dropped"] == 0
     assert d["start_ns"] == cap.start_ns and d["end_ns"] == cap.end_ns
+
+
+def test_capture_yields_a_recording_and_the_old_name_still_imports(shim, tmp_path):
+    """``capture()`` yields a ``tb_iotrace.Recording``; ``tb_iotrace.Capture``, its name in earlier
+    releases, is the same class (code that named it keeps working), but no longer in ``__all__``."""
+    with shim.capture() as rec_:
+        (tmp_path / "r.bin").write_bytes(b"x")
+    assert type(rec_) is shim.Recording
+    from tb_iotrace import Capture
+
+    assert Capture is shim.Recording
+    assert "Recording" in shim.__all__ and "Capture" not in shim.__all__
+    with pytest.raises(AttributeError):
+        shim.Caputre  # noqa: B018 - a misspelt name still fails

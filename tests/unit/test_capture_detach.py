@@ -77,9 +77,9 @@ def test_io_after_disable_is_not_seen(shim, tmp_path, libio_path):
         os.close(fd)
     finally:
         end = n.tbio_end(sess)
-    from tb_iotrace.recording.session import Capture
+    from tb_iotrace.recording.session import Recording
 
-    cap = Capture()
+    cap = Recording()
     try:
         cap._fill(end)
     finally:

@@ -1,7 +1,7 @@
 """The capture core at scale: nothing is looked up while idle (the system calls
 of an idle open are the plain call's), a capture names only what its window
 touched, and a file the bounded file table cannot take is counted, never
-dropped silently (shown in the Capture, the xplane record, the report)."""
+dropped silently (shown in the Recording, the xplane record, the report)."""
 from __future__ import annotations
 
 import os
@@ -188,7 +188,7 @@ def test_signal_handler_io_never_deadlocks_the_shim(tmp_path):
 
 
 def test_untracked_files_are_opens_and_a_stat_is_a_call(only, tmp_path):
-    """Capture.untracked.files counts opens of files past the bound (each open,
+    """Recording.untracked.files counts opens of files past the bound (each open,
     not each distinct file); a stat or a failed open of such a path is not one."""
     only.set_max_files(1)
     a, b = tmp_path / "a", tmp_path / "b"

@@ -37,5 +37,5 @@ def test_idle_flush_writes_after_a_failed_write(tmp_path, monkeypatch) -> None:
         assert doc["partial"] and doc["write_errors"]["count"] == 1
     finally:
         if st.flush_sess is not None:
-            session.end_session(st.flush_sess, session.Capture())
+            session.end_session(st.flush_sess, session.Recording())
         session.set_filters(None, before)

@@ -66,9 +66,9 @@ def idle_window(cap: Any) -> bool:
 
 
 def _unread_capture(session: Any) -> Any:
-    """A Capture that keeps nothing of the session it ends (its counters and calls are not
+    """A Recording that keeps nothing of the session it ends (its counters and calls are not
     copied out: a worker's exit waits on every millisecond of it)."""
-    class Unread(session.Capture):   # type: ignore[misc, name-defined]
+    class Unread(session.Recording):   # type: ignore[misc, name-defined]
         def _fill(self, sess: Any) -> None:
             pass
     return Unread()
@@ -172,7 +172,7 @@ class _Run:
                 new = None  # every slot busy (TensorFlow windows): keep the previous flush
             old, self.flush_sess = self.flush_sess, new if new is not None else self.flush_sess
             if old is not None and new is not None:
-                cap = session.Capture()
+                cap = session.Recording()
                 session.end_session(old, cap)
                 if idle_window(cap) and not self.unwritten:
                     return   # nothing new since the last flush: its record stands, no write
@@ -226,7 +226,7 @@ class _Run:
             if self.done or os.getpid() != self.pid or self.sess is None:
                 return
             self.done = True
-            cap = session.Capture()
+            cap = session.Recording()
             session.end_session(self.sess, cap)
             if self.flush_sess is not None:   # its window is in the final record: not read, only ended
                 session.end_session(self.flush_sess, _unread_capture(session))

@@ -2,13 +2,13 @@
 included, for :class:`TraceHandler` (``tb_iotrace.torch.trace_handler``).
 
 PyTorch tells ``on_trace_ready`` about a window only after it ended, so the window's
-start and stop are taken from the profiler itself: :func:`.hooks.install` wraps
+start and stop are taken from the profiler itself: :func:`.parent.hooks.install` wraps
 ``_KinetoProfile.start_trace`` / ``stop_trace`` (class attributes; ``profile.__init__``
 binds them into its action map, and the handler is built before the profile, as the
 argument of ``on_trace_ready``). The wrappers record only for a profile whose
 ``on_trace_ready`` is a :class:`TraceHandler`; every other profile is untouched.
 
-Forked children (DataLoader workers with the ``fork`` start method) start with no capture
+Forked children (DataLoader workers with the ``fork`` start method) start with no recording
 (the shim drops the parent's sessions at fork). While installed, each fork gets a socket
 pair: the child keeps one end and a daemon thread (``tb_iotrace-torch``) that waits on it,
 the parent the other. The protocol is lines: the child first says ``H <pid>``. At window
@@ -30,7 +30,7 @@ and in the record's ``workers_missing``, and its record, if it comes later, is r
 the next window's handler and dropped.
 
 ``spawn``/``forkserver`` workers are fresh interpreters (or forks of one) that inherit none of
-this. :func:`.hooks.install` replaces the DataLoader's worker function
+this. :func:`.parent.hooks.install` replaces the DataLoader's worker function
 (``torch.utils.data._utils.worker._worker_loop``) with a :class:`WorkerEntry`, pickled into
 each worker with the address of a Unix socket this process listens on. In the worker it enables
 tb_iotrace, connects, reads the current window from ``<control>/window`` (so a worker started
@@ -49,14 +49,17 @@ ends while the worker records is kept (one in flight as the worker begins or sto
 not: its span would be cut). A torch without those names runs untouched; the trace's notes say
 why there are no spans.
 
-The parts, by process: :mod:`.state` (what the parts share in one process) and :mod:`.record`
-(a process's session and record), in both; :mod:`.protocol` (the line protocol between them, both
-ends) and :mod:`.workers` (fork and spawn: the channel set up on each side); the main process,
-:mod:`.parent`: :mod:`.parent.profiler_window` (a window's start and stop),
-:mod:`.parent.handler` (:class:`TraceHandler`), :mod:`.parent.hooks` (installing into torch),
-:mod:`.parent.loaders` (which DataLoaders a window iterated), :mod:`.parent.step_windows` and
-:mod:`.parent.auto_window` (windows tb_iotrace takes itself); a worker, :mod:`.worker`:
-:mod:`.worker.fetch` (fetch spans).
+The parts, by process. In both: :mod:`.state` (what the parts share in one process) and
+:mod:`.record` (a process's session and record). Between them: :mod:`.protocol` (the lines, both
+ends, and the control folder a spawned worker finds the main process by). The main process,
+:mod:`.parent`: :mod:`.parent.channels` (its end of each worker's channel: the socket pair at
+fork, the listener and :class:`WorkerEntry` for spawned workers), :mod:`.parent.profiler_window`
+(a window's start and stop), :mod:`.parent.handler` (:class:`TraceHandler`), :mod:`.parent.hooks`
+(installing into torch), :mod:`.parent.loaders` (which DataLoaders a window iterated),
+:mod:`.parent.step_windows` and :mod:`.parent.auto_window` (windows tb_iotrace takes itself). A
+worker, :mod:`.worker`: :mod:`.worker.startup` (joining the recording at fork, or as a spawned
+worker through :class:`WorkerEntry`, and serving the protocol) and :mod:`.worker.fetch` (fetch
+spans).
 """
 from __future__ import annotations
 
@@ -66,7 +69,7 @@ from tb_iotrace.recording.pytorch.parent.hooks import install, installed
 from tb_iotrace.recording.pytorch.record import process_record
 from tb_iotrace.recording.pytorch.state import FETCHERS, START_WAIT_S, WAIT_S, WINDOW_HOOK, WORKER_HOOK
 from tb_iotrace.recording.pytorch.parent.profiler_window import hooks_off
-from tb_iotrace.recording.pytorch.workers import WorkerEntry
+from tb_iotrace.recording.pytorch.worker.startup import WorkerEntry
 
 __all__ = ["FETCHERS", "START_WAIT_S", "TraceHandler", "WAIT_S", "WINDOW_HOOK", "WORKER_HOOK", "WorkerEntry",
            "fetch_spans_unavailable", "hooks_off", "install", "installed", "process_record"]

@@ -1,4 +1,9 @@
-"""The line protocol between a process and its DataLoader workers (``H``/``S``/``R``/``E``/``D``/``N``, see the package's docstring): the parent's peers, broadcast and answers; the worker's serving thread and its record at exit."""
+"""The protocol between a process and its DataLoader workers, both ends in one place: the lines
+(``H``/``S``/``R``/``E``/``D``/``N``, see the package's docstring): the parent's peers, broadcast
+and answers, the worker's serving loop and its record at exit; and the control folder a
+``spawn``/``forkserver`` worker finds the main process by: the socket it connects to
+(:data:`CONTROL_SOCKET`) and the ``window`` file it reads the current window from (written by the
+parent, :func:`write_window_file`; read by the worker, :func:`read_window_file`)."""
 from __future__ import annotations
 
 import os
@@ -6,9 +11,30 @@ import select
 import socket
 import time
 
+from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.record import begin, end, write_side_record
+
+
+CONTROL_SOCKET = "ctl.sock"     # in the control folder: where spawned workers connect
+
+
+def read_window_file(control: str) -> tuple[int, str] | None:
+    try:
+        with open(os.path.join(control, "window"), encoding="utf-8") as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    number, _, spool = text.partition(" ")
+    return (int(number), spool) if number.isdigit() and spool else None
+
+
+def write_window_file() -> None:
+    if state.control is None:
+        return
+    text = f"{state.window[0]} {state.window[1]}\n" if state.window is not None else "none\n"
+    atomic_write(os.path.join(state.control, "window"), lambda fh: fh.write(text.encode()))
 
 
 def close_listener() -> None:

@@ -8,21 +8,22 @@ from typing import Any
 
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.base.run_delay import run_delay_since, run_delays
-from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
-from tb_iotrace.recording.session import Capture, begin_session, end_session
+from tb_iotrace.recording.session import Recording, begin_session, end_session
+from tb_iotrace.store.kineto import FETCH_COLUMNS
 from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.pytorch import state
 
 
-def process_record(cap: Capture, role: str, start_ns: int,
+def process_record(cap: Recording, role: str, start_ns: int,
                    fetches: list[tuple[int, int, int, int]] | None = None,
                    worker_id: int | None = None, cpu_ns: int | None = None,
                    run_delay_ns: int | None = None) -> dict[str, Any]:
-    """A capture as the process record :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's
-    also holds its fetch spans (``fetches``: equal-length lists ``start_ns``, ``end_ns``,
-    ``tid``, ``samples``) and its ``worker_id``; ``cpu_ns`` the process's CPU time (all its
-    threads, user and system) over the window, ``run_delay_ns`` the time its threads waited for a
-    core (:mod:`tb_iotrace.base.run_delay`)."""
+    """A :class:`~tb_iotrace.recording.session.Recording` as the process record
+    :mod:`tb_iotrace.store.kineto` writes; a DataLoader worker's also holds its fetch spans
+    (``fetches``: equal-length lists ``start_ns``, ``end_ns``, ``tid``, ``samples``) and its
+    ``worker_id``; ``cpu_ns`` the process's CPU time (all its threads, user and system) over
+    the window, ``run_delay_ns`` the time its threads waited for a core
+    (:mod:`tb_iotrace.base.run_delay`)."""
     ev = cap.events
     events = {
         "op": ev.op.tolist(), "path": ev.path.tolist(),
@@ -61,7 +62,7 @@ def begin() -> None:
             state.spans = []     # after the session began: every span lies inside it
 
 
-def end() -> Capture | None:
+def end() -> Recording | None:
     sess, state.session = state.session, None
     state.ended_cpu_ns = time.process_time_ns() - state.session_cpu_ns if sess is not None else None
     state.ended_run_delay_ns = run_delay_since(state.session_run_delays) if sess is not None else None
@@ -70,7 +71,7 @@ def end() -> Capture | None:
     state.ended_spans = spans if spans is not None else []
     if sess is None:
         return None
-    cap = Capture()
+    cap = Recording()
     end_session(sess, cap)
     return cap
 
@@ -87,16 +88,3 @@ def write_side_record(window: int, spool: str) -> str | None:
     atomic_write(path, lambda fh: fh.write(body))
     return path
 
-
-FETCH_COLUMNS = ("start_ns", "end_ns", "tid", "samples")
-
-
-def pytorch_facts(loaders: list[dict[str, Any]], machine: dict[str, Any]) -> dict[str, Any]:
-    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
-    this process may use (the ``machine`` record's ``cpus``) and the DataLoaders the window
-    iterated (:func:`torch_loaders.window_stopped`)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    return {"version": str(getattr(torch, "__version__", "")), "cpus": int(machine.get("cpus") or 0),
-            "dataloaders": loaders}

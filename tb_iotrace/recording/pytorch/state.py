@@ -1,4 +1,4 @@
-"""What the parts of the PyTorch capture share in one process: the window recording now, this process's session, its peers (forked or spawned DataLoader workers), and the settings of the hooks (tests play a renamed torch release by changing ``WINDOW_HOOK``/``WORKER_HOOK`` here)."""
+"""What the parts of the PyTorch recording share in one process: the window recording now, this process's session, its peers (forked or spawned DataLoader workers), and the settings of the hooks (tests play a renamed torch release by changing ``WINDOW_HOOK``/``WORKER_HOOK`` here)."""
 from __future__ import annotations
 
 import logging

@@ -65,9 +65,9 @@ class TorchWindows:
         return h
 
     def start(self) -> "TorchWindows":
-        from tb_iotrace.recording import pytorch as torch_capture
+        from tb_iotrace.recording import pytorch as torch_recording
 
-        torch_capture.install()          # the workers' fork/spawn hooks, the window hook
+        torch_recording.install()        # the workers' fork/spawn hooks, the window hook
         self.steps.install()
         atexit.register(self.close)
         return self

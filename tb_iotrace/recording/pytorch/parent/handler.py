@@ -18,9 +18,9 @@ from tb_iotrace.store.machine import machine_facts
 from tb_iotrace.store.runrecord import job_rank
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
-from tb_iotrace.recording.pytorch.record import end, pytorch_facts
+from tb_iotrace.recording.pytorch.record import end
 from tb_iotrace.recording.pytorch.protocol import await_answers, pids_of
-from tb_iotrace.recording.pytorch.workers import remove_spool
+from tb_iotrace.recording.pytorch.parent.channels import remove_spool
 from tb_iotrace.recording.pytorch.parent.profiler_window import Window, hooks_off, mark_late, torch_version
 
 
@@ -33,6 +33,17 @@ def copy(src: str, dst: str) -> None:
             shutil.copyfileobj(fin, fout)
     else:
         shutil.copyfile(src, dst)
+
+
+def pytorch_facts(loaders: list[dict[str, Any]], machine: dict[str, Any]) -> dict[str, Any]:
+    """The ``pytorch`` entry of the trace's ``tb_iotrace`` record: torch's version, the cores
+    this process may use (the ``machine`` record's ``cpus``) and the DataLoaders the window
+    iterated (:func:`.loaders.window_stopped`)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    return {"version": str(getattr(torch, "__version__", "")), "cpus": int(machine.get("cpus") or 0),
+            "dataloaders": loaders}
 
 
 class TraceHandler:

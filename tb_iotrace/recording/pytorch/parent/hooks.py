@@ -1,4 +1,4 @@
-"""Installing the capture into torch: the profiler's ``start_trace``/``stop_trace`` wrapped, the fork handlers, the worker entry, the loader hooks."""
+"""Installing the recording into torch: the profiler's ``start_trace``/``stop_trace`` wrapped, the fork handlers, the worker entry, the loader hooks."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,8 @@ from tb_iotrace.recording.pytorch.parent import loaders as torch_loaders
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.worker.fetch import note_fetch_spans
-from tb_iotrace.recording.pytorch.workers import after_fork_in_child, after_fork_in_parent, before_fork, install_worker_entry
+from tb_iotrace.recording.pytorch.parent.channels import after_fork_in_parent, before_fork, install_worker_entry
+from tb_iotrace.recording.pytorch.worker.startup import after_fork_in_child
 from tb_iotrace.recording.pytorch.parent.profiler_window import hooks_off, start_window, stop_window, torch_version
 from tb_iotrace.recording.pytorch.parent.handler import TraceHandler
 

@@ -10,7 +10,7 @@ from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.record import begin, end, process_record
 from tb_iotrace.recording.pytorch.protocol import Peer, await_answers, broadcast, pids_of
-from tb_iotrace.recording.pytorch.workers import write_window_file
+from tb_iotrace.recording.pytorch.protocol import write_window_file
 
 
 class Window:

@@ -1,36 +1,22 @@
-"""DataLoader workers: forked ones get a socket pair at fork, spawned ones (``spawn``/``forkserver``) connect to this process's listener through :class:`WorkerEntry`, torch's worker function replaced."""
+"""How a DataLoader worker joins the recording: a forked one from the socket pair made at its
+fork (:func:`after_fork_in_child`), a ``spawn``/``forkserver`` one by connecting to the main
+process's listener (:func:`start_spawned`, run by :class:`WorkerEntry`, torch's worker function
+wrapped and pickled into each worker); either then serves the line protocol
+(:func:`tb_iotrace.recording.pytorch.protocol.serve`) on a daemon thread, ``tb_iotrace-torch``."""
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import socket
-import tempfile
 import threading
 from typing import Any
 
-from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.recording.session import forget
 from tb_iotrace.recording.pytorch import state
 from tb_iotrace.recording.pytorch.state import log
 from tb_iotrace.recording.pytorch.record import begin
 from tb_iotrace.recording.pytorch.worker.fetch import time_fetches
-from tb_iotrace.recording.pytorch.protocol import Peer, close_listener, exit_record, register_exit_record, serve
-
-
-def before_fork() -> None:
-    if state.installed:
-        try:
-            state.pending_pair = socket.socketpair()
-        except OSError:
-            state.pending_pair = None
-
-
-def after_fork_in_parent() -> None:
-    pair, state.pending_pair = state.pending_pair, None
-    if pair is not None:
-        pair[1].close()
-        state.channels.append(Peer(pair[0]))
+from tb_iotrace.recording.pytorch.protocol import (CONTROL_SOCKET, close_listener, exit_record, read_window_file,
+                                                   register_exit_record, serve)
 
 
 def after_fork_in_child() -> None:
@@ -56,23 +42,6 @@ def after_fork_in_child() -> None:
         threading.Thread(target=serve, args=(pair[1],), name="tb_iotrace-torch", daemon=True).start()
     except Exception as exc:
         log.warning("tb_iotrace: no I/O capture in forked pid %d: %s", os.getpid(), exc)
-
-
-def read_window_file(control: str) -> tuple[int, str] | None:
-    try:
-        with open(os.path.join(control, "window"), encoding="utf-8") as fh:
-            text = fh.read().strip()
-    except OSError:
-        return None
-    number, _, spool = text.partition(" ")
-    return (int(number), spool) if number.isdigit() and spool else None
-
-
-def write_window_file() -> None:
-    if state.control is None:
-        return
-    text = f"{state.window[0]} {state.window[1]}\n" if state.window is not None else "none\n"
-    atomic_write(os.path.join(state.control, "window"), lambda fh: fh.write(text.encode()))
 
 
 class WorkerEntry:
@@ -104,7 +73,7 @@ def start_spawned(control: str) -> None:
 
         api.enable()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.connect(os.path.join(control, "ctl.sock"))
+        sock.connect(os.path.join(control, CONTROL_SOCKET))
         sock.sendall(f"H {os.getpid()}\n".encode())
         state.child_sock, state.role = sock, "worker"
         with state.lock:
@@ -117,35 +86,3 @@ def start_spawned(control: str) -> None:
         threading.Thread(target=serve, args=(sock,), name="tb_iotrace-torch", daemon=True).start()
     except Exception as exc:
         log.warning("tb_iotrace: no I/O capture in DataLoader worker pid %d: %s", os.getpid(), exc)
-
-
-def install_worker_entry() -> None:
-    """Listen for spawned workers and put :class:`WorkerEntry` in torch's worker function."""
-    import importlib
-
-    try:
-        worker = importlib.import_module(state.WORKER_HOOK[0])
-    except ImportError:
-        worker = None
-    current = worker.__dict__.get(state.WORKER_HOOK[1]) if worker is not None else None
-    if current is None:
-        state.off.append(f"the spawn/forkserver worker hook is off ({'.'.join(state.WORKER_HOOK)} is missing in this "
-                    "torch): DataLoader workers started with spawn or forkserver carry no I/O (forked "
-                    "workers do)")
-        return
-    if isinstance(current, WorkerEntry):
-        return
-    control = tempfile.mkdtemp(prefix="tb_iotrace-torch-ctl-")
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(os.path.join(control, "ctl.sock"))
-    listener.listen(64)
-    listener.setblocking(False)
-    atexit.register(remove_spool, control, os.getpid())
-    state.control, state.listener, state.real_loop = control, listener, current
-    write_window_file()
-    setattr(worker, state.WORKER_HOOK[1], WorkerEntry(control))
-
-
-def remove_spool(path: str, owner: int) -> None:
-    if os.getpid() == owner:     # a forked child exiting normally leaves its parent's folder
-        shutil.rmtree(path, ignore_errors=True)
