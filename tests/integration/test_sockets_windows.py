@@ -87,8 +87,12 @@ def test_tensorflow_gcs_reader(tmp_path: Path) -> None:
     pytest.importorskip("tensorflow")
     pytest.importorskip("gcp_storage_emulator")
     pytest.importorskip("cryptography")       # moto's dependency: the test CA and certificate
-    p = subprocess.run([PY, str(SCRIPTS / "tf_gcs_proxy.py"), str(tmp_path)], capture_output=True, text=True,
-                       timeout=300)
+    try:
+        p = subprocess.run([PY, str(SCRIPTS / "tf_gcs_proxy.py"), str(tmp_path)], capture_output=True, text=True,
+                           timeout=300)
+    except subprocess.TimeoutExpired as exc:     # the script's stacks at 240 s say where it hung
+        err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else str(exc.stderr or "")
+        pytest.fail(f"tf_gcs_proxy.py ran past 300 s:\n{err[-6000:]}")
     assert p.returncode == 0, p.stderr[-4000:]
     res = json.loads((tmp_path / "result.json").read_text())
     assert res["read_ok"] and res["size"] == 300_000

@@ -12,6 +12,7 @@ endpoint, which is the proxy (``tcp://127.0.0.1:PORT``).
     tf_gcs_proxy.py WORK    -> WORK/result.json
 """
 import datetime
+import faulthandler
 import json
 import os
 import select
@@ -27,6 +28,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 work = sys.argv[1]
+# a run that hangs (once in a stress run: killed at the test's 300 s with nothing said) leaves
+# every thread's stack on stderr first, for the test's message
+faulthandler.dump_traceback_later(240, exit=False)
 
 
 def name(cn):
@@ -58,7 +62,8 @@ eport = emu._api._httpd.server_address[1]
 DATA = os.urandom(300_000)
 req = urllib.request.Request(f"http://127.0.0.1:{eport}/upload/storage/v1/b/bkt/o?uploadType=media&name=data.bin",
                              data=DATA, method="POST", headers={"Content-Type": "application/octet-stream"})
-urllib.request.urlopen(req).read()
+urllib.request.urlopen(req, timeout=60).read()
+print("uploaded", file=sys.stderr, flush=True)
 
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(cert_pem, key_pem)
@@ -177,9 +182,11 @@ os.environ.update({"https_proxy": f"http://127.0.0.1:{pport}", "HTTPS_PROXY": f"
 import tb_iotrace
 tb_iotrace.enable()
 import tensorflow as tf
+print("tensorflow imported", file=sys.stderr, flush=True)
 with tb_iotrace.capture() as cap:
     with tf.io.gfile.GFile("gs://bkt/data.bin", "rb") as f:
         got = f.read()
+print("read", file=sys.stderr, flush=True)
 for th in threads:
     th.join(30)
 stop.set()

@@ -1,7 +1,8 @@
 """A TensorFlow job that imports TensorFlow, waits SLEEP seconds, then iterates a tf.data
 pipeline for SECONDS. Run under ``tb-iotrace run --profile-every`` with a short period: windows
 open during the import, the wait and the loop. Writes OUT/result.json: the wall-clock ns of the
-first op and of the loop's end.
+first op, of the loop's first batch (the pipeline and its iterator made: under load that alone
+takes longer than a short window) and of the loop's end.
 
     tf_late_first_op.py OUT SLEEP SECONDS
 """
@@ -20,13 +21,15 @@ def main() -> None:
     first_op = time.time_ns()
     ds = tf.data.Dataset.from_tensors({f"f{i}": tf.constant([i]) for i in range(50)}).repeat().prefetch(4)
     it = iter(ds)
+    next(it)
+    loop = time.time_ns()
     end = time.monotonic() + seconds
-    n = 0
+    n = 1
     while time.monotonic() < end:
         next(it)
         n += 1
     with open(os.path.join(out, "result.json"), "w") as f:
-        json.dump({"first_op_ns": first_op, "end_ns": time.time_ns(), "steps": n}, f)
+        json.dump({"first_op_ns": first_op, "loop_ns": loop, "end_ns": time.time_ns(), "steps": n}, f)
 
 
 if __name__ == "__main__":
