@@ -12,7 +12,8 @@ is in a run's ``plugins/`` tree, else in the local cache), unless a valid one is
 with ``--facts``, its job facts too (:mod:`tb_iotrace.analysis.job_facts`, from its findings as
 the tab's findings child makes them: of a capture without tb_iotrace's I/O record, facts that say
 it has no steps, verdict or data read, as the tab's job verdict reads its answer), for a profile
-capture or a whole-run record (a PyTorch trace's are kept by the tab, of its converted capture). Each is kept
+capture, a whole-run record or a PyTorch trace (of the capture it is converted to, as the tab's
+findings analyse it; kept under the trace's name and identity, as the tab keeps them). Each is kept
 under the identity the capture had before it was read (a capture rewritten meanwhile gets none).
 The child runs at the lowest CPU priority; a capture that cannot be summarized costs one line on
 stderr and nothing else (the tab decodes it when it is opened, as before)."""
@@ -24,6 +25,7 @@ import sys
 from tb_iotrace.analysis import job_facts
 from tb_iotrace.analysis.capture_findings import findings_of, job_doc
 from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+from tb_iotrace.analysis.decoded.tab_kineto import converted
 from tb_iotrace.base.priority import lowest_priority
 from tb_iotrace.store import jobfacts, summaries
 from tb_iotrace.store.logdir import capture_host, profile_captures
@@ -45,10 +47,12 @@ def keep_landed(host: str, path: str, facts: bool) -> list[str]:
         if summaries.save(path, capture_row(host, cap), before=before) is not None:
             kept.append("summary")
     del cap
-    if facts and listed_kind(path) != KINETO and jobfacts.load(path, "", before).state != "ok":
+    if facts and jobfacts.load(path, "", before).state != "ok":
         # the analysis' answer, or why this version has none (no I/O record: no steps, no
-        # verdict, nothing read): the job verdict reads either as the tab's findings give it
-        job_facts.keep(path, "", job_doc(host, findings_of(path)), before)
+        # verdict, nothing read): the job verdict reads either as the tab's findings give it;
+        # of a PyTorch trace, those of its converted capture, which the tab's findings analyse
+        analysed = converted(path) if listed_kind(path) == KINETO else path
+        job_facts.keep(path, "", job_doc(host, findings_of(analysed)), before)
         if jobfacts.load(path, "", before).state == "ok":
             kept.append("facts")
     return kept
