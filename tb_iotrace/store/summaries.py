@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from tb_iotrace.store import remote
+from tb_iotrace.store.mirror_versions import mirror_entry
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, table_path
 
@@ -123,8 +124,10 @@ def _companions(path: str) -> list[str]:
 def identity(path: str) -> Identity | None:
     """What must stay the same for a summary of ``path`` to stay valid (None: unreadable):
     size and mtime of the file and of a record's trace and table; for a remote logdir's file
-    not fetched yet, the object's URL, version and size as the mirror's manifest has them."""
-    lazy = remote.lazy_entry(path)
+    of a kind fetched when opened, not fetched yet or fetched as that very version
+    (:func:`tb_iotrace.store.mirror_versions.mirror_entry`), the object's URL, version and size as the
+    mirror's manifest has them."""
+    lazy = mirror_entry(path)     # listed, fetched or not: the object's version names it
     if lazy is not None:
         return [["remote", str(lazy.get("url")), str(lazy.get("version")), int(lazy.get("size") or 0)]]
     mirrored = _in_mirror(path)

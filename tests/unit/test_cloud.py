@@ -452,13 +452,16 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     summary and job facts in the bucket beside it, of the object's version; a TensorBoard on
     the URL answers "All hosts" from them, without fetching or decoding the capture, and the
     row is the capture's (failed first: no summary in the bucket, the capture fetched and
-    decoded). A summary of another version of the object is not trusted."""
+    decoded); once the tab has fetched the capture, still (failed first: the fetched copy was
+    identified by its local stat, which the bucket's summary is not of). A summary of another
+    version of the object is not trusted."""
     from plugin_client import make_client
 
     from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
     from tb_iotrace.recording import landing
     from tb_iotrace.recording.window_writer import WindowWriter
     from tb_iotrace.store import jobfacts, remote, summaries
+    from tb_iotrace.store.mirror_versions import lazy_entry
 
     monkeypatch.delenv(landing.ENV, raising=False)
     monkeypatch.setenv(summaries.ENV, "1")
@@ -491,10 +494,15 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     got, decoded = hosts()
     assert decoded == [] and got["hosts"] == [fresh]
     mirrored = remote.mirror_path(logdir) / "plugins" / "profile" / "2026_01_01_00_00_00" / "w0.xplane.pb"
-    assert remote.lazy_entry(mirrored) is not None                  # listed, not fetched
+    assert lazy_entry(mirrored) is not None                         # listed, not fetched
     assert jobfacts.load(str(mirrored)).state == "ok"              # the job verdict's facts too
     cached = store["cwd"].parent / "cache" / "objects"
     assert not any(f.stat().st_size == CAPTURE.stat().st_size for f in cached.rglob("*") if f.is_file())   # not fetched
+    _, get = make_client(logdir)                                   # the capture opened: fetched now
+    assert get("/capture", run="2026_01_01_00_00_00", host="w0")[0] == 200
+    assert lazy_entry(mirrored) is None and mirrored.stat().st_size == CAPTURE.stat().st_size
+    got, decoded = hosts()                                         # still that version: its summary holds
+    assert decoded == [] and got["hosts"] == [fresh]
     store["fs"].put_file(str(DATA / "gpu_multi_worker.xplane.pb"), url.split("://", 1)[1])   # another version
     got, decoded = hosts()
     assert decoded == ["w0.xplane.pb"] and got["hosts"] == [capture_row("w0", load_any(str(DATA / "gpu_multi_worker.xplane.pb"), "w0"))]
