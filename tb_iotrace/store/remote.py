@@ -521,6 +521,8 @@ def materialize(path: str | os.PathLike[str], root: Path | None = None) -> bool:
         info = {"size": e["size"], "_version": e["version"]}
         dest = top / key
         obj = object_path(e["url"], info, root)
+        if e["size"] and dest.is_file() and dest.stat().st_size == e["size"]:
+            continue           # fetched already (its cached copy perhaps evicted since: the mirror's link holds it)
         if not obj.is_file():
             fs, _ = filesystem(e["url"])
             obj = _object(fs, e["url"], e["path"], info, root)

@@ -503,6 +503,10 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     assert lazy_entry(mirrored) is None and mirrored.stat().st_size == CAPTURE.stat().st_size
     got, decoded = hosts()                                         # still that version: its summary holds
     assert decoded == [] and got["hosts"] == [fresh]
+    remote.evict(limit=0)                                          # its cached copy evicted: the mirror's
+    fetched = remote.STATS.objects                                 # link holds it, not fetched again
+    assert remote.materialize(mirrored) and remote.STATS.objects == fetched
+    assert mirrored.read_bytes() == CAPTURE.read_bytes()
     store["fs"].put_file(str(DATA / "gpu_multi_worker.xplane.pb"), url.split("://", 1)[1])   # another version
     got, decoded = hosts()
     assert decoded == ["w0.xplane.pb"] and got["hosts"] == [capture_row("w0", load_any(str(DATA / "gpu_multi_worker.xplane.pb"), "w0"))]
