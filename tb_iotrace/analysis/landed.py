@@ -3,7 +3,7 @@ the process that wrote them (tb_iotrace.recording.landing starts it), so that th
 hosts" of the logdir, a TensorBoard restart, ``tb-iotrace report --hosts`` read ~1 KB per host
 instead of decoding every capture:
 
-    python -m tb_iotrace.analysis.landed [--facts] HOST PATH [HOST PATH ...]
+    python -m tb_iotrace.analysis.landed [--facts] [--uploaded HOST LOCAL URL ...] HOST PATH [HOST PATH ...]
 
 For each capture: its row of the per-host table, computed as the tab computes it
 (:func:`tb_iotrace.analysis.decoded.host_row.capture_row`), kept as its summary
@@ -12,9 +12,12 @@ is in a run's ``plugins/`` tree, else in the local cache), unless a valid one is
 with ``--facts``, its job facts too (:mod:`tb_iotrace.analysis.job_facts`, from its findings as
 the tab's findings child makes them: of a capture without tb_iotrace's I/O record, facts that say
 it has no steps, verdict or data read, as the tab's job verdict reads its answer), for a profile
-capture or a whole-run record (a PyTorch trace's are kept by the tab, of its converted capture). Each is kept
+capture, a whole-run record or a PyTorch trace (of the capture it is converted to, as the tab's
+findings analyse it; kept under the trace's name and identity, as the tab keeps them). Each is kept
 under the identity the capture had before it was read (a capture rewritten meanwhile gets none).
-The child runs at the lowest CPU priority; a capture that cannot be summarized costs one line on
+A profile capture uploaded to a URL logdir (``--uploaded``: its host, a local copy the child
+removes once read, its URL) gets both kept in the bucket beside it, of the object's version
+(:mod:`tb_iotrace.store.remote_summaries`). The child runs at the lowest CPU priority; a capture that cannot be summarized costs one line on
 stderr and nothing else (the tab decodes it when it is opened, as before)."""
 from __future__ import annotations
 
@@ -24,8 +27,11 @@ import sys
 from tb_iotrace.analysis import job_facts
 from tb_iotrace.analysis.capture_findings import findings_of, job_doc
 from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+from tb_iotrace.analysis.decoded.tab_kineto import converted
 from tb_iotrace.base.priority import lowest_priority
+from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import jobfacts, summaries
+from tb_iotrace.store.remote_summaries import keep_remote, remote_identity
 from tb_iotrace.store.logdir import capture_host, profile_captures
 from tb_iotrace.model.source_kinds import KINETO, listed_kind
 
@@ -45,13 +51,37 @@ def keep_landed(host: str, path: str, facts: bool) -> list[str]:
         if summaries.save(path, capture_row(host, cap), before=before) is not None:
             kept.append("summary")
     del cap
-    if facts and listed_kind(path) != KINETO and jobfacts.load(path, "", before).state != "ok":
+    if facts and jobfacts.load(path, "", before).state != "ok":
         # the analysis' answer, or why this version has none (no I/O record: no steps, no
-        # verdict, nothing read): the job verdict reads either as the tab's findings give it
-        job_facts.keep(path, "", job_doc(host, findings_of(path)), before)
+        # verdict, nothing read): the job verdict reads either as the tab's findings give it;
+        # of a PyTorch trace, those of its converted capture, which the tab's findings analyse
+        analysed = converted(path) if listed_kind(path) == KINETO else path
+        job_facts.keep(path, "", job_doc(host, findings_of(analysed)), before)
         if jobfacts.load(path, "", before).state == "ok":
             kept.append("facts")
     return kept
+
+
+def keep_uploaded(host: str, local: str, url: str, facts: bool) -> list[str]:
+    """Keep in the bucket, beside it, the summary (and with ``facts`` the job facts) of the
+    profile capture uploaded to ``url`` from ``local`` (a copy this child owns, removed once
+    read), under the identity a reader of the URL logdir gives it before fetching it
+    (tb_iotrace.store.remote_summaries); what was kept. Raises what decoding or the store raise."""
+    try:
+        if summaries.mode() == "off" or summaries.beside_url(url) is None:
+            return []
+        ident = remote_identity(url, os.path.getsize(local))
+        if ident is None:        # the object is no longer the one uploaded
+            return []
+        row = capture_row(host, load_any(local, host))
+        doc = job_doc(host, findings_of(local)) if facts else None
+        return keep_remote(url, ident, row, job_facts.facts_of(doc) if doc is not None else None)
+    finally:
+        try:
+            os.unlink(local)
+            os.rmdir(os.path.dirname(local))     # its folder of landed copies, once empty
+        except OSError:
+            pass
 
 
 def main(argv: list[str]) -> int:
@@ -65,6 +95,15 @@ def main(argv: list[str]) -> int:
         except ValueError:
             pass
         args = args[3:]
+    uploaded: list[tuple[str, str, str]] = []
+    while args[:1] == ["--uploaded"] and len(args) >= 4:   # (host, local copy, URL) of a capture uploaded
+        uploaded.append((args[1], args[2], args[3]))
+        args = args[4:]
+    for host, local, url in uploaded:
+        try:
+            keep_uploaded(host, local, url, facts)
+        except Exception as exc:  # noqa: BLE001 - as below
+            sys.stderr.write(f"tb_iotrace: no summary kept for {redact_url(url)} ({type(exc).__name__}: {str(exc)[:200]})\n")
     items += list(zip(args[0::2], args[1::2]))
     for host, path in items:
         try:

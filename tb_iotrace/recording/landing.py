@@ -10,8 +10,9 @@ thread that starts one; the thread starts the next child for all that landed mea
 last one ended (one child at a time per process). Nothing here raises into the job: a child that
 cannot be started is one log line (once per process), a capture the child cannot read one line
 on stderr; such captures are decoded when the logdir is first opened, as before.
-``TBIO_LANDED_SUMMARIES=0`` (or ``TBIO_SUMMARIES=0``) turns it off. A capture in a URL logdir
-gets none (its summary is keyed by the object's version, which the writer does not know).
+``TBIO_LANDED_SUMMARIES=0`` (or ``TBIO_SUMMARIES=0``) turns it off. A profile capture uploaded
+to a URL logdir (:func:`landed_uploaded`) gets them in the bucket beside it, of the object's
+version the child asks the store for; a PyTorch trace or a record uploaded to a URL gets none.
 """
 from __future__ import annotations
 
@@ -31,11 +32,12 @@ CHILD = "tb_iotrace.analysis.landed"
 CHILD_TIMEOUT_S = 1800.0     # a child still at work then is left to finish; the next one starts
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the package's root
 
-__all__ = ["ENV", "enabled", "landed", "landed_detached", "landed_profile", "wait_idle"]
+__all__ = ["ENV", "enabled", "landed", "landed_detached", "landed_profile", "landed_uploaded", "wait_idle"]
 
 _lock = threading.Lock()
 _pending: list[tuple[str, str]] = []       # (host, path)
 _scans: list[tuple[str, int]] = []         # (log dir, wall ns): a stopped profile's captures, found in the thread
+_uploaded: list[tuple[str, str, str]] = []  # (host, local copy the child removes, URL): captures uploaded
 _worker: threading.Thread | None = None
 _warned = False
 _idle = threading.Event()
@@ -49,12 +51,15 @@ def enabled() -> bool:
             and os.environ.get("TBIO_SUMMARIES", "1").strip().lower() not in off)
 
 
-def _command(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None) -> list[str]:
-    """The child's command: the captures named, and the profile folders it finds captures in
+def _command(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None,
+             uploaded: list[tuple[str, str, str]] | None = None) -> list[str]:
+    """The child's command: the captures named, the profile folders it finds captures in
     itself (``--scan LOGDIR SINCE_NS``): the job's process makes no file call of its own for
-    them, so none is recorded as the job's I/O."""
+    them, so none is recorded as the job's I/O; and the captures uploaded to a URL
+    (``--uploaded HOST LOCAL URL``)."""
     scan = [x for logdir, since in scans or [] for x in ("--scan", logdir, str(int(since)))]
-    return [sys.executable, "-c", _PRELUDE, "--facts", *scan, *[x for host, path in paths for x in (host, path)]]
+    up = [x for host, local, url in uploaded or [] for x in ("--uploaded", host, local, url)]
+    return [sys.executable, "-c", _PRELUDE, "--facts", *scan, *up, *[x for host, path in paths for x in (host, path)]]
 
 
 # The child lowers its priority before it imports anything of tb_iotrace or NumPy: it starts a
@@ -82,10 +87,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _start(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None) -> subprocess.Popen[bytes] | None:
+def _start(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None,
+           uploaded: list[tuple[str, str, str]] | None = None) -> subprocess.Popen[bytes] | None:
     global _warned
     try:
-        return subprocess.Popen(_command(paths, scans), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        return subprocess.Popen(_command(paths, scans, uploaded), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
     except Exception as exc:  # noqa: BLE001 - never into the job
         if not _warned:
@@ -104,11 +110,15 @@ def _work() -> None:
         with _lock:
             batch = list(_pending)
             _pending.clear()
-            if not batch and not scans and not _scans:
+            up = list(_uploaded)
+            _uploaded.clear()
+            if not batch and not scans and not up and not _scans:
                 _worker = None
                 _idle.set()
                 return
-        proc = _start(batch, scans) if batch or scans else None
+        proc = _start(batch, scans, up) if batch or scans or up else None
+        if proc is None:
+            _drop(up)
         if proc is not None:
             try:
                 proc.wait(timeout=CHILD_TIMEOUT_S)
@@ -144,17 +154,44 @@ def landed_profile(logdir: str, since_ns: int) -> None:
         log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
 
 
-def _queue(files: list[tuple[str, str]], scans: list[tuple[str, int]]) -> None:
+def _queue(files: list[tuple[str, str]], scans: list[tuple[str, int]],
+           uploaded: list[tuple[str, str, str]] | None = None) -> None:
     global _worker
     with _lock:
         _pending.extend(files)
         _scans.extend(scans)
+        _uploaded.extend(uploaded or [])
         if _worker is not None:
             return
         _idle.clear()
         _worker = threading.Thread(target=_work, name="tb_iotrace-landed", daemon=True)
         worker = _worker
     worker.start()
+
+
+def _drop(uploaded: list[tuple[str, str, str]]) -> None:
+    """Remove the local copies of uploaded captures no child will read."""
+    for _, local, _ in uploaded:
+        try:
+            os.unlink(local)
+        except OSError:
+            pass
+
+
+def landed_uploaded(items: Iterable[tuple[str, str]]) -> None:
+    """Keep in the bucket the summaries of profile captures just uploaded whole: ``items``,
+    (a local copy of the capture, which this call takes over and removes once read; its URL).
+    Returns at once and never raises (the copies are removed when nothing is kept)."""
+    got = [(capture_host(url), os.path.abspath(local), url) for local, url in items]
+    try:
+        if not enabled() or not _usable(got[0][1] if got else ""):
+            _drop(got)
+            return
+        if got:
+            _queue([], [], got)
+    except Exception as exc:  # noqa: BLE001
+        _drop(got)
+        log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
 
 
 def landed_detached(paths: Iterable[str]) -> None:

@@ -41,7 +41,7 @@ ROLES = ("main", "worker")
 VERDICT_TEXT = ("bound", "cause", "change")
 MAX_TEXT = 4096
 
-__all__ = ["FORMAT", "MAX_BYTES", "SUFFIX", "Loaded", "check", "load", "save"]
+__all__ = ["FORMAT", "MAX_BYTES", "SUFFIX", "Loaded", "check", "load", "make_doc", "save"]
 
 
 class Loaded:
@@ -151,6 +151,9 @@ def save(path: str, facts: Mapping[str, Any], part: str = "", before: summaries.
     first = summaries.identity(path) if before is None else before
     if first is None:
         return None
-    return summaries.write_doc(path, part, SUFFIX, MAX_BYTES,
-                               lambda name: {"format": FORMAT, "path": name, "part": part,
-                                             "identities": [first], "facts": dict(facts)})
+    return summaries.write_doc(path, part, SUFFIX, MAX_BYTES, lambda name: make_doc(name, part, [first], facts))
+
+
+def make_doc(name: str, part: str, identities: list[summaries.Identity], facts: Mapping[str, Any]) -> dict[str, Any]:
+    """The job facts document of the capture named ``name``, of its versions ``identities``."""
+    return {"format": FORMAT, "path": name, "part": part, "identities": list(identities), "facts": dict(facts)}

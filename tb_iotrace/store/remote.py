@@ -200,14 +200,15 @@ def _key(url: str, info: dict[str, Any]) -> str:
     return hashlib.sha256(raw.encode("utf-8", "surrogateescape")).hexdigest()[:40]
 
 
-def _object_path(url: str, info: dict[str, Any], root: Path) -> Path:
+def object_path(url: str, info: dict[str, Any], root: Path) -> Path:
+    """Where the cache keeps the object at ``url`` of the version and size ``info`` gives."""
     key = _key(url, info)
     return root / "objects" / key[:2] / key
 
 
 def _object(fs: Any, url: str, rpath: str, info: dict[str, Any], root: Path) -> Path:
     """The cached copy of one object, fetched when its key is not cached yet."""
-    obj = _object_path(url, info, root)
+    obj = object_path(url, info, root)
     if obj.is_file() and obj.stat().st_size == int(info.get("size") or 0):
         try:   # recently used: evicted last (the access time only: readers key on the mtime)
             os.utime(obj, ns=(time.time_ns(), obj.stat().st_mtime_ns))
@@ -315,6 +316,7 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
         raise failure(url, exc) from None
     used: list[Path] = []
     links: dict[Path, Any] = {}    # mirror file -> cached object, or a lazy file's manifest entry
+    fetched: dict[Path, dict[str, Any]] = {}   # a lazy kind's file whose object was cached: its entry
     if info.get("type") != "directory":
         name = _base(rpath) or "object"
         parent_url = url.rstrip("/").rsplit("/", 1)[0]
@@ -337,7 +339,7 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
         stale_root = None
     else:
         local = mirror_path(url, root)
-        _mirror(fs, url, rpath, local, wanted, root, links, lazy)
+        _mirror(fs, url, rpath, local, wanted, root, links, lazy, fetched)
         target = stale_root = local
     manifest: dict[str, Any] = {}
     for dest, got in list(links.items()):
@@ -345,6 +347,8 @@ def fetch(url: str, wanted: Callable[[str], bool], root: Path | None = None,
             if isinstance(got, Path):
                 used.append(got)
                 _link(got, dest)
+                if dest in fetched:
+                    manifest[dest.relative_to(target).as_posix()] = fetched[dest]
             else:                     # lazy: (object url, remote path, size, version)
                 manifest[dest.relative_to(target).as_posix()] = got
                 _placeholder(dest)
@@ -382,7 +386,9 @@ def _remove_stale(top: Path, keep: set[Path]) -> None:
 
 
 def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[str], bool], root: Path,
-            links: dict[Path, Any], lazy: Callable[[str], bool] | None = None) -> None:
+            links: dict[Path, Any], lazy: Callable[[str], bool] | None = None,
+            fetched: dict[Path, dict[str, Any]] | None = None) -> None:
+    fetched = {} if fetched is None else fetched
     top = rpath.rstrip("/")
     todo = [(top, local_top, 0)]
     seen = 0
@@ -410,12 +416,14 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
                     todo.append((full, local / name, depth + 1))
             elif wanted(name):
                 ourl = join(url, posixpath.relpath(full, top))
-                if lazy is not None and lazy(name) and not _object_path(ourl, e, root).is_file():
-                    links[local / name] = {"url": ourl, "path": full, "size": int(e.get("size") or 0),
-                                           "version": version_of(e)}
+                entry = {"url": ourl, "path": full, "size": int(e.get("size") or 0), "version": version_of(e)}
+                if lazy is not None and lazy(name) and not object_path(ourl, e, root).is_file():
+                    links[local / name] = entry
                 else:
                     try:
                         links[local / name] = _object(fs, ourl, full, e, root)
+                        if lazy is not None and lazy(name):     # fetched before: its version kept too
+                            fetched[local / name] = entry
                     except RemoteError as exc:
                         if not isinstance(exc.__context__, FileNotFoundError) and "no such" not in str(exc):
                             raise            # the storage itself fails: the whole fetch says so
@@ -482,27 +490,6 @@ def _write_manifest(top: Path, manifest: dict[str, Any]) -> None:
     os.replace(tmp, top / MANIFEST)
 
 
-def lazy_entry(path: str | os.PathLike[str], root: Path | None = None) -> dict[str, Any] | None:
-    """The manifest entry (url, path, size, version) of a mirror's file that is still a
-    placeholder (not fetched yet), else None: what identifies its version without fetching it."""
-    import json
-
-    p = Path(path)
-    try:
-        if p.stat().st_size != 0:
-            return None
-        trees = ((root or cache_root()) / "trees").resolve()
-        if not str(p.resolve()).startswith(str(trees) + os.sep):
-            return None
-        top = p.parent
-        while top != top.parent and top.resolve() != trees and not (top / MANIFEST).is_file():
-            top = top.parent
-        got = json.loads((top / MANIFEST).read_text()).get(p.relative_to(top).as_posix())
-    except (OSError, ValueError, AttributeError):
-        return None
-    return got if isinstance(got, dict) else None
-
-
 def materialize(path: str | os.PathLike[str], root: Path | None = None) -> bool:
     """Fetch a lazy file of a mirror (and its record's tables beside it) if it is still a
     placeholder; False when ``path`` is not in a mirror with a manifest. RemoteError (one
@@ -533,7 +520,9 @@ def materialize(path: str | os.PathLike[str], root: Path | None = None) -> bool:
             continue
         info = {"size": e["size"], "_version": e["version"]}
         dest = top / key
-        obj = _object_path(e["url"], info, root)
+        obj = object_path(e["url"], info, root)
+        if e["size"] and dest.is_file() and dest.stat().st_size == e["size"]:
+            continue           # fetched already (its cached copy perhaps evicted since: the mirror's link holds it)
         if not obj.is_file():
             fs, _ = filesystem(e["url"])
             obj = _object(fs, e["url"], e["path"], info, root)

@@ -12,7 +12,9 @@ whole-run record). A capture ``<A>/plugins/profile/<session>/<host>.xplane.pb`` 
 its target). Any other file (a PyTorch trace, a loose capture, a lone file given to ``report``)
 is in no run's ``plugins/`` tree: nothing is written beside it, its summary is in the local cache.
 So is the summary of a capture whose folder cannot be written (a read-only logdir) and of a
-remote logdir's local mirror: ``$XDG_CACHE_HOME/tb_iotrace/summaries/`` (``~/.cache`` when
+remote logdir's local mirror (whose ``plugins/iotrace/summaries/``, mirrored from the bucket,
+where the capture's writer kept them: :mod:`tb_iotrace.store.remote_summaries`, is read first,
+never written): ``$XDG_CACHE_HOME/tb_iotrace/summaries/`` (``~/.cache`` when
 unset; ``$TB_IOTRACE_CACHE/summaries/`` when that is set, as for the remote cache). ``TBIO_SUMMARIES``: unset or ``1`` beside the capture (else the local cache), ``local``
 the local cache only, ``0`` none kept or read.
 
@@ -41,6 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from tb_iotrace.store import remote
+from tb_iotrace.store.mirror_versions import mirror_entry
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, table_path
 
@@ -121,8 +124,10 @@ def _companions(path: str) -> list[str]:
 def identity(path: str) -> Identity | None:
     """What must stay the same for a summary of ``path`` to stay valid (None: unreadable):
     size and mtime of the file and of a record's trace and table; for a remote logdir's file
-    not fetched yet, the object's URL, version and size as the mirror's manifest has them."""
-    lazy = remote.lazy_entry(path)
+    of a kind fetched when opened, not fetched yet or fetched as that very version
+    (:func:`tb_iotrace.store.mirror_versions.mirror_entry`), the object's URL, version and size as the
+    mirror's manifest has them."""
+    lazy = mirror_entry(path)     # listed, fetched or not: the object's version names it
     if lazy is not None:
         return [["remote", str(lazy.get("url")), str(lazy.get("version")), int(lazy.get("size") or 0)]]
     mirrored = _in_mirror(path)
@@ -145,6 +150,17 @@ def _beside(path: str) -> tuple[Path, str] | None:
     return None
 
 
+def beside_url(url: str) -> tuple[str, str] | None:
+    """Of a capture at ``url`` in a run's ``plugins/`` tree, the URL of its summaries folder
+    in the bucket and the capture's name relative to that folder's run (as :func:`_beside`
+    names them in the logdir's mirror); None for any other object."""
+    head, sep, tail = url.partition("://")
+    parts = tail.rstrip("/").split("/") if sep else []
+    if len(parts) >= 5 and parts[-4:-2] == ["plugins", "profile"]:
+        return f"{head}://" + "/".join(parts[:-4] + list(FOLDER)), "/".join(parts[-3:])
+    return None
+
+
 def _in_mirror(path: str) -> bool:
     try:
         trees = os.path.realpath(remote.cache_root() / "trees")
@@ -157,6 +173,11 @@ def _name(key: str, part: str, suffix: str = SUFFIX) -> str:
     return hashlib.sha256(f"{key}\x00{part}".encode("utf-8", "surrogateescape")).hexdigest()[:40] + suffix
 
 
+def doc_name(key: str, part: str, suffix: str = SUFFIX) -> str:
+    """The file name of the document of the capture named ``key`` (``part`` of it)."""
+    return _name(key, part, suffix)
+
+
 def locations(path: str, part: str = "", suffix: str = SUFFIX) -> list[tuple[Path, str]]:
     """Where the summary of ``path`` (``part`` of it: "" for the whole capture) may be, in
     the order it is looked for and written: (file, the capture's name stored in it). Another
@@ -165,7 +186,8 @@ def locations(path: str, part: str = "", suffix: str = SUFFIX) -> list[tuple[Pat
     if how == "off":
         return []
     out = []
-    got = _beside(path) if how == "beside" and not _in_mirror(path) else None
+    # of a remote logdir's mirror: the one its writer kept in the bucket, mirrored (read only)
+    got = _beside(path) if how == "beside" else None
     if got is not None:
         folder, rel = got
         out.append((folder / _name(rel, part, suffix), rel))
@@ -269,8 +291,13 @@ def save(path: str, row: Mapping[str, Any], part: str = "", before: Identity | N
         now = identity(path)
         if now is not None and now != first:
             kept.append(now)
-    return write_doc(path, part, SUFFIX, MAX_BYTES,
-                     lambda name: {"format": FORMAT, "path": name, "part": part, "identities": kept, "row": stored})
+    return write_doc(path, part, SUFFIX, MAX_BYTES, lambda name: make_doc(name, part, kept, stored))
+
+
+def make_doc(name: str, part: str, identities: list[Identity], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The summary document of the capture named ``name`` (as :func:`locations` names it),
+    of its versions ``identities``; ``row``: its stored fields (:func:`row_of`)."""
+    return {"format": FORMAT, "path": name, "part": part, "identities": list(identities), "row": dict(row)}
 
 
 def write_doc(path: str, part: str, suffix: str, limit: int, doc: Callable[[str], dict[str, Any]]) -> Path | None:
@@ -278,6 +305,8 @@ def write_doc(path: str, part: str, suffix: str, limit: int, doc: Callable[[str]
     first of :func:`locations` (``suffix``) that can be written, atomically; None when none can.
     A linked ``plugins/iotrace`` or ``summaries`` folder gets nothing at its target."""
     for file, name in locations(path, part, suffix):
+        if _in_mirror(str(file)):
+            continue     # a remote logdir's mirror: made again from the bucket at each fetch
         data = json.dumps(doc(name), ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
         if len(data) > limit:
             return None
@@ -294,5 +323,5 @@ def write_doc(path: str, part: str, suffix: str, limit: int, doc: Callable[[str]
     return None
 
 
-__all__ = ["ENV", "FIELDS", "FORMAT", "MAX_BYTES", "identity", "load", "local_root",
-           "locations", "mode", "read_doc", "row_of", "save", "write_doc"]
+__all__ = ["ENV", "FIELDS", "FORMAT", "MAX_BYTES", "beside_url", "doc_name", "identity", "load", "local_root",
+           "locations", "make_doc", "mode", "read_doc", "row_of", "save", "write_doc"]

@@ -444,3 +444,70 @@ def test_the_cache_is_bounded(store: dict[str, Any], monkeypatch: pytest.MonkeyP
     before = remote.STATS.bytes
     remote.fetch(store["url"] + "/logs", is_read_name)
     assert remote.STATS.bytes - before == sum(sizes.values())
+
+
+def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store: dict[str, Any],
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A profile window tb_iotrace publishes to a URL logdir: the summary child keeps its
+    summary and job facts in the bucket beside it, of the object's version; a TensorBoard on
+    the URL answers "All hosts" from them, without fetching or decoding the capture, and the
+    row is the capture's (failed first: no summary in the bucket, the capture fetched and
+    decoded); once the tab has fetched the capture, still (failed first: the fetched copy was
+    identified by its local stat, which the bucket's summary is not of). A summary of another
+    version of the object is not trusted."""
+    from plugin_client import make_client
+
+    from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+    from tb_iotrace.recording import landing
+    from tb_iotrace.recording.window_writer import WindowWriter
+    from tb_iotrace.store import jobfacts, remote, summaries
+    from tb_iotrace.store.mirror_versions import lazy_entry
+
+    monkeypatch.delenv(landing.ENV, raising=False)
+    monkeypatch.setenv(summaries.ENV, "1")
+    logdir = store["url"] + "/logs"
+    writer = WindowWriter(logdir, "tensorflow")
+    staged = writer.open_staging() / "plugins" / "profile" / "2026_01_01_00_00_00" / "w0.xplane.pb"
+    staged.parent.mkdir(parents=True)
+    shutil.copyfile(CAPTURE, staged)
+    [url] = writer.close_staging(publish=True)
+    assert landing.wait_idle(600)
+    kept = sorted(k.rsplit(".", 2)[-2] for k in _listed(store, "logs/plugins/iotrace/summaries"))
+    assert kept == ["jobfacts", "summary"], kept
+    fresh = capture_row("w0", load_any(str(CAPTURE), "w0"))
+
+    def hosts() -> tuple[dict, list[str]]:
+        plugin, get = make_client(logdir)
+        decoded: list[str] = []
+
+        def loader(path: str, host: str):
+            decoded.append(os.path.basename(path))
+            return load_any(path, host)
+
+        plugin.index.loader = loader
+        code, runs = get("/runs")
+        assert code == 200 and [r["run"] for r in runs["runs"]] == ["2026_01_01_00_00_00"], runs
+        code, got = get("/hosts", run="2026_01_01_00_00_00", host="__all__")
+        assert code == 200, got
+        return got, decoded
+
+    got, decoded = hosts()
+    assert decoded == [] and got["hosts"] == [fresh]
+    mirrored = remote.mirror_path(logdir) / "plugins" / "profile" / "2026_01_01_00_00_00" / "w0.xplane.pb"
+    assert lazy_entry(mirrored) is not None                         # listed, not fetched
+    assert jobfacts.load(str(mirrored)).state == "ok"              # the job verdict's facts too
+    cached = store["cwd"].parent / "cache" / "objects"
+    assert not any(f.stat().st_size == CAPTURE.stat().st_size for f in cached.rglob("*") if f.is_file())   # not fetched
+    _, get = make_client(logdir)                                   # the capture opened: fetched now
+    assert get("/capture", run="2026_01_01_00_00_00", host="w0")[0] == 200
+    assert lazy_entry(mirrored) is None and mirrored.stat().st_size == CAPTURE.stat().st_size
+    got, decoded = hosts()                                         # still that version: its summary holds
+    assert decoded == [] and got["hosts"] == [fresh]
+    remote.evict(limit=0)                                          # its cached copy evicted: the mirror's
+    fetched = remote.STATS.objects                                 # link holds it, not fetched again
+    assert remote.materialize(mirrored) and remote.STATS.objects == fetched
+    assert mirrored.read_bytes() == CAPTURE.read_bytes()
+    store["fs"].put_file(str(DATA / "gpu_multi_worker.xplane.pb"), url.split("://", 1)[1])   # another version
+    got, decoded = hosts()
+    assert decoded == ["w0.xplane.pb"] and got["hosts"] == [capture_row("w0", load_any(str(DATA / "gpu_multi_worker.xplane.pb"), "w0"))]
+    _no_local_url_folder(store["cwd"])

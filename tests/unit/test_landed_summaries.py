@@ -143,7 +143,7 @@ class _Profiler:
         shutil.copyfile(DATA / "kineto_gpu_synthetic.pt.trace.json", path)
 
 
-def test_a_trace_handler_trace_lands_with_its_summary_in_the_local_cache(tmp_path, beside):
+def test_a_trace_handler_trace_lands_with_its_summary_and_job_facts_in_the_local_cache(tmp_path, beside):
     from tb_iotrace.recording.pytorch import TraceHandler
 
     logdir = tmp_path / "logdir"
@@ -154,8 +154,41 @@ def test_a_trace_handler_trace_lands_with_its_summary_in_the_local_cache(tmp_pat
     path = Path(written)
     assert summaries.load(str(path)) is not None
     assert not (logdir / "torch" / "plugins").exists()          # never beside a lone file
-    assert len(list(beside.iterdir())) == 1
+    kept = sorted(f.name.split(".", 1)[1] for f in beside.iterdir())
+    assert kept == ["jobfacts.json", "summary.json"]              # its summary and its job facts
+    assert jobfacts.load(str(path)).state == "ok"
     _check_used_then_redone(logdir, path)
+
+
+def _findings_all(get, run: str) -> dict:
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        code, body = get("/findings", run=run, host="__all__")
+        assert code == 200, body
+        if not body["pending"] or time.monotonic() > deadline:
+            return body
+        time.sleep(0.5)
+
+
+def test_trace_handler_traces_of_ranks_land_with_their_job_facts(tmp_path, beside):
+    """The PyTorch traces of a job's ranks, as tb_iotrace's trace_handler wrote them (four copies
+    of a real gloo rank's, rank 2's input slow), landed: a new TensorBoard's "All hosts" gives
+    the job verdict across them without decoding any, the one the tab's findings give (failed
+    first: the landed child kept a trace's summary but no job facts, so /hosts had no verdict)."""
+    from tb_iotrace.plugin.synthetic_ranks import make_ranks
+
+    logdir = tmp_path / "logdir"
+    paths = make_ranks(DATA / "ddp_rank0.pt.trace.json.gz", logdir / "torch", 4, 2)
+    landing.landed([str(p) for p in paths])
+    assert landing.wait_idle(WAIT_S)
+    got, decoded, _ = _hosts(logdir)
+    assert decoded == [] and len(got["hosts"]) == 4 and got["job_notes"] == []
+    jv = got["job_verdict"]
+    assert jv is not None and jv["ranks"] == 4 and jv["straggler"]["rank"] == 2, jv
+    assert [jobfacts.load(str(p)).state for p in paths] == ["ok"] * 4
+    [run] = scan(str(logdir), records=True, kineto=True)[0]
+    _, get = make_client(logdir)                                # the tab's own answer, analysed now
+    assert _findings_all(get, run.run)["job_verdict"] == jv
 
 
 def test_run_records_land_with_their_summaries(tmp_path, beside):

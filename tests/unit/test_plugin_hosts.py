@@ -212,3 +212,49 @@ def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
     marked = [ln for ln in table if "slowest reads" in ln]
     assert len(marked) == 1 and marked[0].split()[0] == slow
     assert sum(1 for ln in table if ln.split()[:1] in (["w0"], ["w1"], ["w2"])) == 3
+
+
+def test_hosts_reads_each_files_identity_once_per_request(tmp_path, monkeypatch):
+    """A /hosts request stats and hashes each capture (its identity: what its summary and job
+    facts must be of) once, whether it decodes the captures, reads their summaries and job
+    facts after a restart, or answers from this process's rows (failed first: twice, once
+    before the summary children were considered and once for the rows)."""
+    import collections
+    import threading
+
+    from tb_iotrace.plugin import summary_pool
+    from tb_iotrace.store import jobfacts, summaries
+
+    monkeypatch.setenv("TB_IOTRACE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(summaries.ENV, "1")
+    monkeypatch.setenv(summary_pool.ENV, "2")       # the summary children are considered (too few to start)
+    root = _hosts_logdir(tmp_path / "logs", 3)
+    paths = sorted(str(p) for p in (root / "plugins" / "profile" / RUN).iterdir())
+    reads: collections.Counter[str] = collections.Counter()
+    real = summaries.identity
+    me = threading.current_thread()
+
+    def counted(path: str):
+        if threading.current_thread() is me:
+            reads[os.path.basename(path)] += 1
+        return real(path)
+
+    monkeypatch.setattr(summaries, "identity", counted)
+
+    def once(get) -> dict:
+        reads.clear()
+        code, got = get("/hosts", run=RUN, host="__all__")
+        assert code == 200, got
+        assert dict(reads) == {os.path.basename(p): 1 for p in paths}, dict(reads)
+        return got
+
+    first = once(make_client(root)[1])                         # decoded, summaries kept
+    assert len(first["hosts"]) == 3 and first["job_verdict"] is None
+    facts = {"rank": None, "role": None, "verdict": None, "has_step_markers": True,
+             "steps": {c: [1, 2] for c in jobfacts.STEP_COLUMNS}, "bytes_read": 0, "files": 0, "data_dirs": {}}
+    for k, p in enumerate(paths):
+        assert jobfacts.save(p, dict(facts, rank=k)) is not None
+    _, get = make_client(root)                                 # a restart: summaries and job facts read
+    again = once(get)
+    assert again["hosts"] == first["hosts"] and again["job_verdict"] is not None
+    assert once(get) == again                                  # this process's rows

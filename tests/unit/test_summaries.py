@@ -330,9 +330,10 @@ def test_off_keeps_nothing(tmp_path, beside, monkeypatch):
 
 def test_remote_capture_not_fetched_is_identified_by_its_object_version(tmp_path, beside):
     """A remote logdir's file still a placeholder in the local mirror: its identity is the
-    object's URL, version and size from the mirror's manifest (no fetch); its summary lives in
-    the local cache (never in the mirror, which each sync prunes), and once the file is fetched
-    its own size and mtime are accepted as the same version."""
+    object's URL, version and size from the mirror's manifest (no fetch); its summary is read
+    from the bucket's summaries folder as mirrored (what the writer kept there) or the local
+    cache, written in the local cache only (never in the mirror, which each sync prunes), and
+    once the file is fetched its own size and mtime are accepted as the same version."""
     from tb_iotrace.store import remote
 
     top = remote.mirror_path("s3://bucket/logs")
@@ -344,10 +345,11 @@ def test_remote_capture_not_fetched_is_identified_by_its_object_version(tmp_path
     (top / remote.MANIFEST).write_text(json.dumps({"plugins/profile/r/h.xplane.pb": entry}))
     before = summaries.identity(str(f))
     assert before == [["remote", entry["url"], entry["version"], 43023]]
-    assert [loc.parent for loc, _ in summaries.locations(str(f))] == [beside]
+    assert [loc.parent for loc, _ in summaries.locations(str(f))] == [top / "plugins" / "iotrace" / "summaries", beside]
     row = capture_row("h", load_any(str(DATA / "jax_io.xplane.pb"), "h"))
     shutil.copyfile(DATA / "jax_io.xplane.pb", f)                            # fetched meanwhile
-    assert summaries.save(str(f), row, before=before) is not None
+    saved = summaries.save(str(f), row, before=before)
+    assert saved is not None and saved.parent == beside
     assert summaries.load(str(f)) == _without_host(row)                       # fetched: its stat matches
     f.write_bytes(b"")                                                        # a placeholder again
     assert summaries.load(str(f)) == _without_host(row)

@@ -83,8 +83,10 @@ def converted_path(path: str) -> str:
     return os.path.join(_converted_folder(), f"{key}.{st.st_size}.{st.st_mtime_ns}.xplane.pb")
 
 
-def decode_kineto(path: str, host: str) -> TabCapture:
-    """One PyTorch trace as a :class:`TabCapture` (XPlaneError when it is not a readable one)."""
+def converted(path: str) -> str:
+    """The converted capture of the trace ``path`` as it is now (:func:`converted_path`), made
+    when this process has none yet: the file the tab's findings of the trace analyse
+    (XPlaneError when it is not a readable trace)."""
     try:
         out = converted_path(path)
     except OSError as exc:
@@ -106,10 +108,16 @@ def decode_kineto(path: str, host: str) -> TabCapture:
                     pass
         atomic_write(out, lambda fh: fh.write(body))
         del body
+    return out
+
+
+def decode_kineto(path: str, host: str) -> TabCapture:
+    """One PyTorch trace as a :class:`TabCapture` (XPlaneError when it is not a readable one)."""
+    out = converted(path)
     cap = decode_xplane(out, host)
     notes = ((cap.io_info or {}).get(KINETO_KEY) or {}).get("notes") or []
     cap.warnings.extend(f"The trace handler noted: {n}" for n in notes)
     return cap
 
 
-__all__ = ["FOLDER_PREFIX", "converted_path", "decode_kineto", "remove_stale_folders"]
+__all__ = ["FOLDER_PREFIX", "converted", "converted_path", "decode_kineto", "remove_stale_folders"]

@@ -84,20 +84,27 @@ def _bytes(items: list[tuple[str, str]]) -> int:
     return total
 
 
-def _made_in_children(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo) -> dict[str, dict[str, Any]]:
-    """The rows of the captures of ``files`` with no row in ``memo`` nor a stored summary,
-    made in child processes (:mod:`tb_iotrace.plugin.summary_pool`) when there are at least
-    :data:`~tb_iotrace.plugin.summary_pool.MIN_CAPTURES` of them, the logdir is local, its
-    captures are loaded the default way and more than one core is there; path -> row
+def _known(files: list[tuple[str, str]], memo: RowMemo) -> list[tuple[summaries.Identity | None, dict[str, Any] | None]]:
+    """Per file of ``files``: its identity, read once for the whole request (the stored
+    summary, the job facts and a row kept are all of it), and its row from ``memo`` or its
+    stored summary (None when it has neither)."""
+    out: list[tuple[summaries.Identity | None, dict[str, Any] | None]] = []
+    for _, path in files:
+        before = _identity(path)
+        out.append((before, None if before is None else memo.get(path, before) or _stored(path, before)))
+    return out
+
+
+def _made_in_children(index: LogdirIndex, files: list[tuple[str, str]],
+                      known: list[tuple[summaries.Identity | None, dict[str, Any] | None]]) -> dict[str, dict[str, Any]]:
+    """The rows of the captures of ``files`` with a known identity but no row (``known``, of
+    :func:`_known`), made in child processes (:mod:`tb_iotrace.plugin.summary_pool`) when there
+    are at least :data:`~tb_iotrace.plugin.summary_pool.MIN_CAPTURES` of them, the logdir is
+    local, its captures are loaded the default way and more than one core is there; path -> row
     without ``host``. What a child did not answer with a row is left to the caller."""
     if index.url is not None or index.loader is not load_any or summary_pool.jobs() < 2:
         return {}
-    todo = []
-    for host, path in files:
-        before = _identity(path)
-        if before is None or memo.get(path, before) is not None or _stored(path, before) is not None:
-            continue
-        todo.append((host, path))
+    todo = [(host, path) for (host, path), (before, got) in zip(files, known) if before is not None and got is None]
     if len(todo) < summary_pool.MIN_CAPTURES or _bytes(todo) < summary_pool.MIN_BYTES:
         return {}
     got = summary_pool.rows_in_children(todo)
@@ -111,16 +118,16 @@ def hosts_cached(index: LogdirIndex, files: list[tuple[str, str]], memo: RowMemo
     cannot be read are left out and listed; XPlaneError when none can (or the one asked for
     alone cannot). Of several hosts, ``job_verdict``: the job verdict across them as ranks from
     their stored job facts (tb_iotrace.plugin.endpoints.job_tables; null while any host has
-    none: the findings bring it), ``job_notes``: damaged facts ignored."""
+    none: the findings bring it), ``job_notes``: damaged facts ignored. Each file's identity is
+    read once per call."""
     rows: list[dict[str, Any]] = []
     idents: list[tuple[str, str, summaries.Identity | None]] = []
     unreadable: list[dict[str, str]] = []
     memo = memo if memo is not None else RowMemo()
-    made = _made_in_children(index, files, memo)
+    known = _known(files, memo)
+    made = _made_in_children(index, files, known)
     with one_trim():
-        for host, path in files:
-            before = _identity(path)
-            got = None if before is None else memo.get(path, before) or _stored(path, before)
+        for (host, path), (before, got) in zip(files, known):
             if got is None and path in made:
                 got = made[path]
             if got is not None:
