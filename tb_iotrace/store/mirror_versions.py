@@ -16,6 +16,7 @@ from tb_iotrace.store import remote
 
 __all__ = ["lazy_entry", "mirror_entry"]
 
+
 def lazy_entry(path: str | os.PathLike[str], root: Path | None = None) -> dict[str, Any] | None:
     """The manifest entry (url, path, size, version) of a mirror's file that is still a
     placeholder (not fetched yet), else None: what identifies its version without fetching it."""
@@ -23,16 +24,22 @@ def lazy_entry(path: str | os.PathLike[str], root: Path | None = None) -> dict[s
     try:
         if p.stat().st_size != 0:
             return None
-        trees = ((root or remote.cache_root()) / "trees").resolve()
-        if not str(p.resolve()).startswith(str(trees) + os.sep):
-            return None
-        top = p.parent
-        while top != top.parent and top.resolve() != trees and not (top / remote.MANIFEST).is_file():
-            top = top.parent
-        got = _manifest(top / remote.MANIFEST).get(p.relative_to(top).as_posix())
+        got = _listed(p, root)
     except (OSError, ValueError, AttributeError):
         return None
     return got if isinstance(got, dict) else None
+
+
+def _listed(p: Path, root: Path | None) -> Any:
+    """What the manifest of the mirror holding ``p`` lists for it (None outside every mirror);
+    OSError/ValueError as reading it raises."""
+    trees = ((root or remote.cache_root()) / "trees").resolve()
+    if not str(p.resolve()).startswith(str(trees) + os.sep):
+        return None
+    top = p.parent
+    while top != top.parent and top.resolve() != trees and not (top / remote.MANIFEST).is_file():
+        top = top.parent
+    return _manifest(top / remote.MANIFEST).get(p.relative_to(top).as_posix())
 
 
 _manifests: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}   # file -> (its stat, content)
@@ -64,13 +71,7 @@ def mirror_entry(path: str | os.PathLike[str], root: Path | None = None) -> dict
         return got
     p = Path(path)
     try:
-        trees = ((root or remote.cache_root()) / "trees").resolve()
-        if not str(p.resolve()).startswith(str(trees) + os.sep):
-            return None
-        top = p.parent
-        while top != top.parent and top.resolve() != trees and not (top / remote.MANIFEST).is_file():
-            top = top.parent
-        got = _manifest(top / remote.MANIFEST).get(p.relative_to(top).as_posix())
+        got = _listed(p, root)
         if not isinstance(got, dict):
             return None
         obj = remote.object_path(str(got["url"]), {"size": got["size"], "_version": got["version"]}, root or remote.cache_root())
