@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterable
 
 from tb_iotrace.store.logdir import capture_host
@@ -37,8 +38,8 @@ __all__ = ["ENV", "enabled", "landed", "landed_detached", "landed_profile", "lan
 _lock = threading.Lock()
 _pending: list[tuple[str, str]] = []       # (host, path)
 _scans: list[tuple[str, int]] = []         # (log dir, wall ns): a stopped profile's captures, found in the thread
-_uploaded: list[tuple[str, str, str]] = []  # (host, local copy the child removes, URL): captures uploaded
 _worker: threading.Thread | None = None
+_uploading: list[subprocess.Popen[bytes]] = []   # children of uploaded captures, for wait_idle
 _warned = False
 _idle = threading.Event()
 _idle.set()
@@ -110,15 +111,11 @@ def _work() -> None:
         with _lock:
             batch = list(_pending)
             _pending.clear()
-            up = list(_uploaded)
-            _uploaded.clear()
-            if not batch and not scans and not up and not _scans:
+            if not batch and not scans and not _scans:
                 _worker = None
                 _idle.set()
                 return
-        proc = _start(batch, scans, up) if batch or scans or up else None
-        if proc is None:
-            _drop(up)
+        proc = _start(batch, scans) if batch or scans else None
         if proc is not None:
             try:
                 proc.wait(timeout=CHILD_TIMEOUT_S)
@@ -154,13 +151,11 @@ def landed_profile(logdir: str, since_ns: int) -> None:
         log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
 
 
-def _queue(files: list[tuple[str, str]], scans: list[tuple[str, int]],
-           uploaded: list[tuple[str, str, str]] | None = None) -> None:
+def _queue(files: list[tuple[str, str]], scans: list[tuple[str, int]]) -> None:
     global _worker
     with _lock:
         _pending.extend(files)
         _scans.extend(scans)
-        _uploaded.extend(uploaded or [])
         if _worker is not None:
             return
         _idle.clear()
@@ -180,15 +175,22 @@ def _drop(uploaded: list[tuple[str, str, str]]) -> None:
 
 def landed_uploaded(items: Iterable[tuple[str, str]]) -> None:
     """Keep in the bucket the summaries of profile captures just uploaded whole: ``items``,
-    (a local copy of the capture, which this call takes over and removes once read; its URL).
-    Returns at once and never raises (the copies are removed when nothing is kept)."""
+    (a local copy of the capture, which the child takes over and removes once read; its URL).
+    One child started now and left to run, not queued behind others: the job may end at once
+    (a last window), and a queued copy would be left in staging with no summary made (a Keras
+    job's last two windows were). Returns at once and never raises (the copies are removed
+    when no child starts)."""
     got = [(capture_host(url), os.path.abspath(local), url) for local, url in items]
     try:
         if not enabled() or not _usable(got[0][1] if got else ""):
             _drop(got)
             return
-        if got:
-            _queue([], [], got)
+        proc = _start([], [], got) if got else None
+        if got and proc is None:
+            _drop(got)
+        if proc is not None:
+            with _lock:
+                _uploading[:] = [p for p in _uploading if p.poll() is None] + [proc]
     except Exception as exc:  # noqa: BLE001
         _drop(got)
         log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
@@ -210,4 +212,14 @@ def landed_detached(paths: Iterable[str]) -> None:
 def wait_idle(timeout_s: float) -> bool:
     """Whether every child this process started for landed captures has ended within
     ``timeout_s`` (tests and benchmarks)."""
-    return _idle.wait(timeout_s)
+    end = time.monotonic() + timeout_s
+    if not _idle.wait(timeout_s):
+        return False
+    with _lock:
+        kids = list(_uploading)
+    for proc in kids:
+        try:
+            proc.wait(timeout=max(0.0, end - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return False
+    return True
