@@ -64,6 +64,22 @@ def _check_windows(doc: dict[str, Any], files: list[str], sizes: list[int], coun
     return ws
 
 
+def _landed_bucket(store: dict[str, Any], prefix: str) -> dict[str, int]:
+    """The profile files in the bucket under ``prefix`` once the job's summary children are done
+    (they remove their local copies from staging: waited for, bounded); every other object
+    there must be a capture's summary (kept beside it as it landed)."""
+    staging = Path(os.environ["TB_IOTRACE_CACHE"]).parent / "staging"
+    deadline = time.monotonic() + 180
+    while staging.exists() and any(staging.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not staging.exists() or not any(staging.iterdir()), list(staging.rglob("*"))
+    listed = _listed(store, prefix)
+    profiles = {k: v for k, v in listed.items() if k.startswith(f"{prefix}/plugins/profile/")}
+    others = sorted(set(listed) - set(profiles))
+    assert all(k.startswith(f"{prefix}/plugins/iotrace/summaries/") for k in others), others
+    return profiles
+
+
 @pytest.mark.slow
 @pytest.mark.tf
 def test_keras_profile_every_steps_to_a_bucket(store: dict[str, Any], tmp_path: Path) -> None:
@@ -80,19 +96,9 @@ def test_keras_profile_every_steps_to_a_bucket(store: dict[str, Any], tmp_path: 
     assert res["backend"] == "tensorflow" and res["windows"] == 3
     assert all(p.startswith(url + "/plugins/profile/") and p.endswith(".xplane.pb") for p in res["published"])
     prefix = store["url"] + "/"
-    # the captures' summaries land in the bucket beside them from a child of the job, which
-    # removes its local copies in staging when done: wait for it (bounded)
-    staging = Path(os.environ["TB_IOTRACE_CACHE"]).parent / "staging"
-    deadline = time.monotonic() + 180
-    while staging.exists() and any(staging.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not staging.exists() or not any(staging.iterdir())
-    listed = _listed(store, "logs")
-    profiles = {k: v for k, v in listed.items() if k.startswith("logs/plugins/profile/")}
+    profiles = _landed_bucket(store, "logs")
     assert sorted(profiles) == sorted(p[len(prefix):] for p in res["published"])
     assert all(size > 0 for size in profiles.values())
-    others = sorted(set(listed) - set(profiles))
-    assert all(k.startswith("logs/plugins/iotrace/summaries/") for k in others), others
     assert os.listdir(store["cwd"]) == []
     # windows at batches 4-5, 8-9 and 12-13, each marked as Keras marks its profiled batches
     _check_windows(_report(url), res["files"], res["sizes"], 3, 2)
