@@ -455,7 +455,7 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     decoded); once the tab has fetched the capture, still (failed first: the fetched copy was
     identified by its local stat, which the bucket's summary is not of). A summary of another
     version of the object is not trusted."""
-    from plugin_client import make_client
+    from plugin_client import counting_client, make_client
 
     from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
     from tb_iotrace.recording import landing
@@ -477,14 +477,7 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     fresh = capture_row("w0", load_any(str(CAPTURE), "w0"))
 
     def hosts() -> tuple[dict, list[str]]:
-        plugin, get = make_client(logdir)
-        decoded: list[str] = []
-
-        def loader(path: str, host: str):
-            decoded.append(os.path.basename(path))
-            return load_any(path, host)
-
-        plugin.index.loader = loader
+        plugin, get, decoded = counting_client(logdir)
         code, runs = get("/runs")
         assert code == 200 and [r["run"] for r in runs["runs"]] == ["2026_01_01_00_00_00"], runs
         code, got = get("/hosts", run="2026_01_01_00_00_00", host="__all__")

@@ -20,7 +20,7 @@ from tb_iotrace.recording import landing, url_profiles
 from tb_iotrace.recording.window_writer import WindowWriter
 from tb_iotrace.store import jobfacts, summaries
 from tb_iotrace.store.logdir import scan
-from plugin_client import make_client  # noqa: E402
+from plugin_client import counting_client, findings_all, make_client  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 WAIT_S = 600.0      # the child runs at nice 19: on a loaded machine it waits for every other job
@@ -53,14 +53,7 @@ def _hosts(logdir: Path) -> tuple[dict, list[str], dict[str, str]]:
     """A new TensorBoard's "All hosts" of the logdir's one run, the captures it decoded, and
     host -> path."""
     [run] = scan(str(logdir), records=True, kineto=True)[0]
-    plugin, get = make_client(logdir)
-    decoded: list[str] = []
-
-    def loader(path: str, host: str):
-        decoded.append(os.path.basename(path))
-        return load_any(path, host)
-
-    plugin.index.loader = loader
+    plugin, get, decoded = counting_client(logdir)
     code, got = get("/hosts", run=run.run, host="__all__")
     assert code == 200, got
     return got, decoded, dict(run.hosts)
@@ -160,14 +153,6 @@ def test_a_trace_handler_trace_lands_with_its_summary_and_job_facts_in_the_local
     _check_used_then_redone(logdir, path)
 
 
-def _findings_all(get, run: str) -> dict:
-    deadline = time.monotonic() + WAIT_S
-    while True:
-        code, body = get("/findings", run=run, host="__all__")
-        assert code == 200, body
-        if not body["pending"] or time.monotonic() > deadline:
-            return body
-        time.sleep(0.5)
 
 
 def test_trace_handler_traces_of_ranks_land_with_their_job_facts(tmp_path, beside):
@@ -188,7 +173,7 @@ def test_trace_handler_traces_of_ranks_land_with_their_job_facts(tmp_path, besid
     assert [jobfacts.load(str(p)).state for p in paths] == ["ok"] * 4
     [run] = scan(str(logdir), records=True, kineto=True)[0]
     _, get = make_client(logdir)                                # the tab's own answer, analysed now
-    assert _findings_all(get, run.run)["job_verdict"] == jv
+    assert findings_all(get, run.run, WAIT_S)["job_verdict"] == jv
 
 
 def test_run_records_land_with_their_summaries(tmp_path, beside):

@@ -5,14 +5,13 @@ they wait for it; the same as `tb-iotrace report`."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("tensorboard")
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
-from plugin_client import make_client  # noqa: E402
+from plugin_client import findings_all, make_client  # noqa: E402
 
 from tb_iotrace.plugin.synthetic_ranks import make_ranks  # noqa: E402
 
@@ -20,13 +19,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def _all(get, run: str) -> dict:
-    deadline = time.monotonic() + 240
-    while True:
-        code, body = get("/findings", run=run, host="__all__")
-        assert code == 200, body
-        if not body["pending"] or time.monotonic() > deadline:
-            return body
-        time.sleep(0.5)
+    return findings_all(get, run, 240)
 
 
 def test_all_hosts_job_verdict_names_the_slow_rank(tmp_path):
