@@ -42,6 +42,18 @@ def test_slow_rank_named_with_its_bandwidth_and_cost() -> None:
     assert "straggler: a.2" in render(saves)
 
 
+def test_rank_waiting_in_the_saves_collective_is_not_the_measure() -> None:
+    """Rank 1 reaches the save late (a busy machine) and writes slowly: rank 0 waits 1.1 s in the
+    save's planning collective, then writes its 8 MiB in 0.05 s. Rank 1 is still the straggler:
+    it finishes 0.45 s after rank 0, nine times rank 0's writing, though less than rank 0's
+    whole save (its wait for rank 1 included)."""
+    hosts = [_host("a.1", 0, [_save(1.0, 2.15, busy_s=0.05)]), _host("a.2", 1, [_save(2.1, 2.6, busy_s=0.5)])]
+    (save,) = save_table(hosts)
+    assert save["straggler"] == "a.2" and save["lag_ns"] == int(0.45 * S)
+    host, f = straggler_finding([save], hosts)
+    assert host == "a.2" and f["evidence"]["rank"] == 1
+
+
 def test_more_bytes_and_other_file_system_are_said() -> None:
     hosts = [_host("a.1", 0, [_save(1.0, 1.05)]),
              _host("a.2", 1, [_save(1.0, 1.05)]),

@@ -11,9 +11,11 @@ A save of the run: the saves of different hosts that overlap in time (each host 
 a host's save that overlaps none of the others' is a save of its own. A rank **straggles** in a
 save of two ranks or more when it finishes (its bulk data on disk: ``finish_ns``) at least
 :data:`STRAGGLER_MIN_NS` and at least :data:`STRAGGLER_FACTOR` times the others' median save
-time after the others' median finish. Its cost: the lag, as far as its own save blocked its
-training loop (a synchronous save: the other ranks wait for it at the save's closing barrier;
-an async save in the background costs nothing, no finding).
+time after the others' median finish (a save's time: its write and sync calls', not its span,
+which for a rank that came early holds its wait in the save's collective for the late one).
+Its cost: the lag, as far as its own save blocked its training loop (a synchronous save: the
+other ranks wait for it at the save's closing barrier; an async save in the background costs
+nothing, no finding).
 """
 from __future__ import annotations
 
@@ -48,6 +50,14 @@ def _row(h: dict[str, Any], p: dict[str, Any]) -> dict[str, Any]:
             "path": str(p.get("path", "")), "source": str(p.get("source", ""))}
 
 
+def _writing_ns(r: dict[str, Any]) -> int:
+    """How long a rank's save spent writing: its calls' time (bounded by its span). Not its
+    whole span: a rank that reached the save early waits in the save's collective for the
+    late one, and that wait would hide the late rank's lag."""
+    busy = int((r["io_time_s"] + r["fsync_time_s"]) * 1e9)
+    return min(busy, r["finish_ns"] - r["start_ns"])
+
+
 def _straggle(save: dict[str, Any]) -> None:
     """Mark the save's straggler (in place): ``straggler`` (host or None), ``lag_ns``."""
     ranks = save["ranks"]
@@ -57,7 +67,7 @@ def _straggle(save: dict[str, Any]) -> None:
     last = max(ranks, key=lambda r: r["finish_ns"])
     others = [r for r in ranks if r is not last]
     lag = last["finish_ns"] - int(statistics.median(r["finish_ns"] for r in others))
-    took = statistics.median(r["finish_ns"] - r["start_ns"] for r in others)
+    took = statistics.median(_writing_ns(r) for r in others)
     save["lag_ns"] = max(lag, 0)
     if lag >= STRAGGLER_MIN_NS and lag >= STRAGGLER_FACTOR * took:
         save["straggler"] = last["host"]
