@@ -26,7 +26,8 @@ from tb_iotrace.base.safenames import printable
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, TABLE_SUFFIX
 from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.model.open_source import SKIPPED, open_source
-from tb_iotrace.model.sources import CaptureSource, Source, SourceError
+from tb_iotrace.model.capture_source import CaptureSource
+from tb_iotrace.model.sources import Source, SourceError
 from tb_iotrace.model.source_kinds import DARSHAN, kind_by_head, kind_by_name
 from tb_iotrace.cli.import_darshan import ImportDarshan
 from tb_iotrace.cli import hostrows

@@ -25,7 +25,10 @@ from pathlib import Path
 
 from tb_iotrace.base.safenames import printable
 from tb_iotrace.model.source_kinds import CAPTURE, DARSHAN, KINETO, RECORD, kind_by_name, kind_of, listed_kind
-from tb_iotrace.model.sources import CaptureSource, RecordSource, Source, SourceError, TorchTraceSource
+from tb_iotrace.model.capture_source import CaptureSource
+from tb_iotrace.model.record_source import RecordSource
+from tb_iotrace.model.sources import Source, SourceError
+from tb_iotrace.model.torch_trace_source import TorchTraceSource
 from tb_iotrace.store import remote
 from tb_iotrace.store.kineto import KinetoTraceError, io_record, trace_rank
 from tb_iotrace.store.logdir import KINETO_SUFFIXES, XPLANE_SUFFIX, is_read_name, scan

@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.model.open_source import open_source
-from tb_iotrace.model.sources import IO_COLUMNS, CaptureSource, RecordSource, SourceError, TorchTraceSource
+from tb_iotrace.model.capture_source import CaptureSource
+from tb_iotrace.model.record_source import RecordSource
+from tb_iotrace.model.sources import IO_COLUMNS, SourceError
+from tb_iotrace.model.torch_trace_source import TorchTraceSource
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
