@@ -70,11 +70,11 @@ def main(argv: list[str] | None = None) -> int:
         sess = session.begin_session()
         create(lib, d, 0, args.files)
         shutil.rmtree(d, ignore_errors=True)
-        cap = session.Recording()
-        timed(steps, "stop", lambda: session.end_session(sess, cap))
+        recording = session.Recording()
+        timed(steps, "stop", lambda: session.end_session(sess, recording))
         tb_iotrace.disable()
-        jpath = timed(steps, "write", lambda: write_record(out_dir, cap, partial=False, exit={"how": "exit"}))
-        del cap
+        jpath = timed(steps, "write", lambda: write_record(out_dir, recording, partial=False, exit={"how": "exit"}))
+        del recording
 
         def read() -> int:
             posix = read_record(jpath).table().module("POSIX")

@@ -91,8 +91,8 @@ def capture() -> Iterator[Recording]:
     own window.  At most 4 record at once; a fifth raises NativeError."""
     enable()
     sess = begin_session()
-    cap = Recording()
+    recording = Recording()
     try:
-        yield cap
+        yield recording
     finally:
-        end_session(sess, cap)
+        end_session(sess, recording)

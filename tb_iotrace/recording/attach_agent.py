@@ -103,7 +103,7 @@ class Attachment:
         self.writer: Any = None       # WindowWriter (a TensorFlow or JAX main process)
         self.framework = ""
         self.main_rec: dict[str, Any] | None = None
-        self.main_cap: Any = None
+        self.main_recording: Any = None
         self.rec_ready = threading.Event()
         self.window_done = threading.Event()
         self.outputs: list[str] = []
@@ -245,9 +245,9 @@ class Attachment:
         sess, self.sess = self.sess, None
         if sess is None:
             return None
-        cap = Recording()
-        end_session(sess, cap)
-        return cap
+        recording = Recording()
+        end_session(sess, recording)
+        return recording
 
     def finish(self) -> None:
         """A child's end (its thread at the deadline, or its exit): its record written."""
@@ -255,29 +255,29 @@ class Attachment:
             if self.done:
                 return
             self.done = True
-            cap = self.end_session()
+            recording = self.end_session()
             spans = None
             if self.fetchers:
                 from tb_iotrace.recording.pytorch import state
 
                 spans, state.spans = state.spans, None
-            if cap is not None:
+            if recording is not None:
                 if self.mode == "trace":
                     from tb_iotrace.recording.pytorch.record import process_record
 
                     wid = _worker_id()
-                    rec = process_record(cap, "worker" if wid is not None else "child", self.start_ns,
+                    rec = process_record(recording, "worker" if wid is not None else "child", self.start_ns,
                                          list(spans) if spans is not None and wid is not None else None, wid)
                     _write_json(os.path.join(self.ctrl, f"rec.{self.pid}.json"), rec)
                 else:
-                    self.outputs.append(str(self._write_record(cap)))
+                    self.outputs.append(str(self._write_record(recording)))
             self.undo()
             _status(self.ctrl, "done", outputs=self.outputs, notes=self.notes)
 
-    def _write_record(self, cap: Any) -> Any:
+    def _write_record(self, recording: Any) -> Any:
         from tb_iotrace.store.runrecord import write_record
 
-        return write_record(self.logdir, cap, partial=False,
+        return write_record(self.logdir, recording, partial=False,
                             exit={"how": "attach", "note": f"recorded by tb-iotrace attach for {self.for_s:g} s"})
 
     def _finish_main(self) -> None:
@@ -289,14 +289,14 @@ class Attachment:
                                      "for_s": self.for_s})
             self.outputs.extend(published)
         elif self.mode == "record":
-            cap = self.end_session()
-            if cap is not None:
-                self.outputs.append(str(self._write_record(cap)))
+            recording = self.end_session()
+            if recording is not None:
+                self.outputs.append(str(self._write_record(recording)))
         else:
             from tb_iotrace.recording.pytorch.record import process_record
 
-            cap = self.main_cap = self.end_session()
-            self.main_rec = process_record(cap, "main", self.start_ns) if cap is not None else None
+            recording = self.main_recording = self.end_session()
+            self.main_rec = process_record(recording, "main", self.start_ns) if recording is not None else None
             self.rec_ready.set()
             self.steps.stop_now()
             if not self.window_done.wait(GRACE_S):
@@ -313,8 +313,8 @@ class Attachment:
     def _write_orphans(self) -> None:
         """No window: the main process's I/O as a whole-run record (its children's records, made
         for the trace, are not kept: the notes say so)."""
-        if self.main_cap is not None:
-            self.outputs.append(str(self._write_record(self.main_cap)))
+        if self.main_recording is not None:
+            self.outputs.append(str(self._write_record(self.main_recording)))
         self.notes.append("the children's I/O was recorded for a trace that was not written: not kept")
 
     def undo(self) -> None:

@@ -52,8 +52,8 @@ def begin_session() -> Any:
     return sess
 
 
-def end_session(sess: Any, cap: "Recording") -> None:
-    """Stop ``sess`` and fill ``cap`` with its data (left empty if disable() ended it first)."""
+def end_session(sess: Any, recording: "Recording") -> None:
+    """Stop ``sess`` and fill ``recording`` with its data (left empty if disable() ended it first)."""
     ffi, lib = native()
     with _lock:
         if sess not in _live:
@@ -63,11 +63,11 @@ def end_session(sess: Any, cap: "Recording") -> None:
     try:
         if ended != ffi.NULL:
             try:
-                cap._fill(ended)
+                recording._fill(ended)
             finally:
                 lib.tbio_session_free(ended)
-            cap.objects = objreqs.between(cap.start_ns, cap.end_ns)
-            cap.objects_left_out = max(0, objreqs.dropped() - _left_out_at.pop(sess, 0))
+            recording.objects = objreqs.between(recording.start_ns, recording.end_ns)
+            recording.objects_left_out = max(0, objreqs.dropped() - _left_out_at.pop(sess, 0))
     finally:
         object_hooks.release()
 

@@ -76,10 +76,10 @@ class ProfileWindow:
             with self.lock:
                 if self.session is None:
                     return 0
-                cap = Recording()
-                end_session(self.session, cap)
+                recording = Recording()
+                end_session(self.session, recording)
                 self.session = None
-                self.pending = cap
+                self.pending = recording
                 self.windows += 1
             return 0
         except BaseException as exc:
@@ -108,13 +108,13 @@ class ProfileWindow:
             return -1
 
 
-def serialize(cap: Recording) -> bytes | bytearray:
+def serialize(recording: Recording) -> bytes | bytearray:
     """The window's XSpace bytes: its I/O, and in its record the checkpoint library calls
     noted during it (safetensors, orbax, ``tf.train.Checkpoint``: the analysis labels their
     saves by call)."""
     from tb_iotrace.store.xplane import io_space_bytes
 
-    trace = cap.to_iotrace()
-    trace.checkpoint_calls = ckptcalls.between(cap.start_ns, cap.end_ns)
+    trace = recording.to_iotrace()
+    trace.checkpoint_calls = ckptcalls.between(recording.start_ns, recording.end_ns)
     # absolute CLOCK_REALTIME ns: the framework normalizes every plane to the profile start after merging
     return io_space_bytes(trace, PLANE_NAME, start_ns=0)

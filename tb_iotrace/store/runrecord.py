@@ -143,10 +143,10 @@ def table_path(json_path: str | os.PathLike[str]) -> Path:
     return p.with_name(stem + TABLE_SUFFIX)
 
 
-def trace_arrays(cap: Any) -> dict[str, np.ndarray]:
+def trace_arrays(recording: Any) -> dict[str, np.ndarray]:
     """Columns of a recording.session.Recording's trace, as stored in the .npz (``paths``: the
     files its rows name, not every file the capture has counters for)."""
-    ev = cap.events
+    ev = recording.events
     n = len(ev)
     file_id = ev.file_id.astype(np.int64)
     fid = np.where(file_id == 0xFFFFFFFF, -1, file_id)
@@ -201,7 +201,7 @@ def stored_generation(fh: BinaryIO) -> int | None:
         return None
 
 
-def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, exit: dict[str, Any] | None = None,
+def write_record(run_dir: str | os.PathLike[str], recording: Any, *, partial: bool, exit: dict[str, Any] | None = None,
                  files: FileTable | list[dict[str, Any]] | None = None, start_ns: int | None = None,
                  end_ns: int | None = None, with_trace: bool = True, suffix: str = "",
                  untracked: dict[str, Any] | None = None, timeseries: Any = None,
@@ -216,25 +216,25 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
     (a full disk) leaves the previous record whole, and a reader never pairs one write's JSON
     with another's table or trace (:meth:`RunRecord.table`). ``write_errors``: earlier writes
     of this record that failed (``{"count", "last"[, "trace_left_out"]}``), kept in the JSON.
-    ``trace``: the trace columns to store without a ``cap`` (a periodic flush: the flushed
+    ``trace``: the trace columns to store without a ``recording`` (a periodic flush: the flushed
     windows' traces, :mod:`tb_iotrace.store.trace_merge`). ``trace_parts``: instead, the
     (name, rows) of trace parts already written beside the record (:func:`write_trace_part`),
     which the JSON lists (``"trace_parts"``): a flush writes only its own window's calls."""
     jpath, npath = record_paths(run_dir, suffix=suffix)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
-        else cap.table if cap is not None else FileTable()
+        else recording.table if recording is not None else FileTable()
     tpath = table_path(jpath)
     # 62 random bits from the OS (secrets would import hashlib and OpenSSL into every traced process)
     generation = int.from_bytes(os.urandom(8), "little") >> 2
     with Staged() as stage:
         trace_name = None
         arrays = None
-        if cap is not None and with_trace and len(cap.events):
-            arrays = trace_arrays(cap)
-        elif cap is None and trace is not None and len(trace["start_ns"]):
+        if recording is not None and with_trace and len(recording.events):
+            arrays = trace_arrays(recording)
+        elif recording is None and trace is not None and len(trace["start_ns"]):
             arrays = trace
-        nevents = len(arrays["start_ns"]) if arrays is not None else len(cap.events) if cap is not None else \
+        nevents = len(arrays["start_ns"]) if arrays is not None else len(recording.events) if recording is not None else \
             sum(n for _, n in trace_parts or ())
         if arrays is not None:
             stage.write(npath, lambda fh: _savez(fh, arrays, _stamp(generation)))
@@ -242,27 +242,27 @@ def write_record(run_dir: str | os.PathLike[str], cap: Any, *, partial: bool, ex
         inline = not any(table.counts().values())   # no file: "files": [] in the JSON, one file less
         if not inline:
             stage.write(tpath, lambda fh: table.save(fh, comment=_stamp(generation)))
-        _write_doc(stage, jpath, cap, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
+        _write_doc(stage, jpath, recording, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
                    end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
                    generation=generation, write_errors=write_errors, nevents=nevents,
                    trace_parts=[n for n, _ in trace_parts or ()] if arrays is None else None)
     return jpath
 
 
-def write_trace_part(run_dir: str | os.PathLike[str], k: int, cap: Any) -> tuple[str, int]:
-    """Write the calls of one flushed window (``cap``) as this process's ``k``-th trace part;
+def write_trace_part(run_dir: str | os.PathLike[str], k: int, recording: Any) -> tuple[str, int]:
+    """Write the calls of one flushed window (``recording``) as this process's ``k``-th trace part;
     its (file name, rows)."""
     from tb_iotrace.base.atomic import atomic_write
 
     jpath, _ = record_paths(run_dir)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     name = trace_part_name(jpath, k)
-    arrays = trace_arrays(cap)
+    arrays = trace_arrays(recording)
     atomic_write(jpath.parent / name, lambda fh: np.savez(fh, **arrays))
     return name, len(arrays["start_ns"])
 
 
-def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dict[str, Any] | None,
+def _write_doc(stage: Staged, jpath: Path, recording: Any, *, partial: bool, exit: dict[str, Any] | None,
                table: FileTable, tpath: Path, start_ns: int | None, end_ns: int | None, trace_name: str | None,
                untracked: dict[str, Any] | None, timeseries: Any, generation: int,
                write_errors: dict[str, Any] | None, nevents: int = 0,
@@ -270,27 +270,28 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
     doc = {
         "format": FORMAT, "host": hostname(), "pid": os.getpid(), "ppid": os.getppid(),
         "argv": list(getattr(__import__("sys"), "argv", []) or []),
-        "start_ns": int(start_ns if start_ns is not None else getattr(cap, "start_ns", 0)),
-        "end_ns": int(end_ns if end_ns is not None else getattr(cap, "end_ns", 0)),
+        "start_ns": int(start_ns if start_ns is not None else getattr(recording, "start_ns", 0)),
+        "end_ns": int(end_ns if end_ns is not None else getattr(recording, "end_ns", 0)),
         "partial": bool(partial),
         "exit": dict(exit or {}),
         **({"files": []} if not any(table.counts().values()) else {"file_table": tpath.name}),
         "nfiles": table.counts(),
-        "threads": [dict(t.__dict__) for t in cap.threads] if cap is not None else [],
+        "threads": [dict(t.__dict__) for t in recording.threads] if recording is not None else [],
         "nevents": nevents,
-        "dropped": int(cap.dropped) if cap is not None else 0,
+        "dropped": int(recording.dropped) if recording is not None else 0,
         "trace": trace_name,
         "python": this_python(),
         "generation": generation,
-        "machine": (cap.machine if cap is not None and getattr(cap, "machine", None) else machine_facts()),
+        "machine": (recording.machine if recording is not None and getattr(recording, "machine", None)
+                    else machine_facts()),
     }
     calls = ckptcalls.snapshot()
     if calls:
         doc["checkpoint_calls"] = calls
     # the session's own (its end freed the notes), else those noted so far (a partial record)
-    own = cap is not None and hasattr(cap, "objects")
-    reqs = cap.objects if own else objreqs.between(doc["start_ns"], doc["end_ns"] or time.time_ns())
-    lost = int(getattr(cap, "objects_left_out", 0) or 0) if own else objreqs.dropped()
+    own = recording is not None and hasattr(recording, "objects")
+    reqs = recording.objects if own else objreqs.between(doc["start_ns"], doc["end_ns"] or time.time_ns())
+    lost = int(getattr(recording, "objects_left_out", 0) or 0) if own else objreqs.dropped()
     if reqs or lost:
         doc["objects"] = to_columns(reqs, lost)      # the run's object-storage requests (docs/objects.md)
     rank = job_rank(os.environ)
@@ -300,11 +301,11 @@ def _write_doc(stage: Staged, jpath: Path, cap: Any, *, partial: bool, exit: dic
         doc["write_errors"] = dict(write_errors)
     if trace_parts:
         doc["trace_parts"] = list(trace_parts)
-    ts = getattr(cap, "timeseries", None) if timeseries is None else timeseries
+    ts = getattr(recording, "timeseries", None) if timeseries is None else timeseries
     if ts is not None:
         doc["timeseries"] = ts.to_dict()
-    if cap is not None and cap.untracked:
-        untracked = cap.untracked.to_dict()
+    if recording is not None and recording.untracked:
+        untracked = recording.untracked.to_dict()
     if untracked:
         doc["untracked"] = dict(untracked)
     data = json.dumps(doc, separators=(",", ":")).encode()

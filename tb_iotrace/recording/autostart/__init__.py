@@ -59,10 +59,10 @@ def flush_wait(flush_s: float, last_cost_s: float) -> float:
     take at most 1/FLUSH_COST_FACTOR of the run's time."""
     return max(flush_s, FLUSH_COST_FACTOR * last_cost_s)
 
-def idle_window(cap: Any) -> bool:
+def idle_window(recording: Any) -> bool:
     """Whether a flushed window recorded nothing: no call, no file, no untracked access."""
-    return (not len(cap.events) and not any(cap.table.counts().values()) and not cap.untracked
-            and not int(getattr(cap, "dropped", 0) or 0))
+    return (not len(recording.events) and not any(recording.table.counts().values()) and not recording.untracked
+            and not int(getattr(recording, "dropped", 0) or 0))
 
 
 def _unread_capture(session: Any) -> Any:
@@ -172,27 +172,27 @@ class _Run:
                 new = None  # every slot busy (TensorFlow windows): keep the previous flush
             old, self.flush_sess = self.flush_sess, new if new is not None else self.flush_sess
             if old is not None and new is not None:
-                cap = session.Recording()
-                session.end_session(old, cap)
-                if idle_window(cap) and not self.unwritten:
+                recording = session.Recording()
+                session.end_session(old, recording)
+                if idle_window(recording) and not self.unwritten:
                     return   # nothing new since the last flush: its record stands, no write
                 from tb_iotrace.store.filetable import Accumulator
                 from tb_iotrace.store.runrecord import merge_untracked
 
                 if self.acc is None:
                     self.acc = Accumulator()
-                self.acc.add(cap.table)
-                if cap.untracked:
-                    merge_untracked(self.acc_untracked, cap.untracked.to_dict())
-                if cap.timeseries is not None:
+                self.acc.add(recording.table)
+                if recording.untracked:
+                    merge_untracked(self.acc_untracked, recording.untracked.to_dict())
+                if recording.timeseries is not None:
                     from tb_iotrace.store.timeseries import accumulate
 
-                    self.acc_series = accumulate(self.acc_series, cap.timeseries, self.start_ns)
-                if len(cap.events):   # the calls too, each window once: a killed process keeps them
+                    self.acc_series = accumulate(self.acc_series, recording.timeseries, self.start_ns)
+                if len(recording.events):   # the calls too, each window once: a killed process keeps them
                     from tb_iotrace.store.runrecord import write_trace_part
 
                     try:
-                        self.trace_parts.append(write_trace_part(self.run_dir, len(self.trace_parts) + 1, cap))
+                        self.trace_parts.append(write_trace_part(self.run_dir, len(self.trace_parts) + 1, recording))
                     except OSError as exc:
                         self._failed_write(exc)
                 self._write_partial()
@@ -226,26 +226,26 @@ class _Run:
             if self.done or os.getpid() != self.pid or self.sess is None:
                 return
             self.done = True
-            cap = session.Recording()
-            session.end_session(self.sess, cap)
+            recording = session.Recording()
+            session.end_session(self.sess, recording)
             if self.flush_sess is not None:   # its window is in the final record: not read, only ended
                 session.end_session(self.flush_sess, _unread_capture(session))
                 self.flush_sess = None
             if how == "exit" and self.exc:
                 how = "exception"
             exit = {"how": how, "code": code, "signal": signum, "exception": self.exc}
-            if not cap.closed:  # the script called tb_iotrace.disable(), which ended every session
+            if not recording.closed:  # the script called tb_iotrace.disable(), which ended every session
                 exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
             try:
-                write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix,
+                write_record(self.run_dir, recording, partial=False, exit=exit, suffix=suffix,
                              write_errors=self.write_errors or None)
             except OSError as exc:
                 # a full disk: keep the final counters without the trace (the bulk of a record)
                 self._failed_write(exc)
-                if not len(cap.events):
+                if not len(recording.events):
                     raise
                 self.write_errors["trace_left_out"] = True
-                write_record(self.run_dir, cap, partial=False, exit=exit, suffix=suffix, with_trace=False,
+                write_record(self.run_dir, recording, partial=False, exit=exit, suffix=suffix, with_trace=False,
                              write_errors=self.write_errors)
             self._drop_trace_parts()   # the final record has the whole trace
             if suffix:  # this image's periodic flushes went to the plain name: the new image's now

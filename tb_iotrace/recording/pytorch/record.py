@@ -14,7 +14,7 @@ from tb_iotrace.store.objcolumns import to_columns
 from tb_iotrace.recording.pytorch import state
 
 
-def process_record(cap: Recording, role: str, start_ns: int,
+def process_record(recording: Recording, role: str, start_ns: int,
                    fetches: list[tuple[int, int, int, int]] | None = None,
                    worker_id: int | None = None, cpu_ns: int | None = None,
                    run_delay_ns: int | None = None) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def process_record(cap: Recording, role: str, start_ns: int,
     ``worker_id``; ``cpu_ns`` the process's CPU time (all its threads, user and system) over
     the window, ``run_delay_ns`` the time its threads waited for a core
     (:mod:`tb_iotrace.base.run_delay`)."""
-    ev = cap.events
+    ev = recording.events
     events = {
         "op": ev.op.tolist(), "path": ev.path.tolist(),
         "offset": ev.offset.tolist(), "requested": ev.requested.tolist(), "returned": ev.returned.tolist(),
@@ -32,19 +32,20 @@ def process_record(cap: Recording, role: str, start_ns: int,
         "end_ns": ev.end_ns.tolist(), "tid": ev.tid.tolist(),
     }
     rec: dict[str, Any] = {
-        "pid": os.getpid(), "role": role, "start_ns": int(cap.start_ns or start_ns), "end_ns": int(cap.end_ns),
-        "threads": [[t.tid, t.pthread_self, t.name] for t in cap.threads if t.nevents or t.dropped],
-        "events": events, "counters": cap.records(), "dropped": int(cap.dropped),
+        "pid": os.getpid(), "role": role, "start_ns": int(recording.start_ns or start_ns),
+        "end_ns": int(recording.end_ns),
+        "threads": [[t.tid, t.pthread_self, t.name] for t in recording.threads if t.nevents or t.dropped],
+        "events": events, "counters": recording.records(), "dropped": int(recording.dropped),
     }
     if cpu_ns is not None:
         rec["cpu_ns"] = int(cpu_ns)
     if run_delay_ns is not None:
         rec["run_delay_ns"] = int(run_delay_ns)
-    if cap.untracked:
-        rec["untracked"] = cap.untracked.to_dict()
-    lost = int(getattr(cap, "objects_left_out", 0) or 0)
-    if cap.objects or lost:
-        rec["objects"] = to_columns(cap.objects, lost)
+    if recording.untracked:
+        rec["untracked"] = recording.untracked.to_dict()
+    lost = int(getattr(recording, "objects_left_out", 0) or 0)
+    if recording.objects or lost:
+        rec["objects"] = to_columns(recording.objects, lost)
     if fetches is not None:
         rec["fetches"] = {k: [int(f[i]) for f in fetches] for i, k in enumerate(FETCH_COLUMNS)}
         if worker_id is not None:
@@ -71,18 +72,18 @@ def end() -> Recording | None:
     state.ended_spans = spans if spans is not None else []
     if sess is None:
         return None
-    cap = Recording()
-    end_session(sess, cap)
-    return cap
+    recording = Recording()
+    end_session(sess, recording)
+    return recording
 
 
 def write_side_record(window: int, spool: str) -> str | None:
     """End this (child) process's session and write its record; the path, None if none."""
-    cap = end()
-    if cap is None:
+    recording = end()
+    if recording is None:
         return None
     path = os.path.join(spool, f"{window}.{os.getpid()}.json")
-    rec = process_record(cap, state.role, state.session_start_ns, list(state.ended_spans) if state.role == "worker" else None,
+    rec = process_record(recording, state.role, state.session_start_ns, list(state.ended_spans) if state.role == "worker" else None,
                          state.worker_id, cpu_ns=state.ended_cpu_ns, run_delay_ns=state.ended_run_delay_ns)
     body = json.dumps(rec, separators=(",", ":")).encode()
     atomic_write(path, lambda fh: fh.write(body))

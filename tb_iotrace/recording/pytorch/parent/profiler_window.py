@@ -56,10 +56,10 @@ def stop_window(handler: "TraceHandler") -> None:
         if state.window is None:
             return
         number, spool = state.window
-        cap = end()
-        main = process_record(cap, "main", state.session_start_ns, cpu_ns=state.ended_cpu_ns,
-                                     run_delay_ns=state.ended_run_delay_ns) if cap is not None else None
-        machine = cap.machine if cap is not None and cap.machine else machine_facts()
+        recording = end()
+        main = process_record(recording, "main", state.session_start_ns, cpu_ns=state.ended_cpu_ns,
+                                     run_delay_ns=state.ended_run_delay_ns) if recording is not None else None
+        machine = recording.machine if recording is not None and recording.machine else machine_facts()
         state.window = None
         write_window_file()
         waiting = broadcast(f"E {number}\n".encode())
