@@ -68,10 +68,38 @@ def _command(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None =
 # second of CPU) at that priority measurably slowed a job's next profile window on a loaded
 # machine (test_findings_on_real_pipelines[reads] under stress --cpu 2: 1 of 3 passed, 3 of 3
 # with the children off).
-_PRELUDE = ("import os\n"
-            "try:\n    with open('/proc/self/autogroup', 'w') as fh:\n        fh.write('19')\nexcept OSError:\n    pass\n"
-            "try:\n    os.nice(19)\nexcept OSError:\n    pass\n"
-            f"import runpy\nrunpy.run_module({CHILD!r}, run_name='__main__', alter_sys=True)\n")
+# The child owns the local copies of uploaded captures (``--uploaded HOST LOCAL URL``): when its
+# module cannot even be imported (the job's interpreter lacks one of tb_iotrace's dependencies),
+# the prelude removes them, with one line on stderr.
+_PRELUDE = f"""import os
+try:
+    with open('/proc/self/autogroup', 'w') as fh:
+        fh.write('19')
+except OSError:
+    pass
+try:
+    os.nice(19)
+except OSError:
+    pass
+import sys
+try:
+    import runpy
+    runpy.run_module({CHILD!r}, run_name='__main__', alter_sys=True)
+except Exception as exc:
+    a = sys.argv[1:]
+    a = a[1:] if a[:1] == ['--facts'] else a
+    while a[:1] == ['--scan'] and len(a) >= 3:
+        a = a[3:]
+    while a[:1] == ['--uploaded'] and len(a) >= 4:
+        for rm, p in ((os.unlink, a[2]), (os.rmdir, os.path.dirname(a[2]))):
+            try:
+                rm(p)
+            except OSError:
+                pass
+        a = a[4:]
+    sys.stderr.write(f'tb_iotrace: no summaries kept ({{type(exc).__name__}}: {{str(exc)[:200]}})\\n')
+    sys.exit(1)
+"""
 
 
 def _env() -> dict[str, str]:

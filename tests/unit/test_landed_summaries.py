@@ -222,3 +222,18 @@ def test_a_capture_the_child_cannot_read_costs_one_line(tmp_path, beside):
     [line] = r.stderr.strip().splitlines()
     assert line.startswith("tb_iotrace: no summary kept for ") and str(bad) in line
     assert summaries.load(str(good)) is not None and summaries.load(str(bad)) is None
+
+
+def test_an_uploaded_copy_is_removed_when_the_child_cannot_start_its_work(tmp_path, beside, monkeypatch):
+    """The child owns the local copy of a capture uploaded to a URL: it removes it even when it
+    fails before its own code runs (the job's interpreter lacks one of tb_iotrace's
+    dependencies: a Python 3.12 venv without msgspec left every window's copy in staging)."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    (shadow / "msgspec.py").write_text("raise ImportError('no msgspec in this interpreter')\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(shadow), os.environ.get("PYTHONPATH", "")]))
+    folder = tmp_path / "staging" / "landed-1"
+    local = _io_capture(folder / "0.h.xplane.pb")
+    landing.landed_uploaded([(str(local), "s3://bucket/logs/plugins/profile/s/h.xplane.pb")])
+    assert landing.wait_idle(WAIT_S)
+    assert not local.exists() and not folder.exists()
