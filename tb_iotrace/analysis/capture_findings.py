@@ -8,9 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from tb_iotrace.model.endpoints import is_endpoint
-
-__all__ = ["capture_rank", "data_read_of", "findings_of", "job_doc"]
+__all__ = ["capture_rank", "findings_of", "job_doc"]
 
 
 def findings_of(path: str) -> dict[str, Any]:
@@ -47,21 +45,7 @@ def findings_of(path: str) -> dict[str, Any]:
             "checkpoints": a.checkpoints or [], "training": a.training, "rank": rank,
             "steps": [{k: s.get(k) for k in ("step_num", "start_ps", "end_ps", "duration_ps", "input_wait_ps",
                                              "collective_wait_ps")} for s in a.steps],
-            "read": data_read_of({"files": a.data_files})}
-
-
-def data_read_of(d: dict[str, Any]) -> dict[str, Any]:
-    """The bytes read from data files and their number (the analysis' files: code loading is not
-    among them; network endpoints, the ranks' own gloo/NCCL connections among them, left out),
-    and ``dirs``: the bytes per folder, the 16 largest (where a straggler's data comes from)."""
-    got = [(str(f.get("path", "")), int(f.get("bytes_read") or 0)) for f in d.get("files") or []
-           if not is_endpoint(f.get("path"))]
-    dirs: dict[str, int] = {}
-    for path, b in got:
-        if b > 0:
-            dirs[os.path.dirname(path)] = dirs.get(os.path.dirname(path), 0) + b
-    top = sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[:16]
-    return {"bytes_read": sum(b for _, b in got), "files": sum(1 for _, b in got if b > 0), "dirs": dict(top)}
+            "read": a.data_read()}
 
 
 def capture_rank(space: Any) -> int | None:

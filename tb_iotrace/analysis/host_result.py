@@ -13,6 +13,7 @@ for the file's version is the caller's (``tb_iotrace.cli.hostrows.kept``).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +27,7 @@ from tb_iotrace.analysis.object_report import objects_doc
 from tb_iotrace.analysis.object_steps import add_object_steps
 from tb_iotrace.base.codepaths import code_paths
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
-from tb_iotrace.model.endpoints import source_endpoints
+from tb_iotrace.model.endpoints import is_endpoint, source_endpoints
 from tb_iotrace.model.sources import Source, SourceError
 from tb_iotrace.model.stepwait import InputWait, input_wait
 from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
@@ -119,6 +120,20 @@ class HostAnalysis:
     data_files: list[dict[str, Any]]    # the files it counted: data, not code loading
     failed: str | None = None           # "analysis failed: ..." (the report's note)
     error: Exception | None = None      # the exception behind ``failed``
+
+    def data_read(self) -> dict[str, Any]:
+        """The bytes read from its data files and their number (network endpoints, the ranks'
+        own gloo/NCCL connections among them, left out), and ``dirs``: the bytes per folder, the
+        16 largest (where a straggler's data comes from): what the job verdict reads of a host
+        whose files it does not list (the tab's findings answer, the job facts)."""
+        got = [(str(f.get("path", "")), int(f.get("bytes_read") or 0)) for f in self.data_files
+               if not is_endpoint(f.get("path"))]
+        dirs: dict[str, int] = {}
+        for path, b in got:
+            if b > 0:
+                dirs[os.path.dirname(path)] = dirs.get(os.path.dirname(path), 0) + b
+        top = sorted(dirs.items(), key=lambda kv: (-kv[1], kv[0]))[:16]
+        return {"bytes_read": sum(b for _, b in got), "files": sum(1 for _, b in got if b > 0), "dirs": dict(top)}
 
 
 def _analysed(src: Source) -> tuple[_Analysed, Attribution | None]:
