@@ -85,8 +85,9 @@ def _landed_bucket(store: dict[str, Any], prefix: str) -> dict[str, int]:
 def test_keras_profile_every_steps_to_a_bucket(store: dict[str, Any], tmp_path: Path) -> None:
     """TensorFlow backend, every 4 steps, 2 steps a window, 14 batches: 3 windows, each uploaded
     whole to the bucket (nothing in the cwd, no staging left) and read back by the report.
-    (Keras's TensorFlow data adapter reads a PyDataset's batches ahead, on its own thread: a
-    window holds the reads of the batches fetched while it ran, each file read whole.)"""
+    (Keras's TensorFlow data adapter reads a PyDataset's batches ahead, on its own thread; the
+    job lets it read one batch ahead at most, so a window holds the reads of the batches fetched
+    while it ran, at least one, each file read whole.)"""
     url = store["url"] + "/logs"
     env = {**store["env"], **QUIET, "KERAS_BACKEND": "tensorflow"}
     r = subprocess.run([sys.executable, str(KERAS_JOB), str(tmp_path / "work"), url, "every_steps", "4", "2", "14"],

@@ -25,6 +25,24 @@ import tb_iotrace.keras  # noqa: E402
 files = write_batches(work, nbatch)
 
 
+import threading  # noqa: E402
+
+# On the TensorFlow backend, tf.data fetches the batches on a thread of its own and reads ahead
+# as far as it likes: on a loaded machine it had read all 14 batches before the last window
+# opened, which then held steps and no read. A batch is read at most one batch ahead of the one
+# training (waited for, bounded), so every window holds the read of its batches after its first.
+_trained = [-1]
+_cond = threading.Condition()
+PACED = keras.backend.backend() == "tensorflow"
+
+
+class Pace(keras.callbacks.Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        with _cond:
+            _trained[0] = batch
+            _cond.notify_all()
+
+
 class Batches(keras.utils.PyDataset):
     """Batch i is read from file i (whole, once), on the thread that trains (no workers)."""
 
@@ -32,6 +50,9 @@ class Batches(keras.utils.PyDataset):
         return nbatch
 
     def __getitem__(self, i):
+        if PACED:
+            with _cond:
+                _cond.wait_for(lambda: _trained[0] >= i - 1, timeout=60)
         x = read_batch(files[i])
         if how == "every_secs":
             time.sleep(0.05)
@@ -42,7 +63,7 @@ every = {"every_steps": int(n)} if how == "every_steps" else {"every_secs": n}
 cb = tb_iotrace.keras.ProfileEvery(log_dir, steps=steps, **every)
 model = keras.Sequential([keras.layers.Input((4,)), keras.layers.Dense(1)])
 model.compile("sgd", "mse")
-model.fit(Batches(), epochs=1, callbacks=[cb], verbose=0, shuffle=False)
+model.fit(Batches(), epochs=1, callbacks=[cb, Pace()], verbose=0, shuffle=False)   # the window opens first
 print(json.dumps({"backend": keras.backend.backend(), "files": files,
                   "sizes": [os.path.getsize(p) for p in files], "windows": cb.windows,
                   "published": cb.published}))
