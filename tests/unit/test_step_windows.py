@@ -53,8 +53,9 @@ def test_optimizer_steps_stand_for_steps_without_a_dataloader(tmp_path: Path) ->
     sw, got = windows(tmp_path)
     sw.install()
     try:
-        sw.ask(0.15)
-        train(40)                 # ~0.4 s: the window of 0.15 s starts at the first step, ends after
+        sw.ask(0.3)
+        train(120)                # ~1.3 s: the window of 0.3 s starts at the first step, ends after
+                                  # (3 steps in it while a step takes under 0.1 s: a loaded machine)
     finally:
         sw.uninstall()
     assert untouched()
@@ -66,12 +67,12 @@ def test_optimizer_steps_stand_for_steps_without_a_dataloader(tmp_path: Path) ->
 
 
 def test_dataloader_iterations_stand_for_steps(tmp_path: Path) -> None:
-    data = torch.utils.data.TensorDataset(torch.ones(64, 4))
+    data = torch.utils.data.TensorDataset(torch.ones(256, 4))
     loader = torch.utils.data.DataLoader(data, batch_size=2)
     sw, got = windows(tmp_path)
     sw.install()
     try:
-        sw.ask(0.1)
+        sw.ask(0.3)               # 128 batches, ~1.3 s (3 steps in the window while one takes < 0.1 s)
         train(0, ([b[0] for b in [batch]][0] for batch in loader))
     finally:
         sw.uninstall()
