@@ -60,7 +60,8 @@ from tb_iotrace.store.logdir import BadName
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin.cache import LogdirIndex
 from tb_iotrace.plugin import packed
-from tb_iotrace.plugin.endpoints import bandwidth, capture, checkpoints, event, files, findings, hosts, objects, timeline, windows
+from tb_iotrace.plugin.endpoints import (bandwidth, capture, checkpoints, event, files, findings, histograms, hosts, objects,
+                                         steps, timeline, windows)
 from tb_iotrace.plugin.request_view import NotFound, View
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -341,7 +342,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def _histograms(self, args):
         view, path = self._view(args), args.get("path") or None
-        return view.memo(("histograms", path), lambda: Body.json(files.histograms_impl(view, path)))
+        return view.memo(("histograms", path), lambda: Body.json(histograms.histograms_impl(view, path)))
 
     def _bandwidth(self, args):
         view = self._view(args)
@@ -351,7 +352,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
 
     def _steps(self, args):
         view = self._view(args)
-        return view.memo(("steps",), lambda: Body.json(bandwidth.steps_impl(view)))
+        return view.memo(("steps",), lambda: Body.json(steps.steps_impl(view)))
 
     def _hosts(self, args):
         # from the captures' stored summaries: no view is built (no capture decoded) when

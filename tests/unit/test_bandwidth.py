@@ -1,4 +1,4 @@
-"""``/bandwidth`` and ``/steps`` (tb_iotrace.plugin.endpoints.bandwidth): each call's bytes spread
+"""``/bandwidth`` and ``/steps`` (tb_iotrace.plugin.endpoints.bandwidth, .steps): each call's bytes spread
 over its duration add up, bin by bin, to the bytes moved inside the asked window."""
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tab_view import synthetic_view
-from tb_iotrace.plugin.endpoints.bandwidth import bandwidth_impl, steps_impl
+from tb_iotrace.plugin.endpoints.bandwidth import bandwidth_impl
+from tb_iotrace.plugin.endpoints.steps import steps_impl
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,11 @@
-"""``/files`` and ``/histograms`` (tb_iotrace.plugin.endpoints.files): every file record of the
-view's hosts with its Darshan counters, and the access-size histograms and patterns they sum to."""
+"""``/files`` (tb_iotrace.plugin.endpoints.files): every file record of the view's hosts with
+its Darshan counters."""
 from __future__ import annotations
 
 import pytest
 
 from tab_view import synthetic_view
-from tb_iotrace.plugin.endpoints.files import files_impl, histograms_impl
+from tb_iotrace.plugin.endpoints.files import files_impl
 from tb_iotrace.plugin.synthetic import HOSTILE_NAME
 
 
@@ -27,23 +27,3 @@ def test_one_row_per_record_with_its_counters(view) -> None:
         other = "STDIO_" if module == "POSIX" else "POSIX_"
         assert all(v is None for c, v in zip(got["counters"], values) if c.startswith(other))
     assert HOSTILE_NAME in got["path"]      # a file's name is data, passed as it is
-
-
-def test_histograms_sum_to_the_access_counts(view) -> None:
-    got = histograms_impl(view)
-    assert len(got["read"]) == len(got["write"]) == len(got["bins"])
-    pattern = got["pattern"]
-    assert sum(got["read"]) == pattern["reads"] > 0
-    assert sum(got["write"]) == pattern["writes"] > 0
-    assert pattern["seq_reads"] <= pattern["reads"] and pattern["consec_reads"] <= pattern["seq_reads"]
-    ops = got["ops"]
-    assert ops.get("read", 0) + ops.get("pread64", 0) == pattern["reads"]
-    assert ops.get("write", 0) == pattern["writes"]
-
-
-def test_histograms_of_one_file_are_part_of_the_whole(view) -> None:
-    whole = histograms_impl(view)
-    path = "/data/train-00000-of-00064.tfrecord"
-    one = histograms_impl(view, path)
-    assert one["path"] == path
-    assert 0 < sum(one["read"]) < sum(whole["read"])

@@ -54,7 +54,7 @@ def test_report_steps_without_objects_unchanged(tmp_path: Path) -> None:
 
 def _steps(tmp_path: Path, **kw: object) -> dict:
     from tb_iotrace.plugin.cache import LogdirIndex
-    from tb_iotrace.plugin.endpoints.bandwidth import steps_impl
+    from tb_iotrace.plugin.endpoints.steps import steps_impl
 
     run = tmp_path / "logs" / "job"
     run.mkdir(parents=True)

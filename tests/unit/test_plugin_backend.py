@@ -555,13 +555,13 @@ def test_steps_with_and_without_markers(client):
 
 
 def test_steps_fallback_windows(gpu_capture, tmp_path):
-    from tb_iotrace.plugin.endpoints import timeline, bandwidth as timeseries
+    from tb_iotrace.plugin.endpoints import steps
     from tb_iotrace.plugin.request_view import make_view
     from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
     src = make_logdir(tmp_path, gpu_capture, n_events=1000)
     cap = decode_xplane(str(src), "h")
     cap.steps = []
-    s = timeseries.steps_impl(make_view("r", [("h", cap)]), windows=10)
+    s = steps.steps_impl(make_view("r", [("h", cap)]), windows=10)
     assert not s["has_steps"] and "No step markers" in s["message"]
     assert len(s["steps"]) == 10 and sum(x["calls"] for x in s["steps"]) == 1000
 

@@ -1,6 +1,6 @@
 """The steps of a capture as the tab finds them, by the one rule of :mod:`tb_iotrace.model.stepwait`:
 the host's step markers, else the first device plane's ``Steps`` line. Times are the model's
-(ns on the capture's clock). The input waits are found by :mod:`tb_iotrace.plugin.endpoints.bandwidth`."""
+(ns on the capture's clock). The input waits are found by :mod:`tb_iotrace.plugin.endpoints.steps`."""
 from __future__ import annotations
 
 import re

@@ -43,7 +43,7 @@ MAX_ROWS = 24
 TF_DATA_PREFIX, TF_DATA_PART = "tf_data", "Iterator::"
 TF_DATA_RE = re.compile(f"^{re.escape(TF_DATA_PREFIX)}|{re.escape(TF_DATA_PART)}")
 # Steps and input waits: the one rule of tb_iotrace.model.stepwait; the capture's steps are found by
-# .steps, its input waits by endpoints/bandwidth.py.
+# .steps, its input waits by endpoints/steps.py.
 READ_OPS_RE = re.compile(r"read|recv", re.I)
 WRITE_OPS_RE = re.compile(r"write|send|sync", re.I)
 
