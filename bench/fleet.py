@@ -1,4 +1,4 @@
-"""Benchmark of the fleet dataset (issue 23): ``fleet build`` and ``fleet query`` over many runs.
+"""Benchmark of the fleet dataset: ``fleet build`` and ``fleet query`` over many runs.
 
 ``--runs`` runs (1,000), one host each: a hard link (else a copy) of the real JAX capture
 tests/data/jax_io.xplane.pb (43 KB: 5 files, 41 I/O calls, 4 steps) under its own run name

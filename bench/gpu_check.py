@@ -8,7 +8,7 @@ Three profiled jobs, each in a fresh interpreter, each reading files it wrote fi
 - PyTorch: an image-folder-like dataset (small PNG files, or .npy without PIL) decoded in
   ``__getitem__``, a small CNN, under ``torch.profiler`` with
   ``on_trace_ready=tb_iotrace.torch.trace_handler(...)`` (CUDA activities on a GPU). The loader
-  is tuned as issue 19's tuned twin (``persistent_workers=True``; on CUDA ``pin_memory=True`` and
+  is tuned as the naive loader's tuned twin (``persistent_workers=True``; on CUDA ``pin_memory=True`` and
   up to 8 workers, the usable cores less one; on the CPU 2 workers and a 200 ms sleep in each
   step standing for the GPU's time), and the window opens after 5 steps, once the workers run:
   its verdict must be **not input-bound** (the step waits for input under 5% of its time) on
@@ -205,7 +205,7 @@ def job_torch(out: str, paths: list[str], device: str, steps: int) -> dict[str, 
 
 
 def make_jpegs(folder: Path, n: int) -> list[str]:
-    """``n`` 96x96 JPEGs in class folders: issue 19's data set (decoded with PIL in the workers)."""
+    """``n`` 96x96 JPEGs in class folders: the loader pair's data set (decoded with PIL in the workers)."""
     import numpy as np
     from PIL import Image
 
@@ -224,7 +224,7 @@ COMPARE_STEPS = 120      # timed steps of each twin (after SKIP steps of warm-up
 
 
 def job_compare(out: str, paths: list[str], device: str, steps: int) -> dict[str, Any]:
-    """Issue 19's pair: the naive loader (2 workers, no pinning, workers not kept) profiled under
+    """The loader pair: the naive loader (2 workers, no pinning, workers not kept) profiled under
     ``trace_handler``, then both twins timed without the profiler; returns their steps/s."""
     import torch
     from torch.utils.data import DataLoader
@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the outputs (always kept with --out)")
     ap.add_argument("--quick", action="store_true", help="fewer images and steps (the CPU test)")
     ap.add_argument("--only", choices=("torch", "compare", "jax", "tf"), action="append",
-                    help="run only these jobs (compare: issue 19's naive loader against its tuned twin)")
+                    help="run only these jobs (compare: the naive loader against its tuned twin)")
     ap.add_argument("--child", choices=("torch", "compare", "jax", "tf"), help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
                 rates, workers = res["steps_per_s"], res["workers"]
                 print(f"== PyTorch {res['torch']}: naive loader (2 workers, no pin_memory) against its tuned twin "
                       f"({workers['tuned']} workers, pin_memory on CUDA, persistent workers)")
-                # on the GPU the naive loader starves the step (issue 19: 25% of the step, 1.7x from
+                # on the GPU the naive loader starves the step (25% of the step, 1.7x from
                 # tuning); on the CPU run the sleep standing for the GPU hides it, so no bound is asserted
                 lines = look("compare", str(work / "compare"), device, paths, exact=False,
                              bound=("input", "partly input") if device == "cuda" else None)

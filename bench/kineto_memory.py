@@ -1,5 +1,5 @@
-"""Time and peak memory of reading a large PyTorch (Kineto) trace, against the file's size
-(issue 23): ``tb-iotrace report --json`` and the I/O tab's first open of the trace (the
+"""Time and peak memory of reading a large PyTorch (Kineto) trace, against the file's size:
+``tb-iotrace report --json`` and the I/O tab's first open of the trace (the
 plugin's conversion, ``tb_iotrace.analysis.decoded.tab_kineto.decode_kineto``), each in a fresh child process
 whose own peak is read from ``/proc/self/status`` (VmHWM: not ru_maxrss, which a child
 can inherit from its parent's address space).

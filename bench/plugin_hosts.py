@@ -1,4 +1,4 @@
-"""Benchmark of the I/O tab's "All hosts" view of a many-host run (issue 10).
+"""Benchmark of the I/O tab's "All hosts" view of a many-host run.
 
 ``--hosts`` hosts (64), each the shared GPU capture (tests/data/gpu_multi_worker.xplane.pb)
 plus ``--events`` synthetic I/O calls (20,000). A real TensorBoard process and headless
@@ -19,7 +19,7 @@ Chromium (as bench/plugin_timeline.py), measured in one run:
   draw, each zoom step's fetch and draw, and one capture's decode CPU time in this process
   (times the hosts: what the cold /capture costs the server whatever the load).
 
-Targets (issue 10): first paint < 2 s, repeated < 0.5 s, zoom < 100 ms, memory <= 5x the files.
+Targets: first paint < 2 s, repeated < 0.5 s, zoom < 100 ms, memory <= 5x the files.
 
     python bench/plugin_hosts.py [--hosts 64] [--events 20000] [--keep DIR]
 """

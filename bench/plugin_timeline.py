@@ -12,7 +12,7 @@ Measures, with a real TensorBoard process and headless Chromium (Debian's chromi
 - server memory: TensorBoard's resident memory growth while loading, and the decoder's
   peak (tracemalloc + RSS in a fresh process), against the file size.
 
-Targets (issue 4): first paint < 1.5 s, zoom step < 100 ms.
+Targets: first paint < 1.5 s, zoom step < 100 ms.
 
     python bench/plugin_timeline.py [--events 1000000] [--keep DIR] [--numpy]
 

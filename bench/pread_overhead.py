@@ -28,7 +28,7 @@ round by round (order rotated each round), it times:
   traced    inside tb_iotrace.capture(): Darshan counters + trace rows
 
 and prints the median ns/op of each mode, the ns/op added and the ratio to
-untraced, and PASS/FAIL against the targets of issue 2 (at most +5 ns/op idle,
+untraced, and PASS/FAIL against the targets (at most +5 ns/op idle,
 at most +50 ns/op traced), judged on the median of the per-round paired
 differences (robust to load that comes and goes between rounds).  Every round checks that the modes measure what
 they claim: the library's pread slot holds the shim's wrapper after enable()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""tb_iotrace with an ImageNet-sized number of files (issue 10).
+"""tb_iotrace with an ImageNet-sized number of files.
 
     python bench/scale_files.py                  # 1,300,000 files on tmpfs (/dev/shm)
     python bench/scale_files.py --files 200000   # fewer, on a small machine

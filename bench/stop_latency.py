@@ -33,7 +33,7 @@ the C loop (calls through that library's PLT/GOT slot, which the shim patches),
 ``stop()`` timed with ``time.perf_counter``.  The fd is opened before and closed
 after the window, so the window holds exactly the preads.
 
-Added latency = median(with) - median(base); target: under 2 s (issue 3).  The
+Added latency = median(with) - median(base); target: under 2 s.  The
 process CPU time of the same ``stop()`` call (``time.process_time``, all threads)
 is printed beside it: on a loaded machine the wall time also counts the time
 other jobs held the CPUs.

@@ -1,6 +1,6 @@
 """Benchmark of the I/O tab's "All hosts" table (``/hosts``) of many hosts, cold and after
-TensorBoard restarts, with and without the per-capture summaries (issue 23,
-tb_iotrace/store/summaries.py).
+TensorBoard restarts, with and without the per-capture summaries
+(tb_iotrace/store/summaries.py).
 
 ``--hosts`` hosts (512) of one run, each the shared GPU capture (tests/data/gpu_multi_worker.xplane.pb)
 with ``--events`` synthetic I/O calls merged (20,000; one capture built, then copied: every host

@@ -370,7 +370,7 @@ def _two_readers(path: str, chunks: int) -> list[tuple]:
 
 
 def test_named_pipe_reads_are_never_redundant(tmp_path) -> None:
-    """Issue 19: workers reading one named pipe moved every byte once, but a pipe has no size,
+    """Workers reading one named pipe moved every byte once, but a pipe has no size,
     so each worker's stream from "offset 0" looked like the same file read twice. The same
     rows on a regular file are redundant-reads (the twin); on a FIFO (the path exists as one
     where the analysis runs) they never are."""
@@ -389,7 +389,7 @@ def test_named_pipe_reads_are_never_redundant(tmp_path) -> None:
 
 
 def test_read_ahead_windows_are_neither_random_nor_redundant() -> None:
-    """Issue 19: grain's ArrayRecord reader reads each record from its offset to the next 32 KiB
+    """Grain's ArrayRecord reader reads each record from its offset to the next 32 KiB
     boundary (records of 76 bytes compressed): 24 reads, each starting inside the previous one
     and after its start. The file is scanned forwards once; the overlap is the reader's
     read-ahead window read again, not the file read again, nor a read going backwards. A file

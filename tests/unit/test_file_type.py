@@ -1,4 +1,4 @@
-"""Issue 19: a named pipe's reads are never "the file read again", but the analysis knew a file's
+"""A named pipe's reads are never "the file read again", but the analysis knew a file's
 type only by looking at the path where it ran. A capture now records the type of each of its
 files that is not a regular file and is open when it stops (an fstat per open descriptor at
 stop: nothing on the calls' path), so a capture analysed on another machine, or after the
