@@ -63,7 +63,8 @@ def _command(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None =
     return [sys.executable, "-c", _PRELUDE, "--facts", *scan, *up, *[x for host, path in paths for x in (host, path)]]
 
 
-# The child lowers its priority before it imports anything of tb_iotrace or NumPy: it starts a
+# The child lowers its priority before it imports NumPy or the analysis (tb_iotrace.base.priority
+# imports nothing else: the package's __init__ is lazy): it starts a
 # session of its own, whose autogroup is nice 0 until the child sets it, and its imports (a
 # second of CPU) at that priority measurably slowed a job's next profile window on a loaded
 # machine (test_findings_on_real_pipelines[reads] under stress --cpu 2: 1 of 3 passed, 3 of 3
@@ -72,17 +73,10 @@ def _command(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None =
 # module cannot even be imported (the job's interpreter lacks one of tb_iotrace's dependencies),
 # the prelude removes them, with one line on stderr.
 _PRELUDE = f"""import os
-try:
-    with open('/proc/self/autogroup', 'w') as fh:
-        fh.write('19')
-except OSError:
-    pass
-try:
-    os.nice(19)
-except OSError:
-    pass
 import sys
 try:
+    from tb_iotrace.base.priority import lowest_priority
+    lowest_priority()
     import runpy
     runpy.run_module({CHILD!r}, run_name='__main__', alter_sys=True)
 except Exception as exc:
