@@ -150,7 +150,9 @@ def test_object_lanes_and_steps(server, browser):
             return [...{D}.querySelectorAll('.tl-tooltip div')].map((e) => e.textContent); }})()""")
         assert tip is not None and tip[0].startswith("GET s3://objs/shards/s0"), tip
         assert "16.0 KiB moved" in tip, tip
-        p.wait_for(f"{D}.querySelector('.steps-table') !== null", timeout=30)
+        # the panels of this run (its capture is shown, so "loading" was set before): the steps
+        # table of the run shown first stands until this run's steps come
+        p.wait_for(f"{D}.querySelector('#iotrace-root').dataset.panels === 'ready'", timeout=60)
         cols = p.evaluate(f"[...{D}.querySelectorAll('.steps-table th')].map((e) => e.textContent)")
         assert "Object requests" in cols and "Object bytes" in cols, cols
         row = p.evaluate(f"[...{D}.querySelector('.steps-table tbody tr').children].map((e) => e.textContent)")
