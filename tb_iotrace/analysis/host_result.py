@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis import text_report as textreport
+from tb_iotrace.analysis import file_totals
 from tb_iotrace.analysis.analyze import analyze
 from tb_iotrace.analysis.attribution import Attribution, attribute
 from tb_iotrace.analysis.collectives import collective_fields
@@ -35,7 +35,7 @@ from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
 __all__ = ["HostAnalysis", "HostResult", "analysed_part", "build", "summary_row", "write_errors_note"]
 
 NO_WAIT = InputWait(0, 0, 0.0, "none", 0)
-Files = list[dict[str, Any]] | textreport.TableFiles
+Files = list[dict[str, Any]] | file_totals.TableFiles
 
 
 @dataclass
@@ -61,7 +61,7 @@ class HostResult:
     training: dict[str, Any] | None    # the time the checkpoint findings' shares are of
     steps: list[dict[str, Any]]
     has_step_markers: bool
-    summary: dict[str, Any]            # the per-host table's row (text_report.host_row)
+    summary: dict[str, Any]            # the per-host table's row (file_totals.host_row)
     notes: list[str]
     profile: dict[str, Any] | None = None         # a profile window's bounds (captures, traces)
     window_origin: dict[str, Any] | None = None   # who took the window (run, attach)
@@ -204,7 +204,7 @@ def _steps(src: Source, att: Attribution | None,
 
 def _totals(files: Files) -> dict[str, dict[str, Any]]:
     out = {}
-    for m, t in textreport.totals(files).items():
+    for m, t in file_totals.totals(files).items():
         out[m] = {"files": t.files, "bytes_read": t.bytes_read, "bytes_written": t.bytes_written,
                   "reads": t.reads, "writes": t.writes, "opens": t.opens, "read_time": t.read_time,
                   "write_time": t.write_time, "meta_time": t.meta_time,
@@ -224,7 +224,7 @@ def _counter(files: list[dict[str, Any]], name: str) -> list[float]:
 
 
 def _row(src: Source, files: Any, iw: InputWait) -> dict[str, Any]:
-    """The host's row of the per-host table (:func:`tb_iotrace.analysis.text_report.host_row`, as
+    """The host's row of the per-host table (:func:`tb_iotrace.analysis.file_totals.host_row`, as
     the tab's /hosts): its counters' bytes and read time (a record's columns, else ``files``),
     its traced calls, and its input wait (ps) by the one rule (inside the steps, over their time)."""
     if src.files_as_columns():
@@ -233,7 +233,7 @@ def _row(src: Source, files: Any, iw: InputWait) -> dict[str, Any]:
         modules, counter = table.module_names(), table.column
     else:
         modules, counter = [f["module"] for f in files], (lambda name: _counter(files, name))
-    return textreport.host_row(src.host, modules, counter, io_calls=src.nevents(), input_wait_ns=iw.wait / 1000,
+    return file_totals.host_row(src.host, modules, counter, io_calls=src.nevents(), input_wait_ns=iw.wait / 1000,
                                span_ns=iw.time / 1000, wait_basis=iw.basis)
 
 
@@ -256,7 +256,7 @@ def _listing(src: Source, files: Any) -> Files:
         del paths
         ids = (np.concatenate([t.record_id for t in table.modules.values()]) if len(table)
                else np.zeros(0, np.uint64))
-        return textreport.TableFiles(table, ids, is_code)
+        return file_totals.TableFiles(table, ids, is_code)
     ids, remap = darshan_ids(files)
     code = code_paths([f["path"] for f in files], src.python())
     return [{"path": f["path"], "module": f["module"], "record_id": rid,
@@ -296,7 +296,7 @@ def build(src: Source) -> HostResult:
     out = HostResult(
         host=src.host, kind=src.kind, source=src.name, verdict=analysed.verdict, partial=src.partial(),
         dropped=src.dropped(), untracked=src.untracked(), nevents=src.nevents(), timeseries=src.timeseries(),
-        totals=_totals(listed), files=listed, code_loading=textreport.code_summary(listed),
+        totals=_totals(listed), files=listed, code_loading=file_totals.code_summary(listed),
         objects=objects_doc(src.objects(), src.objects_left_out()),
         endpoints=[e.to_dict() for e in source_endpoints(src)],
         findings=analysed.findings, checkpoints=analysed.checkpoints, training=analysed.training,

@@ -41,8 +41,7 @@ IMBALANCE_FACTOR = 1.5      # a shard's bytes or files per step: more than this 
 STRAGGLER_TITLE = "One rank's input holds the whole job"
 IMBALANCE_TITLE = "The ranks' shards are not the same size"
 
-__all__ = ["IMBALANCE_FACTOR", "STRAGGLER_FACTOR", "annotate", "data_dirs", "data_read", "findings", "job_verdict",
-           "render"]
+__all__ = ["IMBALANCE_FACTOR", "STRAGGLER_FACTOR", "annotate", "data_dirs", "data_read", "findings", "job_verdict"]
 
 
 def _rank_of(h: dict[str, Any]) -> int | None:
@@ -340,26 +339,3 @@ def annotate(run: dict[str, Any]) -> None:
                        + (f"; this rank's own input wait is {100 * own:.1f}%" if own is not None else "")
                        + f". Change, on {st['label']}: {jv.get('change', '')} (expected step time -{100 * st['cost_share']:.0f}%, "
                        "job verdict).")
-
-
-def render(jv: dict[str, Any] | None) -> str:
-    """The job verdict's lines in the text report (below the per-host table)."""
-    if not jv:
-        return ""
-    head = {"input": "INPUT-BOUND", "partly input": "PARTLY INPUT-BOUND", "not input": "NOT INPUT-BOUND"}.get(
-        jv.get("bound", ""), "UNKNOWN")
-    if jv.get("straggler"):
-        head += f" on {jv['straggler']['label']}"
-    lines = [f"Job verdict ({jv['ranks']} ranks, {jv['matched_steps']} steps matched by number): {head}",
-             f"  {jv.get('advice', '')}"]
-    if jv.get("basis") == "steps":
-        lines.append(f"  {'rank':<14} {'host':<28} {'step ms':>8} {'input wait':>10} {'collective':>10} {'MiB/step':>9} {'files/step':>10}")
-        for r in jv.get("per_rank") or []:
-            def pct(x: Any) -> str:
-                return f"{100 * x:.0f}%" if x is not None else "-"
-            mib = f"{r['bytes_per_step'] / 2**20:.2f}" if r["bytes_per_step"] is not None else "-"
-            fps = f"{r['files_per_step']:.1f}" if r["files_per_step"] is not None else "-"
-            sms = f"{r['step_ms']:.1f}" if r["step_ms"] is not None else "-"
-            lines.append(f"  {r['label'][:14]:<14} {r['host'][:28]:<28} {sms:>8} {pct(r['input_wait_share']):>10} "
-                         f"{pct(r['collective_wait_share']):>10} {mib:>9} {fps:>10}")
-    return "\n".join(lines) + "\n"

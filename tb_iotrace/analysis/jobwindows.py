@@ -15,10 +15,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tb_iotrace.analysis.text_report import human_bytes
-from tb_iotrace.base.safenames import printable
 
-__all__ = ["from_report", "job_of", "jobs", "origin_text", "render", "window_row"]
+__all__ = ["from_report", "job_of", "jobs", "origin_text", "when_text", "window_row"]
 
 
 def job_of(run: str) -> str:
@@ -28,7 +26,7 @@ def job_of(run: str) -> str:
 
 def window_row(run: str, hosts: Sequence[Mapping[str, Any]], start_ns: Sequence[int | None],
                stop_ns: Sequence[int | None], steps: Sequence[int]) -> dict[str, Any]:
-    """One window from its hosts' per-host rows (:func:`tb_iotrace.analysis.text_report.host_row`), their
+    """One window from its hosts' per-host rows (:func:`tb_iotrace.analysis.file_totals.host_row`), their
     profile start and stop (epoch ns, None when the capture has none) and their step counts.
     ``start_ns``/``stop_ns`` the earliest start and the latest stop (None without any);
     ``input_wait_share`` the hosts' summed wait over their summed step time (None without steps
@@ -70,7 +68,7 @@ def jobs(windows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _when(ns: Any) -> str:
+def when_text(ns: Any) -> str:
     """UTC to the second; "?" for None or anything that is not an epoch time in ns (a window's
     origin is read from files anyone may write)."""
     if not isinstance(ns, (int, float)) or isinstance(ns, bool):
@@ -81,37 +79,9 @@ def _when(ns: Any) -> str:
         return "?"
 
 
-def _share(w: Mapping[str, Any]) -> str:
-    s = w.get("input_wait_share")
-    return "-" if s is None else f"{100 * s:.0f}%"
-
-
 def origin_text(origin: Mapping[str, Any]) -> str:
     """Who took a window and when: ``tb-iotrace attach at 2026-11-28 04:20:23 (pid 13064)``."""
-    return f"{origin.get('by', '?')} at {_when(origin.get('at_ns'))} (pid {origin.get('pid', '?')})"
-
-
-def render(job_list: Sequence[Mapping[str, Any]], least: int = 2) -> str:
-    """The text table of each job with at least ``least`` windows ("" when none has)."""
-    out: list[str] = []
-    for job in job_list:
-        ws = job["windows"]
-        if len(ws) < least:
-            continue
-        name = printable(job["job"] or ".")
-        title = f"Profile windows of {name} ({len(ws)}, in time order)"
-        out += [title, "=" * len(title),
-                f"  {'#':>3} {'start (UTC)':<19} {'length':>8} {'steps':>5} {'input wait':>10} "
-                f"{'bytes read':>11} {'I/O calls':>9} {'read time':>9}  run"]
-        for w in ws:
-            dur = w.get("duration_ns")
-            length = "?" if dur is None else f"{dur / 1e9:.2f}s"
-            out.append(f"  {w['n']:>3} {_when(w.get('start_ns')):<19} {length:>8} {w['steps']:>5} "
-                       f"{_share(w):>10} {human_bytes(w['bytes_read']):>11} {w['io_calls']:>9} "
-                       f"{w['read_time_s']:>8.3f}s  {printable(w['run'])}"
-                       + (f"  [{printable(w['taken_by'])}]" if w.get("taken_by") else ""))
-        out.append("")
-    return "\n".join(out)
+    return f"{origin.get('by', '?')} at {when_text(origin.get('at_ns'))} (pid {origin.get('pid', '?')})"
 
 
 def from_report(runs: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -43,20 +43,3 @@ def totals(hosts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             part["hosts"].append({"host": h.get("host"), "counted_until_ns": int(end) if end else None,
                                   "missing": MISSING})
     return {"whole": whole, "partial": part}
-
-
-def render(t: Mapping[str, Any]) -> list[str]:
-    """The text table: the whole processes' totals, then the partial ones' apart."""
-    head = (f"{'module':<7} {'files':>6} {'bytes read':>14} {'bytes written':>14} {'reads':>9} {'writes':>9}")
-    lines = [head]
-    for side, label in (("whole", "whole"), ("partial", "PARTIAL")):
-        s = t[side]
-        if not s["processes"]:
-            continue
-        if t["partial"]["processes"]:         # the label only where two kinds stand apart
-            lines.append(f"{label} processes: {s['processes']}" + (
-                " (counts up to each one's last flush; not added to the whole ones)" if side == "partial" else ""))
-        for m, c in s["modules"].items():
-            lines.append(f"{m:<7} {c['files']:>6} {c['bytes_read']:>14} {c['bytes_written']:>14} "
-                         f"{c['reads']:>9} {c['writes']:>9}")
-    return lines

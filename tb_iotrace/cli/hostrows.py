@@ -18,9 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 from tb_iotrace.analysis import host_result, job_facts
-from tb_iotrace.analysis import text_report as textreport
 from tb_iotrace.analysis.job_verdict import job_verdict
-from tb_iotrace.analysis.job_verdict import render as render_job
 from tb_iotrace.store import jobfacts
 from tb_iotrace.store import summaries
 from tb_iotrace.base.safenames import printable
@@ -106,7 +104,7 @@ def _jobs(jobs: int | None, n: int) -> int:
 def build(sources: Sequence[Source], compute: Compute, jobs: int | None = None,
           full: Compute | None = None) -> dict[str, Any]:
     """``{"format": "tb_iotrace.hosts/1", "runs": [{"run", "hosts": [row], "job_verdict",
-    "notes"}], "computed": n}``: each source's row (:func:`tb_iotrace.analysis.text_report.host_row`'s)
+    "notes"}], "computed": n}``: each source's row (:func:`tb_iotrace.analysis.file_totals.host_row`'s)
     from its stored summary, else ``compute(src)`` (in up to ``jobs`` processes), then stored;
     ``computed``: how many had to be read. With ``full`` (the report's host document), the job
     verdict of each run of two or more sources from their stored job facts; a source without
@@ -150,17 +148,4 @@ def build(sources: Sequence[Source], compute: Compute, jobs: int | None = None,
     return {"format": FORMAT, "runs": out, "computed": len(todo)}
 
 
-def render(doc: dict[str, Any]) -> str:
-    """The text table of :func:`build`'s document, one block per run."""
-    out = []
-    for run in doc["runs"]:
-        title = f"{printable(run['run'])}: {len(run['hosts'])} hosts/processes"
-        out += [title, "=" * len(title), "Per host (POSIX + STDIO counters; input wait within the steps)",
-                textreport.render_hosts(run["hosts"]), ""]
-        if run.get("job_verdict"):
-            out += [render_job(run["job_verdict"]).rstrip("\n"), ""]
-        out += [f"Note: {n}" for n in run.get("notes") or []]
-    return "\n".join(out)
-
-
-__all__ = ["FORMAT", "build", "keep", "kept", "render", "stored", "version"]
+__all__ = ["FORMAT", "build", "keep", "kept", "stored", "version"]

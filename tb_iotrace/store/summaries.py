@@ -1,6 +1,6 @@
 """Per-capture summaries kept on disk: the host row of the "All hosts" table, of
 ``tb-iotrace report``'s per-host table and of the fleet dataset's ``hosts`` table
-(:func:`tb_iotrace.analysis.text_report.host_row` computes it), stored once per version of the capture so that
+(:func:`tb_iotrace.analysis.file_totals.host_row` computes it), stored once per version of the capture so that
 a TensorBoard restart or a second ``report`` reads ~500 bytes instead of decoding the capture.
 
 Where: beside the capture, under its run's ``plugins/iotrace/summaries/`` (TensorBoard's

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tb_iotrace.store import xplane as X
-from tb_iotrace.analysis.text_report import render
+from tb_iotrace.cli.report_text.file_tables import render_files
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 DEFAULT_MAX_FILES = 4_194_304
@@ -70,7 +70,7 @@ def test_files_past_the_bound_are_counted_never_silent(only, tmp_path):
     X.add_io_to_space(space, cap.to_iotrace(), start_ns=cap.start_ns)
     back = X.read_io_data(space)
     assert back.untracked == u.to_dict()
-    text = render([f.to_dict() for f in cap.files], untracked=back.untracked)
+    text = render_files([f.to_dict() for f in cap.files], untracked=back.untracked)
     assert re.search(r"files not tracked .*24 opens, 72 calls", text), text
     assert str(paths[8]) in text
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.analysis.checkpoints.ranks import render, save_table, straggler_finding
+from tb_iotrace.analysis.checkpoints.ranks import save_table, straggler_finding
+from tb_iotrace.cli.report_text.job_text import render_rank_saves
 from tb_iotrace.store.runrecord import job_rank
 
 MiB = 1 << 20
@@ -39,7 +40,7 @@ def test_slow_rank_named_with_its_bandwidth_and_cost() -> None:
     assert host == "a.2" and f["id"] == "checkpoint-straggler"
     assert f["evidence"]["cost_s"] == pytest.approx(1.1) and f["impact"]["step_share"] == pytest.approx(0.11)
     assert "MiB/s" in f["statement"] and "rank 1" in f["statement"] and f["impact"]["ms_per_step"] is None
-    assert "straggler: a.2" in render(saves)
+    assert "straggler: a.2" in render_rank_saves(saves)
 
 
 def test_rank_waiting_in_the_saves_collective_is_not_the_measure() -> None:
@@ -74,14 +75,14 @@ def test_even_ranks_and_background_saves_make_no_finding() -> None:
 
 def test_no_checkpoints_no_table() -> None:
     hosts = [_host("a.1", 0, []), _host("a.2", 1, [])]
-    assert save_table(hosts) == [] and straggler_finding([], hosts) is None and render([]) == ""
+    assert save_table(hosts) == [] and straggler_finding([], hosts) is None and render_rank_saves([]) == ""
 
 
 def test_saves_far_apart_are_separate_and_one_host_once_per_save() -> None:
     hosts = [_host("a.1", 0, [_save(1.0, 1.1), _save(1.05, 1.2)]), _host("a.2", 1, [_save(3.0, 3.1)])]
     saves = save_table(hosts)
     assert [[r["host"] for r in s["ranks"]] for s in saves] == [["a.1"], ["a.1"], ["a.2"]]
-    assert render(saves) == ""          # no save of two ranks: no per-rank table
+    assert render_rank_saves(saves) == ""          # no save of two ranks: no per-rank table
 
 
 def test_job_rank_from_launcher_environment() -> None:

@@ -18,6 +18,7 @@ from test_job_verdict import _doc, _job
 from tb_iotrace.analysis.job_facts import doc_of, facts_of
 from tb_iotrace.analysis.job_verdict import job_verdict
 from tb_iotrace.cli import hostrows
+from tb_iotrace.cli.report_text.document import render_host_table
 from tb_iotrace.analysis import run_result
 from tb_iotrace.analysis.host_result import summary_row
 from tb_iotrace.model.open_source import open_source
@@ -83,7 +84,7 @@ def test_report_hosts_job_verdict_from_facts_equals_the_full_report(tmp_path) ->
     (hrun,) = got["runs"]
     assert run["job_verdict"]["straggler"]["rank"] == 2
     assert hrun["job_verdict"] == run["job_verdict"] and hrun["notes"] == []
-    text = hostrows.render(got)
+    text = render_host_table(got)
     assert "Job verdict (4 ranks, 6 steps matched by number): INPUT-BOUND on rank 2" in text
 
 
@@ -151,7 +152,7 @@ def test_damaged_facts_are_ignored_with_a_note_and_made_again(tmp_path, damage) 
     assert got["computed"] == 1 and hrun["job_verdict"] == run["job_verdict"]
     (note,) = hrun["notes"]
     assert note.startswith(f"The stored job facts of {src.host} are damaged (") and "made again" in note, note
-    assert f"Note: {note}" in hostrows.render(got)
+    assert f"Note: {note}" in render_host_table(got)
     assert jobfacts.load(str(paths[0]), src.part).state == "ok"
 
 

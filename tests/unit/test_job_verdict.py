@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.analysis.job_verdict import annotate, job_verdict, render
+from tb_iotrace.analysis.job_verdict import annotate, job_verdict
+from tb_iotrace.cli.report_text.job_text import render_job_verdict
 
 MS = 10**9     # ps
 
@@ -55,7 +56,7 @@ def test_annotate_tells_rank_0_it_waits_for_rank_2() -> None:
     (f,) = [f for f in run["hosts"][2]["findings"] if f["id"] == "input-straggler"]
     assert f["impact"]["step_share"] == pytest.approx(399 / 500) and f["impact"]["ms_per_step"] == pytest.approx(399)
     assert "waits_for" not in run["hosts"][2]["verdict"]
-    assert "INPUT-BOUND on rank 2" in render(run["job_verdict"])
+    assert "INPUT-BOUND on rank 2" in render_job_verdict(run["job_verdict"])
 
 
 def test_balanced_job_not_input_bound() -> None:

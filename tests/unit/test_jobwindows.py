@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from tb_iotrace.analysis.run_result import build
-from tb_iotrace.cli.report import render_text
+from tb_iotrace.cli.report_text.document import render_report
+from tb_iotrace.cli.report_text.job_text import render_windows
 from tb_iotrace.model.open_source import open_source as resolve
-from tb_iotrace.analysis.jobwindows import job_of, jobs, render, window_row
+from tb_iotrace.analysis.jobwindows import job_of, jobs, window_row
 from tb_iotrace.store.xplane import load_xspace, profile_start_ns
 
 from moved_capture import CAPTURE, HOUR_NS, job_logdir
@@ -50,7 +51,7 @@ def test_window_row_sums_hosts() -> None:
     # a window without a start goes last; jobs come by name
     listed = jobs([bare, row, {**row, "run": "j/v", "start_ns": 50}])
     assert [(j["job"], [w["run"] for w in j["windows"]]) for j in listed] == [("", ["w"]), ("j", ["j/v", "j/w"])]
-    assert render(listed) != "" and "Profile windows of j (2" in render(listed) and "of . " not in render(listed)
+    assert render_windows(listed) != "" and "Profile windows of j (2" in render_windows(listed) and "of . " not in render_windows(listed)
 
 
 def test_report_lists_a_jobs_windows_in_time_order(logdir: Path) -> None:
@@ -68,7 +69,7 @@ def test_report_lists_a_jobs_windows_in_time_order(logdir: Path) -> None:
         assert w["steps"] == len(h["steps"]) == 4                        # four StepTraceAnnotation steps
         assert w["duration_ns"] == h["profile"]["stop_ns"] - h["profile"]["start_ns"] > 0
         assert w["input_wait_ns"] == h["summary"]["input_wait_ns"]
-    text = render_text(doc)
+    text = render_report(doc)
     assert "Profile windows of job (3, in time order)" in text
     assert "Profile windows of other" not in text                  # one window is not a series
     lines = [ln for ln in text.splitlines() if ln.rstrip().endswith(("job/b", "job/c", "job/d"))]
@@ -116,7 +117,7 @@ def test_windows_taken_by_run_or_attach_say_so(logdir: Path) -> None:
     when = jobwindows_when(base)
     assert taken == {"job/d": None, "job/b": f"tb-iotrace attach at {when} (pid 42)",
                      "job/c": f"tb-iotrace run --profile-every at {when} (pid 7)"}
-    text = render_text(doc)
+    text = render_report(doc)
     assert f"[window taken by tb-iotrace attach at {when} (pid 42)]" in text
     assert f"job/b  [tb-iotrace attach at {when} (pid 42)]" in text
     pytest.importorskip("tensorboard")

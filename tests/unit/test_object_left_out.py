@@ -1,7 +1,8 @@
 """Object requests past the per-process cap are counted, stored beside the columns and reported."""
 from __future__ import annotations
 
-from tb_iotrace.analysis.object_report import objects_doc, render_objects
+from tb_iotrace.analysis.object_report import objects_doc
+from tb_iotrace.cli.report_text.storage_tables import render_objects
 from tb_iotrace.base import objreqs
 from tb_iotrace.store.objcolumns import checked, concat, left_out, rows, to_columns
 

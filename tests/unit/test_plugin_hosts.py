@@ -180,7 +180,7 @@ def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
     /hosts rows; the text table marks the host with the slowest reads."""
     from tb_iotrace.analysis import run_result
     from tb_iotrace.cli import hostrows
-    from tb_iotrace.cli import report as cli_report
+    from tb_iotrace.cli.report_text.document import render_report
     from tb_iotrace.model.open_source import open_source as resolve
     from tb_iotrace.plugin.synthetic import make_logdir
 
@@ -205,7 +205,7 @@ def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
         for k in ("bytes_read", "bytes_written", "io_calls", "files", "source"):
             assert row[k] == tab[h["host"]][k], k
         assert row["read_time_s"] == pytest.approx(tab[h["host"]]["read_time_s"])
-    text = cli_report.render_text(doc)
+    text = render_report(doc)
     table = text[text.index("Per host"):].splitlines()
     slow = max(hosts, key=lambda h: h["summary"]["read_time_s"])["host"]
     assert slow == "w1"

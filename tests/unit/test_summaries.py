@@ -19,6 +19,7 @@ pytest.importorskip("tensorboard")
 
 from tb_iotrace.store import summaries
 from tb_iotrace.cli import hostrows
+from tb_iotrace.cli.report_text.document import render_host_table
 from tb_iotrace.analysis.host_result import summary_row
 from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.store.logdir import scan
@@ -114,7 +115,7 @@ def test_report_rows_are_kept_and_read_back_equal_on_real_sources(tmp_path, besi
     assert again["computed"] == 0
     assert {(r["run"], h["host"]): h for r in again["runs"] for h in r["hosts"]} == \
         {k: d["summary"] for k, d in docs.items()}
-    text = hostrows.render(again)
+    text = render_host_table(again)
     assert all(f"  {s.host} " in text for s in sources) and "Per host" in text
     for f in (tmp_path / "logdir").rglob("*" + summaries.SUFFIX):
         f.unlink()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tb_iotrace.analysis.text_report import render_timeseries
+from tb_iotrace.cli.report_text.file_tables import render_timeseries
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError, accumulate, sparkline
 
 

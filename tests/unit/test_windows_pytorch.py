@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tb_iotrace.analysis.run_result import build
-from tb_iotrace.cli.report import render_text
+from tb_iotrace.cli.report_text.document import render_report
 from tb_iotrace.model.open_source import open_source as resolve
 from tb_iotrace.store.xplane import load_xspace, profile_start_ns
 
@@ -96,7 +96,7 @@ def test_tab_and_report_list_the_same_windows(logdir: Path) -> None:
     assert [{k: w.get(k) for k in keys} for w in ws] == [{k: w.get(k) for k in keys} for w in reported]
     for got, want in zip(ws, reported):
         assert got["input_wait_share"] == pytest.approx(want["input_wait_share"], abs=1e-3)
-    text = render_text(doc)
+    text = render_report(doc)
     assert "Profile windows of pytorch (4, in time order)" in text
     assert f"{RUN}  [tb-iotrace run --profile-every at {_when(T0 + 2 * HOUR_NS)} (pid 7)]" in text
 
@@ -128,4 +128,4 @@ def test_an_origin_that_is_not_a_time_is_said_as_unknown(tmp_path: Path) -> None
     doc = build(resolve(str(tmp_path)), jobs=1)
     [ws] = [j["windows"] for j in doc["jobs"] if j["job"] == "pytorch"]
     assert [w["taken_by"] for w in ws] == ["tb-iotrace attach at ? (pid 3)", "tb-iotrace attach at ? (pid 4)"]
-    assert "[window taken by tb-iotrace attach at ? (pid 4)]" in render_text(doc)
+    assert "[window taken by tb-iotrace attach at ? (pid 4)]" in render_report(doc)

@@ -29,7 +29,7 @@ BYTES_FACTOR = 1.5                 # "it wrote more": this many times the others
 BANDWIDTH_FACTOR = 0.5             # "it wrote slower": under this share of the others' median
 TITLE = "One rank finishes its checkpoint saves long after the others"
 
-__all__ = ["TITLE", "save_table", "straggler_finding", "render"]
+__all__ = ["TITLE", "save_table", "straggler_finding"]
 
 
 def _label(h: dict[str, Any]) -> tuple[int | None, str]:
@@ -172,22 +172,3 @@ def straggler_finding(saves: list[dict[str, Any]], hosts: list[dict[str, Any]]) 
                "impact": {"step_share": share, "ms_per_step": cost[host] / 1e6 / steps if steps else None,
                           "basis": str(tr.get("basis") or "none")}}
     return host, finding
-
-
-def render(saves: list[dict[str, Any]]) -> str:
-    """The text report's table per save of two ranks or more: every rank's bytes, bandwidth,
-    start and finish (seconds from the save's start)."""
-    multi = [s for s in saves if len(s["ranks"]) > 1]
-    if not multi:
-        return ""
-    lines = ["Checkpoint saves per rank"]
-    for n, s in enumerate(multi):
-        mark = f"  straggler: {s['straggler']} ({s['lag_ns'] / 1e9:.2f} s late)" if s["straggler"] else ""
-        lines.append(f"  save {n + 1}: {len(s['ranks'])} ranks, {(s['end_ns'] - s['start_ns']) / 1e9:.3f} s{mark}")
-        lines.append(f"    {'rank':>5} {'host':<24} {'MiB':>8} {'MiB/s':>8} {'start s':>8} {'finish s':>8}  file system")
-        for r in s["ranks"]:
-            rank = "-" if r["rank"] is None else str(r["rank"])
-            lines.append(f"    {rank:>5} {r['host'][:24]:<24} {r['bytes'] / MiB:>8.1f} {r['bandwidth_mib_s']:>8.0f} "
-                         f"{(r['start_ns'] - s['start_ns']) / 1e9:>8.3f} {(r['finish_ns'] - s['start_ns']) / 1e9:>8.3f}"
-                         f"  {r['mount_point']} ({r['fs_type']})")
-    return "\n".join(lines) + "\n"

@@ -15,7 +15,7 @@ from tb_iotrace.analysis.decoded.tab_kineto import decode_kineto
 from tb_iotrace.analysis.decoded.tab_model import Lane, TabCapture
 from tb_iotrace.analysis.decoded.tab_record import decode_record
 from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
-from tb_iotrace.analysis.text_report import host_row
+from tb_iotrace.analysis.file_totals import host_row
 from tb_iotrace.model.stepwait import InputWait, input_wait, is_input_wait, merge
 from tb_iotrace.model.source_kinds import CAPTURE, KINETO, RECORD, listed_kind
 

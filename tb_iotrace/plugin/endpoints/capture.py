@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_iotrace.analysis.text_report import untracked_note
+from tb_iotrace.analysis.file_totals import untracked_note
 from tb_iotrace.plugin.request_view import View, fmt_float, io_by_choice, unreadable_json, view_steps
 
 

@@ -1,8 +1,8 @@
-"""The report's table of storage endpoints (tb_iotrace.analysis.endpoint_report): a row per
-endpoint with its figures, at most MAX_SHOWN rows and a line for the rest, names escaped."""
+"""The report's table of storage endpoints (tb_iotrace.cli.report_text.storage_tables): a row per
+endpoint with its figures, at most ENDPOINTS_SHOWN rows and a line for the rest, names escaped."""
 from __future__ import annotations
 
-from tb_iotrace.analysis.endpoint_report import MAX_SHOWN, render_endpoints
+from tb_iotrace.cli.report_text.storage_tables import ENDPOINTS_SHOWN, render_endpoints
 
 
 def _endpoint(name: str, bytes_in: int = 3 << 20) -> dict:
@@ -20,8 +20,8 @@ def test_one_row_per_endpoint_with_its_figures() -> None:
 
 
 def test_past_the_rows_shown_one_line_says_how_many_more() -> None:
-    text = render_endpoints([_endpoint(f"tcp:10.0.0.{i}:9000") for i in range(MAX_SHOWN + 3)])
-    assert text.count("tcp:10.0.0.") == MAX_SHOWN and "... 3 more endpoints (--json for all)" in text
+    text = render_endpoints([_endpoint(f"tcp:10.0.0.{i}:9000") for i in range(ENDPOINTS_SHOWN + 3)])
+    assert text.count("tcp:10.0.0.") == ENDPOINTS_SHOWN and "... 3 more endpoints (--json for all)" in text
 
 
 def test_an_endpoint_name_cannot_write_to_the_terminal() -> None:

@@ -1,7 +1,9 @@
-"""Plain-text I/O report from Darshan-style per-file records.
+"""A host's per-file records summed: module totals, the per-host table's row, the POSIX size
+histogram and access pattern, code loading, the files the report lists first (:func:`files_view`).
 
-Input is the JSON form every part of tb_iotrace shares:
-``[{"path", "module", "counters": {...}, "fcounters": {...}}]``.
+Input is the JSON form every part of tb_iotrace shares,
+``[{"path", "module", "counters": {...}, "fcounters": {...}}]``, or a whole-run record's columns
+(:class:`TableFiles`). The text of these figures is the report's (:mod:`tb_iotrace.cli.report_text`).
 """
 from __future__ import annotations
 
@@ -11,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from tb_iotrace.base.safenames import printable
+from tb_iotrace.base.sizes import human_bytes
 from tb_iotrace.store.filetable import FileTable
-from tb_iotrace.base.safenames import printable, quoted
-from tb_iotrace.store.timeseries import TimeSeries, sparkline
 
 SIZE_BINS = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
              "100M_1G", "1G_PLUS")
@@ -148,18 +150,6 @@ def _table_totals(files: TableFiles) -> dict[str, ModuleTotals]:
     return out
 
 
-def merge_totals(parts: Iterable[Mapping[str, ModuleTotals]]) -> dict[str, ModuleTotals]:
-    """Module totals of several hosts added up."""
-    out: dict[str, ModuleTotals] = {}
-    for p in parts:
-        for m, t in p.items():
-            o = out.setdefault(m, ModuleTotals(m))
-            for k in ("files", "bytes_read", "bytes_written", "reads", "writes", "opens", "read_time",
-                      "write_time", "meta_time"):
-                setattr(o, k, getattr(o, k) + getattr(t, k))
-    return out
-
-
 # (row field, POSIX counter, STDIO counter) of a host's row in the "All hosts" table
 HOST_COUNTERS = (("bytes_read", "POSIX_BYTES_READ", "STDIO_BYTES_READ"),
                  ("bytes_written", "POSIX_BYTES_WRITTEN", "STDIO_BYTES_WRITTEN"),
@@ -200,30 +190,6 @@ def host_row(host: str, modules: Sequence[str], counter: Callable[[str], Sequenc
             "span_ns": int(span_ns), "wait_basis": wait_basis}
 
 
-def render_hosts(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The per-host table: one line per host, the slowest reader and the longest input wait
-    marked."""
-    if not rows:
-        return ""
-    slow_read = max(range(len(rows)), key=lambda i: rows[i]["read_time_s"])
-    slow_wait = max(range(len(rows)), key=lambda i: rows[i]["input_wait_ns"])
-    names = [printable(r["host"]) for r in rows]
-    width = max(6, max(len(n) for n in names))
-    lines = [f"  {'host':<{width}} {'bytes read':>11} {'written':>11} {'read time':>10} {'I/O calls':>9} "
-             f"{'input wait':>11} {'wait %':>6}"]
-    for i, r in enumerate(rows):
-        mark = []
-        if len(rows) > 1 and r["read_time_s"] > 0 and i == slow_read:
-            mark.append("slowest reads")
-        if len(rows) > 1 and r["input_wait_ns"] > 0 and i == slow_wait:
-            mark.append("longest input wait")
-        lines.append(f"  {names[i]:<{width}} {human_bytes(r['bytes_read']):>11} "
-                     f"{human_bytes(r['bytes_written']):>11} {r['read_time_s']:>9.3f}s {r['io_calls']:>9} "
-                     f"{r['input_wait_ns'] / 1e6:>9.1f}ms {r['input_wait_pct']:>5.1f}%"
-                     + (f"  <- {', '.join(mark)}" if mark else ""))
-    return "\n".join(lines)
-
-
 def size_histogram(files: Iterable[Mapping[str, Any]], kind: str = "READ") -> dict[str, int]:
     """POSIX access-size histogram summed over files (Darshan's ten bins)."""
     hist = dict.fromkeys(SIZE_BINS, 0)
@@ -247,14 +213,6 @@ def access_pattern(files: Iterable[Mapping[str, Any]]) -> dict[str, int]:
             for k in keys:
                 out[k] += int(f["counters"].get(f"POSIX_{k}", 0))
     return out
-
-
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n} B"
 
 
 def untracked_note(untracked: Mapping[str, Any] | None) -> str:
@@ -293,139 +251,40 @@ def code_summary(files: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             "time_s": sum(m.read_time + m.write_time + m.meta_time for m in t)}
 
 
-def code_line(summary: Mapping[str, Any], shown: bool) -> str:
-    """The one line the report gives code loading."""
-    return (f"Code loading (Python imports, shared libraries, interpreter, framework config): "
-            f"{summary['files']} files, {human_bytes(summary['bytes_read'])} read, "
-            f"{summary['time_s']:.4f} s in calls" + ("" if shown else "; left out below (--all-files shows them)"))
+@dataclass
+class FilesView:
+    """What the report lists of a host's files: code loading summed apart (``code``), then
+    the files shown (the data files, or every file with ``all_files``): their module totals,
+    the busiest by bytes moved, the POSIX read-size histogram and read pattern."""
+    code: dict[str, Any]
+    shown: int
+    totals: list[ModuleTotals]
+    busiest: list[dict[str, Any]]
+    read_sizes: dict[str, int]
+    pattern: dict[str, int]
 
 
-BOUND_WORDS = {"input": "INPUT-BOUND", "partly input": "PARTLY INPUT-BOUND", "not input": "NOT INPUT-BOUND",
-               "unknown": "NO VERDICT"}
-WAIT_PARTS = (("file_io", "file I/O"), ("object_io", "object I/O"), ("decode", "decode"), ("starved", "starved"),
-              ("copy", "copy"), ("other", "other"))
-SHOWN_WHEN_SOME = ("object_io",)     # a part most captures never have: named only when it is there
+def moved(f: Mapping[str, Any]) -> int:
+    """Bytes read + written of one file entry."""
+    m = f["module"]
+    return int(f["counters"].get(f"{m}_BYTES_READ", 0)) + int(f["counters"].get(f"{m}_BYTES_WRITTEN", 0))
 
 
-def render_verdict(v: Mapping[str, Any]) -> str:
-    """The verdict's lines at the top of a host's report (tb_iotrace.analysis.verdict)."""
-    share = v.get("input_wait_share")
-    head = f"Verdict: {BOUND_WORDS.get(str(v.get('bound')), str(v.get('bound')).upper())}"
-    if isinstance(v.get("waits_for"), dict):       # another rank's input sets the step (job verdict)
-        head = f"Verdict: WAITS FOR {str(v['waits_for'].get('label', 'another rank')).upper()}'S INPUT (job verdict)"
-    if share is not None:
-        per = v.get("input_wait_ms_per_step")
-        head += (f": the step waits for input {100 * share:.1f}% of its time"
-                 + (f" ({per:.2f} ms per step over {v.get('steps')} steps)" if per is not None else
-                    f" ({v.get('basis')})"))
-    lines = [head]
-    b = v.get("wait_breakdown") or {}
-    if share:
-        parts = [f"{name} {100 * b[k]:.0f}%" for k, name in WAIT_PARTS
-                 if b.get(k) is not None and (b[k] or k not in SHOWN_WHEN_SOME)]
-        if v.get("unmeasured") and (v.get("unmeasured_share") or 0) > 0:
-            parts.append(f"{' or '.join(v['unmeasured'])} (not measured) {100 * v['unmeasured_share']:.0f}%")
-        lines.append("  the wait: " + ", ".join(parts))
-        if v.get("reason"):
-            lines.append(f"  not measured: {v['reason']}")
-    if v.get("collective_wait_share") is not None and v.get("collectives"):
-        lines.append(f"  collective wait: {100 * v['collective_wait_share']:.1f}% of step time "
-                     f"({v.get('collective_wait_ms_per_step') or 0:.2f} ms per step in all-reduce/all-gather/...)")
-    if v.get("advice"):
-        lines.append(f"  advice: {v['advice']}")
-    return "\n".join(lines)
-
-
-def render(files: Sequence[Mapping[str, Any]], *, title: str = "", dropped: int = 0, top: int = 10,
-           empty: str = "", untracked: Mapping[str, Any] | None = None, all_files: bool = False,
-           verdict: Mapping[str, Any] | None = None) -> str:
-    """The report a user reads first, as text (``empty``: what to say when there are no files).
-    Files marked ``"code": true`` (tb_iotrace.base.codepaths) are one line and left out of the
-    tables unless ``all_files``."""
-    lines: list[str] = []
-    if title:
-        title = printable(title)
-        lines += [title, "=" * len(title)]
-    if verdict:
-        lines += [render_verdict(verdict), ""]
-    note = untracked_note(untracked)
-    if note:
-        lines.append(f"NOT TRACKED: {note}")
+def files_view(files: Sequence[Mapping[str, Any]], all_files: bool = False, top: int = 10) -> FilesView:
+    """The report's view of ``files`` (entries marked ``"code": true`` are code loading,
+    :mod:`tb_iotrace.base.codepaths`; left out of the tables unless ``all_files``)."""
     code = code_summary(files)
-    if code["files"]:
-        lines.append(code_line(code, all_files))
+    shown: Any = files
     if isinstance(files, TableFiles):
         if not all_files:
-            files = files.select(~files.code[files.rows])
+            shown = files.select(~files.code[files.rows])
     elif not all_files:
-        files = [f for f in files if not f.get("code")]
-    if not files:
-        lines.append(printable(empty) if empty else ("No data file I/O was recorded." if code["files"] else
-                               "No file I/O was recorded (nothing traced, or every path was excluded)."))
-        return "\n".join(lines) + "\n"
-    lines.append(f"{'module':<7} {'files':>6} {'read':>11} {'written':>11} {'reads':>9} {'writes':>9} "
-                 f"{'opens':>7} {'read s':>9} {'write s':>9} {'meta s':>9} {'read MiB/s':>11}")
-    for t in totals(files).values():
-        lines.append(f"{t.module:<7} {t.files:>6} {human_bytes(t.bytes_read):>11} "
-                     f"{human_bytes(t.bytes_written):>11} {t.reads:>9} {t.writes:>9} {t.opens:>7} "
-                     f"{t.read_time:>9.4f} {t.write_time:>9.4f} {t.meta_time:>9.4f} {t.read_bw:>11.1f}")
-    if dropped:
-        lines.append(f"(trace cap reached: {dropped} calls not in the trace; counters are exact)")
-
-    def moved(f: Mapping[str, Any]) -> int:
-        m = f["module"]
-        return int(f["counters"].get(f"{m}_BYTES_READ", 0)) + int(f["counters"].get(f"{m}_BYTES_WRITTEN", 0))
-
-    lines += ["", f"Busiest files (top {top} by bytes moved)"]
-    if isinstance(files, TableFiles):
-        mv = files.moved()
-        busiest = [files[int(i)] for i in np.argsort(-mv, kind="stable")[:top]]
+        shown = [f for f in files if not f.get("code")]
+    if not shown:
+        return FilesView(code, 0, [], [], dict.fromkeys(SIZE_BINS, 0), access_pattern([]))
+    if isinstance(shown, TableFiles):
+        busiest = [shown[int(i)] for i in np.argsort(-shown.moved(), kind="stable")[:top]]
     else:
-        busiest = sorted(files, key=moved, reverse=True)[:top]
-    for f in busiest:
-        m = f["module"]
-        c = f["counters"]
-        lines.append(f"  {human_bytes(moved(f)):>11}  {m:<5} reads={c.get(f'{m}_READS', 0):<7} "
-                     f"writes={c.get(f'{m}_WRITES', 0):<7} {quoted(f['path'])}")
-    hist = size_histogram(files)
-    if any(hist.values()):
-        lines += ["", "POSIX read sizes"]
-        peak = max(hist.values())
-        for b, n in hist.items():
-            if n:
-                lines.append(f"  {b:>9}  {n:>9}  {'#' * max(1, round(40 * n / peak))}")
-    pat = access_pattern(files)
-    if pat["READS"]:
-        lines += ["", f"POSIX read pattern: {pat['READS']} reads, "
-                      f"{100 * pat['SEQ_READS'] / pat['READS']:.0f}% sequential, "
-                      f"{100 * pat['CONSEC_READS'] / pat['READS']:.0f}% consecutive"]
-    return "\n".join(lines) + "\n"
-
-
-def render_timeseries(ts: Mapping[str, Any], width: int = 64) -> str:
-    """Text lines: the read and write bandwidth over the window, one sparkline each."""
-    series = TimeSeries.from_dict(ts)
-    if not len(series):
-        return ""
-    secs = series.bin_ns / 1e9
-    span = len(series) * secs
-    lines = [f"I/O over the whole run: {span:.1f} s in {len(series)} bins of {_duration(secs)} "
-             f"(one character: max of {max(1, -(-len(series) // width))} bins)"]
-    for name, arr in (("read", series.bytes_read), ("write", series.bytes_written)):
-        if not any(arr):
-            continue
-        peak = max(arr) / secs
-        busiest = max(range(len(arr)), key=arr.__getitem__)
-        lines.append(f"  {name:<5} |{sparkline(arr, width)}| peak {human_bytes(peak)}/s "
-                     f"at +{busiest * secs:.1f} s, total {human_bytes(sum(arr))}")
-    lines.append(f"  calls |{sparkline(series.calls, width)}| {sum(series.calls)} calls, "
-                 f"{sum(series.io_time_s):.3f} s in I/O")
-    return "\n".join(lines) + "\n"
-
-
-def _duration(s: float) -> str:
-    if s >= 60:
-        return f"{s / 60:.1f} min"
-    if s >= 1:
-        return f"{s:.2f} s"
-    return f"{s * 1e3:.1f} ms"
+        busiest = sorted(shown, key=moved, reverse=True)[:top]
+    return FilesView(code, len(shown), list(totals(shown).values()), busiest, size_histogram(shown),
+                     access_pattern(shown))
