@@ -177,7 +177,8 @@ def test_findings_each_child_matches_one_child_per_capture(tmp_path):
 def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
     """``tb-iotrace report`` decodes hosts in parallel (same document as one at a time) and its
     per-host rows are the captures' counters summed (POSIX + STDIO), equal to the tab's
-    /hosts rows; the text table marks the host with the slowest reads."""
+    /hosts rows (one row rule, file_totals.host_row, read from the source here and from the tab's
+    decoding there: the input wait too); the text table marks the host with the slowest reads."""
     from tb_iotrace.analysis import run_result
     from tb_iotrace.cli import hostrows
     from tb_iotrace.cli.report_text.document import render_report
@@ -202,9 +203,11 @@ def test_report_per_host_table_matches_the_captures_and_the_tab(tmp_path):
         assert row["bytes_written"] == truth["bytes_written"]
         assert row["read_time_s"] == pytest.approx(rtime) and rtime > 0
         assert row["io_calls"] == h["nevents"] > 0 and row["source"] == "counters"
-        for k in ("bytes_read", "bytes_written", "io_calls", "files", "source"):
+        for k in ("bytes_read", "bytes_written", "io_calls", "files", "source", "input_wait_ns", "span_ns",
+                  "wait_basis", "input_wait_pct"):
             assert row[k] == tab[h["host"]][k], k
         assert row["read_time_s"] == pytest.approx(tab[h["host"]]["read_time_s"])
+    assert all(h["summary"]["input_wait_ns"] > 0 and h["summary"]["wait_basis"] == "steps" for h in hosts)
     text = render_report(doc)
     table = text[text.index("Per host"):].splitlines()
     slow = max(hosts, key=lambda h: h["summary"]["read_time_s"])["host"]
