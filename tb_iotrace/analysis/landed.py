@@ -15,8 +15,9 @@ it has no steps, verdict or data read, as the tab's job verdict reads its answer
 capture, a whole-run record or a PyTorch trace (of the capture it is converted to, as the tab's
 findings analyse it; kept under the trace's name and identity, as the tab keeps them). Each is kept
 under the identity the capture had before it was read (a capture rewritten meanwhile gets none).
-A profile capture uploaded to a URL logdir (``--uploaded``: its host, a local copy the child
-removes once read, its URL) gets both kept in the bucket beside it, of the object's version
+A profile capture or a PyTorch trace uploaded to a URL logdir (``--uploaded``: its host, a local
+copy the child removes once read, its URL) gets both kept in the bucket
+beside it, of the object's version
 (:mod:`tb_iotrace.store.remote_summaries`). The child runs at the lowest CPU priority; a capture that cannot be summarized costs one line on
 stderr and nothing else (the tab decodes it when it is opened, as before)."""
 from __future__ import annotations
@@ -64,9 +65,10 @@ def keep_landed(host: str, path: str, facts: bool) -> list[str]:
 
 def keep_uploaded(host: str, local: str, url: str, facts: bool) -> list[str]:
     """Keep in the bucket, beside it, the summary (and with ``facts`` the job facts) of the
-    profile capture uploaded to ``url`` from ``local`` (a copy this child owns, removed once
+    profile capture or PyTorch trace uploaded to ``url`` from ``local`` (a copy this child owns, removed once
     read), under the identity a reader of the URL logdir gives it before fetching it
     (tb_iotrace.store.remote_summaries); what was kept. Raises what decoding or the store raise."""
+    trace = listed_kind(local) == KINETO
     try:
         if summaries.mode() == "off" or summaries.beside_url(url) is None:
             return []
@@ -74,7 +76,9 @@ def keep_uploaded(host: str, local: str, url: str, facts: bool) -> list[str]:
         if ident is None:        # the object is no longer the one uploaded
             return []
         row = capture_row(host, load_any(local, host))
-        doc = job_doc(host, findings_of(local)) if facts else None
+        # of a PyTorch trace, those of its converted capture, as the tab's findings (the
+        # converted copy is in this child's own folder, removed when it exits)
+        doc = job_doc(host, findings_of(converted(local) if trace else local)) if facts else None
         return keep_remote(url, ident, row, job_facts.facts_of(doc) if doc is not None else None)
     finally:
         try:

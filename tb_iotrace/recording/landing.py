@@ -11,8 +11,9 @@ last one ended (one child at a time per process). Nothing here raises into the j
 cannot be started is one log line (once per process), a capture the child cannot read one line
 on stderr; such captures are decoded when the logdir is first opened, as before.
 ``TBIO_LANDED_SUMMARIES=0`` (or ``TBIO_SUMMARIES=0``) turns it off. A profile capture uploaded
-to a URL logdir (:func:`landed_uploaded`) gets them in the bucket beside it, of the object's
-version the child asks the store for; a PyTorch trace or a record uploaded to a URL gets none.
+or a PyTorch trace uploaded to a URL logdir (:func:`landed_uploaded`) gets them in the bucket
+beside it, of the object's version the child asks the store for; a record uploaded to a URL gets
+none (its identity is of its local files, which a reader's mirror does not share).
 """
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ import sys
 import threading
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
+from tb_iotrace.store import remote, staging
 from tb_iotrace.store.logdir import capture_host
 
 log = logging.getLogger("tb_iotrace")
@@ -33,7 +36,8 @@ CHILD = "tb_iotrace.analysis.landed"
 CHILD_TIMEOUT_S = 1800.0     # a child still at work then is left to finish; the next one starts
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the package's root
 
-__all__ = ["ENV", "enabled", "landed", "landed_detached", "landed_profile", "landed_uploaded", "wait_idle"]
+__all__ = ["ENV", "enabled", "keep_for_landing", "landed", "landed_detached", "landed_profile", "landed_uploaded",
+           "wait_idle"]
 
 _lock = threading.Lock()
 _pending: list[tuple[str, str]] = []       # (host, path)
@@ -196,7 +200,8 @@ def _drop(uploaded: list[tuple[str, str, str]]) -> None:
 
 
 def landed_uploaded(items: Iterable[tuple[str, str]]) -> None:
-    """Keep in the bucket the summaries of profile captures just uploaded whole: ``items``,
+    """Keep in the bucket the summaries of profile captures or PyTorch traces just uploaded
+    whole: ``items``,
     (a local copy of the capture, which the child takes over and removes once read; its URL).
     One child started now and left to run, not queued behind others: the job may end at once
     (a last window), and a queued copy would be left in staging with no summary made (a Keras
@@ -216,6 +221,27 @@ def landed_uploaded(items: Iterable[tuple[str, str]]) -> None:
     except Exception as exc:  # noqa: BLE001
         _drop(got)
         log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
+
+
+def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
+    """The uploaded captures (local file, URL) moved into a staging folder of their own, which
+    the summary child of :func:`landed_uploaded` empties (a rename on the same filesystem: no
+    copy); what was moved (none when summaries are off or no child could read them)."""
+    if not files or not enabled() or remote.scheme(files[0][1]) == "memory":
+        return []        # (fsspec's memory://: this process's own, no child can read it)
+    try:
+        folder = staging.new("landed")
+    except OSError:
+        return []
+    out = []
+    for k, (f, url) in enumerate(files):
+        dest = folder / f"{k}.{f.name}"
+        try:
+            os.replace(f, dest)
+        except OSError:
+            continue
+        out.append((str(dest), url))
+    return out
 
 
 def landed_detached(paths: Iterable[str]) -> None:

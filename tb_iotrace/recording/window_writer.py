@@ -231,32 +231,12 @@ class WindowWriter:
         self.published.extend(done)
         self.windows += 1
         if self.is_url:          # each capture whole in the bucket: its summary kept beside it there
-            landing.landed_uploaded(_keep_for_landing([(f, d) for (_, f), d in zip(files, done)
+            landing.landed_uploaded(landing.keep_for_landing([(f, d) for (_, f), d in zip(files, done)
                                                        if d.endswith(".xplane.pb")]))
         self._drop_staging()
         if not self.is_url:      # each file whole at its place: its summary made in the background
             landing.landed(d for d in done if d.endswith(".xplane.pb"))
         return done
-
-
-def _keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
-    """The uploaded captures (local file, URL) moved out of the staging folder into one of
-    their own, which the summary child empties (a rename on the same filesystem: no copy)."""
-    if not files or not landing.enabled() or remote.scheme(files[0][1]) == "memory":
-        return []        # (fsspec's memory://: this process's own, no child can read it)
-    try:
-        folder = staging.new("landed")
-    except OSError:
-        return []
-    out = []
-    for k, (f, url) in enumerate(files):
-        dest = folder / f"{k}.{f.name}"
-        try:
-            os.replace(f, dest)
-        except OSError:
-            continue
-        out.append((str(dest), url))
-    return out
 
 
 def _copy(src: Path, out: Any) -> None:

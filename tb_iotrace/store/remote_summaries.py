@@ -7,8 +7,10 @@ A remote capture's summary is of the object's version: its identity is the one a
 a capture it has listed but not fetched (``["remote", url, version, size]``,
 :func:`tb_iotrace.store.summaries.identity`), which the writer learns by asking the store for
 the object once it is uploaded (:func:`remote_identity`). A capture whose object is no longer
-the one uploaded (another size) gets nothing. Only profile captures in a run's ``plugins/``
-tree have such a place (:func:`tb_iotrace.store.summaries.beside_url`).
+the one uploaded (another size) gets nothing. Profile captures in a run's ``plugins/`` tree and
+PyTorch traces (in their folder's ``plugins/iotrace/summaries/``) have such a place
+(:func:`tb_iotrace.store.summaries.beside_url`); a whole-run record has none (its identity is of
+its local files and their companions, which a reader's mirror does not share).
 """
 from __future__ import annotations
 

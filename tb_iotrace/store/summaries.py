@@ -10,7 +10,9 @@ whole-run record). A capture ``<A>/plugins/profile/<session>/<host>.xplane.pb`` 
 ``<A>/plugins/iotrace/<host>.<pid>.json`` keeps its summary in ``<A>/plugins/iotrace/summaries/``
 (a ``plugins/iotrace`` or ``summaries`` that is a link is not written through, nor anything made at
 its target). Any other file (a PyTorch trace, a loose capture, a lone file given to ``report``)
-is in no run's ``plugins/`` tree: nothing is written beside it, its summary is in the local cache.
+is in no run's ``plugins/`` tree: nothing is written beside it, its summary is in the local cache
+(but a PyTorch trace tb_iotrace uploaded to a URL logdir: its writer kept its summary in the bucket,
+in the trace's folder's ``plugins/iotrace/summaries/``, read from the mirror as below).
 So is the summary of a capture whose folder cannot be written (a read-only logdir) and of a
 remote logdir's local mirror (whose ``plugins/iotrace/summaries/``, mirrored from the bucket,
 where the capture's writer kept them: :mod:`tb_iotrace.store.remote_summaries`, is read first,
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from tb_iotrace.store import remote
+from tb_iotrace.store.logdir import KINETO_SUFFIXES
 from tb_iotrace.store.mirror_versions import mirror_entry
 from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, table_path
@@ -139,10 +142,14 @@ def identity(path: str) -> Identity | None:
 
 def _beside(path: str) -> tuple[Path, str] | None:
     """The summaries folder for ``path`` and the capture's name relative to that folder's run,
-    when ``path`` is in a run's ``plugins/`` tree (a profile capture, a whole-run record); None
-    for any other file (a PyTorch trace, a loose capture): reading it writes nothing beside it."""
+    when ``path`` is in a run's ``plugins/`` tree (a profile capture, a whole-run record), or is
+    a PyTorch trace in a remote logdir's mirror (its writer kept them in the bucket: read only,
+    :func:`beside_url`); None for any other file (a local PyTorch trace, a loose capture): reading
+    it writes nothing beside it."""
     p = Path(os.path.abspath(path))
     parts = p.parts
+    if p.name.endswith(KINETO_SUFFIXES) and _in_mirror(path):     # kept by its writer, in the bucket
+        return p.parent.joinpath(*FOLDER), p.name
     if len(parts) >= 5 and parts[-4:-2] == ("plugins", "profile"):
         return p.parents[3].joinpath(*FOLDER), "/".join(parts[-3:])
     if len(parts) >= 4 and parts[-3:-1] == ("plugins", "iotrace"):
@@ -151,13 +158,16 @@ def _beside(path: str) -> tuple[Path, str] | None:
 
 
 def beside_url(url: str) -> tuple[str, str] | None:
-    """Of a capture at ``url`` in a run's ``plugins/`` tree, the URL of its summaries folder
-    in the bucket and the capture's name relative to that folder's run (as :func:`_beside`
-    names them in the logdir's mirror); None for any other object."""
+    """Of a capture at ``url`` in a run's ``plugins/`` tree, or a PyTorch trace (in its folder's
+    ``plugins/iotrace/summaries/``, under its file name), the URL of its summaries folder in the
+    bucket and the capture's name relative to that folder's run (as :func:`_beside` names them
+    in the logdir's mirror); None for any other object."""
     head, sep, tail = url.partition("://")
     parts = tail.rstrip("/").split("/") if sep else []
     if len(parts) >= 5 and parts[-4:-2] == ["plugins", "profile"]:
         return f"{head}://" + "/".join(parts[:-4] + list(FOLDER)), "/".join(parts[-3:])
+    if len(parts) >= 2 and parts[-1].endswith(KINETO_SUFFIXES):    # a PyTorch trace: in its folder's
+        return f"{head}://" + "/".join(parts[:-1] + list(FOLDER)), parts[-1]
     return None
 
 

@@ -354,13 +354,17 @@ class _Profiler:
 
 
 def test_torch_trace_handler_uploads_the_trace(store: dict[str, Any]) -> None:
+    from tb_iotrace.recording import landing
     from tb_iotrace.recording.pytorch import TraceHandler
 
     handler = TraceHandler(store["url"] + "/torch", worker_name="w0")
     handler(_Profiler())
     [written] = handler.written
+    assert landing.wait_idle(600)            # its summary child, done: nothing else in the bucket
     got = _listed(store, "torch")
-    [key] = got
+    summary = {k: v for k, v in got.items() if k.startswith("torch/plugins/iotrace/summaries/")}
+    assert sorted(k.rsplit(".", 2)[-2] for k in summary) == ["jobfacts", "summary"], got
+    [key] = sorted(set(got) - set(summary))
     assert written == f"{store['url']}/{key}" and key.startswith("torch/w0.") and key.endswith(".pt.trace.json")
     body = store["fs"].cat_file(f"{store['bucket']}/{key}")
     assert len(body) == got[key]
@@ -446,6 +450,19 @@ def test_the_cache_is_bounded(store: dict[str, Any], monkeypatch: pytest.MonkeyP
     assert remote.STATS.bytes - before == sum(sizes.values())
 
 
+def _tab_hosts(logdir: str, run: str) -> tuple[dict, list[str]]:
+    """A new TensorBoard's "All hosts" of the URL logdir's one run ``run``, and the file names of
+    the captures it decoded to answer."""
+    from plugin_client import counting_client
+
+    _, get, decoded = counting_client(logdir)
+    code, runs = get("/runs")
+    assert code == 200 and [r["run"] for r in runs["runs"]] == [run], runs
+    code, got = get("/hosts", run=run, host="__all__")
+    assert code == 200, got
+    return got, decoded
+
+
 def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store: dict[str, Any],
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """A profile window tb_iotrace publishes to a URL logdir: the summary child keeps its
@@ -455,7 +472,7 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     decoded); once the tab has fetched the capture, still (failed first: the fetched copy was
     identified by its local stat, which the bucket's summary is not of). A summary of another
     version of the object is not trusted."""
-    from plugin_client import counting_client, make_client
+    from plugin_client import make_client
 
     from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
     from tb_iotrace.recording import landing
@@ -477,12 +494,7 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     fresh = capture_row("w0", load_any(str(CAPTURE), "w0"))
 
     def hosts() -> tuple[dict, list[str]]:
-        plugin, get, decoded = counting_client(logdir)
-        code, runs = get("/runs")
-        assert code == 200 and [r["run"] for r in runs["runs"]] == ["2026_01_01_00_00_00"], runs
-        code, got = get("/hosts", run="2026_01_01_00_00_00", host="__all__")
-        assert code == 200, got
-        return got, decoded
+        return _tab_hosts(logdir, "2026_01_01_00_00_00")
 
     got, decoded = hosts()
     assert decoded == [] and got["hosts"] == [fresh]
@@ -503,4 +515,49 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     store["fs"].put_file(str(DATA / "gpu_multi_worker.xplane.pb"), url.split("://", 1)[1])   # another version
     got, decoded = hosts()
     assert decoded == ["w0.xplane.pb"] and got["hosts"] == [capture_row("w0", load_any(str(DATA / "gpu_multi_worker.xplane.pb"), "w0"))]
+    _no_local_url_folder(store["cwd"])
+
+
+def test_a_trace_handler_trace_uploaded_to_a_url_lands_with_its_summary_in_the_bucket(
+        store: dict[str, Any], monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A PyTorch trace tb_iotrace's trace_handler uploads to a URL logdir: the summary child keeps
+    its summary and job facts in the bucket, in the trace's folder's plugins/iotrace/summaries/,
+    of the object's version; a TensorBoard on the URL answers "All hosts" from them without
+    fetching or decoding the trace (failed first: the trace fetched and decoded), the row the
+    trace's; no local copy is left; a summary of another version of the object is not trusted."""
+    from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+    from tb_iotrace.recording import landing
+    from tb_iotrace.recording.pytorch import TraceHandler
+    from tb_iotrace.store import jobfacts, remote, staging, summaries
+    from tb_iotrace.store.mirror_versions import lazy_entry
+
+    monkeypatch.delenv(landing.ENV, raising=False)
+    monkeypatch.setenv(summaries.ENV, "1")
+    logdir = store["url"] + "/logs"
+    handler = TraceHandler(logdir + "/torch", worker_name="w0")
+    handler(_Profiler())
+    [url] = handler.written
+    assert landing.wait_idle(600)
+    kept = sorted(k.rsplit(".", 2)[-2] for k in _listed(store, "logs/torch/plugins/iotrace/summaries"))
+    assert kept == ["jobfacts", "summary"], kept
+    assert not os.listdir(handler.spool())
+    assert not staging.root().exists() or not any(staging.root().rglob("*.pt.trace.json")), list(staging.root().rglob("*"))
+    name = url.rsplit("/", 1)[1]
+    local = tmp_path / name
+    local.write_bytes(store["fs"].cat_file(url.split("://", 1)[1]))
+
+    def hosts() -> tuple[dict, list[str]]:
+        return _tab_hosts(logdir, "torch")
+
+    got, decoded = hosts()
+    [row] = got["hosts"]
+    assert decoded == [] and row == capture_row(row["host"], load_any(str(local), row["host"]))
+    mirrored = remote.mirror_path(logdir) / "torch" / name
+    assert lazy_entry(mirrored) is not None                         # listed, not fetched
+    assert jobfacts.load(str(mirrored)).state == "ok"              # the job verdict's facts too
+    other = tmp_path / "other.pt.trace.json"                        # another version of the object
+    other.write_bytes(local.read_bytes().replace(b'"traceEvents"', b'"traceEvents" ', 1))
+    store["fs"].put_file(str(other), url.split("://", 1)[1])
+    got, decoded = hosts()
+    assert decoded == [name] and got["hosts"] == [capture_row(row["host"], load_any(str(other), row["host"]))]
     _no_local_url_folder(store["cwd"])

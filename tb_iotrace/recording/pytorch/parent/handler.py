@@ -8,6 +8,7 @@ import shutil
 import socket
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from tb_iotrace.base.safenames import safe_component
@@ -120,8 +121,14 @@ class TraceHandler:
             log.warning("tb_iotrace: the trace was not uploaded (%s); it is kept in %s", exc, kept)
             self.written = [kept if w == out else w for w in self.written]
             return
-        os.unlink(out)
+        whole = out in self.written
         self.written = [url if w == out else w for w in self.written]
+        # whole in the bucket: its summary and job facts kept beside it there, by a child that
+        # takes the local copy over (removed here when no child will)
+        handed = landing.keep_for_landing([(Path(out), url)]) if whole else []
+        if os.path.exists(out):
+            os.unlink(out)
+        landing.landed_uploaded(handed)
 
     def _write(self, prof: Any, out: str) -> None:
         win, self.pending = self.pending, None
