@@ -1,78 +1,53 @@
-"""The tab's object lanes: /capture lists one lane per thread that made requests, /timeline
-gives each request as a span named by its method and object with its bytes, /event its
-details. On a synthetic PyTorch trace (tests/unit/fixtures/torch_fetch_trace.py): each worker
-GETs four 16 KiB ranges of its step's object, 1 ms into the step, 0.5 ms each."""
+"""tb_iotrace.plugin.object_lanes on a synthetic PyTorch trace whose two workers GET objects
+(tests/unit/fixtures/torch_fetch_trace.py): one lane per requesting thread beside its I/O lane,
+each request named by method and object, the bytes as running sums, failed answers' statuses,
+and /event's fields of one request."""
 from __future__ import annotations
 
-from itertools import accumulate
 from pathlib import Path
 
+import numpy as np
+
 import torch_fetch_trace
+from tb_iotrace.analysis.decoded.host_row import load_any
+from tb_iotrace.plugin.object_lanes import GROUP, failed_status, object_event, object_lanes, object_sums
+
+STEPS, GETS = 6, 4
 
 
-def _view(tmp_path: Path, **kw: object):
-    from tb_iotrace.plugin.cache import LogdirIndex
-
-    run = tmp_path / "logs" / "job"
-    run.mkdir(parents=True)
-    torch_fetch_trace.make(run / "w0.1790857026000.pt.trace.json.gz", **kw)
-    index = LogdirIndex(str(tmp_path / "logs"))
-    [info] = index.runs()
-    return index.view(info.run, sorted(info.hosts.items()))
+def _capture(tmp_path: Path, statuses: tuple[int, ...] = ()):
+    path = tmp_path / "w0.1790857026000.pt.trace.json.gz"
+    torch_fetch_trace.make(path, steps=STEPS, object_ms=2, object_gets=GETS, statuses=statuses)
+    return load_any(str(path), "w0")
 
 
-def test_object_lanes_on_the_timeline(tmp_path: Path) -> None:
-    from tb_iotrace.plugin.endpoints.timeline import timeline_impl
-
-    t = timeline_impl(_view(tmp_path, object_ms=2, statuses=(503,)), None, None, 8192)
-    obj = {i: ln for i, ln in enumerate(t["lanes"]) if ln["group"] == "object"}
-    assert sorted(ln["key"] for ln in obj.values()) == ["obj.p201.t201", "obj.p202.t202"]
-    assert all(ln["events"] == 20 and ln["rows"] == 1 for ln in obj.values())
-    heads = list(accumulate([0] + t["segments"]["length"][:-1]))
-    it = t["items"]
-    got = []
-    for s, li in enumerate(t["segments"]["lane"]):
-        if li not in obj:
-            continue
-        for j in range(heads[s], heads[s] + t["segments"]["length"][s]):
-            assert it["count"][j] == 1     # 0.5 ms spans at ~10 us a pixel: none merged
-            got.append((obj[li]["key"], t["names"][it["name"][j]], it["bytes"][j], it["err"][j],
-                        it["dur"][j] * t["q"]))
-    assert len(got) == 40
-    first = [g for g in got if g[0] == "obj.p201.t201"][:5]
-    assert [g[1] for g in first] == ["GET s3://objs/shards/s000.bin"] * 4 + ["GET s3://objs/shards/s002.bin"]
-    # the first GET was answered 503 (no bytes), the others 206 with 16 KiB
-    assert [(g[2], g[3]) for g in first] == [(0, 503)] + [(16384, 0)] * 4
-    assert all(abs(g[4] - 500_000) <= t["q"] for g in got)
+def test_one_lane_per_requesting_thread_with_its_requests(tmp_path):
+    cap = _capture(tmp_path)
+    lanes = object_lanes(cap)
+    assert [ln.key for ln in lanes] == ["obj.p201.t201", "obj.p202.t202"]
+    assert all(ln.group == GROUP for ln in lanes) and object_lanes(cap) is lanes      # kept on the capture
+    io_names = {ln.tid: ln.name for ln in cap.lanes if ln.group == "io"}
+    for ln in lanes:
+        assert ln.name == io_names[ln.tid]                    # named as its thread's I/O lane
+        assert len(ln) == STEPS // 2 * GETS                   # the workers take turns, GETS per step
+        names = {ln.cache["names"][i] for i in ln.name_id.tolist()}
+        assert all(n.startswith("GET s3://objs/shards/s") for n in names) and len(names) == STEPS // 2
+        assert np.all(ln.end > ln.start)
+        sums = object_sums(cap, ln)
+        assert sums[0] == 0 and sums[-1] == len(ln) * 16384 and np.all(np.diff(sums) == 16384)
+        assert not failed_status(cap, ln, np.arange(len(ln))).any()
 
 
-def test_object_request_details(tmp_path: Path) -> None:
-    from tb_iotrace.plugin.endpoints.event import event_impl
-
-    ev = event_impl(_view(tmp_path, object_ms=2), "obj.p202.t202", 1)
-    assert ev["group"] == "object" and ev["name"] == "GET s3://objs/shards/s001.bin"
-    assert ev["bytes"] == 16384 and ev["range"] == "16384-32767" and ev["status"] == 206
-    assert ev["dur"] == 500_000 and ev["first_byte_ns"] == 450_000 and ev["client"] == "aiohttp"
-    assert ev["step"] == {"index": 1, "name": "1"}
-
-
-def test_no_object_lanes_without_requests(tmp_path: Path) -> None:
-    from tb_iotrace.plugin.endpoints.timeline import timeline_impl
-
-    t = timeline_impl(_view(tmp_path), None, None, 1000)
-    assert t["lanes"] and not [ln for ln in t["lanes"] if ln["group"] == "object"]
-
-
-def test_extent_covers_requests_past_every_other_event(tmp_path: Path) -> None:
-    """Requests that end after every lane's last event (a job whose storage is all objects)
-    are inside the view's extent, so the timeline's home window shows them."""
-    from tb_iotrace.plugin.capture_objects import CaptureObjects, capture_objects
-
-    view = _view(tmp_path, object_ms=2)
-    [part] = view.parts
-    cap = part.capture
-    objs = capture_objects(cap)
-    late = int(cap.extent[1]) + 5_000_000
-    cap.cache["objects"] = CaptureObjects(objs.start + late, objs.end + late, objs.bytes, objs.rows)
-    lo, hi = view.extent()
-    assert hi - part.offset >= int(objs.end.max()) + late
+def test_failed_answers_keep_their_status_and_an_event_says_what_was_asked(tmp_path):
+    cap = _capture(tmp_path, statuses=(503, 404))
+    [first, second] = object_lanes(cap)
+    st = failed_status(cap, first, np.arange(len(first)))
+    assert sorted(st.tolist())[-2:] == [404, 503] and int((st != 0).sum()) == 2
+    sums = object_sums(cap, first)
+    assert sums[-1] == (len(first) - 2) * 16384                # a failed GET moved no bytes
+    ok = int(np.flatnonzero(st == 0)[0])
+    ev = object_event(cap, first, ok)
+    assert ev["call"] == "GET" and ev["object"].startswith("s3://objs/shards/s") and ev["bytes"] == 16384
+    assert ev["range"].endswith(str(int(ev["range"].split("-")[0]) + 16383)) and ev["status"] == 206
+    assert ev["first_byte_ns"] > 0 and ev["client"] == "aiohttp" and ev["pid"] == 201 == ev["tid"]
+    assert not failed_status(cap, second, np.arange(len(second))).any()
