@@ -1,4 +1,4 @@
-"""``tb-iotrace report --json`` on the sources held in tests/data (and any PATH given), this tree
+"""``tb-iotrace report --json`` (``--text``: the text) on the sources held in tests/data (and any PATH given), this tree
 and ``--against REV`` side by side: each round runs every tree once per source, alternating which
 goes first, each in a fresh child (``--jobs 1``: one process, so its CPU time is all of the work);
 the median wall and CPU time (user + system) of its first report per source and tree, the median
@@ -37,7 +37,7 @@ for _ in range(int(sys.argv[2])):
     out = io.StringIO()
     t, c = time.perf_counter(), time.process_time()     # user + system, ns resolution
     with contextlib.redirect_stdout(out):
-        rc = main(["report", "--json", "--jobs", "1", "--no-progress", sys.argv[1]])
+        rc = main(["report", *(["--json"] if sys.argv[3] == "json" else []), "--jobs", "1", "--no-progress", sys.argv[1]])
     assert rc == 0, rc
     got.append((time.perf_counter() - t, time.process_time() - c))
 print(json.dumps({"s": got[0][0], "cpu": got[0][1],
@@ -57,9 +57,9 @@ def export_tree(rev: str, into: Path) -> Path:
     return into
 
 
-def measure(root: Path, name: str, cwd: Path, repeat: int) -> dict:
+def measure(root: Path, name: str, cwd: Path, repeat: int, form: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(root), PYTHONHASHSEED="0", TBIO_SUMMARIES="0")   # nothing kept
-    out = subprocess.run([sys.executable, "-c", CHILD, name, str(repeat)], env=env, cwd=cwd, check=True, capture_output=True,
+    out = subprocess.run([sys.executable, "-c", CHILD, name, str(repeat), form], env=env, cwd=cwd, check=True, capture_output=True,
                          text=True, timeout=1800)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -70,6 +70,7 @@ def main() -> int:
     ap.add_argument("--against", metavar="REV", required=True, help="the commit to compare with")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=4, help="reports per child: the 2nd on are 'again'")
+    ap.add_argument("--text", action="store_true", help="the text report instead of --json")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tbio-report-bench-") as tmp:
         work = Path(tmp) / "sources"
@@ -80,11 +81,12 @@ def main() -> int:
             names.append(p.name)
         trees = [("this tree", REPO), (args.against, export_tree(args.against, Path(tmp) / "against"))]
         got: dict[tuple[str, str], list[dict]] = {(n, t): [] for n in names for t, _ in trees}
-        print(f"{args.rounds} rounds; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+        print(f"{args.rounds} rounds of the {'text' if args.text else 'JSON'} report; {os.cpu_count()} CPUs, "
+              f"load {os.getloadavg()[0]:.1f}")
         for r in range(args.rounds):
             for n in names:
                 for t, root in (trees if r % 2 == 0 else trees[::-1]):
-                    got[(n, t)].append(measure(root, n, work, args.repeat))
+                    got[(n, t)].append(measure(root, n, work, args.repeat, "text" if args.text else "json"))
         print(f"  {'source':38} {'tree':>10} {'wall':>7} {'CPU':>7} {'ratio':>6} {'again':>7} {'ratio':>6}  same output")
         total = {t: [0.0, 0.0] for t, _ in trees}
         base = trees[1][0]
