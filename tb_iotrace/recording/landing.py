@@ -17,8 +17,10 @@ none (its identity is of its local files, which a reader's mirror does not share
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -225,8 +227,9 @@ def landed_uploaded(items: Iterable[tuple[str, str]]) -> None:
 
 def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     """The uploaded captures (local file, URL) moved into a staging folder of their own, which
-    the summary child of :func:`landed_uploaded` empties (a rename on the same filesystem: no
-    copy); what was moved (none when summaries are off or no child could read them)."""
+    the summary child of :func:`landed_uploaded` empties (a rename; a copy where the file is on
+    another file system, as a PyTorch trace's spool in a tmpfs /tmp); what was moved (none when
+    summaries are off or no child could read them)."""
     if not files or not enabled() or remote.scheme(files[0][1]) == "memory":
         return []        # (fsspec's memory://: this process's own, no child can read it)
     try:
@@ -237,7 +240,12 @@ def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     for k, (f, url) in enumerate(files):
         dest = folder / f"{k}.{f.name}"
         try:
-            os.replace(f, dest)
+            try:
+                os.replace(f, dest)
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:
+                    raise
+                shutil.move(str(f), str(dest))
         except OSError:
             continue
         out.append((str(dest), url))

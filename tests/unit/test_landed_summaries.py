@@ -237,3 +237,27 @@ def test_an_uploaded_copy_is_removed_when_the_child_cannot_start_its_work(tmp_pa
     landing.landed_uploaded([(str(local), "s3://bucket/logs/plugins/profile/s/h.xplane.pb")])
     assert landing.wait_idle(WAIT_S)
     assert not local.exists() and not folder.exists()
+
+
+def test_a_copy_on_another_file_system_is_handed_over_too(tmp_path, beside, monkeypatch):
+    """A trace handler's spool may be on another file system than staging (a tmpfs /tmp): the
+    copy is moved there all the same (a rename cannot cross file systems), not left out."""
+    import errno
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    src = spool / "w0.1.pt.trace.json"
+    src.write_bytes(b"{}" * 1000)
+    real = os.replace
+
+    def cross(a, b):
+        if os.fspath(a) == str(src):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", cross)
+    [(local, url)] = landing.keep_for_landing([(src, "s3://b/logs/torch/w0.1.pt.trace.json")])
+    monkeypatch.setattr(os, "replace", real)
+    assert url == "s3://b/logs/torch/w0.1.pt.trace.json" and not src.exists()
+    assert Path(local).read_bytes() == b"{}" * 1000 and Path(local).parent.name.startswith("landed")
+    shutil.rmtree(Path(local).parent)
