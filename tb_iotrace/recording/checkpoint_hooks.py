@@ -27,11 +27,13 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from tb_iotrace.recording.forklock import ForkSafeLock
+
 SPAN_NAME = "tb_iotrace::checkpoint"
 MAX_CALLS = 10_000              # noted calls kept at most (a window that is never exported)
 SLACK_NS = 1_000_000            # Kineto's ts against time.time_ns()
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()     # a forked child gets it back free, whoever held it
 _calls: list[tuple[int, int, int, str, str, str, str]] = []     # (tid, start_ns, end_ns, kind, path, call, root)
 _installed = False
 _inside = threading.local()       # a checkpoint call on this thread is running (DCP calls torch.save)

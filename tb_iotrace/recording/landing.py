@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from tb_iotrace.store import remote, staging
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.store.logdir import capture_host
 
 log = logging.getLogger("tb_iotrace")
@@ -41,7 +42,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 __all__ = ["ENV", "enabled", "keep_for_landing", "landed", "landed_detached", "landed_profile", "landed_uploaded",
            "wait_idle"]
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()     # a forked child gets it back free, whoever held it
 _pending: list[tuple[str, str]] = []       # (host, path)
 _scans: list[tuple[str, int]] = []         # (log dir, wall ns): a stopped profile's captures, found in the thread
 _worker: threading.Thread | None = None

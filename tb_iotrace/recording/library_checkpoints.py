@@ -37,10 +37,11 @@ from collections.abc import Callable
 from typing import Any
 
 from tb_iotrace.base import ckptcalls
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording import checkpoint_hooks
 
 _inside = threading.local()
-_lock = threading.Lock()
+_lock = ForkSafeLock()     # a forked child gets it back free, whoever held it
 _installed = False
 
 __all__ = ["install", "wrap_now"]

@@ -29,13 +29,14 @@ import threading
 from typing import Any
 
 from tb_iotrace.recording.ffi import native
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.importhook import call_after_import
 
 __all__ = ["install", "mark_existing", "mark_group_sockets", "register_peer", "register_env_peers", "local_window"]
 
 RESOLVE_WAIT_S = 2.0      # at most how long enable() waits for a cluster host's name to resolve
 _GROUP_CALLS = ("init_process_group", "new_group", "new_subgroups", "new_subgroups_by_enumeration")
-_lock = threading.Lock()
+_lock = ForkSafeLock()     # a forked child gets it back free, whoever held it
 _registered: set[tuple[str, int]] = set()
 _hooked = False
 

@@ -18,17 +18,17 @@ from __future__ import annotations
 import functools
 import os
 import sys
-import threading
 import time
 from typing import Any, Callable
 
 from tb_iotrace.store import remote, staging
+from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording import landing
 from tb_iotrace.recording.window_writer import WindowWriter
 
 __all__ = ["wrap_jax", "wrap_tensorflow"]
 
-_lock = threading.Lock()
+_lock = ForkSafeLock()     # a forked child gets it back free, whoever held it
 _open: dict[str, WindowWriter] = {}    # framework -> the URL window being profiled
 _local: dict[str, tuple[str, int]] = {}    # framework -> (local log dir, wall ns) of the profile running
 
