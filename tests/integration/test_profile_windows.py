@@ -52,7 +52,10 @@ def _check_windows(doc: dict[str, Any], files: list[str], sizes: list[int], coun
                if f["module"] == "POSIX" and f["path"] in files}
         if not strict:
             got = {p: b for p, b in got.items() if b}
-        assert got or not w["steps"], f"window {w['run']} has steps and read no data file"
+        # (not strict, time windows: the last one may open at the job's last batch, read before
+        # it opened, with no batch after it to read)
+        last_alone = not strict and w is ws[-1] and w["steps"] == 1
+        assert got or not w["steps"] or last_alone, f"window {w['run']} has steps and read no data file"
         assert got == {p: sizes[files.index(p)] for p in got}, got
         assert w["bytes_read"] >= sum(got.values())
         if steps is not None:

@@ -74,9 +74,12 @@ def test_a_keras_fit_that_imports_torch_keeps_tensorflow_windows(tmp_path: Path)
     from tb_iotrace.store.window_origin import read_origin
 
     log = tmp_path / "log"
+    # 20 s of fitting: a window every 3 s is taken once the loop has run a period, and under load
+    # (a loaded CI runner) a window's stop and export take seconds: 10 s gave none once. Not
+    # --quiet: a failure shows what the windows said
     proc = subprocess.run([sys.executable, "-m", "tb_iotrace", "run", "--logdir", str(log), "--profile-every", "3",
-                           "--profile-for", "1", "--quiet", "--", sys.executable,
-                           str(SCRIPTS / "keras_fit_beside_torch.py"), str(tmp_path / "out"), "10"],
+                           "--profile-for", "1", "--", sys.executable,
+                           str(SCRIPTS / "keras_fit_beside_torch.py"), str(tmp_path / "out"), "20"],
                           capture_output=True, text=True, timeout=400, env=dict(os.environ, **QUIET))
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert not (log / "pytorch").exists(), sorted((log / "pytorch").rglob("*"))
