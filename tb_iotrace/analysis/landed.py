@@ -39,6 +39,12 @@ from tb_iotrace.model.source_kinds import KINETO, listed_kind
 __all__ = ["keep_landed", "main"]
 
 
+def _analysed(path: str) -> str:
+    """The file the tab's findings analyse for the capture ``path``: of a PyTorch trace, its
+    converted capture (in this child's own folder, removed when it exits), else the capture."""
+    return converted(path) if listed_kind(path) == KINETO else path
+
+
 def keep_landed(host: str, path: str, facts: bool) -> list[str]:
     """Keep the summary (and with ``facts`` the job facts) of the capture ``path`` of ``host``;
     what was kept ("summary", "facts"). Raises what decoding it raises."""
@@ -55,9 +61,7 @@ def keep_landed(host: str, path: str, facts: bool) -> list[str]:
     if facts and jobfacts.load(path, "", before).state != "ok":
         # the analysis' answer, or why this version has none (no I/O record: no steps, no
         # verdict, nothing read): the job verdict reads either as the tab's findings give it;
-        # of a PyTorch trace, those of its converted capture, which the tab's findings analyse
-        analysed = converted(path) if listed_kind(path) == KINETO else path
-        job_facts.keep(path, "", job_doc(host, findings_of(analysed)), before)
+        job_facts.keep(path, "", job_doc(host, findings_of(_analysed(path))), before)
         if jobfacts.load(path, "", before).state == "ok":
             kept.append("facts")
     return kept
@@ -68,7 +72,6 @@ def keep_uploaded(host: str, local: str, url: str, facts: bool) -> list[str]:
     profile capture or PyTorch trace uploaded to ``url`` from ``local`` (a copy this child owns, removed once
     read), under the identity a reader of the URL logdir gives it before fetching it
     (tb_iotrace.store.remote_summaries); what was kept. Raises what decoding or the store raise."""
-    trace = listed_kind(local) == KINETO
     try:
         if summaries.mode() == "off" or summaries.beside_url(url) is None:
             return []
@@ -76,9 +79,7 @@ def keep_uploaded(host: str, local: str, url: str, facts: bool) -> list[str]:
         if ident is None:        # the object is no longer the one uploaded
             return []
         row = capture_row(host, load_any(local, host))
-        # of a PyTorch trace, those of its converted capture, as the tab's findings (the
-        # converted copy is in this child's own folder, removed when it exits)
-        doc = job_doc(host, findings_of(converted(local) if trace else local)) if facts else None
+        doc = job_doc(host, findings_of(_analysed(local))) if facts else None
         return keep_remote(url, ident, row, job_facts.facts_of(doc) if doc is not None else None)
     finally:
         try:
