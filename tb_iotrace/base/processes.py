@@ -7,7 +7,8 @@ import os
 
 def pid_alive(pid: int) -> bool:
     """True while ``pid`` names a running process (another user's included); False for a pid
-    that names none, or is not a single process's (0 or below)."""
+    that names none, is not a single process's (0 or below), or names one that has exited and
+    waits for its parent to reap it (a zombie: signal 0 still reaches it)."""
     if pid <= 0:
         return False
     try:
@@ -16,4 +17,14 @@ def pid_alive(pid: int) -> bool:
         return False
     except OSError:        # another user's process: alive
         return True
-    return True
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """``pid`` is a zombie (or being reaped), by its state in /proc (where there is one)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state in (b"Z", b"X")
