@@ -17,12 +17,15 @@ agent records for the time asked and then undoes everything it did:
 - *children* (DataLoader workers, other Python children, injected the same way after the main
   process answered) record their I/O until the main process's deadline; a DataLoader worker
   also times its fetches; one that exits before writes its record at exit (a multiprocessing
-  finalizer); a worker forked while the window is open (a new epoch) records from its fork.
+  finalizer); a worker forked while the window is open (a new epoch) records from its fork;
+- the main process ending before the deadline (the job done) ends the attach at its exit (an
+  ``atexit`` handler, on the exiting thread): its window is stopped there and written with what
+  was recorded, the children told to hand over theirs now (``end``), a note says so.
 
 Files in the control folder: ``status.<pid>.json`` (``ready``, ``refused``, ``error``, ``done``),
 ``children.json`` (the CLI's request to children: the deadline and the mode), ``expect.<pid>``
 (a child records), ``rec.<pid>.json`` (its record), ``cancel`` (the CLI gave up: a late pending
-call does nothing).
+call does nothing), ``end`` (the main process exited early: children end now).
 
 What stays after detaching: tb_iotrace's modules and its native library (loaded, unpatched, no
 thread), one ``os.register_at_fork`` handler (Python cannot remove one; it checks one global and
@@ -46,6 +49,7 @@ _active: "Attachment | None" = None
 _fork_hook = False
 GO_WAIT_S = 120.0      # how long an agent waits for the CLI's go (the children being injected)
 GRACE_S = 30.0         # how long the main process waits for its window to end and its children's records
+POLL_S = 0.1           # how often a child looks for the main process's early ``end``
 
 
 def _write_json(path: str, doc: Any) -> None:
@@ -112,6 +116,8 @@ class Attachment:
         self.finalizer: Any = None
         self.last_iter: Any = None
         self.done = False
+        self.ending = False           # the main process's end has begun (at the deadline or at exit)
+        self.exiting = False          # ... at its exit (atexit)
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="tb_iotrace-attach", daemon=True)
@@ -139,6 +145,10 @@ class Attachment:
             _touch(os.path.join(self.ctrl, f"expect.{self.pid}"))
         elif self.mode == "trace":
             self._arm_fork_hook()
+        if self.main:
+            import atexit
+
+            atexit.register(self._at_exit)
         ready = {"mode": self.mode, "framework": self.framework, "deadline_ns": self.deadline_ns,
                  "start_ns": self.start_ns, "python": list(sys.version_info[:3])}
         _status(self.ctrl, "ready", **ready)
@@ -215,6 +225,8 @@ class Attachment:
             except (OSError, ValueError, KeyError):
                 time.sleep(0.02)
         else:
+            if self.stop.is_set():       # the process is exiting: no window now
+                return
             self.deadline_ns = time.time_ns() + int(self.for_s * 1e9)
         if not self.main:
             return
@@ -230,14 +242,61 @@ class Attachment:
 
     def _run(self) -> None:
         self._await_go()
-        self.stop.wait(max(0.0, (self.deadline_ns - time.time_ns()) / 1e9))
+        self._wait_deadline()
+        self._end()
+
+    def _wait_deadline(self) -> None:
+        """Until the deadline; a child also until the main process says ``end`` (it exited)."""
+        end = os.path.join(self.ctrl, "end")
+        while not self.stop.is_set():
+            left = (self.deadline_ns - time.time_ns()) / 1e9
+            if left <= 0 or (not self.main and os.path.exists(end)):
+                return
+            self.stop.wait(left if self.main else min(left, POLL_S))
+
+    def _end(self) -> None:
         try:
-            if self.main:
-                self._finish_main()
-            else:
+            if not self.main:
                 self.finish()
+                return
+            with self.lock:
+                begun, self.ending = self.ending, True
+            if not begun:
+                self._finish_main()
         except BaseException as exc:   # noqa: BLE001
             _status(self.ctrl, "error", why=f"{type(exc).__name__}: {exc}")
+
+    def _at_exit(self) -> None:
+        """The main process exits: the attach ends here if it has not (the job done before the
+        deadline), with what was recorded until now; no step boundary will come to end the
+        window, so it is stopped here, on the exiting thread."""
+        self.exiting = True
+        with self.lock:
+            begun, self.ending = self.ending, True
+        if begun:        # the deadline's end runs on the attach thread, its window waiting for a boundary
+            self._stop_window_here()
+            self.thread.join(2 * GRACE_S)
+            return
+        left = (self.deadline_ns - time.time_ns()) / 1e9
+        if left > 0:
+            self.notes.append(f"the process exited {left:.1f} s before the window's end: the window holds "
+                              "what it did until then")
+        try:
+            _touch(os.path.join(self.ctrl, "end"))
+        except OSError:
+            pass
+        self.stop.set()
+        try:
+            self._finish_main(at_exit=True)
+        except BaseException as exc:   # noqa: BLE001
+            _status(self.ctrl, "error", why=f"{type(exc).__name__}: {exc}")
+
+    def _stop_window_here(self) -> None:
+        if self.steps is not None and self.steps.prof is not None:
+            try:      # stops the open window on this thread (its trace written), then unhooks
+                self.steps.uninstall()
+            except Exception as exc:   # noqa: BLE001
+                self.notes.append(f"the PyTorch window at exit: {type(exc).__name__}: {exc}")
 
     def end_session(self) -> Any:
         from tb_iotrace.recording.session import Recording, end_session
@@ -280,7 +339,7 @@ class Attachment:
         return write_record(self.logdir, recording, partial=False,
                             exit={"how": "attach", "note": f"recorded by tb-iotrace attach for {self.for_s:g} s"})
 
-    def _finish_main(self) -> None:
+    def _finish_main(self, at_exit: bool = False) -> None:
         if self.mode == "xplane":
             from tb_iotrace.store.window_origin import write_origin
 
@@ -299,7 +358,9 @@ class Attachment:
             self.main_rec = process_record(recording, "main", self.start_ns) if recording is not None else None
             self.rec_ready.set()
             self.steps.stop_now()
-            if not self.window_done.wait(GRACE_S):
+            if at_exit:
+                self._stop_window_here()
+            if not self.window_done.wait(0.0 if at_exit else GRACE_S):
                 if self.steps.prof is None:
                     self.notes.append("no step boundary (DataLoader __next__, optimizer step) came while "
                                       "attached: no PyTorch window, I/O of the processes only")
@@ -320,6 +381,10 @@ class Attachment:
     def undo(self) -> None:
         """Everything :meth:`begin` did, undone (the shim disabled if it was enabled here)."""
         global _active
+        if self.main and not self.exiting:
+            import atexit
+
+            atexit.unregister(self._at_exit)
         if self.steps is not None:
             try:
                 self.steps.uninstall()

@@ -130,11 +130,14 @@ def test_attach_while_workers_restart(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     (tmp_path / "plain").mkdir()
     (tmp_path / "att").mkdir()
-    plain = start("torch_zero_touch.py", str(tmp_path / "plain"), "files", "40", "32")
-    job = start("torch_zero_touch.py", str(tmp_path / "att"), "files", "40", "32")
+    # 120 epochs, some 18 s idle: 40 (6 s) ended inside the window in CI, the attach's own start
+    # slowed by the load (test_attach_job_that_ends_while_attached is that case)
+    plain = start("torch_zero_touch.py", str(tmp_path / "plain"), "files", "120", "32")
+    job = start("torch_zero_touch.py", str(tmp_path / "att"), "files", "120", "32")
     wait_for(lambda: len(kids(job.pid)) >= 2)
     r = attach(job.pid, "--for", "3", "--logdir", str(tmp_path / "log"))
     assert r.returncode == 0, r.stderr
+    assert "before the window's end" not in r.stderr, r.stderr
     out, err = job.communicate(timeout=600)
     pout, _ = plain.communicate(timeout=600)
     assert job.returncode == 0, err[-3000:]
@@ -143,6 +146,78 @@ def test_attach_while_workers_restart(tmp_path: Path) -> None:
     rec = io_record(read_trace(str(path)))
     workers = [p for p in rec["processes"] if p["role"] == "worker"]
     assert len(workers) > 2, [p["pid"] for p in workers]     # more than one epoch's workers recorded
+
+
+@pytest.mark.torch
+def test_attach_job_that_ends_while_attached(tmp_path: Path) -> None:
+    """The job ends while attached for 600 s (its epochs end once told, after the attach began):
+    its exit ends the attach: the window written with what it did until then, a note says so, the
+    job's result unchanged, and the attach back as soon as the job is gone."""
+    pytest.importorskip("torch")
+    job = start("torch_zero_touch.py", str(tmp_path), "files", "0", "32")
+    wait_for(lambda: len(kids(job.pid)) >= 2)
+    err_path = tmp_path / "attach.err"
+    with open(err_path, "w") as err_fh:
+        cli = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "attach", str(job.pid), "--for", "600",
+                                "--logdir", str(tmp_path / "log")], stdout=subprocess.PIPE, stderr=err_fh,
+                               text=True, env=env())
+    try:
+        wait_for(lambda: "attached to" in err_path.read_text() or cli.poll() is not None, timeout=180)
+        time.sleep(1.0)                       # a few epochs inside the window
+        (tmp_path / "stop").write_text("")
+        t0 = time.monotonic()
+        out, _ = cli.communicate(timeout=240)
+        took = time.monotonic() - t0
+    finally:
+        cli.kill()
+    stderr = err_path.read_text()
+    jout, jerr = job.communicate(timeout=60)
+    assert job.returncode == 0 and "checksum" in jout, jerr[-3000:]
+    assert cli.returncode == 0, stderr
+    assert took < 120, (took, stderr)             # not the window's 600 s
+    assert re.search(r"note: the process exited [0-9.]+ s before the window's end", stderr), stderr
+    assert "Verdict: " in out, out
+    (path,) = (tmp_path / "log").glob("pytorch/attach_*/*.pt.trace.json")
+    trace = read_trace(str(path))
+    rec = io_record(trace)
+    roles = {p["pid"]: p["role"] for p in rec["processes"]}
+    assert roles[job.pid] == "main" and "worker" in roles.values(), roles
+    steps = [e for e in trace["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    assert len(steps) >= 3
+    data = set(json.loads((tmp_path / "result.json").read_text())["files"])
+    assert any(e.get("cat") == CATEGORY and e["args"].get("path") in data for e in trace["traceEvents"])
+
+
+@pytest.mark.torch
+def test_attach_job_that_ends_while_its_persistent_worker_records(tmp_path: Path) -> None:
+    """A persistent DataLoader worker, injected and recording, outlives the main process's exit
+    handlers (multiprocessing ends it after them): the main process's early end tells it to hand
+    over its record now, so the window holds the worker's I/O, not a note that it came too late."""
+    pytest.importorskip("torch")
+    job = start("torch_zero_touch.py", str(tmp_path), "decode", "0")
+    wait_for(lambda: len(kids(job.pid)) >= 1)
+    err_path = tmp_path / "attach.err"
+    with open(err_path, "w") as err_fh:
+        cli = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "attach", str(job.pid), "--for", "600",
+                                "--logdir", str(tmp_path / "log")], stdout=subprocess.PIPE, stderr=err_fh,
+                               text=True, env=env())
+    try:
+        wait_for(lambda: "process(es) recording" in err_path.read_text() or cli.poll() is not None, timeout=180)
+        time.sleep(1.5)                       # an epoch or two inside the window
+        (tmp_path / "stop").write_text("")
+        out, _ = cli.communicate(timeout=240)
+    finally:
+        cli.kill()
+    stderr = err_path.read_text()
+    jout, jerr = job.communicate(timeout=60)
+    assert job.returncode == 0 and "checksum" in jout, jerr[-3000:]
+    assert cli.returncode == 0, stderr
+    (worker,) = map(int, re.search(r"1 of 1 Python child process\(es\) recording: (\d+)", stderr).groups())
+    (path,) = (tmp_path / "log").glob("pytorch/attach_*/*.pt.trace.json")
+    rec = io_record(read_trace(str(path)))
+    assert not [n for n in rec["notes"] if "did not hand over" in n], rec["notes"]
+    (w,) = [p for p in rec["processes"] if p["pid"] == worker]
+    assert w["role"] == "worker" and w.get("num_fetches", 0) > 0, w
 
 
 def test_attach_job_holding_10000_files(tmp_path: Path) -> None:

@@ -4,14 +4,16 @@
     torch_zero_touch.py WORK MODE SECONDS [FILES]
 
 MODE ``decode``: as ``torch_decode_bound.py`` (one persistent fork worker, 96 files of 32 KiB,
-8 ms of CPU work per sample, batch 4, a 2 ms step), epochs until SECONDS have passed.
+8 ms of CPU work per sample, batch 4, a 2 ms step), epochs until SECONDS have passed (0: until
+WORK/stop exists).
 MODE ``read``: as ``torch_read_bound.py`` (two fork workers, each reading its own named pipe fed
 64 KiB by a writer that is not traced, batch 2, a 1 ms step), for SECONDS; the writers sleep 40 ms
 a chunk rather than 15 (the step here, not marked by the job, also holds its model's ops as the
 profiler records them: a longer wait keeps the margin on a loaded machine).
 MODE ``files``: two fork workers (new ones each epoch) reading 256 files of 64 KiB whole, a fixed
 amount of CPU work per sample (the same result however fast the machine), batch 8, a 5 ms step;
-a small model; SECONDS epochs (rounded, at least 1); FILES (default 256) sets an epoch's length.
+a small model; SECONDS epochs (rounded, at least 1; 0: epochs until WORK/stop exists); FILES
+(default 256) sets an epoch's length.
 
 Prints ``steps N checksum C`` at the end (C: the model's weights summed). In ``files`` mode the
 run is a fixed number of epochs (SECONDS rounded, at least 1) of fixed data from a fixed seed, so C
@@ -102,12 +104,14 @@ class FixedWork(Files):
         return x
 
 
-def loop(loader: DataLoader, seconds: float, compute_s: float, epochs: int | None = None) -> tuple[int, float]:
+def loop(loader: DataLoader, seconds: float, compute_s: float, epochs: int | None = None,
+         stop_file: str = "") -> tuple[int, float]:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     steps, end, epoch = 0, time.monotonic() + seconds, 0
-    while (epochs is None and time.monotonic() < end) or (epochs is not None and epoch < epochs):
+    while (epochs is None and time.monotonic() < end) or (epochs is not None and epoch < epochs) or (
+            stop_file and not (epoch and os.path.exists(stop_file))):
         for batch in loader:
             loss = model(batch[:, :64]).square().mean()
             opt.zero_grad()
@@ -147,7 +151,10 @@ def main() -> None:
         files = make_files(work, 96)
         loader = DataLoader(Decoded(files, 0.008), batch_size=4, num_workers=1, persistent_workers=True,
                             multiprocessing_context="fork")
-        steps, checksum = loop(loader, seconds, 0.002)
+        if seconds:
+            steps, checksum = loop(loader, seconds, 0.002)
+        else:
+            steps, checksum = loop(loader, 0.0, 0.002, epochs=0, stop_file=os.path.join(work, "stop"))
     elif mode == "read":
         files = [os.path.join(work, f"pipe{k}") for k in range(2)]
         chunks = int(seconds / READ_DELAY_S) + 8
@@ -160,8 +167,9 @@ def main() -> None:
     else:
         files = make_files(work, int(sys.argv[4]) if len(sys.argv) > 4 else 256, 64 << 10)
         loader = DataLoader(FixedWork(files), batch_size=8, num_workers=2, multiprocessing_context="fork")
-        epochs = max(1, round(seconds / 1.0))
-        steps, checksum = loop(loader, 0.0, 0.005, epochs=epochs)
+        epochs = max(1, round(seconds / 1.0)) if seconds else 0
+        steps, checksum = loop(loader, 0.0, 0.005, epochs=epochs,
+                               stop_file="" if seconds else os.path.join(work, "stop"))
     for w in writers:
         w.wait()
     print(f"steps {steps} checksum {checksum:.6f}", flush=True)
