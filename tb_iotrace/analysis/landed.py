@@ -32,7 +32,7 @@ from tb_iotrace.analysis.decoded.tab_kineto import converted
 from tb_iotrace.base.priority import lowest_priority
 from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import jobfacts, summaries
-from tb_iotrace.store.remote_summaries import keep_remote, remote_identity
+from tb_iotrace.store.remote_summaries import keep_remote, uploaded_identity
 from tb_iotrace.store.logdir import capture_host, profile_captures
 from tb_iotrace.model.source_kinds import KINETO, listed_kind
 
@@ -69,21 +69,26 @@ def keep_landed(host: str, path: str, facts: bool) -> list[str]:
 
 def keep_uploaded(host: str, local: str, url: str, facts: bool) -> list[str]:
     """Keep in the bucket, beside it, the summary (and with ``facts`` the job facts) of the
-    profile capture or PyTorch trace uploaded to ``url`` from ``local`` (a copy this child owns, removed once
-    read), under the identity a reader of the URL logdir gives it before fetching it
-    (tb_iotrace.store.remote_summaries); what was kept. Raises what decoding or the store raise."""
+    profile capture, whole-run record or PyTorch trace uploaded to ``url`` from ``local`` (a copy
+    this child owns, with a record's tables beside it, removed once read), under the identity a
+    reader of the URL logdir gives it before fetching it (tb_iotrace.store.remote_summaries); what
+    was kept. Raises what decoding or the store raise."""
     try:
         if summaries.mode() == "off" or summaries.beside_url(url) is None:
             return []
-        ident = remote_identity(url, os.path.getsize(local))
+        ident = uploaded_identity(url, local)
         if ident is None:        # the object is no longer the one uploaded
             return []
         row = capture_row(host, load_any(local, host))
         doc = job_doc(host, findings_of(_analysed(local))) if facts else None
         return keep_remote(url, ident, row, job_facts.facts_of(doc) if doc is not None else None)
     finally:
+        for f in [local] + summaries.companions(local):
+            try:
+                os.unlink(f)
+            except OSError:
+                pass
         try:
-            os.unlink(local)
             os.rmdir(os.path.dirname(local))     # its folder of landed copies, once empty
         except OSError:
             pass

@@ -7,7 +7,9 @@ when the command has ended: the tables (``.npz``) first, the JSON that readers o
 Each object is replaced whole by its upload, so a job killed between flushes leaves its last
 flush in the bucket. Storage problems are one line on stderr (the first of a streak, and the
 outcome at the end); they never change the job's exit code. When the last upload fails the
-staging folder is kept and named, so nothing is lost; when it succeeds the folder is removed.
+staging folder is kept and named, so nothing is lost; when it succeeds the records, whole now,
+go to a summary child (:func:`tb_iotrace.recording.landing.landed_uploaded`), which keeps their
+summaries and job facts in the bucket beside them, and the folder is removed.
 """
 from __future__ import annotations
 
@@ -98,10 +100,23 @@ class RecordUploader:
         self.failing = None
         if self.sync(quiet=True):
             self.ok = True
+            self._land()
             shutil.rmtree(self.staging, ignore_errors=True)
         else:
             self._say(f"the records were not uploaded to {redact_url(self.url)} ({self.failing}); they are kept in "
                       f"{self.staging}")
+
+    def _land(self) -> None:
+        """The records as uploaded last (with their tables) to the summary child; never raises."""
+        from tb_iotrace.recording import landing
+
+        d = record_dir(self.staging)
+        try:
+            jsons = [(p, remote.join(self.url, p.relative_to(self.staging).as_posix())) for p in sorted(self._sent)
+                     if p.parent == d and p.name.endswith(RECORD_SUFFIX) and p.is_file()]
+            landing.landed_uploaded(landing.keep_for_landing(jsons))
+        except (OSError, ValueError) as exc:
+            self._say(f"the records' summaries were not made ({exc}); the tab makes them when it opens the logdir")
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)

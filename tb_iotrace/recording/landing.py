@@ -10,10 +10,10 @@ thread that starts one; the thread starts the next child for all that landed mea
 last one ended (one child at a time per process). Nothing here raises into the job: a child that
 cannot be started is one log line (once per process), a capture the child cannot read one line
 on stderr; such captures are decoded when the logdir is first opened, as before.
-``TBIO_LANDED_SUMMARIES=0`` (or ``TBIO_SUMMARIES=0``) turns it off. A profile capture uploaded
-or a PyTorch trace uploaded to a URL logdir (:func:`landed_uploaded`) gets them in the bucket
-beside it, of the object's version the child asks the store for; a record uploaded to a URL gets
-none (its identity is of its local files, which a reader's mirror does not share).
+``TBIO_LANDED_SUMMARIES=0`` (or ``TBIO_SUMMARIES=0``) turns it off. A profile capture, a
+PyTorch trace or a whole-run record uploaded to a URL logdir (:func:`landed_uploaded`) gets them
+in the bucket beside it, of the object's version (a record's: of its JSON and tables) the child
+asks the store for.
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from tb_iotrace.store import remote, staging
+from tb_iotrace.store import remote, staging, summaries
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.store.logdir import capture_host
 
@@ -229,8 +229,9 @@ def landed_uploaded(items: Iterable[tuple[str, str]]) -> None:
 def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     """The uploaded captures (local file, URL) moved into a staging folder of their own, which
     the summary child of :func:`landed_uploaded` empties (a rename; a copy where the file is on
-    another file system, as a PyTorch trace's spool in a tmpfs /tmp); what was moved (none when
-    summaries are off or no child could read them)."""
+    another file system, as a PyTorch trace's spool in a tmpfs /tmp), a whole-run record's
+    tables along with its JSON; what was moved (none when summaries are off or no child could
+    read them)."""
     if not files or not enabled() or remote.scheme(files[0][1]) == "memory":
         return []        # (fsspec's memory://: this process's own, no child can read it)
     try:
@@ -241,16 +242,27 @@ def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     for k, (f, url) in enumerate(files):
         dest = folder / f"{k}.{f.name}"
         try:
-            try:
-                os.replace(f, dest)
-            except OSError as exc:
-                if exc.errno != errno.EXDEV:
-                    raise
-                shutil.move(str(f), str(dest))
+            _move(f, dest)
         except OSError:
             continue
+        for table, to in zip(summaries.companions(str(f)), summaries.companions(str(dest))):
+            try:
+                _move(Path(table), Path(to))
+            except FileNotFoundError:
+                pass
+            except OSError:
+                break
         out.append((str(dest), url))
     return out
+
+
+def _move(f: Path, dest: Path) -> None:
+    try:
+        os.replace(f, dest)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        shutil.move(str(f), str(dest))
 
 
 def landed_detached(paths: Iterable[str]) -> None:

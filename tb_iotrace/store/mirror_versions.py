@@ -1,7 +1,8 @@
 """Which version of a remote object a file of a URL logdir's local mirror is
-(:mod:`tb_iotrace.store.remote`): a file of a kind fetched when opened has its object's entry in
-the mirror's manifest (URL, path in the store, size, version) while it is a placeholder and once
-it is fetched, as long as it is that very cached copy. A summary of such a file
+(:mod:`tb_iotrace.store.remote`): every file of a mirror kept with a manifest has its object's
+entry there (URL, path in the store, size, version): a file of a kind fetched when opened while
+it is a placeholder and once it is fetched, a record's JSON (fetched at once) as soon as it is
+there, each as long as it is that very cached copy. A summary of such a file
 (:mod:`tb_iotrace.store.summaries`) is then of the object's version whether the reader has
 fetched it or not, as its writer, which knows only the object, keeps it
 (:mod:`tb_iotrace.store.remote_summaries`)."""
@@ -63,7 +64,7 @@ def _manifest(file: Path) -> dict[str, Any]:
 
 
 def mirror_entry(path: str | os.PathLike[str], root: Path | None = None) -> dict[str, Any] | None:
-    """The manifest entry (url, path, size, version) of a mirror's file of a lazy kind: while it
+    """The manifest entry (url, path, size, version) of a mirror's file: while it
     is a placeholder (:func:`lazy_entry`), or once it is the very cached copy of that version of
     the object (a hard link to it); else None (another file, or its copy evicted meanwhile)."""
     got = lazy_entry(path, root)

@@ -422,7 +422,7 @@ def _mirror(fs: Any, url: str, rpath: str, local_top: Path, wanted: Callable[[st
                 else:
                     try:
                         links[local / name] = _object(fs, ourl, full, e, root)
-                        if lazy is not None and lazy(name):     # fetched before: its version kept too
+                        if lazy is not None:     # fetched (before, or now: a record's JSON): its version kept too
                             fetched[local / name] = entry
                     except RemoteError as exc:
                         if not isinstance(exc.__context__, FileNotFoundError) and "no such" not in str(exc):

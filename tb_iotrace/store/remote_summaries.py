@@ -7,10 +7,10 @@ A remote capture's summary is of the object's version: its identity is the one a
 a capture it has listed but not fetched (``["remote", url, version, size]``,
 :func:`tb_iotrace.store.summaries.identity`), which the writer learns by asking the store for
 the object once it is uploaded (:func:`remote_identity`). A capture whose object is no longer
-the one uploaded (another size) gets nothing. Profile captures in a run's ``plugins/`` tree and
-PyTorch traces (in their folder's ``plugins/iotrace/summaries/``) have such a place
-(:func:`tb_iotrace.store.summaries.beside_url`); a whole-run record has none (its identity is of
-its local files and their companions, which a reader's mirror does not share).
+the one uploaded (another size) gets nothing. Profile captures and whole-run records in a run's
+``plugins/`` tree and PyTorch traces (in their folder's ``plugins/iotrace/summaries/``) have
+such a place (:func:`tb_iotrace.store.summaries.beside_url`); a record's identity is of its JSON
+and of each table uploaded beside it (:func:`uploaded_identity`), as a reader's mirror lists them.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from tb_iotrace.store import jobfacts, remote, summaries
 from tb_iotrace.store.remote_calls import call
 
-__all__ = ["keep_remote", "remote_identity"]
+__all__ = ["keep_remote", "remote_identity", "uploaded_identity"]
 
 
 def remote_identity(url: str, size: int) -> summaries.Identity | None:
@@ -41,6 +41,22 @@ def remote_identity(url: str, size: int) -> summaries.Identity | None:
     if int(info.get("size") or 0) != int(size):
         return None
     return [["remote", url, remote.version_of(info), int(size)]]
+
+
+def uploaded_identity(url: str, local: str) -> summaries.Identity | None:
+    """The identity a reader gives the capture uploaded to ``url`` from ``local``: its object's
+    version, and of a whole-run record also those of the tables uploaded beside it (the reader
+    lists them in the same order); None when any object is not the bytes uploaded."""
+    got = remote_identity(url, os.path.getsize(local))
+    if got is None:
+        return None
+    for table, table_url in zip(summaries.companions(local), summaries.companions(url)):
+        if os.path.exists(table):
+            one = remote_identity(table_url, os.path.getsize(table))
+            if one is None:
+                return None
+            got += one
+    return got
 
 
 def _put(url: str, doc: dict[str, Any], limit: int) -> bool:

@@ -48,7 +48,7 @@ from tb_iotrace.store import remote
 from tb_iotrace.store.logdir import KINETO_SUFFIXES
 from tb_iotrace.store.mirror_versions import mirror_entry
 from tb_iotrace.base.atomic import atomic_write
-from tb_iotrace.store.runrecord import RECORD_SUFFIX, table_path
+from tb_iotrace.store.runrecord import RECORD_SUFFIX, TABLE_SUFFIX
 
 FORMAT = "tb_iotrace.summary/2"   # 2: identities with inode, change time and a hash of the ends
 ENV = "TBIO_SUMMARIES"
@@ -117,27 +117,43 @@ def _stat(path: str, mirrored: bool = False) -> list[Any] | None:
             0 if mirrored else int(st.st_ctime_ns), digest]
 
 
-def _companions(path: str) -> list[str]:
-    """A whole-run record's trace and file table beside its JSON (a flush rewrites any)."""
+def companions(path: str) -> list[str]:
+    """A whole-run record's trace and file table beside its JSON (a flush rewrites any), by name:
+    of a local path or a URL alike."""
     if not path.endswith(RECORD_SUFFIX) or path.endswith(".pt.trace.json"):
         return []
-    return [path[: -len(RECORD_SUFFIX)] + ".npz", str(table_path(path))]
+    stem = path[: -len(RECORD_SUFFIX)]
+    return [stem + ".npz", stem + TABLE_SUFFIX]
+
+
+def remote_ident(entry: Mapping[str, Any]) -> list[Any]:
+    """The identity of one object's version (a mirror manifest's entry: url, version, size)."""
+    return ["remote", str(entry.get("url")), str(entry.get("version")), int(entry.get("size") or 0)]
 
 
 def identity(path: str) -> Identity | None:
     """What must stay the same for a summary of ``path`` to stay valid (None: unreadable):
     size and mtime of the file and of a record's trace and table; for a remote logdir's file
-    of a kind fetched when opened, not fetched yet or fetched as that very version
+    not fetched yet or fetched as that very version
     (:func:`tb_iotrace.store.mirror_versions.mirror_entry`), the object's URL, version and size as the
-    mirror's manifest has them."""
-    lazy = mirror_entry(path)     # listed, fetched or not: the object's version names it
-    if lazy is not None:
-        return [["remote", str(lazy.get("url")), str(lazy.get("version")), int(lazy.get("size") or 0)]]
+    mirror's manifest has them (of a record, of its JSON and of each of its tables there)."""
     mirrored = _in_mirror(path)
+    entry = mirror_entry(path) if mirrored else None     # listed, fetched or not: the object's version names it
+    if entry is not None:
+        got = [remote_ident(entry)]
+        for c in companions(path):
+            e = mirror_entry(c)
+            if e is not None:
+                got.append(remote_ident(e))
+            elif os.path.lexists(c):    # a table not of a listed version: the files' own identity
+                got = []
+                break
+        if got:
+            return got
     own = _stat(path, mirrored)
     if own is None:
         return None
-    return [own] + [s for s in (_stat(c, mirrored) for c in _companions(path)) if s is not None]
+    return [own] + [s for s in (_stat(c, mirrored) for c in companions(path)) if s is not None]
 
 
 def _beside(path: str) -> tuple[Path, str] | None:
@@ -158,16 +174,19 @@ def _beside(path: str) -> tuple[Path, str] | None:
 
 
 def beside_url(url: str) -> tuple[str, str] | None:
-    """Of a capture at ``url`` in a run's ``plugins/`` tree, or a PyTorch trace (in its folder's
-    ``plugins/iotrace/summaries/``, under its file name), the URL of its summaries folder in the
-    bucket and the capture's name relative to that folder's run (as :func:`_beside` names them
-    in the logdir's mirror); None for any other object."""
+    """Of a capture at ``url`` in a run's ``plugins/`` tree (a profile capture, a whole-run
+    record's JSON), or a PyTorch trace (in its folder's ``plugins/iotrace/summaries/``, under its
+    file name), the URL of its summaries folder in the bucket and the capture's name relative to
+    that folder's run (as :func:`_beside` names them in the logdir's mirror); None for any other
+    object."""
     head, sep, tail = url.partition("://")
     parts = tail.rstrip("/").split("/") if sep else []
     if len(parts) >= 5 and parts[-4:-2] == ["plugins", "profile"]:
         return f"{head}://" + "/".join(parts[:-4] + list(FOLDER)), "/".join(parts[-3:])
     if len(parts) >= 2 and parts[-1].endswith(KINETO_SUFFIXES):    # a PyTorch trace: in its folder's
         return f"{head}://" + "/".join(parts[:-1] + list(FOLDER)), parts[-1]
+    if len(parts) >= 4 and parts[-3:-1] == ["plugins", "iotrace"] and parts[-1].endswith(RECORD_SUFFIX):
+        return f"{head}://" + "/".join(parts[:-3] + list(FOLDER)), "/".join(parts[-2:])
     return None
 
 

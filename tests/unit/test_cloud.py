@@ -263,10 +263,11 @@ def test_run_uploads_each_flush_and_a_killed_job_leaves_its_last(store: dict[str
     _no_local_url_folder(store["cwd"])
 
 
-def _storage_failed(proc: Any, url: str, first: str, cwd: Path) -> None:
-    """The job kept its exit code (3); stderr said the first failure and the outcome, one line
-    each; the records are in the folder named, not in the cwd."""
+def _storage_failed(proc: Any, url: str, first: str, cwd: Path, seen: str = "") -> None:
+    """The job kept its exit code (3); stderr (``seen`` of it read already) said the first failure
+    and the outcome, one line each; the records are in the folder named, not in the cwd."""
     _, err = proc.communicate(timeout=120)
+    err = seen + err
     assert proc.returncode == 3, err
     lines = err.strip().splitlines()
     assert len(lines) == 2, err
@@ -303,8 +304,11 @@ def test_run_keeps_the_exit_code_when_the_server_stops(tmp_path: Path) -> None:
         _wait_for(lambda: [k for k in fs.find("own/logs") if k.endswith(".json")])
     finally:
         srv.stop()
+    # a periodic flush after the stop says it failed; then the job ends (its marker written at
+    # once, a loaded machine ran no flush between the two: only the last upload's line came)
+    seen = proc.stderr.readline()
     marker.write_text("")
-    _storage_failed(proc, url, "upload failed, retrying at the next flush", cwd)
+    _storage_failed(proc, url, "upload failed, retrying at the next flush", cwd, seen)
 
 
 def test_import_darshan_to_a_url(store: dict[str, Any], tmp_path: Path) -> None:
@@ -560,4 +564,55 @@ def test_a_trace_handler_trace_uploaded_to_a_url_lands_with_its_summary_in_the_b
     store["fs"].put_file(str(other), url.split("://", 1)[1])
     got, decoded = hosts()
     assert decoded == [name] and got["hosts"] == [capture_row(row["host"], load_any(str(other), row["host"]))]
+    _no_local_url_folder(store["cwd"])
+
+
+def test_a_run_record_uploaded_to_a_url_lands_with_its_summary_in_the_bucket(
+        store: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tb-iotrace run --logdir URL``: once its records are uploaded whole, a summary child
+    keeps each one's summary and job facts in the bucket beside it (plugins/iotrace/summaries/),
+    of the versions of its JSON and tables; a TensorBoard on the URL answers "All hosts" from
+    them without decoding the record (failed first: no summary in the bucket, the record decoded),
+    the row the record's; no local copy is left; a record replaced in the bucket is decoded again."""
+    from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+    from tb_iotrace.recording import landing
+    from tb_iotrace.store import jobfacts, remote, staging, summaries
+
+    monkeypatch.setenv(summaries.ENV, "1")              # the tab reads summaries beside captures
+    url = store["url"] + "/logs"
+    env = {k: v for k, v in store["env"].items() if k != landing.ENV}
+    env[summaries.ENV] = "1"
+    proc, _, marker = _start_run(store, url, "0", env=env)
+    marker.write_text("")
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+
+    def kept() -> list[str]:
+        return sorted(k.rsplit(".", 2)[-2] for k in _listed(store, "logs/plugins/iotrace/summaries"))
+
+    assert _wait_for(lambda: kept() == ["jobfacts", "summary"], timeout=180), kept()
+    [key] = [k for k in _listed(store, "logs/plugins/iotrace") if k.endswith(".json") and "/summaries/" not in k]
+    local = tmp_path / "got" / key.rsplit("/", 1)[1]
+    local.parent.mkdir()
+    for k in _listed(store, "logs/plugins/iotrace"):
+        if "/summaries/" not in k:
+            local.with_name(k.rsplit("/", 1)[1]).write_bytes(store["fs"].cat_file(f"{store['bucket']}/{k}"))
+    assert len(list(local.parent.iterdir())) >= 2            # the JSON and its tables
+    host = local.name[: -len(".json")]
+    fresh = capture_row(host, load_any(str(local), host))
+    assert fresh["bytes_read"] > 0
+
+    def hosts() -> tuple[dict, list[str]]:
+        return _tab_hosts(url, "iotrace")
+
+    got, decoded = hosts()
+    assert decoded == [] and got["hosts"] == [fresh], (decoded, got)
+    mirrored = remote.mirror_path(url) / "plugins" / "iotrace" / local.name
+    assert jobfacts.load(str(mirrored)).state == "ok"              # the job verdict's facts too
+    assert not staging.root().exists() or not any(staging.root().rglob("*.json")), list(staging.root().rglob("*"))
+    other = tmp_path / local.name                                  # another version of the record
+    other.write_bytes(local.read_bytes() + b"\n")
+    store["fs"].put_file(str(other), f"{store['bucket']}/{key}")
+    got, decoded = hosts()
+    assert decoded == [local.name] and got["hosts"] == [fresh]
     _no_local_url_folder(store["cwd"])
