@@ -71,14 +71,15 @@ def test_the_tab_answers_within_5_s_while_the_bucket_hangs(hung: HungServer, tmp
         fs.put_file(str(DATA / "jax_io.xplane.pb"), f"{bucket}/logs/plugins/profile/s1/vm.xplane.pb")
         plugin, get = make_client(f"s3://{bucket}/logs")      # TensorBoard's first start: fetched
         # (the local server, slow on a loaded machine, may first get the "still trying" answer
-        # after 3 s: asked again, as a user reloads, until it answered)
+        # after 3 s, or fail a call's 3 s outright: asked again, as a user reloads, until it
+        # answered; a quick run under load saw the second)
         end = time.monotonic() + 120
         while True:
             code, body = get("/runs")
             if (code == 200 and body["runs"] and not body["message"]) or time.monotonic() > end:
                 break
             # still trying; or the scan made before the sync answered, kept a few seconds
-            assert code == 200 and ("(still trying)" in body["message"]
+            assert code == 200 and ("(still trying)" in body["message"] or "did not answer within" in body["message"]
                                     or body["message"].startswith("No profile found")), body
             time.sleep(0.5)
         assert code == 200 and body["runs"] and not body["message"], body
