@@ -148,23 +148,19 @@ def test_attach_while_workers_restart(tmp_path: Path) -> None:
     assert len(workers) > 2, [p["pid"] for p in workers]     # more than one epoch's workers recorded
 
 
-@pytest.mark.torch
-def test_attach_job_that_ends_while_attached(tmp_path: Path) -> None:
-    """The job ends while attached for 600 s (its epochs end once told, after the attach began):
-    its exit ends the attach: the window written with what it did until then, a note says so, the
-    job's result unchanged, and the attach back as soon as the job is gone."""
-    pytest.importorskip("torch")
-    job = start("torch_zero_touch.py", str(tmp_path), "files", "0", "32")
-    wait_for(lambda: len(kids(job.pid)) >= 2)
-    err_path = tmp_path / "attach.err"
+def attach_then_stop(job: subprocess.Popen, work: Path, ready: str, inside_s: float) -> tuple[str, str, float]:
+    """Attach to ``job`` for 600 s; once the attach's stderr says ``ready``, ``inside_s`` later,
+    tell the job to end (WORK/stop); the attach's stdout, stderr and seconds from the stop to its
+    end."""
+    err_path = work / "attach.err"
     with open(err_path, "w") as err_fh:
         cli = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "attach", str(job.pid), "--for", "600",
-                                "--logdir", str(tmp_path / "log")], stdout=subprocess.PIPE, stderr=err_fh,
+                                "--logdir", str(work / "log")], stdout=subprocess.PIPE, stderr=err_fh,
                                text=True, env=env())
     try:
-        wait_for(lambda: "attached to" in err_path.read_text() or cli.poll() is not None, timeout=180)
-        time.sleep(1.0)                       # a few epochs inside the window
-        (tmp_path / "stop").write_text("")
+        wait_for(lambda: ready in err_path.read_text() or cli.poll() is not None, timeout=180)
+        time.sleep(inside_s)
+        (work / "stop").write_text("")
         t0 = time.monotonic()
         out, _ = cli.communicate(timeout=240)
         took = time.monotonic() - t0
@@ -174,6 +170,18 @@ def test_attach_job_that_ends_while_attached(tmp_path: Path) -> None:
     jout, jerr = job.communicate(timeout=60)
     assert job.returncode == 0 and "checksum" in jout, jerr[-3000:]
     assert cli.returncode == 0, stderr
+    return out, stderr, took
+
+
+@pytest.mark.torch
+def test_attach_job_that_ends_while_attached(tmp_path: Path) -> None:
+    """The job ends while attached for 600 s (its epochs end once told, after the attach began):
+    its exit ends the attach: the window written with what it did until then, a note says so, the
+    job's result unchanged, and the attach back as soon as the job is gone."""
+    pytest.importorskip("torch")
+    job = start("torch_zero_touch.py", str(tmp_path), "files", "0", "32")
+    wait_for(lambda: len(kids(job.pid)) >= 2)
+    out, stderr, took = attach_then_stop(job, tmp_path, "attached to", 1.0)     # a few epochs inside
     assert took < 120, (took, stderr)             # not the window's 600 s
     assert re.search(r"note: the process exited [0-9.]+ s before the window's end", stderr), stderr
     assert "Verdict: " in out, out
@@ -196,22 +204,7 @@ def test_attach_job_that_ends_while_its_persistent_worker_records(tmp_path: Path
     pytest.importorskip("torch")
     job = start("torch_zero_touch.py", str(tmp_path), "decode", "0")
     wait_for(lambda: len(kids(job.pid)) >= 1)
-    err_path = tmp_path / "attach.err"
-    with open(err_path, "w") as err_fh:
-        cli = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "attach", str(job.pid), "--for", "600",
-                                "--logdir", str(tmp_path / "log")], stdout=subprocess.PIPE, stderr=err_fh,
-                               text=True, env=env())
-    try:
-        wait_for(lambda: "process(es) recording" in err_path.read_text() or cli.poll() is not None, timeout=180)
-        time.sleep(1.5)                       # an epoch or two inside the window
-        (tmp_path / "stop").write_text("")
-        out, _ = cli.communicate(timeout=240)
-    finally:
-        cli.kill()
-    stderr = err_path.read_text()
-    jout, jerr = job.communicate(timeout=60)
-    assert job.returncode == 0 and "checksum" in jout, jerr[-3000:]
-    assert cli.returncode == 0, stderr
+    _, stderr, _ = attach_then_stop(job, tmp_path, "process(es) recording", 1.5)   # an epoch or two inside
     (worker,) = map(int, re.search(r"1 of 1 Python child process\(es\) recording: (\d+)", stderr).groups())
     (path,) = (tmp_path / "log").glob("pytorch/attach_*/*.pt.trace.json")
     rec = io_record(read_trace(str(path)))
