@@ -148,17 +148,20 @@ def test_attach_while_workers_restart(tmp_path: Path) -> None:
     assert len(workers) > 2, [p["pid"] for p in workers]     # more than one epoch's workers recorded
 
 
-def attach_then_stop(job: subprocess.Popen, work: Path, ready: str, inside_s: float) -> tuple[str, str, float]:
-    """Attach to ``job`` for 600 s; once the attach's stderr says ``ready``, ``inside_s`` later,
-    tell the job to end (WORK/stop); the attach's stdout, stderr and seconds from the stop to its
-    end."""
+def attach_then_stop(job: subprocess.Popen, work: Path, inside_s: float) -> tuple[str, str, float]:
+    """Attach to ``job`` for 600 s; ``inside_s`` after the window began (the CLI's ``go``, once
+    every process answered), tell the job to end (WORK/stop); the attach's stdout, stderr and
+    seconds from the stop to its end."""
+    from tb_iotrace.cli.attach import control_dir
+
+    go = Path(control_dir(job.pid), "go")
     err_path = work / "attach.err"
     with open(err_path, "w") as err_fh:
         cli = subprocess.Popen([sys.executable, "-m", "tb_iotrace", "attach", str(job.pid), "--for", "600",
                                 "--logdir", str(work / "log")], stdout=subprocess.PIPE, stderr=err_fh,
                                text=True, env=env())
     try:
-        wait_for(lambda: ready in err_path.read_text() or cli.poll() is not None, timeout=180)
+        wait_for(lambda: go.exists() or cli.poll() is not None, timeout=180)
         time.sleep(inside_s)
         (work / "stop").write_text("")
         t0 = time.monotonic()
@@ -181,7 +184,7 @@ def test_attach_job_that_ends_while_attached(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     job = start("torch_zero_touch.py", str(tmp_path), "files", "0", "32")
     wait_for(lambda: len(kids(job.pid)) >= 2)
-    out, stderr, took = attach_then_stop(job, tmp_path, "attached to", 1.0)     # a few epochs inside
+    out, stderr, took = attach_then_stop(job, tmp_path, 1.0)     # a few epochs inside
     assert took < 120, (took, stderr)             # not the window's 600 s
     assert re.search(r"note: the process exited [0-9.]+ s before the window's end", stderr), stderr
     assert "Verdict: " in out, out
@@ -204,7 +207,7 @@ def test_attach_job_that_ends_while_its_persistent_worker_records(tmp_path: Path
     pytest.importorskip("torch")
     job = start("torch_zero_touch.py", str(tmp_path), "decode", "0")
     wait_for(lambda: len(kids(job.pid)) >= 1)
-    _, stderr, _ = attach_then_stop(job, tmp_path, "process(es) recording", 1.5)   # an epoch or two inside
+    _, stderr, _ = attach_then_stop(job, tmp_path, 1.5)   # an epoch or two inside
     (worker,) = map(int, re.search(r"1 of 1 Python child process\(es\) recording: (\d+)", stderr).groups())
     (path,) = (tmp_path / "log").glob("pytorch/attach_*/*.pt.trace.json")
     rec = io_record(read_trace(str(path)))
