@@ -111,7 +111,11 @@ def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: 
     time (timed inside tb_iotrace's wrapper) and the caller's (timed around its line): the two
     agree within microseconds on an idle machine, but the save's writer thread holds the GIL
     while the caller's line runs the wrapper's Python, so on a loaded one (load 11-14 on 2 cores)
-    the caller's time came to 30% more than the call's, which no 10% tolerance survives."""
+    the caller's time came to 30% more than the call's, which no 10% tolerance survives.
+    Where no step ran while a save's writer thread wrote (between two steps: 4.2 ms once under
+    load, the training thread off its core or waiting for the GIL), the loop stood while the
+    save ran: that blocks too (docs/checkpoints.md), so the caller's time plus the gaps between
+    the steps bounds the blocked time."""
     _job(tmp_path, "init", record=False)
     job = _job(tmp_path, "async", record=False)
     (h,) = [h for h in _hosts(tmp_path / "log") if h["checkpoints"]]
@@ -122,8 +126,12 @@ def test_trace_handler_splits_async_save_into_blocking_and_background(tmp_path: 
     assert len(job["calls_s"]) == len(job["saves_s"]) == len(saves)
     blocked = sum(p["blocking_ns"] for p in saves) / 1e9
     slack = 2e-6 * len(saves)            # the trace's microsecond timestamps, two per span
-    assert sum(job["calls_s"]) - slack <= blocked <= sum(job["saves_s"]) + slack, (job, saves)
-    print("async: call", sum(job["calls_s"]), "blocked", blocked, "job", sum(job["saves_s"]), "background", sum(p["background_ns"] for p in saves) / 1e9)
+    (trace,) = list((tmp_path / "log").glob("*.pt.trace.json*"))
+    steps = sorted((e["ts"], e["ts"] + e["dur"]) for e in json.loads(trace.read_text())["traceEvents"]
+                   if str(e.get("name", "")).startswith("ProfilerStep#"))
+    gaps = sum(max(0.0, b[0] - a[1]) for a, b in zip(steps, steps[1:])) / 1e6     # no step ran
+    assert sum(job["calls_s"]) - slack <= blocked <= sum(job["saves_s"]) + gaps + slack, (job, saves, gaps)
+    print("async: call", sum(job["calls_s"]), "blocked", blocked, "gaps", gaps, "job", sum(job["saves_s"]), "background", sum(p["background_ns"] for p in saves) / 1e9)
 
 
 SAVE_EVERY_JOB = Path(__file__).parent / "scripts" / "torch_save_every_job.py"
