@@ -40,7 +40,7 @@ def remote_identity(url: str, size: int) -> summaries.Identity | None:
         raise remote.failure(url, exc) from None
     if int(info.get("size") or 0) != int(size):
         return None
-    return [["remote", url, remote.version_of(info), int(size)]]
+    return [summaries.remote_ident({"url": url, "version": remote.version_of(info), "size": size})]
 
 
 def uploaded_identity(url: str, local: str) -> summaries.Identity | None:
