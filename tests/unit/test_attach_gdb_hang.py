@@ -38,7 +38,8 @@ def _fake_gdb(tmp_path: Path, hangs: int) -> Path:
     gdb.write_text(f"""#!/bin/sh
 echo x >> {calls}
 n=$(wc -l < {calls})
-if [ "$n" -le {hangs} ]; then kill -STOP "$2"; exec sleep 600; fi
+while [ "$1" != "-p" ]; do shift; done
+if [ "$n" -le {hangs} ]; then echo "Attaching to process $2"; kill -STOP "$2"; exec sleep 600; fi
 echo '$1 = 0'
 """)
     gdb.chmod(0o755)
@@ -63,6 +64,8 @@ def test_gdb_hanging_every_time_is_one_line_and_the_process_runs_on(tmp_path: Pa
     with pytest.raises(inj.AttachRefused) as err:
         inj.inject(t, "gdb", "pass", str(tmp_path / "inject.py"))
     assert "did not finish" in str(err.value) and "resumed" in str(err.value) and "\n" not in str(err.value)
+    # where it stood: the process stopped by the hung gdb, gdb's last words
+    assert "its threads T 1" in str(err.value) and f"'Attaching to process {sleeper.pid}'" in str(err.value)
     assert _state(sleeper.pid) != "T"
 
 
