@@ -71,8 +71,13 @@ def _input_bound(a, d):
     # the verdict: the wait is tf.data decoding (its threads run the py_function)
     v = a.verdict
     assert v["bound"] == "input" and v["unmeasured"] == [] and v["cause"] == "decode", v
-    # the decode is a py_function: a parallel map would run it one call at a time (the GIL)
-    assert v["wait_breakdown"]["decode"] >= 0.8 and v["change"].startswith("the map's function is a tf.py_function"), v
+    # the decode is a py_function: a parallel map would run it one call at a time (the GIL).
+    # The wait is the pipeline's CPU: its decode (>= 80% idle), and under load also gaps between
+    # its events while its thread waited for a core (starved; decode 59% of the wait in a run of
+    # the suite beside stress --cpu 2, file I/O 0%: still the largest part, so the cause)
+    b = v["wait_breakdown"]
+    assert b["decode"] + b["starved"] >= 0.8 and b["decode"] == max(b.values()), v
+    assert v["change"].startswith("the map's function is a tf.py_function"), v
 
 
 def _input_bound_no_steps(a, d):
