@@ -231,7 +231,9 @@ def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     the summary child of :func:`landed_uploaded` empties (a rename; a copy where the file is on
     another file system, as a PyTorch trace's spool in a tmpfs /tmp), a whole-run record's
     tables along with its JSON; what was moved (none when summaries are off or no child could
-    read them)."""
+    read them). A record whose table could not be moved (a refusal, not a missing file) is left
+    out, in the staging folder: summarized without that table, its summary's identity would
+    match no reader's (the tab summarizes it when it opens the logdir)."""
     if not files or not enabled() or remote.scheme(files[0][1]) == "memory":
         return []        # (fsspec's memory://: this process's own, no child can read it)
     try:
@@ -245,14 +247,17 @@ def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
             _move(f, dest)
         except OSError:
             continue
+        whole = True
         for table, to in zip(summaries.companions(str(f)), summaries.companions(str(dest))):
             try:
                 _move(Path(table), Path(to))
             except FileNotFoundError:
                 pass
             except OSError:
+                whole = False
                 break
-        out.append((str(dest), url))
+        if whole:
+            out.append((str(dest), url))
     return out
 
 

@@ -261,3 +261,36 @@ def test_a_copy_on_another_file_system_is_handed_over_too(tmp_path, beside, monk
     assert url == "s3://b/logs/torch/w0.1.pt.trace.json" and not src.exists()
     assert Path(local).read_bytes() == b"{}" * 1000 and Path(local).parent.name.startswith("landed")
     shutil.rmtree(Path(local).parent)
+
+
+def test_a_record_whose_table_cannot_be_moved_is_not_handed_over(tmp_path, beside, monkeypatch):
+    """A record's JSON moved but one of its tables not (a move refused, not a missing file): the
+    child would summarize the record without that table, under an identity no reader trusts.
+    The record is left out (the tab summarizes it when it opens the logdir); its JSON and the
+    table that did move stay together in the staging folder; a record moved whole still goes."""
+    import errno
+
+    src = tmp_path / "rec"
+    src.mkdir()
+    names = {}
+    for stem in ("h.1", "h.2"):
+        for sfx in (".json", ".npz", ".files.npz"):
+            (src / f"{stem}{sfx}").write_text(stem + sfx)
+        names[stem] = src / f"{stem}.json"
+    real = os.replace
+
+    def refuse(a, b):
+        if os.fspath(a) == str(src / "h.1.files.npz"):
+            raise OSError(errno.EACCES, "Permission denied")
+        return real(a, b)
+
+    monkeypatch.setattr(os, "replace", refuse)
+    got = landing.keep_for_landing([(names["h.1"], "s3://b/l/plugins/iotrace/h.1.json"),
+                                    (names["h.2"], "s3://b/l/plugins/iotrace/h.2.json")])
+    monkeypatch.setattr(os, "replace", real)
+    assert [url for _, url in got] == ["s3://b/l/plugins/iotrace/h.2.json"], got
+    folder = Path(got[0][0]).parent
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        ["0.h.1.json", "0.h.1.npz", "1.h.2.json", "1.h.2.npz", "1.h.2.files.npz"])
+    assert (src / "h.1.files.npz").exists()          # the refused table, where it was
+    shutil.rmtree(folder)
