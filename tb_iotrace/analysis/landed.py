@@ -34,6 +34,7 @@ from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import jobfacts, summaries
 from tb_iotrace.store.remote_summaries import keep_remote, uploaded_identity
 from tb_iotrace.store.logdir import capture_host, profile_captures
+from tb_iotrace.store.record_files import find_records, record_dir
 from tb_iotrace.model.source_kinds import KINETO, listed_kind
 
 __all__ = ["keep_landed", "main"]
@@ -99,10 +100,13 @@ def main(argv: list[str]) -> int:
     facts = bool(argv) and argv[0] == "--facts"
     args = argv[1:] if facts else argv
     items: list[tuple[str, str]] = []
-    while args[:1] == ["--scan"] and len(args) >= 3:     # a stopped profile's folder: found here
-        try:
-            items += [(capture_host(p), os.path.abspath(p)) for p in profile_captures(args[1], int(args[2]))]
-        except ValueError:
+    while args[:1] in (["--scan"], ["--records"]) and len(args) >= 3:
+        try:       # a stopped profile's folder, or the records a run wrote: found here
+            since = int(args[2])
+            found = (profile_captures(args[1], since) if args[0] == "--scan" else
+                     [p for p in find_records(record_dir(args[1])) if p.stat().st_mtime_ns >= since])
+            items += [(capture_host(str(p)), os.path.abspath(p)) for p in found]
+        except (ValueError, OSError):
             pass
         args = args[3:]
     uploaded: list[tuple[str, str, str]] = []

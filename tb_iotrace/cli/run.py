@@ -12,6 +12,7 @@ from pathlib import Path
 from tb_iotrace.base.seconds import parse_seconds
 from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote
+from tb_iotrace.store.record_files import find_records, record_dir
 from tb_iotrace.cli._base import Command, UserError
 from tb_iotrace.cli import _reaper
 
@@ -143,8 +144,7 @@ class Run(Command):
         if os.path.exists(logdir) and not os.path.isdir(logdir):
             raise UserError(f"{args.logdir}: exists and is not a directory")
         try:
-            # plugins/iotrace as store.runrecord.RECORD_DIR: importing it (numpy) would delay the job
-            os.makedirs(os.path.join(logdir, "plugins", "iotrace"), exist_ok=True)
+            os.makedirs(record_dir(logdir), exist_ok=True)
         except OSError as exc:
             raise UserError(f"{args.logdir}: cannot create: {exc.strerror or exc}") from None
         env = child_env(logdir, args.flush)
@@ -206,8 +206,6 @@ class Run(Command):
                       f"see: tb-iotrace report {redact_url(args.logdir)}",
                       file=sys.stderr)
         elif not args.quiet:
-            from tb_iotrace.store.runrecord import find_records, record_dir
-
             n = len(find_records(record_dir(logdir)))
             print(f"tb-iotrace: {n} process record(s) in {record_dir(logdir)}; "
                   f"see: tb-iotrace report {logdir}", file=sys.stderr)
@@ -215,12 +213,8 @@ class Run(Command):
 
 
 def _summarize_records(logdir: str, since_ns: int) -> None:
-    """Start one background child (tb_iotrace.recording.landing) that keeps the summaries and job
-    facts of the records this run wrote, so that the tab's "All hosts" reads them at once."""
-    try:
-        from tb_iotrace.recording import landing
-        from tb_iotrace.store.runrecord import find_records, record_dir
+    """Start one background child (tb_iotrace.recording.landing) that finds the records this run
+    wrote and keeps their summaries and job facts, so that the tab's "All hosts" reads them at once."""
+    from tb_iotrace.recording import landing
 
-        landing.landed_detached(p for p in find_records(record_dir(logdir)) if p.stat().st_mtime_ns >= since_ns)
-    except OSError:
-        pass
+    landing.landed_run(logdir, since_ns)

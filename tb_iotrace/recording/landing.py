@@ -28,9 +28,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from tb_iotrace.store import remote, staging, summaries
+from tb_iotrace.store import remote, staging
 from tb_iotrace.recording.forklock import ForkSafeLock
-from tb_iotrace.store.logdir import capture_host
 
 log = logging.getLogger("tb_iotrace")
 
@@ -39,7 +38,7 @@ CHILD = "tb_iotrace.analysis.landed"
 CHILD_TIMEOUT_S = 1800.0     # a child still at work then is left to finish; the next one starts
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the package's root
 
-__all__ = ["ENV", "enabled", "keep_for_landing", "landed", "landed_detached", "landed_profile", "landed_uploaded",
+__all__ = ["ENV", "enabled", "keep_for_landing", "landed", "landed_profile", "landed_run", "landed_uploaded",
            "wait_idle"]
 
 _lock = ForkSafeLock()     # a forked child gets it back free, whoever held it
@@ -60,12 +59,15 @@ def enabled() -> bool:
 
 
 def _command(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None,
-             uploaded: list[tuple[str, str, str]] | None = None) -> list[str]:
+             uploaded: list[tuple[str, str, str]] | None = None,
+             records: list[tuple[str, int]] | None = None) -> list[str]:
     """The child's command: the captures named, the profile folders it finds captures in
     itself (``--scan LOGDIR SINCE_NS``): the job's process makes no file call of its own for
-    them, so none is recorded as the job's I/O; and the captures uploaded to a URL
+    them, so none is recorded as the job's I/O; the run folders whose records it finds itself
+    (``--records RUN_DIR SINCE_NS``); and the captures uploaded to a URL
     (``--uploaded HOST LOCAL URL``)."""
     scan = [x for logdir, since in scans or [] for x in ("--scan", logdir, str(int(since)))]
+    scan += [x for run_dir, since in records or [] for x in ("--records", run_dir, str(int(since)))]
     up = [x for host, local, url in uploaded or [] for x in ("--uploaded", host, local, url)]
     return [sys.executable, "-c", _PRELUDE, "--facts", *scan, *up, *[x for host, path in paths for x in (host, path)]]
 
@@ -89,7 +91,7 @@ try:
 except Exception as exc:
     a = sys.argv[1:]
     a = a[1:] if a[:1] == ['--facts'] else a
-    while a[:1] == ['--scan'] and len(a) >= 3:
+    while a[:1] in (['--scan'], ['--records']) and len(a) >= 3:
         a = a[3:]
     while a[:1] == ['--uploaded'] and len(a) >= 4:
         for rm, p in ((os.unlink, a[2]), (os.rmdir, os.path.dirname(a[2]))):
@@ -118,10 +120,11 @@ def _env() -> dict[str, str]:
 
 
 def _start(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None,
-           uploaded: list[tuple[str, str, str]] | None = None) -> subprocess.Popen[bytes] | None:
+           uploaded: list[tuple[str, str, str]] | None = None,
+           records: list[tuple[str, int]] | None = None) -> subprocess.Popen[bytes] | None:
     global _warned
     try:
-        return subprocess.Popen(_command(paths, scans, uploaded), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        return subprocess.Popen(_command(paths, scans, uploaded, records), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
     except Exception as exc:  # noqa: BLE001 - never into the job
         if not _warned:
@@ -162,6 +165,8 @@ def landed(paths: Iterable[str]) -> None:
     try:
         if not enabled():
             return
+        from tb_iotrace.store.logdir import capture_host
+
         got = [(capture_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
         if got:
             _queue(got, [])
@@ -210,6 +215,8 @@ def landed_uploaded(items: Iterable[tuple[str, str]]) -> None:
     (a last window), and a queued copy would be left in staging with no summary made (a Keras
     job's last two windows were). Returns at once and never raises (the copies are removed
     when no child starts)."""
+    from tb_iotrace.store.logdir import capture_host
+
     got = [(capture_host(url), os.path.abspath(local), url) for local, url in items]
     try:
         if not enabled() or not _usable(got[0][1] if got else ""):
@@ -236,6 +243,8 @@ def keep_for_landing(files: list[tuple[Path, str]]) -> list[tuple[str, str]]:
     match no reader's (the tab summarizes it when it opens the logdir)."""
     if not files or not enabled() or remote.scheme(files[0][1]) == "memory":
         return []        # (fsspec's memory://: this process's own, no child can read it)
+    from tb_iotrace.store import summaries
+
     try:
         folder = staging.new("landed")
     except OSError:
@@ -270,15 +279,14 @@ def _move(f: Path, dest: Path) -> None:
         shutil.move(str(f), str(dest))
 
 
-def landed_detached(paths: Iterable[str]) -> None:
-    """Summarize ``paths`` in one child started now and left to run (a process about to end:
-    ``tb-iotrace run`` once the job is over); never raises."""
+def landed_run(run_dir: str, since_ns: int) -> None:
+    """Summarize the whole-run records in ``run_dir`` written since ``since_ns`` (wall clock) in
+    one child started now and left to run, which finds them itself: ``tb-iotrace run`` once the
+    job is over, so that its exit waits for no listing and no import of NumPy (the child's
+    ``--records RUN_DIR SINCE_NS``); never raises."""
     try:
-        if not enabled():
-            return
-        got = [(capture_host(p), os.path.abspath(p)) for p in map(str, paths) if _usable(p)]
-        if got:
-            _start(got)
+        if enabled() and _usable(run_dir):
+            _start([], records=[(os.path.abspath(run_dir), int(since_ns))])
     except Exception as exc:  # noqa: BLE001
         log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
 

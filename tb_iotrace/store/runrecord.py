@@ -104,23 +104,17 @@ from tb_iotrace.base.limits import json_loads, load_npz, max_trace_bytes, read_l
 from tb_iotrace.base.safenames import safe_component
 from tb_iotrace.store.filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
 from tb_iotrace.store.machine import machine_facts
+from tb_iotrace.store.record_files import (RECORD_DIR, RECORD_RUN, RECORD_SUFFIX, TABLE_SUFFIX,  # noqa: F401
+                                           find_records, record_dir)
 
 FORMAT = "tb_iotrace.run/2"
 FORMAT_V1 = "tb_iotrace.run/1"
 FORMATS = (FORMAT, FORMAT_V1)
-TABLE_SUFFIX = ".files.npz"
-RECORD_RUN = "iotrace"  # the folder under plugins/, and the run name it gets at a logdir's top
-RECORD_DIR = os.path.join("plugins", RECORD_RUN)
-RECORD_SUFFIX = ".json"
 GENERATION_TAG = b"tb_iotrace.generation="   # the zip comment of a record's .npz files
 
 
 class RecordError(ValueError):
     """A whole-run record that cannot be read."""
-
-
-def record_dir(run_dir: str | os.PathLike[str]) -> Path:
-    return Path(run_dir) / RECORD_DIR
 
 
 def hostname() -> str:
@@ -540,14 +534,6 @@ def read_record(path: str | os.PathLike[str]) -> RunRecord:
                                                    or not isinstance(doc.get("file_table"), str)):
         raise RecordError(f"{p}: a tb_iotrace run record without its files")
     return RunRecord(p, doc)
-
-
-def find_records(directory: str | os.PathLike[str]) -> list[Path]:
-    """Record files directly in ``directory`` (a ``plugins/iotrace`` folder), sorted."""
-    d = Path(directory)
-    if not d.is_dir():
-        return []
-    return sorted(p for p in d.iterdir() if p.name.endswith(RECORD_SUFFIX) and not p.name.startswith("."))
 
 
 # --------------------------------------------------------------------------- merging flushes

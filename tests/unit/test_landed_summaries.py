@@ -294,3 +294,30 @@ def test_a_record_whose_table_cannot_be_moved_is_not_handed_over(tmp_path, besid
         ["0.h.1.json", "0.h.1.npz", "1.h.2.json", "1.h.2.npz", "1.h.2.files.npz"])
     assert (src / "h.1.files.npz").exists()          # the refused table, where it was
     shutil.rmtree(folder)
+
+
+def test_run_imports_no_numpy_and_its_child_takes_only_this_runs_records(tmp_path, beside):
+    """``tb-iotrace run``'s own process hands the records to the child by folder and start time:
+    it imports no NumPy around the job (a fifth of a second of its exit on an idle machine), and
+    a record of an earlier run in the same logdir is not summarized again."""
+    logdir = tmp_path / "logdir"
+    folder = logdir / "plugins" / "iotrace"
+    folder.mkdir(parents=True)
+    earlier = folder / "earlier.1.json"
+    earlier.write_text("{}")                  # an earlier run's (unreadable: its child would say so)
+    os.utime(earlier, ns=(time.time_ns() - 3600 * 10**9,) * 2)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    code = ("import sys\nfrom tb_iotrace.cli import main\n"
+            f"rc = main(['run', '--logdir', {str(logdir)!r}, '--', sys.executable, '-c', 'pass'])\n"
+            "print('rc', rc, 'numpy', 'numpy' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0 and "rc 0 numpy False" in r.stdout, (r.stdout, r.stderr)
+    assert "1 process record(s)" not in r.stderr and "2 process record(s)" in r.stderr, r.stderr
+    [new] = [p for p in folder.glob("*.json") if p != earlier]
+    deadline = time.monotonic() + WAIT_S
+    while summaries.load(str(new)) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert summaries.load(str(new)) is not None
+    # the child (its stderr the run's: read to its end) never tried the earlier record
+    assert summaries.load(str(earlier)) is None and str(earlier) not in r.stderr, r.stderr
