@@ -121,10 +121,11 @@ def _env() -> dict[str, str]:
 
 def _start(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None,
            uploaded: list[tuple[str, str, str]] | None = None,
-           records: list[tuple[str, int]] | None = None) -> subprocess.Popen[bytes] | None:
+           records: list[tuple[str, int]] | None = None, quiet: bool = False) -> subprocess.Popen[bytes] | None:
     global _warned
     try:
-        return subprocess.Popen(_command(paths, scans, uploaded, records), env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        return subprocess.Popen(_command(paths, scans, uploaded, records), env=_env(), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if quiet else None,
                                 start_new_session=True, close_fds=True)
     except Exception as exc:  # noqa: BLE001 - never into the job
         if not _warned:
@@ -283,10 +284,12 @@ def landed_run(run_dir: str, since_ns: int) -> None:
     """Summarize the whole-run records in ``run_dir`` written since ``since_ns`` (wall clock) in
     one child started now and left to run, which finds them itself: ``tb-iotrace run`` once the
     job is over, so that its exit waits for no listing and no import of NumPy (the child's
-    ``--records RUN_DIR SINCE_NS``); never raises."""
+    ``--records RUN_DIR SINCE_NS``). The child does not hold the run's stderr: a reader of it (a
+    pipe to ``tee``, a CI log, ``subprocess.run``) would wait for the child's end, not the run's;
+    a record it cannot read is decoded when the tab opens the logdir. Never raises."""
     try:
         if enabled() and _usable(run_dir):
-            _start([], records=[(os.path.abspath(run_dir), int(since_ns))])
+            _start([], records=[(os.path.abspath(run_dir), int(since_ns))], quiet=True)
     except Exception as exc:  # noqa: BLE001
         log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
 

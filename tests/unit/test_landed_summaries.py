@@ -298,26 +298,52 @@ def test_a_record_whose_table_cannot_be_moved_is_not_handed_over(tmp_path, besid
 
 def test_run_imports_no_numpy_and_its_child_takes_only_this_runs_records(tmp_path, beside):
     """``tb-iotrace run``'s own process hands the records to the child by folder and start time:
-    it imports no NumPy around the job (a fifth of a second of its exit on an idle machine), and
-    a record of an earlier run in the same logdir is not summarized again."""
+    it imports no NumPy around the job (a fifth of a second of its exit on an idle machine); a
+    record of an earlier run in the same logdir is not summarized again."""
     logdir = tmp_path / "logdir"
     folder = logdir / "plugins" / "iotrace"
-    folder.mkdir(parents=True)
-    earlier = folder / "earlier.1.json"
-    earlier.write_text("{}")                  # an earlier run's (unreadable: its child would say so)
-    os.utime(earlier, ns=(time.time_ns() - 3600 * 10**9,) * 2)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[2]),
                                                        os.environ.get("PYTHONPATH", "")]))
     code = ("import sys\nfrom tb_iotrace.cli import main\n"
             f"rc = main(['run', '--logdir', {str(logdir)!r}, '--', sys.executable, '-c', 'pass'])\n"
-            "print('rc', rc, 'numpy', 'numpy' in sys.modules)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
-    assert r.returncode == 0 and "rc 0 numpy False" in r.stdout, (r.stdout, r.stderr)
-    assert "1 process record(s)" not in r.stderr and "2 process record(s)" in r.stderr, r.stderr
-    [new] = [p for p in folder.glob("*.json") if p != earlier]
-    deadline = time.monotonic() + WAIT_S
-    while summaries.load(str(new)) is None and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert summaries.load(str(new)) is not None
-    # the child (its stderr the run's: read to its end) never tried the earlier record
-    assert summaries.load(str(earlier)) is None and str(earlier) not in r.stderr, r.stderr
+            "print('rc', rc, 'numpy', 'numpy' in sys.modules, flush=True)\n")
+
+    def run_once(n: int) -> Path:
+        before = set(folder.glob("*.json"))
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0 and "rc 0 numpy False" in out, (out, err)
+        assert f"{n} process record(s)" in err, err
+        [new] = set(folder.glob("*.json")) - before
+        deadline = time.monotonic() + WAIT_S
+        while summaries.load(str(new)) is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert summaries.load(str(new)) is not None
+        return new
+
+    first = run_once(1)
+    for f, _ in summaries.locations(str(first)):       # its summary gone, the record an hour old
+        if f.exists():
+            f.unlink()
+    os.utime(first, ns=(time.time_ns() - 3600 * 10**9,) * 2)
+    assert summaries.load(str(first)) is None
+    second = run_once(2)
+    assert summaries.load(str(second)) is not None and summaries.load(str(first)) is None
+
+
+def test_the_run_child_does_not_hold_the_runs_stderr(tmp_path, beside, monkeypatch):
+    """The child left to run after ``tb-iotrace run`` gets no stdout nor stderr of the run's: a
+    reader of them (``| tee``, a CI log, ``subprocess.run``) would wait for the child's end (under
+    load 1.4 s after the run's), not the run's."""
+    seen = []
+
+    class Spy:
+        def __init__(self, argv, **kw):
+            seen.append((argv, kw))
+
+    monkeypatch.setattr(landing.subprocess, "Popen", Spy)
+    landing.landed_run(str(tmp_path), 123)
+    [(argv, kw)] = seen
+    assert kw["stdout"] == kw["stderr"] == subprocess.DEVNULL and kw["stdin"] == subprocess.DEVNULL
+    assert argv[-3:] == ["--records", str(tmp_path), "123"] and kw["start_new_session"]
