@@ -9,7 +9,8 @@ What the job pays: :func:`landed` appends to a list and, when no child is at wor
 thread that starts one; the thread starts the next child for all that landed meanwhile once the
 last one ended (one child at a time per process). Nothing here raises into the job: a child that
 cannot be started is one log line (once per process), a capture the child cannot read one line
-on stderr; such captures are decoded when the logdir is first opened, as before.
+on stderr (not for :func:`landed_run`'s child, which outlives the run); such captures are
+decoded when the logdir is first opened, as before.
 ``TBIO_LANDED_SUMMARIES=0`` (or ``TBIO_SUMMARIES=0``) turns it off. A profile capture, a
 PyTorch trace or a whole-run record uploaded to a URL logdir (:func:`landed_uploaded`) gets them
 in the bucket beside it, of the object's version (a record's: of its JSON and tables) the child
