@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import shutil
 import sys
 import tempfile
-from typing import TextIO
+from typing import Callable, TextIO
 
 from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import remote
@@ -74,12 +75,15 @@ class Export(Command):
         parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
 
     def run(self, args: argparse.Namespace) -> int:
+        self.said: list[str] = []      # the "wrote ..." line: printed once the output is where it goes
         if not remote.is_url(args.output):
             args.output = remote.local_path(args.output)
-            return self._export(args)
+            rc = self._export(args)
+            self._say()
+            return rc
         # -o URL: written into a local staging folder, then uploaded whole (a reader never sees
         # half a file); the bucket is checked first, so a wrong one costs no export
-        url = args.output.rstrip("/")
+        url = remote.trim(args.output)
         try:
             remote.check_writable(url)
         except remote.RemoteError as exc:
@@ -97,9 +101,14 @@ class Export(Command):
                     remote.upload_file(local, url)
             except remote.RemoteError as exc:
                 raise UserError(f"upload failed: {exc}") from None
+            self._say()
             return rc
         finally:
             shutil.rmtree(stage, ignore_errors=True)
+
+    def _say(self) -> None:
+        for line in self.said:
+            print(line, file=sys.stderr)
 
     def _export(self, args: argparse.Namespace, shown: str | None = None) -> int:
         try:
@@ -127,17 +136,22 @@ class Export(Command):
                 from tb_iotrace.export import chrome
 
                 n = chrome.export(sources, out, progress=progress)
-                print(f"wrote {shown}: {n} events", file=sys.stderr)
+                self.said.append(f"wrote {shown}: {n} events")
             elif args.format == "darshan":
                 from tb_iotrace.export import darshan
 
                 if out == "-":
                     # a terminal gets every field escaped (file names are data from the
-                    # capture); a pipe gets the exact text, as darshan-parser writes it
-                    darshan.write(sources, _TerminalText(sys.stdout) if sys.stdout.isatty() else sys.stdout)
+                    # capture); a pipe gets the exact text, as darshan-parser writes it: the
+                    # bytes -o FILE holds (a name's non-UTF-8 bytes as they are, whatever the
+                    # locale's error handler of stdout)
+                    if sys.stdout.isatty():
+                        darshan.write(sources, _TerminalText(sys.stdout))
+                    else:
+                        _write_bytes(lambda text: darshan.write(sources, text))
                 else:
                     n = darshan.write_file(sources, out)
-                    print(f"wrote {shown}: {n} counter lines", file=sys.stderr)
+                    self.said.append(f"wrote {shown}: {n} counter lines")
             elif args.format == "darshan-log":
                 from tb_iotrace.export import darshan_log
                 from tb_iotrace.recording.opnames import MODULES, counter_names
@@ -149,10 +163,10 @@ class Export(Command):
                     c = darshan_log.write(sources, out, layout)
                 except darshan_log.LogError as exc:
                     raise UserError(f"{args.path}: {exc}") from None
-                print(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records"
+                self.said.append(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records"
                       + (f" ({c['objects']} POSIX records are objects, named by URL)" if c.get("objects") else "")
                       + f", {c['bytes']} bytes" + (f"; {c['partial_ranks']} rank(s) PARTIAL (see the log's partial_ranks "
-                                               f"metadata)" if c.get("partial_ranks") else ""), file=sys.stderr)
+                                               f"metadata)" if c.get("partial_ranks") else ""))
             else:
                 from tb_iotrace.export import flat_tables as tables
 
@@ -160,15 +174,31 @@ class Export(Command):
                     raise UserError(f"{out}: exists and is not a folder ({args.format} writes files.* and ops.* "
                                     f"into a folder)")
                 counts = tables.export(sources, out, args.format, progress=progress)
-                print(f"wrote {shown}/files.{args.format} ({counts['files']} rows), "
-                      f"{shown}/ops.{args.format} ({counts['ops']} rows), {shown}/objects.{args.format} "
-                      f"({counts['objects']} rows) and {shown}/requests.{args.format} ({counts['requests']} rows)",
-                      file=sys.stderr)
+                self.said.append(f"wrote {shown}/files.{args.format} ({counts['files']} rows), "
+                                 f"{shown}/ops.{args.format} ({counts['ops']} rows), {shown}/objects.{args.format} "
+                                 f"({counts['objects']} rows) and {shown}/requests.{args.format} "
+                                 f"({counts['requests']} rows)")
         except ImportError as exc:
             raise UserError(str(exc)) from None
         except OSError as exc:
             raise UserError(f"{out}: {exc.strerror or exc}") from None
         return 0
+
+
+def _write_bytes(write: Callable[[TextIO], object]) -> None:
+    """``write`` to stdout's bytes as UTF-8 with surrogateescape (as a file is written), the text
+    stream flushed first and left as it was."""
+    sys.stdout.flush()
+    raw = getattr(sys.stdout, "buffer", None)
+    if raw is None:          # a text-only stream (no bytes under it): its own encoding
+        write(sys.stdout)
+        return
+    text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="\n")
+    try:
+        write(text)
+        text.flush()
+    finally:
+        text.detach()
 
 
 def _mkdir(p: "os.PathLike[str]") -> str:

@@ -14,7 +14,9 @@
 
 All are written under temporary names and renamed once all are complete. The operation
 table is written in row groups of :data:`CHUNK` rows, so memory stays bounded
-by the chunk size plus the source's own columns. Parquet needs pyarrow; CSV does not.
+by the chunk size plus the source's own columns. Parquet needs pyarrow; CSV does not. Parquet
+holds only UTF-8 text: a name's bytes that are not UTF-8 are ``\\xNN`` there
+(:func:`tb_iotrace.export._common.parquet_text`), the bytes themselves in CSV.
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from typing import Any
 from tb_iotrace.base.atomic import Staged
 from tb_iotrace.base.progress import Progress
 from tb_iotrace.base.recordid import darshan_ids, renamed_from
-from tb_iotrace.export._common import CHUNK, IO_COLUMNS, io_rows
+from tb_iotrace.export._common import CHUNK, IO_COLUMNS, io_rows, parquet_text
 from tb_iotrace.export.object_tables import write_objects, write_requests
 
 OPS_COLUMNS = ("run", "host") + IO_COLUMNS
@@ -84,7 +86,9 @@ def _files(fpath: str, sources: list[Any], fmt: str) -> int:
         types = {"run": pa.string(), "host": pa.string(), "module": pa.string(), "path": pa.string(),
                  "record_id": pa.uint64(), **{k: pa.int64() for k in ints}, **{k: pa.float64() for k in floats}}
         schema = pa.schema([(k, types[k]) for k in head])
-        table = pa.Table.from_pydict({k: [r.get(k) for r in rows] for k in head}, schema=schema)
+        text = ("run", "host", "module", "path")
+        table = pa.Table.from_pydict({k: [parquet_text(r.get(k)) if k in text else r.get(k) for r in rows]
+                                      for k in head}, schema=schema)
         pq.write_table(table, fpath)
     else:
         with open(fpath, "w", newline="", encoding="utf-8", errors="surrogateescape") as fh:
@@ -111,11 +115,10 @@ def _ops(opath: str, sources: list[Any], fmt: str, progress: bool) -> int:
                         continue
                     for ch in io_rows(c[0], CHUNK):
                         n = len(ch["start_ns"])
-                        data = {"run": pa.array([s.run] * n, pa.string()),
-                                "host": pa.array([s.host] * n, pa.string()),
+                        data = {"run": pa.array([parquet_text(s.run)] * n, pa.string()),
+                                "host": pa.array([parquet_text(s.host)] * n, pa.string()),
                                 "op": pa.array(ch["op"].tolist(), pa.string()),
-                                "path": pa.array([p.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                                                  for p in ch["path"].tolist()], pa.string())}
+                                "path": pa.array([parquet_text(p) for p in ch["path"].tolist()], pa.string())}
                         data.update({k: pa.array(ch[k].astype("int64")) for k in INT_OPS})
                         w.write_table(pa.Table.from_pydict(data, schema=schema))
                         nops += n

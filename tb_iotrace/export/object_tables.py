@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 from typing import Any
 
+from tb_iotrace.export._common import parquet_text
 from tb_iotrace.model.object_counters import object_records
 from tb_iotrace.store.objcolumns import COLUMNS
 
@@ -37,7 +38,8 @@ def _write(path: str, fmt: str, head: list[str], rows: list[dict[str, Any]], typ
 
         pt = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "bool": pa.bool_()}
         schema = pa.schema([(k, pt[types[k]]) for k in head])
-        pq.write_table(pa.Table.from_pydict({k: [r.get(k) for r in rows] for k in head}, schema=schema), path)
+        cols = {k: [parquet_text(r.get(k)) if types[k] == "str" else r.get(k) for r in rows] for k in head}
+        pq.write_table(pa.Table.from_pydict(cols, schema=schema), path)
     else:
         with open(path, "w", newline="", encoding="utf-8", errors="surrogateescape") as fh:
             w = csv.DictWriter(fh, fieldnames=head, restval="")
