@@ -56,7 +56,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
+    parser.passes_on = {}            # type: ignore[attr-defined]  # name -> passes its arguments on
     for cls in commands(only):
+        parser.passes_on[cls.name] = cls.passes_arguments_on  # type: ignore[attr-defined]
         doc = (cls.__doc__ or "").strip()
         first = doc.splitlines()[0] if doc else cls.name
         # a command that passes its arguments on (tensorboard) has no options of its own
@@ -73,8 +75,17 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(_command_named(argv))
+    named = _command_named(argv)
+    parser = build_parser(named)
+    passed: list[str] | None = None
+    if named is not None and getattr(parser, "passes_on", {}).get(named):
+        # every argument after the name is the command's own, whatever it starts with ("+exp",
+        # "-h"): none goes through argparse
+        at = argv.index(named) + 1
+        argv, passed = argv[:at], argv[at:]
     args = parser.parse_args(argv)
+    if passed is not None:
+        args.passed_on = passed
     cmd = args._command()
     try:
         return int(cmd.run(args) or 0)

@@ -13,6 +13,7 @@ class Command:
 
     name = ""
     passes_arguments_on = False      # True: every argument after the name is the command's, unparsed
+                                     # (``args.passed_on``; its parser only shows them in --help)
 
     @classmethod
     def add_arguments(cls, parser: argparse.ArgumentParser) -> None:

@@ -6,8 +6,25 @@ import sys
 import types
 
 from tb_iotrace.cli._base import Command
+from tb_iotrace.store import remote
 
 NOTF = "tensorboard.compat.notf"     # TensorBoard's own switch: present, it reads through its stub
+
+
+FLAGS = ("--logdir", "--logdir_spec", "--load_fast")   # TensorBoard's flags this command looks at
+
+
+def flag_of(arg: str) -> str | None:
+    """Which of :data:`FLAGS` ``arg`` (``--flag`` or ``--flag=value``) names as TensorBoard's
+    parser takes it: the flag itself or an unambiguous prefix of it (argparse's abbreviations:
+    ``--logdir_s`` is ``--logdir_spec``; ``--logdir`` is itself, not a prefix)."""
+    name = arg.split("=", 1)[0]
+    if not name.startswith("--") or len(name) < 3:
+        return None
+    if name in FLAGS:
+        return name
+    hits = [f for f in FLAGS if f.startswith(name)]
+    return hits[0] if len(hits) == 1 else None
 
 
 def logdirs(argv: list[str]) -> list[str]:
@@ -15,24 +32,28 @@ def logdirs(argv: list[str]) -> list[str]:
     ``name:path`` parts give their paths)."""
     out: list[str] = []
     for i, a in enumerate(argv):
-        for flag in ("--logdir", "--logdir_spec"):
-            if a == flag and i + 1 < len(argv):
-                val = argv[i + 1]
-            elif a.startswith(flag + "="):
-                val = a[len(flag) + 1:]
-            else:
-                continue
-            if flag == "--logdir":
-                out.append(val)
-            else:      # name:path,name:path (a bare path, or a URL, has no name)
-                for part in val.split(","):
-                    name, sep, path = part.partition(":")
-                    out.append(path if sep and not path.startswith("//") else part)
+        flag = flag_of(a)
+        if flag not in ("--logdir", "--logdir_spec"):
+            continue
+        if "=" in a:
+            val = a.split("=", 1)[1]
+        elif i + 1 < len(argv):
+            val = argv[i + 1]
+        else:
+            continue
+        if flag == "--logdir":
+            out.append(val)
+        else:      # name:path,name:path (a bare path, or a URL, has no name)
+            for part in val.split(","):
+                name, sep, path = part.partition(":")
+                out.append(path if sep and not path.startswith("//") else part)
     return out
 
 
 def is_url(path: str) -> bool:
-    return "://" in path and not path.startswith("file://")
+    """A URL TensorBoard must read through its stub: a scheme at the start (not ``file://``);
+    a local path that holds "://" further on is a path (:func:`tb_iotrace.store.remote.is_url`)."""
+    return remote.is_url(path)
 
 
 class TensorBoard(Command):
@@ -53,13 +74,13 @@ class TensorBoard(Command):
                             help="TensorBoard's arguments (tensorboard --helpfull)")
 
     def run(self, args: argparse.Namespace) -> int:
-        argv = list(args.tensorboard_args)
+        argv = list(getattr(args, "passed_on", None) or args.tensorboard_args)
         if any(is_url(p) for p in logdirs(argv)):
             if NOTF not in sys.modules:
                 # before tensorboard.compat.tf is first resolved: TensorBoard then takes its stub
                 # (tensorboard.compat.tensorflow_stub), whose gfile reads s3:// and fsspec URLs
                 sys.modules[NOTF] = types.ModuleType(NOTF)
-            if not any(a == "--load_fast" or a.startswith("--load_fast=") for a in argv):
+            if not any(flag_of(a) == "--load_fast" for a in argv):
                 # TensorBoard's fast loader (a Rust server) has a GCS client of its own and no
                 # s3://: the Python loader reads through the stub, as above
                 argv.append("--load_fast=false")
@@ -70,4 +91,4 @@ class TensorBoard(Command):
         return 0
 
 
-__all__ = ["TensorBoard", "is_url", "logdirs"]
+__all__ = ["TensorBoard", "flag_of", "is_url", "logdirs"]
