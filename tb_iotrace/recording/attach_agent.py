@@ -110,6 +110,7 @@ class Attachment:
         self.main_recording: Any = None
         self.rec_ready = threading.Event()
         self.window_done = threading.Event()
+        self.window_written = False       # set by the window's on_trace_ready once its trace is written
         self.outputs: list[str] = []
         self.notes: list[str] = []
         self.fetchers: list[tuple[Any, Any]] = []
@@ -367,6 +368,8 @@ class Attachment:
                 else:
                     self.notes.append(f"the training thread reached no step boundary within {GRACE_S:g} s of the "
                                       "end: the window was stopped from outside it")
+                self._write_orphans()
+            elif not self.window_written:      # the window ended but its trace was not written (notes say why)
                 self._write_orphans()
         self.undo()
         _status(self.ctrl, "done", outputs=self.outputs, notes=self.notes + (self.steps.errors if self.steps else []))

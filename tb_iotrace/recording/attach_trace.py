@@ -47,6 +47,8 @@ class AttachTrace:
                       "window_origin": window_origin("tb-iotrace attach", att.start_ns, for_s=att.for_s)}
 
     def __call__(self, prof: Any) -> None:
+        """Write the window; when it cannot be, why goes to the attach's notes and the agent keeps
+        the main process's I/O as a record (``window_written`` stays false)."""
         att = self.att
         try:
             self._write(prof)
@@ -77,9 +79,8 @@ class AttachTrace:
         out = os.path.join(self.folder, f"{socket.gethostname()}_{att.pid}.{time.time_ns()}.pt.trace.json")
         try:
             trace = read_trace(tmp)
-        except KinetoTraceError as exc:
-            notes.append(f"PyTorch's trace unreadable: {exc}")
-            return
+        except KinetoTraceError as exc:    # said in the attach's notes (__call__)
+            raise RuntimeError(f"PyTorch's export is unreadable: {exc}") from None
         finally:
             try:
                 os.unlink(tmp)
@@ -87,6 +88,7 @@ class AttachTrace:
                 pass
         write_trace(out, add_io(trace, procs, notes=notes + att.notes, extra=extra))
         att.outputs.append(out)
+        att.window_written = True
 
     def _children(self, notes: list[str]) -> list[dict[str, Any]]:
         """The records of every child that said it records (``expect.<pid>``), waited for."""
