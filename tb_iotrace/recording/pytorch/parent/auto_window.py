@@ -10,8 +10,8 @@ spawned DataLoader worker), whatever else they import: the run's windows thread
 (:class:`tb_iotrace.recording.periodic.PeriodicWindows`) asks for a window every S seconds when
 PyTorch's loop is the one that runs (:mod:`tb_iotrace.recording.window_choice`: a job that imports
 TensorFlow but trains with PyTorch, as DLIO's PyTorch workloads do, gets PyTorch's windows). A
-window still open at exit is stopped by the next boundary or, failing one, is lost with the
-process (its steps are on the training thread, which has ended).
+window still open at exit is stopped and written there (:meth:`TorchWindows.close`, before the
+handlers' spools are removed).
 """
 from __future__ import annotations
 
@@ -66,6 +66,9 @@ class TorchWindows:
 
     def start(self) -> "TorchWindows":
         from tb_iotrace.recording import pytorch as torch_recording
+
+        # the handlers' module first: its removal of their spools at exit runs after close()
+        from tb_iotrace.recording.pytorch.parent import handler  # noqa: F401
 
         torch_recording.install()        # the workers' fork/spawn hooks, the window hook
         self.steps.install()

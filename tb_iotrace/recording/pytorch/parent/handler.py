@@ -25,6 +25,20 @@ from tb_iotrace.recording.pytorch.parent.channels import remove_spool
 from tb_iotrace.recording.pytorch.parent.profiler_window import Window, hooks_off, mark_late, torch_version
 
 
+_SPOOLS: list[tuple[str, int]] = []     # (spool folder, the process that made it)
+
+
+def _remove_spools() -> None:
+    for path, owner in _SPOOLS:
+        remove_spool(path, owner)
+
+
+# once, at import: atexit runs the last registered first, so a window still open at exit, which
+# TorchWindows.start's close (registered later) writes from its spool, is written before the
+# spools go (a spool registered when its window opened was removed first: the window was lost)
+atexit.register(_remove_spools)
+
+
 def copy(src: str, dst: str) -> None:
     """PyTorch's export as it is (gzip-compressed for a ``.gz`` name)."""
     if dst.endswith(".gz"):
@@ -76,7 +90,7 @@ class TraceHandler:
     def spool(self) -> str:
         if self._spool is None or not os.path.isdir(self._spool):
             self._spool = tempfile.mkdtemp(prefix="tb_iotrace-torch-")
-            atexit.register(remove_spool, self._spool, os.getpid())
+            _SPOOLS.append((self._spool, os.getpid()))
         return self._spool
 
     def note(self, text: str) -> None:
