@@ -23,9 +23,22 @@ def wrap(real: Any, action: Any) -> Any:
         if action is start_window:
             try:
                 action(handler)
+                started = True
             except Exception as exc:
                 handler.note(f"I/O capture not started: {exc}")
-            return real(self, *args, **kwargs)
+                started = False
+            try:
+                return real(self, *args, **kwargs)
+            except BaseException:
+                # torch refused to start: no trace will come, so the window is closed again
+                # (left open, it recorded into the next profile's window, which took it over)
+                if started:
+                    try:
+                        stop_window(handler)
+                        handler.pending = None
+                    except Exception as exc:
+                        handler.note(f"I/O capture not stopped cleanly: {exc}")
+                raise
         try:
             return real(self, *args, **kwargs)
         finally:
