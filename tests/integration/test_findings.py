@@ -222,6 +222,10 @@ def _async(a, d):
     assert len(saves) >= 2 and all(p["bytes"] == 2 * MiB and p["calls"] == 1 for p in saves), saves
     span_ns = (a.steps[-1]["end_ps"] - a.steps[0]["start_ps"]) / 1000
     assert sum(p["blocking_ns"] for p in saves) < 0.01 * span_ns, saves
+    # under load the clean pipeline may make the step wait (29% in a stress run): its own decode,
+    # never the saver's writes
+    if a.finding("input-bound") is not None:
+        assert ev(a, "input-bound")["io_share_of_wait"] < 0.2 and a.verdict["cause"] != "file_io", a.verdict
 
 
 def _small_writes(a, d):
@@ -247,7 +251,10 @@ def _keras_clean(a, d):
 
 
 ALL = None
-CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], None]]] = {
+# every id but input-bound: a case about something else whose pipeline, starved of CPU under load,
+# may make the step wait (true, and said as decode, not file I/O: the check asserts that)
+ALL_BUT_INPUT = "all but input-bound"
+CASES: dict[str, tuple[set[str], set[str] | str | None, Callable[[Analysis, dict], None]]] = {
     "clean": (set(), ALL, _clean),
     "input_bound": ({"input-bound"}, {"serial-reads", "small-reads", "redundant-reads"}, _input_bound),
     "input_bound_no_steps": ({"input-bound"}, {"serial-reads"}, _input_bound_no_steps),
@@ -269,7 +276,7 @@ CASES: dict[str, tuple[set[str], set[str] | None, Callable[[Analysis, dict], Non
     "staging": ({"staging-candidates"}, {"redundant-reads"}, _staging),
     "blocking_writes": ({"blocking-writes", "checkpoint-blocking"}, {"small-writes", "checkpoint-small-writes"},
                         _blocking),
-    "async_writes": (set(), ALL, _async),
+    "async_writes": (set(), ALL_BUT_INPUT, _async),
     "small_writes": ({"small-writes"}, {"blocking-writes"}, _small_writes),
     "big_writes": (set(), ALL, _big_writes),
     # Keras fit with profile_batch=(5, 10): Keras's own profile window and step markers
@@ -299,7 +306,8 @@ def test_findings_on_real_pipelines(tmp_path: Path, group: str) -> None:
             assert a.to_dict() == analyze(load_xspace(res["runs"][name]["xplane"])).to_dict()
             ids = set(a.ids)
             assert must <= ids, f"missing {must - ids}"
-            banned = (ids - must) if absent is None else (ids & absent)
+            banned = (ids - must) if absent is None else (ids - must - {"input-bound"}) if absent == ALL_BUT_INPUT \
+                else (ids & absent)
             assert not banned, f"unexpected {banned}"
             check(a, data)
         except AssertionError as exc:
