@@ -262,10 +262,22 @@ def test_a_dataloader_hook_that_fails_turns_only_itself_off(
     assert [r.getMessage() for r in caplog.records] == [f"tb_iotrace: torch 9.8.7: {why}" for why in off]
 
 
-INSTALLED = r"""
+# both jobs: the shim on, ``read(name, size)`` writes then reads a file of theirs in 1000-byte reads
+PRELUDE = r"""
 import json, os, sys
 import tb_iotrace
 tb_iotrace.enable()
+
+def read(name, size):
+    path = os.path.join(sys.argv[1], name)
+    with open(path, "wb") as fh:
+        fh.write(b"x" * size)
+    with open(path, "rb", buffering=0) as fh:
+        while fh.read(1000):
+            pass
+"""
+
+INSTALLED = PRELUDE + r"""
 import torch
 from torch.profiler import ProfilerActivity, profile
 from torch.profiler.profiler import _KinetoProfile
@@ -281,13 +293,6 @@ hooks.install()
 out["wrapped_once"] = [getattr(m, "__wrapped__", None) is r for m, r in
                        zip((_KinetoProfile.start_trace, _KinetoProfile.stop_trace), real)]
 
-def read(name, size):
-    path = os.path.join(work, name)
-    with open(path, "wb") as fh:
-        fh.write(b"x" * size)
-    with open(path, "rb", buffering=0) as fh:
-        while fh.read(1000):
-            pass
 
 ready = []
 with profile(activities=[ProfilerActivity.CPU], on_trace_ready=lambda p: ready.append(1)):
@@ -347,10 +352,7 @@ def test_install_in_torch_leaves_plain_profiles_alone_and_records_a_handlers_win
     assert out["fork_channels"] == 1                        # one fork, one channel to its child
 
 
-REFUSED = r"""
-import json, os, sys
-import tb_iotrace
-tb_iotrace.enable()
+REFUSED = PRELUDE + r"""
 import torch
 from torch.profiler import ProfilerActivity, profile
 from tb_iotrace.recording.pytorch import state
@@ -361,13 +363,6 @@ work = sys.argv[1]
 out = {}
 hooks.install()
 
-def read(name, size):
-    path = os.path.join(work, name)
-    with open(path, "wb") as fh:
-        fh.write(b"x" * size)
-    with open(path, "rb", buffering=0) as fh:
-        while fh.read(1000):
-            pass
 
 refused = profile(activities=[ProfilerActivity.CPU], on_trace_ready=TraceHandler(os.path.join(work, "refused")))
 try:
