@@ -40,10 +40,14 @@ class _Loader:
         self.epochs: list[dict[str, Any]] = []        # epochs begun inside the window
         self.pids: list[int] = []                     # workers seen serving it in the window
         self.stops: list[dict[str, Any]] = []         # worker shutdowns inside the window
+        self.settings: dict[str, Any] = {}            # the loader's, when the window saw it
 
 
 _loaders: "weakref.WeakKeyDictionary[Any, _Loader]" = weakref.WeakKeyDictionary()
 _of_iterator: "weakref.WeakKeyDictionary[Any, _Loader]" = weakref.WeakKeyDictionary()
+# the loaders the open window saw, held strongly (not the loaders themselves): one that is gone
+# when the window stops (its loop ended before a window stopped at exit) is still named
+_seen: dict[int, _Loader] = {}
 
 
 def _yielded(it: Any) -> int:
@@ -76,6 +80,8 @@ def _wrap(real: Any) -> Any:
                 _of_iterator[it] = st
                 st.iter_class = type(it).__name__
                 if _window_on:
+                    st.settings = _settings(self)
+                    _seen[st.ident] = st
                     new = it is not prev
                     pids = _worker_pids(it)
                     st.epochs.append({"start_ns": start, "end_ns": end, "new_iterator": new,
@@ -163,13 +169,16 @@ def window_started() -> None:
     global _window_on
     with _lock:
         _window_on = True
-        for st in list(_loaders.values()):
+        _seen.clear()
+        for loader, st in list(_loaders.items()):
             it = st.iterator() if st.iterator is not None else None
             st.epochs, st.pids, st.stops = [], [], []
             st.iter_at_start = st.iterator if it is not None else None
             st.yielded_at_start = _yielded(it) if it is not None else None
             if it is not None:
                 st.pids = _worker_pids(it)
+                st.settings = _settings(loader)
+                _seen[st.ident] = st
 
 
 def _start_method(loader: Any) -> str:
@@ -201,12 +210,18 @@ def window_stopped() -> list[dict[str, Any]]:
     ``_MultiProcessingDataLoaderIter``), ``worker_pids`` (workers that served them in the
     window) and ``epochs`` (epochs begun in the window: ``start_ns``/``end_ns`` of the
     ``__iter__`` call, CLOCK_REALTIME; ``new_iterator``; ``workers_started``, pids) and
-    ``worker_stops`` (workers stopped in the window: ``start_ns``/``end_ns``, ``workers``)."""
+    ``worker_stops`` (workers stopped in the window: ``start_ns``/``end_ns``, ``workers``). A
+    loader the window saw that is gone by now (the job's loop ended before the window, stopped
+    at exit) is named with its settings as the window saw them."""
     global _window_on
     out = []
     with _lock:
         _window_on = False
-        for loader, st in list(_loaders.items()):
+        live = list(_loaders.items())
+        alive = {st.ident for _, st in live}
+        gone = [(None, st) for ident, st in _seen.items() if ident not in alive]
+        _seen.clear()
+        for loader, st in live + gone:
             it = st.iterator() if st.iterator is not None else None
             old = st.iter_at_start() if st.iter_at_start is not None else None
             advanced = st.iter_at_start is not None and (
@@ -215,7 +230,7 @@ def window_stopped() -> list[dict[str, Any]]:
                 continue
             if it is not None:
                 st.pids.extend(p for p in _worker_pids(it) if p not in st.pids)
-            d = {"id": st.ident, **_settings(loader),
+            d = {"id": st.ident, **(_settings(loader) if loader is not None else st.settings),
                  "iterator": st.iter_class,
                  "worker_pids": sorted(st.pids), "epochs": list(st.epochs), "worker_stops": list(st.stops)}
             out.append(d)
