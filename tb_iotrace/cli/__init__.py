@@ -56,18 +56,13 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    parser.passes_on = {}            # type: ignore[attr-defined]  # name -> passes its arguments on
     for cls in commands(only):
-        parser.passes_on[cls.name] = cls.passes_arguments_on  # type: ignore[attr-defined]
         doc = (cls.__doc__ or "").strip()
         first = doc.splitlines()[0] if doc else cls.name
-        # a command that passes its arguments on (tensorboard) has no options of its own
-        own = {"prefix_chars": "+", "add_help": False} if cls.passes_arguments_on else {}
         p = sub.add_parser(cls.name, help=first, description=doc,
-                           formatter_class=argparse.RawDescriptionHelpFormatter, **own)
-        if not own:
-            p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                           help="show tracebacks on errors")
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                       help="show tracebacks on errors")
         cls.add_arguments(p)
         p.set_defaults(_command=cls)
     return parser
@@ -78,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     named = _command_named(argv)
     parser = build_parser(named)
     passed: list[str] | None = None
-    if named is not None and getattr(parser, "passes_on", {}).get(named):
+    if named is not None and any(c.name == named and c.passes_arguments_on for c in commands(named)):
         # every argument after the name is the command's own, whatever it starts with ("+exp",
         # "-h"): none goes through argparse
         at = argv.index(named) + 1

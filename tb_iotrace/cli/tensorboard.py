@@ -6,7 +6,7 @@ import sys
 import types
 
 from tb_iotrace.cli._base import Command
-from tb_iotrace.store import remote
+from tb_iotrace.store.remote import is_url   # a scheme at the start: "a/b://c" is a local path
 
 NOTF = "tensorboard.compat.notf"     # TensorBoard's own switch: present, it reads through its stub
 
@@ -48,12 +48,6 @@ def logdirs(argv: list[str]) -> list[str]:
                 name, sep, path = part.partition(":")
                 out.append(path if sep and not path.startswith("//") else part)
     return out
-
-
-def is_url(path: str) -> bool:
-    """A URL TensorBoard must read through its stub: a scheme at the start (not ``file://``);
-    a local path that holds "://" further on is a path (:func:`tb_iotrace.store.remote.is_url`)."""
-    return remote.is_url(path)
 
 
 class TensorBoard(Command):
