@@ -9,12 +9,15 @@ a step number) into WORK/logs<index>. Worker 1's read path sleeps 100 ms per fil
 construction): worker 0 waits for it in ``CollectiveReduceV2``.
 Both workers run on one machine, so both captures are named after its host name; the test
 puts them into one run as worker0/worker1, as two hosts' captures would be.
+Python's fault handler is on in each worker: a crash prints where it happened (the test tells
+TensorFlow's own crash at the profiler's stop from any other, see test_tf_multiworker.py).
 """
-import json, os, socket, sys, time
+import faulthandler, json, os, socket, sys, time
 import multiprocessing as mp
 
 
 def worker(idx, ports, work):
+    faulthandler.enable()
     os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
                                           "task": {"type": "worker", "index": idx}})
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
