@@ -75,12 +75,11 @@ class Export(Command):
         parser.add_argument("--no-progress", action="store_true", help="no progress line even on a terminal")
 
     def run(self, args: argparse.Namespace) -> int:
-        self.said: list[str] = []      # the "wrote ..." line: printed once the output is where it goes
+        # the "wrote ..." line is printed once the output is where it goes (uploaded, for a URL)
         if not remote.is_url(args.output):
             args.output = remote.local_path(args.output)
-            rc = self._export(args)
-            self._say()
-            return rc
+            _say(self._export(args))
+            return 0
         # -o URL: written into a local staging folder, then uploaded whole (a reader never sees
         # half a file); the bucket is checked first, so a wrong one costs no export
         url = remote.trim(args.output)
@@ -93,7 +92,7 @@ class Export(Command):
             local = os.path.join(stage, url.rsplit("/", 1)[-1] or "out")
             args.output = local
             args.shown = redact_url(url)   # (printed: never its credentials)
-            rc = self._export(args, shown=redact_url(url))
+            wrote = self._export(args, shown=redact_url(url))
             try:
                 if os.path.isdir(local):
                     remote.upload(local, url, last=lambda name: False)
@@ -101,16 +100,12 @@ class Export(Command):
                     remote.upload_file(local, url)
             except remote.RemoteError as exc:
                 raise UserError(f"upload failed: {exc}") from None
-            self._say()
-            return rc
+            _say(wrote)
+            return 0
         finally:
             shutil.rmtree(stage, ignore_errors=True)
 
-    def _say(self) -> None:
-        for line in self.said:
-            print(line, file=sys.stderr)
-
-    def _export(self, args: argparse.Namespace, shown: str | None = None) -> int:
+    def _export(self, args: argparse.Namespace, shown: str | None = None) -> str | None:
         try:
             return self._write(args)
         except (UserError, SourceError) as exc:
@@ -118,7 +113,8 @@ class Export(Command):
                 raise
             raise UserError(str(exc).replace(args.output, shown)) from None
 
-    def _write(self, args: argparse.Namespace) -> int:
+    def _write(self, args: argparse.Namespace) -> str | None:
+        """Write the export; the line that says what was written (None when it went to stdout)."""
         sources = open_source(args.path, args.run, args.host)
         reading = Progress("export: reading", len(sources) if not args.no_progress else 0, unit="hosts", keep=False)
         for s in sources:  # load now: a corrupt input is reported before anything is written
@@ -136,7 +132,7 @@ class Export(Command):
                 from tb_iotrace.export import chrome
 
                 n = chrome.export(sources, out, progress=progress)
-                self.said.append(f"wrote {shown}: {n} events")
+                return f"wrote {shown}: {n} events"
             elif args.format == "darshan":
                 from tb_iotrace.export import darshan
 
@@ -149,9 +145,9 @@ class Export(Command):
                         darshan.write(sources, _TerminalText(sys.stdout))
                     else:
                         _write_bytes(lambda text: darshan.write(sources, text))
-                else:
-                    n = darshan.write_file(sources, out)
-                    self.said.append(f"wrote {shown}: {n} counter lines")
+                    return None
+                n = darshan.write_file(sources, out)
+                return f"wrote {shown}: {n} counter lines"
             elif args.format == "darshan-log":
                 from tb_iotrace.export import darshan_log
                 from tb_iotrace.recording.opnames import MODULES, counter_names
@@ -163,10 +159,10 @@ class Export(Command):
                     c = darshan_log.write(sources, out, layout)
                 except darshan_log.LogError as exc:
                     raise UserError(f"{args.path}: {exc}") from None
-                self.said.append(f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records"
-                      + (f" ({c['objects']} POSIX records are objects, named by URL)" if c.get("objects") else "")
-                      + f", {c['bytes']} bytes" + (f"; {c['partial_ranks']} rank(s) PARTIAL (see the log's partial_ranks "
-                                               f"metadata)" if c.get("partial_ranks") else ""))
+                return (f"wrote {shown}: {c['ranks']} rank(s), {c['posix']} POSIX and {c['stdio']} STDIO records"
+                        + (f" ({c['objects']} POSIX records are objects, named by URL)" if c.get("objects") else "")
+                        + f", {c['bytes']} bytes" + (f"; {c['partial_ranks']} rank(s) PARTIAL (see the log's "
+                                                   f"partial_ranks metadata)" if c.get("partial_ranks") else ""))
             else:
                 from tb_iotrace.export import flat_tables as tables
 
@@ -174,15 +170,18 @@ class Export(Command):
                     raise UserError(f"{out}: exists and is not a folder ({args.format} writes files.* and ops.* "
                                     f"into a folder)")
                 counts = tables.export(sources, out, args.format, progress=progress)
-                self.said.append(f"wrote {shown}/files.{args.format} ({counts['files']} rows), "
-                                 f"{shown}/ops.{args.format} ({counts['ops']} rows), {shown}/objects.{args.format} "
-                                 f"({counts['objects']} rows) and {shown}/requests.{args.format} "
-                                 f"({counts['requests']} rows)")
+                return (f"wrote {shown}/files.{args.format} ({counts['files']} rows), "
+                        f"{shown}/ops.{args.format} ({counts['ops']} rows), {shown}/objects.{args.format} "
+                        f"({counts['objects']} rows) and {shown}/requests.{args.format} ({counts['requests']} rows)")
         except ImportError as exc:
             raise UserError(str(exc)) from None
         except OSError as exc:
             raise UserError(f"{out}: {exc.strerror or exc}") from None
-        return 0
+
+
+def _say(wrote: str | None) -> None:
+    if wrote:
+        print(wrote, file=sys.stderr)
 
 
 def _write_bytes(write: Callable[[TextIO], object]) -> None:
