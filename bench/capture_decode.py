@@ -1,4 +1,4 @@
-"""One capture's decode for the I/O tab (``tb_iotrace.analysis.decoded.tab_xplane.decode_xplane``), two
+"""One capture's decode for the I/O tab (``tb_iotrace.model.tab.of_xplane.decode_xplane``), two
 checkouts side by side: the cold "All hosts" switch of ``bench/plugin_hosts.py`` is 64 of these.
 With ``--analysis``, the analysis's read of a capture (``analysis.slim_xspace.read_slim_xspace``).
 
@@ -34,7 +34,7 @@ def first(*names):
     raise ImportError(names)
 
 
-tab = first("tb_iotrace.analysis.decoded.tab_xplane", "tb_iotrace.plugin.capture_load", "tb_iotrace.plugin." + "model")
+tab = first("tb_iotrace.model.tab.of_xplane", "tb_iotrace.plugin.capture_load", "tb_iotrace.plugin." + "model")
 decode = getattr(tab, "decode_xplane", None) or getattr(tab, "load_capture")
 if sys.argv[1] == "analysis":   # the analysis's read of a capture instead of the tab's
     reader = first("tb_iotrace.analysis.slim_xspace", "tb_iotrace.analysis.capture_reader", "tb_iotrace.analysis." + "source")

@@ -8,7 +8,7 @@ The trace: one main thread with ProfilerStep#N spans of 2,000 aten ops each (thr
 op, as Kineto writes), two DataLoader workers with one pread64 each per 3 us over 100 files, the
 tb_iotrace record. Prints the file size, the parse and conversion times, their ratio (the
 conversion against what reading the file costs anyway), the converted size and the peak RSS.
-The tab converts a trace once per version and keeps the result (tb_iotrace/analysis/decoded/tab_kineto.py).
+The tab converts a trace once per version and keeps the result (tb_iotrace/model/tab/of_kineto.py).
 """
 from __future__ import annotations
 

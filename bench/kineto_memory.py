@@ -1,6 +1,6 @@
 """Time and peak memory of reading a large PyTorch (Kineto) trace, against the file's size:
 ``tb-iotrace report --json`` and the I/O tab's first open of the trace (the
-plugin's conversion, ``tb_iotrace.analysis.decoded.tab_kineto.decode_kineto``), each in a fresh child process
+plugin's conversion, ``tb_iotrace.model.tab.of_kineto.decode_kineto``), each in a fresh child process
 whose own peak is read from ``/proc/self/status`` (VmHWM: not ru_maxrss, which a child
 can inherit from its parent's address space).
 
@@ -45,7 +45,7 @@ what, path = sys.argv[1], sys.argv[2]
 import numpy, google.protobuf                      # the imports every path pays, before the clock
 import tb_iotrace
 from tb_iotrace.cli import main
-from tb_iotrace.analysis.decoded.tab_kineto import decode_kineto
+from tb_iotrace.model.tab.of_kineto import decode_kineto
 before = peak_mib()
 t = time.perf_counter()
 if what == "report":

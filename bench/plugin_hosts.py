@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO / "tests" / "browser"))
 from cdp import Browser  # noqa: E402
 from plugin_timeline import free_port, proc_cpu, proc_mem  # noqa: E402
 
-from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+from tb_iotrace.model.tab.of_xplane import decode_xplane
 from tb_iotrace.plugin.synthetic import make_logdir
 
 GPU = REPO / "tests" / "data" / "gpu_multi_worker.xplane.pb"

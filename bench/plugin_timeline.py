@@ -50,7 +50,7 @@ PREFETCH_DELAY_S = 3.0
 MEM_SCRIPT = """
 import json, os, sys, time, tracemalloc
 from tb_iotrace.model import columnar as decode
-from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+from tb_iotrace.model.tab.of_xplane import decode_xplane
 def rss():
     d = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
     return int(d["VmRSS"].split()[0]) * 1024, int(d["VmHWM"].split()[0]) * 1024

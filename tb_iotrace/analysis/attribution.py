@@ -17,12 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.model.stepwait import INPUT_WAIT_PREFIXES, DEVICE_STEPS_LINE, covered, is_input_wait, merge, select_steps
+from tb_iotrace.model.stepwait import INPUT_WAIT_PREFIXES, DEVICE_STEPS_LINE, STEP_STATS, covered, is_input_wait, merge, select_steps
 from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, IoTrace, columns, find_plane, profile_start_ns, read_io_data, thread_line_id
 
 # Events that mark a training step on the host plane (Keras 3, tf.profiler Trace with step_num).
 STEP_EVENT_NAMES = ("Profiled batch", "train", "TraceContext", "train_step")
-STEP_STATS = ("step_num", "iter_num")
 # Keras 3 on JAX names its step events "Profiled batch <n>".
 KERAS_BATCH_PREFIX = "Profiled batch "
 # TraceMe stat of a step root: jax.profiler.StepTraceAnnotation and TF's Trace(..., _r=1) set it,

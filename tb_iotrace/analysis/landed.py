@@ -6,7 +6,7 @@ instead of decoding every capture:
     python -m tb_iotrace.analysis.landed [--facts] [--uploaded HOST LOCAL URL ...] HOST PATH [HOST PATH ...]
 
 For each capture: its row of the per-host table, computed as the tab computes it
-(:func:`tb_iotrace.analysis.decoded.host_row.capture_row`), kept as its summary
+(:func:`tb_iotrace.analysis.capture_row.capture_row`), kept as its summary
 (:mod:`tb_iotrace.store.summaries`: beside it in its run's ``plugins/iotrace/summaries/`` when it
 is in a run's ``plugins/`` tree, else in the local cache), unless a valid one is there already;
 with ``--facts``, its job facts too (:mod:`tb_iotrace.analysis.job_facts`, from its findings as
@@ -27,8 +27,9 @@ import sys
 
 from tb_iotrace.analysis import job_facts
 from tb_iotrace.analysis.capture_findings import findings_of, job_doc
-from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
-from tb_iotrace.analysis.decoded.tab_kineto import converted
+from tb_iotrace.analysis.capture_row import capture_row
+from tb_iotrace.model.tab.load import load_any
+from tb_iotrace.model.tab.of_kineto import converted
 from tb_iotrace.base.priority import lowest_priority
 from tb_iotrace.base.redact import redact_url
 from tb_iotrace.store import jobfacts, summaries

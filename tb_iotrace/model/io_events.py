@@ -1,6 +1,6 @@
 """The I/O calls of a capture file as columns: the one decoder of the I/O lines' events of a
 file decoded column-wise (:mod:`tb_iotrace.model.columnar`), used by the tab
-(:mod:`tb_iotrace.analysis.decoded.tab_xplane`) and the analysis (:mod:`tb_iotrace.analysis.slim_xspace`).
+(:mod:`tb_iotrace.model.tab.of_xplane`) and the analysis (:mod:`tb_iotrace.analysis.slim_xspace`).
 
 What each event's stats mean, and what a left-out one stands for, is the one rule of
 :mod:`tb_iotrace.store.xplane.io_fields` (its docstring has the "absent" convention); the

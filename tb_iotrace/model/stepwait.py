@@ -52,8 +52,10 @@ GRAIN_WAIT_NAMES = frozenset({"PrefetchDatasetIterator.__next__", "ThreadPrefetc
 
 # A device plane's line of steps (TF GPU captures), used when the host has no step markers.
 DEVICE_STEPS_LINE = "Steps"
+# The stats that number a step marker (tf.profiler Trace's step_num, Kineto's iter_num).
+STEP_STATS = ("step_num", "iter_num")
 
-__all__ = ["DEVICE_STEPS_LINE", "GRAIN_WAIT_NAMES", "INPUT_WAIT_PREFIXES", "InputWait", "covered", "input_wait", "is_input_wait", "merge",
+__all__ = ["DEVICE_STEPS_LINE", "GRAIN_WAIT_NAMES", "INPUT_WAIT_PREFIXES", "InputWait", "STEP_STATS", "covered", "input_wait", "is_input_wait", "merge",
            "select_steps", "step_kind"]
 
 # Markers numbered in their name are one kind whatever the number: PyTorch's ProfilerStep#<n>,

@@ -1,8 +1,8 @@
 """TensorBoard "I/O" tab (plugin name ``iotrace``), registered through the
 ``tensorboard_plugins`` entry point as ``tb_iotrace.plugin:IoTracePlugin``.
 
-Layout: :mod:`tb_iotrace.analysis.decoded.tab_model` (lanes, I/O table, counters, from :mod:`tb_iotrace.model.columnar`),
-:mod:`tb_iotrace.analysis.decoded.tab_xplane`, :mod:`~tb_iotrace.analysis.decoded.tab_record`, :mod:`~tb_iotrace.analysis.decoded.tab_kineto` (a capture, a whole-run record, a PyTorch trace decoded into them, by the kind :mod:`tb_iotrace.model.source_kinds` says), :mod:`tb_iotrace.plugin.level_of_detail` (level-of-detail merging),
+Layout: :mod:`tb_iotrace.model.tab.columns` (lanes, I/O table, counters, from :mod:`tb_iotrace.model.columnar`),
+:mod:`tb_iotrace.model.tab.of_xplane`, :mod:`~tb_iotrace.model.tab.of_record`, :mod:`~tb_iotrace.model.tab.of_kineto` (a capture, a whole-run record, a PyTorch trace decoded into them, by the kind :mod:`tb_iotrace.model.source_kinds` says), :mod:`tb_iotrace.plugin.level_of_detail` (level-of-detail merging),
 :mod:`tb_iotrace.plugin.request_view` (one host or all hosts of a run on one clock), :mod:`tb_iotrace.plugin.endpoints` (the endpoints as
 pure ``*_impl`` functions, one module each), :mod:`.findings_runner` (findings in a child
 process, cached), :mod:`.cache` (the logdir scan and loaded captures, cached; the scan itself

@@ -4,7 +4,7 @@ seconds, a cache of loaded captures, and a cache of the views built from them.
 Loading: a capture is decoded when first asked for and kept while its size and mtime stay the
 same, least recently used dropped first once the loaded captures hold more than the cache's
 byte budget (``TBIO_PLUGIN_CACHE_BYTES``; by default a quarter of the machine's memory, at most
-2 GiB), measured as :meth:`tb_iotrace.analysis.decoded.tab_model.TabCapture.nbytes` (what the decoded capture holds, ~1.3x its
+2 GiB), measured as :meth:`tb_iotrace.model.tab.columns.TabCapture.nbytes` (what the decoded capture holds, ~1.3x its
 file). A budget in bytes, not in entries: an "All hosts" view of a 64-host run is 64 captures
 asked for in turn, and an LRU of a few entries missed on every one of them.
 
@@ -29,9 +29,9 @@ from tb_iotrace.base.memory import one_trim
 from tb_iotrace.model.source_kinds import RECORD, listed_kind
 from tb_iotrace.store.logdir import RunInfo
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.analysis.decoded.host_row import load_any
-from tb_iotrace.analysis.decoded.tab_model import TabCapture
-from tb_iotrace.analysis.decoded.tab_record import cache_key, total_size
+from tb_iotrace.model.tab.load import load_any
+from tb_iotrace.model.tab.columns import TabCapture
+from tb_iotrace.model.tab.of_record import cache_key, total_size
 from tb_iotrace.plugin.request_view import View, make_view
 
 log = logging.getLogger("tb_iotrace.plugin")
@@ -310,7 +310,7 @@ class LogdirIndex:
     # -- captures
     @property
     def cached_bytes(self) -> int:
-        """What the cached captures count against the budget (see :meth:`tb_iotrace.analysis.decoded.tab_model.TabCapture.nbytes`)."""
+        """What the cached captures count against the budget (see :meth:`tb_iotrace.model.tab.columns.TabCapture.nbytes`)."""
         with self._lock:
             return self._cached_bytes
 

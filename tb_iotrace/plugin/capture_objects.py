@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.decoded.tab_model import TabCapture
+from tb_iotrace.model.tab.columns import TabCapture
 from tb_iotrace.store.objcolumns import ObjectColumnsError, checked, rows
 
 __all__ = ["CaptureObjects", "capture_objects", "extent_with_objects"]

@@ -13,7 +13,7 @@ from typing import Any
 from tb_iotrace.model.source_kinds import RECORD, listed_kind
 from tb_iotrace.plugin import findings_worker
 from tb_iotrace.plugin.cache import file_key
-from tb_iotrace.analysis.decoded.tab_record import total_size
+from tb_iotrace.model.tab.of_record import total_size
 
 # tb_iotrace.analysis reads the capture file column-wise (tb_iotrace.analysis.slim_xspace: about 4.4x
 # the file at its peak, a few seconds per million I/O events), in a child process (see

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from tb_iotrace.plugin.capture_objects import capture_objects
-from tb_iotrace.analysis.decoded.tab_model import Lane, TabCapture, make_lane
+from tb_iotrace.model.tab.columns import Lane, TabCapture, make_lane
 
 __all__ = ["GROUP", "failed_status", "object_lanes", "object_sums"]
 

@@ -1,6 +1,6 @@
 """What one request looks at (:class:`View`): one host, or every host of a run on a common
 clock, and the helpers every endpoint shares. Times are ns on the view's clock (see
-:mod:`tb_iotrace.analysis.decoded.tab_model`)."""
+:mod:`tb_iotrace.model.tab.columns`)."""
 from __future__ import annotations
 
 import math
@@ -9,7 +9,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from tb_iotrace.analysis.decoded.tab_model import TabCapture, Lane
+from tb_iotrace.model.tab.columns import TabCapture, Lane
 from tb_iotrace.plugin.capture_objects import extent_with_objects
 from tb_iotrace.plugin.object_lanes import object_lanes
 

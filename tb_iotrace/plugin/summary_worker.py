@@ -12,7 +12,8 @@ from typing import Any
 
 from tb_iotrace.store import summaries
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+from tb_iotrace.analysis.capture_row import capture_row
+from tb_iotrace.model.tab.load import load_any
 
 
 def row_line(host: str, path: str) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def check_step_numbering(capture: str, nums: list[int], tmp: Path) -> None:
     import io
 
     from tb_iotrace.cli import main
-    from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+    from tb_iotrace.model.tab.of_xplane import decode_xplane
 
     def cli(*args: str) -> str:
         out = io.StringIO()

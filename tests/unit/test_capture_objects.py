@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import torch_fetch_trace
-from tb_iotrace.analysis.decoded.host_row import load_any
+from tb_iotrace.model.tab.load import load_any
 from tb_iotrace.plugin.capture_objects import capture_objects, extent_with_objects
 
 

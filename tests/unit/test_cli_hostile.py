@@ -334,7 +334,7 @@ def test_record_trace_op_and_file_ids_out_of_range_read_the_same_everywhere(tmp_
     outside the path table is no file, in both. Before, the exports' conversion indexed the tables
     as they came: a negative op id took the last op's name, one past the end raised IndexError."""
     from tb_iotrace.model.open_source import open_source
-    from tb_iotrace.analysis.decoded.tab_record import decode_record
+    from tb_iotrace.model.tab.of_record import decode_record
 
     root = make_record(tmp_path / "r", n=6)
     npz = root / "plugins" / "iotrace" / "h.1.npz"

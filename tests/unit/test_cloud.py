@@ -478,7 +478,8 @@ def test_a_window_published_to_a_url_lands_with_its_summary_in_the_bucket(store:
     version of the object is not trusted."""
     from plugin_client import make_client
 
-    from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+    from tb_iotrace.analysis.capture_row import capture_row
+    from tb_iotrace.model.tab.load import load_any
     from tb_iotrace.recording import landing
     from tb_iotrace.recording.window_writer import WindowWriter
     from tb_iotrace.store import jobfacts, remote, summaries
@@ -529,7 +530,8 @@ def test_a_trace_handler_trace_uploaded_to_a_url_lands_with_its_summary_in_the_b
     of the object's version; a TensorBoard on the URL answers "All hosts" from them without
     fetching or decoding the trace (failed first: the trace fetched and decoded), the row the
     trace's; no local copy is left; a summary of another version of the object is not trusted."""
-    from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+    from tb_iotrace.analysis.capture_row import capture_row
+    from tb_iotrace.model.tab.load import load_any
     from tb_iotrace.recording import landing
     from tb_iotrace.recording.pytorch import TraceHandler
     from tb_iotrace.store import jobfacts, remote, staging, summaries
@@ -574,7 +576,8 @@ def test_a_run_record_uploaded_to_a_url_lands_with_its_summary_in_the_bucket(
     of the versions of its JSON and tables; a TensorBoard on the URL answers "All hosts" from
     them without decoding the record (failed first: no summary in the bucket, the record decoded),
     the row the record's; no local copy is left; a record replaced in the bucket is decoded again."""
-    from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+    from tb_iotrace.analysis.capture_row import capture_row
+    from tb_iotrace.model.tab.load import load_any
     from tb_iotrace.recording import landing
     from tb_iotrace.store import jobfacts, remote, staging, summaries
 

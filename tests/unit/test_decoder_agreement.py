@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import tb_iotrace.model.columnar as columnar
-from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+from tb_iotrace.model.tab.of_xplane import decode_xplane
 from tb_iotrace.plugin.synthetic import make_logdir
 from tb_iotrace.store.xplane import XPlaneError
 

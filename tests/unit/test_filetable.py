@@ -248,7 +248,7 @@ def test_old_records_in_report_exports_and_plugin(v1, tmp_path):
     lines = [ln.split(b"\t") for ln in out.read_bytes().splitlines() if ln.count(b"\t") >= 5 and not ln.startswith(b"#")]
     assert sum(int(ln[4]) for ln in lines if ln[3] == b"POSIX_BYTES_WRITTEN") == 1300
     assert any(ln[5].endswith(b"/odd-\xff\xfe.bin") for ln in lines if len(ln) > 5)
-    from tb_iotrace.analysis.decoded.tab_record import decode_record
+    from tb_iotrace.model.tab.of_record import decode_record
 
     cap = decode_record(str(v1 / "plugins" / "iotrace" / V1_JSON.name), "vm.21889")
     ct = cap.counters

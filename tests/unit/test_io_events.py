@@ -1,5 +1,5 @@
 """One decoder of the I/O events (tb_iotrace.model.io_events): the tab's I/O table
-(analysis.decoded.tab_xplane) and the analysis's trace (analysis.slim_xspace) hold the same calls, and both
+(model.tab.of_xplane) and the analysis's trace (analysis.slim_xspace) hold the same calls, and both
 equal the protobuf reader's (read_io_data), on every capture of tests/data (TensorFlow, JAX,
 with and without I/O), a TensorFlow capture with I/O merged in, a PyTorch trace converted to
 a capture, and a hand-made format /1 capture."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tb_iotrace.analysis.slim_xspace import read_slim_xspace
-from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+from tb_iotrace.model.tab.of_xplane import decode_xplane
 from tb_iotrace.plugin.synthetic import make_logdir
 from tb_iotrace.store.kineto_xspace import read_xspace
 from tb_iotrace.store.xplane import HOST_PLANE, IO_STAT, XSpace, load_xspace, read_io_data

@@ -15,7 +15,8 @@ import pytest
 
 pytest.importorskip("tensorboard")
 
-from tb_iotrace.analysis.decoded.host_row import capture_row, load_any
+from tb_iotrace.analysis.capture_row import capture_row
+from tb_iotrace.model.tab.load import load_any
 from tb_iotrace.recording import landing, url_profiles
 from tb_iotrace.recording.window_writer import WindowWriter
 from tb_iotrace.store import jobfacts, summaries

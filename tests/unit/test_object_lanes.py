@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 import torch_fetch_trace
-from tb_iotrace.analysis.decoded.host_row import load_any
+from tb_iotrace.model.tab.load import load_any
 from tb_iotrace.plugin.object_lanes import GROUP, failed_status, object_event, object_lanes, object_sums
 
 STEPS, GETS = 6, 4

@@ -557,7 +557,7 @@ def test_steps_with_and_without_markers(client):
 def test_steps_fallback_windows(gpu_capture, tmp_path):
     from tb_iotrace.plugin.endpoints import steps
     from tb_iotrace.plugin.request_view import make_view
-    from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+    from tb_iotrace.model.tab.of_xplane import decode_xplane
     src = make_logdir(tmp_path, gpu_capture, n_events=1000)
     cap = decode_xplane(str(src), "h")
     cap.steps = []
@@ -859,7 +859,7 @@ def _tf_read(get, run, host, cap, io_lanes, data):
 
 MEM_SCRIPT = textwrap.dedent("""
     import json, os, sys, tracemalloc
-    from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+    from tb_iotrace.model.tab.of_xplane import decode_xplane
     from tb_iotrace.plugin.endpoints import timeline, bandwidth as timeseries
     from tb_iotrace.plugin.request_view import make_view
     def rss():

@@ -18,7 +18,7 @@ pytest.importorskip("tensorboard")
 from werkzeug.test import Client  # noqa: E402
 from werkzeug.wrappers import Response  # noqa: E402
 
-from tb_iotrace.analysis.decoded import tab_model as model_mod
+from tb_iotrace.model.tab import columns as model_mod
 from tb_iotrace.plugin import packed
 from tb_iotrace.plugin import plugin as plugin_mod
 from tb_iotrace.plugin.plugin import IoTracePlugin

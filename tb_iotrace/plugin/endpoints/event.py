@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from tb_iotrace.plugin.object_lanes import GROUP as OBJECT, object_event
-from tb_iotrace.analysis.decoded.tab_model import TabCapture, Lane
+from tb_iotrace.model.tab.columns import TabCapture, Lane
 from tb_iotrace.plugin.request_view import NotFound, Part, View, view_steps
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from tb_iotrace.base.codepaths import code_paths
-from tb_iotrace.analysis.decoded.tab_model import TabCapture
+from tb_iotrace.model.tab.columns import TabCapture
 from tb_iotrace.plugin.request_view import View
 
 # (column, POSIX counter, STDIO counter)

@@ -1,5 +1,5 @@
 """``/hosts``: one row per host of a view, so that a slow worker stands out in "All hosts"
-(the rows are :func:`tb_iotrace.analysis.decoded.host_row.capture_row`'s, as in ``tb-iotrace report``), each kept
+(the rows are :func:`tb_iotrace.analysis.capture_row.capture_row`'s, as in ``tb-iotrace report``), each kept
 on disk per version of its capture (:mod:`tb_iotrace.store.summaries`): after a TensorBoard restart
 the table is read from the summaries, and only captures without a valid one are decoded."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tb_iotrace.base.memory import one_trim
 from tb_iotrace.store.xplane import XPlaneError
 from tb_iotrace.plugin import summary_pool
 from tb_iotrace.plugin.cache import LogdirIndex, load_any
-from tb_iotrace.analysis.decoded.host_row import capture_row
+from tb_iotrace.analysis.capture_row import capture_row
 from tb_iotrace.plugin.request_view import View, unreadable_json
 from tb_iotrace.plugin.endpoints.job_tables import stored_job_verdict
 

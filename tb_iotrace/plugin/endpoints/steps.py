@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.decoded.host_row import wait_intervals
+from tb_iotrace.analysis.capture_row import wait_intervals
 from tb_iotrace.analysis.object_steps import per_step
 from tb_iotrace.plugin.capture_objects import capture_objects
 from tb_iotrace.plugin.endpoints.bandwidth import integral

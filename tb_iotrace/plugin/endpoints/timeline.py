@@ -8,7 +8,7 @@ import numpy as np
 
 from tb_iotrace.plugin import level_of_detail as lod, packed
 from tb_iotrace.plugin.object_lanes import GROUP as OBJECT, failed_status, object_sums
-from tb_iotrace.analysis.decoded.tab_model import IoTable, Lane
+from tb_iotrace.model.tab.columns import IoTable, Lane
 from tb_iotrace.plugin.request_view import View, io_by_choice, view_steps
 
 MAX_WIDTH = 8192

@@ -8,8 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.attribution import STEP_STATS
-from tb_iotrace.model.stepwait import select_steps, step_kind
+from tb_iotrace.model.stepwait import STEP_STATS, select_steps, step_kind
 from tb_iotrace.model.columnar import MetadataFile, event_stats
 
 MAX_STEP_STATS = 20_000   # step markers whose step_num is read back from the file (one read each)

@@ -12,7 +12,7 @@ import pytest
 import tb_iotrace.model.columnar as D
 from tb_iotrace.model.columnar import tokens
 from tb_iotrace.plugin import level_of_detail as lod
-from tb_iotrace.analysis.decoded.tab_model import _rows
+from tb_iotrace.model.tab.columns import _rows
 from tb_iotrace.plugin.synthetic import make_logdir, synthetic_trace
 from tb_iotrace.store.xplane import LINE_PREFIX, IoTrace, XPlaneError, add_io_to_space, columns, load_xspace, merge_into_capture, read_io_data, read_io_info
 from tb_iotrace.store.xplane.io_fields import ABSENT, STAT_DEFAULTS
@@ -343,7 +343,7 @@ def test_native_survives_random_damage(gpu_capture, tmp_path, monkeypatch):
 
 
 def test_tf_data_flags_match_the_regex():
-    from tb_iotrace.analysis.decoded.tab_model import TF_DATA_RE, tf_data_flags
+    from tb_iotrace.model.tab.columns import TF_DATA_RE, tf_data_flags
 
     names = ["tf_data", "tf_data_x", " tf_data", "x\ntf_data", "Iterator::Map", "a/Iterator::",
              "Iterator:", "iterator::Map", "TF_DATA", "", "IteratorGetNext", "x Iterator::y\n",
@@ -387,7 +387,7 @@ def test_lazy_event_metadata_reads_the_same_back(gpu_capture, monkeypatch):
 def test_capture_event_details_read_their_metadata_back(gpu_capture):
     """The tab's captures keep no parsed event metadata; an event's details read its
     metadata's stats back from the file, as the full decode has them."""
-    from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
+    from tb_iotrace.model.tab.of_xplane import decode_xplane
 
     cap = decode_xplane(str(gpu_capture), "h")
     full = {p.index: p.meta for p in D.decode_xspace(gpu_capture).planes}

@@ -1,4 +1,4 @@
-"""A PyTorch (Kineto) trace decoded into the tab's :class:`~tb_iotrace.analysis.decoded.tab_model.TabCapture`.
+"""A PyTorch (Kineto) trace decoded into the tab's :class:`~tb_iotrace.model.tab.columns.TabCapture`.
 
 A trace ``<worker>.<ts>.pt.trace.json[.gz]`` is converted to an XSpace shaped like a TensorFlow
 capture (:mod:`tb_iotrace.store.kineto_xspace`: aten ops per thread, GPU streams, ``ProfilerStep#N``
@@ -6,7 +6,7 @@ steps, the I/O lines of the main process and of its DataLoader workers), written
 version of the file (size and mtime) to this process's private folder of converted captures
 (``tb_iotrace-kineto-<pid>-*`` in the temporary directory: removed at exit, and by the next
 process to start converting when this one was killed),
-and loaded from there like any ``.xplane.pb`` (:func:`tb_iotrace.analysis.decoded.tab_xplane.decode_xplane`): the timeline,
+and loaded from there like any ``.xplane.pb`` (:func:`tb_iotrace.model.tab.of_xplane.decode_xplane`): the timeline,
 the files table, the event details and the findings' child process all read that file. The
 logdir is never written to. A file that is not a Kineto trace raises ``XPlaneError`` with the
 reason (the tab shows it for that capture; the other runs are untouched).
@@ -25,8 +25,8 @@ from tb_iotrace.base.atomic import atomic_write
 from tb_iotrace.store.kineto import KinetoTraceError
 from tb_iotrace.store.kineto_xspace import KINETO_KEY, read_xspace
 from tb_iotrace.store.xplane import XPlaneError
-from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
-from tb_iotrace.analysis.decoded.tab_model import TabCapture
+from tb_iotrace.model.tab.of_xplane import decode_xplane
+from tb_iotrace.model.tab.columns import TabCapture
 
 _lock = threading.Lock()
 _folder: str | None = None

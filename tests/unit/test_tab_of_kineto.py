@@ -1,4 +1,4 @@
-"""tb_iotrace.analysis.decoded.tab_kineto: a PyTorch trace converted once per version of the file
+"""tb_iotrace.model.tab.of_kineto: a PyTorch trace converted once per version of the file
 into this process's own folder (an older version's copy removed), a file that is no trace named
 with its reason, the trace handler's notes shown as the capture's warnings, and the folders of
 dead processes removed (only theirs, only folders, this user's)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_iotrace.analysis.decoded.tab_kineto import FOLDER_PREFIX, converted, decode_kineto, remove_stale_folders
+from tb_iotrace.model.tab.of_kineto import FOLDER_PREFIX, converted, decode_kineto, remove_stale_folders
 from tb_iotrace.store.kineto import add_io, read_trace, write_trace
 from tb_iotrace.store.xplane import XPlaneError
 

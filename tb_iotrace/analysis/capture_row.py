@@ -1,36 +1,21 @@
 """A capture's row of the per-host table (the tab's "All hosts", ``tb-iotrace report``'s
 per-host table, the fleet's ``hosts``), computed from the capture decoded as the tab decodes it
-(:mod:`.tab_model`): what the tab's ``/hosts`` answers, what the plugin's summary children and
+(:mod:`tb_iotrace.model.tab`): what the tab's ``/hosts`` answers, what the plugin's summary children and
 the recording side (:mod:`tb_iotrace.analysis.landed`, when tb_iotrace writes a capture) keep as
 the capture's summary (:mod:`tb_iotrace.store.summaries`), and the capture's input waits by the one
 rule of :mod:`tb_iotrace.model.stepwait` (the tab's ``/steps`` reads them too).
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.decoded.tab_kineto import decode_kineto
-from tb_iotrace.analysis.decoded.tab_model import Lane, TabCapture
-from tb_iotrace.analysis.decoded.tab_record import decode_record
-from tb_iotrace.analysis.decoded.tab_xplane import decode_xplane
 from tb_iotrace.analysis.file_totals import host_row
 from tb_iotrace.model.stepwait import InputWait, input_wait, is_input_wait, merge
-from tb_iotrace.model.source_kinds import CAPTURE, KINETO, RECORD, listed_kind
+from tb_iotrace.model.tab.columns import Lane, TabCapture
 
-__all__ = ["capture_input_wait", "capture_row", "load_any", "wait_intervals"]
-
-
-# the tab's decoding of each kind a scan lists
-_DECODERS: dict[str, Callable[[str, str], TabCapture]] = {CAPTURE: decode_xplane, KINETO: decode_kineto, RECORD: decode_record}
-
-
-def load_any(path: str, host: str) -> TabCapture:
-    """A file the scan listed, decoded for the tab as the kind the model says it is
-    (:func:`tb_iotrace.model.source_kinds.listed_kind`): a profile capture (``.xplane.pb``),
-    a whole-run record (``.json``) or a PyTorch trace (``.pt.trace.json[.gz]``)."""
-    return _DECODERS[listed_kind(path)](path, host)
+__all__ = ["capture_input_wait", "capture_row", "wait_intervals"]
 
 
 def _input_mask(cap: TabCapture, lane: Lane) -> np.ndarray:

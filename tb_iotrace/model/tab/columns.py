@@ -280,7 +280,7 @@ class TabCapture:
     def nbytes(self) -> int:
         """About how much memory the loaded capture holds: its arrays (lanes, I/O table,
         counters) plus the strings and stored records, counted as CPython stores them. What the
-        plugin's cache budget (:mod:`.cache`) is measured in."""
+        plugin's cache budget (:mod:`tb_iotrace.plugin.cache`) is measured in."""
         seen: set[int] = set()
         total = 0
 

@@ -1,9 +1,9 @@
-"""A whole-run record (``tb-iotrace run``) decoded into the tab's :class:`~tb_iotrace.analysis.decoded.tab_model.TabCapture`.
+"""A whole-run record (``tb-iotrace run``) decoded into the tab's :class:`~tb_iotrace.model.tab.columns.TabCapture`.
 
 A record is ``<dir>/plugins/iotrace/<host>.<pid>[.execN].json`` plus, when it kept its
 trace, ``<host>.<pid>[.execN].npz`` (see :mod:`tb_iotrace.store.runrecord`). The tab shows each
 folder as the run ``[<dir>/]iotrace`` (the name ``tb-iotrace report`` uses) and each record
-as a host. This module builds the tab's :class:`~tb_iotrace.analysis.decoded.tab_model.TabCapture` straight from the record's
+as a host. This module builds the tab's :class:`~tb_iotrace.model.tab.columns.TabCapture` straight from the record's
 JSON and trace columns, without protobuf:
 
 - clock: ns since the record's ``start_ns`` (``profile_start_ns`` = ``start_ns``, so "All
@@ -26,7 +26,7 @@ import numpy as np
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, checked_trace, read_record, table_path
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
 from tb_iotrace.base.memory import trim_memory
-from tb_iotrace.analysis.decoded.tab_model import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
+from tb_iotrace.model.tab.columns import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
 
 
 def trace_path(json_path: str) -> str:
