@@ -3,8 +3,11 @@ arenas otherwise, and the next allocations come on top of them)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _libc: Any = None
 _batch = threading.local()
@@ -43,3 +46,14 @@ def trim_memory() -> None:
         _libc.malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to do
         _libc = False
+
+
+def trims_memory(fn: _F) -> _F:
+    """``fn``, then :func:`trim_memory`, however it returns (a decoder's freed columns go back)."""
+    @functools.wraps(fn)
+    def trimmed(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            trim_memory()
+    return trimmed  # type: ignore[return-value]

@@ -77,3 +77,26 @@ def test_no_glibc_is_tried_once_and_then_left(monkeypatch: pytest.MonkeyPatch) -
     memory.trim_memory()
     assert tries == ["libc.so.6"]
     assert memory._libc is False                # noqa: SLF001
+
+
+def test_a_decorated_decoder_trims_after_it_returns_or_raises(libc: Libc) -> None:
+    seen: list[int] = []
+
+    @memory.trims_memory
+    def decode(x: int) -> int:
+        """A decoder."""
+        seen.append(libc.calls)          # trims so far, as it runs
+        if x < 0:
+            raise ValueError("bad input")
+        return x * 2
+
+    assert decode(21) == 42 and libc.calls == 1 and seen == [0]     # after it ran, not before
+    with pytest.raises(ValueError):
+        decode(-1)
+    assert libc.calls == 2
+    assert decode.__doc__ == "A decoder." and decode.__name__ == "decode"
+    with memory.one_trim():             # inside a batch: once at its end
+        decode(1)
+        decode(2)
+        assert libc.calls == 2
+    assert libc.calls == 3

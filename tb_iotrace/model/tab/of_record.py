@@ -25,7 +25,7 @@ import numpy as np
 
 from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, checked_trace, read_record, table_path
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
-from tb_iotrace.base.memory import trim_memory
+from tb_iotrace.base.memory import trims_memory
 from tb_iotrace.model.tab.columns import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
 
 
@@ -84,15 +84,9 @@ def _io_table(t: dict[str, np.ndarray], t0: int) -> IoTable:
                    ops=ops, paths=paths, is_read=is_read, is_write=is_write)
 
 
+@trims_memory
 def decode_record(path: str, host: str) -> TabCapture:
     """One record as a :class:`TabCapture` (raises RecordError, a ValueError, when unreadable)."""
-    try:
-        return _decode_record(path, host)
-    finally:
-        trim_memory()
-
-
-def _decode_record(path: str, host: str) -> TabCapture:
     st = os.stat(path)
     rec = read_record(path)
     doc = rec.doc

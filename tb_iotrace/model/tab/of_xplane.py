@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.base.memory import trim_memory
+from tb_iotrace.base.memory import trims_memory
 from tb_iotrace.model.columnar import PlaneData, SpaceData, decode_xspace
 from tb_iotrace.model.io_events import io_events
 from tb_iotrace.model.stepwait import DEVICE_STEPS_LINE
@@ -54,15 +54,9 @@ def _task_env(space: SpaceData) -> tuple[int | None, int | None]:
     return None, None
 
 
+@trims_memory
 def decode_xplane(path: str, host: str) -> TabCapture:
     """Decode one capture file into a :class:`TabCapture` (raises XPlaneError)."""
-    try:
-        return _decode_xplane(path, host)
-    finally:
-        trim_memory()
-
-
-def _decode_xplane(path: str, host: str) -> TabCapture:
     st = os.stat(path)
     space = decode_xspace(
         path,
