@@ -1,7 +1,7 @@
 """A profile capture (``.xplane.pb``) decoded into the tab's :class:`~tb_iotrace.model.tab.columns.TabCapture`: the
 planes' lines become lanes (host threads, device lines, the I/O lines' calls as one table), the
 ``tb_iotrace.io`` record gives the per-file counters and the process's facts, the steps come from
-:mod:`tb_iotrace.model.tab.steps`. The file is read column-wise (:mod:`tb_iotrace.model.columnar`);
+:mod:`tb_iotrace.model.tab.step_markers`. The file is read column-wise (:mod:`tb_iotrace.model.columnar`);
 nothing here keeps a protobuf message per event. Which file is a capture, the model says
 (:mod:`tb_iotrace.model.source_kinds`); the analysis reads the same file as a slim XSpace
 (:mod:`tb_iotrace.analysis.slim_xspace`)."""
@@ -17,7 +17,7 @@ from tb_iotrace.base.memory import trims_memory
 from tb_iotrace.model.columnar import PlaneData, SpaceData, decode_xspace
 from tb_iotrace.model.io_events import io_events
 from tb_iotrace.model.stepwait import DEVICE_STEPS_LINE
-from tb_iotrace.model.tab.steps import capture_steps
+from tb_iotrace.model.tab.step_markers import capture_steps
 from tb_iotrace.model.tab.columns import READ_OPS_RE, TF_DATA_RE, WRITE_OPS_RE, IoTable, Lane, TabCapture, make_lane, tf_data_flags
 from tb_iotrace.store.xplane import XSpace, read_io_info
 from tb_iotrace.store.xplane.origin import missing_io_reason

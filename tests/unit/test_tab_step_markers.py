@@ -1,11 +1,11 @@
-"""tb_iotrace.model.tab.steps (the tab's steps of a capture): the host lanes' step markers
+"""tb_iotrace.model.tab.step_markers (the tab's steps of a capture): the host lanes' step markers
 of the kind seen most often, non-overlapping, named by position when the file holds no step
 number; only host lanes count; without markers, the device plane's steps as given."""
 from __future__ import annotations
 
 import numpy as np
 
-from tb_iotrace.model.tab.steps import STEP_NAME_RE, capture_steps
+from tb_iotrace.model.tab.step_markers import STEP_NAME_RE, capture_steps
 from tb_iotrace.model.tab.columns import make_lane
 
 NAMES = ["train", "ProfilerStep#4", "ProfilerStep#5", "aten::linear", "Profiled batch"]
