@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tb_iotrace.model.object_counters import SIZE_BINS, failed
+from tb_iotrace.model.object_counters import failed, size_bin
 
 __all__ = ["UPLOADS", "STATS", "posix_records", "is_object_name"]
 
@@ -36,13 +36,6 @@ SCHEMES = ("s3://", "gs://", "http://", "https://")
 
 def is_object_name(path: str) -> bool:
     return path.startswith(SCHEMES)
-
-
-def _bin(n: int) -> str:
-    for name, hi in SIZE_BINS:
-        if hi is None or n < hi:
-            return name
-    return SIZE_BINS[-1][0]
 
 
 def _record(url: str, reqs: list[dict[str, Any]], zero_ns: int) -> dict[str, Any]:
@@ -69,7 +62,7 @@ def _record(url: str, reqs: list[dict[str, Any]], zero_ns: int) -> dict[str, Any
         kind, k = ("READ", "READ") if op == "GET" else ("WRITE", "WRITTEN")
         add(f"POSIX_{kind}S", 1)
         add(f"POSIX_BYTES_{k}", n)
-        add(f"POSIX_SIZE_{kind}_{_bin(n)}", 1)
+        add(f"POSIX_SIZE_{kind}_{size_bin(n)}", 1)
         f[f"POSIX_F_{kind}_TIME"] = f.get(f"POSIX_F_{kind}_TIME", 0.0) + dur
         if dur >= f.get(f"POSIX_F_MAX_{kind}_TIME", -1.0):
             f[f"POSIX_F_MAX_{kind}_TIME"] = dur

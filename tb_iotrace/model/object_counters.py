@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-__all__ = ["SIZE_BINS", "THROTTLE_STATUS", "object_records", "max_concurrency", "throttled", "failed"]
+__all__ = ["SIZE_BINS", "THROTTLE_STATUS", "object_records", "max_concurrency", "size_bin", "throttled", "failed"]
 
 SIZE_BINS = (("0_100", 100), ("100_1K", 1 << 10), ("1K_10K", 10 << 10), ("10K_100K", 100 << 10),
              ("100K_1M", 1 << 20), ("1M_4M", 4 << 20), ("4M_10M", 10 << 20), ("10M_100M", 100 << 20),
@@ -42,19 +42,25 @@ def failed(r: dict[str, Any]) -> bool:
 
 
 def max_concurrency(reqs: list[dict[str, Any]]) -> int:
-    """The most of ``reqs`` in flight at once (an end at the same instant as a start: not at once)."""
-    marks = sorted([(int(r["start_ns"]), 1) for r in reqs] + [(int(r["end_ns"]), -1) for r in reqs],
-                   key=lambda m: (m[0], m[1]))
+    """The most of ``reqs`` in flight at once (an end at the same instant as a start: not at once;
+    a request whose end is its start, on a coarse clock, is in flight at that instant)."""
+    marks = []
+    for r in reqs:
+        s, e = int(r["start_ns"]), int(r["end_ns"])
+        # at one instant: ends of requests that lasted, then starts, then ends of instant ones
+        marks += [(s, 1, 1), (max(e, s), 0 if e > s else 2, -1)]
     now = most = 0
-    for _, d in marks:
+    for _, _, d in sorted(marks):
         now += d
         most = max(most, now)
     return most
 
 
-def _bin(n: int) -> str:
+def size_bin(n: int) -> str:
+    """The size bin of ``n`` bytes: upper edges inclusive, as Darshan's and the shim's
+    (native/counters.c): 100 bytes is ``0_100``, 1024 ``100_1K``."""
     for name, hi in SIZE_BINS:
-        if hi is None or n < hi:
+        if hi is None or n <= hi:
             return name
     return SIZE_BINS[-1][0]
 
@@ -112,7 +118,7 @@ def _record(reqs: list[dict[str, Any]]) -> dict[str, Any]:
             continue
         n = int(r["bytes"])
         c["OBJ_BYTES_READ"] += n
-        c[f"OBJ_SIZE_GET_{_bin(n)}"] += 1
+        c[f"OBJ_SIZE_GET_{size_bin(n)}"] += 1
         if int(r["range_start"]) >= 0:
             c["OBJ_RANGED_GETS"] += 1
             start = int(r["range_start"])

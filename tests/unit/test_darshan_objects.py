@@ -116,8 +116,8 @@ def test_posix_records_count_each_kind_of_request() -> None:
     assert [r["path"] for r in recs] == [b, a]                                   # one per object, by name
     ra, rb = recs[1], recs[0]
     assert ra["module"] == "POSIX"
-    assert ra["counters"] == {"POSIX_READS": 2, "POSIX_BYTES_READ": 150, "POSIX_SIZE_READ_100_1K": 1,
-                              "POSIX_SIZE_READ_0_100": 1, "POSIX_MAX_READ_TIME_SIZE": 100,
+    assert ra["counters"] == {"POSIX_READS": 2, "POSIX_BYTES_READ": 150,   # 100 B: 0_100 (edges inclusive)
+                              "POSIX_SIZE_READ_0_100": 2, "POSIX_MAX_READ_TIME_SIZE": 100,
                               "POSIX_MAX_BYTE_READ": 1099, "POSIX_STATS": 1, "POSIX_WRITES": 1,
                               "POSIX_BYTES_WRITTEN": 2048, "POSIX_SIZE_WRITE_1K_10K": 1,
                               "POSIX_MAX_WRITE_TIME_SIZE": 2048}

@@ -65,7 +65,8 @@ def test_counters() -> None:
     assert (c["OBJ_SEQ_RANGES"], c["OBJ_RANDOM_RANGES"]) == (1, 2)
     assert (c["OBJ_ERRORS"], c["OBJ_THROTTLED"], c["OBJ_RETRIES"]) == (1, 1, 1)
     assert c["OBJ_MAX_CONCURRENCY"] == 2                      # pid 2's GET overlaps the retry
-    assert c["OBJ_SIZE_GET_100_1K"] == 5
+    # Darshan's bins, upper edges inclusive: the four 100-byte GETs in 0_100, the 400 in 100_1K
+    assert (c["OBJ_SIZE_GET_0_100"], c["OBJ_SIZE_GET_100_1K"]) == (4, 1)
     assert rec["fcounters"]["OBJ_F_FIRST_BYTE_MEAN"] == pytest.approx(5e-9)
 
 
