@@ -54,7 +54,7 @@ def kineto_sources(path: Path, run: str) -> list[Source]:
     rank = trace_rank(header)     # a distributed job's: every process of the trace (its workers inherit it)
     out = []
     for proc in rec["processes"]:
-        if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int):
+        if not isinstance(proc, dict) or not isinstance(proc.get("pid"), int) or isinstance(proc["pid"], bool):
             raise SourceError(f"{path}: malformed tb_iotrace record (a process without a pid)")
         host = name if proc.get("role") == "main" else f"{name}/pid{proc['pid']}"
         out.append(TorchTraceSource(run=run, host=host, path=str(path), proc=dict(proc, rank=rank),

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tb_iotrace.model.source_kinds import RECORD, SourceError
-from tb_iotrace.model.sources import Source, object_rows
+from tb_iotrace.model.sources import Source, count_field, object_rows
 from tb_iotrace.store.filetable import FileTable
 from tb_iotrace.store.runrecord import RecordError, RunRecord, checked_trace, read_record, record_window
 
@@ -59,7 +59,8 @@ class RecordSource(Source):
             "offset": t["offset"], "requested": t["requested"], "returned": t["returned"],
             "fd": t["fd"], "errno": t["errno"], "tid": t["tid"],
         }
-        names = {int(th["tid"]): th.get("name", "") for th in self.doc.get("threads", [])}
+        names = {th["tid"]: str(th.get("name", "")) for th in self.doc.get("threads") or []
+                 if isinstance(th, dict) and isinstance(th.get("tid"), int)}
         return cols, names
 
     def io_trace(self) -> Any:
@@ -122,7 +123,7 @@ class RecordSource(Source):
         return bool(self.record().partial)
 
     def dropped(self) -> int:
-        return int(self.doc.get("dropped", 0))
+        return count_field(self.doc, "dropped", self.path)
 
     def untracked(self) -> dict[str, Any] | None:
         u = self.doc.get("untracked")
@@ -140,7 +141,7 @@ class RecordSource(Source):
             raise SourceError(f"{self.path}: {exc}") from None
 
     def nevents(self) -> int:
-        return int(self.doc.get("nevents", 0))
+        return count_field(self.doc, "nevents", self.path)
 
     def mounts(self) -> str:
         return ""
@@ -149,8 +150,9 @@ class RecordSource(Source):
         return {k: self.doc.get(k) for k in ("pid", "ppid", "argv", "start_ns", "end_ns", "exit", "rank")}
 
     def process_notes(self) -> list[str]:
-        note = (self.doc.get("exit") or {}).get("note")
-        return [note] if note else []
+        ex = self.doc.get("exit")
+        note = ex.get("note") if isinstance(ex, dict) else None
+        return [str(note)] if note else []
 
     def python(self) -> dict[str, Any] | None:
         return self.doc.get("python")

@@ -17,6 +17,7 @@ An unreadable source raises :class:`SourceError`, one line naming the file.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -25,6 +26,17 @@ import numpy as np
 
 from tb_iotrace.model.source_kinds import SourceError
 from tb_iotrace.store.filetable import FileTable
+
+def count_field(doc: dict[str, Any], key: str, path: str) -> int:
+    """A count in a source's stored document: absent or null is 0; anything but a number makes
+    the source unreadable (SourceError naming the file), never a TypeError in a report."""
+    v = doc.get(key)
+    if v is None:
+        return 0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or (isinstance(v, float) and not math.isfinite(v)):
+        raise SourceError(f"{path}: {key} is not a count ({v!r:.40})")
+    return int(v)
+
 
 # The columns of a source's I/O calls (absolute epoch ns times), as :meth:`Source.io_columns` gives them.
 IO_COLUMNS = ("start_ns", "end_ns", "op", "path", "offset", "requested", "returned", "fd", "errno", "tid")
@@ -214,4 +226,4 @@ def object_rows(doc: Any, path: str) -> list[dict[str, Any]]:
         raise SourceError(f"{path}: malformed object requests ({exc})") from None
 
 
-__all__ = ["IO_COLUMNS", "Source", "SourceError", "object_rows"]
+__all__ = ["IO_COLUMNS", "Source", "SourceError", "count_field", "object_rows"]

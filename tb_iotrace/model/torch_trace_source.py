@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from tb_iotrace.model.source_kinds import KINETO, SourceError
-from tb_iotrace.model.sources import Source, object_rows
+from tb_iotrace.model.sources import Source, count_field, object_rows
 from tb_iotrace.store.kineto import KinetoTraceError
 
 __all__ = ["TorchTraceSource"]
@@ -91,7 +91,7 @@ class TorchTraceSource(Source):
         return list(self.proc.get("counters", []))
 
     def dropped(self) -> int:
-        return int(self.proc.get("dropped", 0))
+        return count_field(self.proc, "dropped", self.path)
 
     def untracked(self) -> dict[str, Any] | None:
         u = self.proc.get("untracked")

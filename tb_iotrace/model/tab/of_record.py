@@ -120,7 +120,8 @@ def decode_record(path: str, host: str) -> TabCapture:
             warnings.append(f"The record's time series cannot be read ({exc}).")
     io = _io_table(trace, t0) if trace is not None else None
     del trace
-    threads = {int(th.get("tid", 0)): th for th in doc.get("threads", []) if isinstance(th, dict)}
+    threads = {th["tid"]: th for th in doc.get("threads") or []
+               if isinstance(th, dict) and isinstance(th.get("tid"), int)}   # (an entry without one names no lane)
     pid = int(doc.get("pid") or 0)
     lanes = []
     if io is not None and len(io):
