@@ -16,6 +16,7 @@ once stopped, has the captures it wrote summarized in the background (:mod:`.lan
 from __future__ import annotations
 
 import functools
+import inspect
 import os
 import sys
 import time
@@ -89,10 +90,28 @@ def _replace(prefix: str, real: Callable[..., Any], wrapper: Callable[..., Any])
                     setattr(mod, attr, wrapper)
 
 
+def _first_parameter(fn: Callable[..., Any]) -> str:
+    """The name of ``fn``'s first parameter (its log dir), "logdir" when it cannot be read."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return "logdir"
+    return params[0].name if params and params[0].kind in (params[0].POSITIONAL_ONLY,
+                                                            params[0].POSITIONAL_OR_KEYWORD) else "logdir"
+
+
 def _start_wrapper(framework: str, real_start: Callable[..., Any]) -> Callable[..., Any]:
     """The profiler's start, its log dir redirected to a staging folder when it is a URL."""
+    name = _first_parameter(real_start)    # TensorFlow's "logdir", JAX's "log_dir"
+
     @functools.wraps(real_start)
-    def start(logdir: Any, *args: Any, **kwargs: Any) -> Any:
+    def start(*args: Any, **kwargs: Any) -> Any:
+        if args:
+            logdir, args = args[0], args[1:]
+        elif name in kwargs:
+            logdir = kwargs.pop(name)
+        else:
+            return real_start(*args, **kwargs)      # no log dir given: the framework says so
         target, writer = _redirect(framework, logdir)
         since_ns = time.time_ns() - 1_000_000_000    # (file times of a coarse clock)
         try:
