@@ -65,6 +65,11 @@ class ProfileWindow:
         try:
             with self.lock:
                 self.pending, self.payload = None, None
+                if self.session is not None:
+                    # started again without a stop (a session that failed elsewhere, started
+                    # anew): the open one ends unread, or it would hold a slot for good
+                    stale, self.session = self.session, None
+                    end_session(stale, Recording())
                 self.session = begin_session()
             return 0
         except BaseException as exc:  # never into the framework
