@@ -122,11 +122,15 @@ def _env() -> dict[str, str]:
 
 def _start(paths: list[tuple[str, str]], scans: list[tuple[str, int]] | None = None,
            uploaded: list[tuple[str, str, str]] | None = None,
-           records: list[tuple[str, int]] | None = None, quiet: bool = False) -> subprocess.Popen[bytes] | None:
+           records: list[tuple[str, int]] | None = None) -> subprocess.Popen[bytes] | None:
+    """The summary child, started in a session of its own. It may outlive its caller (the job,
+    ``tb-iotrace run``), so it holds none of the caller's output: a reader of the caller's
+    stderr (``| tee``, a CI log, ``subprocess.run``) would wait for the child's end, not the
+    caller's. What it cannot summarize, the tab decodes when it opens the logdir."""
     global _warned
     try:
         return subprocess.Popen(_command(paths, scans, uploaded, records), env=_env(), stdin=subprocess.DEVNULL,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL if quiet else None,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True, close_fds=True)
     except Exception as exc:  # noqa: BLE001 - never into the job
         if not _warned:
@@ -290,7 +294,7 @@ def landed_run(run_dir: str, since_ns: int) -> None:
     a record it cannot read is decoded when the tab opens the logdir. Never raises."""
     try:
         if enabled() and _usable(run_dir):
-            _start([], records=[(os.path.abspath(run_dir), int(since_ns))], quiet=True)
+            _start([], records=[(os.path.abspath(run_dir), int(since_ns))])
     except Exception as exc:  # noqa: BLE001
         log.warning("tb_iotrace: cannot summarize the captures it wrote (%s)", exc)
 

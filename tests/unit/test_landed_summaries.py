@@ -348,3 +348,30 @@ def test_the_run_child_does_not_hold_the_runs_stderr(tmp_path, beside, monkeypat
     [(argv, kw)] = seen
     assert kw["stdout"] == kw["stderr"] == subprocess.DEVNULL and kw["stdin"] == subprocess.DEVNULL
     assert argv[-3:] == ["--records", str(tmp_path), "123"] and kw["start_new_session"]
+
+
+def test_no_summary_child_holds_the_callers_stderr(tmp_path, beside, monkeypatch):
+    """Every summary child outlives its caller: the uploads of ``tb-iotrace run --logdir URL``
+    (landed_uploaded), a profile window's captures (landed, landed_profile, in the job). None
+    gets the caller's stderr: a reader of it waited for the child's end (a stress run's
+    ``run --logdir s3://`` past its 60 s, the child summarizing against a loaded bucket)."""
+    seen = []
+
+    class Spy:
+        def __init__(self, argv, **kw):
+            seen.append(kw)
+
+        def wait(self, timeout=None):
+            return 0
+
+        def poll(self):
+            return 0
+
+    monkeypatch.setattr(landing.subprocess, "Popen", Spy)
+    cap = _io_capture(tmp_path / "logs" / "plugins" / "profile" / "r" / "h.xplane.pb")
+    landing.landed_uploaded([(str(cap), "s3://b/logs/plugins/profile/r/h.xplane.pb")])
+    landing.landed([str(cap)])
+    landing.landed_profile(str(tmp_path / "logs"), 0)
+    assert landing.wait_idle(30)
+    assert len(seen) >= 2
+    assert all(kw["stdout"] == kw["stderr"] == subprocess.DEVNULL == kw["stdin"] for kw in seen), seen
