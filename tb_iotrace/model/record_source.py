@@ -12,7 +12,7 @@ import numpy as np
 from tb_iotrace.model.source_kinds import RECORD, SourceError
 from tb_iotrace.model.sources import Source, count_field, object_rows
 from tb_iotrace.store.filetable import FileTable
-from tb_iotrace.store.runrecord import RecordError, RunRecord, checked_trace, read_record, record_window
+from tb_iotrace.store.runrecord import RecordError, RunRecord, checked_trace, read_record, record_threads, record_window
 
 __all__ = ["RecordSource"]
 
@@ -59,8 +59,10 @@ class RecordSource(Source):
             "offset": t["offset"], "requested": t["requested"], "returned": t["returned"],
             "fd": t["fd"], "errno": t["errno"], "tid": t["tid"],
         }
-        names = {th["tid"]: str(th.get("name", "")) for th in self.doc.get("threads") or []
-                 if isinstance(th, dict) and isinstance(th.get("tid"), int)}
+        try:
+            names = {tid: str(th.get("name", "")) for tid, th in record_threads(self.doc).items()}
+        except RecordError as exc:
+            raise SourceError(f"{self.path}: {exc}") from None
         return cols, names
 
     def io_trace(self) -> Any:
@@ -80,8 +82,11 @@ class RecordSource(Source):
         return self._trace
 
     def _threads(self) -> dict[int, tuple[int, str]]:
-        return {int(th.get("tid", 0)): (int(th.get("pthread_self") or 0), str(th.get("name") or ""))
-                for th in self.doc.get("threads", []) if isinstance(th, dict)}
+        try:
+            threads = record_threads(self.doc)
+        except RecordError as exc:
+            raise SourceError(f"{self.path}: {exc}") from None
+        return {tid: (int(th.get("pthread_self") or 0), str(th.get("name") or "")) for tid, th in threads.items()}
 
     def analysis_input(self) -> tuple[Any, Any] | None:
         """Its trace; without one (not kept, or a partial record's parts missing), an empty one

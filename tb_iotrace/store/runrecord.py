@@ -315,9 +315,25 @@ def job_rank(env: Any) -> int | None:
     outside one."""
     for name in RANK_VARS:
         val = env.get(name)
-        if val is not None and str(val).strip().isdigit():
+        # isdecimal, not isdigit: "²" is a digit int() refuses (a record lost at the job's exit)
+        if val is not None and str(val).strip().isdecimal():
             return int(val)
     return None
+
+
+def record_threads(doc: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """The record's threads by tid; RecordError when ``threads`` is not a list of objects each
+    with an integer tid (a damaged record is refused, never half read)."""
+    threads = doc.get("threads") or []
+    if not isinstance(threads, list):
+        raise RecordError(f"threads is a {type(threads).__name__}, not a list")
+    out: dict[int, dict[str, Any]] = {}
+    for th in threads:
+        tid = th.get("tid") if isinstance(th, dict) else None
+        if not isinstance(tid, int) or isinstance(tid, bool):
+            raise RecordError(f"a thread entry without an integer tid ({th!r:.60})")
+        out[tid] = th
+    return out
 
 
 def record_window(doc: dict[str, Any]) -> tuple[int, int] | None:

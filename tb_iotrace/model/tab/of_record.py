@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.store.runrecord import RECORD_SUFFIX, RecordError, checked_trace, read_record, table_path
+from tb_iotrace.store.runrecord import (RECORD_SUFFIX, RecordError, checked_trace, read_record, record_threads,
+                                        table_path)
 from tb_iotrace.store.timeseries import TimeSeries, TimeSeriesError
 from tb_iotrace.base.memory import trims_memory
 from tb_iotrace.model.tab.columns import READ_OPS_RE, WRITE_OPS_RE, TabCapture, IoTable, make_lane
@@ -120,8 +121,10 @@ def decode_record(path: str, host: str) -> TabCapture:
             warnings.append(f"The record's time series cannot be read ({exc}).")
     io = _io_table(trace, t0) if trace is not None else None
     del trace
-    threads = {th["tid"]: th for th in doc.get("threads") or []
-               if isinstance(th, dict) and isinstance(th.get("tid"), int)}   # (an entry without one names no lane)
+    try:
+        threads = record_threads(doc)
+    except RecordError as exc:
+        raise RecordError(f"{path}: {exc}") from None
     pid = int(doc.get("pid") or 0)
     lanes = []
     if io is not None and len(io):
