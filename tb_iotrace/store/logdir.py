@@ -214,8 +214,10 @@ def _kineto_run(logdir: str, root_real: str, d: str, entries: list[os.DirEntry])
         run = rel.replace(os.sep, "/")
     workers = [kineto_worker(n) for n, _ in found]
     info = RunInfo(run=run, directory=d, kind="kineto", mtime=mtime)
-    for (name, path), worker in zip(found, workers):
-        host = worker if workers.count(worker) == 1 else kineto_stem(name)
+    hosts = [worker if workers.count(worker) == 1 else kineto_stem(name) for (name, _), worker in zip(found, workers)]
+    for (name, path), host in zip(found, hosts):
+        if hosts.count(host) > 1:
+            host = name    # one name, two files (a trace kept plain and gzipped): each its file's name
         if host and "/" not in host:
             info.hosts[host] = path
     return info if info.hosts else None
