@@ -24,8 +24,9 @@ import importlib
 
 
 def first(*names):
-    # older checkouts have older module names: before the layer folders (2026-11-26), and before
-    # the readers were named by what they yield (2026-11-28)
+    # older checkouts have older module names: before the layer folders (2026-11-26), before
+    # the readers were named by what they yield (2026-11-28), and before the tab's readers moved
+    # into the model (2026-11-29)
     for name in names:
         try:
             return importlib.import_module(name)
@@ -34,7 +35,8 @@ def first(*names):
     raise ImportError(names)
 
 
-tab = first("tb_iotrace.model.tab.of_xplane", "tb_iotrace.plugin.capture_load", "tb_iotrace.plugin." + "model")
+tab = first("tb_iotrace.model.tab.of_xplane", "tb_iotrace.analysis.decoded.tab_xplane", "tb_iotrace.plugin.capture_load",
+            "tb_iotrace.plugin." + "model")
 decode = getattr(tab, "decode_xplane", None) or getattr(tab, "load_capture")
 if sys.argv[1] == "analysis":   # the analysis's read of a capture instead of the tab's
     reader = first("tb_iotrace.analysis.slim_xspace", "tb_iotrace.analysis.capture_reader", "tb_iotrace.analysis." + "source")
