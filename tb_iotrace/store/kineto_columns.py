@@ -180,8 +180,9 @@ class Collector:
                 return
             self.io.add(s, d, pid, tid, name, args, self._paths)
         elif cat in DEVICE_CATEGORIES:
-            dev = int_id(args.get("device", pid))
-            stream = int_id(args.get("stream", tid))
+            # absent or null: the event's pid/tid (a null is no value, as elsewhere in the trace)
+            dev = int_id(pid if args.get("device") is None else args["device"])
+            stream = int_id(tid if args.get("stream") is None else args["stream"])
             if dev is None or stream is None:
                 return
             lines = self.device.get(dev)

@@ -63,6 +63,13 @@ def test_device_io_and_pseudo_processes() -> None:
     assert c.io.ints["errno"][0] == 0 and c.io.ints["bytes_requested"][0] == -1 and c.io.overflow is None
 
 
+def test_a_null_device_or_stream_is_the_events_pid_or_tid() -> None:
+    c = Collector(0)
+    c.add_events([x(cat="kernel", pid=3, tid="stream 5", args={"device": None, "stream": None}),
+                  x(cat="kernel", pid=3, tid=6, args={"device": None})])
+    assert {d: sorted(v) for d, v in c.device.items()} == {3: [5, 6]}
+
+
 def test_io_overflow_is_noted_once_and_defaulted() -> None:
     c = Collector(0)
     c.add_events([x(cat=CATEGORY, args={"offset": 2**63}), x(cat=CATEGORY, args={"fd": -(2**63) - 1, "path": 3})])
