@@ -8,7 +8,8 @@ from contextlib import contextmanager
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
 from tb_iotrace.recording import jax, library_checkpoints, local_traffic, session, tensorflow
-from tb_iotrace.recording.session import Recording, begin_session, check_layout, end_session, set_filters, set_max_files, set_trace_cap
+from tb_iotrace.recording.session import (MAX_SETTING, Recording, begin_session, check_layout, end_session, set_filters,
+                                          set_max_files, set_trace_cap)
 
 __all__ = ["enable", "disable", "is_enabled", "capture", "Recording", "set_filters", "set_trace_cap", "set_max_files",
            "NativeError"]
@@ -19,6 +20,21 @@ _lock = ForkSafeLock()
 def _env_prefixes(name: str) -> list[str] | None:
     v = os.environ.get(name)
     return [p for p in v.split(os.pathsep) if p] if v else None
+
+
+def _env_count(name: str, least: int) -> int | None:
+    """A count from the environment (None when unset or empty); ValueError naming the variable
+    when it is no whole number from ``least`` to 2**63 - 1."""
+    raw = os.environ.get(name, "")
+    if raw == "":
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r:.40}: not a whole number") from None
+    if not least <= n <= MAX_SETTING:
+        raise ValueError(f"{name}={raw:.40}: must be between {least} and {MAX_SETTING}")
+    return n
 
 
 def enable() -> None:
@@ -36,15 +52,15 @@ def enable() -> None:
         check_layout()
         if lib.tbio_is_enabled():
             return
+        # every setting checked before any is applied: a bad one leaves none half set
+        cap, most = _env_count("TBIO_TRACE_CAP", 0), _env_count("TBIO_MAX_FILES", 1)
         inc, exc = _env_prefixes("TBIO_INCLUDE"), _env_prefixes("TBIO_EXCLUDE")
         if inc is not None or exc is not None:
             set_filters(inc, exc)
-        cap = os.environ.get("TBIO_TRACE_CAP")
-        if cap:
-            set_trace_cap(int(cap))
-        most = os.environ.get("TBIO_MAX_FILES")
-        if most:
-            set_max_files(int(most))
+        if cap is not None:
+            set_trace_cap(cap)
+        if most is not None:
+            set_max_files(most)
         if lib.tbio_enable() != 0:
             raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
         library_checkpoints.install()      # safetensors/orbax/tf.train.Checkpoint calls for the windows

@@ -59,6 +59,7 @@ def end_session(sess: Any, recording: "Recording") -> None:
         if sess not in _live:
             return
         _live.discard(sess)
+        left_out_at = _left_out_at.pop(sess, 0)
         ended = lib.tbio_end(sess)
     try:
         if ended != ffi.NULL:
@@ -67,7 +68,7 @@ def end_session(sess: Any, recording: "Recording") -> None:
             finally:
                 lib.tbio_session_free(ended)
             recording.objects = objreqs.between(recording.start_ns, recording.end_ns)
-            recording.objects_left_out = max(0, objreqs.dropped() - _left_out_at.pop(sess, 0))
+            recording.objects_left_out = max(0, objreqs.dropped() - left_out_at)
     finally:
         object_hooks.release()
 
@@ -83,6 +84,7 @@ def end_all_and_disable() -> None:
                 lib.tbio_session_free(ended)
             object_hooks.release()
         _live.clear()
+        _left_out_at.clear()
         lib.tbio_disable()
 
 
@@ -91,6 +93,7 @@ def forget(sess: Any) -> None:
     already dropped the parent's sessions."""
     with _lock:
         _live.discard(sess)
+        _left_out_at.pop(sess, None)
 
 
 def check_layout() -> None:
@@ -108,8 +111,9 @@ def set_filters(include: Iterable[str] | None = None, exclude: Iterable[str] | N
     (/etc/ /dev/ /usr/ ..., see :func:`excludes`); ``include=["/dev/shm/"]`` traces tmpfs
     benchmarks."""
     ffi, lib = native()
-    inc = "\n".join(include).encode() if include is not None else ffi.NULL
-    exc = "\n".join(exclude).encode() if exclude is not None else ffi.NULL
+    # os.fsencode: a prefix's non-UTF-8 bytes (as excludes() decodes them) go back as they were
+    inc = os.fsencode("\n".join(include)) if include is not None else ffi.NULL
+    exc = os.fsencode("\n".join(exclude)) if exclude is not None else ffi.NULL
     if lib.tbio_set_filters(inc, exc) != 0:
         raise NativeError("could not set filters: out of memory")
 
@@ -121,10 +125,15 @@ def excludes() -> list[str]:
     return [p for p in os.fsdecode(ffi.string(lib.tbio_get_excludes())).split("\n") if p]
 
 
+MAX_SETTING = 2**63 - 1   # the shim keeps both settings in 64 bits (it bounds max files further itself)
+
+
 def set_trace_cap(max_events: int) -> None:
     """Trace rows kept per capture (default 1,000,000, about 56 MB); counters stay exact past it."""
     if max_events < 0:
         raise ValueError("max_events must be >= 0")
+    if max_events > MAX_SETTING:
+        raise ValueError(f"max_events must be <= {MAX_SETTING}")
     native()[1].tbio_set_trace_cap(int(max_events))
 
 
@@ -135,6 +144,8 @@ def set_max_files(n: int) -> None:
     Takes effect the next time recording starts with no capture running."""
     if n < 1:
         raise ValueError("n must be >= 1")
+    if n > MAX_SETTING:
+        raise ValueError(f"n must be <= {MAX_SETTING}")
     native()[1].tbio_set_max_files(int(n))
 
 
