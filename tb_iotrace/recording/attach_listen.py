@@ -40,9 +40,11 @@ def _serve() -> None:
         taken = path + ".taken"
         try:
             os.replace(path, taken)
-            with open(taken, encoding="utf-8") as fh:
-                ctrl, request = fh.read().split("\n")[:2]
-            os.unlink(taken)
+            try:
+                with open(taken, encoding="utf-8") as fh:
+                    ctrl, request = fh.read().split("\n")[:2]
+            finally:
+                os.unlink(taken)     # a malformed request leaves nothing behind either
         except (OSError, ValueError):
             continue
         from tb_iotrace.recording import attach_agent
