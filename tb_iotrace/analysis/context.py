@@ -212,10 +212,6 @@ class Context:
             for code, n in self._per_file(self.meta_rows):
                 if self.paths[code] in out:
                     out[self.paths[code]].meta_calls += n
-            zero = self.read_rows[tr.returned[self.read_rows] == 0]
-            for code, n in self._per_file(zero):
-                if self.paths[code] in out:
-                    out[self.paths[code]].zero_reads += n
         if not self.trace.counters and len(tr):     # no counters: rebuild the basics from the trace
             rows = np.concatenate([self.read_rows, self.write_rows, self.meta_rows])
             last: dict[str, int] = {}          # Darshan's last_byte_read, reset on open
@@ -245,6 +241,11 @@ class Context:
                         last[path] = 0
                     f.meta_time += float(self.dur_s[i])
         if len(tr):
+            # after the files are known, with counters or from the trace alone
+            zero = self.read_rows[tr.returned[self.read_rows] == 0]
+            for code, n in self._per_file(zero):
+                if self.paths[code] in out:
+                    out[self.paths[code]].zero_reads += n
             self._read_ahead(out)
         return out
 
