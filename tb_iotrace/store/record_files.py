@@ -21,4 +21,5 @@ def find_records(directory: str | os.PathLike[str]) -> list[Path]:
     d = Path(directory)
     if not d.is_dir():
         return []
-    return sorted(p for p in d.iterdir() if p.name.endswith(RECORD_SUFFIX) and not p.name.startswith("."))
+    return sorted(p for p in d.iterdir()
+                  if p.name.endswith(RECORD_SUFFIX) and not p.name.startswith(".") and p.is_file())
