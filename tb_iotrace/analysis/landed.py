@@ -31,7 +31,7 @@ from tb_iotrace.analysis.capture_row import capture_row
 from tb_iotrace.model.tab.load import load_any
 from tb_iotrace.model.tab.of_kineto import converted
 from tb_iotrace.base.priority import lowest_priority
-from tb_iotrace.base.redact import redact_url
+from tb_iotrace.base.redact import redact_url, scrub
 from tb_iotrace.store import jobfacts, summaries
 from tb_iotrace.store.remote_summaries import keep_remote, uploaded_identity
 from tb_iotrace.store.logdir import capture_host, profile_captures
@@ -118,7 +118,8 @@ def main(argv: list[str]) -> int:
         try:
             keep_uploaded(host, local, url, facts)
         except Exception as exc:  # noqa: BLE001 - as below
-            sys.stderr.write(f"tb_iotrace: no summary kept for {redact_url(url)} ({type(exc).__name__}: {str(exc)[:200]})\n")
+            why = scrub(str(exc), url)[:200]      # the message may quote the URL, credentials too
+            sys.stderr.write(f"tb_iotrace: no summary kept for {redact_url(url)} ({type(exc).__name__}: {why})\n")
     items += list(zip(args[0::2], args[1::2]))
     for host, path in items:
         try:

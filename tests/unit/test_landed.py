@@ -170,3 +170,19 @@ def test_keep_uploaded_removes_its_copy_even_when_nothing_is_kept(cache: Path, t
     local.write_bytes(b"x")
     assert landed.keep_uploaded("h", str(local), "memory://b/loose.bin", False) == []   # no summaries folder
     assert not local.exists() and not folder.exists()
+
+
+def test_an_error_quoting_the_url_prints_no_secret(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A client's message that quotes the URL it was given (credentials and all) is printed with
+    them masked, whatever layer raised it."""
+    url = "s3://AKIAKEYID:SECRETVAL@b/x"
+
+    def upload(*a: Any) -> list[str]:
+        raise OSError(f"cannot read {url}: access denied for AKIAKEYID")
+
+    monkeypatch.setattr(landed, "lowest_priority", lambda: None)
+    monkeypatch.setattr(landed, "keep_uploaded", upload)
+    assert landed.main(["--uploaded", "h", "/l", url]) == 0
+    err = capsys.readouterr().err
+    assert "SECRETVAL" not in err and "AKIAKEYID" not in err and "access denied" in err, err
