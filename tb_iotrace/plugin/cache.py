@@ -56,7 +56,7 @@ def cache_budget() -> int:
         mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1].upper(), 1)
         try:
             return max(0, int(float(raw[:-1] if mult > 1 else raw) * mult))
-        except ValueError:
+        except (ValueError, OverflowError):    # (inf, 1e400: no byte count either)
             raise ValueError(f"{CACHE_BYTES_ENV}={raw!r}: expected a byte count such as 2G or 536870912") from None
     try:
         phys = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
