@@ -119,10 +119,11 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] == "--each":
         for path in argv[1:]:
             try:
-                line: dict[str, Any] = {"path": path, "out": findings_of(path)}
+                # (encoded here: an answer JSON cannot hold, a NaN, is this capture's error too)
+                text = json.dumps({"path": path, "out": findings_of(path)}, separators=(",", ":"), allow_nan=False)
             except Exception as exc:  # one bad capture does not cost the others their answer
-                line = {"path": path, "error": f"{type(exc).__name__}: {exc}"}
-            sys.stdout.write(json.dumps(line, separators=(",", ":"), allow_nan=False) + "\n")
+                text = json.dumps({"path": path, "error": f"{type(exc).__name__}: {exc}"}, separators=(",", ":"))
+            sys.stdout.write(text + "\n")
             sys.stdout.flush()
         return 0
     out = findings_of(argv[0])

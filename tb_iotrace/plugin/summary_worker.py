@@ -32,7 +32,11 @@ def row_line(host: str, path: str) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     for host, path in zip(argv[0::2], argv[1::2]):
-        sys.stdout.write(json.dumps(row_line(host, path), separators=(",", ":"), allow_nan=False) + "\n")
+        try:
+            text = json.dumps(row_line(host, path), separators=(",", ":"), allow_nan=False)
+        except ValueError as exc:   # a row JSON cannot hold (a NaN) is this capture's error, not the others'
+            text = json.dumps({"path": path, "error": f"cannot encode its row ({exc})"}, separators=(",", ":"))
+        sys.stdout.write(text + "\n")
         sys.stdout.flush()
     return 0
 
