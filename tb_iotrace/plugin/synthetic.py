@@ -58,9 +58,13 @@ def synthetic_trace(n_events: int, t_lo: int, t_hi: int, *, n_threads: int = 4, 
     for t in range(n_threads):
         m = np.flatnonzero(tid == t)
         if len(m) > 1:
-            s = start[m]
+            # two calls of a thread drawn at the same ns: the later moves on 2 ns (a 1 ns call between)
+            s = np.maximum.accumulate(start[m] - 2 * np.arange(len(m))) + 2 * np.arange(len(m))
+            start[m] = s
             gap = np.diff(s)
             dur[m[:-1]] = np.minimum(dur[m[:-1]], np.maximum(gap - 1, 1))
+    order = np.argsort(start, kind="stable")     # in time order again after the moves
+    tid, start, dur = tid[order], start[order], dur[order]
     kind = rng.random(n)
     op = np.where(kind < 0.05, "open64", np.where(kind < 0.10, "close",
                   np.where(kind < 0.80, "pread64", np.where(kind < 0.93, "read", "write"))))
