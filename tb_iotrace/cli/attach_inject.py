@@ -16,6 +16,8 @@ import sys
 import time
 from dataclasses import dataclass
 
+from tb_iotrace.base.safenames import printable
+
 __all__ = ["AttachRefused", "Target", "children", "inject", "probe"]
 
 CAP_SYS_PTRACE = 19
@@ -76,7 +78,7 @@ def probe(pid: int) -> Target:
         raise AttachRefused(f"no process {pid}")
     try:
         uid = int(_status_field(pid, "Uid").split()[1])   # effective uid
-        name = _status_field(pid, "Name")
+        name = printable(_status_field(pid, "Name"))    # any user names a process: shown escaped
     except (OSError, IndexError, ValueError):
         raise AttachRefused(f"no process {pid}") from None
     if _status_field(pid, "State").startswith(("Z", "X")):
@@ -94,7 +96,7 @@ def probe(pid: int) -> Target:
     except OSError as exc:
         raise AttachRefused(f"process {pid} cannot be inspected: {exc.strerror or exc}") from None
     if not re.match(r"python", os.path.basename(exe)) and "libpython" not in maps:
-        raise AttachRefused(f"process {pid} ({name}, {exe}) is not a Python process")
+        raise AttachRefused(f"process {pid} ({name}, {printable(exe)}) is not a Python process")
     return Target(pid=pid, exe=exe, version=_version_of(pid, exe, maps), uid=uid)
 
 
