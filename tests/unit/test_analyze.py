@@ -12,22 +12,15 @@ import pytest
 from tb_iotrace.analysis.analyze import Analysis, analyze
 from tb_iotrace.store.xplane import HOST_PLANE, IoTrace, XPlaneError, XSpace
 
+from built_inputs import io_trace
+
 MOUNTINFO = "27 1 254:0 / / rw - ext4 /dev/vda rw\n40 27 0:50 / /data rw - nfs4 srv:/x rw\n"
 T0 = 10**18
 MiB = 1 << 20
 
 
 def trace(rows: list[tuple], dropped: int = 0) -> IoTrace:
-    """rows: (op, path, offset, returned, start_ns, dur_ns[, errno])"""
-    cols: dict[str, list] = {k: [] for k in ("op", "path", "offset", "requested", "returned", "fd", "errno",
-                                            "start_ns", "end_ns", "tid")}
-    for r in rows:
-        op, path, off, ret, start, dur = r[:6]
-        for k, v in (("op", op), ("path", path), ("offset", off), ("requested", max(ret, 0)), ("returned", ret),
-                     ("fd", 3), ("errno", r[6] if len(r) > 6 else 0), ("start_ns", start),
-                     ("end_ns", start + dur), ("tid", 100)):
-            cols[k].append(v)
-    return IoTrace(**cols, threads={100: (1, "python")}, dropped=dropped)
+    return io_trace(rows, dropped=dropped)
 
 
 ROWS = [("open", "/data/big", -1, 3, T0, 1_000),

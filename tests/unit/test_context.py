@@ -17,22 +17,15 @@ from tb_iotrace.analysis.mounts import Mount, MountTable, parse_mountinfo
 from tb_iotrace.analysis.thresholds import DEFAULT
 from tb_iotrace.store.xplane import IoTrace
 
+from built_inputs import io_trace
+
 MOUNTS = MountTable(parse_mountinfo("27 1 254:0 / / rw - ext4 /dev/vda rw\n"
                                     "40 27 0:50 / /data rw - nfs4 srv:/x rw\n"))
 T0 = 10**18
 
 
 def trace(rows: list[tuple], counters: list[dict] | None = None) -> IoTrace:
-    """rows: (op, path, offset, returned, start_ns, dur_ns[, errno])"""
-    cols: dict[str, list] = {k: [] for k in ("op", "path", "offset", "requested", "returned", "fd", "errno",
-                                            "start_ns", "end_ns", "tid")}
-    for r in rows:
-        op, path, off, ret, start, dur = r[:6]
-        for k, v in (("op", op), ("path", path), ("offset", off), ("requested", max(ret, 0)), ("returned", ret),
-                     ("fd", 3), ("errno", r[6] if len(r) > 6 else 0), ("start_ns", start),
-                     ("end_ns", start + dur), ("tid", 100)):
-            cols[k].append(v)
-    return IoTrace(**cols, threads={100: (1, "python")}, counters=counters or [])
+    return io_trace(rows, counters=counters or [])
 
 
 def ctx_of(tr: IoTrace) -> Context:

@@ -18,7 +18,9 @@ import pytest
 
 from tb_iotrace.analysis.loader_capacity import (BUSY_SHARE, FETCH_EVENT, LoaderWork, cores_cut, half_work_after,
                                                  measure, step_after, tf_data_work_ps)
-from tb_iotrace.store.xplane import HOST_PLANE, XEventMetadata, XSpace
+from tb_iotrace.store.xplane import HOST_PLANE, XSpace
+
+from built_inputs import add_plane
 
 MS = 10**9   # ps
 
@@ -26,14 +28,7 @@ MS = 10**9   # ps
 def _space(lines: dict[str, list[tuple[str, float, float]]], plane: str = HOST_PLANE) -> XSpace:
     """One plane: line name -> events (name, start ms, end ms)."""
     sp = XSpace()
-    pl = sp.planes.add(id=1, name=plane)
-    ids: dict[str, int] = {}
-    for k, (lname, events) in enumerate(lines.items()):
-        ln = pl.lines.add(id=k + 1, name=lname, timestamp_ns=0)
-        for ename, s, e in events:
-            mid = ids.setdefault(ename, len(ids) + 1)
-            pl.event_metadata[mid].CopyFrom(XEventMetadata(id=mid, name=ename))
-            ln.events.add(metadata_id=mid, offset_ps=int(s * MS), duration_ps=int((e - s) * MS))
+    add_plane(sp, 1, plane, lines)
     return sp
 
 

@@ -4,21 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from tb_iotrace.model.named_spans import named_intervals, named_spans, on_host, on_host_or_device
-from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, XEventMetadata, XSpace
+from tb_iotrace.store.xplane import HOST_PLANE, LINE_PREFIX, XSpace
+
+from built_inputs import add_plane
 
 MS = 10**9   # ps
 
 
-def _plane(sp: XSpace, pid: int, name: str, lines: dict[str, list[tuple[str, int, int]]]) -> None:
-    """A plane with ``lines``: line name -> events (name, start ms, end ms)."""
-    pl = sp.planes.add(id=pid, name=name)
-    ids: dict[str, int] = {}
-    for k, (lname, events) in enumerate(lines.items()):
-        ln = pl.lines.add(id=k + 1, name=lname, timestamp_ns=0)
-        for ename, s, e in events:
-            mid = ids.setdefault(ename, len(ids) + 1)
-            pl.event_metadata[mid].CopyFrom(XEventMetadata(id=mid, name=ename))
-            ln.events.add(metadata_id=mid, offset_ps=s * MS, duration_ps=(e - s) * MS)
+_plane = add_plane   # a plane with lines: line name -> events (name, start ms, end ms)
 
 
 def space() -> XSpace:
