@@ -142,7 +142,10 @@ class Body:
             return self._gz
 
     def respond(self, request):
-        if "gzip" in request.headers.get("Accept-Encoding", "") and not _local_no_gzip(request):
+        if _local_no_gzip(request):
+            # (TensorBoard's Respond gzips an answer itself when the request accepts it)
+            return http_util.Respond(_Uncompressed(request), self.data, self.content_type)
+        if "gzip" in request.headers.get("Accept-Encoding", ""):
             return http_util.Respond(request, self.gzipped(), self.content_type, content_encoding="gzip")
         return http_util.Respond(request, self.data, self.content_type)
 
@@ -376,7 +379,7 @@ class IoTracePlugin(base_plugin.TBPlugin):
         if not lane:
             raise HttpError(400, "missing lane")
         return event.event_impl(self._view(args), lane, _num(args, "index", None, int) if
-                                  args.get("index") is not None else _missing("index"))
+                                  args.get("index") else _missing("index"))
 
 
     def _windows(self, args):

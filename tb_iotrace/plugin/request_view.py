@@ -168,3 +168,19 @@ def view_steps(view: View) -> tuple[list[dict[str, Any]], str]:
                       "end": s["end"] + p.offset} for s in p.capture.steps],
                     p.capture.steps_source + (f" on {p.host}" if len(view.parts) > 1 else ""))
     return [], ""
+
+
+TIME_LIMIT = float(2**62)   # ns either side of a capture's clock: past it, float sums lose every unit
+
+
+def time_window(t0: float, t1: float) -> tuple[float, float]:
+    """A request's window [t0, t1] as the endpoints compute with it: finite (ValueError else),
+    within +-TIME_LIMIT, and never empty: a reversed or empty one becomes the next representable
+    time after t0 (1 ns where ns are exact; at epoch-ns sizes a float step is 256 ns)."""
+    if not (math.isfinite(t0) and math.isfinite(t1)):
+        raise ValueError("start and end must be finite numbers")
+    t0 = min(max(t0, -TIME_LIMIT), TIME_LIMIT)
+    t1 = min(max(t1, -TIME_LIMIT), TIME_LIMIT)
+    if t1 <= t0:
+        t1 = max(t0 + 1.0, math.nextafter(t0, math.inf))
+    return t0, t1

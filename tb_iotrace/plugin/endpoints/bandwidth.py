@@ -1,13 +1,12 @@
 """``/bandwidth``: read/write bandwidth over time (``/steps``: :mod:`tb_iotrace.plugin.endpoints.steps`)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
 from tb_iotrace.plugin import level_of_detail as lod
-from tb_iotrace.plugin.request_view import View, fmt_float
+from tb_iotrace.plugin.request_view import View, fmt_float, time_window
 
 MAX_BINS = 4096
 
@@ -34,10 +33,7 @@ def bandwidth_impl(view: View, start: float | None, end: float | None, bins: int
     lo, hi = view.extent()
     t0 = float(lo if start is None else start)
     t1 = float(hi if end is None else end)
-    if not (math.isfinite(t0) and math.isfinite(t1)):
-        raise ValueError("start and end must be finite numbers")
-    if t1 <= t0:
-        t1 = t0 + 1.0
+    t0, t1 = time_window(t0, t1)
     bins = int(min(max(int(bins), 1), MAX_BINS))
     bw = (t1 - t0) / bins
     edges = np.linspace(0.0, t1 - t0, bins + 1)
@@ -60,7 +56,8 @@ def bandwidth_impl(view: View, start: float | None, end: float | None, bins: int
             op_ = io.op[rows_]
             ret = np.maximum(io.returned[rows_], 0).astype(np.float64)
             keep = e >= 0
-            s, e = s[keep], np.maximum(e[keep], s[keep] + 1.0)
+            # a call lasts at least one representable step (+1 ns is lost at 2**62 ns from the window)
+            s, e = s[keep], np.maximum(e[keep], np.nextafter(s[keep] + 1.0, np.inf))
             rd = np.where(io.is_read[op_], ret, 0.0)[keep]
             wr = np.where(io.is_write[op_], ret, 0.0)[keep]
             # bytes inside the window only

@@ -1,7 +1,6 @@
 """``/timeline``: the items to draw for a time window at a width in pixels (see :mod:`tb_iotrace.plugin.level_of_detail`)."""
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -9,7 +8,7 @@ import numpy as np
 from tb_iotrace.plugin import level_of_detail as lod, packed
 from tb_iotrace.plugin.object_lanes import GROUP as OBJECT, failed_status, object_sums
 from tb_iotrace.model.tab.columns import IoTable, Lane
-from tb_iotrace.plugin.request_view import View, io_by_choice, view_steps
+from tb_iotrace.plugin.request_view import View, io_by_choice, time_window, view_steps
 
 MAX_WIDTH = 8192
 HOME_PAD = 0.01  # margin around the extent of the default window, as a fraction
@@ -70,10 +69,7 @@ def timeline_columns(view: View, start: float | None, end: float | None, width: 
     pad = (hi - lo) * HOME_PAD  # the "home" window: the extent and a margin (the client's reset)
     t0 = float(lo - pad if start is None else start)
     t1 = float(hi + pad if end is None else end)
-    if not (math.isfinite(t0) and math.isfinite(t1)):
-        raise ValueError("start and end must be finite numbers")
-    if t1 <= t0:
-        t1 = t0 + 1.0
+    t0, t1 = time_window(t0, t1)
     width = int(min(max(int(width), 1), MAX_WIDTH))
     npp = (t1 - t0) / width
     table = view.lane_table(io_by)
