@@ -29,6 +29,16 @@ __all__ = ["ProfileEvery"]
 log = logging.getLogger("tb_iotrace")
 
 
+def _whole_at_least_1(n: object) -> bool:
+    """A count of batches: a whole number, at least 1 (2.5 is refused, not truncated)."""
+    if isinstance(n, bool):
+        return False
+    try:
+        return float(n) == int(n) and int(n) >= 1   # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 class ProfileEvery(keras.callbacks.Callback):
     """Take a profile window of ``steps`` training batches every ``every_steps`` batches or every
     ``every_secs`` seconds (exactly one of the two), into ``log_dir`` (a folder or a URL).
@@ -48,11 +58,11 @@ class ProfileEvery(keras.callbacks.Callback):
         super().__init__()
         if (every_steps is None) == (every_secs is None):
             raise ValueError("ProfileEvery takes exactly one of every_steps and every_secs")
-        if every_steps is not None and (isinstance(every_steps, bool) or int(every_steps) < 1):
+        if every_steps is not None and not _whole_at_least_1(every_steps):
             raise ValueError(f"every_steps must be a positive integer, not {every_steps!r}")
         if every_secs is not None and not float(every_secs) > 0:
             raise ValueError(f"every_secs must be > 0, not {every_secs!r}")
-        if isinstance(steps, bool) or int(steps) < 1:
+        if not _whole_at_least_1(steps):
             raise ValueError(f"steps must be a positive integer, not {steps!r}")
         if every_steps is not None and int(steps) > int(every_steps):
             raise ValueError(f"steps ({steps}) must not exceed every_steps ({every_steps}): windows would overlap")
