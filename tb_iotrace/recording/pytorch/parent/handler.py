@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tb_iotrace.base.safenames import safe_component
+from tb_iotrace.base.seconds import parse_seconds
 from tb_iotrace.recording import checkpoint_hooks, landing
 from tb_iotrace.store import remote, staging
 from tb_iotrace.store.kineto import KinetoTraceError, add_io, read_trace, write_trace
@@ -78,8 +79,9 @@ class TraceHandler:
             self.dir_name = remote.local_path(self.dir_name)
         self.worker_name = worker_name
         self.use_gzip = use_gzip
-        self.wait_s = wait_s
-        self.start_wait_s = start_wait_s
+        # seconds a window waits for its workers: finite, not negative (nan or inf broke the window's end)
+        self.wait_s = parse_seconds(wait_s, "wait_s")
+        self.start_wait_s = parse_seconds(start_wait_s, "start_wait_s")
         self.pending: Window | None = None
         self.notes: list[str] = []
         self.unavailable: str | None = None   # why this process records no I/O at all
@@ -198,7 +200,13 @@ class TraceHandler:
         trace was written) is reported and dropped."""
         recs = []
         prefix = f"{win.number}."
-        for name in sorted(os.listdir(win.spool)):
+        try:
+            names = sorted(os.listdir(win.spool))
+        except OSError as exc:    # the spool removed meanwhile (a /tmp cleaner): PyTorch's trace still goes out
+            notes.append(f"the DataLoader workers' records were lost: their folder {win.spool} is gone "
+                         f"({exc.strerror or exc})")
+            return recs
+        for name in names:
             if not name.endswith(".json") or name.startswith("export."):
                 continue
             path = os.path.join(win.spool, name)
