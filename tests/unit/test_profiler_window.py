@@ -6,7 +6,7 @@ is gone is dropped, not waited for; the stopped window handed to its handler car
 (number, spool, waiting workers, late ones, loaders, the main record and the machine); DataLoader
 notes that fail never fail the window; and the late workers' records and notes are as their start
 times make necessary. The native session is played here (tests/unit/test_record.py and
-tests/unit/test_torch_parent_hooks.py run the real one)."""
+tests/unit/test_parent_hooks.py run the real one)."""
 from __future__ import annotations
 
 import logging
