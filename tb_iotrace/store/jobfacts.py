@@ -95,7 +95,9 @@ def check(facts: Any) -> str:
     if not isinstance(steps, dict) or set(steps) != set(STEP_COLUMNS):
         return "steps: not the expected columns"
     cols = [steps[c] for c in STEP_COLUMNS]
-    if not all(isinstance(c, list) for c in cols) or len({len(c) for c in cols}) != 1:
+    if not all(isinstance(c, list) for c in cols):
+        return "steps: a column that is not a list"
+    if len({len(c) for c in cols}) != 1:
         return "steps: columns of different lengths"
     if not all(_int(x) for c in cols for x in c):
         return "steps: a value that is not a count"

@@ -46,7 +46,7 @@ V = good()["verdict"]
     ({"steps": {"step_num": [1]}}, "steps: not the expected columns"),
     ({"steps": {**{c: [1, 2] for c in jobfacts.STEP_COLUMNS}, "step_num": [1]}}, "steps: columns of different lengths"),
     ({"steps": {**{c: [1] for c in jobfacts.STEP_COLUMNS}, "duration_ps": [-5]}}, "steps: a value that is not a count"),
-    ({"steps": {c: (1,) for c in jobfacts.STEP_COLUMNS}}, "steps: columns of different lengths"),
+    ({"steps": {c: (1,) for c in jobfacts.STEP_COLUMNS}}, "steps: a column that is not a list"),
     ({"bytes_read": "10"}, "bytes_read/files: not counts"),
     ({"files": -1}, "bytes_read/files: not counts"),
     ({"data_dirs": {f"/d{i}": 1 for i in range(jobfacts.MAX_DIRS + 1)}}, "data_dirs: not folder -> bytes"),
