@@ -31,7 +31,7 @@ def to_columns(reqs: Iterable[dict[str, Any]], left_out: int = 0) -> dict[str, A
     """Requests (dicts of :data:`COLUMNS`) as columns, with ``left_out`` when not 0."""
     got = list(reqs)
     out: dict[str, Any] = {c: [r.get(c) for r in got] for c in COLUMNS}
-    if left_out:
+    if left_out > 0:      # (a count: what left_out() reads back; none below 0)
         out[LEFT_OUT] = int(left_out)
     return out
 

@@ -58,3 +58,9 @@ def test_concat_joins_in_order_and_sums_left_out() -> None:
     assert concat([None, {}]) is None
     assert LEFT_OUT not in concat([checked(to_columns([req(1)]))])   # type: ignore[operator]
     assert left_out("nope") == 0 and left_out({LEFT_OUT: 3.0}) == 0
+
+
+def test_a_negative_left_out_is_not_stored() -> None:
+    """What is stored is what left_out() reads back: a count below 0 is none."""
+    doc = to_columns([], left_out=-3)
+    assert LEFT_OUT not in doc and left_out(doc) == 0
