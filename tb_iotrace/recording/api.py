@@ -7,9 +7,9 @@ from contextlib import contextmanager
 
 from tb_iotrace.recording.forklock import ForkSafeLock
 from tb_iotrace.recording.ffi import NativeError, last_error, native
-from tb_iotrace.recording import jax, library_checkpoints, local_traffic, session, tensorflow
-from tb_iotrace.recording.session import (MAX_SETTING, Recording, begin_session, check_layout, end_session, set_filters,
-                                          set_max_files, set_trace_cap)
+from tb_iotrace.recording import jax, library_checkpoints, local_traffic, session, shim_settings, tensorflow
+from tb_iotrace.recording.session import Recording, begin_session, check_layout, end_session
+from tb_iotrace.recording.shim_settings import MAX_SETTING, set_filters, set_max_files, set_trace_cap
 
 __all__ = ["enable", "disable", "is_enabled", "capture", "Recording", "set_filters", "set_trace_cap", "set_max_files",
            "NativeError"]
@@ -81,7 +81,7 @@ def enable_shim(exclude_more: list[str]) -> bool:
         check_layout()
         if lib.tbio_is_enabled():
             return False
-        set_filters(None, session.excludes() + [p for p in exclude_more if p])
+        set_filters(None, shim_settings.excludes() + [p for p in exclude_more if p])
         if lib.tbio_enable() != 0:
             raise NativeError(f"tb_iotrace could not patch this process: {last_error()}")
         local_traffic.mark_group_sockets()   # a running job's process group: its sockets are its own

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -22,8 +22,7 @@ from tb_iotrace.recording.opnames import MODULES, counter_names, op_names
 from tb_iotrace.store.timeseries import TimeSeries
 
 __all__ = ["Recording", "EventTable", "FileRecord", "FileRecords", "NativeError", "RecordedThread", "Untracked", "begin_session",
-           "check_layout", "end_all_and_disable", "end_session", "excludes", "forget", "set_filters",
-           "set_max_files", "set_trace_cap"]
+           "check_layout", "end_all_and_disable", "end_session", "forget"]
 
 # The layout of struct tbio_event (native/tbio.h); checked against cffi's
 # offsets at first use.
@@ -103,50 +102,6 @@ def check_layout() -> None:
     for name in EVENT_DTYPE.names or ():
         if ffi.offsetof("tbio_event", name) != EVENT_DTYPE.fields[name][1]:
             raise NativeError(f"tbio_event.{name} offset differs from EVENT_DTYPE")
-
-
-def set_filters(include: Iterable[str] | None = None, exclude: Iterable[str] | None = None) -> None:
-    """Set traced path prefixes.  A path is traced unless it starts with an
-    exclude prefix and no longer include prefix.  The default excludes follow Darshan
-    (/etc/ /dev/ /usr/ ..., see :func:`excludes`); ``include=["/dev/shm/"]`` traces tmpfs
-    benchmarks."""
-    ffi, lib = native()
-    # os.fsencode: a prefix's non-UTF-8 bytes (as excludes() decodes them) go back as they were
-    inc = os.fsencode("\n".join(include)) if include is not None else ffi.NULL
-    exc = os.fsencode("\n".join(exclude)) if exclude is not None else ffi.NULL
-    if lib.tbio_set_filters(inc, exc) != 0:
-        raise NativeError("could not set filters: out of memory")
-
-
-def excludes() -> list[str]:
-    """The path prefixes left out now: the shim's defaults (native/registry.c, Darshan's
-    list) until set_filters() replaces them. Read from the shim, never typed here."""
-    ffi, lib = native()
-    return [p for p in os.fsdecode(ffi.string(lib.tbio_get_excludes())).split("\n") if p]
-
-
-MAX_SETTING = 2**63 - 1   # the shim keeps both settings in 64 bits (it bounds max files further itself)
-
-
-def set_trace_cap(max_events: int) -> None:
-    """Trace rows kept per capture (default 1,000,000, about 56 MB); counters stay exact past it."""
-    if max_events < 0:
-        raise ValueError("max_events must be >= 0")
-    if max_events > MAX_SETTING:
-        raise ValueError(f"max_events must be <= {MAX_SETTING}")
-    native()[1].tbio_set_trace_cap(int(max_events))
-
-
-def set_max_files(n: int) -> None:
-    """Most distinct files (path, module) the captures running at once track
-    (default 4,194,304; each costs about 1.8 KB per capture that touched it, see
-    docs/capture.md).  A file past it is not tracked but counted: ``Recording.untracked``.
-    Takes effect the next time recording starts with no capture running."""
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    if n > MAX_SETTING:
-        raise ValueError(f"n must be <= {MAX_SETTING}")
-    native()[1].tbio_set_max_files(int(n))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tb_iotrace.recording import api, session
+from tb_iotrace.recording import api, session, shim_settings
 from tb_iotrace.recording.ffi import native
 
 ENV = ("TBIO_INCLUDE", "TBIO_EXCLUDE", "TBIO_TRACE_CAP", "TBIO_MAX_FILES", "TBIO_TENSORFLOW", "TBIO_JAX")
@@ -47,7 +47,7 @@ def test_enable_applies_the_environment_once(calls: list[str], monkeypatch: pyte
     monkeypatch.setenv("TBIO_TRACE_CAP", "12")
     monkeypatch.setenv("TBIO_MAX_FILES", "77")
     api.enable()
-    assert api.is_enabled() and session.excludes() == [f"{out}/", "/usr/"]
+    assert api.is_enabled() and shim_settings.excludes() == [f"{out}/", "/usr/"]
     assert lib.tbio_get_trace_cap() == 12 and lib.tbio_get_max_files() == 77
     assert calls == ["library_checkpoints.install", "local_traffic.install", "tensorflow.attach", "jax.attach"]
     monkeypatch.setenv("TBIO_TRACE_CAP", "5")
@@ -63,12 +63,12 @@ def test_enable_applies_the_environment_once(calls: list[str], monkeypatch: pyte
 
 def test_enable_without_settings_keeps_the_defaults_and_skips_frameworks_when_told(
         calls: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    before = session.excludes()
+    before = shim_settings.excludes()
     monkeypatch.setenv("TBIO_EXCLUDE", "")
     monkeypatch.setenv("TBIO_TENSORFLOW", "0")
     monkeypatch.setenv("TBIO_JAX", "0")
     api.enable()
-    assert session.excludes() == before and calls == ["library_checkpoints.install", "local_traffic.install"]
+    assert shim_settings.excludes() == before and calls == ["library_checkpoints.install", "local_traffic.install"]
 
 
 @pytest.mark.parametrize(("name", "value"), [("TBIO_TRACE_CAP", "abc"), ("TBIO_TRACE_CAP", "-1"),
@@ -91,12 +91,12 @@ def test_a_bad_settings_error_names_it(calls: list[str], monkeypatch: pytest.Mon
 
 
 def test_enable_shim_only_patches_with_the_extra_excludes(calls: list[str]) -> None:
-    before = session.excludes()
+    before = shim_settings.excludes()
     assert api.enable_shim(["/scratch/own/", ""]) is True
-    assert api.is_enabled() and session.excludes() == [*before, "/scratch/own/"]
+    assert api.is_enabled() and shim_settings.excludes() == [*before, "/scratch/own/"]
     assert calls == ["local_traffic.mark_group_sockets"]
     assert api.enable_shim(["/more/"]) is False                # enabled already: nothing changed
-    assert session.excludes() == [*before, "/scratch/own/"] and len(calls) == 1
+    assert shim_settings.excludes() == [*before, "/scratch/own/"] and len(calls) == 1
 
 
 def test_nested_captures_each_record_their_own_window(calls: list[str], tmp_path: Path) -> None:

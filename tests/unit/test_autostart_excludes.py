@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from tb_iotrace.recording import autostart as _autostart
-from tb_iotrace.recording import session
+from tb_iotrace.recording import shim_settings
 
 # the shim's defaults: Darshan's exclusions (docs/internals.md, "Darshan counter rules"), and /lib64/
 DARSHAN = ["/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/lib64/", "/opt/", "/sbin/", "/sys/",
@@ -13,7 +13,7 @@ DARSHAN = ["/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/lib64/", "/o
 
 
 def test_defaults_come_from_the_shim():
-    assert session.excludes() == DARSHAN
+    assert shim_settings.excludes() == DARSHAN
 
 
 def test_run_keeps_the_defaults_and_adds_its_record_folder(monkeypatch, tmp_path):

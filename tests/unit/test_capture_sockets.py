@@ -100,7 +100,7 @@ def test_endpoints_survive_the_xplane_io_lines() -> None:
 
 def test_an_excluded_endpoint_is_not_traced() -> None:
     """The path filters' exclude prefixes apply to endpoint names: one left out records nothing."""
-    from tb_iotrace.recording.session import excludes, set_filters
+    from tb_iotrace.recording.shim_settings import excludes, set_filters
 
     tb_iotrace.enable()
     before = excludes()

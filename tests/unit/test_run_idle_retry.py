@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 
 import tb_iotrace.store.runrecord as runrecord
-from tb_iotrace.recording import api, session
+from tb_iotrace.recording import api, session, shim_settings
 from tb_iotrace.recording.autostart import _Run
 from tb_iotrace.store.runrecord import record_paths
 
 
 def test_idle_flush_writes_after_a_failed_write(tmp_path, monkeypatch) -> None:
     api.enable()
-    before = session.excludes()
-    session.set_filters(None, before + [str(tmp_path)])   # as `run` excludes its record folder
+    before = shim_settings.excludes()
+    shim_settings.set_filters(None, before + [str(tmp_path)])   # as `run` excludes its record folder
     st = _Run(str(tmp_path), 0)
     st.flush_sess = session.begin_session()
     real = runrecord.write_record
@@ -38,4 +38,4 @@ def test_idle_flush_writes_after_a_failed_write(tmp_path, monkeypatch) -> None:
     finally:
         if st.flush_sess is not None:
             session.end_session(st.flush_sess, session.Recording())
-        session.set_filters(None, before)
+        shim_settings.set_filters(None, before)

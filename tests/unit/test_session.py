@@ -1,7 +1,5 @@
 """tb_iotrace.recording.session: native sessions begin and end (an ended or forgotten one is not
-read again, end_all_and_disable ends every live one and forgets it), set_trace_cap/set_max_files
-refuse out-of-range values and apply the others, set_filters/excludes round-trip (any path bytes),
-and a Recording's tables and lookups (files by index, slice, path and module; the per-row path,
+read again, end_all_and_disable ends every live one and forgets it), and a Recording's tables and lookups (files by index, slice, path and module; the per-row path,
 module and op columns; records() and to_dict()) agree with what was recorded."""
 from __future__ import annotations
 
@@ -21,60 +19,6 @@ def _touch(p: Path, n: int = 2) -> None:
     for i in range(n):
         os.pread(fd, 10, 10 * i)
     os.close(fd)
-
-
-def test_trace_cap_bounds(shim: Any, tmp_path: Path) -> None:
-    _, lib = native()
-    with pytest.raises(ValueError, match="max_events must be >= 0"):
-        session.set_trace_cap(-1)
-    session.set_trace_cap(0)
-    assert lib.tbio_get_trace_cap() == 0
-    p = tmp_path / "capped.bin"
-    p.write_bytes(b"c" * 100)
-    with shim.capture() as cap:
-        _touch(p, 3)
-    assert len(cap.events) == 0 and cap.file(p).counters["POSIX_READS"] == 3    # counters stay exact
-
-
-def test_max_files_bounds(shim: Any) -> None:
-    _, lib = native()
-    before = int(lib.tbio_get_max_files())
-    try:
-        for bad in (0, -5):
-            with pytest.raises(ValueError, match="n must be >= 1"):
-                session.set_max_files(bad)
-        assert lib.tbio_get_max_files() == before
-        session.set_max_files(3)
-        assert lib.tbio_get_max_files() == 3
-    finally:
-        lib.tbio_set_max_files(before)
-
-
-def test_filters_round_trip(shim: Any, tmp_path: Path) -> None:
-    before = session.excludes()
-    assert "/usr/" in before and "/proc/" in before
-    session.set_filters(exclude=[*before, str(tmp_path / "out") + "/"])
-    assert session.excludes() == [*before, str(tmp_path / "out") + "/"]
-    session.set_filters(include=["/dev/shm/"])                 # None keeps the excludes
-    assert session.excludes() == [*before, str(tmp_path / "out") + "/"]
-    (tmp_path / "out").mkdir()
-    (tmp_path / "out" / "x.bin").write_bytes(b"x" * 50)
-    (tmp_path / "in.bin").write_bytes(b"x" * 50)
-    with shim.capture() as cap:
-        _touch(tmp_path / "out" / "x.bin")
-        _touch(tmp_path / "in.bin")
-    assert cap.file(tmp_path / "out" / "x.bin") is None and cap.file(tmp_path / "in.bin") is not None
-
-
-def test_a_non_utf8_exclude_round_trips(shim: Any) -> None:
-    """excludes() decodes the shim's prefixes with os.fsdecode, so set_filters must take them back
-    (a logdir whose name is not UTF-8, autostart's TBIO_EXCLUDE, enable_shim's excludes()+more)."""
-    odd = os.fsdecode(b"/data/\xff\xfe/")
-    before = session.excludes()
-    session.set_filters(None, [*before, odd])
-    assert session.excludes() == [*before, odd]
-    session.set_filters(None, session.excludes())              # what enable_shim does
-    assert session.excludes()[-1] == odd
 
 
 def test_an_ended_session_is_not_read_again(shim: Any, tmp_path: Path) -> None:

@@ -398,11 +398,11 @@ def _exclude_windows(run_dir: str) -> None:
 
 def _exclude(rec: str) -> None:
     """Add the folder ``rec`` to the path exclusions (before the first enable())."""
-    from tb_iotrace.recording import session
+    from tb_iotrace.recording import shim_settings
 
     cur = os.environ.get("TBIO_EXCLUDE")
     # TBIO_EXCLUDE replaces the shim's defaults: keep them, add the record folder
-    parts = [p for p in cur.split(os.pathsep) if p] if cur else session.excludes()
+    parts = [p for p in cur.split(os.pathsep) if p] if cur else shim_settings.excludes()
     if rec not in parts:
         os.environ["TBIO_EXCLUDE"] = os.pathsep.join(parts + [rec])
 
