@@ -3,6 +3,9 @@ typed a second time in Python) and adds its own record folder."""
 from __future__ import annotations
 
 import os
+from typing import Iterator
+
+import pytest
 
 from tb_iotrace.recording import autostart as _autostart
 from tb_iotrace.recording import shim_settings
@@ -10,6 +13,19 @@ from tb_iotrace.recording import shim_settings
 # the shim's defaults: Darshan's exclusions (docs/internals.md, "Darshan counter rules"), and /lib64/
 DARSHAN = ["/etc/", "/dev/", "/usr/", "/bin/", "/boot/", "/lib/", "/lib64/", "/opt/", "/sbin/", "/sys/",
            "/proc/", "/var/"]
+
+
+@pytest.fixture(autouse=True)
+def _exclude_env_put_back() -> Iterator[None]:
+    """TBIO_EXCLUDE as it was: autostart sets it in os.environ itself, and monkeypatch.delenv of an
+    unset variable records nothing to undo, so the record folder set here outlived these tests and
+    the next enable() in the process (a later test's capture()) applied it as the shim's excludes."""
+    saved = os.environ.get("TBIO_EXCLUDE")
+    yield
+    if saved is None:
+        os.environ.pop("TBIO_EXCLUDE", None)
+    else:
+        os.environ["TBIO_EXCLUDE"] = saved
 
 
 def test_defaults_come_from_the_shim():

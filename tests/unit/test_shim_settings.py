@@ -79,8 +79,9 @@ print(json.dumps({"before": before, "after_exclude": after_exclude, "after_inclu
 
 
 def test_filters_round_trip(tmp_path: Path) -> None:
-    """In a process of its own: what other tests of this process left set (a filter, a session)
-    must not decide it (a stress run once saw the excluded file recorded here, not reproduced)."""
+    """In a process of its own: nothing another test of this process left set decides it (a stress
+    run saw the excluded file recorded: test_autostart_excludes had left TBIO_EXCLUDE set, which
+    capture()'s enable() applied over the filters set here; that test now puts it back)."""
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "x.bin").write_bytes(b"x" * 50)
     (tmp_path / "in.bin").write_bytes(b"x" * 50)
