@@ -15,12 +15,10 @@ import pytest
 from tb_iotrace.recording import shim_settings
 from tb_iotrace.recording.ffi import native
 
+from built_inputs import pread_file
 
-def _touch(p: Path, n: int = 2) -> None:
-    fd = os.open(p, os.O_RDONLY)
-    for i in range(n):
-        os.pread(fd, 10, 10 * i)
-    os.close(fd)
+
+_touch = pread_file
 
 
 def test_trace_cap_bounds(shim: Any, tmp_path: Path) -> None:
