@@ -25,6 +25,7 @@ class RecordSource(Source):
     _record: RunRecord | None = field(default=None, repr=False)
     _trace: Any = field(default=None, repr=False)
     _loaded: bool = field(default=False, repr=False)
+    _thread_doc: dict[int, dict[str, Any]] | None = field(default=None, repr=False)
 
     def record(self) -> RunRecord:
         if self._record is None:
@@ -59,10 +60,7 @@ class RecordSource(Source):
             "offset": t["offset"], "requested": t["requested"], "returned": t["returned"],
             "fd": t["fd"], "errno": t["errno"], "tid": t["tid"],
         }
-        try:
-            names = {tid: str(th.get("name", "")) for tid, th in record_threads(self.doc).items()}
-        except RecordError as exc:
-            raise SourceError(f"{self.path}: {exc}") from None
+        names = {tid: str(th.get("name", "")) for tid, th in self._thread_entries().items()}
         return cols, names
 
     def io_trace(self) -> Any:
@@ -81,12 +79,18 @@ class RecordSource(Source):
             self._loaded = True
         return self._trace
 
+    def _thread_entries(self) -> dict[int, dict[str, Any]]:
+        """The document's threads by tid, checked once (SourceError for a damaged list)."""
+        if self._thread_doc is None:
+            try:
+                self._thread_doc = record_threads(self.doc)
+            except RecordError as exc:
+                raise SourceError(f"{self.path}: {exc}") from None
+        return self._thread_doc
+
     def _threads(self) -> dict[int, tuple[int, str]]:
-        try:
-            threads = record_threads(self.doc)
-        except RecordError as exc:
-            raise SourceError(f"{self.path}: {exc}") from None
-        return {tid: (int(th.get("pthread_self") or 0), str(th.get("name") or "")) for tid, th in threads.items()}
+        return {tid: (int(th.get("pthread_self") or 0), str(th.get("name") or ""))
+                for tid, th in self._thread_entries().items()}
 
     def analysis_input(self) -> tuple[Any, Any] | None:
         """Its trace; without one (not kept, or a partial record's parts missing), an empty one
