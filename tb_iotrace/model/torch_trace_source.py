@@ -25,26 +25,41 @@ def _converted(path: str, size: int, mtime_ns: int) -> Any:
     return read_xspace(path)
 
 
-def _kineto_space(path: str) -> Any:
-    """The converted XSpace of a Kineto trace (the last two kept: a file's processes share it)."""
+@functools.lru_cache(maxsize=2)
+def _record(path: str, size: int, mtime_ns: int) -> tuple[Any, dict[str, Any]]:
+    """The converted trace's I/O calls (every process's) and its ``tb_iotrace`` record's
+    ``kineto`` part, parsed once for all the file's processes (read only: each process takes
+    its own copy of its calls)."""
+    from tb_iotrace.store.kineto_xspace import KINETO_KEY
+    from tb_iotrace.store.xplane import read_io_data, read_io_info
+
+    space = _converted(path, size, mtime_ns)
+    kin = (read_io_info(space) or {}).get(KINETO_KEY)
+    return read_io_data(space), kin if isinstance(kin, dict) else {}
+
+
+def _cached(path: str, of: Any) -> Any:
+    """``of(path, size, mtime_ns)``: a Kineto trace's conversion or its parts, kept per file
+    version; a missing or unreadable file is a SourceError."""
     try:
         st = os.stat(path)
-        return _converted(path, st.st_size, st.st_mtime_ns)
+        return of(path, st.st_size, st.st_mtime_ns)
     except KinetoTraceError as exc:
         raise SourceError(str(exc)) from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
-def _process_trace(space: Any, proc: dict[str, Any]) -> Any:
-    """One process's part of a converted Kineto trace: its threads' calls, its own counters."""
-    from tb_iotrace.store.kineto_xspace import KINETO_KEY
-    from tb_iotrace.store.xplane import read_io_data, read_io_info
+def _kineto_space(path: str) -> Any:
+    """The converted XSpace of a Kineto trace (the last two kept: a file's processes share it)."""
+    return _cached(path, _converted)
 
-    tr = read_io_data(space)
+
+def _process_trace(path: str, proc: dict[str, Any]) -> Any:
+    """One process's part of a converted Kineto trace: its threads' calls, its own counters."""
+    tr, info = _cached(path, _record)
     if tr is None:
         return None
-    info = (read_io_info(space) or {}).get(KINETO_KEY) or {}
     tids = next((p.get("tids") or [] for p in info.get("processes", []) if p.get("pid") == proc.get("pid")), [])
     out = tr.take(np.isin(tr.tid, np.asarray(tids, dtype=np.int64)))
     out.counters = list(proc.get("counters") or [])
@@ -83,7 +98,7 @@ class TorchTraceSource(Source):
 
     def io_trace(self) -> Any:
         if not self._loaded:
-            self._trace = _process_trace(self.space(), self.proc)
+            self._trace = _process_trace(self.path, self.proc)
             self._loaded = True
         return self._trace
 
@@ -138,9 +153,6 @@ class TorchTraceSource(Source):
         return {"start_ns": profile_start_ns(self.space()), "stop_ns": profile_stop_ns(self.space())}
 
     def window_origin(self) -> dict[str, Any] | None:
-        from tb_iotrace.store.xplane import read_io_info
-
-        kin = (read_io_info(self.space()) or {}).get("kineto")
-        origin = kin.get("window_origin") if isinstance(kin, dict) else None
+        origin = _cached(self.path, _record)[1].get("window_origin")
         return dict(origin) if isinstance(origin, dict) else None
 
