@@ -22,9 +22,11 @@ def orphan(secs):
                           " stderr=subprocess.DEVNULL); print(p.pid)",
                           str(secs)], capture_output=True, text=True, check=True)
     return int(out.stdout)
-short, long_ = orphan(0.2), orphan(60)
+# the short one sleeps past the other's start (a Python start-up: seconds on a loaded machine; a
+# 0.2 s one had ended, and was reaped, before it was seen)
+long_, short = orphan(60), orphan(3)
 seen = _reaper.children()
-left = _reaper.wait_for_children(5)
+left = _reaper.wait_for_children(8)
 os.kill(long_, 9)
 time.sleep(0.2)
 print(json.dumps({"subreaper": ok, "seen": sorted(seen), "short": short, "long": long_, "left": left,
