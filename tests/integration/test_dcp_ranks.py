@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cgroups import own_cgroup, remove_group
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch, pytest.mark.slow]
@@ -134,31 +135,7 @@ def write_throttle(disk: str, bps: int) -> Iterator[str]:
     try:
         yield str(group)
     finally:
-        _remove_group(group)
-
-
-def _remove_group(group: Path, wait_s: float = 30.0) -> None:
-    """Remove ``group`` once no process is in it. A rank's children can outlive it there (the
-    trace handler's summary child, detached, inherits rank 1's group and may still be reading
-    when the job ends), and a task that has just exited leaves the group busy for a moment:
-    move whatever is left to the root group, then retry while the kernel says busy."""
-    import errno
-    import time
-
-    root = group.parent / "cgroup.procs"
-    deadline = time.monotonic() + wait_s
-    while True:
-        with contextlib.suppress(OSError):
-            for pid in (group / "cgroup.procs").read_text().split():
-                with contextlib.suppress(OSError):       # it may have exited meanwhile
-                    root.write_text(pid)
-        try:
-            group.rmdir()
-            return
-        except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                raise
-        time.sleep(0.05)
+        remove_group(group, group.parent / own_cgroup("blkio").lstrip("/"))
 
 
 def test_throttle_group_removed_with_a_process_left_in_it(tmp_path: Path) -> None:

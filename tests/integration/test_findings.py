@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from cgroups import own_cgroup, remove_group
 
 from tb_iotrace.analysis import Analysis, MountTable, analyze, read_mountinfo
 from tb_iotrace.analysis.attribution import op_kind
@@ -355,15 +356,6 @@ def disk_directory(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _own_cgroup(controller: str | None) -> str:
-    """This process's cgroup path in the v1 hierarchy of ``controller`` (None: the v2 one)."""
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        _, ctrls, path = line.split(":", 2)
-        if (controller is None and ctrls == "") or (controller and controller in ctrls.split(",")):
-            return path
-    return "/"
-
-
 @contextlib.contextmanager
 def read_throttle(disk: str, bps: int) -> Iterator[tuple[str, str]]:
     """A fresh cgroup capping reads from the disk ``disk`` (MAJ:MIN) at ``bps``: (its dir, our own cgroup dir)."""
@@ -372,11 +364,11 @@ def read_throttle(disk: str, bps: int) -> Iterator[tuple[str, str]]:
     v2 = Path("/sys/fs/cgroup")
     try:
         if (v1 / "blkio.throttle.read_bps_device").exists():
-            group, home = v1 / name, v1 / _own_cgroup("blkio").lstrip("/")
+            group, home = v1 / name, v1 / own_cgroup("blkio").lstrip("/")
             group.mkdir()
             (group / "blkio.throttle.read_bps_device").write_text(f"{disk} {bps}")
         elif "io" in (v2 / "cgroup.controllers").read_text().split():
-            group, home = v2 / name, v2 / _own_cgroup(None).lstrip("/")
+            group, home = v2 / name, v2 / own_cgroup(None).lstrip("/")
             (v2 / "cgroup.subtree_control").write_text("+io")
             group.mkdir()
             (group / "io.max").write_text(f"{disk} rbps={bps}")
@@ -390,7 +382,7 @@ def read_throttle(disk: str, bps: int) -> Iterator[tuple[str, str]]:
     try:
         yield str(group), str(home)
     finally:
-        group.rmdir()
+        remove_group(group, home)
 
 
 def _trace_bandwidth(xplane: str, paths: set[str], min_bytes: int) -> tuple[int, int, float]:
@@ -401,6 +393,22 @@ def _trace_bandwidth(xplane: str, paths: set[str], min_bytes: int) -> tuple[int,
     moved = int(tr.returned[rows].sum())
     spent = float((tr.end_ns[rows] - tr.start_ns[rows]).sum()) / 1e9
     return len(rows), moved, moved / spent
+
+
+def test_throttle_group_removed_with_a_process_left_in_it(tmp_path: Path) -> None:
+    """A process the job left in the throttled group (the detached child that keeps a capture's
+    summary) is moved back to the test's own group and the group removed (a stress run saw EBUSY
+    at the group's removal)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with disk_directory(tmp_path) as (_, disk), read_throttle(disk, THROTTLE_BPS) as (group, home):
+            Path(group, "cgroup.procs").write_text(str(child.pid))
+            assert Path(group, "cgroup.procs").read_text().split() == [str(child.pid)]
+        assert not Path(group).exists() and child.poll() is None
+        assert str(child.pid) in Path(home, "cgroup.procs").read_text().split()
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_slow_filesystem_on_real_pipeline(tmp_path: Path) -> None:
