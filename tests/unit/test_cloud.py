@@ -76,12 +76,15 @@ def _put_logdir(fs: Any, bucket: str) -> dict[str, int]:
 
 
 def _listed(store: dict[str, Any], prefix: str) -> dict[str, int]:
-    """Objects under bucket/prefix, listed through the server by a fresh client."""
+    """Objects under bucket/prefix, listed through the server by a fresh client. Objects only:
+    s3fs's find, when its listing came back empty and the first object landed just after, gives
+    the prefix itself as a directory (a stress run saw ``summaries`` listed so)."""
     import fsspec
 
     fs = fsspec.filesystem(store["server"].scheme, skip_instance_cache=True)
     root = f"{store['bucket']}/{prefix}".rstrip("/")
-    return {k[len(store["bucket"]) + 1:]: int(v["size"]) for k, v in fs.find(root, detail=True).items()}
+    return {k[len(store["bucket"]) + 1:]: int(v["size"]) for k, v in fs.find(root, detail=True).items()
+            if v.get("type") != "directory" and k.rstrip("/") != root}
 
 
 def _cli(*args: str) -> tuple[int, str, str]:
