@@ -34,13 +34,18 @@ def excludes() -> list[str]:
 MAX_SETTING = 2**63 - 1   # the shim keeps both settings in 64 bits (it bounds max files further itself)
 
 
+def _in_range(name: str, value: int, low: int) -> int:
+    """``value`` as the shim takes it, or ValueError naming ``name`` when outside [low, MAX_SETTING]."""
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}")
+    if value > MAX_SETTING:
+        raise ValueError(f"{name} must be <= {MAX_SETTING}")
+    return int(value)
+
+
 def set_trace_cap(max_events: int) -> None:
     """Trace rows kept per capture (default 1,000,000, about 56 MB); counters stay exact past it."""
-    if max_events < 0:
-        raise ValueError("max_events must be >= 0")
-    if max_events > MAX_SETTING:
-        raise ValueError(f"max_events must be <= {MAX_SETTING}")
-    native()[1].tbio_set_trace_cap(int(max_events))
+    native()[1].tbio_set_trace_cap(_in_range("max_events", max_events, 0))
 
 
 def set_max_files(n: int) -> None:
@@ -48,8 +53,4 @@ def set_max_files(n: int) -> None:
     (default 4,194,304; each costs about 1.8 KB per capture that touched it, see
     docs/capture.md).  A file past it is not tracked but counted: ``Recording.untracked``.
     Takes effect the next time recording starts with no capture running."""
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    if n > MAX_SETTING:
-        raise ValueError(f"n must be <= {MAX_SETTING}")
-    native()[1].tbio_set_max_files(int(n))
+    native()[1].tbio_set_max_files(_in_range("n", n, 1))
