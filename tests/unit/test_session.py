@@ -1,6 +1,7 @@
 """tb_iotrace.recording.session: native sessions begin and end (an ended or forgotten one is not
-read again, end_all_and_disable ends every live one and forgets it), and a Recording's tables and lookups (files by index, slice, path and module; the per-row path,
-module and op columns; records() and to_dict()) agree with what was recorded."""
+read again, end_all_and_disable ends every live one and forgets it), and a Recording's tables and
+lookups (files by index, slice, path and module; the per-row path, module and op columns;
+records() and to_dict()) agree with what was recorded."""
 from __future__ import annotations
 
 import os
@@ -16,15 +17,13 @@ from tb_iotrace.recording.ffi import native
 from built_inputs import pread_file
 
 
-_touch = pread_file
-
 
 def test_an_ended_session_is_not_read_again(shim: Any, tmp_path: Path) -> None:
     shim.enable()
     p = tmp_path / "once.bin"
     p.write_bytes(b"o" * 100)
     sess = session.begin_session()
-    _touch(p)
+    pread_file(p)
     first = session.Recording()
     session.end_session(sess, first)
     assert first.closed and first.file(p).counters["POSIX_READS"] == 2
@@ -82,8 +81,8 @@ def test_a_recordings_files_and_lookups(shim: Any, tmp_path: Path, libio_path: P
     for p in (a, b):
         p.write_bytes(b"d" * 100)
     with shim.capture() as cap:
-        _touch(a, 2)
-        _touch(b, 1)
+        pread_file(a, 2)
+        pread_file(b, 1)
         assert io.c_stdio_write(str(s).encode(), 64, 2) > 0
     files = cap.files
     names = [(f.path, f.module) for f in files]

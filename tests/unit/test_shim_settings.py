@@ -17,8 +17,7 @@ from tb_iotrace.recording.ffi import native
 
 from built_inputs import pread_file
 
-
-_touch = pread_file
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
 def test_trace_cap_bounds(shim: Any, tmp_path: Path) -> None:
@@ -30,7 +29,7 @@ def test_trace_cap_bounds(shim: Any, tmp_path: Path) -> None:
     p = tmp_path / "capped.bin"
     p.write_bytes(b"c" * 100)
     with shim.capture() as cap:
-        _touch(p, 3)
+        pread_file(p, 3)
     assert len(cap.events) == 0 and cap.file(p).counters["POSIX_READS"] == 3    # counters stay exact
 
 
@@ -60,17 +59,11 @@ after_exclude = shim_settings.excludes()
 shim_settings.set_filters(include=["/dev/shm/"])                 # None keeps the excludes
 after_include = shim_settings.excludes()
 
-
-def touch(p):
-    fd = os.open(p, os.O_RDONLY)
-    for i in range(2):
-        os.pread(fd, 10, 10 * i)
-    os.close(fd)
-
+from built_inputs import pread_file   # the fixtures folder is on this child's PYTHONPATH
 
 with tb_iotrace.capture() as cap:
-    touch(tmp + "/out/x.bin")
-    touch(tmp + "/in.bin")
+    pread_file(tmp + "/out/x.bin")
+    pread_file(tmp + "/in.bin")
 print(json.dumps({"before": before, "after_exclude": after_exclude, "after_include": after_include,
                   "out": cap.file(tmp + "/out/x.bin") is not None, "in": cap.file(tmp + "/in.bin") is not None}))
 """
@@ -84,6 +77,7 @@ def test_filters_round_trip(tmp_path: Path) -> None:
     (tmp_path / "out" / "x.bin").write_bytes(b"x" * 50)
     (tmp_path / "in.bin").write_bytes(b"x" * 50)
     env = {k: v for k, v in os.environ.items() if k not in ("TBIO_INCLUDE", "TBIO_EXCLUDE")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(FIXTURES), env.get("PYTHONPATH")) if p)
     r = subprocess.run([sys.executable, "-c", FILTERS_JOB, str(tmp_path)], capture_output=True, text=True,
                        timeout=120, env=env)
     assert r.returncode == 0, r.stderr[-2000:]
