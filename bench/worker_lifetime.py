@@ -24,6 +24,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from run_overhead import make_files   # the same 64 KiB .npy files as the loop bench's
+
 REPO = Path(__file__).resolve().parent.parent
 
 JOB = r'''
@@ -67,14 +69,6 @@ with open(out, "w") as fh:
 '''
 
 
-def make_files(d: Path, n: int) -> None:
-    import numpy as np
-
-    d.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        np.save(d / f"s{i:04d}.npy", np.full(8192, i, np.float64))   # 64 KiB each
-
-
 def turn(tmp: Path, mode: str, k: int, args: argparse.Namespace) -> list[dict[str, float]]:
     out = tmp / f"{mode}.{k}.json"
     job = tmp / "job.py"
@@ -97,6 +91,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="tbio-worker-life-", ignore_cleanup_errors=True) as t:
         tmp = Path(t)
+        (tmp / "data").mkdir()
         make_files(tmp / "data", args.reads)
         (tmp / "job.py").write_text(JOB)
         got: dict[str, list[dict[str, float]]] = {"plain": [], "run": []}
