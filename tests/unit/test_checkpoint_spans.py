@@ -6,7 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from tb_iotrace.analysis.checkpoints.spans import call_line, call_spans, epoch_offset_ps, extend_async, noted_calls
+from tb_iotrace.analysis.checkpoints.detection import checkpoint_phases
+from tb_iotrace.analysis.checkpoints.spans import (ASYNC_TMP, call_line, call_spans, epoch_offset_ps, extend_async,
+                                                  noted_calls)
 from tb_iotrace.analysis.context import Context
 from tb_iotrace.analysis.mounts import MountTable, parse_mountinfo
 from tb_iotrace.analysis.thresholds import Thresholds
@@ -85,3 +87,37 @@ def test_an_orbax_save_takes_its_background_writes_up_to_the_next_call_on_its_di
 def test_a_save_that_is_not_orbax_is_left_as_it_is() -> None:
     ph = {"kind": "save", "source": "torch.save", "path": "/ck/x", "start_ns": T0, "end_ns": T0 + 1}
     assert extend_async(ctx(LOG), [ph]) == [ph] and "files" not in ph
+
+
+def test_orbax_saves_keep_their_call_order_and_their_own_files() -> None:
+    """An orbax save's root is the checkpoints folder (its temporary twin is written beside
+    the directory named): the folder itself, stat'ed by another save's writer just before a
+    call, and the files of a save still writing in the background are not that call's. CI's
+    real run once put the second save's start 47 ms before its call, before the restore's."""
+    ck = "/ck"
+
+    def orbax(kind: str, step: int, a: int, b: int) -> dict[str, Any]:
+        d = f"{ck}/step{step}"
+        return {"kind": kind, "path": d, "root": ck if kind == "save" else d, "start_ns": T0 + a * MS,
+                "end_ns": T0 + b * MS, "tid": 100, "call": f"orbax.checkpoint.StandardCheckpointer.{kind}"}
+
+    tmp0, tmp3, tmp6 = (f"{ck}/step{k}{ASYNC_TMP}" for k in (0, 3, 6))
+    rows = [("write", "/data/log", -1, 10, T0, 1000),
+            ("pwrite64", f"{tmp0}/d/a", 0, 4 * MiB, T0 + 6 * MS, 2 * MS, 101),     # step0's background writer
+            ("stat64", ck, -1, 0, T0 + 9 * MS, 10_000, 101),
+            ("rename", tmp0, -1, 0, T0 + 10 * MS, 50_000, 101),
+            ("pread64", f"{ck}/step0/d/a", 0, 4 * MiB, T0 + 41 * MS, 2 * MS),       # the restore
+            ("stat64", ck, -1, 0, T0 + 53 * MS, 10_000, 101),                      # in step3's call
+            ("pwrite64", f"{tmp3}/d/b", 0, 4 * MiB, T0 + 54 * MS, 2 * MS, 101),
+            ("pwrite64", f"{tmp3}/d/c", 0, 4 * MiB, T0 + 72 * MS, 2 * MS, 101),    # step3, in step6's call
+            ("pwrite64", f"{tmp6}/d/b", 0, 4 * MiB, T0 + 73 * MS, 2 * MS, 101)]
+    c = ctx(rows, [orbax("save", 0, 1, 5), orbax("load", 0, 40, 50), orbax("save", 3, 52, 60),
+                   orbax("save", 6, 70, 80)])
+    phases = extend_async(c, checkpoint_phases(c))
+    assert [(p["kind"], p["path"]) for p in phases] == [("save", f"{ck}/step0"), ("load", f"{ck}/step0"),
+                                                        ("save", f"{ck}/step3"), ("save", f"{ck}/step6")]
+    starts = [p["start_ns"] - T0 for p in phases]
+    assert starts == [MS, 40 * MS, 52 * MS, 70 * MS], starts
+    save0, _, save3, save6 = phases
+    assert save0["bytes"] == save6["bytes"] == 4 * MiB and save3["bytes"] == 8 * MiB
+    assert save3["paths"] == [f"{tmp3}/d/b", f"{tmp3}/d/c"] and save6["paths"] == [f"{tmp6}/d/b"]

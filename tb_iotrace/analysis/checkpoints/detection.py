@@ -219,16 +219,16 @@ def _group(cands: list[tuple[int, int, int, int]], paths: list[str]) -> list[tup
 
 
 def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, gap_ns: int = GROUP_NS,
-             stop: int | None = None) -> np.ndarray:
+             stop: int | None = None, after: int | None = None) -> np.ndarray:
     """Data calls on the files ``codes`` in [lo, hi] and those just before it (within GROUP_NS:
     the open before the first write, a load's first reads; not past a close, rename or write,
-    the end of the file's previous save),
+    the end of the file's previous save, nor before ``after``: the end of the job's previous call),
     then the closing calls (write, flush, fsync, close, rename) that the same threads make on
     them within ``gap_ns`` of each other, before ``stop`` (ps: the file's next save)."""
     closing = ("close", "fclose", *RENAME_OPS)
     inside = []
     for c in codes:
-        fr = ix.of_file(c, lo - GROUP_NS * 1000, hi)
+        fr = ix.of_file(c, lo - GROUP_NS * 1000 if after is None else max(lo - GROUP_NS * 1000, after), hi)
         n_before = int(np.searchsorted(ctx.s_ps[fr], lo, "left"))
         ended = np.flatnonzero((ctx.kind[fr[:n_before]] == "write") | np.isin(ctx.trace.op[fr[:n_before]], closing))
         inside.append(fr[int(ended[-1]) + 1 if len(ended) else 0:])      # after the previous save's end
@@ -249,6 +249,21 @@ def _rows_of(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, gap_ns
 
 def _under(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _own(path: str, root: str, shown: str, named: set[str]) -> bool:
+    """Whether ``path`` may be a file of the call that named ``shown`` and writes under ``root``.
+    Where the root is the folder around the path named (orbax's temporary twin, safetensors'
+    temporary file, TensorFlow's prefix files beside it), neither the folder itself (any save
+    there stats it) nor what another save named in it (``<other>``, ``<other>/...``,
+    ``<other>.*``: one still writing in the background) is."""
+    if not _under(path, root):
+        return False
+    if not shown or shown == root:
+        return True
+    if path == root:
+        return False
+    return not any(o != shown and (path == o or path.startswith((o + "/", o + "."))) for o in named)
 
 
 def _companions(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, others: set[int],
@@ -306,21 +321,25 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     spans, step_lines = hook_spans(space)
     spans = sorted(spans + call_spans(ctx))       # the noted library calls of a record or capture
     nexts = [sp[0] for sp in spans[1:]] + [None]
-    for (lo, hi, kind, path, line, call, shown), stop in zip(spans, nexts):
+    named = {sp[6] for sp in spans if sp[6] and sp[2] == "save"}      # another save's files are not a call's
+    for n, ((lo, hi, kind, path, line, call, shown), stop) in enumerate(zip(spans, nexts)):
         span_lo = lo
         win = ix.between(lo, hi)
         win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
         codes = set(ctx.path_code[win].tolist())
         if path:      # the call's own file(s): a background writer's calls in the span are another save's
-            codes = {c for c in codes if _under(ctx.paths[c], path)} | {
+            codes = {c for c in codes if _own(ctx.paths[c], path, shown, named)} | {
                 c for c, p in enumerate(ctx.paths) if p == path}
         # the job's flush/fsync/close right after the call, however long a loaded machine
-        # keeps its thread off the CPU between them: up to GAP_NS apart, before the next call
-        rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop) if codes else np.zeros(0, np.int64)
+        # keeps its thread off the CPU between them: up to GAP_NS apart, before the next call;
+        # its open just before it, after the calls that ended before it
+        after = max((sp[1] for sp in spans[:n] if sp[1] <= span_lo), default=None)
+        rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop, after) if codes else np.zeros(0, np.int64)
         end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         if codes and kind == "save":
-            codes = _companions(ctx, ix, codes, lo, end, set(), path)
-            rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop)
+            codes = {c for c in _companions(ctx, ix, codes, lo, end, set(), path)
+                     if _own(ctx.paths[c], path, shown, named)}
+            rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop, after)
             end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         lo = min(lo, int(ctx.s_ps[rows].min())) if len(rows) else lo     # the job's open before the call
         on_train = line in step_lines or not step_lines
