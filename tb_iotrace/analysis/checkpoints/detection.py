@@ -24,6 +24,7 @@ to the training time; a finding with no impact on training is not made.
 """
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -263,7 +264,8 @@ def _own(path: str, root: str, shown: str, named: set[str]) -> bool:
         return True
     if path == root:
         return False
-    return not any(o != shown and (path == o or path.startswith((o + "/", o + "."))) for o in named)
+    heads = [path[:i] for i, ch in enumerate(path) if ch in "/."] + [path]     # <other>, <other>/..., <other>.*
+    return not any(h != shown and h in named for h in heads)
 
 
 def _companions(ctx: Context, ix: _Index, codes: set[int], lo: int, hi: int, others: set[int],
@@ -322,8 +324,12 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
     spans = sorted(spans + call_spans(ctx))       # the noted library calls of a record or capture
     nexts = [sp[0] for sp in spans[1:]] + [None]
     named = {sp[6] for sp in spans if sp[6] and sp[2] == "save"}      # another save's files are not a call's
-    for n, ((lo, hi, kind, path, line, call, shown), stop) in enumerate(zip(spans, nexts)):
+    ends: list[int] = []        # the ends of the spans before, sorted
+    for (lo, hi, kind, path, line, call, shown), stop in zip(spans, nexts):
         span_lo = lo
+        k = bisect.bisect_right(ends, span_lo)
+        after = ends[k - 1] if k else None      # the last end of a call before this one
+        bisect.insort(ends, hi)
         win = ix.between(lo, hi)
         win = win[(ctx.e_ps[win] <= hi) & (ctx.kind[win] != "meta")]
         codes = set(ctx.path_code[win].tolist())
@@ -333,7 +339,6 @@ def checkpoint_phases(ctx: Context, space: Any = None) -> list[dict[str, Any]]:
         # the job's flush/fsync/close right after the call, however long a loaded machine
         # keeps its thread off the CPU between them: up to GAP_NS apart, before the next call;
         # its open just before it, after the calls that ended before it
-        after = max((sp[1] for sp in spans[:n] if sp[1] <= span_lo), default=None)
         rows = _rows_of(ctx, ix, codes, lo, hi, GAP_NS, stop, after) if codes else np.zeros(0, np.int64)
         end = max(hi, int(ctx.e_ps[rows].max())) if len(rows) else hi
         if codes and kind == "save":
