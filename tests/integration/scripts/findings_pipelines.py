@@ -2,6 +2,10 @@
 profile window (one TF start-up for all of them).
 
 argv: WORKDIR NAME [NAME ...]
+env (optional): TBIO_TEST_COLD_DIR, a directory on a disk for the ``serial``/``parallel`` shards
+(default WORKDIR/data); TBIO_TEST_CGROUP, a cgroup whose block throttle caps that disk's reads:
+the process joins it only around the ``serial`` pipeline's window (so its cold reads are slow by
+construction, whatever else loads the machine) and goes back to TBIO_TEST_CGROUP_HOME after.
 Writes WORKDIR/result.json: {"data": {...paths and sizes...}, "runs": {NAME: xplane path}}.
 
 Every pipeline runs its steps as ``tf.profiler.experimental.Trace("train", step_num=i)`` around
@@ -55,7 +59,9 @@ with open(blob, "wb") as f:
 info = {"big": big, "big_size": os.path.getsize(big[0]), "small": small,
         "small_size": os.path.getsize(small[0]), "blob": blob, "blob_size": os.path.getsize(blob)}
 AUTOTUNE = tf.data.AUTOTUNE
-COLD = [os.path.join(data, f"shard{i}.bin") for i in range(4)]   # 8 MiB of fixed-length records
+COLD_DIR = os.environ.get("TBIO_TEST_COLD_DIR") or data
+COLD = [os.path.join(COLD_DIR, f"shard{i}.bin") for i in range(4)]   # 8 MiB of fixed-length records
+THROTTLE, THROTTLE_HOME = os.environ.get("TBIO_TEST_CGROUP"), os.environ.get("TBIO_TEST_CGROUP_HOME")
 for p in COLD:
     with open(p, "wb") as f:
         f.write(rng.bytes(2 << 20))
@@ -82,6 +88,12 @@ def steps(ds, n=None, compute_s=0.01, write=None):
 
 NO_PREFETCH = tf.data.Options()
 NO_PREFETCH.experimental_optimization.inject_prefetch = False   # tf.data would add one by itself
+
+
+def join(group):
+    """Move this process (all its threads) into the cgroup directory ``group``."""
+    with open(os.path.join(group, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
 
 
 def evict(paths):
@@ -362,10 +374,15 @@ for name in names:
         n = keras_fit(name, logdir)
         t1 = time.time_ns()
     else:
+        throttled = name == "serial" and THROTTLE is not None
         tf.profiler.experimental.start(logdir)
+        if throttled:
+            join(THROTTLE)
         t0 = time.time_ns()
         n = run(name)
         t1 = time.time_ns()
+        if throttled:
+            join(THROTTLE_HOME)
         tf.profiler.experimental.stop()
     files = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))
     runs[name] = {"xplane": files[-1], "steps": n, "window_ns": [t0, t1]}
