@@ -60,8 +60,10 @@ def test_run_profile_every_diagnoses_a_plain_torch_job(mode: str, tmp_path: Path
         assert rec["steps_from"] == "dataloader" and "__next__" in rec["steps_note"]
         assert rec["window_origin"]["by"] == "tb-iotrace run --profile-every"
         assert {p["role"] for p in rec["processes"]} == {"main", "worker"}
-        assert any(p.get("num_fetches", 0) > 0 for p in rec["processes"] if p["role"] == "worker")
         if rec["processes"][0]["end_ns"] - rec["processes"][0]["start_ns"] >= 1.5e9:
+            # its workers fetched in it (a window cut by the exit may hold none: in a stress run, the
+            # last one was 0.22 s long, after the workers had fetched their last batches)
+            assert any(p.get("num_fetches", 0) > 0 for p in rec["processes"] if p["role"] == "worker")
             full.append(path)
     assert full, "no window ran its whole length"
     for path in full:
