@@ -17,7 +17,6 @@ from tb_iotrace.recording.ffi import native
 from built_inputs import pread_file
 
 
-
 def test_an_ended_session_is_not_read_again(shim: Any, tmp_path: Path) -> None:
     shim.enable()
     p = tmp_path / "once.bin"

@@ -27,6 +27,7 @@ tb_iotrace.enable()   # before TensorFlow: registration happens at import
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from cold_disk import evict, join  # noqa: E402
 
 work, names = sys.argv[1], sys.argv[2:]
 os.makedirs(work, exist_ok=True)
@@ -88,20 +89,6 @@ def steps(ds, n=None, compute_s=0.01, write=None):
 
 NO_PREFETCH = tf.data.Options()
 NO_PREFETCH.experimental_optimization.inject_prefetch = False   # tf.data would add one by itself
-
-
-def join(group):
-    """Move this process (all its threads) into the cgroup directory ``group``."""
-    with open(os.path.join(group, "cgroup.procs"), "w") as f:
-        f.write(str(os.getpid()))
-
-
-def evict(paths):
-    """Drop the files from the page cache so the window's reads go to the disk."""
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
 
 
 def parse(r):

@@ -25,6 +25,7 @@ tb_iotrace.set_filters(include=["/dev/shm/"])   # tmpfs is left out by default, 
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from cold_disk import evict, join  # noqa: E402
 
 disk_dir, shm_dir, work, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 cgroup, home = os.environ["TBIO_TEST_CGROUP"], os.environ["TBIO_TEST_CGROUP_HOME"]
@@ -35,11 +36,6 @@ BUF = 256 << 10                                     # TFRecordDataset's read siz
 PROBE_BYTES = 4 << 20
 
 
-def join(group: str) -> None:
-    with open(os.path.join(group, "cgroup.procs"), "w") as f:
-        f.write(str(os.getpid()))
-
-
 def write_tfrecord(path: str) -> None:
     with tf.io.TFRecordWriter(path) as w:
         for _ in range(RECORDS):
@@ -47,13 +43,6 @@ def write_tfrecord(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     os.fsync(fd)          # clean pages: fadvise(DONTNEED) cannot drop dirty ones
     os.close(fd)
-
-
-def evict(paths: list[str]) -> None:
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        os.close(fd)
 
 
 def read_all(paths: list[str]) -> float:
