@@ -234,7 +234,7 @@ def test_keras_shard_reads_lie_in_their_tfrecord_events_on_a_busy_machine(tmp_pa
     att = attribute(space, trace)
     rows = np.concatenate([reads_of(trace, p) for p in res["shards"]])
     rows = rows[trace.returned[rows] > 0]
-    # the window (batches 2-30 of 32) reads shards 1-7 at least; shard 0 may open before it
+    # the window (batches 2-254 of 256) reads shards 1-7 at least; shard 0 may open before it
     assert len({trace.path[i] for i in rows}) >= 7, sorted({trace.path[i] for i in rows})
     far = {trace.path[i].rsplit("/", 1)[-1]: _outside_ps(space, att, int(i), "TFRecord") / 1e6 for i in rows}
     assert all(us <= 50 for us in far.values()), far
