@@ -17,7 +17,8 @@ workers, subprocess Pythons) calls :func:`start` at startup:
 - ``os.exec*`` (wrapped): the image before the exec writes ``<host>.<pid>.exec<N>.json``; the
   new image, if Python, records itself as usual.
 - Forked children (``os.register_at_fork``): the shim drops the parent's sessions in the
-  child, so the child starts its own session, empty, and writes its own record.
+  child, so the child starts its own session, empty, and writes its own record (its first,
+  empty, partial one only after ``FORKED_FIRST_RECORD_S`` of life).
 - Periodic flush every ``TB_IOTRACE_FLUSH_S`` seconds (default 5, ``0`` = off), and at least
   ``FLUSH_COST_FACTOR`` times as long as the last flush took (a run that touched a million files
   rewrites a ~100 MB record per flush: it spends at most 1/20 of its time on them), on the run's
@@ -52,6 +53,11 @@ from tb_iotrace.base.seconds import parse_seconds
 
 SIGNALS = ("SIGTERM", "SIGHUP")
 FLUSH_COST_FACTOR = 20
+# A forked child writes its first (empty, partial) record after this many seconds of life, not at
+# once: at once, the run's thread built and wrote it while the worker began its first batch, and
+# the two took turns on the GIL (bench/worker_lifetime.py: +2 ms of CPU and ~7 ms of wall time on
+# every forked worker's start, under load). A worker that lives less writes only its final record.
+FORKED_FIRST_RECORD_S = 1.0
 
 
 def flush_wait(flush_s: float, last_cost_s: float) -> float:
@@ -127,24 +133,31 @@ class _Run:
                 self.flush_sess = session.begin_session()
             except Exception:
                 self.flush_sess = None  # no slot left: the first flush starts it
-        # the run's thread writes the first (empty, partial) record at once: a record exists even
-        # if the process is killed before its first flush, and a DataLoader worker's start does
-        # not wait for it
+        # the run's thread writes the first (empty, partial) record (a record exists even if the
+        # process is killed before its first flush), and a DataLoader worker's start does not wait
+        # for it; in a forked child, after FORKED_FIRST_RECORD_S
         threading.Thread(target=self._serve, name="tb_iotrace-run", daemon=True).start()
 
     def _serve(self) -> None:
         """The run's thread: periodic flushes, and the record of a signal, written here
         rather than in the handler (which may have interrupted a holder of a lock
         finish() needs: the main thread goes on and releases it, this thread waits)."""
-        if self.flush_s > 0:
-            with self.lock:
-                if not self.done:    # never over the final record of a process that ended already
-                    self._write_partial()
+        first_due = self.flush_s > 0     # the first (empty, partial) record is still to write
+        if first_due and not self.forked:
+            self._write_first()
+            first_due = False
         while True:
-            timeout = flush_wait(self.flush_s, self.flush_cost) if self.flush_s > 0 and not self.done else None
+            if first_due:
+                timeout: float | None = min(FORKED_FIRST_RECORD_S, self.flush_s)
+            else:
+                timeout = flush_wait(self.flush_s, self.flush_cost) if self.flush_s > 0 and not self.done else None
             try:
                 signum = self.signals.get(timeout=timeout)
             except queue.Empty:
+                if first_due:
+                    self._write_first()
+                    first_due = False
+                    continue
                 t0 = time.monotonic()
                 try:
                     self.flush()
@@ -159,6 +172,11 @@ class _Run:
             if signum == signal.SIGTERM and _sigterm_exits_0:
                 _real_exit(0)   # a DataLoader worker: as torch's own handler ends it (worker_signals)
             _die_of(signum)
+
+    def _write_first(self) -> None:
+        with self.lock:
+            if not self.done:    # never over the final record of a process that ended already
+                self._write_partial()
 
     def flush(self) -> None:
         from tb_iotrace.recording import session
@@ -373,7 +391,6 @@ def _after_fork_in_child() -> None:
 
 
 def _exclude_record_dir(run_dir: str) -> None:
-    from tb_iotrace.recording import session
     from tb_iotrace.store.runrecord import record_dir
 
     _exclude(str(record_dir(run_dir)))  # the folder itself too (mkdir, stat)
