@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, overload
 import numpy as np
 
 from tb_iotrace.base.limits import load_npz, max_trace_bytes
+from tb_iotrace.store import npz_stored
 
 MODULE_ORDER = ("POSIX", "STDIO")
 # merge rules of consecutive windows (Darshan semantics, by counter name)
@@ -184,35 +185,42 @@ class FileTable:
         """Write the table as an ``.npz`` (see the module docstring) to a binary file, with the
         zip comment ``comment``. A table of fewer than :data:`DEFLATE_ROWS` rows is stored
         without deflating (a DataLoader worker's record: deflating its few hundred rows cost
-        more than the bytes it saved), and built in memory, then written at once."""
-        deflate = sum(len(t) for t in self.modules.values()) >= DEFLATE_ROWS
-        paths, index = _shared_paths(self)
+        more than the bytes it saved), laid out in memory and written at once
+        (:mod:`tb_iotrace.store.npz_stored`)."""
+        if sum(len(t) for t in self.modules.values()) < DEFLATE_ROWS:
+            npz_stored.write(fh, list(self._members()), comment)
+            return
 
-        def members(z: zipfile.ZipFile) -> None:
-            put = _put if deflate else _put_stored
-            put(z, "paths.data", paths.data)
-            put(z, "paths.end", paths.end)
-            for m, t in self.modules.items():
-                put(z, f"{m}.path", index[m])
-                put(z, f"{m}.record_id", t.record_id.astype(np.uint64, copy=False))
-                put(z, f"{m}.names", np.array(t.names, dtype=str))
-                put(z, f"{m}.fnames", np.array(t.fnames, dtype=str))
-                if len(t):
-                    used = t.used if t.used is not None else t.counters.any(axis=0)
-                    for j in np.nonzero(used)[0].tolist():
-                        col = t.counters[:, j]
-                        if col.any():
-                            typ = _int_type(int(col.min()), int(col.max()))
-                            put(z, f"{m}.c.{t.names[j]}", col.astype(typ))
-                    fused = t.fused if t.fused is not None else t.fcounters.any(axis=0)
-                    for j in np.nonzero(fused)[0].tolist():
-                        col = t.fcounters[:, j]
-                        if col.any():
-                            put(z, f"{m}.f.{t.fnames[j]}", col.astype(np.float64, copy=False))
+        def put_all(z: zipfile.ZipFile) -> None:
+            for name, a in self._members():     # one column at a time: a large table's copies
+                _put(z, name, a)
             z.comment = comment
 
-        size = int(paths.data.nbytes) + 8 * sum(len(t) * (2 + len(t.names) + len(t.fnames)) for t in self.modules.values())
-        zip_to(fh, members, zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED, size)
+        size = sum(int(t.paths.data.nbytes) + 8 * len(t) * (2 + len(t.names) + len(t.fnames))
+                   for t in self.modules.values())
+        zip_to(fh, put_all, zipfile.ZIP_DEFLATED, size)
+
+    def _members(self) -> Iterator[tuple[str, np.ndarray]]:
+        """The stored arrays, by name (the module docstring's layout)."""
+        paths, index = _shared_paths(self)
+        yield "paths.data", paths.data
+        yield "paths.end", paths.end
+        for m, t in self.modules.items():
+            yield f"{m}.path", index[m]
+            yield f"{m}.record_id", t.record_id.astype(np.uint64, copy=False)
+            yield f"{m}.names", np.array(t.names, dtype=str)
+            yield f"{m}.fnames", np.array(t.fnames, dtype=str)
+            if len(t):
+                used = t.used if t.used is not None else t.counters.any(axis=0)
+                for j in np.nonzero(used)[0].tolist():
+                    col = t.counters[:, j]
+                    if col.any():
+                        yield f"{m}.c.{t.names[j]}", col.astype(_int_type(int(col.min()), int(col.max())))
+                fused = t.fused if t.fused is not None else t.fcounters.any(axis=0)
+                for j in np.nonzero(fused)[0].tolist():
+                    col = t.fcounters[:, j]
+                    if col.any():
+                        yield f"{m}.f.{t.fnames[j]}", col.astype(np.float64, copy=False)
 
     @classmethod
     def from_dicts(cls, records: Sequence[Mapping[str, Any]]) -> "FileTable":
@@ -348,12 +356,6 @@ def zip_to(fh: BinaryIO, members: Callable[[zipfile.ZipFile], None], compression
     with zipfile.ZipFile(buf, "w", compression=compression, compresslevel=1, allowZip64=True) as z:
         members(z)
     fh.write(buf.getbuffer())
-
-
-def _put_stored(z: zipfile.ZipFile, name: str, a: np.ndarray) -> None:
-    z.compression = zipfile.ZIP_STORED
-    with z.open(name + ".npy", "w", force_zip64=True) as out:
-        np.lib.format.write_array(out, np.ascontiguousarray(a), allow_pickle=False)
 
 
 def _put(z: zipfile.ZipFile, name: str, a: np.ndarray) -> None:

@@ -103,6 +103,7 @@ from tb_iotrace.base.codepaths import this_python
 from tb_iotrace.base.limits import json_loads, load_npz, max_trace_bytes, read_limited
 from tb_iotrace.base.safenames import safe_component
 from tb_iotrace.store.filetable import LAST_KEYS, MAX_KEYS, FileTable, TableError, load_table
+from tb_iotrace.store import npz_stored
 from tb_iotrace.store.machine import machine_facts
 from tb_iotrace.store.record_files import (RECORD_DIR, RECORD_RUN, RECORD_SUFFIX, TABLE_SUFFIX,  # noqa: F401
                                            find_records, record_dir)
@@ -169,11 +170,7 @@ def _stamp(generation: int) -> bytes:
 
 def _savez(fh: BinaryIO, arrays: dict[str, np.ndarray], comment: bytes) -> None:
     """``np.savez`` (stored, no pickle), with the zip's comment set as it is written."""
-    with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as z:
-        for key, a in arrays.items():
-            with z.open(key + ".npy", "w", force_zip64=True) as out:
-                np.lib.format.write_array(out, np.asanyarray(a), allow_pickle=False)
-        z.comment = comment
+    npz_stored.write(fh, list(arrays.items()), comment)
 
 
 def stored_generation(fh: BinaryIO) -> int | None:
