@@ -51,8 +51,9 @@ def begin_session() -> Any:
     return sess
 
 
-def end_session(sess: Any, recording: "Recording") -> None:
-    """Stop ``sess`` and fill ``recording`` with its data (left empty if disable() ended it first)."""
+def end_session(sess: Any, recording: "Recording | None") -> None:
+    """Stop ``sess`` and fill ``recording`` with its data (left empty if disable() ended it first);
+    ``None``: end it unread (nothing copied out)."""
     ffi, lib = native()
     with _lock:
         if sess not in _live:
@@ -61,7 +62,9 @@ def end_session(sess: Any, recording: "Recording") -> None:
         left_out_at = _left_out_at.pop(sess, 0)
         ended = lib.tbio_end(sess)
     try:
-        if ended != ffi.NULL:
+        if ended != ffi.NULL and recording is None:
+            lib.tbio_session_free(ended)
+        elif ended != ffi.NULL:
             try:
                 recording._fill(ended)
             finally:

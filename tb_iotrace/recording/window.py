@@ -69,7 +69,7 @@ class ProfileWindow:
                     # started again without a stop (a session that failed elsewhere, started
                     # anew): the open one ends unread, or it would hold a slot for good
                     stale, self.session = self.session, None
-                    end_session(stale, Recording())
+                    end_session(stale, None)
                 self.session = begin_session()
             return 0
         except BaseException as exc:  # never into the framework

@@ -32,6 +32,21 @@ def test_an_ended_session_is_not_read_again(shim: Any, tmp_path: Path) -> None:
     assert sess not in session._live and sess not in session._left_out_at
 
 
+def test_a_session_ended_unread_frees_its_slot_and_hooks(shim: Any, tmp_path: Path) -> None:
+    """end_session(sess, None): a run's flush session at a worker's exit, a stale window's."""
+    shim.enable()
+    users = object_hooks._users
+    p = tmp_path / "x.bin"
+    p.write_bytes(b"x" * 10)
+    sess = session.begin_session()
+    pread_file(p)                                              # something it would have copied out
+    session.end_session(sess, None)
+    assert sess not in session._live and sess not in session._left_out_at
+    assert object_hooks._users == users
+    with shim.capture(), shim.capture(), shim.capture(), shim.capture():   # all 4 slots free
+        pass
+
+
 def test_end_all_and_disable_ends_every_live_session_unread(shim: Any, tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(session, "_left_out_at", {})

@@ -71,15 +71,6 @@ def idle_window(recording: Any) -> bool:
             and not int(getattr(recording, "dropped", 0) or 0))
 
 
-def _unread_capture(session: Any) -> Any:
-    """A Recording that keeps nothing of the session it ends (its counters and calls are not
-    copied out: a worker's exit waits on every millisecond of it)."""
-    class Unread(session.Recording):   # type: ignore[misc, name-defined]
-        def _fill(self, sess: Any) -> None:
-            pass
-    return Unread()
-
-
 _state: "_Run | None" = None
 _real_exit = os._exit
 _sigterm_exits_0 = False   # set in a PyTorch DataLoader worker (worker_signals)
@@ -247,7 +238,7 @@ class _Run:
             recording = session.Recording()
             session.end_session(self.sess, recording)
             if self.flush_sess is not None:   # its window is in the final record: not read, only ended
-                session.end_session(self.flush_sess, _unread_capture(session))
+                session.end_session(self.flush_sess, None)    # (a worker's exit waits on every ms)
                 self.flush_sess = None
             if how == "exit" and self.exc:
                 how = "exception"
