@@ -75,9 +75,13 @@ class RecordSource(Source):
                 self._trace = IoTrace(**cols, threads=self._threads(), dropped=self.dropped(), counters=self.files(),
                                       untracked=self.untracked(),
                                       machine=dict(machine) if isinstance(machine, dict) else None,
-                                      window_ns=record_window(self.doc))
+                                      window_ns=record_window(self.doc), pid=self._pid())
             self._loaded = True
         return self._trace
+
+    def _pid(self) -> int | None:
+        pid = self.doc.get("pid")
+        return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
 
     def _thread_entries(self) -> dict[int, dict[str, Any]]:
         """The document's threads by tid, checked once (SourceError for a damaged list)."""
@@ -105,7 +109,7 @@ class RecordSource(Source):
                          fd=z, errno=z, start_ns=z, end_ns=z, tid=z, threads=self._threads(), dropped=self.dropped(),
                          counters=self.files(), untracked=self.untracked(),
                          machine=dict(machine) if isinstance(machine, dict) else None,
-                         window_ns=record_window(self.doc))
+                         window_ns=record_window(self.doc), pid=self._pid())
         return None, tr
 
     def trace_missing(self) -> str:

@@ -86,6 +86,21 @@ def test_save_off_the_main_thread_does_not_block() -> None:
     assert not [f["id"] for f in a.findings if f["id"].startswith("checkpoint-")], a.ids
 
 
+def test_a_records_main_thread_is_its_pid_not_the_lowest_thread_id() -> None:
+    """Process ids wrap: a rank with pid 32761 had its checkpoint writer thread at tid 311 (a
+    stress run of test_dcp_ranks): the writer's saves were called blocking. A whole-run record
+    names its pid, and the thread with that id is the main thread."""
+    trace, saved = training(20, 5, tid=101)                   # the loop's log writes on 100
+    trace.tid[trace.tid == 100] = 32761
+    trace.threads = {32761: trace.threads[100], 101: trace.threads[101]}
+    trace.pid = 32761
+    a = analyze(None, trace=trace, mountinfo=MOUNTS)
+    assert len(a.checkpoints) == 4 and all(p["blocking_ns"] == 0 for p in a.checkpoints)
+    trace.pid = 101                                            # the saves on the main thread: blocking
+    a = analyze(None, trace=trace, mountinfo=MOUNTS)
+    assert abs(sum(p["blocking_ns"] for p in a.checkpoints) - saved) <= 4 * 20_000
+
+
 def test_large_output_without_sync_or_checkpoint_name_is_no_checkpoint() -> None:
     rows, _ = save("/data/out/features.npy", T0, 16 * MiB, MiB, fsync=False)
     rows += save("/data/log.txt", T0 + 10**9, 2 * MiB, 4096, fsync=False)[0]

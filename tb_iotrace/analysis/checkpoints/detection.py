@@ -19,7 +19,8 @@ on the training thread (from its first to its last call there, or the whole span
 span made there); a phase wholly on another thread blocks the loop only where no step ran
 within the training time (steps known). The training thread: the one whose host line holds the
 steps (even with no I/O call of its own); without steps, the process's main thread (PyTorch's
-main process's first thread; else the lowest thread id). The findings' blocked time is clipped
+main process's first thread; a whole-run record's, whose id is its pid: process ids wrap, and a
+writer thread's id may be lower; else the lowest thread id). The findings' blocked time is clipped
 to the training time; a finding with no impact on training is not made.
 """
 from __future__ import annotations
@@ -69,7 +70,8 @@ def _main_tid(ctx: Context) -> int | None:
         return None
     if ctx.torch is not None and ctx.torch.main_tids:
         return min(ctx.torch.main_tids)
-    return int(tids.min())
+    pid = getattr(ctx.trace, "pid", None)
+    return int(pid) if pid is not None else int(tids.min())
 
 
 def train_mask(ctx: Context) -> np.ndarray:

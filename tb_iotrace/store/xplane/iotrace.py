@@ -108,6 +108,8 @@ class IoTrace:
                None when none
     window_ns  a whole-run record's window (epoch ns start, end): the process's run; None for a
                capture (its window is the profile's)
+    pid        the traced process's id when one process made the trace (a whole-run record), else
+               None: its main thread is the one whose id is the pid
     counters   Darshan-style per-file records:
                [{"path": str, "module": "POSIX"|"STDIO", "counters": {...}, "fcounters": {...}}]
 
@@ -134,6 +136,7 @@ class IoTrace:
     checkpoint_calls: list = field(default_factory=list)   # tb_iotrace.base.ckptcalls' calls of the window
     objects: dict | None = None   # object-storage requests as columns (tb_iotrace.store.objcolumns)
     window_ns: tuple[int, int] | None = None   # a whole-run record's run (epoch ns), None for a capture
+    pid: int | None = None     # a whole-run record's process (its main thread's id), None for a capture
 
     def __post_init__(self) -> None:
         n = None
@@ -190,7 +193,7 @@ class IoTrace:
         return IoTrace(**cols, threads=dict(self.threads), dropped=self.dropped,
                        counters=self.counters, mounts=self.mounts, untracked=self.untracked,
                        machine=self.machine, checkpoint_calls=list(self.checkpoint_calls), objects=self.objects,
-                       window_ns=self.window_ns)
+                       window_ns=self.window_ns, pid=self.pid)
 
     def columns(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in COLUMNS}
