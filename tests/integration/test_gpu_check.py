@@ -28,7 +28,7 @@ def test_torch_and_jax_jobs_pass_on_cpu(tmp_path: Path) -> None:
     assert "gpu_check: 2 of 2 jobs passed" in out
     # PyTorch: the workers' reads, one I/O lane per worker in the tab
     assert "  torch: OK" in out and "(worker): " in out and "I/O lanes: worker " in out
-    # the tuned twin (persistent workers, a 200 ms step standing for the GPU): not input-bound,
+    # the tuned twin (persistent workers, a 300 ms step standing for the GPU): not input-bound,
     # asserted by the check itself
     assert "verdict expected: not input; got: not input " in out
     # JAX: the check read from the loaded jaxlib, every .npy file's bytes, four steps
