@@ -131,8 +131,13 @@ typedef struct region {
 
 static region *g_maps;
 static size_t g_nmaps;
+static uint64_t g_maps_reads;       /* snapshots taken (tbio_maps_reads) */
 
+/* Read under g_patch_mu only when a slot is to be written: a torch process has
+ * thousands of mappings (~1 ms to read), and most walks (a dlopen of a library
+ * with no hooked import, a library already patched) write nothing. */
 static void maps_load(void) {
+    g_maps_reads++;
     free(g_maps);
     g_maps = NULL;
     g_nmaps = 0;
@@ -178,6 +183,7 @@ enum { WR_DONE, WR_LATER, WR_NEVER };
 typedef struct walk {
     int restore;                    /* 0 patch, 1 put every recorded slot back */
     uintptr_t self, ldso, vdso;
+    int maps_loaded;                /* maps read during this walk (on the first slot to write) */
     int maps_fresh;                 /* maps reloaded during this walk already */
     int err;
 } walk;
@@ -200,6 +206,10 @@ static uintptr_t page_size(void) {
  * another thread and will mprotect the page under a direct store).
  * WR_NEVER: an executable or unreadable page (no W+X, ever). */
 static int write_slot(walk *w, const objinfo *oi, uintptr_t addr, uintptr_t value) {
+    if (!w->maps_loaded) {
+        maps_load();
+        w->maps_loaded = 1;
+    }
     int prot = page_prot(addr);
     if (prot < 0 && !w->maps_fresh) {   /* mapped after the snapshot */
         maps_load();
@@ -424,7 +434,6 @@ int tbio_patch_all(void) {
     walk_init(&w, 0);
     pthread_mutex_lock(&g_patch_mu);
     g_walk++;
-    maps_load();
     dl_iterate_phdr(walk_cb, &w);
     prune();   /* objects not met are gone (a new object at the same address is met as new) */
     pthread_mutex_unlock(&g_patch_mu);
@@ -439,7 +448,6 @@ int tbio_unpatch_all(void) {
     walk w;
     walk_init(&w, 1);
     pthread_mutex_lock(&g_patch_mu);
-    maps_load();
     dl_iterate_phdr(walk_cb, &w);   /* objects unloaded meanwhile are not touched */
     while (g_nobjs) drop_obj(g_nobjs - 1);
     pthread_mutex_unlock(&g_patch_mu);
@@ -450,6 +458,13 @@ uint64_t tbio_patch_count(void) {
     pthread_mutex_lock(&g_patch_mu);
     uint64_t n = 0;
     for (size_t i = 0; i < g_nobjs; i++) n += g_objs[i].nslots;
+    pthread_mutex_unlock(&g_patch_mu);
+    return n;
+}
+
+uint64_t tbio_maps_reads(void) {
+    pthread_mutex_lock(&g_patch_mu);
+    uint64_t n = g_maps_reads;
     pthread_mutex_unlock(&g_patch_mu);
     return n;
 }

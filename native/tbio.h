@@ -175,6 +175,8 @@ TBIO_API const char *tbio_counter_name(int module, int is_float, int i);
 TBIO_API uint64_t tbio_patch_count(void);
 TBIO_API int tbio_patch_get(uint64_t i, uintptr_t *slot, uintptr_t *original, uintptr_t *wrapper);
 TBIO_API uint64_t tbio_patched_objects(void);
+/* Snapshots of /proc/self/maps the patcher has read (only a walk that writes a slot reads one). */
+TBIO_API uint64_t tbio_maps_reads(void);
 /* Address of the wrapper installed for a hooked symbol name, 0 if none. */
 TBIO_API uintptr_t tbio_wrapper_address(const char *name);
 TBIO_API uintptr_t tbio_real_address(const char *name);

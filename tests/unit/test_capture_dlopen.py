@@ -149,3 +149,22 @@ json.dump({{"n1": n1, "h": bool(h), "files": [f.to_dict() for f in cap.files if 
     assert r["n1"] == 400 and r["h"]
     files = {f["module"]: f["counters"] for f in r["files"]}
     assert (files["POSIX"]["POSIX_READS"], files["STDIO"]["STDIO_READS"]) == (3, 2)
+
+
+def test_a_walk_that_writes_no_slot_reads_no_maps(shim, tmp_path):
+    """/proc/self/maps is read only when a slot is to be written: in a torch process (thousands
+    of mappings) each read cost ~1 ms, and every dlopen of a DataLoader worker's lazy imports
+    read it though they had nothing to patch (bench/run_overhead.py's restarted workers)."""
+    src = tmp_path / "pure.c"
+    src.write_text("int pure_add(int a, int b) { return a + b; }\n")
+    pure = compile_so(src, tmp_path / "libpure.so")
+    io_so = compile_so("libio.c", tmp_path / "libio_maps.so")
+    _, nlib = __import__("tb_iotrace.recording.ffi", fromlist=["native"]).native()
+    shim.enable()
+    objects, reads = nlib.tbio_patched_objects(), nlib.tbio_maps_reads()
+    assert ctypes.CDLL(str(pure)).pure_add(2, 3) == 5       # a walk: met, nothing to write
+    assert nlib.tbio_patched_objects() == objects + 1
+    assert nlib.tbio_maps_reads() == reads
+    load_libio(io_so)                                        # its open/read/... slots: written
+    assert nlib.tbio_patched_objects() == objects + 2
+    assert nlib.tbio_maps_reads() == reads + 1
