@@ -41,6 +41,7 @@ records is never traced.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import queue
 import signal
@@ -228,6 +229,19 @@ class _Run:
             self._failed_write(exc)
 
     def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
+        """End the session and write the final record, with the cyclic collector off: the record's
+        allocations could start a full collection of the heap a forked child inherited (a torch
+        parent's: ~75 ms of CPU, for a record that takes 5), and the process ends right after
+        (exit, ``os._exit``, a signal, exec) anyway."""
+        was = gc.isenabled()
+        gc.disable()
+        try:
+            self._finish(how, code, signum, suffix)
+        finally:
+            if was:
+                gc.enable()
+
+    def _finish(self, how: str, code: int | None, signum: int | None, suffix: str) -> None:
         from tb_iotrace.recording import session
         from tb_iotrace.store.runrecord import write_record
 
@@ -363,10 +377,20 @@ def _excepthook(prev: Any) -> Any:
 
 
 def _after_fork_in_child() -> None:
+    if _state is None:
+        return
+    was = gc.isenabled()
+    gc.disable()    # (as in _Run.finish: no collection of the inherited heap for our allocations)
+    try:
+        _start_in_child()
+    finally:
+        if was:
+            gc.enable()
+
+
+def _start_in_child() -> None:
     global _state
     old = _state
-    if old is None:
-        return
     from tb_iotrace.recording import session
 
     for s in (old.sess, old.flush_sess):
