@@ -146,12 +146,18 @@ void tbio_note_over_file(const char *path, size_t len) {
  * lines): 7 cache lines of the record per call. */
 _Static_assert(offsetof(tbio_rec, u.p.access.e[1]) <= 64, "hot record state in the first line");
 _Static_assert(offsetof(tbio_rec, u.p.counters) % 64 == 16, "counter array phase");
-#define REC_BYTES ((sizeof(tbio_rec) + 63) / 64 * 64)
+/* A record takes its module's part of the union only: a STDIO record is 320
+ * bytes, not the 1,792 of a POSIX one (every np.load makes one of each; fewer
+ * pages to fault in, in a short-lived DataLoader worker above all). */
+#define REC_ROUND(n) (((n) + 63) / 64 * 64)
+#define REC_BYTES REC_ROUND(sizeof(tbio_rec))
+#define REC_BYTES_STDIO REC_ROUND(offsetof(tbio_rec, u) + sizeof(tbio_stdio_rec))
+_Static_assert(REC_BYTES_STDIO <= REC_BYTES, "a STDIO record fits a POSIX one's room");
 #define REC_BLOCK ((size_t)2 << 20)   /* records are carved from blocks; the first 64 bytes link them */
 static tbio_rec g_trace_only;         /* dir mark (tbio_end): named by the trace only, no record */
 
-static tbio_rec *rec_alloc(tbio_session *s) {
-    if (s->arena_left < REC_BYTES) {
+static tbio_rec *rec_alloc(tbio_session *s, size_t bytes) {
+    if (s->arena_left < bytes) {
         char *b = tbio_map(REC_BLOCK);
         if (!b) return NULL;
         *(void **)b = s->arena_blocks;
@@ -160,8 +166,8 @@ static tbio_rec *rec_alloc(tbio_session *s) {
         s->arena_left = REC_BLOCK - 64;
     }
     tbio_rec *r = (tbio_rec *)s->arena;   /* 64-byte aligned: see the layout notes above */
-    s->arena += REC_BYTES;
-    s->arena_left -= REC_BYTES;
+    s->arena += bytes;
+    s->arena_left -= bytes;
     return r;
 }
 
@@ -194,7 +200,7 @@ tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
     }
     r = blk[file & 1023];
     if (!r) {
-        r = rec_alloc(s);   /* zero-filled by mmap, never reused */
+        r = rec_alloc(s, f->module == TBIO_POSIX ? REC_BYTES : REC_BYTES_STDIO);   /* zero-filled by mmap, never reused */
         if (r && touched_push(s, file) == 0) {
             atomic_flag_clear(&r->lock);
             r->file = file;
