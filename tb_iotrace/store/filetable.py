@@ -386,12 +386,10 @@ def _shared_paths(table: FileTable) -> tuple[PathTable, dict[str, np.ndarray]]:
             pos = np.searchsorted(seen_rid, t.record_id)
             hit = np.nonzero((pos < len(seen_rid)) & (seen_rid[np.minimum(pos, len(seen_rid) - 1)] == t.record_id))[0]
             if len(hit):
-                stored = PathTable(np.concatenate(chunks) if chunks else np.zeros(0, np.uint8),
-                                   np.cumsum(np.concatenate(lens)) if lens else np.zeros(0, np.int64))
-                for i in hit.tolist():
-                    j = int(seen_at[pos[i]])
-                    if stored.get(j) == t.path_bytes(i):
-                        idx[i] = j
+                j = seen_at[pos[hit]]
+                same = _same_bytes(np.concatenate(chunks), np.cumsum(np.concatenate(lens)), j, t.paths.data, a[hit],
+                                   (b - a)[hit])
+                idx[hit[same]] = j[same]
         new = np.nonzero(idx < 0)[0]
         idx[new] = nrows + np.arange(len(new))
         if len(new):
@@ -408,6 +406,25 @@ def _shared_paths(table: FileTable) -> tuple[PathTable, dict[str, np.ndarray]]:
     data = np.concatenate(chunks) if chunks else np.zeros(0, np.uint8)
     end = np.cumsum(np.concatenate(lens)).astype(np.int64) if lens else np.zeros(0, np.int64)
     return PathTable(data, end), index
+
+
+def _same_bytes(data: np.ndarray, end: np.ndarray, rows: np.ndarray, other: np.ndarray, start: np.ndarray,
+                length: np.ndarray) -> np.ndarray:
+    """Per k: whether path ``rows[k]`` of (``data``, ``end``) is the bytes ``other[start[k]:start[k] +
+    length[k]]``, in whole-array steps (a worker's STDIO beside POSIX rows: one pair per file)."""
+    begin = end - np.diff(end, prepend=0)
+    same = (end[rows] - begin[rows]) == length
+    k = np.nonzero(same)[0]
+    ln = length[k]
+    total = int(ln.sum())
+    if not total:
+        return same
+    first = np.cumsum(ln) - ln                   # where each row's bytes start among all compared
+    step = np.arange(total) - np.repeat(first, ln)
+    differ = data[np.repeat(begin[rows[k]], ln) + step] != other[np.repeat(start[k], ln) + step]
+    counted = np.concatenate(([0], np.cumsum(differ)))
+    same[k] = counted[first + ln] == counted[first]
+    return same
 
 
 # --------------------------------------------------------------------------- merging windows

@@ -101,6 +101,27 @@ def test_same_record_id_other_bytes_stays_two_paths():
     assert [f["path"] for f in load_table(buf).dicts()] == ["/a", "/b"]
 
 
+def test_many_shared_record_ids_are_checked_byte_for_byte():
+    """A worker's table: a STDIO row beside each POSIX one, record ids shared; each pair stored as
+    one path only where the bytes agree (same length, other bytes; other length; empty path)."""
+    posix = [f"/d/f{i:04d}" for i in range(300)]
+    stdio = list(posix)
+    stdio[5] = "/d/g0005"            # same length, one byte differs
+    stdio[7] = "/d/f0007x"           # longer
+    posix[9] = stdio[9] = ""         # empty, the same
+    files = [{**rec(p, "POSIX", POSIX_OPENS=1), "record_id": 1000 + i} for i, p in enumerate(posix)]
+    files += [{**rec(p, "STDIO", STDIO_OPENS=1), "record_id": 1000 + i} for i, p in enumerate(stdio)]
+    buf = io.BytesIO()
+    FileTable.from_dicts(files).save(buf)
+    buf.seek(0)
+    with np.load(buf) as z:
+        assert len(z["paths.end"]) == 302
+        stdio_at = z["STDIO.path"].tolist()
+    assert stdio_at[:5] == [0, 1, 2, 3, 4] and stdio_at[5] == 300 and stdio_at[7] == 301 and stdio_at[9] == 9
+    buf.seek(0)
+    assert [f["path"] for f in load_table(buf).dicts()] == posix + stdio
+
+
 def test_a_broken_table_is_a_clear_error(tmp_path):
     for data in (b"", b"PK\x03\x04garbage", b"not a zip at all"):
         with pytest.raises(TableError):
