@@ -65,3 +65,19 @@ def test_same_npy_bytes_as_numpy() -> None:
 def test_object_arrays_are_refused() -> None:
     with pytest.raises(ValueError):
         npz_stored.write(io.BytesIO(), [("o", np.array([{}], dtype=object))])
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_a_file_gets_the_same_bytes_in_pieces(tmp_path, monkeypatch, short) -> None:
+    """To a file the pieces go with os.writev (no copy of the arrays into one buffer), short writes
+    continued; the bytes are those written to memory, and the file object knows its position."""
+    if short:
+        real = npz_stored.os.writev
+        monkeypatch.setattr(npz_stored.os, "writev", lambda fd, bufs: real(fd, [bytes(bufs[0])[:1000]]))
+    want = _written(ARRAYS, b"c").getvalue()
+    path = tmp_path / "t.npz"
+    with open(path, "wb") as fh:
+        fh.write(b"")
+        npz_stored.write(fh, ARRAYS, b"c")
+        assert fh.tell() == len(want)
+    assert path.read_bytes() == want
