@@ -26,6 +26,11 @@ void *tbio_map(size_t bytes) {
                                -1, 0);
     return (unsigned long)p >= (unsigned long)-4095 ? NULL : p;
 }
+void *tbio_map_unshared(size_t bytes) {
+    void *p = tbio_map(bytes);
+    if (p) tbio_sys(SYS_madvise, (long)p, (long)bytes, MADV_DONTFORK, 0, 0, 0);   /* best effort */
+    return p;
+}
 void tbio_unmap(void *p, size_t bytes) {
     if (p) tbio_sys(SYS_munmap, (long)p, (long)bytes, 0, 0, 0, 0);
 }

@@ -57,6 +57,11 @@ TBIO_HIDDEN void tbio_registry_atfork_child(void);
 
 /* Anonymous memory straight from the kernel (signal-safe; zero-filled). */
 TBIO_HIDDEN void *tbio_map(size_t bytes);
+/* The same, left out of a forked child (MADV_DONTFORK): a session's memory (its
+ * records, trace chunks, thread structs), which the child drops at fork and
+ * never touches (session.c's fork handlers).  fork() copies no page table
+ * entry of it, and the parent takes no copy-on-write fault on it after. */
+TBIO_HIDDEN void *tbio_map_unshared(size_t bytes);
 TBIO_HIDDEN void tbio_unmap(void *p, size_t bytes);
 
 TBIO_HIDDEN int tbio_path_traced(const char *abs, size_t len);

@@ -73,7 +73,7 @@ tbio_thread *tbio_thread_new(void) {
     if (t) {
         g_thread_free = t->next;
     } else {
-        char *slab = tbio_map(SLAB_THREADS * THREAD_BYTES);
+        char *slab = tbio_map_unshared(SLAB_THREADS * THREAD_BYTES);
         if (slab) {
             for (uint32_t i = SLAB_THREADS - 1; i >= 1; i--) {
                 tbio_thread *f = (tbio_thread *)(slab + i * THREAD_BYTES);
@@ -158,7 +158,7 @@ static tbio_rec g_trace_only;         /* dir mark (tbio_end): named by the trace
 
 static tbio_rec *rec_alloc(tbio_session *s, size_t bytes) {
     if (s->arena_left < bytes) {
-        char *b = tbio_map(REC_BLOCK);
+        char *b = tbio_map_unshared(REC_BLOCK);
         if (!b) return NULL;
         *(void **)b = s->arena_blocks;
         s->arena_blocks = b;
@@ -174,7 +174,7 @@ static tbio_rec *rec_alloc(tbio_session *s, size_t bytes) {
 static int touched_push(tbio_session *s, uint32_t file) {
     if (s->ntouched == s->touched_cap) {
         uint32_t cap = s->touched_cap ? s->touched_cap * 2 : 1024;
-        uint32_t *n = tbio_map(cap * sizeof *n);
+        uint32_t *n = tbio_map_unshared(cap * sizeof *n);
         if (!n) return -1;
         if (s->touched) memcpy(n, s->touched, s->ntouched * sizeof *n);
         tbio_unmap(s->touched, s->touched_cap * sizeof *n);
@@ -194,7 +194,7 @@ tbio_rec *tbio_rec_make(tbio_session *s, uint32_t file) {
     pthread_mutex_lock(&s->mu);
     blk = atomic_load_explicit(&s->dir[file >> 10], memory_order_relaxed);
     if (!blk) {
-        blk = tbio_map(1024 * sizeof *blk);
+        blk = tbio_map_unshared(1024 * sizeof *blk);
         if (!blk) { pthread_mutex_unlock(&s->mu); return NULL; }
         atomic_store_explicit(&s->dir[file >> 10], blk, memory_order_release);
     }
@@ -261,7 +261,7 @@ static tbio_chunk *chunk_new(uint32_t cap) {
         pthread_mutex_unlock(&g_pool_mu);
     }
     if (!k && cap == BIG_CAP) {
-        char *p = tbio_map(BIG_BYTES + BIG_ALIGN);
+        char *p = tbio_map_unshared(BIG_BYTES + BIG_ALIGN);
         if (!p) return NULL;
         char *a = (char *)(((uintptr_t)p + BIG_ALIGN - 1) & ~(uintptr_t)(BIG_ALIGN - 1));
         tbio_unmap(p, (size_t)(a - p));                                   /* trim to the alignment */
@@ -269,7 +269,7 @@ static tbio_chunk *chunk_new(uint32_t cap) {
         tbio_sys(SYS_madvise, (long)a, (long)BIG_BYTES, MADV_HUGEPAGE, 0, 0, 0);
         k = (tbio_chunk *)a;
     } else if (!k) {
-        k = tbio_map(chunk_bytes(cap));
+        k = tbio_map_unshared(chunk_bytes(cap));
         if (!k) return NULL;
     }
     k->next = NULL;
@@ -327,7 +327,7 @@ tbio_tslot *tbio_trace_slot_new(tbio_call *c) {
     t->bin = NULL;
     t->bin_lo = t->bin_w = 0;   /* no bin yet: the first call finds one (tbio_ts_add_slot) */
     /* this thread's bins for the session: written by it alone, merged by tbio_end */
-    t->ts = tbio_map(TS_BYTES);
+    t->ts = tbio_map_unshared(TS_BYTES);
     if (t->ts) {
         t->ts->origin = c->s->t0_ticks;
         t->ts->lg = c->s->ts_lg0;
@@ -438,7 +438,7 @@ static void list_files(tbio_session *s) {
                 if (!tbio_tracked(id)) continue;
                 tbio_rec **blk = atomic_load(&s->dir[id >> 10]);
                 if (!blk) {
-                    blk = tbio_map(1024 * sizeof *blk);
+                    blk = tbio_map_unshared(1024 * sizeof *blk);
                     if (!blk) continue;
                     atomic_store(&s->dir[id >> 10], blk);
                 }
@@ -814,15 +814,28 @@ uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64
 }
 
 /* ---- fork ---- */
+/* The session memory is not in the child (tbio_map_unshared): from here until
+ * the child's handler has run, a call the forking thread makes (a signal
+ * handler's) finds no thread struct and may not register one, so it passes
+ * straight through instead of writing into memory the child lacks. */
+static __thread tbio_thread *tl_fork_saved __attribute__((tls_model("initial-exec")));
+static __thread int tl_fork_registering __attribute__((tls_model("initial-exec")));
+
 void tbio_session_atfork_prepare(void) {
     pthread_mutex_lock(&g_sess_mu);
     pthread_mutex_lock(&g_threads_mu);
     /* a thread may be taking a chunk from (or giving one back to) the pool: the
      * child must not inherit a held lock or a half-linked free list */
     pthread_mutex_lock(&g_pool_mu);
+    tl_fork_saved = tbio_tl_thread;
+    tl_fork_registering = tl_registering;
+    tl_registering = 1;
+    tbio_tl_thread = NULL;
 }
 
 void tbio_session_atfork_parent(void) {
+    tbio_tl_thread = tl_fork_saved;
+    tl_registering = tl_fork_registering;
     pthread_mutex_unlock(&g_pool_mu);
     pthread_mutex_unlock(&g_threads_mu);
     pthread_mutex_unlock(&g_sess_mu);
@@ -836,9 +849,12 @@ void tbio_session_atfork_child(void) {
     pthread_mutex_init(&g_threads_mu, NULL);
     pthread_mutex_init(&g_pool_mu, NULL);
     atomic_store(&tbio_g_active, NULL);
-    g_threads = NULL;       /* the parent's thread structs stay where they are, unused */
+    g_threads = NULL;       /* the parent's thread structs, chunks and records: not here */
     g_thread_free = NULL;
+    memset(g_pool, 0, sizeof g_pool);
+    g_pool_bytes = 0;
     tbio_tl_thread = NULL;
+    tl_fork_saved = NULL;
     tl_registering = 0;
     atomic_store(&tbio_g_hot.membarrier, -1);
     barrier_init();

@@ -125,6 +125,70 @@ static int run_phase(int recording, double seconds) {
     return 0;
 }
 
+/* A handler's traced I/O landing while this thread forks: the session memory is
+ * not in the child (MADV_DONTFORK), so from the fork handlers' prepare until the
+ * child's has run, the forking thread's calls must pass through untouched.  In a
+ * child of its own (as run_phase): forks 300 times under a 50 us timer, every
+ * grandchild recording a session of its own; 0 ok, else the first failure. */
+static int run_forking(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (chdir(g_dir) != 0) _exit(8);
+        if (tbio_enable() != 0) _exit(9);
+        tbio_session *s = tbio_begin();
+        if (!s) _exit(10);
+        churn(0.05);    /* records, trace chunks and thread structs to leave behind */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_alarm;
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGALRM, &sa, NULL);
+        struct itimerval it = {{0, 50}, {0, 50}};
+        setitimer(ITIMER_REAL, &it, NULL);
+        for (int i = 0; i < 300; i++) {
+            pid_t c = fork();
+            if (c < 0) _exit(15);
+            if (c == 0) {
+                tbio_session *cs = tbio_begin();
+                if (!cs) _exit(16);
+                churn(0.002);
+                tbio_session *e = tbio_end(cs);
+                if (e != cs || tbio_session_nevents(e) == 0) _exit(17);
+                tbio_session_free(e);
+                if (tbio_end(s) != NULL) _exit(18);   /* the parent's: not recording here */
+                _exit(0);
+            }
+            int st = 0;
+            while (waitpid(c, &st, 0) < 0 && errno == EINTR) {}
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) _exit(WIFEXITED(st) ? 40 + WEXITSTATUS(st) : 100 + WTERMSIG(st));
+        }
+        struct itimerval off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_REAL, &off, NULL);
+        tbio_session *e = tbio_end(s);
+        if (e != s || tbio_session_nevents(e) == 0) _exit(19);
+        tbio_session_free(e);
+        _exit(0);
+    }
+    double deadline = now_s() + 60.0;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) break;
+        if (now_s() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "forking phase: hung\n");
+            return 1;
+        }
+        usleep(20000);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "forking phase: child status %d (exit %d)\n", status, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return 2;
+    }
+    return 0;
+}
+
 int main(void) {
     const char *base = getenv("TBIO_TEST_TMP");
     snprintf(g_dir, sizeof g_dir, "%s/sigtest.%d", base ? base : "/tmp", (int)getpid());
@@ -136,6 +200,7 @@ int main(void) {
         CHECK_EQ_I64(run_phase(0, 1.5), 0);
         CHECK_EQ_I64(run_phase(1, 1.5), 0);
     }
+    CHECK_EQ_I64(run_forking(), 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", g_dir);
     if (system(cmd) != 0) return 2;
     return CHECK_DONE();
