@@ -28,7 +28,7 @@ void *tbio_map(size_t bytes) {
 }
 void *tbio_map_unshared(size_t bytes) {
     void *p = tbio_map(bytes);
-    if (p) tbio_sys(SYS_madvise, (long)p, (long)bytes, MADV_DONTFORK, 0, 0, 0);   /* best effort */
+    if (p) tbio_sys(SYS_madvise, (long)p, (long)bytes, MADV_WIPEONFORK, 0, 0, 0);   /* best effort (Linux >= 4.14) */
     return p;
 }
 void tbio_unmap(void *p, size_t bytes) {

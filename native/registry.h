@@ -57,10 +57,12 @@ TBIO_HIDDEN void tbio_registry_atfork_child(void);
 
 /* Anonymous memory straight from the kernel (signal-safe; zero-filled). */
 TBIO_HIDDEN void *tbio_map(size_t bytes);
-/* The same, left out of a forked child (MADV_DONTFORK): a session's memory (its
- * records, trace chunks, thread structs), which the child drops at fork and
- * never touches (session.c's fork handlers).  fork() copies no page table
- * entry of it, and the parent takes no copy-on-write fault on it after. */
+/* The same, zero-filled in a forked child (MADV_WIPEONFORK): a session's memory
+ * (its records, trace chunks, thread structs), which the child drops at fork
+ * and never reads (session.c's fork handlers).  fork() copies no page table
+ * entry of it, and the parent takes no copy-on-write fault on it after.  Not
+ * MADV_DONTFORK: a child made without the fork handlers (a raw clone, glibc's
+ * _Fork) that makes a call before its exec finds zeros there, not a hole. */
 TBIO_HIDDEN void *tbio_map_unshared(size_t bytes);
 TBIO_HIDDEN void tbio_unmap(void *p, size_t bytes);
 

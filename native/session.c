@@ -814,10 +814,11 @@ uint64_t tbio_session_copy_events(const tbio_session *s, tbio_event *out, uint64
 }
 
 /* ---- fork ---- */
-/* The session memory is not in the child (tbio_map_unshared): from here until
- * the child's handler has run, a call the forking thread makes (a signal
+/* The session memory is zero-filled in the child (tbio_map_unshared): from here
+ * until the child's handler has run, a call the forking thread makes (a signal
  * handler's) finds no thread struct and may not register one, so it passes
- * straight through instead of writing into memory the child lacks. */
+ * straight through instead of following pointers into memory the child has
+ * only as zeros. */
 static __thread tbio_thread *tl_fork_saved __attribute__((tls_model("initial-exec")));
 static __thread int tl_fork_registering __attribute__((tls_model("initial-exec")));
 
@@ -849,7 +850,7 @@ void tbio_session_atfork_child(void) {
     pthread_mutex_init(&g_threads_mu, NULL);
     pthread_mutex_init(&g_pool_mu, NULL);
     atomic_store(&tbio_g_active, NULL);
-    g_threads = NULL;       /* the parent's thread structs, chunks and records: not here */
+    g_threads = NULL;       /* the parent's thread structs, chunks and records: zeros here */
     g_thread_free = NULL;
     memset(g_pool, 0, sizeof g_pool);
     g_pool_bytes = 0;

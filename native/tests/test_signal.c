@@ -126,7 +126,7 @@ static int run_phase(int recording, double seconds) {
 }
 
 /* A handler's traced I/O landing while this thread forks: the session memory is
- * not in the child (MADV_DONTFORK), so from the fork handlers' prepare until the
+ * zeros in the child (MADV_WIPEONFORK), so from the fork handlers' prepare until the
  * child's has run, the forking thread's calls must pass through untouched.  In a
  * child of its own (as run_phase): forks 300 times under a 50 us timer, every
  * grandchild recording a session of its own; 0 ok, else the first failure. */

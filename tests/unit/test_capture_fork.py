@@ -93,7 +93,9 @@ def ranges(smaps: bool) -> list:
                 a, b = (int(x, 16) for x in head.split("-"))
                 cur = [a, b, False]
                 out.append(cur)
-            elif line.startswith("VmFlags:") and " dc" in line:
+            elif line.startswith("Rss:"):
+                cur.append(int(line.split()[1]))
+            elif line.startswith("VmFlags:") and " wf" in line:
                 cur[2] = True
     return out
 
@@ -107,11 +109,11 @@ with tb_iotrace.capture():
         os.pread(fd, 16, i % 4000)
     os.close(fd)
     trace = int(native()[1].tbio_trace_bytes())
-    unshared = [(a, b) for a, b, dc in ranges(True) if dc]
+    unshared = [(a, b) for a, b, wf, *_ in ranges(True) if wf]
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:
-        os.write(w, json.dumps([[a, b] for a, b, _ in ranges(False)]).encode())
+        os.write(w, json.dumps([[a, b, wf, rss] for a, b, wf, rss in ranges(True)]).encode())
         os._exit(0)
     os.close(w)
     buf = b""
@@ -124,10 +126,10 @@ print(json.dumps({"trace": trace, "unshared": unshared, "child": child}))
 
 
 def test_a_forked_child_gets_none_of_the_sessions_memory(tmp_path):
-    """A session's records, trace chunks and thread structs are left out of a forked child
-    (MADV_DONTFORK): the child drops the parent's sessions at fork, and copying their page
-    tables made every fork of a traced DataLoader parent slower (+1.4 ms of its CPU per worker
-    in bench/worker_lifetime.py) and its next writes to them copy-on-write faults."""
+    """A session's records, trace chunks and thread structs come to a forked child zero-filled
+    (MADV_WIPEONFORK): the child drops the parent's sessions at fork, and copying their page
+    tables made every fork of a traced DataLoader parent slower (+1.4 ms of its CPU per fork)
+    and its next writes to them copy-on-write faults."""
     import json
     import subprocess
     import sys
@@ -138,5 +140,6 @@ def test_a_forked_child_gets_none_of_the_sessions_memory(tmp_path):
     got = json.loads(r.stdout)
     assert got["trace"] > 1_000_000                       # 30,000 calls traced
     assert sum(b - a for a, b in got["unshared"]) >= got["trace"]
-    child = [(a, b) for a, b in got["child"]]
-    assert not [u for u in got["unshared"] if any(a < u[1] and u[0] < b for a, b in child)]
+    # in the child: the same ranges, zero-filled there, nothing of the parent's resident
+    child = {(a, b): (wf, rss) for a, b, wf, rss in got["child"]}
+    assert all(child.get((a, b)) == (True, 0) for a, b in got["unshared"])
