@@ -62,6 +62,28 @@ static void churn(double seconds) {
     }
 }
 
+/* Wait for a phase's child: 0 it exited 0, 1 hung (killed after `limit` s), 2 any other end. */
+static int wait_phase(pid_t pid, double limit, const char *name) {
+    double deadline = now_s() + limit;
+    int status = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid) break;
+        if (now_s() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fprintf(stderr, "%s phase: hung (killed after %.0f s)\n", name, limit);
+            return 1;
+        }
+        usleep(20000);
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "%s phase: child status %d (exit %d)\n", name, status, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        return 2;
+    }
+    return 0;
+}
+
 /* One phase in a child: 0 ok, 1 hung (killed after the timeout), 2 crashed. */
 static int run_phase(int recording, double seconds) {
     pid_t pid = fork();
@@ -104,25 +126,7 @@ static int run_phase(int recording, double seconds) {
         }
         _exit(0);
     }
-    double deadline = now_s() + seconds + 20.0;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) break;
-        if (now_s() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            fprintf(stderr, "%s phase: hung (killed after %.0f s)\n", recording ? "recording" : "idle",
-                    seconds + 20.0);
-            return 1;
-        }
-        usleep(20000);
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "%s phase: child status %d\n", recording ? "recording" : "idle", status);
-        return 2;
-    }
-    return 0;
+    return wait_phase(pid, seconds + 20.0, recording ? "recording" : "idle");
 }
 
 /* A handler's traced I/O landing while this thread forks: the session memory is
@@ -169,24 +173,7 @@ static int run_forking(void) {
         tbio_session_free(e);
         _exit(0);
     }
-    double deadline = now_s() + 60.0;
-    int status = 0;
-    for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) break;
-        if (now_s() > deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &status, 0);
-            fprintf(stderr, "forking phase: hung\n");
-            return 1;
-        }
-        usleep(20000);
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        fprintf(stderr, "forking phase: child status %d (exit %d)\n", status, WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-        return 2;
-    }
-    return 0;
+    return wait_phase(pid, 60.0, "forking");
 }
 
 int main(void) {
