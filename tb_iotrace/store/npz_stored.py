@@ -1,12 +1,13 @@
 """Write an ``.npz`` whose members are stored, not deflated: what ``np.savez`` writes (NumPy's
 ``.npy`` format 1.0 in a plain zip, with a zip comment), read back by ``np.load`` and ``zipfile``.
 
-Small ones (:data:`IN_ONE_CALL_BYTES` or less) are laid out here, in memory, and written in one
-call: ``zipfile`` and ``np.lib.format`` spend ~10 us of Python per member on headers, and a
-forked DataLoader worker's record has ~60 members (its file table's columns and its trace's),
-written at its exit while the training loop waits for it (``bench/worker_lifetime.py``: 1.9 of
-its 7.6 ms of CPU, under load, went to the two zips). Larger ones (a long trace) are streamed
-through ``zipfile`` (Zip64 where needed)."""
+Small ones (:data:`IN_ONE_CALL_BYTES` or less) are laid out here and written in one call (to a
+file, one ``os.writev`` of the headers and the arrays' own memory): ``zipfile`` and
+``np.lib.format`` spend ~10 us of Python per member on headers, and a forked DataLoader worker's
+record has ~60 members (its file table's columns and its trace's), written at its exit while the
+training loop waits for it (``bench/worker_lifetime.py``: 1.9 of its 7.6 ms of CPU, under load,
+went to the two zips). Larger ones (a long trace) are streamed through ``zipfile`` (Zip64 where
+needed)."""
 from __future__ import annotations
 
 import io

@@ -151,15 +151,14 @@ def trace_arrays(recording: Any) -> dict[str, np.ndarray]:
     has[has == 0] = np.arange(int((has == 0).sum()))
     fid = has[inv.reshape(-1)] if n else np.zeros(0, np.int64)
     paths = [nm for nm in names if nm]
-    def col(a: np.ndarray, t: type) -> np.ndarray:    # the recording's own column where it has the type
-        return a.astype(t, copy=False)
-
+    # (copy=False: a column the recording already has in the stored type is not copied again)
     return {
-        "start_ns": col(ev.start_ns, np.int64), "end_ns": col(ev.end_ns, np.int64),
-        "op_id": col(ev.op_id, np.int32), "file_id": fid.astype(np.int32),
-        "offset": col(ev.offset, np.int64), "requested": col(ev.requested, np.int64),
-        "returned": col(ev.returned, np.int64), "fd": col(ev.fd, np.int64),
-        "errno": col(ev.errno, np.int64), "tid": col(ev.tid, np.int64) if n else np.zeros(0, np.int64),
+        "start_ns": ev.start_ns.astype(np.int64, copy=False), "end_ns": ev.end_ns.astype(np.int64, copy=False),
+        "op_id": ev.op_id.astype(np.int32, copy=False), "file_id": fid.astype(np.int32),
+        "offset": ev.offset.astype(np.int64, copy=False), "requested": ev.requested.astype(np.int64, copy=False),
+        "returned": ev.returned.astype(np.int64, copy=False), "fd": ev.fd.astype(np.int64, copy=False),
+        "errno": ev.errno.astype(np.int64, copy=False),
+        "tid": ev.tid.astype(np.int64, copy=False) if n else np.zeros(0, np.int64),
         "op_names": np.array(list(ev.op_names), dtype=str),
         "paths": np.array(paths, dtype=object).astype(str),
     }
