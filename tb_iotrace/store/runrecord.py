@@ -46,6 +46,11 @@ The JSON document (format ``tb_iotrace.run/2``)::
                                                 # of its file table and trace
                                                 # ("tb_iotrace.generation=<n>"): a reader
                                                 # never pairs one write's JSON with another's
+      "next_generation"?: int,                  # a periodic flush's: the number its process's
+                                                # next write of this record takes; a table or
+                                                # trace of that number is read with this JSON
+                                                # (the process was killed between renaming
+                                                # them and the JSON: the newer counts, not none)
       "write_errors": {"count": int, "last": str, "trace_left_out"?: bool}
                                                 # only when writes of this record failed (a
                                                 # full disk): how many, the last error, and
@@ -200,7 +205,8 @@ def write_record(run_dir: str | os.PathLike[str], recording: Any, *, partial: bo
                  untracked: dict[str, Any] | None = None, timeseries: Any = None,
                  write_errors: dict[str, Any] | None = None,
                  trace: dict[str, np.ndarray] | None = None,
-                 trace_parts: Sequence[tuple[str, int]] | None = None) -> Path:
+                 trace_parts: Sequence[tuple[str, int]] | None = None,
+                 generation: int | None = None, next_generation: int | None = None) -> Path:
     """Write the record of this process from a recording.session.Recording (or explicit ``files``).
 
     ``suffix`` goes after the pid (``.exec1``: the image a process had before an exec).
@@ -212,14 +218,17 @@ def write_record(run_dir: str | os.PathLike[str], recording: Any, *, partial: bo
     ``trace``: the trace columns to store without a ``recording`` (a periodic flush: the flushed
     windows' traces, :mod:`tb_iotrace.store.trace_merge`). ``trace_parts``: instead, the
     (name, rows) of trace parts already written beside the record (:func:`write_trace_part`),
-    which the JSON lists (``"trace_parts"``): a flush writes only its own window's calls."""
+    which the JSON lists (``"trace_parts"``): a flush writes only its own window's calls.
+    ``generation``: this write's number (:func:`new_generation` when None); ``next_generation``:
+    the number the writer's next write of this record will take (the JSON says so: a reader
+    takes a table or trace of that number with it, see :meth:`RunRecord._same_write`)."""
     jpath, npath = record_paths(run_dir, suffix=suffix)
     jpath.parent.mkdir(parents=True, exist_ok=True)
     table = files if isinstance(files, FileTable) else FileTable.from_dicts(files) if files is not None \
         else recording.table if recording is not None else FileTable()
     tpath = table_path(jpath)
-    # 62 random bits from the OS (secrets would import hashlib and OpenSSL into every traced process)
-    generation = int.from_bytes(os.urandom(8), "little") >> 2
+    if generation is None:
+        generation = new_generation()
     with Staged() as stage:
         trace_name = None
         arrays = None
@@ -237,9 +246,16 @@ def write_record(run_dir: str | os.PathLike[str], recording: Any, *, partial: bo
             stage.write(tpath, lambda fh: table.save(fh, comment=_stamp(generation)))
         _write_doc(stage, jpath, recording, partial=partial, exit=exit, table=table, tpath=tpath, start_ns=start_ns,
                    end_ns=end_ns, trace_name=trace_name, untracked=untracked, timeseries=timeseries,
-                   generation=generation, write_errors=write_errors, nevents=nevents,
+                   generation=generation, next_generation=next_generation, write_errors=write_errors,
+                   nevents=nevents,
                    trace_parts=[n for n, _ in trace_parts or ()] if arrays is None else None)
     return jpath
+
+
+def new_generation() -> int:
+    """A record write's number: 62 random bits from the OS (``secrets`` would import hashlib and
+    OpenSSL into every traced process)."""
+    return int.from_bytes(os.urandom(8), "little") >> 2
 
 
 def write_trace_part(run_dir: str | os.PathLike[str], k: int, recording: Any) -> tuple[str, int]:
@@ -258,6 +274,7 @@ def write_trace_part(run_dir: str | os.PathLike[str], k: int, recording: Any) ->
 def _write_doc(stage: Staged, jpath: Path, recording: Any, *, partial: bool, exit: dict[str, Any] | None,
                table: FileTable, tpath: Path, start_ns: int | None, end_ns: int | None, trace_name: str | None,
                untracked: dict[str, Any] | None, timeseries: Any, generation: int,
+               next_generation: int | None,
                write_errors: dict[str, Any] | None, nevents: int = 0,
                trace_parts: list[str] | None = None) -> None:
     doc = {
@@ -275,6 +292,7 @@ def _write_doc(stage: Staged, jpath: Path, recording: Any, *, partial: bool, exi
         "trace": trace_name,
         "python": this_python(),
         "generation": generation,
+        **({"next_generation": next_generation} if next_generation is not None else {}),
         "machine": (recording.machine if recording is not None and getattr(recording, "machine", None)
                     else machine_facts()),
     }
@@ -408,16 +426,21 @@ class RunRecord:
         """Check that a file beside the record was written with its JSON (same generation; a
         record from before generations has none to check). When not, the record is being
         rewritten (a periodic flush between reading the JSON and this file): read the JSON
-        again, once, and go on with it if it is the write ``part`` belongs to."""
+        again, once, and go on with it if it is the write ``part`` belongs to. Else, a file of
+        the write the JSON names as the next (``next_generation``) goes with it: its writer was
+        killed between renaming that file and the JSON, and the newer counts are whole."""
         want = self.doc.get("generation")
         if not isinstance(want, int) or generation == want:
             return
+        nxt = self.doc.get("next_generation")
         try:
             doc = read_record(self.path).doc
         except RecordError:
             doc = {}
         if generation is not None and doc.get("generation") == generation:
             self.doc, self._table = doc, None
+            return
+        if isinstance(nxt, int) and generation == nxt:
             return
         raise RecordError(f"{part}: not from the same write as {self.path.name} (a write of the record was "
                           f"cut short between its files, or it is being rewritten: read it again)")

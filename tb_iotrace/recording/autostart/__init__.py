@@ -107,6 +107,9 @@ class _Run:
         self.trace_parts: list[tuple[str, int]] = []   # the flushed windows' calls: (file, rows)
         self.flush_cost = 0.0        # seconds the last flush took
         self.unwritten = False       # the last partial record's write failed: the next flush writes
+        # the number the next write of the record takes, named by the last partial one's JSON: a
+        # process killed between renaming a write's table and its JSON leaves a readable record
+        self.next_gen: int | None = None
         self.write_errors: dict[str, Any] = {}   # record writes that failed: {"count", "last"}
         self.start_ns = time.time_ns()
         self.done = False
@@ -215,17 +218,21 @@ class _Run:
 
     def _write_partial(self) -> None:
         from tb_iotrace.store.filetable import FileTable
-        from tb_iotrace.store.runrecord import write_record
+        from tb_iotrace.store.runrecord import new_generation, write_record
 
         self.unwritten = True
+        gen = self.next_gen if self.next_gen is not None else new_generation()
+        nxt = new_generation()
         try:
             write_record(self.run_dir, None, partial=True, exit={"how": "flush"},
                          files=self.acc.table() if self.acc is not None else FileTable(),
                          start_ns=self.start_ns, end_ns=time.time_ns(), trace_parts=self.trace_parts,
                          untracked=self.acc_untracked or None, timeseries=self.acc_series,
-                         write_errors=self.write_errors or None)
+                         write_errors=self.write_errors or None, generation=gen, next_generation=nxt)
             self.unwritten = False
+            self.next_gen = nxt
         except OSError as exc:   # the flushed windows stay in self.acc: the next flush has them
+            self.next_gen = gen  # (the JSON on disk still names this number as the next)
             self._failed_write(exc)
 
     def finish(self, how: str, code: int | None = None, signum: int | None = None, suffix: str = "") -> None:
@@ -259,9 +266,10 @@ class _Run:
             exit = {"how": how, "code": code, "signal": signum, "exception": self.exc}
             if not recording.closed:  # the script called tb_iotrace.disable(), which ended every session
                 exit["note"] = "capture ended early by tb_iotrace.disable(): nothing recorded"
+            gen = self.next_gen if not suffix else None    # (a suffixed record has no partial one)
             try:
                 write_record(self.run_dir, recording, partial=False, exit=exit, suffix=suffix,
-                             write_errors=self.write_errors or None)
+                             write_errors=self.write_errors or None, generation=gen)
             except OSError as exc:
                 # a full disk: keep the final counters without the trace (the bulk of a record)
                 self._failed_write(exc)
@@ -269,7 +277,7 @@ class _Run:
                     raise
                 self.write_errors["trace_left_out"] = True
                 write_record(self.run_dir, recording, partial=False, exit=exit, suffix=suffix, with_trace=False,
-                             write_errors=self.write_errors)
+                             write_errors=self.write_errors, generation=gen)
             self._drop_trace_parts()   # the final record has the whole trace
             if suffix:  # this image's periodic flushes went to the plain name: the new image's now
                 from tb_iotrace.store.runrecord import record_paths, table_path
